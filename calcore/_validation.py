@@ -1,0 +1,301 @@
+"""Validation of prediction arrays, in one place.
+
+Every public entry point (``Predictions`` constructors, the file loader, the
+metrics) funnels its arrays through these functions, which return clean arrays
+or raise :class:`~calcore.CalcoreError` with a message that names the source,
+the column and the first offending row, and says how to fix it. Callers then
+assume valid input.
+
+Row and column wording is delegated to an :class:`InputContext` so that the same
+checks produce "line 7 of preds.csv, column 'p_cat'" for a file and "row 5,
+column 3 of probs" for an in-memory array.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+
+__all__ = [
+    "InputContext",
+    "RenormalizationInfo",
+    "probability_sum_tolerance",
+    "check_probs",
+    "check_logits",
+    "check_labels",
+    "check_class_names",
+]
+
+
+def _default_row(i: int) -> str:
+    return f"row {i} (0-based)"
+
+
+@dataclass(frozen=True)
+class InputContext:
+    """How to describe a location in the input to a person.
+
+    Attributes
+    ----------
+    source : str
+        What the data is called in messages (a file name or ``"probs"``).
+    columns : sequence of str or None
+        Column names as the user sees them (the file headers); ``None`` means
+        columns are described by their 0-based index.
+    row : callable
+        Maps a 0-based data row index to its description, e.g. ``"line 7"``
+        for the 7th line of a CSV file (header on line 1).
+    """
+
+    source: str = "probs"
+    columns: Sequence[str] | None = None
+    row: Callable[[int], str] = field(default=_default_row)
+
+    def column(self, j: int) -> str:
+        if self.columns is None:
+            return f"column {j}"
+        return f"column {self.columns[j]!r}"
+
+    def where(self, i: int, j: int | None = None) -> str:
+        place = f"{self.source}, {self.row(i)}"
+        return place if j is None else f"{place}, {self.column(j)}"
+
+
+@dataclass(frozen=True)
+class RenormalizationInfo:
+    """What ``renormalize=True`` did: how many rows were rescaled and by how much.
+
+    Attributes
+    ----------
+    n_rows : int
+        Rows whose sum was off by more than the tolerance and were rescaled.
+    max_deviation : float
+        Largest ``|row sum - 1|`` seen among all rows.
+    first_row : int or None
+        0-based index of the first rescaled row.
+    """
+
+    n_rows: int
+    max_deviation: float
+    first_row: int | None
+
+
+def probability_sum_tolerance(n_classes: int, dtype: np.dtype) -> float:
+    """Tolerance on ``|sum(row) - 1|`` for a row of probabilities.
+
+    ``1e-5 * sqrt(L)`` covers values printed with 6 decimals (rounding errors
+    add up like a random walk over L columns), plus ``L * eps`` of the input
+    dtype for sums of float32 softmax outputs. A row off by 1e-3 is rejected
+    for any L <= 10,000.
+    """
+    eps = np.finfo(dtype).eps if np.issubdtype(dtype, np.floating) else 0.0
+    return 1e-5 * np.sqrt(n_classes) + n_classes * eps
+
+
+def _as_float_matrix(values, *, name: str, ctx: InputContext) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
+        raise CalcoreError(
+            f"{ctx.source}: {name} must be numeric, got dtype {arr.dtype}. "
+            f"Convert the scores to floating point numbers."
+        )
+    if arr.ndim != 2:
+        raise CalcoreError(
+            f"{ctx.source}: {name} must be a 2-D array of shape (n_samples, n_classes), "
+            f"got shape {arr.shape}. For a binary problem pass both columns "
+            f"[1 - p, p]."
+        )
+    n, n_classes = arr.shape
+    if n == 0:
+        raise CalcoreError(f"{ctx.source}: {name} has no rows. Provide at least one prediction.")
+    if n_classes < 2:
+        raise CalcoreError(
+            f"{ctx.source}: {name} has {n_classes} class column; at least 2 classes are needed. "
+            f"For a binary problem pass both columns [1 - p, p]."
+        )
+    return arr
+
+
+def _first_bad(mask: np.ndarray) -> tuple[int, int | None]:
+    """Index (row, column) of the first True in a 1-D or 2-D mask, in row-major order."""
+    flat = int(np.argmax(mask.reshape(-1)))
+    if mask.ndim == 1:
+        return flat, None
+    return divmod(flat, mask.shape[1])
+
+
+def _check_finite(arr: np.ndarray, *, name: str, ctx: InputContext) -> None:
+    finite = np.isfinite(arr)
+    if not finite.all():
+        i, j = _first_bad(~finite)
+        raise CalcoreError(
+            f"{ctx.where(i, j)}: {name} value {arr[i, j]!r} is not a finite number. "
+            f"Remove or fix rows with NaN, empty or infinite scores."
+        )
+
+
+def check_probs(
+    probs, *, ctx: InputContext = InputContext(), renormalize: bool = False
+) -> tuple[np.ndarray, RenormalizationInfo | None]:
+    """Validate a probability matrix and return it as float64.
+
+    Parameters
+    ----------
+    probs : array_like of shape (n_samples, n_classes)
+        Predicted probabilities; each row must lie on the simplex.
+    ctx : InputContext
+        How to name rows and columns in error messages.
+    renormalize : bool
+        Rescale rows whose sum is off by more than the tolerance (see
+        :func:`probability_sum_tolerance`) instead of raising. Rows within the
+        tolerance are never touched.
+
+    Returns
+    -------
+    probs : ndarray of shape (n_samples, n_classes), float64
+        A new array when the input was not float64 or rows were rescaled,
+        otherwise the input itself.
+    renormalization : RenormalizationInfo or None
+        What was rescaled, when ``renormalize=True``.
+
+    Raises
+    ------
+    CalcoreError
+        Non-numeric or non-finite values, negative values or values above 1,
+        rows off the simplex (without ``renormalize``), rows summing to 0.
+    """
+    arr = _as_float_matrix(probs, name="probability", ctx=ctx)
+    in_dtype = arr.dtype
+    arr = np.asarray(arr, dtype=np.float64)
+    _check_finite(arr, name="probability", ctx=ctx)
+    negative = arr < 0
+    if negative.any():
+        i, j = _first_bad(negative)
+        raise CalcoreError(
+            f"{ctx.where(i, j)}: probability {arr[i, j]!r} is negative. "
+            f"Probabilities must lie in [0, 1]; if these are logits, load them as logits "
+            f"(scores='logits')."
+        )
+    above = arr > 1.0
+    if above.any() and not renormalize:
+        i, j = _first_bad(above)
+        raise CalcoreError(
+            f"{ctx.where(i, j)}: probability {arr[i, j]!r} is greater than 1. "
+            f"Probabilities must lie in [0, 1]; if these are logits or unnormalised scores, load "
+            f"them as logits (scores='logits')."
+        )
+    sums = arr.sum(axis=1)
+    deviation = np.abs(sums - 1.0)
+    tol = probability_sum_tolerance(arr.shape[1], in_dtype)
+    off = deviation > tol
+    if not off.any():
+        return arr, (RenormalizationInfo(0, float(deviation.max()), None) if renormalize else None)
+    i = int(np.argmax(off))
+    if not renormalize:
+        raise CalcoreError(
+            f"{ctx.where(i)}: probabilities sum to {sums[i]:.6g}, not 1 (tolerance {tol:.2g}); "
+            f"{int(off.sum())} row(s) are off. Fix the scores, or pass renormalize=True "
+            f"(--renormalize on the command line) to rescale those rows and get a report."
+        )
+    if (sums <= 0).any():
+        k = int(np.argmax(sums <= 0))
+        raise CalcoreError(
+            f"{ctx.where(k)}: probabilities sum to 0, so the row cannot be renormalised. "
+            f"Remove the row or give it valid scores."
+        )
+    out = arr.copy() if arr is probs else arr
+    out[off] /= sums[off, None]
+    return out, RenormalizationInfo(int(off.sum()), float(deviation.max()), i)
+
+
+def check_logits(logits, *, ctx: InputContext = InputContext("logits")) -> np.ndarray:
+    """Validate a logit matrix (finite real numbers) and return it as float64.
+
+    Raises
+    ------
+    CalcoreError
+        Non-numeric or non-finite values, wrong shape, fewer than 2 classes.
+    """
+    arr = np.asarray(_as_float_matrix(logits, name="logit", ctx=ctx), dtype=np.float64)
+    _check_finite(arr, name="logit", ctx=ctx)
+    return arr
+
+
+def check_labels(
+    labels, n_classes: int, *, n_rows: int, ctx: InputContext = InputContext("labels")
+) -> np.ndarray:
+    """Validate integer labels in ``0 .. n_classes - 1`` and return them as int64.
+
+    Raises
+    ------
+    CalcoreError
+        Wrong length, non-integer values, labels outside the classes.
+    """
+    arr = np.asarray(labels)
+    if arr.ndim != 1 or arr.shape[0] != n_rows:
+        raise CalcoreError(
+            f"{ctx.source}: labels must be a 1-D array with one entry per row ({n_rows}), "
+            f"got shape {arr.shape}."
+        )
+    if np.issubdtype(arr.dtype, np.floating):
+        integral = np.isfinite(arr) & (arr == np.round(arr))
+        if not integral.all():
+            i = int(np.argmax(~integral))
+            raise CalcoreError(
+                f"{ctx.where(i)}: label {arr[i]!r} is not an integer class index. "
+                f"Labels must be integers 0..{n_classes - 1} or class names."
+            )
+    elif not np.issubdtype(arr.dtype, np.integer) and arr.dtype != bool:
+        raise CalcoreError(
+            f"{ctx.source}: labels must be integer class indices 0..{n_classes - 1}, "
+            f"got dtype {arr.dtype}. Map class names to indices first (load_predictions does)."
+        )
+    out = arr.astype(np.int64)
+    bad = (out < 0) | (out >= n_classes)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CalcoreError(
+            f"{ctx.where(i)}: label {arr[i]!r} is not a class index; there are {n_classes} "
+            f"classes, so labels must be integers 0..{n_classes - 1}."
+        )
+    return out
+
+
+def check_class_names(class_names, n_classes: int, *, ctx: InputContext = InputContext()) -> tuple[str, ...]:
+    """Return class names as a tuple of ``n_classes`` distinct, non-empty strings.
+
+    ``None`` gives ``("0", "1", ...)``.
+
+    Raises
+    ------
+    CalcoreError
+        Wrong count, blank or duplicate names.
+    """
+    if class_names is None:
+        return tuple(str(k) for k in range(n_classes))
+    names = tuple(str(c) for c in class_names)
+    if len(names) != n_classes:
+        raise CalcoreError(
+            f"{ctx.source}: {len(names)} class names given for {n_classes} score columns. "
+            f"Give exactly one name per column."
+        )
+    for k, name in enumerate(names):
+        if not name.strip():
+            raise CalcoreError(
+                f"{ctx.source}: class name {k} is blank. Give every class a non-empty name."
+            )
+    seen: dict[str, int] = {}
+    for k, name in enumerate(names):
+        if name in seen:
+            raise CalcoreError(
+                f"{ctx.source}: class name {name!r} is used for classes {seen[name]} and {k}. "
+                f"Class names must be distinct."
+            )
+        seen[name] = k
+    return names

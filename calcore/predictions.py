@@ -1,0 +1,205 @@
+"""The validated, immutable container every calcore function consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from scipy.special import log_softmax
+
+from calcore._validation import (
+    InputContext,
+    check_class_names,
+    check_labels,
+    check_logits,
+    check_probs,
+)
+
+__all__ = ["Predictions"]
+
+
+def _read_only(arr: np.ndarray | None) -> np.ndarray | None:
+    if arr is not None:
+        arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions:
+    """Predicted class probabilities with their true labels.
+
+    Build it with :meth:`from_probs`, :meth:`from_logits` or
+    :func:`calcore.load_predictions`; the constructors validate, the fields
+    are then trusted everywhere. Arrays are read-only.
+
+    Attributes
+    ----------
+    probs : ndarray of shape (n_samples, n_classes), float64
+        Rows on the probability simplex (within the tolerance of
+        :func:`calcore._validation.probability_sum_tolerance`).
+    labels : ndarray of shape (n_samples,), int64
+        True class indices in ``0 .. n_classes - 1``.
+    class_names : tuple of str
+        One name per column.
+    logits : ndarray of shape (n_samples, n_classes), float64, or None
+        Kept when the input was logits, so that temperature scaling can work on
+        them rather than on ``log(probs)``.
+    load_report : object or None
+        What the file loader detected and did (a
+        :class:`calcore.io.LoadReport`), when the predictions came from a file.
+    """
+
+    probs: np.ndarray
+    labels: np.ndarray
+    class_names: tuple[str, ...]
+    logits: np.ndarray | None = None
+    load_report: Any = field(default=None, repr=False)
+
+    @classmethod
+    def from_probs(
+        cls,
+        probs,
+        labels,
+        class_names=None,
+        *,
+        renormalize: bool = False,
+        source: str = "probs",
+    ) -> "Predictions":
+        """Validate probabilities and labels.
+
+        Parameters
+        ----------
+        probs : array_like of shape (n_samples, n_classes)
+            Non-negative scores whose rows sum to 1.
+        labels : array_like of shape (n_samples,)
+            Integer class indices.
+        class_names : sequence of str, optional
+            Defaults to ``("0", "1", ...)``.
+        renormalize : bool, default False
+            Rescale rows whose sum is off by more than the tolerance instead of
+            raising.
+        source : str
+            Name used in error messages.
+
+        Returns
+        -------
+        Predictions
+
+        Raises
+        ------
+        CalcoreError
+            See :func:`calcore._validation.check_probs` and ``check_labels``.
+
+        Examples
+        --------
+        >>> p = Predictions.from_probs([[0.9, 0.1], [0.3, 0.7]], [0, 1])
+        >>> p.n_samples, p.n_classes
+        (2, 2)
+        """
+        ctx = InputContext(source)
+        probs64, _ = check_probs(probs, ctx=ctx, renormalize=renormalize)
+        if probs64 is probs:
+            probs64 = probs64.copy()  # never alias (or freeze) the caller's array
+        labels64 = check_labels(labels, probs64.shape[1], n_rows=probs64.shape[0], ctx=ctx)
+        names = check_class_names(class_names, probs64.shape[1], ctx=ctx)
+        return cls(_read_only(probs64), _read_only(labels64), names)
+
+    @classmethod
+    def from_logits(cls, logits, labels, class_names=None, *, source: str = "logits") -> "Predictions":
+        """Validate logits and labels; probabilities are their softmax.
+
+        The softmax is computed as ``exp(log_softmax(z))`` in float64, which
+        subtracts the row maximum first, so logits of any magnitude are safe.
+
+        Parameters
+        ----------
+        logits : array_like of shape (n_samples, n_classes)
+            Unnormalised log-probabilities (any finite reals).
+        labels : array_like of shape (n_samples,)
+            Integer class indices.
+        class_names : sequence of str, optional
+            Defaults to ``("0", "1", ...)``.
+        source : str
+            Name used in error messages.
+
+        Returns
+        -------
+        Predictions
+            With ``logits`` kept.
+
+        Raises
+        ------
+        CalcoreError
+            Non-finite logits, wrong shapes, labels outside the classes.
+        """
+        ctx = InputContext(source)
+        z = check_logits(logits, ctx=ctx)
+        if z is logits:
+            z = z.copy()
+        labels64 = check_labels(labels, z.shape[1], n_rows=z.shape[0], ctx=ctx)
+        names = check_class_names(class_names, z.shape[1], ctx=ctx)
+        probs = log_softmax(z, axis=1)
+        np.exp(probs, out=probs)
+        return cls(_read_only(probs), _read_only(labels64), names, logits=_read_only(z))
+
+    # -- derived quantities, computed once ----------------------------------
+    @property
+    def n_samples(self) -> int:
+        return int(self.probs.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.probs.shape[1])
+
+    @cached_property
+    def predicted(self) -> np.ndarray:
+        """Predicted class ``argmax p`` per row; ties go to the lowest index."""
+        return _read_only(np.argmax(self.probs, axis=1))
+
+    @cached_property
+    def confidence(self) -> np.ndarray:
+        """Top probability ``max p`` per row."""
+        return _read_only(self.probs[np.arange(self.n_samples), self.predicted])
+
+    @cached_property
+    def correct(self) -> np.ndarray:
+        """``1.0`` where the predicted class is the label, else ``0.0``."""
+        return _read_only((self.predicted == self.labels).astype(np.float64))
+
+    @cached_property
+    def n_tied_rows(self) -> int:
+        """Rows whose maximum probability is shared by two or more classes."""
+        # Chunked so that the boolean temporary stays small for wide inputs.
+        tied = 0
+        step = max(1, 4_000_000 // self.n_classes)
+        for start in range(0, self.n_samples, step):
+            block = self.probs[start : start + step]
+            conf = self.confidence[start : start + step]
+            tied += int(np.count_nonzero((block == conf[:, None]).sum(axis=1) > 1))
+        return tied
+
+    @cached_property
+    def class_counts(self) -> np.ndarray:
+        """Number of rows whose label is each class."""
+        return _read_only(np.bincount(self.labels, minlength=self.n_classes))
+
+    def subset(self, rows) -> "Predictions":
+        """The predictions at ``rows`` (an index array or boolean mask), same classes."""
+        rows = np.asarray(rows)
+        logits = None if self.logits is None else _read_only(self.logits[rows])
+        return Predictions(
+            _read_only(self.probs[rows]),
+            _read_only(self.labels[rows]),
+            self.class_names,
+            logits,
+            self.load_report,
+        )
+
+    def __repr__(self) -> str:
+        kind = "logits" if self.logits is not None else "probs"
+        return (
+            f"Predictions(n_samples={self.n_samples}, n_classes={self.n_classes}, "
+            f"from={kind}, class_names={self.class_names[:5]}{'...' if self.n_classes > 5 else ''})"
+        )
