@@ -1,0 +1,74 @@
+# calibration-lens developer entry points.
+#   make run    serve the dashboard on http://127.0.0.1:8501
+#   make test   the whole suite, browser tests included (installs Debian chromium if missing)
+#   make bench  every benchmarks/bench_*.py
+#   make lint   ruff check
+# Extra pytest arguments: make test PYTEST_ARGS="-k app -x"
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CHROMIUM := /usr/bin/chromium
+HOST ?= 127.0.0.1
+PORT ?= 8501
+PYTEST_ARGS ?=
+
+.PHONY: help install run test bench lint chromium clean
+
+help:
+	@echo "targets: run test bench lint install chromium clean"
+
+# The venv itself; only created when missing.
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# Pinned dependencies + the package in editable mode. Re-runs only when the pins or the
+# package metadata change, so a second `make test` skips straight to pytest.
+$(STAMP): requirements-dev.txt pyproject.toml | $(PY)
+	$(PY) -m pip install --disable-pip-version-check --quiet -r requirements-dev.txt
+	$(PY) -m pip install --disable-pip-version-check --quiet --no-deps -e .
+	touch $@
+
+install: $(STAMP)
+
+# Debian's Chromium for the Playwright tests (never `playwright install`: it downloads
+# browsers and fails on these machines). --no-install-recommends keeps apt from pulling in
+# and upgrading systemd, udev, avahi and friends.
+chromium:
+	@if [ -x $(CHROMIUM) ]; then \
+	  echo "chromium: $$($(CHROMIUM) --version 2>/dev/null || echo present)"; \
+	else \
+	  if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  echo "chromium: installing Debian chromium + chromium-driver"; \
+	  $$SUDO apt-get update -q; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    chromium chromium-driver; \
+	  test -x $(CHROMIUM); \
+	fi
+
+run: $(STAMP)
+	@echo "calibration-lens: http://$(HOST):$(PORT)"
+	$(PY) -m streamlit run dashboard/app.py --server.headless true \
+	  --server.address $(HOST) --server.port $(PORT) \
+	  --browser.gatherUsageStats false --server.fileWatcherType none
+
+# The WHOLE suite, e2e included. pytest's exit code is make's exit code (5 = nothing
+# collected is a failure too).
+test: $(STAMP) chromium
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	@shopt -s nullglob; files=(benchmarks/bench_*.py); \
+	if [ $${#files[@]} -eq 0 ]; then echo "bench: no benchmarks/bench_*.py yet"; exit 0; fi; \
+	for f in "$${files[@]}"; do echo "== $$f"; $(PY) "$$f"; done
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts build *.egg-info

@@ -1,0 +1,157 @@
+"""Regenerate the bundled sample prediction files in ``assets/``.
+
+Usage::
+
+    .venv/bin/python assets/build_samples.py [--data DIR]
+
+``DIR`` is the shared data folder (default: ``$CALCORE_SHARED_DATA`` or
+``<repo>/../shared/data``). Every output is deterministic: fixed seeds, fixed
+row order. Each file is an ``np.savez_compressed`` archive with
+
+- ``logits`` (float32, CIFAR-10) or ``probs`` (float64) of shape (n, n_classes),
+- ``labels`` int64 of shape (n,),
+- ``class_names`` unicode array of shape (n_classes,),
+- ``split`` unicode array of shape (n,), values ``"calib"`` or ``"test"``.
+
+See ``assets/README.md`` for where each sample comes from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize
+from scipy.special import expit
+
+ASSETS = Path(__file__).resolve().parent
+REPO = ASSETS.parent
+
+CIFAR10_CLASSES = (
+    "airplane", "automobile", "bird", "cat", "deer",
+    "dog", "frog", "horse", "ship", "truck",
+)  # fmt: skip
+CREDIT_LABEL = "default payment next month"
+CREDIT_SEED = 20_200_430
+SYNTH_SEED = 31_415
+MAX_BYTES = 3 * 1024 * 1024
+
+
+def default_data_dir() -> Path:
+    env = os.environ.get("CALCORE_SHARED_DATA")
+    return Path(env) if env else REPO.parent / "shared" / "data"
+
+
+def _split(n_calib: int, n_test: int) -> np.ndarray:
+    return np.array(["calib"] * n_calib + ["test"] * n_test, dtype="<U5")
+
+
+def _save(name: str, **arrays) -> Path:
+    path = ASSETS / name
+    np.savez_compressed(path, **arrays)
+    size = path.stat().st_size
+    if size >= MAX_BYTES:
+        raise SystemExit(f"{path} is {size / 2**20:.1f} MB; samples must stay under 3 MB")
+    n = len(arrays["labels"])
+    print(f"wrote {path.relative_to(REPO)}: {n} rows, {size / 1024:.0f} KiB")
+    return path
+
+
+# -- (a) CIFAR-10 ResNet-110 logits ------------------------------------------------------------
+def build_cifar10(data: Path) -> Path:
+    d = data / "cifar10"
+    val_z = np.load(d / "resnet110_val_logits.npy")
+    val_y = np.load(d / "resnet110_val_labels.npy")
+    test_z = np.load(d / "resnet110_test_logits.npy")
+    test_y = np.load(d / "resnet110_test_labels.npy")
+    return _save(
+        "cifar10_resnet110.npz",
+        logits=np.concatenate([val_z, test_z]).astype(np.float32),  # as published
+        labels=np.concatenate([val_y, test_y]).astype(np.int64),
+        class_names=np.array(CIFAR10_CLASSES),
+        split=_split(len(val_y), len(test_y)),
+    )
+
+
+# -- (b) UCI credit default, L2 logistic regression ---------------------------------------------
+def _fit_logistic(x: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
+    """Weights (intercept first) minimising mean log-loss + alpha/2 * ||w[1:]||^2."""
+    xb = np.column_stack([np.ones(len(x)), x])
+    n = len(y)
+
+    def loss_grad(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = xb @ w
+        loss = np.mean(np.logaddexp(0.0, z) - y * z) + 0.5 * alpha * w[1:] @ w[1:]
+        grad = xb.T @ (expit(z) - y) / n
+        grad[1:] += alpha * w[1:]
+        return float(loss), grad
+
+    res = minimize(loss_grad, np.zeros(xb.shape[1]), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 1000, "gtol": 1e-8})  # fmt: skip
+    if not res.success:
+        raise RuntimeError(f"logistic regression did not converge: {res.message}")
+    return res.x
+
+
+def build_credit(data: Path, alpha: float = 1e-3) -> Path:
+    # Line 1 is a second header (X1..X23, Y); the real header is line 2.
+    df = pd.read_csv(data / "credit_default.csv", header=1)
+    y = df[CREDIT_LABEL].to_numpy(np.float64)
+    x = df.drop(columns=["ID", CREDIT_LABEL]).to_numpy(np.float64)
+    order = np.random.default_rng(CREDIT_SEED).permutation(len(df))
+    train, rest = order[:10_000], order[10_000:30_000]
+
+    mean, std = x[train].mean(axis=0), x[train].std(axis=0)
+    std[std == 0] = 1.0
+    xs = (x - mean) / std
+    w = _fit_logistic(xs[train], y[train], alpha)
+    p = expit(w[0] + xs[rest] @ w[1:])
+    return _save(
+        "credit_default_logreg.npz",
+        probs=np.column_stack([1.0 - p, p]),
+        labels=y[rest].astype(np.int64),
+        class_names=np.array(["no default", "default"]),
+        split=_split(10_000, 10_000),
+    )
+
+
+# -- (c) 3-class synthetic, over-confident -----------------------------------------------------
+def build_synthetic(temperature: float = 2.5) -> Path:
+    """Scores p ~ Dirichlet(0.6); labels drawn from the flatter p^(1/T), T > 1.
+
+    The true class probabilities are less extreme than the scores, so the model is
+    over-confident: accuracy falls below confidence in the high-confidence bins.
+    """
+    rng = np.random.default_rng(SYNTH_SEED)
+    n = 6_000
+    probs = rng.dirichlet(np.full(3, 0.6), size=n)
+    probs = np.clip(probs, 1e-6, None)
+    probs /= probs.sum(axis=1, keepdims=True)
+    true = probs ** (1.0 / temperature)
+    true /= true.sum(axis=1, keepdims=True)
+    labels = (rng.random(n)[:, None] > np.cumsum(true, axis=1)).sum(axis=1)
+    labels = np.minimum(labels, 2).astype(np.int64)
+    return _save(
+        "synthetic_overconfident.npz",
+        probs=probs,
+        labels=labels,
+        class_names=np.array(["cat", "dog", "rabbit"]),
+        split=_split(3_000, 3_000),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=default_data_dir(),
+                        help="shared data folder (default: %(default)s)")  # fmt: skip
+    args = parser.parse_args(argv)
+    build_cifar10(args.data)
+    build_credit(args.data)
+    build_synthetic()
+
+
+if __name__ == "__main__":
+    main()
