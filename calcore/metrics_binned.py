@@ -1,0 +1,251 @@
+"""Binned calibration errors: conf-ECE, top-label ECE, class-wise ECE, their lp and
+max (MCE) versions, top-K variants, ACE/TACE and the debiased l2-ECE.
+
+All take a :class:`~calcore.Predictions` first and keyword-only options, and
+return a float.
+
+Definitions (Gupta & Ramdas 2022, Sec. 2 and 4; ALGORITHMS.md "Binned estimators"):
+for bins ``b`` of a binary problem with ``n_b`` points, ``conf_b`` the mean score
+and ``acc_b`` the mean outcome,
+
+* lp-ECE = ``(sum_b n_b / N |acc_b - conf_b|^p)^(1/p)``, MCE = ``max_b |acc_b - conf_b|``
+  over non-empty bins;
+* top-label: bins are formed within each predicted class and the sum runs over
+  (class, bin) with ``N = n`` -- this conditions on the predicted class, unlike
+  the confidence ECE that some libraries call "top-label";
+* class-wise: one problem per class over all ``n`` rows, ``CW = mean_l ECE_l``; the
+  max version is ``mean_l MCE_l`` (the l-infinity norm inside the average);
+* top-K: the mean over ranks ``k = 1..K`` of the rank-k confidence (or label) ECE.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.binned import BinStatistics, bin_statistics, statistics_for, view_bin_statistics
+from calcore.predictions import Predictions
+from calcore.views import top_k_confidence_view, top_k_label_view
+
+__all__ = [
+    "calibration_error_from_bins",
+    "confidence_ece",
+    "confidence_mce",
+    "top_label_ece",
+    "top_label_mce",
+    "classwise_ece",
+    "classwise_mce",
+    "top_k_confidence_ece",
+    "top_k_label_ece",
+    "adaptive_ece",
+    "thresholded_adaptive_ece",
+    "debiased_ece",
+]
+
+
+def _check_order(p) -> float:
+    if p == "inf" or p == np.inf:
+        return np.inf
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)) or p < 1:
+        raise CalcoreError(f"The norm order p must be a number >= 1 or np.inf; got {p!r}.")
+    return float(p)
+
+
+def calibration_error_from_bins(stats: BinStatistics, *, p=1, per_group=False) -> float:
+    """The lp calibration error of binned statistics.
+
+    Parameters
+    ----------
+    stats : BinStatistics
+    p : float or np.inf, default 1
+        Norm order; ``np.inf`` gives the maximum calibration error.
+    per_group : bool, default False
+        ``False``: one error over all (group, bin) pairs with weights
+        ``n_b / n_rows`` (conf-ECE, TL-ECE). ``True``: the error of each group
+        with weights ``n_b / n_rows``, averaged over groups (CW-ECE).
+
+    Returns
+    -------
+    float
+        0.0 when every bin is empty of miscalibration; the MCE of a group with
+        no points counts as 0.
+    """
+    p = _check_order(p)
+    ok = stats.nonempty
+    gap = stats.gap[ok]
+    weight = stats.count[ok] / stats.n_rows
+    group = stats.bin_group[ok]
+    if not per_group:
+        if p == np.inf:
+            return float(gap.max(initial=0.0))
+        return float(np.sum(weight * gap**p) ** (1.0 / p))
+    n_groups = len(stats.group_names)
+    if p == np.inf:
+        per = np.zeros(n_groups)
+        np.maximum.at(per, group, gap)
+    else:
+        per = np.bincount(group, weights=weight * gap**p, minlength=n_groups) ** (1.0 / p)
+    return float(per.mean())
+
+
+def confidence_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) -> float:
+    """Confidence ECE: calibration of ``max p`` against accuracy, ignoring which class was predicted.
+
+    Parameters
+    ----------
+    preds : Predictions
+    bins : int or str, default 15
+    binning : str, default "equal-width"
+        See :mod:`calcore.binning`.
+    p : float or np.inf, default 1
+        Norm order (2 for the l2-ECE, ``np.inf`` for the MCE).
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Guo et al. (2017), Eq. 3; Gupta & Ramdas (2022), Eq. 3.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> preds = calcore.Predictions.from_probs([[0.8, 0.2], [0.8, 0.2]], [0, 1])
+    >>> calcore.confidence_ece(preds, bins=10)
+    0.30000000000000004
+    """
+    return calibration_error_from_bins(statistics_for(preds, "confidence", binning=binning, bins=bins), p=p)
+
+
+def confidence_mce(preds: Predictions, *, bins=15, binning="equal-width") -> float:
+    """Maximum calibration error of the confidence view (largest bin gap)."""
+    return confidence_ece(preds, bins=bins, binning=binning, p=np.inf)
+
+
+def top_label_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) -> float:
+    """Top-label ECE: ``E |P(Y = c | c, h) - h|``, binned within each predicted class.
+
+    Always at least the confidence ECE with the same bins (Jensen; Gupta &
+    Ramdas 2022, Prop. 4).
+
+    References
+    ----------
+    Gupta & Ramdas (2022), Eq. 4 and Sec. 4.
+    """
+    return calibration_error_from_bins(statistics_for(preds, "top-label", binning=binning, bins=bins), p=p)
+
+
+def top_label_mce(preds: Predictions, *, bins=15, binning="equal-width") -> float:
+    """Top-label MCE: the largest gap over (predicted class, bin) pairs."""
+    return top_label_ece(preds, bins=bins, binning=binning, p=np.inf)
+
+
+def classwise_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) -> float:
+    """Class-wise ECE: ``(1/L) sum_l ECE(p_l, 1{y = l})`` over all rows for each class.
+
+    References
+    ----------
+    Kull et al. (2019); Gupta & Ramdas (2022), Sec. 4 ("CW-ECE").
+    """
+    return calibration_error_from_bins(statistics_for(preds, "class-wise", binning=binning, bins=bins), p=p, per_group=True)
+
+
+def classwise_mce(preds: Predictions, *, bins=15, binning="equal-width") -> float:
+    """Class-wise MCE: the mean over classes of each class's largest bin gap."""
+    return classwise_ece(preds, bins=bins, binning=binning, p=np.inf)
+
+
+def _check_k(preds: Predictions, k) -> int:
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= preds.n_classes:
+        raise CalcoreError(f"k must be an integer between 1 and the number of classes ({preds.n_classes}); got {k!r}.")
+    return int(k)
+
+
+def top_k_confidence_ece(preds: Predictions, *, k=2, bins=15, binning="equal-width", p=1) -> float:
+    """Top-K-confidence ECE: the mean over ranks 1..k of the rank's confidence ECE.
+
+    References
+    ----------
+    Gupta & Ramdas (2022), Eq. 6 (top-K-confidence calibration); averaging
+    over ranks is our choice of summary, as the paper defines no single number.
+    """
+    k = _check_k(preds, k)
+    errs = [calibration_error_from_bins(view_bin_statistics(top_k_confidence_view(preds, r), binning=binning, bins=bins), p=p)
+            for r in range(1, k + 1)]
+    return float(np.mean(errs))
+
+
+def top_k_label_ece(preds: Predictions, *, k=2, bins=15, binning="equal-width", p=1) -> float:
+    """Top-K-label ECE: the mean over ranks 1..k of the rank's top-label-style ECE (Eq. 7)."""
+    k = _check_k(preds, k)
+    errs = [calibration_error_from_bins(view_bin_statistics(top_k_label_view(preds, r), binning=binning, bins=bins), p=p)
+            for r in range(1, k + 1)]
+    return float(np.mean(errs))
+
+
+def _adaptive(preds: Predictions, *, bins: int, threshold: float) -> float:
+    stats = statistics_for_threshold(preds, bins=bins, threshold=threshold)
+    ok = stats.nonempty
+    return float(stats.gap[ok].mean()) if ok.any() else 0.0
+
+
+def statistics_for_threshold(preds: Predictions, *, bins: int, threshold: float) -> BinStatistics:
+    """Equal-mass bins per class over the class-wise scores ``>= threshold``."""
+    keep = preds.probs >= threshold
+    cls = np.broadcast_to(np.arange(preds.n_classes), preds.probs.shape)[keep]
+    scores = preds.probs[keep]
+    outcomes = (cls == np.broadcast_to(preds.labels[:, None], preds.probs.shape)[keep]).astype(np.float64)
+    return bin_statistics(scores, outcomes, cls, n_groups=preds.n_classes, binning="equal-mass", bins=bins,
+                          view="class-wise", group_names=preds.class_names, n_rows=preds.n_samples)
+
+
+def adaptive_ece(preds: Predictions, *, bins=15) -> float:
+    """Adaptive calibration error (ACE): class-wise, equal-mass bins, unweighted mean gap.
+
+    ``ACE = 1/(L R) sum_l sum_r |acc(r, l) - conf(r, l)|`` with ``R`` equal-mass
+    bins over each class's scores; bins left empty by the tie rule are skipped.
+
+    References
+    ----------
+    Nixon et al. (2019), "Measuring calibration in deep learning", Sec. 4.
+    """
+    return _adaptive(preds, bins=bins, threshold=-np.inf)
+
+
+def thresholded_adaptive_ece(preds: Predictions, *, bins=15, threshold=1e-3) -> float:
+    """Thresholded ACE (TACE): ACE over class-wise scores ``>= threshold`` only.
+
+    ``threshold`` defaults to 1e-3 (Nixon et al. 2019); ``1/L`` is another common choice.
+    Called "TECE" in the NA-FIR paper.
+    """
+    if not 0 <= threshold < 1:
+        raise CalcoreError(f"threshold must be in [0, 1); got {threshold!r}.")
+    return _adaptive(preds, bins=bins, threshold=threshold)
+
+
+def debiased_ece(preds: Predictions, *, bins=15, binning="equal-width", view="confidence") -> float:
+    """Debiased l2-ECE of Kumar et al. (2019).
+
+    ``ECE^2 = sum_b n_b/N [ (acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1) ]``
+    removes the upward bias of the plug-in estimate. Bins with one point get no
+    correction (their variance term is 0/0; their ``acc_b (1 - acc_b)`` is 0).
+    The estimate of ``ECE^2`` can be negative; we return
+    ``sqrt(max(ECE^2, 0))``.
+
+    References
+    ----------
+    Kumar, Liang, Ma (2019), "Verified uncertainty calibration", Sec. 5.
+    """
+    stats = statistics_for(preds, view, binning=binning, bins=bins)
+    ok = stats.count > 0
+    n_b = stats.count[ok].astype(np.float64)
+    acc, conf = stats.mean_outcome[ok], stats.mean_score[ok]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        correction = np.where(n_b > 1, acc * (1 - acc) / (n_b - 1), 0.0)
+    squared = float(np.sum(n_b / stats.n_rows * ((acc - conf) ** 2 - correction)))
+    if view == "class-wise":
+        squared /= len(stats.group_names)
+    return float(np.sqrt(max(squared, 0.0)))
+
+

@@ -1,0 +1,145 @@
+"""Accuracy, proper scoring rules (NLL, Brier) and the calibration gain."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import log_softmax
+
+from calcore._errors import CalcoreError
+from calcore.predictions import Predictions
+
+__all__ = ["accuracy", "negative_log_likelihood", "brier_score", "CalibrationGain", "calibration_gain"]
+
+# Rows per block for row-wise reductions over wide matrices (bounded temporaries).
+_ROW_BLOCK_VALUES = 4_000_000
+
+#: Default floor on the probability of the true class in the NLL (see ``negative_log_likelihood``).
+NLL_CLIP = np.finfo(np.float64).eps
+
+
+def accuracy(preds: Predictions) -> float:
+    """Fraction of rows whose predicted class (argmax, ties to the lowest index) is the label."""
+    return float(preds.correct.mean())
+
+
+def negative_log_likelihood(preds: Predictions, *, clip: float = NLL_CLIP) -> float:
+    """Mean negative log-likelihood of the labels, ``-mean log p_{i, y_i}``.
+
+    When the predictions carry logits, ``log p`` is taken as ``log_softmax(z)``
+    and is exact for any logit magnitude (no clipping). Otherwise ``p_{i,y_i}``
+    is floored at ``clip`` (default float64 eps, about 2.2e-16, so one row
+    contributes at most ~36.04 nats) to keep a single zero probability from
+    making the mean infinite; set ``clip=0`` to get ``inf`` in that case.
+
+    References
+    ----------
+    Guo et al. (2017), Sec. 2; Gneiting & Raftery (2007).
+    """
+    if not 0 <= clip < 1:
+        raise CalcoreError(f"clip must be in [0, 1); got {clip!r}.")
+    rows = np.arange(preds.n_samples)
+    if preds.logits is not None:
+        step = max(1, _ROW_BLOCK_VALUES // preds.n_classes)
+        total = 0.0
+        for start in range(0, preds.n_samples, step):
+            block = log_softmax(preds.logits[start : start + step], axis=1)
+            total += float(-block[np.arange(block.shape[0]), preds.labels[start : start + step]].sum())
+        return total / preds.n_samples
+    p_true = preds.probs[rows, preds.labels]
+    with np.errstate(divide="ignore"):
+        return float(-np.mean(np.log(np.maximum(p_true, clip))))
+
+
+def _row_sq_norms(probs: np.ndarray) -> np.ndarray:
+    step = max(1, _ROW_BLOCK_VALUES // probs.shape[1])
+    out = np.empty(probs.shape[0])
+    for start in range(0, probs.shape[0], step):
+        block = probs[start : start + step]
+        out[start : start + step] = np.einsum("ij,ij->i", block, block)
+    return out
+
+
+def _brier_per_row(preds: Predictions) -> np.ndarray:
+    # ||p - e_y||^2 = ||p||^2 - 2 p_y + 1, without building the one-hot matrix.
+    p_true = preds.probs[np.arange(preds.n_samples), preds.labels]
+    return _row_sq_norms(preds.probs) - 2.0 * p_true + 1.0
+
+
+def brier_score(preds: Predictions) -> float:
+    """Multiclass Brier score, ``mean_i sum_j (p_ij - 1{y_i = j})^2``, in [0, 2].
+
+    This is the convention of Brier (1950) and of the Mix-n-Match paper (sum
+    over classes, not divided by L). For two classes it is twice the binary
+    ``mean (p_1 - y)^2``.
+
+    References
+    ----------
+    Brier (1950); Zhang et al. (2020), Eq. 7.
+    """
+    return float(_brier_per_row(preds).mean())
+
+
+@dataclass(frozen=True)
+class CalibrationGain:
+    """Brier reduction from a recalibration map (Mix-n-Match Eq. 7-8).
+
+    Attributes
+    ----------
+    value : float
+        ``Brier(before) - Brier(after)``.
+    is_exact : bool
+        True when the gain equals the reduction in canonical squared ECE:
+        the map was declared injective and accuracy-preserving, and argmax was
+        indeed unchanged on every row. Otherwise ``value`` is only a lower bound.
+    note : str
+        Why the gain is or is not exact, in words.
+    """
+
+    value: float
+    is_exact: bool
+    note: str
+
+
+def calibration_gain(before: Predictions, after: Predictions, *, injective_accuracy_preserving: bool = False) -> CalibrationGain:
+    """Calibration gain of a recalibration map ``T``: ``mean ||p - e_y||^2 - mean ||T(p) - e_y||^2``.
+
+    Parameters
+    ----------
+    before, after : Predictions
+        The same rows before and after recalibration (same labels).
+    injective_accuracy_preserving : bool, default False
+        Whether the map is known to be injective and to preserve the argmax
+        (e.g. temperature scaling). Only then is the gain the exact reduction
+        in canonical ``ECE^2``.
+
+    Returns
+    -------
+    CalibrationGain
+
+    Raises
+    ------
+    CalcoreError
+        Different shapes or labels.
+
+    References
+    ----------
+    Zhang, Kailkhura, Han (2020), "Mix-n-Match", Eq. 7-8 and Prop. 4.1.
+    """
+    if before.probs.shape != after.probs.shape or not np.array_equal(before.labels, after.labels):
+        raise CalcoreError(
+            "calibration_gain needs the same rows before and after recalibration "
+            f"(shapes {before.probs.shape} and {after.probs.shape}, labels equal: "
+            f"{np.array_equal(before.labels, after.labels) if before.labels.shape == after.labels.shape else False})."
+        )
+    value = float(_brier_per_row(before).mean() - _brier_per_row(after).mean())
+    same_argmax = bool(np.array_equal(before.predicted, after.predicted))
+    exact = injective_accuracy_preserving and same_argmax
+    if exact:
+        note = "exact: the map is injective and accuracy-preserving"
+    elif injective_accuracy_preserving:
+        note = "lower bound: the map was declared accuracy-preserving but changed the argmax of some rows"
+    else:
+        note = "lower bound on the canonical ECE^2 reduction (map not known to be injective and accuracy-preserving)"
+    return CalibrationGain(value, exact, note)
