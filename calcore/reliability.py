@@ -1,0 +1,231 @@
+"""Reliability-diagram data: plain dataclasses that a figure builder draws.
+
+Nothing here plots. Each diagram carries per-bin confidence, accuracy, count
+and a Wilson interval on the accuracy; the top-label diagram adds the
+``Delta_b`` construction of Gupta & Ramdas (2022, Sec. 2.1, Fig. 1) and the
+per-class breakdown of every bin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.binning import assign_bins
+from calcore.binned import BinStatistics, classwise_bin_statistics, statistics_for, view_bin_statistics
+from calcore.predictions import Predictions
+from calcore.views import binary_view, top_label_view
+
+__all__ = ["wilson_interval", "ReliabilityDiagram", "TopLabelReliabilityDiagram", "reliability_diagram",
+           "top_label_reliability_diagram", "classwise_reliability_diagrams"]
+
+_Z95 = 1.959963984540054  # two-sided 95% normal quantile
+
+
+def wilson_interval(successes, count, *, z: float = _Z95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for a binomial proportion, elementwise; NaN where ``count == 0``.
+
+    References
+    ----------
+    Wilson (1927); Brown, Cai, DasGupta (2001), Eq. 4.
+    """
+    k = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(count, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        phat = k / n
+        denom = 1 + z**2 / n
+        centre = (phat + z**2 / (2 * n)) / denom
+        half = z * np.sqrt(phat * (1 - phat) / n + z**2 / (4 * n**2)) / denom
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+@dataclass(frozen=True, eq=False)
+class ReliabilityDiagram:
+    """One binary problem's reliability diagram.
+
+    Attributes
+    ----------
+    view : str
+        ``"confidence"``, ``"top-label"`` (one predicted class) or ``"class-wise"`` (one class).
+    group : str or None
+        The class the diagram is about, for per-class diagrams.
+    confidence, accuracy : ndarray of shape (B,)
+        Mean score and observed frequency per bin; NaN for empty bins.
+    count : ndarray of shape (B,), int64
+    ci_lower, ci_upper : ndarray of shape (B,)
+        95% Wilson interval on ``accuracy``; NaN for empty bins.
+    lower_edge, upper_edge : ndarray of shape (B,)
+        Bin intervals (fixed edges for equal-width, else the score range in the bin).
+    bin_edges : ndarray of shape (B + 1,)
+        ``lower_edge`` followed by the last ``upper_edge`` (for equal-width the edges).
+    ece : float
+        ``sum_b n_b / n |acc_b - conf_b|`` over these bins, with ``n`` as below.
+    n : int
+        Rows the weights are relative to.
+    binning : str
+        Human-readable scheme, e.g. ``"equal-width, 15 bins"``.
+    """
+
+    view: str
+    group: str | None
+    confidence: np.ndarray
+    accuracy: np.ndarray
+    count: np.ndarray
+    ci_lower: np.ndarray
+    ci_upper: np.ndarray
+    lower_edge: np.ndarray
+    upper_edge: np.ndarray
+    ece: float
+    n: int
+    binning: str
+
+    @property
+    def bin_edges(self) -> np.ndarray:
+        return np.r_[self.lower_edge, self.upper_edge[-1:]]
+
+
+def _diagram(stats: BinStatistics, mask: np.ndarray, *, view: str, group: str | None, n: int) -> ReliabilityDiagram:
+    count = stats.count[mask]
+    acc = stats.mean_outcome[mask]
+    lo, hi = wilson_interval(np.where(count > 0, acc * count, 0.0), count)
+    ok = count > 0
+    ece = float(np.sum(count[ok] / n * np.abs(acc[ok] - stats.mean_score[mask][ok])))
+    return ReliabilityDiagram(view, group, stats.mean_score[mask], acc, count, lo, hi,
+                              stats.lower_edge[mask], stats.upper_edge[mask], ece, int(n), stats.scheme.describe())
+
+
+def reliability_diagram(preds: Predictions, *, view: str = "confidence", bins=15, binning="equal-width") -> ReliabilityDiagram:
+    """The confidence reliability diagram (``view="confidence"``).
+
+    For the top-label view use :func:`top_label_reliability_diagram`, for the
+    class-wise view :func:`classwise_reliability_diagrams`.
+
+    Returns
+    -------
+    ReliabilityDiagram
+        Its ``ece`` equals :func:`calcore.confidence_ece` with the same bins.
+    """
+    if view != "confidence":
+        raise CalcoreError(
+            f"reliability_diagram draws the confidence view; got view={view!r}. Use "
+            f"top_label_reliability_diagram or classwise_reliability_diagrams for the other views."
+        )
+    stats = statistics_for(preds, "confidence", binning=binning, bins=bins)
+    return _diagram(stats, np.ones(stats.count.size, dtype=bool), view="confidence", group=None, n=preds.n_samples)
+
+
+@dataclass(frozen=True, eq=False)
+class TopLabelReliabilityDiagram:
+    """Top-label reliability diagram (Gupta & Ramdas 2022, Sec. 2.1 and Fig. 1).
+
+    Bins are formed on the confidence ``h`` over all rows (as in the
+    confidence diagram) and each bin is split by predicted class.
+
+    Attributes
+    ----------
+    confidence_diagram : ReliabilityDiagram
+        ``(conf_b, acc_b)`` over all rows.
+    class_names : tuple of str
+    class_count : ndarray of shape (B, L), int64
+        ``n_{b,l}``: rows in bin ``b`` predicted as class ``l``.
+    class_confidence, class_accuracy : ndarray of shape (B, L)
+        ``conf_{b,l}``, ``acc_{b,l}``; NaN where ``n_{b,l} = 0``.
+    class_gap : ndarray of shape (B, L)
+        ``Delta_{b,l} = |acc_{b,l} - conf_{b,l}|``.
+    delta : ndarray of shape (B,)
+        ``Delta_b = sum_l P(c = l | h in b) Delta_{b,l}``; NaN for empty bins.
+    signed_point : ndarray of shape (B,)
+        ``conf_b + Delta_b`` where ``acc_b > conf_b``, else ``conf_b - Delta_b``:
+        the point drawn beside ``(conf_b, acc_b)``.
+    top_label_ece : float
+        ``sum_b n_b / n Delta_b`` -- the TL-ECE with bins shared across classes.
+    per_class : tuple of ReliabilityDiagram
+        One diagram per predicted class, bins formed within the class
+        (Fig. 4); ``count.sum() / n`` of each is the class ratio.
+    """
+
+    confidence_diagram: ReliabilityDiagram
+    class_names: tuple[str, ...]
+    class_count: np.ndarray
+    class_confidence: np.ndarray
+    class_accuracy: np.ndarray
+    class_gap: np.ndarray
+    delta: np.ndarray
+    signed_point: np.ndarray
+    top_label_ece: float
+    per_class: tuple[ReliabilityDiagram, ...]
+
+    def bin_breakdown(self, b: int) -> dict[str, np.ndarray]:
+        """Per-class points inside bin ``b`` (the drill-down of Fig. 1b), classes with points only."""
+        has = self.class_count[b] > 0
+        return {
+            "class": np.asarray(self.class_names, dtype=object)[has],
+            "count": self.class_count[b][has],
+            "confidence": self.class_confidence[b][has],
+            "accuracy": self.class_accuracy[b][has],
+            "gap": self.class_gap[b][has],
+        }
+
+
+def top_label_reliability_diagram(preds: Predictions, *, bins=15, binning="equal-width") -> TopLabelReliabilityDiagram:
+    """Data for the top-label reliability diagram and its per-class drill-down.
+
+    Returns
+    -------
+    TopLabelReliabilityDiagram
+
+    References
+    ----------
+    Gupta & Ramdas (2022), Sec. 2.1, Fig. 1 and Fig. 4.
+    """
+    view = top_label_view(preds)
+    overall = view_bin_statistics(binary_view(preds, "confidence"), binning=binning, bins=bins)
+    conf_diagram = _diagram(overall, np.ones(overall.count.size, dtype=bool), view="confidence", group=None, n=view.n_rows)
+    # Re-derive each row's overall bin, then cross it with the predicted class.
+    point_bin = assign_bins(view.scores, binning=binning, bins=bins).point_bin
+    n_bins, n_classes = overall.count.size, preds.n_classes
+    cell = point_bin * n_classes + view.groups
+    size = n_bins * n_classes
+    count = np.bincount(cell, minlength=size).reshape(n_bins, n_classes)
+    sum_s = np.bincount(cell, weights=view.scores, minlength=size).reshape(n_bins, n_classes)
+    sum_o = np.bincount(cell, weights=view.outcomes, minlength=size).reshape(n_bins, n_classes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        conf_bl, acc_bl = sum_s / count, sum_o / count
+        gap_bl = np.abs(acc_bl - conf_bl)
+        delta = np.nansum(np.where(count > 0, count * gap_bl, 0.0), axis=1) / overall.count
+    delta = np.where(overall.count > 0, delta, np.nan)
+    conf_b, acc_b = overall.mean_score, overall.mean_outcome
+    signed = np.where(acc_b > conf_b, conf_b + delta, conf_b - delta)
+    ok = overall.count > 0
+    tl_ece = float(np.sum(overall.count[ok] / view.n_rows * delta[ok]))
+
+    within = view_bin_statistics(view, binning=binning, bins=bins)
+    per_class = tuple(
+        _diagram(within, within.bin_group == g, view="top-label", group=name, n=view.n_rows)
+        for g, name in enumerate(preds.class_names)
+    )
+    return TopLabelReliabilityDiagram(conf_diagram, preds.class_names, count, conf_bl, acc_bl, gap_bl, delta,
+                                      signed, tl_ece, per_class)
+
+
+def classwise_reliability_diagrams(preds: Predictions, *, bins=15, binning="equal-width", classes=None) -> tuple[ReliabilityDiagram, ...]:
+    """One reliability diagram per class of the class-wise view (``p_l`` vs ``1{y = l}``).
+
+    Parameters
+    ----------
+    classes : sequence of int, optional
+        Only these classes (all by default), e.g. the most frequent ones.
+
+    Returns
+    -------
+    tuple of ReliabilityDiagram
+        The mean of their ``ece`` over all classes is the CW-ECE.
+    """
+    stats = classwise_bin_statistics(preds, binning=binning, bins=bins, classes=classes)
+    chosen = np.arange(preds.n_classes) if classes is None else np.asarray(classes)
+    return tuple(_diagram(stats, stats.bin_group == c, view="class-wise", group=preds.class_names[c], n=preds.n_samples)
+                 for c in chosen)
+
+
