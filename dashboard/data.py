@@ -1,0 +1,82 @@
+"""Cached calls into calcore for the dashboard (no metric is computed here).
+
+Return values are frozen dataclasses defined in this importable module (not in the
+Streamlit script, whose ``__main__`` module is rebuilt on every rerun), so
+``st.cache_data`` can pickle them.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+import calcore
+import calcore.io
+
+__all__ = ["EVAL_SPLIT", "Analysis", "Loaded", "analyse", "load"]
+
+EVAL_SPLIT = "test"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A loaded file: the rows to evaluate plus what the loader wants the user to know."""
+
+    preds: Any  # calcore.Predictions
+    split_label: str  # "test split" or "all rows"
+    split_sizes: dict[str, int]
+    notes: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    metrics: dict[str, Any]
+    diagram: Any  # calcore.ReliabilityDiagram
+    warnings: tuple[str, ...]
+
+
+def _collect_calcore_warnings(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
+    """Messages of calcore's warnings; other warnings are re-issued untouched."""
+    out = []
+    for w in caught:
+        if issubclass(w.category, calcore.CalcoreWarning):
+            out.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return tuple(dict.fromkeys(out))
+
+
+@st.cache_data(show_spinner="Loading predictions…", max_entries=8)
+def load(_data: bytes, digest: str, name: str) -> Loaded:
+    """Load a file's predictions; ``digest`` (of ``_data``) is the cache key."""
+    buffer = io.BytesIO(_data)
+    buffer.name = name
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", calcore.CalcoreWarning)
+        splits = calcore.io.load_splits(buffer, name=name)
+    if EVAL_SPLIT in splits:
+        preds, label = splits[EVAL_SPLIT], f"{EVAL_SPLIT} split"
+    else:
+        (preds,) = splits.values()  # no split column: one entry with every row
+        label = "all rows"
+    report = getattr(preds, "load_report", None)
+    notes = tuple(report.messages()) if report is not None else ()
+    sizes = {k: v.n_samples for k, v in splits.items()}
+    return Loaded(preds, label, sizes, notes, _collect_calcore_warnings(caught))
+
+
+@st.cache_data(show_spinner="Evaluating…", max_entries=32)
+def analyse(_preds, digest: str, bins: int) -> Analysis:
+    """calcore's metrics and confidence reliability diagram; ``digest`` keys the cache."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", calcore.CalcoreWarning)
+        report = calcore.evaluate(_preds, bins=bins, binning="equal-width")
+        diagram = calcore.reliability_diagram(
+            _preds, view="confidence", bins=bins, binning="equal-width"
+        )
+    return Analysis(report.as_dict(), diagram, _collect_calcore_warnings(caught))

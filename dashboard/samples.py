@@ -1,0 +1,69 @@
+"""The bundled sample prediction files the dashboard opens on (see ``assets/README.md``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ASSETS_DIR", "DEFAULT_SAMPLE", "SAMPLES", "Sample"]
+
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One bundled sample.
+
+    Attributes
+    ----------
+    key : str
+        Stable identifier (used in widget state and URLs).
+    title : str
+        What the sidebar shows.
+    filename : str
+        File name inside ``assets/``.
+    description : str
+        One sentence on where the predictions come from.
+    """
+
+    key: str
+    title: str
+    filename: str
+    description: str
+
+    @property
+    def path(self) -> Path:
+        return ASSETS_DIR / self.filename
+
+    def read_bytes(self) -> bytes:
+        return self.path.read_bytes()
+
+
+SAMPLES: dict[str, Sample] = {
+    s.key: s
+    for s in (
+        Sample(
+            "cifar10-resnet110",
+            "CIFAR-10 · ResNet-110 (10 classes)",
+            "cifar10_resnet110.npz",
+            "Logits of a ResNet-110 trained with the Brier loss (Mukhoti et al., 2020); "
+            "5,000 calibration and 10,000 test images.",
+        ),
+        Sample(
+            "credit-default-logreg",
+            "Credit default · logistic regression (binary)",
+            "credit_default_logreg.npz",
+            "P(default) from an L2 logistic regression fitted on 10,000 rows of the UCI credit "
+            "default data; 10,000 calibration and 10,000 test rows.",
+        ),
+        Sample(
+            "synthetic-overconfident",
+            "Synthetic · over-confident (3 classes)",
+            "synthetic_overconfident.npz",
+            "Dirichlet scores whose labels are drawn from a flatter distribution, so the model "
+            "is over-confident by construction; 3,000 calibration and 3,000 test rows.",
+        ),
+    )
+}
+
+DEFAULT_SAMPLE = "cifar10-resnet110"
