@@ -28,6 +28,8 @@ __all__ = [
     "check_logits",
     "check_labels",
     "check_class_names",
+    "check_label_names",
+    "check_binary_probs",
 ]
 
 
@@ -135,7 +137,7 @@ def _check_finite(arr: np.ndarray, *, name: str, ctx: InputContext) -> None:
     if not finite.all():
         i, j = _first_bad(~finite)
         raise CalcoreError(
-            f"{ctx.where(i, j)}: {name} value {arr[i, j]!r} is not a finite number. "
+            f"{ctx.where(i, j)}: {name} value {arr[i, j].item()!r} is not a finite number. "
             f"Remove or fix rows with NaN, empty or infinite scores."
         )
 
@@ -178,7 +180,7 @@ def check_probs(
     if negative.any():
         i, j = _first_bad(negative)
         raise CalcoreError(
-            f"{ctx.where(i, j)}: probability {arr[i, j]!r} is negative. "
+            f"{ctx.where(i, j)}: probability {arr[i, j].item()!r} is negative. "
             f"Probabilities must lie in [0, 1]; if these are logits, load them as logits "
             f"(scores='logits')."
         )
@@ -186,7 +188,7 @@ def check_probs(
     if above.any() and not renormalize:
         i, j = _first_bad(above)
         raise CalcoreError(
-            f"{ctx.where(i, j)}: probability {arr[i, j]!r} is greater than 1. "
+            f"{ctx.where(i, j)}: probability {arr[i, j].item()!r} is greater than 1. "
             f"Probabilities must lie in [0, 1]; if these are logits or unnormalised scores, load "
             f"them as logits (scores='logits')."
         )
@@ -248,7 +250,7 @@ def check_labels(
         if not integral.all():
             i = int(np.argmax(~integral))
             raise CalcoreError(
-                f"{ctx.where(i)}: label {arr[i]!r} is not an integer class index. "
+                f"{ctx.where(i)}: label {arr[i].item()!r} is not an integer class index. "
                 f"Labels must be integers 0..{n_classes - 1} or class names."
             )
     elif not np.issubdtype(arr.dtype, np.integer) and arr.dtype != bool:
@@ -261,7 +263,7 @@ def check_labels(
     if bad.any():
         i = int(np.argmax(bad))
         raise CalcoreError(
-            f"{ctx.where(i)}: label {arr[i]!r} is not a class index; there are {n_classes} "
+            f"{ctx.where(i)}: label {arr[i].item()!r} is not a class index; there are {n_classes} "
             f"classes, so labels must be integers 0..{n_classes - 1}."
         )
     return out
@@ -299,3 +301,130 @@ def check_class_names(class_names, n_classes: int, *, ctx: InputContext = InputC
             )
         seen[name] = k
     return names
+
+
+def _format_class_list(class_names: Sequence[str], limit: int = 20) -> str:
+    shown = ", ".join(repr(c) for c in class_names[:limit])
+    more = f", ... ({len(class_names)} classes)" if len(class_names) > limit else ""
+    return shown + more
+
+
+def _parse_int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def check_label_names(
+    values, class_names: Sequence[str], *, ctx: InputContext = InputContext("labels")
+) -> tuple[np.ndarray, str]:
+    """Map labels given as class names, or as integer indices written as text, to int64.
+
+    Parameters
+    ----------
+    values : array_like of str, shape (n_samples,)
+        The labels as they appear in the input (e.g. a CSV column read as text).
+    class_names : sequence of str
+        The classes, in score-column order.
+    ctx : InputContext
+        How to name rows in error messages (the label column goes in ``ctx.row``).
+
+    Returns
+    -------
+    labels : ndarray of shape (n_samples,), int64
+        Class indices.
+    kind : {"names", "indices"}
+        ``"names"`` when every label is a class name (this wins when class
+        names are themselves numbers), ``"indices"`` when every label is an
+        integer ``0 .. n_classes - 1``.
+
+    Raises
+    ------
+    CalcoreError
+        A label that is neither a class name nor a valid index (the first one is
+        named), labels mixing names and indices, or integer labels that are
+        ambiguous because the class names are integers in another order.
+    """
+    names = tuple(class_names)
+    arr = np.asarray(values).astype(str)
+    # np.unique makes the mapping cost O(n log n) in C plus a Python loop over
+    # the few distinct values only.
+    uniq, inverse = np.unique(arr, return_inverse=True)
+    lookup = {name: k for k, name in enumerate(names)}
+    by_name = np.array([lookup.get(u, -1) for u in uniq], dtype=np.int64)
+    if (by_name >= 0).all():
+        return by_name[inverse].reshape(arr.shape), "names"
+    as_int = [_parse_int(u) for u in uniq]
+    by_index = np.array(
+        [-1 if v is None or not 0 <= v < len(names) else v for v in as_int], dtype=np.int64
+    )
+    valid = (
+        f"valid classes are {_format_class_list(names)} "
+        f"(or integer indices 0..{len(names) - 1})"
+    )
+    neither = (by_name < 0) & (by_index < 0)
+    if neither.any():
+        i = int(np.argmax(neither[inverse]))
+        raise CalcoreError(
+            f"{ctx.where(i)}: label {arr[i].item()!r} is not a class; {valid}. Fix the label, or "
+            f"check that the score columns (one per class) are the ones you meant."
+        )
+    if not (by_index >= 0).all():
+        i = int(np.argmax((by_index < 0)[inverse]))
+        k = int(np.argmax((by_name < 0)[inverse]))
+        raise CalcoreError(
+            f"{ctx.source}: labels mix class names ({ctx.row(i)}: {arr[i].item()!r}) and integer "
+            f"indices ({ctx.row(k)}: {arr[k].item()!r}). Use one convention for the whole column."
+        )
+    numeric_names = all(_parse_int(n) is not None for n in names)
+    if numeric_names and names != tuple(str(k) for k in range(len(names))):
+        k = int(np.argmax((by_name < 0)[inverse]))
+        raise CalcoreError(
+            f"{ctx.where(k)}: label {arr[k].item()!r} is not one of the class names "
+            f"{_format_class_list(names)}, and reading it as a column index would be ambiguous "
+            f"because the class names are numbers too. Write the labels as class names."
+        )
+    return by_index[inverse].reshape(arr.shape), "indices"
+
+
+def check_binary_probs(p, *, ctx: InputContext = InputContext("probs")) -> np.ndarray:
+    """Validate one column of P(positive class) and return ``[1 - p, p]`` as float64.
+
+    Parameters
+    ----------
+    p : array_like of shape (n_samples,)
+        Probabilities of the positive class.
+    ctx : InputContext
+        ``ctx.columns`` should hold the one column name.
+
+    Returns
+    -------
+    probs : ndarray of shape (n_samples, 2), float64
+        Column 0 is the negative class, column 1 the positive class.
+
+    Raises
+    ------
+    CalcoreError
+        Non-numeric, non-finite or out-of-range values (the first one is named).
+    """
+    arr = np.asarray(p)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
+        raise CalcoreError(f"{ctx.source}: probabilities must be numeric, got dtype {arr.dtype}.")
+    if arr.ndim != 1 or arr.shape[0] == 0:
+        raise CalcoreError(
+            f"{ctx.source}: expected one non-empty column of probabilities, got shape {arr.shape}."
+        )
+    col = np.asarray(arr, dtype=np.float64)[:, None]
+    _check_finite(col, name="probability", ctx=ctx)
+    outside = (col < 0) | (col > 1)
+    if outside.any():
+        i, j = _first_bad(outside)
+        raise CalcoreError(
+            f"{ctx.where(i, j)}: probability {col[i, 0].item()!r} is outside [0, 1]. A single "
+            f"score column must hold P(positive class); if these are logits, load them as logits "
+            f"(scores='logits')."
+        )
+    return np.column_stack([1.0 - col[:, 0], col[:, 0]])

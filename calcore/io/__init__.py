@@ -1,0 +1,22 @@
+"""Loading predictions from CSV, Parquet and NPZ files.
+
+``load_predictions`` returns a validated :class:`~calcore.Predictions` whose
+``load_report`` (:class:`LoadReport`) says what was detected and done;
+``load_splits`` returns the calibration and test rows separately;
+``inspect_table`` shows what detection finds (:class:`TableSchema`) without
+validating every value, so a user can confirm or correct it first.
+"""
+
+from calcore.io._api import load_predictions, load_splits
+from calcore.io._inspect import inspect_table
+from calcore.io._load import DEFAULT_MAX_DECODED_BYTES
+from calcore.io._report import LoadReport, TableSchema
+
+__all__ = [
+    "DEFAULT_MAX_DECODED_BYTES",
+    "LoadReport",
+    "TableSchema",
+    "inspect_table",
+    "load_predictions",
+    "load_splits",
+]

@@ -1,0 +1,222 @@
+"""Public loaders: :func:`load_predictions` and :func:`load_splits`."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.io._load import DEFAULT_MAX_DECODED_BYTES, _build, _check_options, _prepare
+from calcore.predictions import Predictions
+
+__all__ = ["load_predictions", "load_splits"]
+
+
+def load_predictions(
+    path_or_buffer,
+    *,
+    label_column: str | None = None,
+    scores: str = "auto",
+    split_column: str | None = None,
+    split: str | None = None,
+    renormalize: bool = False,
+    positive_class: str | None = None,
+    name: str | None = None,
+    score_columns: Sequence[str] | None = None,
+    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+) -> Predictions:
+    """Load predicted scores and true labels from a CSV, Parquet or NPZ file.
+
+    Parameters
+    ----------
+    path_or_buffer : str, os.PathLike, bytes or binary file-like
+        The file. Buffers (e.g. Streamlit's ``UploadedFile``) are named by their
+        ``name`` attribute. The format comes from the extension (``.csv``,
+        ``.tsv``, ``.txt``, ``.parquet``, ``.pq``, ``.npz``), else from the
+        content (zip magic: NPZ; ``PAR1``: Parquet; else CSV).
+    label_column : str, optional
+        Column with the true labels. Default: the one column named ``label``,
+        ``y``, ``target``, ``true_label`` or ``class`` (any case). NPZ: the
+        array name (default ``labels``).
+    scores : {"auto", "probs", "logits"}, default "auto"
+        How to read the score columns. ``"auto"``: logits if any value is
+        outside [0, 1], else probabilities (rows that then do not sum to 1 are
+        an error, not a guess). NPZ: the array name (``probs``/``logits``)
+        decides unless given here. ``"logits"`` keeps the logits
+        (:meth:`Predictions.from_logits` semantics).
+    split_column : str, optional
+        Column saying which rows are for calibration and which for testing.
+        Default: a column named ``split`` (any case), if any. Values
+        ``calib``/``calibration``/``cal``/``val``/``validation`` mean
+        ``"calib"``, ``test``/``eval`` mean ``"test"`` (any case).
+    split : {None, "calib", "test"}
+        Load only that split; ``None`` loads every row (the report says so).
+    renormalize : bool, default False
+        Rescale probability rows whose sum is off by more than the tolerance
+        instead of raising; the report counts them and gives the worst deviation.
+    positive_class : str, optional
+        With a single score column (binary shortcut): the label value whose
+        probability the column holds. Default: the column's class name (with
+        0/1 labels: 1).
+    name : str, optional
+        Name used in messages and the report. Default: the file name, the
+        buffer's ``name``, or ``"<upload>"``.
+    score_columns : sequence of str, optional
+        The score columns, one per class, in class order (overrides detection;
+        e.g. after a user edited :func:`inspect_table`'s result).
+    max_decoded_bytes : int, default 2 GiB
+        NPZ and Parquet files whose declared uncompressed size exceeds this are
+        refused before anything is decompressed (zip-bomb guard).
+
+    Returns
+    -------
+    Predictions
+        With ``load_report`` set to a :class:`LoadReport`.
+
+    Raises
+    ------
+    CalcoreError
+        Naming the file, column and first offending row, and the fix: empty
+        file, header without rows, missing or ambiguous label column, blank or
+        duplicate column names, non-numeric, empty, NaN or infinite cells,
+        negative probabilities, rows not summing to 1 (without
+        ``renormalize``), logits given as probabilities, labels that are not
+        classes, fewer than 2 classes, unknown split values, non-UTF-8 bytes,
+        lines with missing or extra fields, pickled NPZ arrays, oversized archives.
+
+    Warns
+    -----
+    CalcoreWarning
+        Renormalised rows, classes that never occur as a label, ignored columns.
+
+    Notes
+    -----
+    *Score columns.* If columns start with a known prefix (``p_``, ``prob_``,
+    ``proba_``, ``probs_``, ``score_``, ``logit_``, ``logits_``), the score
+    columns are those with that prefix, which is stripped to give the class
+    names; other columns are ignored (reported). Without a prefix, every column
+    other than the label and split columns is a score column, except
+    identifier columns (``id``, ``index``, ``idx``, ``sample_id``,
+    ``image_id``, ``file``, ``filename``, ``path``) and columns with no number
+    in their first 100 rows (both reported).
+
+    *Labels* are class names or integer indices ``0..L-1`` into the score
+    columns; names win when the class names are numbers.
+
+    *Binary shortcut.* A single score column holds P(positive class) (or its
+    logit); the classes are ``[negative, positive]`` with probabilities
+    ``[1 - p, p]``. Labels ``0``/``1`` give ``("not <name>", "<name>")``; two
+    string labels give ``(<other label>, <positive label>)``.
+
+    *Row numbers in messages.* CSV: file lines, header = line 1 (blank lines
+    inside the data count, so numbers match an editor). Parquet/NPZ:
+    ``row k (0-based)``. Rows keep their file numbers after split selection.
+
+    *CSV dialect.* Delimiter comma, semicolon or tab (sniffed from the header),
+    UTF-8 with or without BOM, LF or CRLF, standard quoting (``"0.5"`` is a
+    number). Thousands separators and decimal commas are not numbers (spaces
+    around a number are tolerated).
+
+    Examples
+    --------
+    >>> import io
+    >>> p = load_predictions(io.BytesIO(b"label,p_cat,p_dog\\ncat,0.8,0.2\\ndog,0.4,0.6\\n"))
+    >>> p.class_names, p.labels.tolist()
+    (('cat', 'dog'), [0, 1])
+    """
+    _check_options(scores, split, max_decoded_bytes)
+    table, split_values, classes, kind, reason = _prepare(
+        path_or_buffer,
+        name=name,
+        label_column=label_column,
+        split_column=split_column,
+        score_columns=score_columns,
+        scores=scores,
+        max_decoded_bytes=max_decoded_bytes,
+        positive_class=positive_class,
+    )
+    rows = None
+    if split is not None:
+        if split_values is None:
+            raise CalcoreError(
+                f"{table.source}: split={split!r} was requested but there is no split column "
+                f"(columns: {list(table.columns)}). Pass split_column='<name>' or split=None."
+            )
+        rows = np.flatnonzero(split_values == split)
+        if rows.size == 0:
+            raise CalcoreError(
+                f"{table.source}: no rows have split {split!r} in column {table.roles.split!r}. "
+                f"Use split=None to load every row."
+            )
+    return _build(
+        table,
+        classes,
+        kind,
+        reason,
+        auto=scores == "auto" and table.kind_hint is None,
+        rows=rows,
+        split=split,
+        split_values=split_values,
+        renormalize=renormalize,
+    )
+
+
+def load_splits(
+    path_or_buffer,
+    *,
+    label_column: str | None = None,
+    scores: str = "auto",
+    split_column: str | None = None,
+    renormalize: bool = False,
+    positive_class: str | None = None,
+    name: str | None = None,
+    score_columns: Sequence[str] | None = None,
+    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+) -> dict[str, Predictions]:
+    """Load a file once and return its calibration and test rows separately.
+
+    Parameters
+    ----------
+    path_or_buffer, label_column, scores, split_column, renormalize, positive_class, name
+        As in :func:`load_predictions`.
+    score_columns, max_decoded_bytes
+        As in :func:`load_predictions`.
+
+    Returns
+    -------
+    dict of str to Predictions
+        ``{"calib": ..., "test": ...}`` holding the splits that have rows; all
+        share the class names (derived from the whole file) and the scores kind.
+        Without a split column: ``{"all": <every row>}``.
+
+    Raises
+    ------
+    CalcoreError
+        As :func:`load_predictions`; each split is validated with its file line
+        numbers.
+    """
+    _check_options(scores, None, max_decoded_bytes)
+    table, split_values, classes, kind, reason = _prepare(
+        path_or_buffer,
+        name=name,
+        label_column=label_column,
+        split_column=split_column,
+        score_columns=score_columns,
+        scores=scores,
+        max_decoded_bytes=max_decoded_bytes,
+        positive_class=positive_class,
+    )
+    common = dict(
+        auto=scores == "auto" and table.kind_hint is None,
+        split_values=split_values,
+        renormalize=renormalize,
+    )
+    if split_values is None:
+        return {"all": _build(table, classes, kind, reason, rows=None, split=None, **common)}
+    out = {}
+    for which in ("calib", "test"):
+        rows = np.flatnonzero(split_values == which)
+        if rows.size:
+            out[which] = _build(table, classes, kind, reason, rows=rows, split=which, **common)
+    return out

@@ -1,0 +1,117 @@
+""":func:`inspect_table`: what auto-detection finds, for a person to confirm."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from calcore.io._load import DEFAULT_MAX_DECODED_BYTES
+from calcore.io._report import TableSchema
+from calcore.io._scan import scan
+from calcore.io._source import open_source
+
+__all__ = ["inspect_table"]
+
+_PREVIEW_ROWS = 5
+
+
+def _guess(sc) -> tuple[str | None, str]:
+    """Probabilities or logits, judged from the preview rows only."""
+    roles = sc.roles
+    if sc.source.file_format == "npz":
+        name = roles.scores[0]
+        return name, f"the archive's array is named {name!r}"
+    if not roles.scores:
+        return None, "no score columns found"
+    cols = [sc.columns.index(c) for c in roles.scores]
+    try:
+        values = np.array([[float(row[j]) for j in cols] for row in sc.preview], dtype=np.float64)
+    except (ValueError, IndexError):
+        return None, "the first rows have non-numeric or missing score cells"
+    if values.size == 0 or not np.isfinite(values).all():
+        return None, "the first rows have empty, NaN or infinite score cells"
+    if ((values < 0) | (values > 1)).any():
+        return "logits", "values outside [0, 1] in the first rows"
+    if values.shape[1] == 1 or np.allclose(values.sum(axis=1), 1.0, rtol=0, atol=1e-4):
+        return "probs", "values in [0, 1] and rows sum to 1 in the first rows"
+    return None, "values in [0, 1] but rows do not sum to 1: neither probabilities nor logits"
+
+
+def inspect_table(
+    path_or_buffer,
+    *,
+    name: str | None = None,
+    label_column: str | None = None,
+    split_column: str | None = None,
+    score_columns: Sequence[str] | None = None,
+    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+) -> TableSchema:
+    """Describe a file's columns and what :func:`load_predictions` would detect.
+
+    Only the header and the first 100 rows are parsed (NPZ: the arrays are
+    read), so this is fast on large files and does not validate every value.
+
+    Parameters
+    ----------
+    path_or_buffer : str, os.PathLike, bytes or binary file-like
+        As in :func:`load_predictions`.
+    name : str, optional
+        Name used in messages.
+    label_column, split_column, score_columns : optional
+        The user's corrections, as in :func:`load_predictions`.
+    max_decoded_bytes : int, default 2 GiB
+        Size budget for NPZ/Parquet, as in :func:`load_predictions`.
+
+    Returns
+    -------
+    TableSchema
+        Detection problems (no label column, ambiguous columns) are listed in
+        ``problems`` instead of raised, so that a user can fix them.
+
+    Raises
+    ------
+    CalcoreError
+        Problems no choice of columns can fix: empty file, header without rows,
+        blank or duplicate column names, non-UTF-8 header, unreadable file,
+        pickled or oversized NPZ arrays, a named column that does not exist.
+    """
+    src = open_source(path_or_buffer, name=name)
+    sc = scan(
+        src,
+        label_column=label_column,
+        split_column=split_column,
+        score_columns=score_columns,
+        scores="auto",
+        max_decoded_bytes=max_decoded_bytes,
+    )
+    guess, why = _guess(sc)
+    roles = sc.roles
+    preview = tuple(
+        {c: (row[j] if j < len(row) else "") for j, c in enumerate(sc.columns)}
+        for row in sc.preview[:_PREVIEW_ROWS]
+    )
+    if src.file_format == "npz":
+        preview = tuple(
+            dict(zip((roles.label, *roles.class_names), row, strict=False))
+            for row in sc.preview[:_PREVIEW_ROWS]
+        )
+    return TableSchema(
+        source=src.name,
+        file_format=src.file_format,
+        delimiter=sc.delimiter,
+        columns=sc.columns,
+        n_rows=sc.n_rows,
+        label_column=roles.label,
+        label_candidates=roles.label_candidates,
+        class_columns=roles.scores,
+        class_names=roles.class_names,
+        prefix=roles.prefix,
+        split_column=roles.split,
+        ignored_columns=roles.ignored,
+        ignored_reasons=roles.ignored_reasons,
+        scores_guess=guess,
+        scores_reason=why,
+        preview=preview,
+        problems=roles.problems,
+    )

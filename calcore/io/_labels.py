@@ -1,0 +1,102 @@
+"""Labels to class indices (multiclass and the binary shortcut) and split values."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore._validation import InputContext, check_label_names
+
+__all__ = ["SPLIT_VALUES", "split_of_rows", "class_labels"]
+
+SPLIT_VALUES = {
+    "calib": "calib",
+    "calibration": "calib",
+    "cal": "calib",
+    "val": "calib",
+    "validation": "calib",
+    "test": "test",
+    "eval": "test",
+}
+
+
+def split_of_rows(values: np.ndarray, *, ctx: InputContext) -> np.ndarray:
+    """Map split values (any case) to ``"calib"``/``"test"``; returns an array of str.
+
+    Raises
+    ------
+    CalcoreError
+        The first unknown value, named by row.
+    """
+    uniq, inverse = np.unique(np.asarray(values).astype(str), return_inverse=True)
+    mapped = np.array([SPLIT_VALUES.get(u.strip().lower(), "") for u in uniq], dtype=object)
+    unknown = mapped == ""
+    if unknown.any():
+        i = int(np.argmax(unknown[inverse]))
+        raise CalcoreError(
+            f"{ctx.where(i)}: split value {str(values[i])!r} is not known. Use calib, calibration, "
+            f"cal, val or validation for calibration rows and test or eval for test rows "
+            f"(any case)."
+        )
+    return mapped[inverse]
+
+
+def _binary_names(values: np.ndarray, column_class: str, positive_class, ctx) -> tuple[str, str]:
+    uniq = [str(u) for u in np.unique(values)]
+    if positive_class is None and set(uniq) <= {"0", "1"}:
+        # 0/1 labels: 1 is the class of the score column.
+        return ("0", "1") if column_class == "1" else (f"not {column_class}", column_class)
+    positive = column_class if positive_class is None else str(positive_class)
+    others = [u for u in uniq if u != positive]
+    if len(others) > 1:
+        hint = (
+            "pass positive_class='<label value>' to say which label the score column is for"
+            if positive_class is None and positive not in uniq
+            else "a single score column only works for two classes"
+        )
+        raise CalcoreError(
+            f"{ctx.source}: one score column, so the problem is binary, but the labels take "
+            f"the values {uniq[:10]} and P({positive}) is the score; {hint}."
+        )
+    return (others[0] if others else f"not {positive}"), positive
+
+
+def class_labels(
+    values: np.ndarray,
+    class_names: tuple[str, ...],
+    *,
+    binary: bool,
+    positive_class=None,
+    ctx: InputContext,
+) -> tuple[tuple[str, ...], np.ndarray, str]:
+    """Class names of the predictions, label indices, and ``"names"``/``"indices"``.
+
+    Parameters
+    ----------
+    values : ndarray of str, shape (n_samples,)
+        Labels as read from the file.
+    class_names : tuple of str
+        One per score column (one name for the binary shortcut).
+    binary : bool
+        One score column holding P(positive class).
+    positive_class : str, optional
+        Binary shortcut: the label value the score column is for (default: the
+        column's class name; with 0/1 labels, 1).
+    ctx : InputContext
+        Names label rows in messages.
+
+    Notes
+    -----
+    Binary shortcut naming: labels ``0``/``1`` give classes
+    ``("not <name>", "<name>")`` (``("0", "1")`` when the column is named
+    ``1``); two string labels give ``(<other label>, <positive label>)``; a
+    single label value ``v`` gives ``("not v", v)`` or ``(v, <positive>)``.
+    """
+    if not binary:
+        labels, kind = check_label_names(values, class_names, ctx=ctx)
+        return class_names, labels, kind
+    names = _binary_names(values, class_names[-1], positive_class, ctx)
+    text = np.asarray(values).astype(str)
+    if set(np.unique(text)) <= {"0", "1"} and positive_class is None:
+        return names, (text == "1").astype(np.int64), "indices"
+    return names, (text == names[1]).astype(np.int64), "names"

@@ -1,0 +1,231 @@
+"""Entry points: :func:`load_predictions`, :func:`load_splits`, :func:`inspect_table`."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import log_softmax
+
+from calcore._errors import CalcoreError, CalcoreWarning
+from calcore._validation import (
+    InputContext,
+    check_binary_probs,
+    check_class_names,
+    check_logits,
+    check_probs,
+)
+from calcore.io._labels import class_labels, split_of_rows
+from calcore.io._report import LoadReport
+from calcore.io._scan import read_table, scan
+from calcore.io._source import open_source
+from calcore.io._table import LabelRowNames, RawTable, SelectedRowNames
+from calcore.predictions import Predictions
+
+__all__ = ["DEFAULT_MAX_DECODED_BYTES"]
+
+DEFAULT_MAX_DECODED_BYTES = 2 * 1024**3
+"""2 GiB: room for 250 million float64 scores (e.g. 250,000 rows x 1,000 classes),
+well below the memory of a laptop; NPZ/Parquet files declaring more are refused."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Classes:
+    names: tuple[str, ...]
+    labels: np.ndarray  # (n_rows,) int64, every row of the file
+    kind: str
+
+
+def _check_options(scores, split, max_decoded_bytes) -> None:
+    if scores not in ("auto", "probs", "logits"):
+        raise CalcoreError(f"scores must be 'auto', 'probs' or 'logits', got {scores!r}.")
+    if split not in (None, "calib", "test"):
+        raise CalcoreError(f"split must be None, 'calib' or 'test', got {split!r}.")
+    if not isinstance(max_decoded_bytes, int) or max_decoded_bytes <= 0:
+        raise CalcoreError(
+            f"max_decoded_bytes must be a positive integer, got {max_decoded_bytes!r}."
+        )
+
+
+def _open_table(
+    path_or_buffer, *, name, label_column, split_column, score_columns, scores, max_decoded_bytes
+):
+    src = open_source(path_or_buffer, name=name)
+    sc = scan(
+        src,
+        label_column=label_column,
+        split_column=split_column,
+        score_columns=score_columns,
+        scores=scores,
+        max_decoded_bytes=max_decoded_bytes,
+    )
+    if sc.roles.problems:
+        raise CalcoreError(sc.roles.problems[0])
+    return read_table(sc)
+
+
+def _classes(table: RawTable, positive_class) -> _Classes:
+    roles, binary = table.roles, table.scores.shape[1] == 1
+    ctx = InputContext(table.source, row=LabelRowNames(table.row_names, roles.label))
+    if positive_class is not None and not binary:
+        raise CalcoreError(
+            f"{table.source}: positive_class={positive_class!r} only applies to a file with a "
+            f"single score column; this one has {table.scores.shape[1]}."
+        )
+    names = roles.class_names
+    if binary and len(names) == 2:  # NPZ: 1-D scores with both class names given
+        names, labels, kind = class_labels(table.labels, names, binary=False, ctx=ctx)
+        return _Classes(names, labels, kind)
+    if not binary:
+        names = check_class_names(names, table.scores.shape[1], ctx=InputContext(table.source))
+    names, labels, kind = class_labels(
+        table.labels, names, binary=binary, positive_class=positive_class, ctx=ctx
+    )
+    return _Classes(
+        check_class_names(names, len(names), ctx=InputContext(table.source)), labels, kind
+    )
+
+
+def _decide_kind(table: RawTable, scores: str) -> tuple[str, str]:
+    if scores != "auto":
+        return scores, f"scores={scores!r} was given"
+    if table.kind_hint is not None:
+        return table.kind_hint
+    s = table.scores
+    outside = (s < 0) | (s > 1)  # NaN compares False: left for validation to report
+    if outside.any():
+        i, j = divmod(int(np.argmax(outside)), s.shape[1])
+        where = f"{table.row_names(i)}, column {table.roles.scores[j]!r}"
+        return "logits", f"scores='auto' saw values outside [0, 1] (first: {s[i, j]!r} at {where})"
+    if s.shape[1] == 1:
+        return "probs", "scores='auto' saw one column with every value in [0, 1]"
+    return "probs", "scores='auto' saw every value in [0, 1] and rows that sum to 1"
+
+
+def _score_ctx(table: RawTable, rows) -> InputContext:
+    row = table.row_names if rows is None else SelectedRowNames(table.row_names, rows)
+    if table.file_format == "npz":
+        return InputContext(f"{table.source}, array {table.kind_hint[0]!r}", None, row)
+    return InputContext(table.source, table.roles.scores, row)
+
+
+def _validate_scores(scores, *, kind, auto, ctx, renormalize):
+    """Return (probs, logits or None, renormalized rows, max deviation or None)."""
+    if scores.shape[1] == 1:
+        if kind == "probs":
+            return check_binary_probs(scores[:, 0], ctx=ctx), None, 0, None
+        z = np.column_stack([np.zeros(len(scores)), scores[:, 0]])  # softmax([0, z]) = [1-s, s]
+        names = ("reference logit 0", *(ctx.columns or ("column 0",)))
+        z = check_logits(z, ctx=InputContext(ctx.source, names, ctx.row))
+    elif kind == "probs":
+        try:
+            probs, info = check_probs(scores, ctx=ctx, renormalize=renormalize)
+        except CalcoreError as exc:
+            if not auto:
+                raise
+            raise CalcoreError(
+                f"{exc} (scores='auto' read these as probabilities because every value is in "
+                f"[0, 1]; pass scores='logits' if they are logits.)"
+            ) from None
+        if info is None:
+            return probs, None, 0, float(np.abs(probs.sum(axis=1) - 1.0).max())
+        return probs, None, info.n_rows, info.max_deviation
+    else:
+        z = check_logits(scores, ctx=ctx)
+    probs = log_softmax(z, axis=1)  # the same computation as Predictions.from_logits
+    np.exp(probs, out=probs)
+    return probs, z, 0, None
+
+
+def _frozen(arr):
+    if arr is not None:
+        arr.setflags(write=False)
+    return arr
+
+
+def _build(
+    table, classes, kind, reason, *, auto, rows, split, split_values, renormalize
+) -> Predictions:
+    """Validate the selected rows and wrap them in Predictions with a LoadReport."""
+    scores = table.scores if rows is None else table.scores[rows]
+    labels = classes.labels if rows is None else classes.labels[rows]
+    ctx = _score_ctx(table, rows)
+    probs, logits, n_renorm, deviation = _validate_scores(
+        scores, kind=kind, auto=auto, ctx=ctx, renormalize=renormalize
+    )
+    if n_renorm:
+        reason = reason.replace(" and rows that sum to 1", f"; {n_renorm} row(s) renormalised")
+    counts = np.bincount(labels, minlength=len(classes.names))
+    roles = table.roles
+    split_counts = ()
+    if split_values is not None:
+        split_counts = tuple(
+            (s, int(np.count_nonzero(split_values == s))) for s in ("calib", "test")
+        )
+    report = LoadReport(
+        source=table.source,
+        file_format=table.file_format,
+        delimiter=table.delimiter,
+        label_column=roles.label,
+        label_kind=classes.kind,
+        class_columns=roles.scores,
+        class_names=classes.names,
+        prefix=roles.prefix,
+        binary_shortcut=table.scores.shape[1] == 1,
+        scores_kind=kind,
+        scores_reason=reason,
+        split_column=roles.split,
+        split_selected=split,
+        split_counts=split_counts,
+        ignored_columns=roles.ignored,
+        ignored_reasons=roles.ignored_reasons,
+        n_rows_in_file=table.n_rows,
+        n_rows_loaded=len(labels),
+        renormalized_rows=n_renorm,
+        max_row_deviation=deviation,
+        absent_classes=tuple(n for n, c in zip(classes.names, counts, strict=True) if c == 0),
+        row_numbering=table.row_names.numbering,
+    )
+    for message in report.warnings():
+        warnings.warn(message, CalcoreWarning, stacklevel=4)
+    return Predictions(
+        _frozen(np.ascontiguousarray(probs, dtype=np.float64)),
+        _frozen(np.array(labels, dtype=np.int64)),
+        classes.names,
+        _frozen(logits),
+        report,
+    )
+
+
+def _split_values(table: RawTable) -> np.ndarray | None:
+    if table.split is None:
+        return None
+    ctx = InputContext(table.source, row=LabelRowNames(table.row_names, table.roles.split))
+    return split_of_rows(table.split, ctx=ctx)
+
+
+def _prepare(
+    path_or_buffer,
+    *,
+    name,
+    label_column,
+    split_column,
+    score_columns,
+    scores,
+    max_decoded_bytes,
+    positive_class,
+):
+    table = _open_table(
+        path_or_buffer,
+        name=name,
+        label_column=label_column,
+        split_column=split_column,
+        score_columns=score_columns,
+        scores=scores,
+        max_decoded_bytes=max_decoded_bytes,
+    )
+    split_values = _split_values(table)
+    classes = _classes(table, positive_class)
+    kind, reason = _decide_kind(table, scores)
+    return table, split_values, classes, kind, reason

@@ -1,0 +1,139 @@
+"""Parquet via ``pyarrow.parquet``: score columns must have a numeric type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from calcore._errors import CalcoreError
+from calcore.io._columns import check_header_names
+from calcore.io._source import Source
+from calcore.io._table import columns_to_matrix
+
+__all__ = ["ParquetLayout", "scan_parquet", "read_parquet_columns", "text_column"]
+
+
+@dataclass(frozen=True)
+class ParquetLayout:
+    """Schema, row count and the first rows of a Parquet file.
+
+    Attributes
+    ----------
+    columns : tuple of str
+    types : tuple of str
+        Arrow type of each column, as text.
+    numeric : tuple of bool
+        Whether each column has an integer, floating or decimal type.
+    preview : tuple of tuple of str
+    n_rows : int
+    """
+
+    columns: tuple[str, ...]
+    types: tuple[str, ...]
+    numeric: tuple[bool, ...]
+    preview: tuple[tuple[str, ...], ...]
+    n_rows: int
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _open(src: Source) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(pa.BufferReader(src.data))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CalcoreError(
+            f"{src.name}: not a readable Parquet file ({exc}). Re-export it, or give a CSV "
+            f"file the .csv extension."
+        ) from None
+
+
+def scan_parquet(src: Source, *, max_decoded_bytes: int, preview_rows: int = 100) -> ParquetLayout:
+    """Read a Parquet file's schema and first rows, after checking its decoded size.
+
+    Raises
+    ------
+    CalcoreError
+        Unreadable file, blank/duplicate column names, no rows, or a declared
+        uncompressed size above ``max_decoded_bytes``.
+    """
+    if not src.data:
+        raise CalcoreError(
+            f"{src.name}: the file is empty (0 bytes). Upload the file with the data."
+        )
+    pf = _open(src)
+    meta = pf.metadata
+    declared = sum(meta.row_group(k).total_byte_size for k in range(meta.num_row_groups))
+    if declared > max_decoded_bytes:
+        raise CalcoreError(
+            f"{src.name}: the Parquet metadata declares {declared:,} bytes of uncompressed data, "
+            f"more than max_decoded_bytes={max_decoded_bytes:,}. Pass a larger max_decoded_bytes "
+            f"if you trust the file."
+        )
+    schema = pf.schema_arrow
+    columns = tuple(schema.names)
+    check_header_names(columns, source=src.name)
+    if meta.num_rows == 0:
+        raise CalcoreError(f"{src.name}: the Parquet file has columns {list(columns)} but no rows.")
+    first = next(pf.iter_batches(batch_size=preview_rows), None)
+    preview = ()
+    if first is not None:
+        cols = [first.column(j).to_pylist() for j in range(first.num_columns)]
+        preview = tuple(
+            tuple("" if v is None else str(v) for v in row) for row in zip(*cols, strict=True)
+        )
+    return ParquetLayout(
+        columns,
+        tuple(str(t) for t in schema.types),
+        tuple(_is_numeric(t) for t in schema.types),
+        preview,
+        meta.num_rows,
+    )
+
+
+def read_parquet_columns(
+    src: Source, layout: ParquetLayout, *, floats, texts
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Read score columns as one float64 matrix and ``texts`` columns as text.
+
+    Raises
+    ------
+    CalcoreError
+        A score column whose type is not numeric (named, with the fix), or a
+        non-integral float label.
+    """
+    for col in floats:
+        j = layout.columns.index(col)
+        if not layout.numeric[j]:
+            raise CalcoreError(
+                f"{src.name}, column {col!r}: has type {layout.types[j]}, but score columns must "
+                f"be numeric. Store the scores as numbers, e.g. "
+                f"df[{col!r}] = df[{col!r}].astype('float64') before df.to_parquet(...)."
+            )
+    table = _open(src).read(columns=list(dict.fromkeys([*floats, *texts])))
+    scores = columns_to_matrix(table, list(floats))
+    return scores, {c: text_column(table.column(c), source=src.name, name=c) for c in texts}
+
+
+def text_column(column: pa.ChunkedArray, *, source: str, name: str) -> np.ndarray:
+    """A label or split column as a str array; integral floats become integers first."""
+    t = column.type
+    if pa.types.is_floating(t):
+        values = column.to_numpy(zero_copy_only=False)
+        ok = np.isfinite(values) & (values == np.round(values))
+        if not ok.all():
+            i = int(np.argmax(~ok))
+            raise CalcoreError(
+                f"{source}, row {i} (0-based), column {name!r}: value {values[i]!r} is neither a "
+                f"class name nor an integer class index. Fix the value."
+            )
+        column = pa.chunked_array([pa.array(values.astype(np.int64))])
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    text = pc.fill_null(pc.cast(column, pa.string()), "")  # missing -> '' (reported as a bad value)
+    return text.to_numpy(zero_copy_only=False)

@@ -1,0 +1,150 @@
+"""First pass over a file: columns, roles and preview, without reading every value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from calcore.io._columns import Roles, detect_roles
+from calcore.io._csv import read_csv_columns, scan_csv
+from calcore.io._npz import read_npz
+from calcore.io._parquet import read_parquet_columns, scan_parquet
+from calcore.io._source import Source
+from calcore.io._table import RawTable, RowNames
+
+__all__ = ["Scan", "scan", "read_table"]
+
+
+@dataclass(frozen=True, eq=False)
+class Scan:
+    """A file's layout and column roles (see :class:`calcore.io.TableSchema`)."""
+
+    source: Source
+    delimiter: str | None
+    columns: tuple[str, ...]
+    n_rows: int
+    preview: tuple[tuple[str, ...], ...]
+    roles: Roles
+    layout: Any  # CsvLayout, ParquetLayout or NpzContent
+
+
+def _numeric_in_preview(columns, preview, csv: bool):
+    def is_numeric(col: str) -> tuple[bool, str]:
+        j = columns.index(col)
+        values = [row[j] for row in preview if j < len(row) and row[j].strip()]
+        for v in values:
+            try:
+                float(v)
+                return True, ""
+            except ValueError:
+                pass
+        if not values:
+            return False, f"empty in the first {len(preview)} rows"
+        where = "line 2" if csv else "row 0"
+        return False, f"not numeric ({where} holds {values[0]!r})"
+
+    return is_numeric
+
+
+def _parquet_numeric(layout, preview_check):
+    def is_numeric(col: str) -> tuple[bool, str]:
+        j = layout.columns.index(col)
+        if layout.numeric[j]:
+            return True, ""
+        # A text column holding numbers is a mistyped score column: keep it
+        # so that reading reports the type, instead of ignoring a class.
+        ok, _ = preview_check(col)
+        return ok, f"not numeric (type {layout.types[j]})"
+
+    return is_numeric
+
+
+def _npz_scan(src: Source, options: dict) -> Scan:
+    content = read_npz(
+        src, max_decoded_bytes=options["max_decoded_bytes"], label_column=options["label_column"]
+    )
+    n, k = content.scores.shape
+    names = content.class_names or (tuple(str(j) for j in range(k)) if k > 1 else ("1",))
+    roles = Roles(
+        content.label_name,
+        (content.label_name,),
+        "split" if content.split is not None else None,
+        (content.score_name,),
+        None,
+        names,
+        content.ignored,
+        ("not a probs/logits/labels/class_names/split array",) * len(content.ignored),
+        (),
+    )
+    preview = tuple(
+        (str(content.labels[i]), *(repr(float(v)) for v in content.scores[i]))
+        for i in range(min(n, 5))
+    )
+    return Scan(src, None, content.names, n, preview, roles, content)
+
+
+def scan(
+    src: Source, *, label_column, split_column, score_columns, scores, max_decoded_bytes
+) -> Scan:
+    """Detect layout and column roles; read values only for NPZ (arrays are atomic)."""
+    options = dict(
+        label_column=label_column,
+        split_column=split_column,
+        score_columns=score_columns,
+        scores_kind=scores,
+    )
+    if src.file_format == "npz":
+        return _npz_scan(src, dict(max_decoded_bytes=max_decoded_bytes, label_column=label_column))
+    if src.file_format == "parquet":
+        layout = scan_parquet(src, max_decoded_bytes=max_decoded_bytes)
+        is_numeric = _parquet_numeric(
+            layout, _numeric_in_preview(layout.columns, layout.preview, False)
+        )
+        delimiter = None
+    else:
+        layout = scan_csv(src)
+        is_numeric = _numeric_in_preview(layout.columns, layout.preview, True)
+        delimiter = layout.delimiter
+    roles = detect_roles(layout.columns, source=src.name, is_numeric=is_numeric, **options)
+    return Scan(src, delimiter, layout.columns, layout.n_rows, layout.preview, roles, layout)
+
+
+def read_table(sc: Scan) -> RawTable:
+    """Read the label, split and score values of a scanned file (no validation yet)."""
+    src, roles = sc.source, sc.roles
+    if src.file_format == "npz":
+        c = sc.layout
+        hint = (c.score_name, f"the archive's array is named {c.score_name!r}")
+        return RawTable(
+            src.name,
+            "npz",
+            None,
+            sc.columns,
+            roles,
+            sc.n_rows,
+            c.scores,
+            c.labels,
+            c.split,
+            RowNames(csv=False),
+            hint,
+        )
+    texts = [roles.label] + ([roles.split] if roles.split else [])
+    if src.file_format == "parquet":
+        scores, text = read_parquet_columns(src, sc.layout, floats=roles.scores, texts=texts)
+    else:
+        scores, text = read_csv_columns(src, sc.layout, floats=roles.scores, texts=texts)
+    split = np.asarray(text[roles.split]) if roles.split else None
+    return RawTable(
+        src.name,
+        src.file_format,
+        sc.delimiter,
+        sc.columns,
+        roles,
+        scores.shape[0],
+        scores,
+        np.asarray(text[roles.label]),
+        split,
+        RowNames(csv=src.file_format == "csv"),
+    )
