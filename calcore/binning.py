@@ -113,16 +113,25 @@ def equal_width_index(scores: np.ndarray, n_bins) -> np.ndarray:
     """Equal-width bin index of each score: ``k`` such that ``k/B <= s < (k+1)/B``.
 
     ``n_bins`` is an int or an array broadcastable to ``scores`` (one count per
-    point). Edges are the correctly rounded ``k/B``; the product ``s*B`` can be
-    off by one ulp at an edge, so the floor is corrected against the edges.
-    1.0 goes to the last bin.
+    point). Edges are the correctly rounded ``k/B``. The product ``s * B`` can
+    land one ulp on the wrong side of an integer, so the few scores within
+    1e-9 of an inner edge are re-checked against the edges exactly; the rest take
+    the fast ``floor(s * B)``. 1.0 goes to the last bin.
     """
     nb = np.asarray(n_bins)
-    idx = np.floor(scores * nb).astype(np.int64)
-    np.clip(idx, 0, nb - 1, out=idx)
-    # Guard against the one-ulp rounding of s * B near an edge.
-    idx -= (idx / nb) > scores
-    idx += ((idx + 1) / nb <= scores) & (idx + 1 < nb)
+    x = scores * nb
+    idx = x.astype(np.intp)  # truncation == floor for x >= 0
+    frac = x - idx
+    # Edge 0 is exact, so tiny scores (common in softmax outputs) need no check.
+    near = np.flatnonzero(((frac < 1e-9) & (idx > 0)) | (frac > 1 - 1e-9))
+    if near.size:
+        flat_idx, flat_s = idx.reshape(-1), np.ravel(scores)
+        b = np.broadcast_to(nb, np.shape(scores)).reshape(-1)[near] if nb.ndim else nb
+        k = flat_idx[near]
+        k = k - ((k / b) > flat_s[near])
+        k = k + ((k + 1) / b <= flat_s[near])
+        flat_idx[near] = k
+    np.minimum(idx, nb - 1, out=idx)
     return idx
 
 

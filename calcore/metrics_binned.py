@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore.binned import BinStatistics, bin_statistics, statistics_for, view_bin_statistics
+from calcore.binned import BinStatistics, classwise_bin_statistics, statistics_for, view_bin_statistics
 from calcore.predictions import Predictions
 from calcore.views import top_k_confidence_view, top_k_label_view
 
@@ -37,8 +37,10 @@ __all__ = [
     "classwise_mce",
     "top_k_confidence_ece",
     "top_k_label_ece",
+    "adaptive_errors_from_bins",
     "adaptive_ece",
     "thresholded_adaptive_ece",
+    "debiased_squared_error_from_bins",
     "debiased_ece",
 ]
 
@@ -184,20 +186,14 @@ def top_k_label_ece(preds: Predictions, *, k=2, bins=15, binning="equal-width", 
     return float(np.mean(errs))
 
 
-def _adaptive(preds: Predictions, *, bins: int, threshold: float) -> float:
-    stats = statistics_for_threshold(preds, bins=bins, threshold=threshold)
+def adaptive_errors_from_bins(stats: BinStatistics) -> float:
+    """Unweighted mean gap over the non-empty (class, bin) pairs: ACE/TACE from their bins."""
     ok = stats.nonempty
     return float(stats.gap[ok].mean()) if ok.any() else 0.0
 
 
-def statistics_for_threshold(preds: Predictions, *, bins: int, threshold: float) -> BinStatistics:
-    """Equal-mass bins per class over the class-wise scores ``>= threshold``."""
-    keep = preds.probs >= threshold
-    cls = np.broadcast_to(np.arange(preds.n_classes), preds.probs.shape)[keep]
-    scores = preds.probs[keep]
-    outcomes = (cls == np.broadcast_to(preds.labels[:, None], preds.probs.shape)[keep]).astype(np.float64)
-    return bin_statistics(scores, outcomes, cls, n_groups=preds.n_classes, binning="equal-mass", bins=bins,
-                          view="class-wise", group_names=preds.class_names, n_rows=preds.n_samples)
+def _adaptive(preds: Predictions, *, bins: int, threshold: float | None) -> float:
+    return adaptive_errors_from_bins(classwise_bin_statistics(preds, binning="equal-mass", bins=bins, threshold=threshold))
 
 
 def adaptive_ece(preds: Predictions, *, bins=15) -> float:
@@ -210,7 +206,7 @@ def adaptive_ece(preds: Predictions, *, bins=15) -> float:
     ----------
     Nixon et al. (2019), "Measuring calibration in deep learning", Sec. 4.
     """
-    return _adaptive(preds, bins=bins, threshold=-np.inf)
+    return _adaptive(preds, bins=bins, threshold=None)
 
 
 def thresholded_adaptive_ece(preds: Predictions, *, bins=15, threshold=1e-3) -> float:
@@ -224,28 +220,38 @@ def thresholded_adaptive_ece(preds: Predictions, *, bins=15, threshold=1e-3) -> 
     return _adaptive(preds, bins=bins, threshold=threshold)
 
 
-def debiased_ece(preds: Predictions, *, bins=15, binning="equal-width", view="confidence") -> float:
-    """Debiased l2-ECE of Kumar et al. (2019).
+def debiased_squared_error_from_bins(stats: BinStatistics, *, per_group: bool = False) -> float:
+    """Kumar et al.'s debiased estimate of ``ECE^2`` from binned statistics (may be negative).
 
-    ``ECE^2 = sum_b n_b/N [ (acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1) ]``
-    removes the upward bias of the plug-in estimate. Bins with one point get no
-    correction (their variance term is 0/0; their ``acc_b (1 - acc_b)`` is 0).
-    The estimate of ``ECE^2`` can be negative; we return
-    ``sqrt(max(ECE^2, 0))``.
-
-    References
-    ----------
-    Kumar, Liang, Ma (2019), "Verified uncertainty calibration", Sec. 5.
+    ``sum_b n_b/N [ (acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1) ]``; bins with
+    one point get no correction (their variance term is 0/0, and ``acc_b (1 - acc_b) = 0``).
+    ``per_group=True`` averages the per-group estimates (class-wise).
     """
-    stats = statistics_for(preds, view, binning=binning, bins=bins)
     ok = stats.count > 0
     n_b = stats.count[ok].astype(np.float64)
     acc, conf = stats.mean_outcome[ok], stats.mean_score[ok]
     with np.errstate(divide="ignore", invalid="ignore"):
-        correction = np.where(n_b > 1, acc * (1 - acc) / (n_b - 1), 0.0)
+        correction = np.where(n_b > 1, acc * (1 - acc) / np.maximum(n_b - 1, 1), 0.0)
     squared = float(np.sum(n_b / stats.n_rows * ((acc - conf) ** 2 - correction)))
-    if view == "class-wise":
-        squared /= len(stats.group_names)
-    return float(np.sqrt(max(squared, 0.0)))
+    return squared / len(stats.group_names) if per_group else squared
 
 
+def debiased_ece(preds: Predictions, *, bins=15, binning="equal-width", view="confidence") -> float:
+    """Debiased l2-ECE of Kumar et al. (2019), ``sqrt(max(ECE^2_debiased, 0))``.
+
+    The plug-in l2-ECE is biased upwards by the sampling noise of each bin's
+    frequency; subtracting its variance estimate removes that bias to first
+    order (see :func:`debiased_squared_error_from_bins`). The squared estimate
+    can be negative for well-calibrated models; the root of its positive part
+    is returned.
+
+    Parameters
+    ----------
+    view : {"confidence", "top-label", "class-wise"}, default "confidence"
+
+    References
+    ----------
+    Kumar, Liang, Ma (2019), "Verified uncertainty calibration", NeurIPS, Sec. 5.
+    """
+    stats = statistics_for(preds, view, binning=binning, bins=bins)
+    return float(np.sqrt(max(debiased_squared_error_from_bins(stats, per_group=view == "class-wise"), 0.0)))

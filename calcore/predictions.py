@@ -154,31 +154,42 @@ class Predictions:
         return int(self.probs.shape[1])
 
     @cached_property
+    def _top(self) -> tuple[np.ndarray, np.ndarray, int]:
+        # One blockwise pass: row max, the first column attaining it, and how many rows have a tie.
+        # (max + first-True argmax is much faster than a float argmax on wide rows.)
+        n = self.n_samples
+        predicted = np.empty(n, dtype=np.int64)
+        confidence = np.empty(n)
+        tied = 0
+        step = max(1, 4_000_000 // self.n_classes)
+        for start in range(0, n, step):
+            block = self.probs[start : start + step]
+            top = block.max(axis=1)
+            at_top = block == top[:, None]
+            predicted[start : start + step] = at_top.argmax(axis=1)
+            confidence[start : start + step] = top
+            tied += int(np.count_nonzero(np.count_nonzero(at_top, axis=1) > 1))
+        return _read_only(predicted), _read_only(confidence), tied
+
+    @property
     def predicted(self) -> np.ndarray:
         """Predicted class ``argmax p`` per row; ties go to the lowest index."""
-        return _read_only(np.argmax(self.probs, axis=1))
+        return self._top[0]
 
-    @cached_property
+    @property
     def confidence(self) -> np.ndarray:
         """Top probability ``max p`` per row."""
-        return _read_only(self.probs[np.arange(self.n_samples), self.predicted])
+        return self._top[1]
+
+    @property
+    def n_tied_rows(self) -> int:
+        """Rows whose maximum probability is shared by two or more classes."""
+        return self._top[2]
 
     @cached_property
     def correct(self) -> np.ndarray:
         """``1.0`` where the predicted class is the label, else ``0.0``."""
         return _read_only((self.predicted == self.labels).astype(np.float64))
-
-    @cached_property
-    def n_tied_rows(self) -> int:
-        """Rows whose maximum probability is shared by two or more classes."""
-        # Chunked so that the boolean temporary stays small for wide inputs.
-        tied = 0
-        step = max(1, 4_000_000 // self.n_classes)
-        for start in range(0, self.n_samples, step):
-            block = self.probs[start : start + step]
-            conf = self.confidence[start : start + step]
-            tied += int(np.count_nonzero((block == conf[:, None]).sum(axis=1) > 1))
-        return tied
 
     @cached_property
     def class_counts(self) -> np.ndarray:
