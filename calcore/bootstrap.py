@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 from scipy.stats import bootstrap
@@ -11,7 +11,7 @@ from scipy.stats import bootstrap
 from calcore._errors import CalcoreError
 from calcore.predictions import Predictions
 
-__all__ = ["Interval", "bootstrap_interval"]
+__all__ = ["Interval", "bootstrap_interval", "bootstrap_intervals"]
 
 
 @dataclass(frozen=True)
@@ -35,33 +35,36 @@ class Interval:
     n_resamples: int
 
 
-def bootstrap_interval(
-    metric: Callable[[Predictions], float],
+def bootstrap_intervals(
+    statistics: Callable[[Predictions], Mapping[str, float]],
     preds: Predictions,
     *,
     n_resamples: int = 200,
     confidence_level: float = 0.95,
     seed: int = 0,
-) -> Interval:
-    """Percentile bootstrap interval of ``metric(preds)`` over resampled rows.
+) -> dict[str, Interval]:
+    """Percentile bootstrap intervals of several metrics from one set of resamples.
 
-    Rows are resampled with replacement (the metric sees ``preds.subset(rows)``),
-    through :func:`scipy.stats.bootstrap` with ``method="percentile"``. BCa is
-    not used: its jackknife step would evaluate the metric ``n`` more times.
+    Rows are resampled with replacement (the statistics see
+    ``preds.subset(rows)``), through :func:`scipy.stats.bootstrap` with
+    ``method="percentile"``. BCa is not used: its jackknife would evaluate the
+    metrics ``n`` more times. Binned ECEs are biased upwards on small samples,
+    and so are their resamples: read the interval as the spread of the
+    estimator, not as an interval around the true ECE.
 
     Parameters
     ----------
-    metric : callable
-        ``Predictions -> float``, e.g. ``functools.partial(calcore.top_label_ece, bins=15)``.
+    statistics : callable
+        ``Predictions -> {name: float}``; every call must return the same names.
     preds : Predictions
     n_resamples : int, default 200
     confidence_level : float, default 0.95
     seed : int, default 0
-        Seeds the resampling; the same seed gives the same interval.
+        Seeds the resampling; the same seed gives the same intervals.
 
     Returns
     -------
-    Interval
+    dict of str to Interval
 
     Raises
     ------
@@ -70,24 +73,52 @@ def bootstrap_interval(
 
     References
     ----------
-    Efron & Tibshirani (1993), Ch. 13.
+    Efron & Tibshirani (1993), "An Introduction to the Bootstrap", Ch. 13.
     """
-    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 2:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 2:
         raise CalcoreError(f"n_resamples must be an integer >= 2; got {n_resamples!r}.")
     if not 0 < confidence_level < 1:
         raise CalcoreError(f"confidence_level must be in (0, 1); got {confidence_level!r}.")
-    estimate = float(metric(preds))
+    full = dict(statistics(preds))
+    names = list(full)
     if preds.n_samples < 2:
-        return Interval(estimate, np.nan, np.nan, confidence_level, 0)
-    rows = np.arange(preds.n_samples)
+        return {k: Interval(float(full[k]), np.nan, np.nan, confidence_level, 0) for k in names}
+    def resampled(idx: np.ndarray) -> np.ndarray:
+        values = statistics(preds.subset(idx.astype(np.int64)))  # once per resample, all metrics
+        return np.array([values[k] for k in names], dtype=np.float64)
+
     res = bootstrap(
-        (rows,),
-        lambda idx: metric(preds.subset(idx.astype(np.int64))),
+        (np.arange(preds.n_samples),),
+        resampled,
         n_resamples=int(n_resamples),
         confidence_level=confidence_level,
         method="percentile",
         vectorized=False,
         rng=np.random.default_rng(seed),
     )
-    ci = res.confidence_interval
-    return Interval(estimate, float(ci.low), float(ci.high), confidence_level, int(n_resamples))
+    low, high = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
+    return {
+        k: Interval(float(full[k]), float(low[i]), float(high[i]), confidence_level, int(n_resamples))
+        for i, k in enumerate(names)
+    }
+
+
+def bootstrap_interval(
+    metric: Callable[[Predictions], float],
+    preds: Predictions,
+    *,
+    n_resamples: int = 200,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """Percentile bootstrap interval of one metric; see :func:`bootstrap_intervals`.
+
+    Examples
+    --------
+    >>> import functools, calcore
+    >>> # calcore.bootstrap_interval(functools.partial(calcore.top_label_ece, bins=15), preds)
+    """
+    return bootstrap_intervals(
+        lambda p: {"value": metric(p)}, preds,
+        n_resamples=n_resamples, confidence_level=confidence_level, seed=seed,
+    )["value"]

@@ -1,0 +1,66 @@
+"""KDE-ECE of the multiclass views (Mix-n-Match Sec. 4.1), over :mod:`calcore.kde`.
+
+``kde_ece_confidence`` is the estimator on the confidence view (score ``max p``,
+outcome ``1{y = argmax p}``), which the Mix-n-Match paper and code call the
+"top-label" ECE; ``kde_ece_classwise`` averages the estimator over the
+class-wise problems (``p_l`` vs ``1{y = l}``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calcore.kde import KDEReliabilityCurve, kde_ece, kde_reliability_curve
+from calcore.predictions import Predictions
+from calcore.views import confidence_view
+
+__all__ = ["kde_ece_confidence", "kde_ece_classwise", "kde_confidence_curve"]
+
+
+def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None) -> float:
+    """KDE-ECE of the confidence view.
+
+    Parameters
+    ----------
+    preds : Predictions
+    order : float, default 1
+        The power ``d`` in ``integral |z - pi(z)|^d p(z) dz`` (no d-th root, as in
+        the paper).
+    bandwidth : float, optional
+        Kernel half-width; the rule of thumb of :func:`calcore.kde.kde_bandwidth` by default.
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Zhang, Kailkhura, Han (2020), "Mix-n-Match", ICML, Sec. 4.1, Eq. 6.
+    """
+    v = confidence_view(preds)
+    return kde_ece(v.scores, v.outcomes, order=order, bandwidth=bandwidth)
+
+
+def kde_ece_classwise(preds: Predictions, *, order=1, bandwidth=None, classes=None) -> float:
+    """Mean over classes of the KDE-ECE of ``(p_l, 1{y = l})``.
+
+    Each class gets its own rule-of-thumb bandwidth unless ``bandwidth`` is
+    given. Costs one KDE per class (tens of milliseconds at n = 50,000).
+
+    Parameters
+    ----------
+    classes : sequence of int, optional
+        Average over these classes only (all by default).
+    """
+    chosen = range(preds.n_classes) if classes is None else classes
+    values = [
+        kde_ece(preds.probs[:, c], (preds.labels == c).astype(np.float64), order=order, bandwidth=bandwidth)
+        for c in chosen
+    ]
+    return float(np.mean(values))
+
+
+def kde_confidence_curve(preds: Predictions, *, bandwidth=None, grid_size=None) -> KDEReliabilityCurve:
+    """The smooth KDE reliability curve of the confidence view (drawn over the binned points)."""
+    v = confidence_view(preds)
+    return kde_reliability_curve(v.scores, v.outcomes, bandwidth=bandwidth, grid_size=grid_size)

@@ -1,0 +1,88 @@
+"""The registry of scalar metrics: one place that lists every metric with its
+report key, label, range and direction, so that :func:`calcore.evaluate`, the
+CLI, the dashboard's table and the shared invariance tests agree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from calcore import metrics_binned as mb
+from calcore import metrics_kde as mk
+from calcore import metrics_scoring as ms
+from calcore.predictions import Predictions
+
+__all__ = ["MetricSpec", "METRICS", "compute_metric"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A scalar metric of a :class:`~calcore.Predictions`.
+
+    Attributes
+    ----------
+    key : str
+        snake_case name used in reports, the CLI's JSON and the dashboard.
+    label : str
+        Short human label, e.g. ``"TL-ECE"``.
+    function : callable
+        ``function(preds, **options) -> float``.
+    binned : bool
+        Whether it takes ``bins`` and ``binning``.
+    higher_is_better : bool
+    bounds : tuple of float
+        The range of possible values.
+    description : str
+    """
+
+    key: str
+    label: str
+    function: Callable[..., float]
+    binned: bool
+    higher_is_better: bool
+    bounds: tuple[float, float]
+    description: str
+
+
+def _spec(key, label, function, binned, bounds, description, higher_is_better=False):
+    return MetricSpec(key, label, function, binned, higher_is_better, bounds, description)
+
+
+def _l2(f):
+    return lambda preds, **kw: f(preds, p=2, **kw)
+
+
+METRICS: dict[str, MetricSpec] = {
+    s.key: s
+    for s in [
+        _spec("accuracy", "Accuracy", ms.accuracy, False, (0.0, 1.0), "Fraction of rows whose argmax is the label.", True),
+        _spec("nll", "NLL", ms.negative_log_likelihood, False, (0.0, np.inf), "Mean negative log-likelihood of the labels."),
+        _spec("brier", "Brier", ms.brier_score, False, (0.0, 2.0), "Multiclass Brier score (sum over classes)."),
+        _spec("conf_ece", "conf-ECE", mb.confidence_ece, True, (0.0, 1.0), "Confidence ECE (l1)."),
+        _spec("conf_ece_l2", "conf-ECE (l2)", _l2(mb.confidence_ece), True, (0.0, 1.0), "Confidence l2-ECE."),
+        _spec("conf_mce", "conf-MCE", mb.confidence_mce, True, (0.0, 1.0), "Largest confidence bin gap."),
+        _spec("top_label_ece", "TL-ECE", mb.top_label_ece, True, (0.0, 1.0), "Top-label ECE (bins within each predicted class)."),
+        _spec("top_label_ece_l2", "TL-ECE (l2)", _l2(mb.top_label_ece), True, (0.0, 1.0), "Top-label l2-ECE."),
+        _spec("top_label_mce", "TL-MCE", mb.top_label_mce, True, (0.0, 1.0), "Largest (predicted class, bin) gap."),
+        _spec("classwise_ece", "CW-ECE", mb.classwise_ece, True, (0.0, 1.0), "Class-wise ECE, mean over classes."),
+        _spec("classwise_ece_l2", "CW-ECE (l2)", _l2(mb.classwise_ece), True, (0.0, 1.0), "Class-wise l2-ECE, mean over classes."),
+        _spec("classwise_mce", "CW-MCE", mb.classwise_mce, True, (0.0, 1.0), "Mean over classes of the largest bin gap."),
+        _spec("ace", "ACE", mb.adaptive_ece, False, (0.0, 1.0), "Adaptive calibration error (Nixon et al.)."),
+        _spec("tace", "TACE", mb.thresholded_adaptive_ece, False, (0.0, 1.0), "Thresholded ACE, scores >= 1e-3."),
+        _spec("debiased_ece", "debiased l2-ECE", mb.debiased_ece, True, (0.0, 1.0), "Kumar et al.'s debiased confidence l2-ECE."),
+        _spec("kde_ece", "KDE-ECE", mk.kde_ece_confidence, False, (0.0, 1.0), "KDE-ECE of the confidence view (Mix-n-Match)."),
+        _spec("kde_ece_classwise", "KDE-ECE (CW)", mk.kde_ece_classwise, False, (0.0, 1.0), "KDE-ECE averaged over classes."),
+    ]
+}
+
+
+def compute_metric(key: str, preds: Predictions, *, bins=15, binning="equal-width") -> float:
+    """Compute one registered metric by key, passing the binning only to binned metrics."""
+    spec = METRICS[key]
+    if spec.binned:
+        return float(spec.function(preds, bins=bins, binning=binning))
+    if key in ("ace", "tace") and isinstance(bins, (int, np.integer)):
+        return float(spec.function(preds, bins=bins))
+    return float(spec.function(preds))

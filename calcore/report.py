@@ -1,0 +1,199 @@
+"""``calcore.evaluate``: every metric of a set of predictions in one report.
+
+The report shares work between metrics: the bins of each view are computed
+once and every norm (l1, l2, max) is read off them, and the class-wise ECE,
+ACE and TACE come from one sort of the probability columns. Each value equals
+the stand-alone metric function of :mod:`calcore.registry` (tested).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.binned import classwise_bin_statistics_many, statistics_for
+from calcore.binning import resolve_binning
+from calcore.bootstrap import Interval, bootstrap_intervals
+from calcore.metrics_binned import (
+    adaptive_errors_from_bins,
+    calibration_error_from_bins,
+    debiased_squared_error_from_bins,
+)
+from calcore.metrics_kde import kde_ece_classwise, kde_ece_confidence
+from calcore.metrics_scoring import accuracy, brier_score, negative_log_likelihood
+from calcore.predictions import Predictions
+from calcore.registry import METRICS
+
+__all__ = ["CalibrationReport", "evaluate", "KDE_CLASSWISE_MAX_CLASSES", "TACE_THRESHOLD"]
+
+#: Above this many classes ``evaluate`` leaves ``kde_ece_classwise`` out (one KDE per class).
+KDE_CLASSWISE_MAX_CLASSES = 100
+#: Score threshold of the TACE in the report (Nixon et al. 2019).
+TACE_THRESHOLD = 1e-3
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """Every scalar metric of one set of predictions, with the settings used.
+
+    Attributes
+    ----------
+    n, n_classes : int
+    metrics : dict of str to float or None
+        Keyed as :data:`calcore.registry.METRICS`; ``None`` for a metric that
+        was not computed (see ``notes``).
+    intervals : dict of str to Interval
+        Bootstrap intervals, when ``n_bootstrap > 0``.
+    bins, binning, seed, n_bootstrap :
+        The settings.
+    n_tied_rows : int
+        Rows whose argmax was a tie (resolved to the lowest class index).
+    notes : tuple of str
+        What a reader should know (ties, classes without labels, skipped metrics).
+    """
+
+    n: int
+    n_classes: int
+    metrics: dict
+    bins: int | str
+    binning: str
+    seed: int
+    n_bootstrap: int = 0
+    n_tied_rows: int = 0
+    intervals: dict = field(default_factory=dict)
+    notes: tuple = ()
+
+    def __getattr__(self, name):
+        # report.top_label_ece etc. read the metrics dict (only called for missing attributes).
+        metrics = self.__dict__.get("metrics", {})
+        if name in metrics:
+            return metrics[name]
+        raise AttributeError(name)
+
+    def as_dict(self) -> dict:
+        """JSON-ready dict with the keys of ``calcore metrics --json``."""
+        out = {"n": self.n, "n_classes": self.n_classes}
+        out.update({k: (None if v is None or not math.isfinite(v) else float(v)) for k, v in self.metrics.items()})
+        out.update({"bins": self.bins, "binning": self.binning, "seed": self.seed,
+                    "n_bootstrap": self.n_bootstrap, "n_tied_rows": self.n_tied_rows})
+        if self.intervals:
+            out["intervals"] = {
+                k: {"low": iv.low, "high": iv.high, "confidence_level": iv.confidence_level}
+                for k, iv in self.intervals.items()
+            }
+        out["notes"] = list(self.notes)
+        return out
+
+
+def _adaptive_bins(bins):
+    return bins if isinstance(bins, (int, np.integer)) else 15
+
+
+def _all_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: bool) -> dict:
+    conf = statistics_for(preds, "confidence", binning=binning, bins=bins)
+    top = statistics_for(preds, "top-label", binning=binning, bins=bins)
+    r = _adaptive_bins(bins)
+    cw, ace, tace = classwise_bin_statistics_many(
+        preds, [(binning, bins, None), ("equal-mass", r, None), ("equal-mass", r, TACE_THRESHOLD)]
+    )
+    m = {
+        "accuracy": accuracy(preds),
+        "nll": negative_log_likelihood(preds),
+        "brier": brier_score(preds),
+        "conf_ece": calibration_error_from_bins(conf),
+        "conf_ece_l2": calibration_error_from_bins(conf, p=2),
+        "conf_mce": calibration_error_from_bins(conf, p=np.inf),
+        "top_label_ece": calibration_error_from_bins(top),
+        "top_label_ece_l2": calibration_error_from_bins(top, p=2),
+        "top_label_mce": calibration_error_from_bins(top, p=np.inf),
+        "classwise_ece": calibration_error_from_bins(cw, per_group=True),
+        "classwise_ece_l2": calibration_error_from_bins(cw, p=2, per_group=True),
+        "classwise_mce": calibration_error_from_bins(cw, p=np.inf, per_group=True),
+        "ace": adaptive_errors_from_bins(ace),
+        "tace": adaptive_errors_from_bins(tace),
+        "debiased_ece": float(np.sqrt(max(debiased_squared_error_from_bins(conf), 0.0))),
+        "kde_ece": kde_ece_confidence(preds) if preds.n_samples >= 2 else None,
+        "kde_ece_classwise": kde_ece_classwise(preds) if with_kde_classwise and preds.n_samples >= 2 else None,
+    }
+    assert list(m) == list(METRICS), "report keys drifted from the registry"  # programming error only
+    return m
+
+
+def evaluate(
+    preds: Predictions,
+    *,
+    bins=15,
+    binning: str = "equal-width",
+    seed: int = 0,
+    n_bootstrap: int = 0,
+    confidence_level: float = 0.95,
+    kde_classwise_max_classes: int = KDE_CLASSWISE_MAX_CLASSES,
+) -> CalibrationReport:
+    """Compute every registered metric of ``preds``.
+
+    Parameters
+    ----------
+    preds : Predictions
+    bins : int or str, default 15
+    binning : str, default "equal-width"
+        Binning of the binned metrics (see :mod:`calcore.binning`). ACE and
+        TACE always use equal-mass bins, ``bins`` of them when ``bins`` is an
+        integer (else 15); TACE keeps scores ``>= 1e-3``.
+    seed : int, default 0
+        Seeds the bootstrap.
+    n_bootstrap : int, default 0
+        Bootstrap resamples for intervals on every metric; 0 for none.
+    confidence_level : float, default 0.95
+    kde_classwise_max_classes : int, default 100
+        ``kde_ece_classwise`` costs one KDE per class; above this many classes
+        it is left out (``None``, with a note). Raise it to force it.
+
+    Returns
+    -------
+    CalibrationReport
+
+    Raises
+    ------
+    CalcoreError
+        Invalid binning or bootstrap settings.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> preds = calcore.Predictions.from_probs([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]], [0, 1, 1])
+    >>> report = calcore.evaluate(preds, bins=5)
+    >>> report.accuracy
+    0.6666666666666666
+    """
+    if not isinstance(preds, Predictions):
+        raise CalcoreError(f"evaluate expects a calcore.Predictions; got {type(preds).__name__}. "
+                           "Build one with Predictions.from_probs, from_logits or load_predictions.")
+    resolve_binning(binning, bins)
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 0:
+        raise CalcoreError(f"n_bootstrap must be a non-negative integer; got {n_bootstrap!r}.")
+    with_kde_cw = preds.n_classes <= kde_classwise_max_classes
+    metrics = _all_metrics(preds, bins=bins, binning=binning, with_kde_classwise=with_kde_cw)
+    notes = []
+    if preds.n_tied_rows:
+        notes.append(f"{preds.n_tied_rows} row(s) have a tied top probability; the lowest class index was taken "
+                     "as the prediction.")
+    absent = [preds.class_names[c] for c in np.flatnonzero(preds.class_counts == 0)]
+    if absent:
+        shown = ", ".join(repr(a) for a in absent[:10]) + (" ..." if len(absent) > 10 else "")
+        notes.append(f"{len(absent)} class(es) never occur as a label: {shown}.")
+    if not with_kde_cw:
+        notes.append(f"kde_ece_classwise was not computed: {preds.n_classes} classes > {kde_classwise_max_classes} "
+                     "(one KDE per class); use calcore.kde_ece_classwise or raise kde_classwise_max_classes.")
+    intervals: dict[str, Interval] = {}
+    if n_bootstrap:
+        keys = [k for k, v in metrics.items() if v is not None]
+        intervals = bootstrap_intervals(
+            lambda p: {k: v for k, v in _all_metrics(p, bins=bins, binning=binning,
+                                                     with_kde_classwise=with_kde_cw).items() if k in keys},
+            preds, n_resamples=n_bootstrap, confidence_level=confidence_level, seed=seed,
+        )
+    return CalibrationReport(preds.n_samples, preds.n_classes, metrics, bins, binning, seed, n_bootstrap,
+                             preds.n_tied_rows, intervals, tuple(notes))
