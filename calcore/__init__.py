@@ -13,7 +13,13 @@ Quick start::
 
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore.binned import BinStatistics, bin_statistics, classwise_bin_statistics, statistics_for
-from calcore.binning import BINNING_SCHEMES, BinAssignment, BinningScheme, assign_bins, resolve_binning
+from calcore.binning import (
+    BINNING_SCHEMES,
+    BinAssignment,
+    BinningScheme,
+    assign_bins,
+    resolve_binning,
+)
 from calcore.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
 from calcore.consistency import ConsistencyBands, consistency_bands
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
@@ -63,27 +69,75 @@ from calcore.views import (
 )
 
 __all__ = [
-    "BINNING_SCHEMES", "METRICS",
-    "BinAssignment", "BinStatistics", "BinaryView", "BinningScheme", "CalcoreError", "CalcoreWarning",
-    "CalibrationGain", "CalibrationReport", "ConsistencyBands", "EceByBins", "Interval",
-    "KDEReliabilityCurve", "MetricSpec", "Predictions", "ReliabilityDiagram",
-    "TopLabelReliabilityDiagram", "ValidityCurve",
-    "accuracy", "adaptive_ece", "assign_bins", "bin_statistics", "binary_view", "bootstrap_interval",
-    "bootstrap_intervals", "brier_score", "calibration_error_from_bins", "calibration_gain",
-    "classwise_bin_statistics", "classwise_ece", "classwise_mce", "classwise_reliability_diagrams",
-    "classwise_view", "compute_metric", "confidence_ece", "confidence_mce", "confidence_view",
-    "consistency_bands", "debiased_ece", "ece_by_bins", "evaluate", "kde_bandwidth",
-    "kde_confidence_curve", "kde_ece", "kde_ece_classwise", "kde_ece_confidence",
-    "kde_reliability_curve", "negative_log_likelihood", "reliability_diagram", "resolve_binning",
-    "statistics_for", "thresholded_adaptive_ece", "top_k_confidence_ece", "top_k_label_ece",
-    "top_k_confidence_view", "top_k_label_view", "top_label_ece", "top_label_mce",
-    "top_label_reliability_diagram", "top_label_view", "umd_validity_bound", "validity_curve",
+    "BINNING_SCHEMES",
+    "METRICS",
+    "BinAssignment",
+    "BinStatistics",
+    "BinaryView",
+    "BinningScheme",
+    "CalcoreError",
+    "CalcoreWarning",
+    "CalibrationGain",
+    "CalibrationReport",
+    "ConsistencyBands",
+    "EceByBins",
+    "Interval",
+    "KDEReliabilityCurve",
+    "MetricSpec",
+    "Predictions",
+    "ReliabilityDiagram",
+    "TopLabelReliabilityDiagram",
+    "ValidityCurve",
+    "accuracy",
+    "adaptive_ece",
+    "assign_bins",
+    "bin_statistics",
+    "binary_view",
+    "bootstrap_interval",
+    "bootstrap_intervals",
+    "brier_score",
+    "calibration_error_from_bins",
+    "calibration_gain",
+    "classwise_bin_statistics",
+    "classwise_ece",
+    "classwise_mce",
+    "classwise_reliability_diagrams",
+    "classwise_view",
+    "compute_metric",
+    "confidence_ece",
+    "confidence_mce",
+    "confidence_view",
+    "consistency_bands",
+    "debiased_ece",
+    "ece_by_bins",
+    "evaluate",
+    "kde_bandwidth",
+    "kde_confidence_curve",
+    "kde_ece",
+    "kde_ece_classwise",
+    "kde_ece_confidence",
+    "kde_reliability_curve",
+    "negative_log_likelihood",
+    "reliability_diagram",
+    "resolve_binning",
+    "statistics_for",
+    "thresholded_adaptive_ece",
+    "top_k_confidence_ece",
+    "top_k_label_ece",
+    "top_k_confidence_view",
+    "top_k_label_view",
+    "top_label_ece",
+    "top_label_mce",
+    "top_label_reliability_diagram",
+    "top_label_view",
+    "umd_validity_bound",
+    "validity_curve",
     "wilson_interval",
 ]
 __version__ = "0.1.0"
 
 try:  # the file loader needs pandas/pyarrow; everything above is numpy + scipy only
-    from calcore.io import LoadReport, inspect_table, load_predictions, load_splits  # noqa: E402
+    from calcore.io import LoadReport, inspect_table, load_predictions, load_splits
 
     __all__ += ["LoadReport", "inspect_table", "load_predictions", "load_splits"]
 except ImportError as _exc:  # pragma: no cover - only while calcore.io is being written

@@ -102,22 +102,36 @@ def classwise_sorted_statistics(probs: np.ndarray, labels: np.ndarray, requests)
     for scheme, _ in requests:
         b_max = scheme.n_bins(n)
         shape = (n_classes, b_max)
-        out.append((np.zeros(shape, dtype=np.int64), np.zeros(shape), np.zeros(shape),
-                    np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(n_classes, dtype=np.int64)))
+        out.append(
+            (
+                np.zeros(shape, dtype=np.int64),
+                np.zeros(shape),
+                np.zeros(shape),
+                np.full(shape, np.nan),
+                np.full(shape, np.nan),
+                np.zeros(n_classes, dtype=np.int64),
+            )
+        )
     valid_label = labels >= 0
     rows_by_label = np.flatnonzero(valid_label)[np.argsort(labels[valid_label], kind="stable")]
     label_start = np.searchsorted(labels[rows_by_label], np.arange(n_classes + 1))
     step = max(1, _BLOCK_VALUES // max(n, 1))
     for c0 in range(0, n_classes, step):
-        # An explicit copy: ascontiguousarray would return a view (and we sort in place) when k == 1.
-        block = np.array(probs[:, c0 : c0 + step].T, order="C", copy=True)  # (k, n), contiguous rows
+        # An explicit copy: ascontiguousarray returns a view when k == 1, and we sort in place.
+        block = np.array(
+            probs[:, c0 : c0 + step].T, order="C", copy=True
+        )  # (k, n), contiguous rows
         block.sort(axis=1)
         for j in range(block.shape[0]):  # per class: O(B log n) work plus one reduceat
             c, row = c0 + j, block[j]
             label_rows = rows_by_label[label_start[c] : label_start[c + 1]]
             label_rank = np.searchsorted(row, probs[label_rows, c], side="left")
-            for (scheme, threshold), (count, sum_s, sum_o, lower, upper, used) in zip(requests, out):
-                start = 0 if threshold is None else int(np.searchsorted(row, threshold, side="left"))
+            for (scheme, threshold), (count, sum_s, sum_o, lower, upper, used) in zip(
+                requests, out, strict=True
+            ):
+                start = (
+                    0 if threshold is None else int(np.searchsorted(row, threshold, side="left"))
+                )
                 if start == n:
                     continue
                 if scheme.kind == "equal-width":
@@ -134,5 +148,7 @@ def classwise_sorted_statistics(probs: np.ndarray, labels: np.ndarray, requests)
                 lower[c, :b] = np.where(nonempty, row[np.minimum(edges[:-1], n - 1)], np.nan)
                 upper[c, :b] = np.where(nonempty, row[np.maximum(edges[1:] - 1, 0)], np.nan)
                 ranks = label_rank[label_rank >= start]
-                sum_o[c, :b] = np.bincount(np.searchsorted(edges[1:-1], ranks, side="right"), minlength=b)
+                sum_o[c, :b] = np.bincount(
+                    np.searchsorted(edges[1:-1], ranks, side="right"), minlength=b
+                )
     return out

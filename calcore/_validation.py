@@ -269,7 +269,9 @@ def check_labels(
     return out
 
 
-def check_class_names(class_names, n_classes: int, *, ctx: InputContext = InputContext()) -> tuple[str, ...]:
+def check_class_names(
+    class_names, n_classes: int, *, ctx: InputContext = InputContext()
+) -> tuple[str, ...]:
     """Return class names as a tuple of ``n_classes`` distinct, non-empty strings.
 
     ``None`` gives ``("0", "1", ...)``.
@@ -360,8 +362,7 @@ def check_label_names(
         [-1 if v is None or not 0 <= v < len(names) else v for v in as_int], dtype=np.int64
     )
     valid = (
-        f"valid classes are {_format_class_list(names)} "
-        f"(or integer indices 0..{len(names) - 1})"
+        f"valid classes are {_format_class_list(names)} (or integer indices 0..{len(names) - 1})"
     )
     neither = (by_name < 0) & (by_index < 0)
     if neither.any():

@@ -74,8 +74,18 @@ class BinStatistics:
         return self.count > 0
 
 
-def bin_statistics(scores, outcomes, groups=None, *, n_groups=None, binning="equal-width", bins=15,
-                   view="binary", group_names=None, n_rows=None) -> BinStatistics:
+def bin_statistics(
+    scores,
+    outcomes,
+    groups=None,
+    *,
+    n_groups=None,
+    binning="equal-width",
+    bins=15,
+    view="binary",
+    group_names=None,
+    n_rows=None,
+) -> BinStatistics:
     """Bin a binary problem and return counts and means per bin.
 
     Parameters
@@ -110,30 +120,59 @@ def bin_statistics(scores, outcomes, groups=None, *, n_groups=None, binning="equ
     if group_names is None:
         group_names = tuple(str(g) for g in range(int(assignment.bin_group.max(initial=0)) + 1))
     return BinStatistics(
-        view, count, mean_score, mean_outcome, assignment.bin_group, assignment.bin_index,
-        assignment.lower_edge, assignment.upper_edge, tuple(group_names),
-        int(scores.shape[0] if n_rows is None else n_rows), assignment.scheme,
+        view,
+        count,
+        mean_score,
+        mean_outcome,
+        assignment.bin_group,
+        assignment.bin_index,
+        assignment.lower_edge,
+        assignment.upper_edge,
+        tuple(group_names),
+        int(scores.shape[0] if n_rows is None else n_rows),
+        assignment.scheme,
     )
 
 
 def view_bin_statistics(view: BinaryView, *, binning="equal-width", bins=15) -> BinStatistics:
     """:func:`bin_statistics` of a :class:`~calcore.views.BinaryView`."""
     return bin_statistics(
-        view.scores, view.outcomes, view.groups, n_groups=view.n_groups, binning=binning, bins=bins,
-        view=view.name, group_names=view.group_names, n_rows=view.n_rows,
+        view.scores,
+        view.outcomes,
+        view.groups,
+        n_groups=view.n_groups,
+        binning=binning,
+        bins=bins,
+        view=view.name,
+        group_names=view.group_names,
+        n_rows=view.n_rows,
     )
 
 
 def _concat(parts: list[BinStatistics], names, n_rows, scheme) -> BinStatistics:
     cat = lambda attr: np.concatenate([getattr(p, attr) for p in parts])  # noqa: E731
     return BinStatistics(
-        "class-wise", cat("count"), cat("mean_score"), cat("mean_outcome"), cat("bin_group"),
-        cat("bin_index"), cat("lower_edge"), cat("upper_edge"), names, n_rows, scheme,
+        "class-wise",
+        cat("count"),
+        cat("mean_score"),
+        cat("mean_outcome"),
+        cat("bin_group"),
+        cat("bin_index"),
+        cat("lower_edge"),
+        cat("upper_edge"),
+        names,
+        n_rows,
+        scheme,
     )
 
 
 def classwise_bin_statistics(
-    preds: Predictions, *, binning="equal-width", bins=15, classes=None, threshold: float | None = None
+    preds: Predictions,
+    *,
+    binning="equal-width",
+    bins=15,
+    classes=None,
+    threshold: float | None = None,
 ) -> BinStatistics:
     """Bin statistics of the class-wise view, computed blockwise.
 
@@ -146,8 +185,10 @@ def classwise_bin_statistics(
     return classwise_bin_statistics_many(preds, [(binning, bins, threshold)], classes=classes)[0]
 
 
-def classwise_bin_statistics_many(preds: Predictions, requests, *, classes=None) -> list[BinStatistics]:
-    """:func:`classwise_bin_statistics` for several ``(binning, bins, threshold)`` at once, sharing one sort."""
+def classwise_bin_statistics_many(
+    preds: Predictions, requests, *, classes=None
+) -> list[BinStatistics]:
+    """:func:`classwise_bin_statistics` for several ``(binning, bins, threshold)``, one sort."""
     schemes = [(resolve_binning(b, k), t) for b, k, t in requests]
     chosen = None if classes is None else np.asarray(classes, dtype=np.int64)
     if any(s.kind == "unique" for s, _ in schemes):
@@ -157,7 +198,9 @@ def classwise_bin_statistics_many(preds: Predictions, requests, *, classes=None)
         probs = probs[:, chosen]
         to_local = np.full(preds.n_classes, -1)
         to_local[chosen] = np.arange(chosen.size)
-        labels = to_local[labels]  # rows labelled with other classes: outcome 0 for every chosen class
+        labels = to_local[
+            labels
+        ]  # rows labelled with other classes: outcome 0 for every chosen class
     if len(schemes) == 1 and schemes[0][0].kind == "equal-width" and schemes[0][1] is None:
         b = schemes[0][0].n_bins(preds.n_samples)
         count, sum_s, sum_o = classwise_equal_width(probs, labels, b)
@@ -166,7 +209,7 @@ def classwise_bin_statistics_many(preds: Predictions, requests, *, classes=None)
     else:
         raw = classwise_sorted_statistics(probs, labels, schemes)
     results = []
-    for (scheme, _), (count, sum_s, sum_o, lower, upper, n_bins) in zip(schemes, raw):
+    for (scheme, _), (count, sum_s, sum_o, lower, upper, n_bins) in zip(schemes, raw, strict=True):
         used = np.arange(count.shape[1])[None, :] < n_bins[:, None]
         group = np.broadcast_to(np.arange(count.shape[0])[:, None], count.shape)
         if chosen is not None:
@@ -177,10 +220,21 @@ def classwise_bin_statistics_many(preds: Predictions, requests, *, classes=None)
             upper = np.broadcast_to((index + 1) / count.shape[1], count.shape)
         with np.errstate(invalid="ignore", divide="ignore"):  # empty bins -> NaN, documented
             mean_s, mean_o = sum_s / count, sum_o / count
-        results.append(BinStatistics(
-            "class-wise", count[used], mean_s[used], mean_o[used], group[used], index[used],
-            lower[used], upper[used], preds.class_names, preds.n_samples, scheme,
-        ))
+        results.append(
+            BinStatistics(
+                "class-wise",
+                count[used],
+                mean_s[used],
+                mean_o[used],
+                group[used],
+                index[used],
+                lower[used],
+                upper[used],
+                preds.class_names,
+                preds.n_samples,
+                scheme,
+            )
+        )
     return results
 
 
@@ -195,19 +249,35 @@ def _classwise_generic(preds: Predictions, *, scheme, chosen, threshold) -> BinS
         local_groups = np.repeat(np.arange(block.size), preds.n_samples)
         keep = slice(None) if threshold is None else v.scores >= threshold
         local = bin_statistics(
-            v.scores[keep], v.outcomes[keep], local_groups[keep], n_groups=block.size, binning=scheme,
-            view="class-wise", n_rows=preds.n_samples,
+            v.scores[keep],
+            v.outcomes[keep],
+            local_groups[keep],
+            n_groups=block.size,
+            binning=scheme,
+            view="class-wise",
+            n_rows=preds.n_samples,
         )
         parts.append(
             BinStatistics(
-                "class-wise", local.count, local.mean_score, local.mean_outcome, block[local.bin_group],
-                local.bin_index, local.lower_edge, local.upper_edge, (), preds.n_samples, scheme,
+                "class-wise",
+                local.count,
+                local.mean_score,
+                local.mean_outcome,
+                block[local.bin_group],
+                local.bin_index,
+                local.lower_edge,
+                local.upper_edge,
+                (),
+                preds.n_samples,
+                scheme,
             )
         )
     return _concat(parts, preds.class_names, preds.n_samples, scheme)
 
 
-def statistics_for(preds: Predictions, view: str, *, binning="equal-width", bins=15) -> BinStatistics:
+def statistics_for(
+    preds: Predictions, view: str, *, binning="equal-width", bins=15
+) -> BinStatistics:
     """Bin statistics of ``preds`` under the named view (class-wise is built in blocks)."""
     if view == "class-wise":
         return classwise_bin_statistics(preds, binning=binning, bins=bins)

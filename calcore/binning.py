@@ -98,9 +98,9 @@ def resolve_binning(binning: str = "equal-width", bins: int | str | None = 15) -
         return BinningScheme("unique", None)
     if isinstance(bins, str):
         if binning == "points-per-bin" or bins not in BIN_COUNT_RULES:
+            rules = "" if binning == "points-per-bin" else f" or one of {list(BIN_COUNT_RULES)}"
             raise CalcoreError(
-                f"bins must be a positive integer{' or one of ' + str(list(BIN_COUNT_RULES)) if binning != 'points-per-bin' else ''}"
-                f" for binning={binning!r}; got {bins!r}."
+                f"bins must be a positive integer{rules} for binning={binning!r}; got {bins!r}."
             )
         return BinningScheme(binning, bins)
     if isinstance(bins, (bool, np.bool_)) or not isinstance(bins, (int, np.integer)) or bins < 1:
@@ -187,7 +187,9 @@ def _min_max_per_bin(scores, point_bin, total):
     return lower, upper
 
 
-def assign_bins(scores, groups=None, *, n_groups: int | None = None, binning="equal-width", bins=15) -> BinAssignment:
+def assign_bins(
+    scores, groups=None, *, n_groups: int | None = None, binning="equal-width", bins=15
+) -> BinAssignment:
     """Assign each score to a bin within its group.
 
     Parameters
@@ -230,7 +232,9 @@ def assign_bins(scores, groups=None, *, n_groups: int | None = None, binning="eq
         per_point = bins_per_group[groups] if n_groups > 1 else int(bins_per_group[0])
         point_bin = equal_width_index(scores, per_point) + offsets[groups]
         nb = bins_per_group[bin_group]
-        return BinAssignment(point_bin, bin_group, bin_index, bin_index / nb, (bin_index + 1) / nb, scheme)
+        return BinAssignment(
+            point_bin, bin_group, bin_index, bin_index / nb, (bin_index + 1) / nb, scheme
+        )
 
     # Rank-based schemes: sort by (group, score) once.
     order = np.lexsort((scores, groups))
@@ -238,18 +242,25 @@ def assign_bins(scores, groups=None, *, n_groups: int | None = None, binning="eq
     group_start = np.concatenate(([0], np.cumsum(group_sizes)))[:-1]
     new_block = np.r_[True, (s_sorted[1:] != s_sorted[:-1]) | (g_sorted[1:] != g_sorted[:-1])]
     block_first = np.maximum.accumulate(np.where(new_block, np.arange(s_sorted.size), 0))
-    rank_of_block = block_first - group_start[g_sorted]  # rank of the block's first member within its group
+    rank_of_block = (
+        block_first - group_start[g_sorted]
+    )  # rank of the block's first member within its group
 
     if scheme.kind == "unique":
         block_id = np.cumsum(new_block) - 1
         first_block_of_group = np.searchsorted(block_first, group_start, side="left")
-        bins_per_group = np.diff(np.r_[first_block_of_group, block_id[-1] + 1 if s_sorted.size else 0])
+        bins_per_group = np.diff(
+            np.r_[first_block_of_group, block_id[-1] + 1 if s_sorted.size else 0]
+        )
         bins_per_group = np.where(group_sizes > 0, bins_per_group, 0)
         offsets, bin_group, bin_index = _group_layout(bins_per_group)
         sorted_bin = block_id
     else:
         bins_per_group = np.array(
-            [scheme.n_bins(int(m)) if m > 0 or scheme.bins not in BIN_COUNT_RULES else 0 for m in group_sizes],
+            [
+                scheme.n_bins(int(m)) if m > 0 or scheme.bins not in BIN_COUNT_RULES else 0
+                for m in group_sizes
+            ],
             dtype=np.int64,
         )
         if scheme.kind == "points-per-bin":
@@ -257,8 +268,8 @@ def assign_bins(scores, groups=None, *, n_groups: int | None = None, binning="eq
         offsets, bin_group, bin_index = _group_layout(bins_per_group)
         m = group_sizes[g_sorted]
         b = bins_per_group[g_sorted]
-        # Bin k holds ranks [floor(k m / B), floor((k+1) m / B)); a block goes with its first rank r:
-        # k = ceil((r + 1) B / m) - 1, in exact integer arithmetic.
+        # Bin k holds ranks [floor(k m / B), floor((k+1) m / B)); a tie block goes with its
+        # first rank r: k = ceil((r + 1) B / m) - 1, in exact integer arithmetic.
         within = ((rank_of_block + 1) * b + m - 1) // m - 1
         sorted_bin = within + offsets[g_sorted]
     point_bin = np.empty_like(sorted_bin)

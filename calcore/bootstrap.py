@@ -75,7 +75,11 @@ def bootstrap_intervals(
     ----------
     Efron & Tibshirani (1993), "An Introduction to the Bootstrap", Ch. 13.
     """
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 2:
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, (int, np.integer))
+        or n_resamples < 2
+    ):
         raise CalcoreError(f"n_resamples must be an integer >= 2; got {n_resamples!r}.")
     if not 0 < confidence_level < 1:
         raise CalcoreError(f"confidence_level must be in (0, 1); got {confidence_level!r}.")
@@ -83,6 +87,7 @@ def bootstrap_intervals(
     names = list(full)
     if preds.n_samples < 2:
         return {k: Interval(float(full[k]), np.nan, np.nan, confidence_level, 0) for k in names}
+
     def resampled(idx: np.ndarray) -> np.ndarray:
         values = statistics(preds.subset(idx.astype(np.int64)))  # once per resample, all metrics
         return np.array([values[k] for k in names], dtype=np.float64)
@@ -96,9 +101,14 @@ def bootstrap_intervals(
         vectorized=False,
         rng=np.random.default_rng(seed),
     )
-    low, high = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
+    low, high = (
+        np.atleast_1d(res.confidence_interval.low),
+        np.atleast_1d(res.confidence_interval.high),
+    )
     return {
-        k: Interval(float(full[k]), float(low[i]), float(high[i]), confidence_level, int(n_resamples))
+        k: Interval(
+            float(full[k]), float(low[i]), float(high[i]), confidence_level, int(n_resamples)
+        )
         for i, k in enumerate(names)
     }
 
@@ -119,6 +129,9 @@ def bootstrap_interval(
     >>> # calcore.bootstrap_interval(functools.partial(calcore.top_label_ece, bins=15), preds)
     """
     return bootstrap_intervals(
-        lambda p: {"value": metric(p)}, preds,
-        n_resamples=n_resamples, confidence_level=confidence_level, seed=seed,
+        lambda p: {"value": metric(p)},
+        preds,
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        seed=seed,
     )["value"]

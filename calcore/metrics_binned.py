@@ -23,7 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore.binned import BinStatistics, classwise_bin_statistics, statistics_for, view_bin_statistics
+from calcore.binned import (
+    BinStatistics,
+    classwise_bin_statistics,
+    statistics_for,
+    view_bin_statistics,
+)
 from calcore.predictions import Predictions
 from calcore.views import top_k_confidence_view, top_k_label_view
 
@@ -48,7 +53,11 @@ __all__ = [
 def _check_order(p) -> float:
     if p == "inf" or p == np.inf:
         return np.inf
-    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)) or p < 1:
+    if (
+        isinstance(p, (bool, np.bool_))
+        or not isinstance(p, (int, float, np.integer, np.floating))
+        or p < 1
+    ):
         raise CalcoreError(f"The norm order p must be a number >= 1 or np.inf; got {p!r}.")
     return float(p)
 
@@ -91,7 +100,7 @@ def calibration_error_from_bins(stats: BinStatistics, *, p=1, per_group=False) -
 
 
 def confidence_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) -> float:
-    """Confidence ECE: calibration of ``max p`` against accuracy, ignoring which class was predicted.
+    """Confidence ECE: ``max p`` against accuracy, ignoring which class was predicted.
 
     Parameters
     ----------
@@ -117,7 +126,9 @@ def confidence_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) -
     >>> calcore.confidence_ece(preds, bins=10)
     0.30000000000000004
     """
-    return calibration_error_from_bins(statistics_for(preds, "confidence", binning=binning, bins=bins), p=p)
+    return calibration_error_from_bins(
+        statistics_for(preds, "confidence", binning=binning, bins=bins), p=p
+    )
 
 
 def confidence_mce(preds: Predictions, *, bins=15, binning="equal-width") -> float:
@@ -135,7 +146,9 @@ def top_label_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) ->
     ----------
     Gupta & Ramdas (2022), Eq. 4 and Sec. 4.
     """
-    return calibration_error_from_bins(statistics_for(preds, "top-label", binning=binning, bins=bins), p=p)
+    return calibration_error_from_bins(
+        statistics_for(preds, "top-label", binning=binning, bins=bins), p=p
+    )
 
 
 def top_label_mce(preds: Predictions, *, bins=15, binning="equal-width") -> float:
@@ -150,7 +163,9 @@ def classwise_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) ->
     ----------
     Kull et al. (2019); Gupta & Ramdas (2022), Sec. 4 ("CW-ECE").
     """
-    return calibration_error_from_bins(statistics_for(preds, "class-wise", binning=binning, bins=bins), p=p, per_group=True)
+    return calibration_error_from_bins(
+        statistics_for(preds, "class-wise", binning=binning, bins=bins), p=p, per_group=True
+    )
 
 
 def classwise_mce(preds: Predictions, *, bins=15, binning="equal-width") -> float:
@@ -159,8 +174,15 @@ def classwise_mce(preds: Predictions, *, bins=15, binning="equal-width") -> floa
 
 
 def _check_k(preds: Predictions, k) -> int:
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= preds.n_classes:
-        raise CalcoreError(f"k must be an integer between 1 and the number of classes ({preds.n_classes}); got {k!r}.")
+    if (
+        isinstance(k, (bool, np.bool_))
+        or not isinstance(k, (int, np.integer))
+        or not 1 <= k <= preds.n_classes
+    ):
+        raise CalcoreError(
+            f"k must be an integer between 1 and the number of classes ({preds.n_classes}); "
+            f"got {k!r}."
+        )
     return int(k)
 
 
@@ -173,16 +195,24 @@ def top_k_confidence_ece(preds: Predictions, *, k=2, bins=15, binning="equal-wid
     over ranks is our choice of summary, as the paper defines no single number.
     """
     k = _check_k(preds, k)
-    errs = [calibration_error_from_bins(view_bin_statistics(top_k_confidence_view(preds, r), binning=binning, bins=bins), p=p)
-            for r in range(1, k + 1)]
+    errs = [
+        calibration_error_from_bins(
+            view_bin_statistics(top_k_confidence_view(preds, r), binning=binning, bins=bins), p=p
+        )
+        for r in range(1, k + 1)
+    ]
     return float(np.mean(errs))
 
 
 def top_k_label_ece(preds: Predictions, *, k=2, bins=15, binning="equal-width", p=1) -> float:
     """Top-K-label ECE: the mean over ranks 1..k of the rank's top-label-style ECE (Eq. 7)."""
     k = _check_k(preds, k)
-    errs = [calibration_error_from_bins(view_bin_statistics(top_k_label_view(preds, r), binning=binning, bins=bins), p=p)
-            for r in range(1, k + 1)]
+    errs = [
+        calibration_error_from_bins(
+            view_bin_statistics(top_k_label_view(preds, r), binning=binning, bins=bins), p=p
+        )
+        for r in range(1, k + 1)
+    ]
     return float(np.mean(errs))
 
 
@@ -193,7 +223,9 @@ def adaptive_errors_from_bins(stats: BinStatistics) -> float:
 
 
 def _adaptive(preds: Predictions, *, bins: int, threshold: float | None) -> float:
-    return adaptive_errors_from_bins(classwise_bin_statistics(preds, binning="equal-mass", bins=bins, threshold=threshold))
+    return adaptive_errors_from_bins(
+        classwise_bin_statistics(preds, binning="equal-mass", bins=bins, threshold=threshold)
+    )
 
 
 def adaptive_ece(preds: Predictions, *, bins=15) -> float:
@@ -254,4 +286,6 @@ def debiased_ece(preds: Predictions, *, bins=15, binning="equal-width", view="co
     Kumar, Liang, Ma (2019), "Verified uncertainty calibration", NeurIPS, Sec. 5.
     """
     stats = statistics_for(preds, view, binning=binning, bins=bins)
-    return float(np.sqrt(max(debiased_squared_error_from_bins(stats, per_group=view == "class-wise"), 0.0)))
+    return float(
+        np.sqrt(max(debiased_squared_error_from_bins(stats, per_group=view == "class-wise"), 0.0))
+    )

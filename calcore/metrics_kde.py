@@ -54,13 +54,20 @@ def kde_ece_classwise(preds: Predictions, *, order=1, bandwidth=None, classes=No
     """
     chosen = range(preds.n_classes) if classes is None else classes
     values = [
-        kde_ece(preds.probs[:, c], (preds.labels == c).astype(np.float64), order=order, bandwidth=bandwidth)
+        kde_ece(
+            preds.probs[:, c],
+            (preds.labels == c).astype(np.float64),
+            order=order,
+            bandwidth=bandwidth,
+        )
         for c in chosen
     ]
     return float(np.mean(values))
 
 
-def kde_confidence_curve(preds: Predictions, *, bandwidth=None, grid_size=None) -> KDEReliabilityCurve:
+def kde_confidence_curve(
+    preds: Predictions, *, bandwidth=None, grid_size=None
+) -> KDEReliabilityCurve:
     """The smooth KDE reliability curve of the confidence view (drawn over the binned points)."""
     v = confidence_view(preds)
     return kde_reliability_curve(v.scores, v.outcomes, bandwidth=bandwidth, grid_size=grid_size)

@@ -10,7 +10,13 @@ from scipy.special import log_softmax
 from calcore._errors import CalcoreError
 from calcore.predictions import Predictions
 
-__all__ = ["accuracy", "negative_log_likelihood", "brier_score", "CalibrationGain", "calibration_gain"]
+__all__ = [
+    "accuracy",
+    "negative_log_likelihood",
+    "brier_score",
+    "CalibrationGain",
+    "calibration_gain",
+]
 
 # Rows per block for row-wise reductions over wide matrices (bounded temporaries).
 _ROW_BLOCK_VALUES = 4_000_000
@@ -45,7 +51,9 @@ def negative_log_likelihood(preds: Predictions, *, clip: float = NLL_CLIP) -> fl
         total = 0.0
         for start in range(0, preds.n_samples, step):
             block = log_softmax(preds.logits[start : start + step], axis=1)
-            total += float(-block[np.arange(block.shape[0]), preds.labels[start : start + step]].sum())
+            total += float(
+                -block[np.arange(block.shape[0]), preds.labels[start : start + step]].sum()
+            )
         return total / preds.n_samples
     p_true = preds.probs[rows, preds.labels]
     with np.errstate(divide="ignore"):
@@ -102,8 +110,10 @@ class CalibrationGain:
     note: str
 
 
-def calibration_gain(before: Predictions, after: Predictions, *, injective_accuracy_preserving: bool = False) -> CalibrationGain:
-    """Calibration gain of a recalibration map ``T``: ``mean ||p - e_y||^2 - mean ||T(p) - e_y||^2``.
+def calibration_gain(
+    before: Predictions, after: Predictions, *, injective_accuracy_preserving: bool = False
+) -> CalibrationGain:
+    """Calibration gain of a map ``T``: ``mean ||p - e_y||^2 - mean ||T(p) - e_y||^2``.
 
     Parameters
     ----------
@@ -130,8 +140,7 @@ def calibration_gain(before: Predictions, after: Predictions, *, injective_accur
     if before.probs.shape != after.probs.shape or not np.array_equal(before.labels, after.labels):
         raise CalcoreError(
             "calibration_gain needs the same rows before and after recalibration "
-            f"(shapes {before.probs.shape} and {after.probs.shape}, labels equal: "
-            f"{np.array_equal(before.labels, after.labels) if before.labels.shape == after.labels.shape else False})."
+            f"(got shapes {before.probs.shape} and {after.probs.shape}, or different labels)."
         )
     value = float(_brier_per_row(before).mean() - _brier_per_row(after).mean())
     same_argmax = bool(np.array_equal(before.predicted, after.predicted))
@@ -139,7 +148,10 @@ def calibration_gain(before: Predictions, after: Predictions, *, injective_accur
     if exact:
         note = "exact: the map is injective and accuracy-preserving"
     elif injective_accuracy_preserving:
-        note = "lower bound: the map was declared accuracy-preserving but changed the argmax of some rows"
+        note = "lower bound: the map was declared accuracy-preserving but changed some argmax"
     else:
-        note = "lower bound on the canonical ECE^2 reduction (map not known to be injective and accuracy-preserving)"
+        note = (
+            "lower bound on the canonical ECE^2 reduction "
+            "(map not known to be injective and accuracy-preserving)"
+        )
     return CalibrationGain(value, exact, note)

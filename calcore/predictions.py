@@ -107,7 +107,9 @@ class Predictions:
         return cls(_read_only(probs64), _read_only(labels64), names)
 
     @classmethod
-    def from_logits(cls, logits, labels, class_names=None, *, source: str = "logits") -> "Predictions":
+    def from_logits(
+        cls, logits, labels, class_names=None, *, source: str = "logits"
+    ) -> "Predictions":
         """Validate logits and labels; probabilities are their softmax.
 
         The softmax is computed as ``exp(log_softmax(z))`` in float64, which

@@ -13,13 +13,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore.binned import (
+    BinStatistics,
+    classwise_bin_statistics,
+    statistics_for,
+    view_bin_statistics,
+)
 from calcore.binning import assign_bins
-from calcore.binned import BinStatistics, classwise_bin_statistics, statistics_for, view_bin_statistics
 from calcore.predictions import Predictions
 from calcore.views import binary_view, top_label_view
 
-__all__ = ["wilson_interval", "ReliabilityDiagram", "TopLabelReliabilityDiagram", "reliability_diagram",
-           "top_label_reliability_diagram", "classwise_reliability_diagrams"]
+__all__ = [
+    "wilson_interval",
+    "ReliabilityDiagram",
+    "TopLabelReliabilityDiagram",
+    "reliability_diagram",
+    "top_label_reliability_diagram",
+    "classwise_reliability_diagrams",
+]
 
 _Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
@@ -86,17 +97,33 @@ class ReliabilityDiagram:
         return np.r_[self.lower_edge, self.upper_edge[-1:]]
 
 
-def _diagram(stats: BinStatistics, mask: np.ndarray, *, view: str, group: str | None, n: int) -> ReliabilityDiagram:
+def _diagram(
+    stats: BinStatistics, mask: np.ndarray, *, view: str, group: str | None, n: int
+) -> ReliabilityDiagram:
     count = stats.count[mask]
     acc = stats.mean_outcome[mask]
     lo, hi = wilson_interval(np.where(count > 0, acc * count, 0.0), count)
     ok = count > 0
     ece = float(np.sum(count[ok] / n * np.abs(acc[ok] - stats.mean_score[mask][ok])))
-    return ReliabilityDiagram(view, group, stats.mean_score[mask], acc, count, lo, hi,
-                              stats.lower_edge[mask], stats.upper_edge[mask], ece, int(n), stats.scheme.describe())
+    return ReliabilityDiagram(
+        view,
+        group,
+        stats.mean_score[mask],
+        acc,
+        count,
+        lo,
+        hi,
+        stats.lower_edge[mask],
+        stats.upper_edge[mask],
+        ece,
+        int(n),
+        stats.scheme.describe(),
+    )
 
 
-def reliability_diagram(preds: Predictions, *, view: str = "confidence", bins=15, binning="equal-width") -> ReliabilityDiagram:
+def reliability_diagram(
+    preds: Predictions, *, view: str = "confidence", bins=15, binning="equal-width"
+) -> ReliabilityDiagram:
     """The confidence reliability diagram (``view="confidence"``).
 
     For the top-label view use :func:`top_label_reliability_diagram`, for the
@@ -113,7 +140,13 @@ def reliability_diagram(preds: Predictions, *, view: str = "confidence", bins=15
             f"top_label_reliability_diagram or classwise_reliability_diagrams for the other views."
         )
     stats = statistics_for(preds, "confidence", binning=binning, bins=bins)
-    return _diagram(stats, np.ones(stats.count.size, dtype=bool), view="confidence", group=None, n=preds.n_samples)
+    return _diagram(
+        stats,
+        np.ones(stats.count.size, dtype=bool),
+        view="confidence",
+        group=None,
+        n=preds.n_samples,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,7 +191,7 @@ class TopLabelReliabilityDiagram:
     per_class: tuple[ReliabilityDiagram, ...]
 
     def bin_breakdown(self, b: int) -> dict[str, np.ndarray]:
-        """Per-class points inside bin ``b`` (the drill-down of Fig. 1b), classes with points only."""
+        """Per-class points inside bin ``b`` (drill-down of Fig. 1b); classes with points only."""
         has = self.class_count[b] > 0
         return {
             "class": np.asarray(self.class_names, dtype=object)[has],
@@ -169,7 +202,9 @@ class TopLabelReliabilityDiagram:
         }
 
 
-def top_label_reliability_diagram(preds: Predictions, *, bins=15, binning="equal-width") -> TopLabelReliabilityDiagram:
+def top_label_reliability_diagram(
+    preds: Predictions, *, bins=15, binning="equal-width"
+) -> TopLabelReliabilityDiagram:
     """Data for the top-label reliability diagram and its per-class drill-down.
 
     Returns
@@ -182,7 +217,13 @@ def top_label_reliability_diagram(preds: Predictions, *, bins=15, binning="equal
     """
     view = top_label_view(preds)
     overall = view_bin_statistics(binary_view(preds, "confidence"), binning=binning, bins=bins)
-    conf_diagram = _diagram(overall, np.ones(overall.count.size, dtype=bool), view="confidence", group=None, n=view.n_rows)
+    conf_diagram = _diagram(
+        overall,
+        np.ones(overall.count.size, dtype=bool),
+        view="confidence",
+        group=None,
+        n=view.n_rows,
+    )
     # Re-derive each row's overall bin, then cross it with the predicted class.
     point_bin = assign_bins(view.scores, binning=binning, bins=bins).point_bin
     n_bins, n_classes = overall.count.size, preds.n_classes
@@ -206,11 +247,23 @@ def top_label_reliability_diagram(preds: Predictions, *, bins=15, binning="equal
         _diagram(within, within.bin_group == g, view="top-label", group=name, n=view.n_rows)
         for g, name in enumerate(preds.class_names)
     )
-    return TopLabelReliabilityDiagram(conf_diagram, preds.class_names, count, conf_bl, acc_bl, gap_bl, delta,
-                                      signed, tl_ece, per_class)
+    return TopLabelReliabilityDiagram(
+        conf_diagram,
+        preds.class_names,
+        count,
+        conf_bl,
+        acc_bl,
+        gap_bl,
+        delta,
+        signed,
+        tl_ece,
+        per_class,
+    )
 
 
-def classwise_reliability_diagrams(preds: Predictions, *, bins=15, binning="equal-width", classes=None) -> tuple[ReliabilityDiagram, ...]:
+def classwise_reliability_diagrams(
+    preds: Predictions, *, bins=15, binning="equal-width", classes=None
+) -> tuple[ReliabilityDiagram, ...]:
     """One reliability diagram per class of the class-wise view (``p_l`` vs ``1{y = l}``).
 
     Parameters
@@ -225,7 +278,13 @@ def classwise_reliability_diagrams(preds: Predictions, *, bins=15, binning="equa
     """
     stats = classwise_bin_statistics(preds, binning=binning, bins=bins, classes=classes)
     chosen = np.arange(preds.n_classes) if classes is None else np.asarray(classes)
-    return tuple(_diagram(stats, stats.bin_group == c, view="class-wise", group=preds.class_names[c], n=preds.n_samples)
-                 for c in chosen)
-
-
+    return tuple(
+        _diagram(
+            stats,
+            stats.bin_group == c,
+            view="class-wise",
+            group=preds.class_names[c],
+            n=preds.n_samples,
+        )
+        for c in chosen
+    )

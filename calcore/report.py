@@ -76,9 +76,21 @@ class CalibrationReport:
     def as_dict(self) -> dict:
         """JSON-ready dict with the keys of ``calcore metrics --json``."""
         out = {"n": self.n, "n_classes": self.n_classes}
-        out.update({k: (None if v is None or not math.isfinite(v) else float(v)) for k, v in self.metrics.items()})
-        out.update({"bins": self.bins, "binning": self.binning, "seed": self.seed,
-                    "n_bootstrap": self.n_bootstrap, "n_tied_rows": self.n_tied_rows})
+        out.update(
+            {
+                k: (None if v is None or not math.isfinite(v) else float(v))
+                for k, v in self.metrics.items()
+            }
+        )
+        out.update(
+            {
+                "bins": self.bins,
+                "binning": self.binning,
+                "seed": self.seed,
+                "n_bootstrap": self.n_bootstrap,
+                "n_tied_rows": self.n_tied_rows,
+            }
+        )
         if self.intervals:
             out["intervals"] = {
                 k: {"low": iv.low, "high": iv.high, "confidence_level": iv.confidence_level}
@@ -116,9 +128,13 @@ def _all_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: bool)
         "tace": adaptive_errors_from_bins(tace),
         "debiased_ece": float(np.sqrt(max(debiased_squared_error_from_bins(conf), 0.0))),
         "kde_ece": kde_ece_confidence(preds) if preds.n_samples >= 2 else None,
-        "kde_ece_classwise": kde_ece_classwise(preds) if with_kde_classwise and preds.n_samples >= 2 else None,
+        "kde_ece_classwise": kde_ece_classwise(preds)
+        if with_kde_classwise and preds.n_samples >= 2
+        else None,
     }
-    assert list(m) == list(METRICS), "report keys drifted from the registry"  # programming error only
+    assert list(m) == list(METRICS), (
+        "report keys drifted from the registry"
+    )  # programming error only
     return m
 
 
@@ -169,31 +185,60 @@ def evaluate(
     0.6666666666666666
     """
     if not isinstance(preds, Predictions):
-        raise CalcoreError(f"evaluate expects a calcore.Predictions; got {type(preds).__name__}. "
-                           "Build one with Predictions.from_probs, from_logits or load_predictions.")
+        raise CalcoreError(
+            f"evaluate expects a calcore.Predictions; got {type(preds).__name__}. "
+            "Build one with Predictions.from_probs, from_logits or load_predictions."
+        )
     resolve_binning(binning, bins)
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 0:
+    if (
+        isinstance(n_bootstrap, bool)
+        or not isinstance(n_bootstrap, (int, np.integer))
+        or n_bootstrap < 0
+    ):
         raise CalcoreError(f"n_bootstrap must be a non-negative integer; got {n_bootstrap!r}.")
     with_kde_cw = preds.n_classes <= kde_classwise_max_classes
     metrics = _all_metrics(preds, bins=bins, binning=binning, with_kde_classwise=with_kde_cw)
     notes = []
     if preds.n_tied_rows:
-        notes.append(f"{preds.n_tied_rows} row(s) have a tied top probability; the lowest class index was taken "
-                     "as the prediction.")
+        notes.append(
+            f"{preds.n_tied_rows} row(s) have a tied top probability; the lowest class index "
+            "was taken as the prediction."
+        )
     absent = [preds.class_names[c] for c in np.flatnonzero(preds.class_counts == 0)]
     if absent:
         shown = ", ".join(repr(a) for a in absent[:10]) + (" ..." if len(absent) > 10 else "")
         notes.append(f"{len(absent)} class(es) never occur as a label: {shown}.")
     if not with_kde_cw:
-        notes.append(f"kde_ece_classwise was not computed: {preds.n_classes} classes > {kde_classwise_max_classes} "
-                     "(one KDE per class); use calcore.kde_ece_classwise or raise kde_classwise_max_classes.")
+        notes.append(
+            f"kde_ece_classwise was not computed: {preds.n_classes} classes > "
+            f"{kde_classwise_max_classes} (one KDE per class); use calcore.kde_ece_classwise "
+            "or raise kde_classwise_max_classes."
+        )
     intervals: dict[str, Interval] = {}
     if n_bootstrap:
         keys = [k for k, v in metrics.items() if v is not None]
         intervals = bootstrap_intervals(
-            lambda p: {k: v for k, v in _all_metrics(p, bins=bins, binning=binning,
-                                                     with_kde_classwise=with_kde_cw).items() if k in keys},
-            preds, n_resamples=n_bootstrap, confidence_level=confidence_level, seed=seed,
+            lambda p: {
+                k: v
+                for k, v in _all_metrics(
+                    p, bins=bins, binning=binning, with_kde_classwise=with_kde_cw
+                ).items()
+                if k in keys
+            },
+            preds,
+            n_resamples=n_bootstrap,
+            confidence_level=confidence_level,
+            seed=seed,
         )
-    return CalibrationReport(preds.n_samples, preds.n_classes, metrics, bins, binning, seed, n_bootstrap,
-                             preds.n_tied_rows, intervals, tuple(notes))
+    return CalibrationReport(
+        preds.n_samples,
+        preds.n_classes,
+        metrics,
+        bins,
+        binning,
+        seed,
+        n_bootstrap,
+        preds.n_tied_rows,
+        intervals,
+        tuple(notes),
+    )

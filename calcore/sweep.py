@@ -32,7 +32,9 @@ class EceByBins:
     binning: str
 
 
-def ece_by_bins(preds: Predictions, *, bins=range(5, 26), binning: str = "equal-width") -> EceByBins:
+def ece_by_bins(
+    preds: Predictions, *, bins=range(5, 26), binning: str = "equal-width"
+) -> EceByBins:
     """How the binned estimates move with the number of bins ``B`` (default 5..25).
 
     The top-label paper's Fig. 2 shows TL-ECE staying above conf-ECE for every
@@ -50,10 +52,14 @@ def ece_by_bins(preds: Predictions, *, bins=range(5, 26), binning: str = "equal-
     """
     counts = np.asarray(list(bins))
     if counts.size == 0 or not np.issubdtype(counts.dtype, np.integer) or (counts < 1).any():
-        raise CalcoreError(f"bins must be a non-empty sequence of positive integers; got {list(bins)!r}.")
+        raise CalcoreError(
+            f"bins must be a non-empty sequence of positive integers; got {list(bins)!r}."
+        )
     values = {v: np.empty(counts.size) for v in ("confidence", "top-label", "class-wise")}
     for i, b in enumerate(counts):
         for view, out in values.items():
             stats = statistics_for(preds, view, binning=binning, bins=int(b))
             out[i] = calibration_error_from_bins(stats, per_group=view == "class-wise")
-    return EceByBins(counts, values["confidence"], values["top-label"], values["class-wise"], binning)
+    return EceByBins(
+        counts, values["confidence"], values["top-label"], values["class-wise"], binning
+    )

@@ -58,7 +58,7 @@ def _curves_once(scores, outcomes, groups, n_groups, epsilon, binning, bins):
     stats = bin_statistics(scores, outcomes, groups, n_groups=n_groups, binning=binning, bins=bins)
     ok = stats.count > 0
     gap, weight = stats.gap[ok], stats.count[ok] / max(scores.size, 1)
-    # V(eps) = sum of weights of bins with gap <= eps: a step function, evaluated by sorting the gaps.
+    # V(eps) = total weight of bins with gap <= eps: a step function, read off the sorted gaps.
     order = np.argsort(gap)
     cum = np.r_[0.0, np.cumsum(weight[order])]
     validity = cum[np.searchsorted(gap[order], epsilon, side="right")]
@@ -132,12 +132,29 @@ def validity_curve(
     cond = np.empty((n_resamples, eps.size))
     for r in range(n_resamples):  # R is small (~100); each pass is vectorised over points
         rows = np.arange(m) if n_resamples == 1 else rng.choice(m, size=take, replace=False)
-        val[r], cond[r] = _curves_once(scores[rows], outcomes[rows], groups[rows], n_groups, eps, binning, bins)
-    sem = (lambda a: a.std(axis=0, ddof=1) / np.sqrt(n_resamples)) if n_resamples > 1 else (lambda a: np.zeros(eps.size))
-    return ValidityCurve(eps, val.mean(axis=0), sem(val), cond.mean(axis=0), sem(cond), v.name, group_name, int(n_resamples))
+        val[r], cond[r] = _curves_once(
+            scores[rows], outcomes[rows], groups[rows], n_groups, eps, binning, bins
+        )
+    sem = (
+        (lambda a: a.std(axis=0, ddof=1) / np.sqrt(n_resamples))
+        if n_resamples > 1
+        else (lambda a: np.zeros(eps.size))
+    )
+    return ValidityCurve(
+        eps,
+        val.mean(axis=0),
+        sem(val),
+        cond.mean(axis=0),
+        sem(cond),
+        v.name,
+        group_name,
+        int(n_resamples),
+    )
 
 
-def umd_validity_bound(epsilon, *, n_calib: int, n_bins: int, conditional: bool = False) -> np.ndarray:
+def umd_validity_bound(
+    epsilon, *, n_calib: int, n_bins: int, conditional: bool = False
+) -> np.ndarray:
     """Distribution-free lower bound on validity for uniform-mass binning (UMD).
 
     With at least ``m = floor((n + 1) / B) - 1`` calibration points per bin,
@@ -152,7 +169,9 @@ def umd_validity_bound(epsilon, *, n_calib: int, n_bins: int, conditional: bool 
     Gupta & Ramdas (2021), Theorems 3-4 (the theory curve of Fig. 3).
     """
     if n_bins < 1 or n_calib < n_bins:
-        raise CalcoreError(f"need n_calib >= n_bins >= 1; got n_calib={n_calib!r}, n_bins={n_bins!r}.")
+        raise CalcoreError(
+            f"need n_calib >= n_bins >= 1; got n_calib={n_calib!r}, n_bins={n_bins!r}."
+        )
     eps = np.asarray(epsilon, dtype=np.float64)
     m = (n_calib + 1) // n_bins - 1
     factor = 2.0 * n_bins if conditional else 2.0

@@ -142,7 +142,9 @@ def _kth_largest(preds: Predictions, k: int) -> tuple[np.ndarray, np.ndarray]:
     the argmax rule.
     """
     if not 1 <= k <= preds.n_classes:
-        raise CalcoreError(f"k must be between 1 and the number of classes ({preds.n_classes}); got {k}.")
+        raise CalcoreError(
+            f"k must be between 1 and the number of classes ({preds.n_classes}); got {k}."
+        )
     if k == 1:
         return preds.predicted, preds.confidence
     order = np.argsort(-preds.probs, axis=1, kind="stable")[:, k - 1]
@@ -158,15 +160,29 @@ def top_k_confidence_view(preds: Predictions, k: int) -> BinaryView:
     cls, score = _kth_largest(preds, k)
     n = preds.n_samples
     outcome = (cls == preds.labels).astype(np.float64)
-    return BinaryView(f"top-{k}-confidence", score, outcome, np.zeros(n, dtype=np.int64), ("all",), n, preds.n_tied_rows)
+    return BinaryView(
+        f"top-{k}-confidence",
+        score,
+        outcome,
+        np.zeros(n, dtype=np.int64),
+        ("all",),
+        n,
+        preds.n_tied_rows,
+    )
 
 
 def top_k_label_view(preds: Predictions, k: int) -> BinaryView:
-    """Rank-``k`` label view: as :func:`top_k_confidence_view`, grouped by the rank-k class (Eq. 7)."""
+    """Rank-``k`` label view: :func:`top_k_confidence_view` grouped by the rank-k class (Eq. 7)."""
     cls, score = _kth_largest(preds, k)
     outcome = (cls == preds.labels).astype(np.float64)
     return BinaryView(
-        f"top-{k}-label", score, outcome, cls.astype(np.int64), preds.class_names, preds.n_samples, preds.n_tied_rows
+        f"top-{k}-label",
+        score,
+        outcome,
+        cls.astype(np.int64),
+        preds.class_names,
+        preds.n_samples,
+        preds.n_tied_rows,
     )
 
 
