@@ -22,6 +22,7 @@ from calcore.binning import (
 )
 from calcore.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
 from calcore.consistency import ConsistencyBands, consistency_bands
+from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
 from calcore.metrics_binned import (
     adaptive_ece,
@@ -133,13 +134,10 @@ __all__ = [
     "umd_validity_bound",
     "validity_curve",
     "wilson_interval",
+    "LoadReport",
+    "TableSchema",
+    "inspect_table",
+    "load_predictions",
+    "load_splits",
 ]
 __version__ = "0.1.0"
-
-try:  # the file loader needs pandas/pyarrow; everything above is numpy + scipy only
-    from calcore.io import LoadReport, inspect_table, load_predictions, load_splits
-
-    __all__ += ["LoadReport", "inspect_table", "load_predictions", "load_splits"]
-except ImportError as _exc:  # pragma: no cover - only while calcore.io is being written
-    if "calcore.io" not in str(_exc):
-        raise
