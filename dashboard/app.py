@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -28,20 +29,6 @@ KEY_UPLOAD = "sidebar.upload"
 KEY_BINS = "sidebar.bins"
 
 UPLOAD_TYPES = ["csv", "parquet", "pq", "npz"]
-
-METRIC_INFO = {
-    "accuracy": ("accuracy", "fraction of rows whose top class is the label"),
-    "nll": ("NLL", "mean negative log-likelihood of the label (lower is better)"),
-    "brier": ("Brier score", "mean squared error of the probability vector (lower is better)"),
-    "conf_ece": ("confidence ECE", "binned |accuracy - confidence|, weighted by bin size"),
-    "conf_mce": ("confidence MCE", "largest binned |accuracy - confidence|"),
-    "top_label_ece": ("top-label ECE", "as confidence ECE, binned within each predicted class"),
-    "top_label_mce": ("top-label MCE", "largest top-label bin gap"),
-    "classwise_ece": ("class-wise ECE", "mean over classes of the binned ECE of p_class"),
-    "kde_ece": ("KDE ECE", "confidence calibration error with a kernel smoother, no bins"),
-    "kde_ece_classwise": ("KDE ECE (class-wise)", "class-wise calibration error, kernel smoother"),
-}
-NOT_METRICS = {"n", "n_classes", "bins", "binning"}
 
 
 @dataclass(frozen=True)
@@ -88,22 +75,31 @@ def sidebar() -> Settings:
 
 
 def metrics_table(metrics: dict[str, Any]) -> pd.DataFrame:
-    rows = []
-    for key, value in metrics.items():
-        if key in NOT_METRICS or isinstance(value, str):
-            continue
-        label, meaning = METRIC_INFO.get(key, (key, ""))
-        rows.append(
-            {"metric": label, "value": float(value), "what it measures": meaning, "key": key}
-        )
-    return pd.DataFrame(rows, columns=["metric", "value", "what it measures", "key"])
+    """One row per metric of calcore's registry that the report holds (None: not computed)."""
+    rows = [
+        {
+            "metric": spec.label,
+            "value": np.nan if metrics[key] is None else float(metrics[key]),
+            "better": "higher" if spec.higher_is_better else "lower",
+            "what it measures": spec.description,
+            "key": key,
+        }
+        for key, spec in calcore.METRICS.items()
+        if key in metrics
+    ]
+    return pd.DataFrame(rows, columns=["metric", "value", "better", "what it measures", "key"])
 
 
-def show_messages(notes, warns) -> None:
-    for msg in notes:
-        st.info(esc(msg))
+def show_messages(warns, notes=(), *, notes_title: str | None = None) -> None:
+    """calcore's warnings as warnings; notes as info, inside an expander if titled."""
     for msg in warns:
         st.warning(esc(msg))
+    if notes and notes_title:
+        with st.expander(f"{notes_title} ({len(notes)})"):
+            st.info("\n".join(f"- {esc(msg)}" for msg in notes))
+    else:
+        for msg in notes:
+            st.info(esc(msg))
 
 
 def main() -> None:
@@ -116,24 +112,24 @@ def main() -> None:
     try:
         loaded = load(settings.data, settings.digest, settings.source_name)
     except calcore.CalcoreError as err:
-        st.error(f"Could not load {esc(settings.source_name)}: {esc(err)}")
+        st.error(f"Could not load the predictions. {esc(err)}")
         st.stop()
-    show_messages(loaded.notes, loaded.warnings)
+    show_messages(loaded.warnings, loaded.notes, notes_title="What the loader detected")
 
     try:
         result = analyse(loaded.preds, f"{settings.digest}:{loaded.split_label}", settings.bins)
     except calcore.CalcoreError as err:
-        st.error(f"Could not evaluate {esc(settings.source_name)}: {esc(err)}")
+        st.error(f"Could not evaluate the predictions. {esc(err)}")
         st.stop()
-    show_messages((), result.warnings)
+    show_messages(result.warnings, tuple(result.metrics.get("notes", ())))
 
     m = result.metrics
-    sizes = ", ".join(f"{esc(k)}: {v:,}" for k, v in loaded.split_sizes.items())
-    st.subheader(f"Evaluated on the {loaded.split_label}")
-    st.caption(
-        f"{m['n']:,} rows, {m['n_classes']} classes, {m['bins']} {esc(m['binning'])} bins. "
-        f"Rows per split: {sizes}. The calib split is kept for fitting calibrators."
-    )
+    st.subheader(f"Evaluated on {loaded.split_label}")
+    summary = f"{m['n']:,} rows, {m['n_classes']} classes, {m['bins']} {esc(m['binning'])} bins."
+    if set(loaded.split_sizes) != {"all"}:
+        sizes = ", ".join(f"{esc(k)} {v:,}" for k, v in loaded.split_sizes.items())
+        summary += f" Rows per split: {sizes}; calib rows are kept for fitting calibrators."
+    st.caption(summary)
     cols = st.columns(4)
     cols[0].metric("accuracy", f"{m['accuracy']:.4f}")
     cols[1].metric("top-label ECE", f"{m['top_label_ece']:.4f}")
@@ -158,6 +154,7 @@ def main() -> None:
         st.dataframe(
             table,
             hide_index=True,
+            height=36 * (len(table) + 1) + 3,  # every row visible, no inner scrolling
             column_config={
                 "value": st.column_config.NumberColumn(format="%.4f"),
                 "key": None,  # kept for tests, hidden in the UI

@@ -27,7 +27,7 @@ class Loaded:
     """A loaded file: the rows to evaluate plus what the loader wants the user to know."""
 
     preds: Any  # calcore.Predictions
-    split_label: str  # "test split" or "all rows"
+    split_label: str  # e.g. "the test split", for the page heading
     split_sizes: dict[str, int]
     notes: tuple[str, ...]
     warnings: tuple[str, ...]
@@ -60,10 +60,12 @@ def load(_data: bytes, digest: str, name: str) -> Loaded:
         warnings.simplefilter("always", calcore.CalcoreWarning)
         splits = calcore.io.load_splits(buffer, name=name)
     if EVAL_SPLIT in splits:
-        preds, label = splits[EVAL_SPLIT], f"{EVAL_SPLIT} split"
-    else:
-        (preds,) = splits.values()  # no split column: one entry with every row
-        label = "all rows"
+        preds, label = splits[EVAL_SPLIT], f"the {EVAL_SPLIT} split"
+    elif "all" in splits:  # no split column: one entry with every row
+        preds, label = splits["all"], "all rows (the file has no split column)"
+    else:  # a split column without test rows
+        (which, preds), *_ = splits.items()
+        label = f"the {which} split (the file has no {EVAL_SPLIT} rows)"
     report = getattr(preds, "load_report", None)
     notes = tuple(report.messages()) if report is not None else ()
     sizes = {k: v.n_samples for k, v in splits.items()}

@@ -199,6 +199,6 @@ def test_untrusted_file_name_is_shown_literally():
     at = run_app()
     at.file_uploader[0].upload(name, small_csv(n=50), "text/csv").run()
     assert not at.exception
-    (caption,) = [c.value for c in at.caption if "uploaded file" in c.value]
+    (caption,) = [c.value for c in at.caption if c.value.startswith("uploaded file:")]
     assert "[click](" not in caption and ":red[" not in caption and "$y$" not in caption
     assert name in unescape_markdown(caption)
