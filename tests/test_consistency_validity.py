@@ -1,0 +1,425 @@
+"""Tests of consistency bands, validity curves, the UMD validity bound and ECE-vs-bins.
+
+References computed here: Binomial quantiles from ``scipy.stats.binom.ppf`` (a bin whose
+points all have score s has frequency Binomial(n, s)/n under perfect calibration);
+validity curves from a loop over the distinct predicted values (Gupta & Ramdas 2021,
+Sec. 2.1 and 4) with the same resampling semantics as documented
+(``default_rng(seed).choice(m, size=take, replace=False)`` per resample); the UMD
+bound restated from its formula; ECEs from calcore's metric functions at each B.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+import calcore
+from calcore import CalcoreError, Predictions
+from calcore.consistency import consistency_bands
+from calcore.sweep import ece_by_bins
+from calcore.validity import umd_validity_bound, validity_curve
+
+# --------------------------------------------------------------------------- data
+
+
+def binary_rows(score, n):
+    """n rows predicting class 0 with confidence ``score`` (>= 0.5)."""
+    return np.tile([score, 1.0 - score], (n, 1))
+
+
+def discrete_preds():
+    """Confidences 0.5, 0.75, 0.875 (8 rows each); accuracies 4/8, 4/8, 8/8 (exact in binary).
+
+    Gaps |E_b - h_b|: 0, 0.25, 0.125.
+    """
+    p = np.vstack(
+        [
+            np.tile([0.5, 0.25, 0.25], (8, 1)),
+            np.tile([0.125, 0.75, 0.125], (8, 1)),
+            np.tile([0.0625, 0.0625, 0.875], (8, 1)),
+        ]
+    )
+    y = np.r_[[0] * 4 + [1] * 4, [1] * 4 + [2] * 4, [2] * 8]
+    return Predictions.from_probs(p, y)
+
+
+def random_discrete_preds(n=400, n_classes=3, seed=0):
+    """A predictor with few distinct outputs (like histogram binning), labels miscalibrated."""
+    rng = np.random.default_rng(seed)
+    levels = np.array([0.4, 0.55, 0.7, 0.85, 0.95])
+    top = rng.choice(levels, size=n)
+    cls = rng.integers(0, n_classes, n)
+    p = np.tile(((1 - top) / (n_classes - 1))[:, None], (1, n_classes))
+    p[np.arange(n), cls] = top
+    correct = rng.random(n) < np.clip(top + rng.choice([-0.15, 0.0, 0.1], size=n), 0, 1)
+    other = (cls + rng.integers(1, n_classes, n)) % n_classes
+    y = np.where(correct, cls, other)
+    return Predictions.from_probs(p, y)
+
+
+# --------------------------------------------------------------------------- validity references
+
+
+def brute_curves(scores, outcomes, groups, eps):
+    """V(eps) and the conditional indicator, bins = distinct (group, score) pairs, by a loop."""
+    bins = {}
+    for i, key in enumerate(zip(groups.tolist(), scores.tolist(), strict=True)):
+        bins.setdefault(key, []).append(i)
+    gap = {}
+    for key, idx in bins.items():
+        e = sum(outcomes[i] for i in idx) / len(idx)
+        h = sum(scores[i] for i in idx) / len(idx)
+        gap[key] = abs(e - h)
+    m = len(scores)
+    v = np.array([sum(len(idx) for key, idx in bins.items() if gap[key] <= t) / m for t in eps])
+    c = np.array([float(max(gap.values()) <= t) for t in eps])
+    return v, c
+
+
+def view_arrays(preds, view, group=None):
+    if view == "confidence":
+        s, o, g = preds.confidence, preds.correct, np.zeros(preds.n_samples, int)
+    elif view == "top-label":
+        s, o, g = preds.confidence, preds.correct, preds.predicted
+    else:
+        n = preds.n_samples
+        s = preds.probs.T.reshape(-1)
+        o = (preds.labels[None, :] == np.arange(preds.n_classes)[:, None]).reshape(-1).astype(float)
+        g = np.repeat(np.arange(preds.n_classes), n)
+    if group is not None:
+        keep = g == group
+        s, o, g = s[keep], o[keep], np.zeros(keep.sum(), int)
+    return np.asarray(s), np.asarray(o), np.asarray(g)
+
+
+# --------------------------------------------------------------------------- consistency bands
+
+
+def test_bands_deterministic_per_seed_and_differ_across_seeds():
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(3), size=300)
+    preds = Predictions.from_probs(p, rng.integers(0, 3, 300))
+    a = consistency_bands(preds, n_resamples=50, seed=11)
+    b = consistency_bands(preds, n_resamples=50, seed=11)
+    c = consistency_bands(preds, n_resamples=50, seed=12)
+    np.testing.assert_array_equal(a.lower, b.lower)
+    np.testing.assert_array_equal(a.upper, b.upper)
+    ok = ~np.isnan(a.lower)
+    assert (a.lower[ok] != c.lower[ok]).any() or (a.upper[ok] != c.upper[ok]).any()
+    assert a.seed == 11 and c.seed == 12 and a.n_resamples == 50 and a.level == 0.9
+
+
+def test_bands_match_binomial_quantiles():
+    n1, s1, n2, s2 = 200, 0.55, 300, 0.85
+    p = np.vstack([binary_rows(s1, n1), binary_rows(s2, n2)])
+    y = np.zeros(n1 + n2, dtype=int)  # the labels do not matter under the null
+    preds = Predictions.from_probs(p, y)
+    bands = consistency_bands(preds, bins=10, n_resamples=4000, level=0.9, seed=1)
+    for b, n, s in [(5, n1, s1), (8, n2, s2)]:
+        assert bands.confidence[b] == pytest.approx(s, rel=1e-12)
+        lo_ref = binom.ppf(0.05, n, s) / n
+        hi_ref = binom.ppf(0.95, n, s) / n
+        # Monte-Carlo tolerance: one atom of Binomial(n, s)/n
+        assert abs(bands.lower[b] - lo_ref) <= 1.0 / n + 1e-12
+        assert abs(bands.upper[b] - hi_ref) <= 1.0 / n + 1e-12
+        assert bands.lower[b] < s < bands.upper[b]
+    # a 50% band is narrower than the 90% band, and matches the quartiles
+    half = consistency_bands(preds, bins=10, n_resamples=4000, level=0.5, seed=1)
+    assert abs(half.lower[8] - binom.ppf(0.25, n2, s2) / n2) <= 1.0 / n2 + 1e-12
+    assert abs(half.upper[8] - binom.ppf(0.75, n2, s2) / n2) <= 1.0 / n2 + 1e-12
+    assert half.upper[8] - half.lower[8] < bands.upper[8] - bands.lower[8]
+
+
+def test_bands_empty_bins_nan_and_certain_bins_exact():
+    p = np.vstack([binary_rows(1.0, 20), binary_rows(0.75, 40)])
+    preds = Predictions.from_probs(p, np.zeros(60, dtype=int))
+    bands = consistency_bands(preds, bins=5, n_resamples=100)
+    # bins [0, .2), [.2, .4), [.4, .6) hold nothing
+    assert np.isnan(bands.lower[:3]).all() and np.isnan(bands.upper[:3]).all()
+    assert np.isnan(bands.confidence[:3]).all()
+    # score 1.0: every draw is a success, the band is the point 1
+    assert bands.lower[4] == 1.0 and bands.upper[4] == 1.0
+    assert bands.confidence[4] == 1.0 and bands.confidence[3] == 0.75
+    assert bands.lower[3] < 0.75 < bands.upper[3]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"n_resamples": 0}, r"^n_resamples must be a positive integer; got 0\.$"),
+        ({"n_resamples": -3}, r"^n_resamples must be a positive integer; got -3\.$"),
+        ({"n_resamples": 2.5}, r"^n_resamples must be a positive integer; got 2\.5\.$"),
+        ({"level": 0.0}, r"^level must be in \(0, 1\); got 0\.0\.$"),
+        ({"level": 1.0}, r"^level must be in \(0, 1\); got 1\.0\.$"),
+        ({"level": 90}, r"^level must be in \(0, 1\); got 90\.$"),
+        ({"level": float("nan")}, r"^level must be in \(0, 1\); got nan\.$"),
+        ({"view": "toplabel"}, r"^view must be one of .*got 'toplabel'"),
+        ({"bins": 0}, r"number of bins \(bins\) must be a positive integer; got 0"),
+        ({"binning": "kmeans"}, r"^binning must be one of .*got 'kmeans'"),
+    ],
+)
+def test_bands_errors(kwargs, pattern):
+    preds = Predictions.from_probs(binary_rows(0.7, 10), np.zeros(10, dtype=int))
+    with pytest.raises(CalcoreError, match=pattern):
+        consistency_bands(preds, **kwargs)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="BUG: consistency_bands(n_resamples=True) passes the isinstance(int) check and then "
+    "fails inside np.empty with 'TypeError: an integer is required' instead of a CalcoreError "
+    "(resolve_binning, _check_k and bootstrap reject bools explicitly)",
+)
+def test_bands_reject_bool_resamples():
+    preds = Predictions.from_probs(binary_rows(0.7, 10), np.zeros(10, dtype=int))
+    with pytest.raises(CalcoreError, match=r"n_resamples must be a positive integer; got True"):
+        consistency_bands(preds, n_resamples=True)
+
+
+# --------------------------------------------------------------------------- validity curves
+
+
+def test_validity_hand_example():
+    preds = discrete_preds()
+    eps = np.array([0.0, 0.1, 0.125, 0.2, 0.25, 0.3])
+    vc = validity_curve(preds, epsilon=eps, n_resamples=1)
+    # gaps: 0 (8 points), 0.25 (8 points), 0.125 (8 points); <= is inclusive
+    np.testing.assert_array_equal(vc.validity, [1 / 3, 1 / 3, 2 / 3, 2 / 3, 1.0, 1.0])
+    np.testing.assert_array_equal(vc.conditional, [0, 0, 0, 0, 1, 1])
+    np.testing.assert_array_equal(vc.validity_sem, np.zeros(6))
+    np.testing.assert_array_equal(vc.conditional_sem, np.zeros(6))
+    np.testing.assert_array_equal(vc.epsilon, eps)
+    assert vc.view == "confidence" and vc.group is None and vc.n_resamples == 1
+    s, o, g = view_arrays(preds, "confidence")
+    v, c = brute_curves(s, o, g, eps)
+    np.testing.assert_array_equal(vc.validity, v)
+    np.testing.assert_array_equal(vc.conditional, c)
+
+
+def test_validity_default_grid():
+    vc = validity_curve(discrete_preds(), n_resamples=1)
+    np.testing.assert_allclose(vc.epsilon, np.linspace(0, 0.2, 201))
+    assert vc.validity[0] == pytest.approx(1 / 3) and vc.validity[-1] == pytest.approx(2 / 3)
+
+
+UNIQUE_GROUPS_BUG = (
+    "BUG: validity_curve(view='top-label' or 'class-wise', group=None) with the default "
+    "binning='unique' crashes with 'ValueError: repeats may not contain negative values' "
+    "(assign_bins' unique scheme miscounts bins per group when groups hold ties)"
+)
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        "confidence",
+        pytest.param("top-label", marks=pytest.mark.xfail(strict=True, reason=UNIQUE_GROUPS_BUG)),
+        pytest.param("class-wise", marks=pytest.mark.xfail(strict=True, reason=UNIQUE_GROUPS_BUG)),
+    ],
+)
+def test_validity_single_pass_vs_loop(view):
+    preds = random_discrete_preds()
+    eps = np.linspace(0.0, 0.3, 61) + 1e-4  # away from the (random) gaps' exact values
+    vc = validity_curve(preds, view=view, epsilon=eps, n_resamples=1)
+    v, c = brute_curves(*view_arrays(preds, view), eps)
+    np.testing.assert_allclose(vc.validity, v, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(vc.conditional, c)
+    assert np.all(np.diff(vc.validity) >= 0)
+
+
+@pytest.mark.parametrize(("view", "group"), [("top-label", 0), ("top-label", 2), ("class-wise", 1)])
+def test_validity_per_group_vs_loop(view, group):
+    preds = random_discrete_preds(seed=3)
+    eps = np.linspace(0.0, 0.4, 41) + 1e-4
+    vc = validity_curve(preds, view=view, group=group, epsilon=eps, n_resamples=1)
+    assert vc.group == preds.class_names[group]
+    v, c = brute_curves(*view_arrays(preds, view, group), eps)
+    np.testing.assert_allclose(vc.validity, v, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(vc.conditional, c)
+
+
+def test_validity_continuous_predictor_with_equal_width_bins():
+    rng = np.random.default_rng(5)
+    p = rng.dirichlet(np.ones(3), size=300)
+    preds = Predictions.from_probs(p, rng.integers(0, 3, 300))
+    eps = np.linspace(0, 0.5, 51) + 1e-4
+    vc = validity_curve(preds, binning="equal-width", bins=10, epsilon=eps, n_resamples=1)
+    h, o = preds.confidence, preds.correct
+    idx = np.array([max(k for k in range(10) if k / 10 <= s) for s in h])
+    gaps = {b: abs(o[idx == b].mean() - h[idx == b].mean()) for b in np.unique(idx)}
+    v = [sum((idx == b).sum() for b in gaps if gaps[b] <= t) / 300 for t in eps]
+    np.testing.assert_allclose(vc.validity, v, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(vc.conditional, [float(max(gaps.values()) <= t) for t in eps])
+
+
+@pytest.mark.parametrize(("view", "group"), [("confidence", None), ("top-label", 1)])
+def test_validity_resampled_mean_and_sem(view, group):
+    preds = random_discrete_preds(n=300, seed=7)
+    eps = np.linspace(0.0, 0.3, 31) + 1e-4
+    n_resamples, fraction, seed = 25, 0.5, 123
+    vc = validity_curve(
+        preds,
+        view=view,
+        group=group,
+        epsilon=eps,
+        n_resamples=n_resamples,
+        sample_fraction=fraction,
+        seed=seed,
+    )
+    s, o, g = view_arrays(preds, view, group)
+    m = s.size
+    take = max(1, int(round(fraction * m)))
+    rng = np.random.default_rng(seed)
+    vs, cs = [], []
+    for _ in range(n_resamples):
+        rows = rng.choice(m, size=take, replace=False)
+        v, c = brute_curves(s[rows], o[rows], g[rows], eps)
+        vs.append(v)
+        cs.append(c)
+    vs, cs = np.array(vs), np.array(cs)
+    np.testing.assert_allclose(vc.validity, vs.mean(axis=0), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(vc.conditional, cs.mean(axis=0), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        vc.validity_sem, vs.std(axis=0, ddof=1) / math.sqrt(n_resamples), rtol=1e-9, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        vc.conditional_sem, cs.std(axis=0, ddof=1) / math.sqrt(n_resamples), rtol=1e-9, atol=1e-12
+    )
+    # conditional validity never exceeds marginal validity
+    assert np.all(vc.conditional <= vc.validity + 1e-12)
+    assert np.all(cs <= vs + 1e-12)
+    assert (vc.conditional < vc.validity).any()  # not trivially equal
+
+
+@pytest.mark.parametrize(
+    ("view", "group"),
+    [("confidence", None), ("top-label", 0), ("class-wise", 2)],
+)
+def test_validity_conditional_below_marginal_random(view, group):
+    for seed in range(4):
+        preds = random_discrete_preds(n=200, seed=seed)
+        vc = validity_curve(preds, view=view, group=group, n_resamples=20, seed=seed)
+        assert np.all(vc.conditional <= vc.validity + 1e-12)
+        assert np.all(np.diff(vc.validity) >= -1e-12) and np.all(np.diff(vc.conditional) >= 0)
+
+
+def test_validity_top_label_with_equal_width_bins_vs_loop():
+    # the top-label version over (class, bin) pairs, with fixed-count bins (no unique scheme)
+    preds = random_discrete_preds(seed=9)
+    eps = np.linspace(0.0, 0.4, 41) + 1e-4
+    vc = validity_curve(
+        preds, view="top-label", binning="equal-width", bins=100, epsilon=eps, n_resamples=1
+    )
+    # the 5 levels fall in distinct width-0.01 bins, so bins are (class, value) pairs
+    v, c = brute_curves(*view_arrays(preds, "top-label"), eps)
+    np.testing.assert_allclose(vc.validity, v, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(vc.conditional, c)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"n_resamples": 0}, r"^n_resamples must be a positive integer; got 0\.$"),
+        ({"n_resamples": 1.5}, r"^n_resamples must be a positive integer; got 1\.5\.$"),
+        ({"sample_fraction": 0.0}, r"^sample_fraction must be in \(0, 1\]; got 0\.0\.$"),
+        ({"sample_fraction": 1.5}, r"^sample_fraction must be in \(0, 1\]; got 1\.5\.$"),
+        ({"view": "top-label", "group": 3}, r"^group must be a class index 0\.\.2; got 3\.$"),
+        ({"view": "class-wise", "group": -1}, r"^group must be a class index 0\.\.2; got -1\.$"),
+        ({"view": "confidence", "group": 1}, r"^group must be a class index 0\.\.0; got 1\.$"),
+        ({"view": "calibrated"}, r"^view must be one of .*got 'calibrated'"),
+    ],
+)
+def test_validity_errors(kwargs, pattern):
+    with pytest.raises(CalcoreError, match=pattern):
+        validity_curve(discrete_preds(), **kwargs)
+
+
+# --------------------------------------------------------------------------- UMD bound
+
+
+@pytest.mark.parametrize(
+    ("n_calib", "n_bins"), [(100, 10), (1000, 15), (5000, 10), (30, 30), (99, 7)]
+)
+def test_umd_bound_formula(n_calib, n_bins):
+    eps = np.linspace(0, 0.5, 51)
+    m = (n_calib + 1) // n_bins - 1
+    cond = [min(1.0, max(0.0, 1 - 2 * n_bins * math.exp(-2 * max(m - 1, 0) * e * e))) for e in eps]
+    marg = [min(1.0, max(0.0, 1 - 2 * math.exp(-2 * max(m - 1, 0) * e * e))) for e in eps]
+    got_c = umd_validity_bound(eps, n_calib=n_calib, n_bins=n_bins, conditional=True)
+    got_m = umd_validity_bound(eps, n_calib=n_calib, n_bins=n_bins)
+    np.testing.assert_allclose(got_c, cond, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got_m, marg, rtol=1e-12, atol=1e-15)
+    assert np.all(got_c <= got_m)
+    assert np.all((got_c >= 0) & (got_m <= 1))
+
+
+def test_umd_bound_known_value():
+    # n = 999, B = 10: m = floor(1000/10) - 1 = 99; at eps = 0.2: 1 - 20 exp(-2 * 98 * 0.04)
+    got = umd_validity_bound([0.2], n_calib=999, n_bins=10, conditional=True)
+    assert got[0] == pytest.approx(1 - 20 * math.exp(-7.84), rel=1e-12)
+    marginal = umd_validity_bound([0.2], n_calib=999, n_bins=10)
+    assert marginal[0] == pytest.approx(1 - 2 * math.exp(-7.84), rel=1e-12)
+    # the bound inverts the radius sqrt(log(2B/alpha) / (2(m-1))): at that eps it is 1 - alpha
+    alpha = 0.1
+    eps = math.sqrt(math.log(2 * 10 / alpha) / (2 * 98))
+    assert umd_validity_bound(eps, n_calib=999, n_bins=10, conditional=True) == pytest.approx(
+        1 - alpha
+    )
+    assert umd_validity_bound(0.0, n_calib=999, n_bins=10) == 0.0  # clipped at 0
+
+
+@pytest.mark.parametrize(
+    ("n_calib", "n_bins"),
+    [(5, 10), (10, 0), (0, 0), (100, -2)],
+)
+def test_umd_bound_errors(n_calib, n_bins):
+    pattern = rf"^need n_calib >= n_bins >= 1; got n_calib={n_calib}, n_bins={n_bins}\.$"
+    with pytest.raises(CalcoreError, match=pattern):
+        umd_validity_bound([0.1], n_calib=n_calib, n_bins=n_bins)
+
+
+# --------------------------------------------------------------------------- ECE vs bins
+
+
+@pytest.mark.parametrize("binning", ["equal-width", "equal-mass"])
+def test_ece_by_bins_matches_metrics(binning):
+    rng = np.random.default_rng(2)
+    p = rng.dirichlet(np.full(4, 0.5), size=500)
+    q = p**1.5 / (p**1.5).sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(4, p=row) for row in q])
+    preds = Predictions.from_probs(p, y)
+    bins = [2, 5, 7, 15, 25]
+    res = ece_by_bins(preds, bins=bins, binning=binning)
+    np.testing.assert_array_equal(res.bins, bins)
+    assert res.binning == binning
+    for i, b in enumerate(bins):
+        assert res.confidence_ece[i] == pytest.approx(
+            calcore.confidence_ece(preds, bins=b, binning=binning), rel=1e-12
+        )
+        assert res.top_label_ece[i] == pytest.approx(
+            calcore.top_label_ece(preds, bins=b, binning=binning), rel=1e-12
+        )
+        assert res.classwise_ece[i] == pytest.approx(
+            calcore.classwise_ece(preds, bins=b, binning=binning), rel=1e-12
+        )
+    if binning == "equal-width":  # Jensen: with shared fixed edges TL-ECE >= conf-ECE at every B
+        assert np.all(res.top_label_ece >= res.confidence_ece - 1e-12)
+        assert (res.top_label_ece > res.confidence_ece + 1e-3).any()
+
+
+def test_ece_by_bins_default_range():
+    preds = random_discrete_preds(n=200)
+    res = ece_by_bins(preds)
+    np.testing.assert_array_equal(res.bins, np.arange(5, 26))
+    assert np.all(res.top_label_ece >= res.confidence_ece - 1e-12)
+
+
+@pytest.mark.parametrize("bins", [[], [0, 5], [5, -1], [2.5, 3]])
+def test_ece_by_bins_errors(bins):
+    pattern = r"^bins must be a non-empty sequence of positive integers; got \[.*\]\.$"
+    with pytest.raises(CalcoreError, match=pattern):
+        ece_by_bins(random_discrete_preds(n=50), bins=bins)
