@@ -134,11 +134,10 @@ def classwise_sorted_statistics(probs: np.ndarray, labels: np.ndarray, requests)
                 )
                 if start == n:
                     continue
+                b = scheme.n_bins(n - start)  # count rules use the kept scores, as assign_bins does
                 if scheme.kind == "equal-width":
-                    b = scheme.n_bins(n)
                     edges = np.maximum(_width_boundaries(row, b), start)
                 else:
-                    b = scheme.n_bins(n - start)
                     edges = _rank_boundaries(row, start, b)
                 cnt = np.diff(edges)
                 nonempty = cnt > 0

@@ -169,32 +169,33 @@ def check_probs(
     Raises
     ------
     CalcoreError
-        Non-numeric or non-finite values, negative values or values above 1,
-        rows off the simplex (without ``renormalize``), rows summing to 0.
+        Non-numeric or non-finite values, negative values or values above 1 (by
+        more than the tolerance), rows off the simplex (without ``renormalize``), rows summing to 0.
     """
     arr = _as_float_matrix(probs, name="probability", ctx=ctx)
     in_dtype = arr.dtype
     arr = np.asarray(arr, dtype=np.float64)
-    _check_finite(arr, name="probability", ctx=ctx)
-    negative = arr < 0
-    if negative.any():
-        i, j = _first_bad(negative)
+    tol = probability_sum_tolerance(arr.shape[1], in_dtype)
+    # Three reductions without temporaries; the elementwise search runs only on failure.
+    sums = arr.sum(axis=1)
+    if not np.isfinite(sums).all():  # NaN and inf propagate into the row sum
+        _check_finite(arr, name="probability", ctx=ctx)
+    if arr.min() < 0:
+        i, j = _first_bad(arr < 0)
         raise CalcoreError(
             f"{ctx.where(i, j)}: probability {arr[i, j].item()!r} is negative. "
             f"Probabilities must lie in [0, 1]; if these are logits, load them as logits "
             f"(scores='logits')."
         )
-    above = arr > 1.0
-    if above.any() and not renormalize:
-        i, j = _first_bad(above)
+    # A value above 1 by less than the row-sum tolerance is rounding, like a row sum within it.
+    if arr.max() > 1.0 + tol and not renormalize:
+        i, j = _first_bad(arr > 1.0 + tol)
         raise CalcoreError(
             f"{ctx.where(i, j)}: probability {arr[i, j].item()!r} is greater than 1. "
             f"Probabilities must lie in [0, 1]; if these are logits or unnormalised scores, load "
             f"them as logits (scores='logits')."
         )
-    sums = arr.sum(axis=1)
     deviation = np.abs(sums - 1.0)
-    tol = probability_sum_tolerance(arr.shape[1], in_dtype)
     off = deviation > tol
     if not off.any():
         return arr, (RenormalizationInfo(0, float(deviation.max()), None) if renormalize else None)

@@ -216,8 +216,8 @@ def classwise_bin_statistics_many(
             group = chosen[group]
         index = np.broadcast_to(np.arange(count.shape[1])[None, :], count.shape)
         if scheme.kind == "equal-width":  # report the fixed edges, as assign_bins does
-            lower = np.broadcast_to(index / count.shape[1], count.shape)
-            upper = np.broadcast_to((index + 1) / count.shape[1], count.shape)
+            per_class = np.maximum(n_bins, 1)[:, None]  # count rules can differ per class
+            lower, upper = index / per_class, (index + 1) / per_class
         with np.errstate(invalid="ignore", divide="ignore"):  # empty bins -> NaN, documented
             mean_s, mean_o = sum_s / count, sum_o / count
         results.append(

@@ -115,7 +115,7 @@ def equal_width_index(scores: np.ndarray, n_bins) -> np.ndarray:
     ``n_bins`` is an int or an array broadcastable to ``scores`` (one count per
     point). Edges are the correctly rounded ``k/B``. The product ``s * B`` can
     land one ulp on the wrong side of an integer, so the few scores within
-    1e-9 of an inner edge are re-checked against the edges exactly; the rest take
+    ``max(1e-9, 8 B eps)`` of an inner edge are re-checked against the edges exactly; the rest take
     the fast ``floor(s * B)``. 1.0 goes to the last bin.
     """
     nb = np.asarray(n_bins)
@@ -123,7 +123,8 @@ def equal_width_index(scores: np.ndarray, n_bins) -> np.ndarray:
     idx = x.astype(np.intp)  # truncation == floor for x >= 0
     frac = x - idx
     # Edge 0 is exact, so tiny scores (common in softmax outputs) need no check.
-    near = np.flatnonzero(((frac < 1e-9) & (idx > 0)) | (frac > 1 - 1e-9))
+    tol = max(1e-9, 8 * float(np.max(nb)) * np.finfo(np.float64).eps)  # s * B is off by <= B ulp
+    near = np.flatnonzero(((frac < tol) & (idx > 0)) | (frac > 1 - tol))
     if near.size:
         flat_idx, flat_s = idx.reshape(-1), np.ravel(scores)
         b = np.broadcast_to(nb, np.shape(scores)).reshape(-1)[near] if nb.ndim else nb
@@ -227,7 +228,13 @@ def assign_bins(
     group_sizes = np.bincount(groups, minlength=n_groups)
 
     if scheme.kind == "equal-width":
-        bins_per_group = np.array([scheme.n_bins(int(m)) for m in group_sizes], dtype=np.int64)
+        bins_per_group = np.array(
+            [
+                0 if m == 0 and scheme.bins in BIN_COUNT_RULES else scheme.n_bins(int(m))
+                for m in group_sizes
+            ],
+            dtype=np.int64,
+        )
         offsets, bin_group, bin_index = _group_layout(bins_per_group)
         per_point = bins_per_group[groups] if n_groups > 1 else int(bins_per_group[0])
         point_bin = equal_width_index(scores, per_point) + offsets[groups]
@@ -247,12 +254,10 @@ def assign_bins(
     )  # rank of the block's first member within its group
 
     if scheme.kind == "unique":
+        # Sorted by (group, score), blocks are numbered group by group: the block id is the
+        # flat bin id, and a group has as many bins as blocks start in it.
         block_id = np.cumsum(new_block) - 1
-        first_block_of_group = np.searchsorted(block_first, group_start, side="left")
-        bins_per_group = np.diff(
-            np.r_[first_block_of_group, block_id[-1] + 1 if s_sorted.size else 0]
-        )
-        bins_per_group = np.where(group_sizes > 0, bins_per_group, 0)
+        bins_per_group = np.bincount(g_sorted[new_block], minlength=n_groups)
         offsets, bin_group, bin_index = _group_layout(bins_per_group)
         sorted_bin = block_id
     else:

@@ -69,7 +69,8 @@ def consistency_bands(
     ----------
     preds : Predictions
     view : str, default "confidence"
-        A single-problem view; the bins are those of :func:`calcore.reliability_diagram`.
+        A single-problem view (only ``"confidence"`` among the named views); the bins are
+        those of :func:`calcore.reliability_diagram`.
     bins, binning :
         As for the diagram the bands go with.
     n_resamples : int, default 200
@@ -86,11 +87,20 @@ def consistency_bands(
     CalcoreError
         Invalid ``n_resamples`` or ``level``.
     """
-    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, (int, np.integer))
+        or n_resamples < 1
+    ):
         raise CalcoreError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
     if not 0 < level < 1:
         raise CalcoreError(f"level must be in (0, 1); got {level!r}.")
     v = binary_view(preds, view)
+    if v.n_groups != 1:
+        raise CalcoreError(
+            f"consistency_bands needs a single-problem view such as 'confidence'; {view!r} has "
+            f"{v.n_groups} groups. For one class, build the bands from that class's diagram data."
+        )
     assignment = assign_bins(v.scores, binning=binning, bins=bins)
     total = assignment.n_bins_total
     count = np.bincount(assignment.point_bin, minlength=total)

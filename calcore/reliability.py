@@ -49,7 +49,9 @@ def wilson_interval(successes, count, *, z: float = _Z95) -> tuple[np.ndarray, n
         denom = 1 + z**2 / n
         centre = (phat + z**2 / (2 * n)) / denom
         half = z * np.sqrt(phat * (1 - phat) / n + z**2 / (4 * n**2)) / denom
-    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    lower = np.where(k == 0, 0.0, np.clip(centre - half, 0.0, 1.0))  # exact ends, not 1e-17 off
+    upper = np.where(k == n, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return np.where(n > 0, lower, np.nan), np.where(n > 0, upper, np.nan)
 
 
 @dataclass(frozen=True, eq=False)

@@ -76,28 +76,37 @@ class CalibrationReport:
     def as_dict(self) -> dict:
         """JSON-ready dict with the keys of ``calcore metrics --json``."""
         out = {"n": self.n, "n_classes": self.n_classes}
+        out.update({k: _json_number(v) for k, v in self.metrics.items()})
         out.update(
             {
-                k: (None if v is None or not math.isfinite(v) else float(v))
-                for k, v in self.metrics.items()
-            }
-        )
-        out.update(
-            {
-                "bins": self.bins,
+                "bins": _plain(self.bins),
                 "binning": self.binning,
-                "seed": self.seed,
-                "n_bootstrap": self.n_bootstrap,
+                "seed": _plain(self.seed),
+                "n_bootstrap": _plain(self.n_bootstrap),
                 "n_tied_rows": self.n_tied_rows,
             }
         )
         if self.intervals:
             out["intervals"] = {
-                k: {"low": iv.low, "high": iv.high, "confidence_level": iv.confidence_level}
+                k: {
+                    "low": _json_number(iv.low),
+                    "high": _json_number(iv.high),
+                    "confidence_level": iv.confidence_level,
+                }
                 for k, iv in self.intervals.items()
             }
         out["notes"] = list(self.notes)
         return out
+
+
+def _json_number(value):
+    """A float for JSON, or None for a missing or non-finite value (strict JSON has no NaN)."""
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _plain(value):
+    """numpy integers (accepted as settings) as Python ints, so that json.dumps takes them."""
+    return int(value) if isinstance(value, np.integer) else value
 
 
 def _adaptive_bins(bins):

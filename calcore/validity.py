@@ -111,7 +111,11 @@ def validity_curve(
     histogram binning without sample splitting", Sec. 2.1 (validity plots) and
     Sec. 4 (conditional validity plots).
     """
-    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, (int, np.integer))
+        or n_resamples < 1
+    ):
         raise CalcoreError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
     if not 0 < sample_fraction <= 1:
         raise CalcoreError(f"sample_fraction must be in (0, 1]; got {sample_fraction!r}.")

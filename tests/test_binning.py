@@ -100,12 +100,6 @@ def test_edges_for_larger_bin_counts(n_bins):
     np.testing.assert_array_equal(equal_width_index(np.nextafter(edges, -np.inf), n_bins), k - 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: equal_width_index re-checks only scores with frac(s*B) within 1e-9 of an "
-    "integer; for B >= ~3e7 one ulp of s*B exceeds 1e-9, so e.g. s = fl(12502570/1e8) "
-    "= 0.1250257 lands in bin 12502569 instead of 12502570",
-)
 def test_edges_for_huge_bin_counts():
     n_bins = 10**8
     k = np.unique(np.random.default_rng(0).integers(1, n_bins, 20000))
@@ -214,14 +208,6 @@ def test_unique_single_group():
     np.testing.assert_array_equal(a.lower_edge, a.upper_edge)
 
 
-UNIQUE_GROUPS_BUG = (
-    "BUG: assign_bins(binning='unique') with several groups computes bins_per_group from "
-    "searchsorted(block_first, group_start), which is a sorted *position*, not a block id: "
-    "groups holding ties get the wrong number of bins (negative -> numpy ValueError)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=UNIQUE_GROUPS_BUG)
 def test_unique_one_bin_per_distinct_value_per_group():
     s = np.array([0.2, 0.7, 0.2, 0.7, 0.2, 0.9, 0.7])
     g = np.array([0, 0, 0, 1, 1, 1, 1])
@@ -234,7 +220,6 @@ def test_unique_one_bin_per_distinct_value_per_group():
     np.testing.assert_array_equal(a.lower_edge, [0.2, 0.7, 0.2, 0.7, 0.9])
 
 
-@pytest.mark.xfail(strict=True, reason=UNIQUE_GROUPS_BUG, raises=ValueError)
 def test_unique_groups_with_ties_do_not_crash():
     # top-label view of probs [.6 .4], [.6 .4], [.3 .7], [.8 .2], [.8 .2]: group 0 has values
     # {0.6, 0.8}, group 1 has {0.7}; got "ValueError: repeats may not contain negative values"
@@ -245,7 +230,6 @@ def test_unique_groups_with_ties_do_not_crash():
     np.testing.assert_array_equal(a.point_bin, [0, 0, 2, 1, 1])
 
 
-@pytest.mark.xfail(strict=True, reason=UNIQUE_GROUPS_BUG, raises=(ValueError, AssertionError))
 def test_unique_random_vs_definition():
     rng = np.random.default_rng(8)
     s = rng.integers(0, 12, 300) / 11
@@ -284,12 +268,6 @@ def test_bin_count_rules_per_group():
     np.testing.assert_array_equal(np.bincount(a.bin_group, minlength=3), [3, 3, 0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (cosmetic): assign_bins documents that empty groups get no bins under "
-    "data-dependent rules, but equal-width with bins='sturges'/'cube-root' gives an empty "
-    "group 1 empty bin (BinningScheme.n_bins(0) == 1); equal-mass gives 0",
-)
 def test_rule_gives_empty_group_no_bins_for_equal_width():
     s = np.random.default_rng(2).random(36)
     g = np.r_[np.zeros(27, int), np.ones(9, int)]
@@ -378,7 +356,7 @@ def test_properties_every_point_in_one_bin_and_bins_ordered(
     scores, data, binning, n_bins, n_groups
 ):
     if binning == "unique":
-        n_groups = 1  # several groups: see test_unique_* (xfail, bug)
+        n_groups = 1  # several groups: see test_unique_*
     check_properties(np.array(scores), data, binning, n_bins, n_groups)
 
 
@@ -427,7 +405,6 @@ def check_properties(s, data, binning, n_bins, n_groups):
                 assert np.unique(a.point_bin[sel]).size <= 1
 
 
-@pytest.mark.xfail(strict=True, reason=UNIQUE_GROUPS_BUG, raises=(ValueError, AssertionError))
 def test_properties_unique_several_groups():
     # the same properties on a fixed case with ties in several groups
     s = np.array([0.5, 0.5, 0.25, 0.5, 0.25, 0.25, 1.0, 0.0])

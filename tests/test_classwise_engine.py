@@ -202,22 +202,8 @@ def test_unique_single_block_equals_reference(preds, monkeypatch):
     assert_same(as_dict(fast), ref_classwise(preds, "unique", None))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assign_bins(binning='unique') with several groups miscounts bins per group "
-    "when groups hold ties (see test_binning), so the class-wise unique statistics carry "
-    "wrong bin_group / bin_index (or crash)",
-    raises=(AssertionError, ValueError),
-)
 def test_unique_equals_reference_with_ties():
     check(TIED, "unique", None)
-
-
-EW_STURGES_THRESHOLD_BUG = (
-    "BUG: classwise_sorted_statistics sizes equal-width bins with scheme.n_bins(n) (all rows) "
-    "even under a threshold, while the generic path (and the docs: the rule applies to each "
-    "group's size) uses the number of scores >= threshold"
-)
 
 
 @pytest.mark.parametrize(
@@ -241,7 +227,6 @@ def test_equal_width_rule_threshold_zero_keeps_all():
     check(SMOOTH, "equal-width", "cube-root", threshold=0.0)
 
 
-@pytest.mark.xfail(strict=True, reason=EW_STURGES_THRESHOLD_BUG)
 @pytest.mark.parametrize("bins", ["sturges", "cube-root"])
 def test_equal_width_rule_with_threshold(bins):
     # SMOOTH has 400 rows: sturges gives 10 bins for n = 400, but class 0 keeps only

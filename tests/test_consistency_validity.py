@@ -167,13 +167,6 @@ def test_bands_errors(kwargs, pattern):
         consistency_bands(preds, **kwargs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="BUG: consistency_bands(n_resamples=True) passes the isinstance(int) check and then "
-    "fails inside np.empty with 'TypeError: an integer is required' instead of a CalcoreError "
-    "(resolve_binning, _check_k and bootstrap reject bools explicitly)",
-)
 def test_bands_reject_bool_resamples():
     preds = Predictions.from_probs(binary_rows(0.7, 10), np.zeros(10, dtype=int))
     with pytest.raises(CalcoreError, match=r"n_resamples must be a positive integer; got True"):
@@ -206,19 +199,12 @@ def test_validity_default_grid():
     assert vc.validity[0] == pytest.approx(1 / 3) and vc.validity[-1] == pytest.approx(2 / 3)
 
 
-UNIQUE_GROUPS_BUG = (
-    "BUG: validity_curve(view='top-label' or 'class-wise', group=None) with the default "
-    "binning='unique' crashes with 'ValueError: repeats may not contain negative values' "
-    "(assign_bins' unique scheme miscounts bins per group when groups hold ties)"
-)
-
-
 @pytest.mark.parametrize(
     "view",
     [
         "confidence",
-        pytest.param("top-label", marks=pytest.mark.xfail(strict=True, reason=UNIQUE_GROUPS_BUG)),
-        pytest.param("class-wise", marks=pytest.mark.xfail(strict=True, reason=UNIQUE_GROUPS_BUG)),
+        "top-label",
+        "class-wise",
     ],
 )
 def test_validity_single_pass_vs_loop(view):

@@ -157,12 +157,6 @@ def test_wilson_extremes_and_empty():
     assert np.isnan(lo) and np.isnan(hi)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (minor, numerical): wilson_interval(0, n) gives a lower bound of "
-    "5.55e-17 instead of exactly 0 (n = 3, 7, ...) and wilson_interval(n, n) an upper bound "
-    "of 0.9999999999999999 instead of 1 (n = 10, 13, ...): centre -+ half cancel inexactly",
-)
 def test_wilson_bounds_exact_at_the_extremes():
     n = np.arange(1, 200)
     lo0, _ = wilson_interval(np.zeros_like(n), n)
