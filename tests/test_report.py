@@ -1,0 +1,266 @@
+"""``calcore.evaluate``: values equal the stand-alone registry functions, the JSON form, the
+notes, and the bootstrap intervals (reproduced by hand from the same resamples)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+
+import numpy as np
+import pytest
+
+import calcore
+
+REQUIRED_KEYS = {
+    "n",
+    "n_classes",
+    "accuracy",
+    "nll",
+    "brier",
+    "conf_ece",
+    "conf_mce",
+    "top_label_ece",
+    "top_label_mce",
+    "classwise_ece",
+    "kde_ece",
+    "kde_ece_classwise",
+    "bins",
+    "binning",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _continuous():
+    """Continuous probabilities (no ties), 5 classes."""
+    rng = np.random.default_rng(11)
+    p = rng.dirichlet(np.full(5, 0.6), size=400)
+    return calcore.Predictions.from_probs(p, rng.integers(0, 5, size=400))
+
+
+@functools.lru_cache(maxsize=None)
+def _tenths():
+    """Multiples of 0.1: tied rows, tied scores, exact zeros and ones; class 3 never a label."""
+    rng = np.random.default_rng(12)
+    p = rng.multinomial(10, rng.dirichlet(np.ones(4)), size=300) / 10.0
+    return calcore.Predictions.from_probs(p, rng.integers(0, 3, size=300))
+
+
+BINNINGS = [
+    ("equal-width", 15),
+    ("equal-width", 7),
+    ("equal-width", "sturges"),
+    ("equal-mass", 10),
+    ("equal-mass", "cube-root"),
+    ("points-per-bin", 20),
+]
+
+
+EQUIVALENCE_PARAMS = [
+    (data, b, k) for data in ("continuous", "tenths") for b, k in BINNINGS + [("unique", None)]
+]
+
+
+@pytest.mark.parametrize(("data", "binning", "bins"), EQUIVALENCE_PARAMS)
+def test_evaluate_equals_standalone_metrics(data, binning, bins):
+    preds = _continuous() if data == "continuous" else _tenths()
+    report = calcore.evaluate(preds, bins=bins, binning=binning)
+    assert list(report.metrics) == list(calcore.METRICS)
+    for key in calcore.METRICS:
+        want = calcore.compute_metric(key, preds, bins=bins, binning=binning)
+        got = report.metrics[key]
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-15), key
+        assert getattr(report, key) == got
+    assert (report.n, report.n_classes, report.bins, report.binning) == (
+        preds.n_samples,
+        preds.n_classes,
+        bins,
+        binning,
+    )
+
+
+def test_evaluate_ace_tace_follow_integer_bins_only():
+    # ACE/TACE use equal-mass bins: `bins` of them when it is an integer, else 15.
+    preds = _continuous()
+    r7 = calcore.evaluate(preds, bins=7, binning="equal-width")
+    rs = calcore.evaluate(preds, bins="sturges", binning="equal-width")
+    assert r7.ace == calcore.adaptive_ece(preds, bins=7)
+    assert r7.tace == calcore.thresholded_adaptive_ece(preds, bins=7, threshold=1e-3)
+    assert rs.ace == calcore.adaptive_ece(preds, bins=15)
+    assert r7.ace != rs.ace
+
+
+def test_as_dict_keys_and_json():
+    report = calcore.evaluate(_continuous(), bins=10)
+    d = report.as_dict()
+    assert REQUIRED_KEYS <= set(d)
+    assert set(calcore.METRICS) <= set(d)
+    text = json.dumps(d, allow_nan=False)  # strict JSON: no NaN / Infinity
+    back = json.loads(text)
+    assert back["n"] == 400 and back["n_classes"] == 5 and back["bins"] == 10
+    assert back["binning"] == "equal-width"
+    for key, value in report.metrics.items():
+        assert back[key] == pytest.approx(value, rel=1e-15, abs=0)
+    assert back["notes"] == []
+
+
+def test_as_dict_json_with_intervals():
+    report = calcore.evaluate(_continuous(), bins=10, n_bootstrap=5, seed=1)
+    back = json.loads(json.dumps(report.as_dict(), allow_nan=False))
+    assert set(back["intervals"]) == set(calcore.METRICS)
+    for key, iv in back["intervals"].items():
+        assert iv["low"] <= iv["high"], key
+        assert iv["confidence_level"] == 0.95
+
+
+def test_as_dict_json_with_numpy_integer_settings():
+    # Regression: evaluate accepts numpy integers for bins and seed (resolve_binning takes
+    # np.integer); as_dict used to pass them through and json.dumps raised TypeError.
+    report = calcore.evaluate(_continuous(), bins=np.int64(10), seed=np.int64(3))
+    back = json.loads(json.dumps(report.as_dict(), allow_nan=False))
+    assert back["bins"] == 10 and back["seed"] == 3
+    assert back["conf_ece"] == pytest.approx(calcore.confidence_ece(_continuous(), bins=10))
+
+
+def test_as_dict_strict_json_for_a_single_row_with_bootstrap():
+    # Regression: with one row there is nothing to resample, the intervals are NaN, and as_dict
+    # used to keep float('nan') (invalid JSON). Missing values are None, like skipped metrics.
+    one = calcore.Predictions.from_probs([[0.7, 0.3]], [1])
+    report = calcore.evaluate(one, n_bootstrap=10)
+    d = report.as_dict()
+    assert report.kde_ece is None and d["kde_ece"] is None and d["kde_ece_classwise"] is None
+    back = json.loads(json.dumps(d, allow_nan=False))
+    assert back["intervals"]["accuracy"] == {"low": None, "high": None, "confidence_level": 0.95}
+    assert back["conf_ece"] == pytest.approx(0.7, abs=1e-15)  # h = 0.7, wrong: gap 0.7
+
+
+def test_notes_for_tied_rows_and_absent_classes():
+    # Rows 0 and 1 tie at the top (0.4, 0.4, 0.2) and (0.5, 0.5, 0); class 'bird' is never a label.
+    probs = [[0.4, 0.4, 0.2], [0.5, 0.5, 0.0], [0.7, 0.2, 0.1], [0.1, 0.8, 0.1]]
+    preds = calcore.Predictions.from_probs(probs, [1, 0, 0, 1], class_names=["cat", "dog", "bird"])
+    report = calcore.evaluate(preds, bins=5)
+    assert report.n_tied_rows == 2 and report.as_dict()["n_tied_rows"] == 2
+    notes = report.notes
+    assert any(
+        n.startswith("2 row(s) have a tied top probability") and "lowest class index" in n
+        for n in notes
+    ), notes
+    assert any(n == "1 class(es) never occur as a label: 'bird'." for n in notes), notes
+    assert report.as_dict()["notes"] == list(notes)
+    # tied rows predict the lowest index: row 0 -> cat (label dog, wrong), row 1 -> cat (right)
+    assert report.accuracy == pytest.approx(3 / 4, abs=1e-15)
+
+
+def test_no_notes_when_nothing_to_say():
+    preds = calcore.Predictions.from_probs([[0.7, 0.3], [0.2, 0.8]], [0, 1])
+    assert calcore.evaluate(preds).notes == ()
+
+
+def test_kde_classwise_skipped_above_the_class_limit():
+    rng = np.random.default_rng(5)
+    preds = calcore.Predictions.from_probs(
+        rng.dirichlet(np.ones(4), size=60), rng.integers(0, 4, size=60)
+    )
+    skipped = calcore.evaluate(preds, kde_classwise_max_classes=3)
+    assert skipped.kde_ece_classwise is None
+    assert skipped.as_dict()["kde_ece_classwise"] is None
+    assert any("kde_ece_classwise was not computed: 4 classes > 3" in n for n in skipped.notes), (
+        skipped.notes
+    )
+    assert skipped.kde_ece is not None  # only the class-wise KDE is left out
+    at_limit = calcore.evaluate(preds, kde_classwise_max_classes=4)
+    assert at_limit.kde_ece_classwise == pytest.approx(calcore.kde_ece_classwise(preds), rel=1e-12)
+    assert not any("kde_ece_classwise" in n for n in at_limit.notes)
+    # the default limit is 100 classes
+    wide = calcore.Predictions.from_probs(np.full((3, 101), 1 / 101), [0, 1, 2])
+    assert calcore.evaluate(wide).kde_ece_classwise is None
+    assert any("101 classes > 100" in n for n in calcore.evaluate(wide).notes)
+
+
+# -- bootstrap --------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _boot_preds():
+    rng = np.random.default_rng(21)
+    p = rng.dirichlet(np.full(3, 0.8), size=150)
+    return calcore.Predictions.from_probs(p, rng.integers(0, 3, size=150))
+
+
+def test_evaluate_intervals_deterministic_per_seed():
+    preds = _boot_preds()
+    a = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=4)
+    b = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=4)
+    c = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=5)
+    assert set(a.intervals) == set(calcore.METRICS)
+    assert a.intervals == b.intervals
+    differs = [
+        k
+        for k in a.intervals
+        if (a.intervals[k].low, a.intervals[k].high) != (c.intervals[k].low, c.intervals[k].high)
+    ]
+    assert len(differs) >= len(a.intervals) - 1, differs
+    for key, iv in a.intervals.items():
+        assert iv.estimate == a.metrics[key]
+        assert iv.n_resamples == 20 and iv.confidence_level == 0.95
+
+
+def _manual_percentile_interval(metric, preds, *, n_resamples, seed, level=0.95):
+    """scipy.stats.bootstrap(method='percentile') by hand: one (n_resamples, n) draw of row
+    indices from default_rng(seed).integers, the metric of each resample, linear quantiles."""
+    n = preds.n_samples
+    idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+    values = np.array([metric(preds.subset(rows)) for rows in idx])
+    alpha = (1 - level) / 2
+    return np.quantile(values, [alpha, 1 - alpha])
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [
+        calcore.accuracy,
+        functools.partial(calcore.top_label_ece, bins=10),
+        functools.partial(calcore.classwise_ece, bins=5, binning="equal-mass"),
+    ],
+)
+@pytest.mark.parametrize("seed", [0, 9])
+def test_percentile_interval_equals_manual_resampling(metric, seed):
+    preds = _boot_preds()
+    iv = calcore.bootstrap_interval(metric, preds, n_resamples=60, seed=seed)
+    low, high = _manual_percentile_interval(metric, preds, n_resamples=60, seed=seed)
+    assert iv.low == pytest.approx(low, rel=1e-12, abs=1e-15)
+    assert iv.high == pytest.approx(high, rel=1e-12, abs=1e-15)
+    assert iv.estimate == metric(preds)
+    assert low < high
+
+
+def test_percentile_interval_confidence_level_and_evaluate_agree_with_manual():
+    preds = _boot_preds()
+    iv = calcore.bootstrap_interval(
+        calcore.accuracy, preds, n_resamples=60, seed=2, confidence_level=0.8
+    )
+    low, high = _manual_percentile_interval(
+        calcore.accuracy, preds, n_resamples=60, seed=2, level=0.8
+    )
+    assert (iv.low, iv.high) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+    # evaluate draws the same resamples: its accuracy and TL-ECE intervals match too
+    report = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=3)
+    for key, metric in [
+        ("accuracy", calcore.accuracy),
+        ("top_label_ece", functools.partial(calcore.top_label_ece, bins=10)),
+    ]:
+        low, high = _manual_percentile_interval(metric, preds, n_resamples=20, seed=3)
+        assert report.intervals[key].low == pytest.approx(low, rel=1e-12, abs=1e-15)
+        assert report.intervals[key].high == pytest.approx(high, rel=1e-12, abs=1e-15)
+
+
+def test_accuracy_interval_width_matches_the_normal_approximation():
+    # For accuracy a on n rows the bootstrap distribution is ~ Binomial(n, a)/n, so the 95%
+    # percentile interval has width ~ 2 * 1.96 * sqrt(a (1 - a) / n) (within 30% at 400 resamples).
+    rng = np.random.default_rng(8)
+    n = 2000
+    p = rng.dirichlet(np.ones(3), size=n)
+    preds = calcore.Predictions.from_probs(p, rng.integers(0, 3, size=n))
+    iv = calcore.bootstrap_interval(calcore.accuracy, preds, n_resamples=400, seed=0)
+    a = calcore.accuracy(preds)
+    assert iv.low < a < iv.high
+    width = 2 * 1.96 * math.sqrt(a * (1 - a) / n)
+    assert 0.7 * width <= iv.high - iv.low <= 1.3 * width
