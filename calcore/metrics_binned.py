@@ -29,6 +29,7 @@ from calcore.binned import (
     statistics_for,
     view_bin_statistics,
 )
+from calcore.binning import resolve_binning
 from calcore.predictions import Predictions
 from calcore.views import top_k_confidence_view, top_k_label_view
 
@@ -223,6 +224,7 @@ def adaptive_errors_from_bins(stats: BinStatistics) -> float:
 
 
 def _adaptive(preds: Predictions, *, bins: int, threshold: float | None) -> float:
+    resolve_binning("equal-mass", bins)  # a positive integer or a count rule such as "sturges"
     return adaptive_errors_from_bins(
         classwise_bin_statistics(preds, binning="equal-mass", bins=bins, threshold=threshold)
     )

@@ -12,9 +12,10 @@ import numpy as np
 from calcore import metrics_binned as mb
 from calcore import metrics_kde as mk
 from calcore import metrics_scoring as ms
+from calcore._errors import CalcoreError
 from calcore.predictions import Predictions
 
-__all__ = ["MetricSpec", "METRICS", "compute_metric"]
+__all__ = ["MetricSpec", "METRICS", "adaptive_bins_for", "compute_metric"]
 
 
 @dataclass(frozen=True)
@@ -191,11 +192,32 @@ METRICS: dict[str, MetricSpec] = {
 }
 
 
+def adaptive_bins_for(binning, bins):
+    """Number of equal-mass bins (or count rule) that ACE/TACE use beside a given binning.
+
+    ``bins`` when it counts bins (``equal-width`` and ``equal-mass``: an integer or
+    a rule such as ``"sturges"``); 15 otherwise (``points-per-bin``, where ``bins``
+    is a number of points, and ``unique``, where it is unused).
+    """
+    return bins if binning in ("equal-width", "equal-mass") else 15
+
+
 def compute_metric(key: str, preds: Predictions, *, bins=15, binning="equal-width") -> float:
-    """Compute one registered metric by key, passing the binning only to binned metrics."""
+    """Compute one registered metric by key.
+
+    Binned metrics get ``bins`` and ``binning``; ACE and TACE (always equal-mass)
+    get the number of bins of :func:`adaptive_bins_for`.
+
+    Raises
+    ------
+    CalcoreError
+        Unknown key, or invalid options for the metric.
+    """
+    if key not in METRICS:
+        raise CalcoreError(f"Unknown metric {key!r}; the metrics are {sorted(METRICS)}.")
     spec = METRICS[key]
     if spec.binned:
         return float(spec.function(preds, bins=bins, binning=binning))
-    if key in ("ace", "tace") and isinstance(bins, (int, np.integer)):
-        return float(spec.function(preds, bins=bins))
+    if key in ("ace", "tace"):
+        return float(spec.function(preds, bins=adaptive_bins_for(binning, bins)))
     return float(spec.function(preds))

@@ -25,7 +25,7 @@ from calcore.metrics_binned import (
 from calcore.metrics_kde import kde_ece_classwise, kde_ece_confidence
 from calcore.metrics_scoring import accuracy, brier_score, negative_log_likelihood
 from calcore.predictions import Predictions
-from calcore.registry import METRICS
+from calcore.registry import METRICS, adaptive_bins_for
 
 __all__ = ["CalibrationReport", "evaluate", "KDE_CLASSWISE_MAX_CLASSES", "TACE_THRESHOLD"]
 
@@ -109,14 +109,10 @@ def _plain(value):
     return int(value) if isinstance(value, np.integer) else value
 
 
-def _adaptive_bins(bins):
-    return bins if isinstance(bins, (int, np.integer)) else 15
-
-
 def _all_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: bool) -> dict:
     conf = statistics_for(preds, "confidence", binning=binning, bins=bins)
     top = statistics_for(preds, "top-label", binning=binning, bins=bins)
-    r = _adaptive_bins(bins)
+    r = adaptive_bins_for(binning, bins)
     cw, ace, tace = classwise_bin_statistics_many(
         preds, [(binning, bins, None), ("equal-mass", r, None), ("equal-mass", r, TACE_THRESHOLD)]
     )
@@ -165,8 +161,8 @@ def evaluate(
     bins : int or str, default 15
     binning : str, default "equal-width"
         Binning of the binned metrics (see :mod:`calcore.binning`). ACE and
-        TACE always use equal-mass bins, ``bins`` of them when ``bins`` is an
-        integer (else 15); TACE keeps scores ``>= 1e-3``.
+        TACE always use equal-mass bins, as many as
+        :func:`calcore.registry.adaptive_bins_for` says; TACE keeps scores ``>= 1e-3``.
     seed : int, default 0
         Seeds the bootstrap.
     n_bootstrap : int, default 0

@@ -79,14 +79,17 @@ def test_evaluate_equals_standalone_metrics(data, binning, bins):
     )
 
 
-def test_evaluate_ace_tace_follow_integer_bins_only():
-    # ACE/TACE use equal-mass bins: `bins` of them when it is an integer, else 15.
+def test_evaluate_ace_tace_bin_counts():
+    # ACE/TACE use equal-mass bins: as many as `bins` counts for equal-width/equal-mass (an
+    # integer or a rule), else 15 (points-per-bin: `bins` is points per bin; unique: unused).
     preds = _continuous()
     r7 = calcore.evaluate(preds, bins=7, binning="equal-width")
     rs = calcore.evaluate(preds, bins="sturges", binning="equal-width")
+    rk = calcore.evaluate(preds, bins=7, binning="points-per-bin")
     assert r7.ace == calcore.adaptive_ece(preds, bins=7)
     assert r7.tace == calcore.thresholded_adaptive_ece(preds, bins=7, threshold=1e-3)
-    assert rs.ace == calcore.adaptive_ece(preds, bins=15)
+    assert rs.ace == calcore.adaptive_ece(preds, bins="sturges")
+    assert rk.ace == calcore.adaptive_ece(preds, bins=15)
     assert r7.ace != rs.ace
 
 
