@@ -28,7 +28,7 @@ import calcore
 
 
 def make_input(n: int, n_classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Deep-net-like float32 probabilities: peaked softmax outputs, ~75% accuracy, over-confident."""
+    """Deep-net-like float32 probabilities: peaked softmax, ~75% accuracy, over-confident."""
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, n_classes, n)
     logits = rng.standard_normal((n, n_classes), dtype=np.float32) * 2.0
@@ -96,22 +96,32 @@ def main() -> None:
             results[name]["meets_target"] = bool(seconds <= targets[name])
     input_bytes = probs32.nbytes
     extra = peak_extra_bytes(lambda p: calcore.evaluate(p), probs32, labels)
-    print(json.dumps({
-        "benchmark": "metrics",
-        "shape": [args.n, args.classes],
-        "input_dtype": "float32",
-        "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version(),
-                    "numpy": np.__version__},
-        "predictions_from_float32_seconds": round(construct_s, 4),
-        "timings": results,
-        "memory": {
-            "input_mb": round(input_bytes / 2**20, 1),
-            "predictions_float64_mb": round(preds.probs.nbytes / 2**20, 1),
-            "evaluate_peak_extra_mb": round(extra / 2**20, 1),
-            "evaluate_peak_extra_over_float32_input": round(extra / input_bytes, 2),
-            "evaluate_peak_extra_over_float64_predictions": round(extra / preds.probs.nbytes, 2),
-        },
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "metrics",
+                "shape": [args.n, args.classes],
+                "input_dtype": "float32",
+                "machine": {
+                    "cpus": __import__("os").cpu_count(),
+                    "python": platform.python_version(),
+                    "numpy": np.__version__,
+                },
+                "predictions_from_float32_seconds": round(construct_s, 4),
+                "timings": results,
+                "memory": {
+                    "input_mb": round(input_bytes / 2**20, 1),
+                    "predictions_float64_mb": round(preds.probs.nbytes / 2**20, 1),
+                    "evaluate_peak_extra_mb": round(extra / 2**20, 1),
+                    "evaluate_peak_extra_over_float32_input": round(extra / input_bytes, 2),
+                    "evaluate_peak_extra_over_float64_predictions": round(
+                        extra / preds.probs.nbytes, 2
+                    ),
+                },
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":
