@@ -8,7 +8,6 @@ Streamlit script, whose ``__main__`` module is rebuilt on every rerun), so
 from __future__ import annotations
 
 import io
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,14 +39,17 @@ class Analysis:
     warnings: tuple[str, ...]
 
 
-def _collect_calcore_warnings(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
-    """Messages of calcore's warnings; other warnings are re-issued untouched."""
+def _load_warnings(splits: dict) -> tuple[str, ...]:
+    """Warnings of every split's load report, in order, without duplicates.
+
+    Read from the structured reports rather than by catching ``warnings``: the
+    warnings machinery is process-global and not safe with concurrent sessions.
+    """
     out = []
-    for w in caught:
-        if issubclass(w.category, calcore.CalcoreWarning):
-            out.append(str(w.message))
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for preds in splits.values():
+        report = getattr(preds, "load_report", None)
+        if report is not None:
+            out.extend(report.warnings())
     return tuple(dict.fromkeys(out))
 
 
@@ -56,9 +58,8 @@ def load(_data: bytes, digest: str, name: str) -> Loaded:
     """Load a file's predictions; ``digest`` (of ``_data``) is the cache key."""
     buffer = io.BytesIO(_data)
     buffer.name = name
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", calcore.CalcoreWarning)
-        splits = calcore.io.load_splits(buffer, name=name)
+    # calcore's warnings also reach the server log; the page reads them from the load reports.
+    splits = calcore.io.load_splits(buffer, name=name)
     if EVAL_SPLIT in splits:
         preds, label = splits[EVAL_SPLIT], f"the {EVAL_SPLIT} split"
     elif "all" in splits:  # no split column: one entry with every row
@@ -69,16 +70,14 @@ def load(_data: bytes, digest: str, name: str) -> Loaded:
     report = getattr(preds, "load_report", None)
     notes = tuple(report.messages()) if report is not None else ()
     sizes = {k: v.n_samples for k, v in splits.items()}
-    return Loaded(preds, label, sizes, notes, _collect_calcore_warnings(caught))
+    return Loaded(preds, label, sizes, notes, _load_warnings(splits))
 
 
 @st.cache_data(show_spinner="Evaluating…", max_entries=32)
 def analyse(_preds, digest: str, bins: int) -> Analysis:
     """calcore's metrics and confidence reliability diagram; ``digest`` keys the cache."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", calcore.CalcoreWarning)
-        report = calcore.evaluate(_preds, bins=bins, binning="equal-width")
-        diagram = calcore.reliability_diagram(
-            _preds, view="confidence", bins=bins, binning="equal-width"
-        )
-    return Analysis(report.as_dict(), diagram, _collect_calcore_warnings(caught))
+    report = calcore.evaluate(_preds, bins=bins, binning="equal-width")
+    diagram = calcore.reliability_diagram(
+        _preds, view="confidence", bins=bins, binning="equal-width"
+    )
+    return Analysis(report.as_dict(), diagram, tuple(report.notes))
