@@ -187,6 +187,17 @@ def _check_k(preds: Predictions, k) -> int:
     return int(k)
 
 
+def _mean_over_ranks(preds: Predictions, make_view, *, k, bins, binning, p) -> float:
+    k = _check_k(preds, k)
+    errors = [
+        calibration_error_from_bins(
+            view_bin_statistics(make_view(preds, rank), binning=binning, bins=bins), p=p
+        )
+        for rank in range(1, k + 1)
+    ]
+    return float(np.mean(errors))
+
+
 def top_k_confidence_ece(preds: Predictions, *, k=2, bins=15, binning="equal-width", p=1) -> float:
     """Top-K-confidence ECE: the mean over ranks 1..k of the rank's confidence ECE.
 
@@ -195,26 +206,12 @@ def top_k_confidence_ece(preds: Predictions, *, k=2, bins=15, binning="equal-wid
     Gupta & Ramdas (2022), Eq. 6 (top-K-confidence calibration); averaging
     over ranks is our choice of summary, as the paper defines no single number.
     """
-    k = _check_k(preds, k)
-    errs = [
-        calibration_error_from_bins(
-            view_bin_statistics(top_k_confidence_view(preds, r), binning=binning, bins=bins), p=p
-        )
-        for r in range(1, k + 1)
-    ]
-    return float(np.mean(errs))
+    return _mean_over_ranks(preds, top_k_confidence_view, k=k, bins=bins, binning=binning, p=p)
 
 
 def top_k_label_ece(preds: Predictions, *, k=2, bins=15, binning="equal-width", p=1) -> float:
     """Top-K-label ECE: the mean over ranks 1..k of the rank's top-label-style ECE (Eq. 7)."""
-    k = _check_k(preds, k)
-    errs = [
-        calibration_error_from_bins(
-            view_bin_statistics(top_k_label_view(preds, r), binning=binning, bins=bins), p=p
-        )
-        for r in range(1, k + 1)
-    ]
-    return float(np.mean(errs))
+    return _mean_over_ranks(preds, top_k_label_view, k=k, bins=bins, binning=binning, p=p)
 
 
 def adaptive_errors_from_bins(stats: BinStatistics) -> float:
