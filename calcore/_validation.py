@@ -25,6 +25,7 @@ __all__ = [
     "RenormalizationInfo",
     "probability_sum_tolerance",
     "check_probs",
+    "check_unit_interval",
     "check_logits",
     "check_labels",
     "check_class_names",
@@ -215,6 +216,27 @@ def check_probs(
     out = arr.copy() if arr is probs else arr
     out[off] /= sums[off, None]
     return out, RenormalizationInfo(int(off.sum()), float(deviation.max()), i)
+
+
+def check_unit_interval(values, *, ctx: InputContext = InputContext()) -> np.ndarray:
+    """Validate a matrix of per-class probabilities in [0, 1] that need not sum to 1.
+
+    For explicitly unnormalised calibrator outputs (class-wise calibration).
+
+    Raises
+    ------
+    CalcoreError
+        Non-numeric, non-finite, negative or above-1 values, wrong shape.
+    """
+    arr = np.asarray(_as_float_matrix(values, name="probability", ctx=ctx), dtype=np.float64)
+    _check_finite(arr, name="probability", ctx=ctx)
+    bad = (arr < 0) | (arr > 1)
+    if bad.any():
+        i, j = _first_bad(bad)
+        raise CalcoreError(
+            f"{ctx.where(i, j)}: probability {arr[i, j].item()!r} is outside [0, 1]."
+        )
+    return arr
 
 
 def check_logits(logits, *, ctx: InputContext = InputContext("logits")) -> np.ndarray:

@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 from scipy.special import log_softmax
 
+from calcore._errors import CalcoreError
 from calcore._validation import (
     InputContext,
     check_class_names,
     check_labels,
     check_logits,
     check_probs,
+    check_unit_interval,
 )
 
 __all__ = ["Predictions"]
@@ -49,6 +51,10 @@ class Predictions:
     load_report : object or None
         What the file loader detected and did (a
         :class:`calcore.io.LoadReport`), when the predictions came from a file.
+    normalized : bool
+        False only for the outputs of an explicitly unnormalised calibrator
+        (e.g. class-wise histogram binning): each entry is then a calibrated
+        probability in [0, 1] of its own class, and rows need not sum to 1.
     """
 
     probs: np.ndarray
@@ -56,6 +62,7 @@ class Predictions:
     class_names: tuple[str, ...]
     logits: np.ndarray | None = None
     load_report: Any = field(default=None, repr=False)
+    normalized: bool = True
 
     @classmethod
     def from_probs(
@@ -146,6 +153,35 @@ class Predictions:
         np.exp(probs, out=probs)
         return cls(_read_only(probs), _read_only(labels64), names, logits=_read_only(z))
 
+    @classmethod
+    def _calibrated(
+        cls, probs, like: "Predictions", *, logits=None, normalized: bool = True
+    ) -> "Predictions":
+        """A calibrator's output for the rows of ``like`` (same labels and classes), validated.
+
+        Normalised outputs must lie on the simplex within the usual tolerance;
+        unnormalised ones must lie in [0, 1]. Raises CalcoreError otherwise: a
+        calibrator producing invalid rows is reported, never passed on.
+        """
+        name = "calibrated probabilities"
+        ctx = InputContext(name)
+        if normalized:
+            probs64, _ = check_probs(probs, ctx=ctx)
+        else:
+            probs64 = check_unit_interval(probs, ctx=ctx)
+        if probs64.shape != like.probs.shape:
+            raise CalcoreError(
+                f"{name}: shape {probs64.shape} differs from the input's {like.probs.shape}."
+            )
+        if probs64 is probs:
+            probs64 = probs64.copy()
+        z = (
+            None
+            if logits is None
+            else _read_only(check_logits(logits, ctx=InputContext("calibrated logits")).copy())
+        )
+        return cls(_read_only(probs64), like.labels, like.class_names, z, None, normalized)
+
     # -- derived quantities, computed once ----------------------------------
     @property
     def n_samples(self) -> int:
@@ -208,6 +244,7 @@ class Predictions:
             self.class_names,
             logits,
             self.load_report,
+            self.normalized,
         )
 
     def __repr__(self) -> str:

@@ -206,6 +206,11 @@ def evaluate(
             f"{preds.n_tied_rows} row(s) have a tied top probability; the lowest class index "
             "was taken as the prediction."
         )
+    if not preds.normalized:
+        notes.append(
+            "Rows are not normalised (an unnormalised calibrator's output): each entry is a "
+            "class-wise probability, so NLL and Brier are not proper scores of a distribution here."
+        )
     absent = [preds.class_names[c] for c in np.flatnonzero(preds.class_counts == 0)]
     if absent:
         shown = ", ".join(repr(a) for a in absent[:10]) + (" ..." if len(absent) > 10 else "")

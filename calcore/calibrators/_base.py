@@ -1,0 +1,275 @@
+"""The protocol every calibrator follows, and its JSON persistence.
+
+A calibrator is configured by keyword parameters (validated against its
+declared :class:`Param` list), learns a JSON-able *state* in :meth:`fit`, and
+maps predictions with :meth:`transform`. ``to_dict``/``from_dict`` round-trip
+the configuration and the state exactly (floats are written with ``repr``,
+which Python reads back bit for bit), so a saved calibrator applied later gives
+bit-identical outputs. Nothing is ever pickled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.predictions import Predictions
+
+__all__ = ["Param", "Calibrator", "FORMAT_VERSION", "to_jsonable"]
+
+#: Version of the ``to_dict`` layout; bumped when it changes incompatibly.
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Param:
+    """One hyper-parameter of a calibrator, for validation and for building UI controls.
+
+    Attributes
+    ----------
+    name : str
+    default : int, float, str, bool or None
+    kind : {"int", "float", "str", "bool"}
+    description : str
+    choices : tuple, optional
+        Allowed values for ``kind="str"``.
+    minimum, maximum : float, optional
+        Inclusive bounds for numbers.
+    optional : bool
+        Whether ``None`` is allowed.
+    """
+
+    name: str
+    default: Any
+    kind: str
+    description: str
+    choices: tuple | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    optional: bool = False
+
+    def check(self, value, *, owner: str):
+        if value is None and self.optional:
+            return None
+        if self.kind == "bool":
+            if not isinstance(value, (bool, np.bool_)):
+                raise CalcoreError(
+                    f"{owner}: parameter {self.name!r} must be true or false; got {value!r}."
+                )
+            return bool(value)
+        if self.kind == "str":
+            if not isinstance(value, str) or (self.choices and value not in self.choices):
+                raise CalcoreError(
+                    f"{owner}: parameter {self.name!r} must be one of {list(self.choices or [])}; "
+                    f"got {value!r}."
+                )
+            return value
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)
+        ):
+            raise CalcoreError(f"{owner}: parameter {self.name!r} must be a number; got {value!r}.")
+        if self.kind == "int":
+            if float(value) != int(value):
+                raise CalcoreError(
+                    f"{owner}: parameter {self.name!r} must be an integer; got {value!r}."
+                )
+            value = int(value)
+        else:
+            value = float(value)
+            if not math.isfinite(value):
+                raise CalcoreError(
+                    f"{owner}: parameter {self.name!r} must be finite; got {value!r}."
+                )
+        if self.minimum is not None and value < self.minimum:
+            raise CalcoreError(
+                f"{owner}: parameter {self.name!r} must be >= {self.minimum}; got {value!r}."
+            )
+        if self.maximum is not None and value > self.maximum:
+            raise CalcoreError(
+                f"{owner}: parameter {self.name!r} must be <= {self.maximum}; got {value!r}."
+            )
+        return value
+
+
+def to_jsonable(value):
+    """Arrays and numpy scalars as nested lists of Python numbers (exact under ``json``)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+class Calibrator:
+    """Base class of calcore's post-hoc calibrators.
+
+    Subclasses set the class attributes and implement :meth:`_fit` (returning a
+    JSON-able state dict and a fit-info dict) and :meth:`_transform` (returning
+    the new probabilities, and logits when the method produces them).
+
+    Class attributes
+    ----------------
+    name : str
+        Stable short name used by :func:`calcore.make_calibrator`.
+    family : str
+        ``"parametric"``, ``"binning"``, ``"isotonic"``, ...
+    accuracy_preserving : bool
+        Whether ``argmax`` of every row is unchanged (ties excepted).
+    normalized : bool
+        Whether output rows lie on the simplex. Unnormalised methods (e.g.
+        class-wise histogram binning) say so, and renormalise only when built
+        with ``renormalize=True``.
+    parameters : tuple of Param
+    binary_only : bool
+        Refuses problems with more than two classes.
+    slow : bool
+        Whether a fit can take more than a few seconds on 10^4 x 10^2 data.
+    """
+
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    accuracy_preserving: ClassVar[bool] = False
+    normalized: ClassVar[bool] = True
+    parameters: ClassVar[tuple[Param, ...]] = ()
+    binary_only: ClassVar[bool] = False
+    slow: ClassVar[bool] = False
+
+    def __init__(self, **params):
+        known = {p.name: p for p in self.parameters}
+        unknown = sorted(set(params) - set(known))
+        if unknown:
+            raise CalcoreError(
+                f"{self.name}: unknown parameter(s) {unknown}; the parameters are {sorted(known)}."
+            )
+        self._params = {
+            name: spec.check(params.get(name, spec.default), owner=self.name)
+            for name, spec in known.items()
+        }
+        self._check_params(self._params)
+        self._state: dict | None = None
+        self._fit_info: dict = {}
+        self._class_names: tuple[str, ...] | None = None
+
+    # -- to be provided by subclasses ------------------------------------------
+    def _check_params(self, params: dict) -> None:
+        """Cross-parameter checks; raise CalcoreError on a bad combination."""
+
+    def _fit(self, preds: Predictions) -> tuple[dict, dict]:
+        raise NotImplementedError
+
+    def _transform(self, preds: Predictions, state: dict) -> tuple[np.ndarray, np.ndarray | None]:
+        raise NotImplementedError
+
+    # -- the protocol ------------------------------------------------------------
+    @property
+    def params(self) -> dict:
+        """The hyper-parameters (JSON-able copy)."""
+        return dict(self._params)
+
+    @property
+    def is_fitted(self) -> bool:
+        return self._state is not None
+
+    @property
+    def fit_info(self) -> dict:
+        """What the fit did, for people: convergence, fitted values, classes left unchanged, ..."""
+        return dict(self._fit_info)
+
+    @property
+    def class_names(self) -> tuple[str, ...] | None:
+        return self._class_names
+
+    def fit(self, preds: Predictions) -> "Calibrator":
+        """Learn the calibration map from ``preds`` (the calibration split). Returns ``self``."""
+        if not isinstance(preds, Predictions):
+            raise CalcoreError(
+                f"{self.name}.fit expects calcore.Predictions; got {type(preds).__name__}."
+            )
+        if self.binary_only and preds.n_classes != 2:
+            raise CalcoreError(
+                f"{self.name} is a binary calibrator and the data has {preds.n_classes} classes; "
+                f"wrap it in an M2B reduction such as 'tl-{self.name}' or 'cw-{self.name}'."
+            )
+        state, info = self._fit(preds)
+        self._state = to_jsonable(state)
+        self._fit_info = to_jsonable(info)
+        self._class_names = preds.class_names
+        return self
+
+    def transform(self, preds: Predictions) -> Predictions:
+        """Recalibrated predictions for ``preds`` (same rows, labels and classes)."""
+        if self._state is None:
+            raise CalcoreError(
+                f"{self.name} is not fitted yet: call fit(calibration_predictions) first."
+            )
+        if not isinstance(preds, Predictions):
+            raise CalcoreError(
+                f"{self.name}.transform expects calcore.Predictions; got {type(preds).__name__}."
+            )
+        if preds.class_names != self._class_names:
+            raise CalcoreError(
+                f"{self.name} was fitted on classes {list(self._class_names)}, but these "
+                f"predictions have classes {list(preds.class_names)}; apply it to data with the "
+                f"same classes in the same order."
+            )
+        probs, logits = self._transform(preds, self._state)
+        return Predictions._calibrated(probs, preds, logits=logits, normalized=self.normalized)
+
+    def fit_transform(self, preds: Predictions) -> Predictions:
+        return self.fit(preds).transform(preds)
+
+    # -- persistence -----------------------------------------------------------
+    def to_dict(self) -> dict:
+        """JSON-able description: name, parameters, fitted state, classes, fit info."""
+        if self._state is None:
+            raise CalcoreError(
+                f"{self.name} is not fitted yet: only fitted calibrators can be saved."
+            )
+        return {
+            "format": "calcore-calibrator",
+            "version": FORMAT_VERSION,
+            "method": self.name,
+            "params": self.params,
+            "class_names": list(self._class_names),
+            "state": self._state,
+            "fit_info": self._fit_info,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Calibrator":
+        """Rebuild a fitted calibrator saved with :meth:`to_dict` (any method, via the registry)."""
+        from calcore.calibrators._registry import make_calibrator
+
+        if not isinstance(data, dict) or data.get("format") != "calcore-calibrator":
+            raise CalcoreError(
+                "Not a saved calcore calibrator (expected a JSON object with format "
+                "'calcore-calibrator')."
+            )
+        if data.get("version") != FORMAT_VERSION:
+            raise CalcoreError(
+                f"Saved calibrator has format version {data.get('version')!r}; this calcore reads "
+                f"version {FORMAT_VERSION}."
+            )
+        for key in ("method", "params", "class_names", "state"):
+            if key not in data:
+                raise CalcoreError(f"Saved calibrator is missing the {key!r} field.")
+        calibrator = make_calibrator(data["method"], **data["params"])
+        if cls is not Calibrator and not isinstance(calibrator, cls):
+            raise CalcoreError(f"Saved calibrator is a {data['method']!r}, not a {cls.name!r}.")
+        calibrator._state = data["state"]
+        calibrator._fit_info = dict(data.get("fit_info", {}))
+        calibrator._class_names = tuple(str(c) for c in data["class_names"])
+        return calibrator
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
+        return f"{type(self).__name__}({shown}){'' if self.is_fitted else ' [not fitted]'}"

@@ -1,0 +1,121 @@
+"""Stable short names for every calibrator: ``make_calibrator`` and ``CALIBRATORS``.
+
+Methods register their class with :func:`register`. Multiclass-to-binary
+wrappers register a prefix with :func:`register_wrapper`; every binary method
+then also exists wrapped, under ``"<prefix>-<binary name>"`` (``"tl-hb"``,
+``"cw-iso"``, ...), with the wrapper's parameters followed by the binary
+method's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calcore._errors import CalcoreError
+from calcore.calibrators._base import Calibrator, Param
+
+__all__ = ["CalibratorInfo", "CALIBRATORS", "register", "register_wrapper", "make_calibrator"]
+
+
+@dataclass(frozen=True)
+class CalibratorInfo:
+    """What the dashboard needs to list a method and build its controls."""
+
+    name: str
+    family: str
+    description: str
+    accuracy_preserving: bool
+    normalized: bool
+    binary_only: bool
+    slow: bool
+    parameters: tuple[Param, ...]
+
+    @property
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self.parameters}
+
+
+_METHODS: dict[str, type[Calibrator]] = {}
+_WRAPPERS: dict[str, type] = {}
+#: Every buildable name (methods and wrapped binary methods), kept up to date on registration.
+CALIBRATORS: dict[str, CalibratorInfo] = {}
+
+
+def _info(name: str, cls) -> CalibratorInfo:
+    return CalibratorInfo(
+        name,
+        cls.family,
+        cls.description,
+        cls.accuracy_preserving,
+        cls.normalized,
+        cls.binary_only,
+        cls.slow,
+        tuple(cls.parameters),
+    )
+
+
+def _rebuild() -> None:
+    CALIBRATORS.clear()
+    for name, cls in sorted(_METHODS.items()):
+        CALIBRATORS[name] = _info(name, cls)
+    for prefix, wrapper in sorted(_WRAPPERS.items()):
+        for name, cls in sorted(_METHODS.items()):
+            if cls.binary_only:
+                CALIBRATORS[f"{prefix}-{name}"] = wrapper.info_for(prefix, cls)
+
+
+def register(cls: type[Calibrator]) -> type[Calibrator]:
+    """Class decorator: make a calibrator buildable by its ``name``."""
+    if not cls.name or cls.name in _METHODS or cls.name in _WRAPPERS:
+        raise ValueError(f"calibrator name {cls.name!r} is empty or taken")  # programming error
+    _METHODS[cls.name] = cls
+    _rebuild()
+    return cls
+
+
+def register_wrapper(prefix: str):
+    """Class decorator for an M2B wrapper: builds ``"<prefix>-<binary method>"`` names.
+
+    The wrapper class must provide ``info_for(prefix, binary_cls) -> CalibratorInfo``
+    and ``build(prefix, binary_cls, params) -> Calibrator``.
+    """
+
+    def decorate(wrapper):
+        if prefix in _WRAPPERS or prefix in _METHODS:
+            raise ValueError(f"wrapper prefix {prefix!r} is taken")  # programming error
+        _WRAPPERS[prefix] = wrapper
+        _rebuild()
+        return wrapper
+
+    return decorate
+
+
+def make_calibrator(name: str, **params) -> Calibrator:
+    """Build a calibrator by its short name.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`CALIBRATORS`, e.g. ``"ts"`` or ``"tl-hb"``.
+    **params
+        Its parameters (see ``CALIBRATORS[name].parameters``); the others keep
+        their defaults.
+
+    Returns
+    -------
+    Calibrator
+        Not fitted yet.
+
+    Raises
+    ------
+    CalcoreError
+        Unknown name or invalid parameters.
+    """
+    if not isinstance(name, str):
+        raise CalcoreError(f"A calibrator name must be a string; got {name!r}.")
+    if name in _METHODS:
+        return _METHODS[name](**params)
+    prefix, _, binary = name.partition("-")
+    if prefix in _WRAPPERS and binary in _METHODS and _METHODS[binary].binary_only:
+        return _WRAPPERS[prefix].build(prefix, _METHODS[binary], params)
+    raise CalcoreError(f"Unknown calibrator {name!r}; the calibrators are {sorted(CALIBRATORS)}.")
