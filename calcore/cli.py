@@ -1,8 +1,13 @@
 """The ``calcore`` command line.
 
-``calcore metrics FILE [options]`` prints every calibration metric of a
-predictions file as a table, or as JSON with ``--json``. Errors are one line
-on stderr and exit code 2; no traceback.
+* ``calcore metrics FILE``: every calibration metric of a predictions file, as
+  a table or as JSON (``--json``).
+* ``calcore calibrate --method NAME ...``: fit a calibrator on calibration
+  data, print before/after metrics on test data, optionally write the
+  recalibrated test predictions (``--out``) and the fitted calibrator (``--save``).
+* ``calcore apply calibrator.json FILE --out out.csv``: apply a saved calibrator.
+
+Errors are one line on stderr and exit code 2; never a traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
 from calcore.registry import METRICS
 from calcore.report import CalibrationReport, evaluate
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "parse_param"]
 
 EXIT_USAGE = 2
 
@@ -37,94 +42,110 @@ def _bins(text: str):
     return value
 
 
-def _add_loading_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("reading the file")
-    g.add_argument(
-        "--label-col",
-        metavar="NAME",
-        help="label column (default: auto-detect label/y/target/true_label/class)",
-    )
+def parse_param(text: str) -> tuple[str, object]:
+    """``"k=v"`` -> ``(k, v)``, ``v`` read as JSON when it parses (``15``, ``true``), else text.
+
+    Raises
+    ------
+    CalcoreError
+        No ``=`` or an empty name.
+    """
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise CalcoreError(f"--param must look like NAME=VALUE; got {text!r}.")
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    return name.strip(), parsed
+
+
+def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool = True) -> None:
+    g = p.add_argument_group("reading the files")
+    g.add_argument("--label-col", metavar="NAME", help="label column (default: auto-detect)")
     g.add_argument(
         "--scores",
         choices=("auto", "probs", "logits"),
         default="auto",
         help="score columns hold probabilities or logits (default: auto, reported)",
     )
+    g.add_argument("--split-col", metavar="NAME", help="calib/test column (default: 'split')")
+    if with_split_value:
+        g.add_argument("--split", metavar="VALUE", help="only rows of this split (calib or test)")
     g.add_argument(
-        "--split-col",
-        metavar="NAME",
-        help="column saying calib/test per row (default: a 'split' column)",
-    )
-    g.add_argument("--split", metavar="VALUE", help="only rows of this split (calib or test)")
-    g.add_argument(
-        "--renormalize",
-        action="store_true",
-        help="rescale probability rows that do not sum to 1 (reported)",
+        "--renormalize", action="store_true", help="rescale rows that do not sum to 1 (reported)"
     )
     g.add_argument(
-        "--positive-class",
-        metavar="NAME",
-        help="binary file with one score column: the positive label",
+        "--positive-class", metavar="NAME", help="binary, one score column: positive label"
     )
+
+
+def _add_estimation_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("estimation")
+    g.add_argument("--bins", type=_bins, default=15, help="bins, or sturges/cube-root (default 15)")
+    g.add_argument(
+        "--binning", choices=BINNING_SCHEMES, default="equal-width", help="default equal-width"
+    )
+    g.add_argument(
+        "--bootstrap", type=int, default=0, metavar="R", help="bootstrap resamples (default 0)"
+    )
+    g.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="calcore", description="Calibration evaluation for classifiers."
-    )
+    parser = argparse.ArgumentParser(prog="calcore", description="Calibration of classifiers.")
     sub = parser.add_subparsers(dest="command", required=True)
-    m = sub.add_parser(
-        "metrics",
-        help="every calibration metric of a predictions file",
-        description="Print accuracy, NLL, Brier and every calibration error of a predictions file.",
-    )
+
+    m = sub.add_parser("metrics", help="every calibration metric of a predictions file")
     m.add_argument("file", help="CSV, Parquet or NPZ file of predictions")
     _add_loading_options(m)
-    g = m.add_argument_group("estimation")
-    g.add_argument(
-        "--bins", type=_bins, default=15, help="number of bins, or sturges/cube-root (default 15)"
-    )
-    g.add_argument(
-        "--binning",
-        choices=BINNING_SCHEMES,
-        default="equal-width",
-        help="binning scheme (default equal-width)",
-    )
-    g.add_argument(
-        "--bootstrap",
-        type=int,
-        default=0,
-        metavar="R",
-        help="bootstrap resamples for 95%% intervals (default 0: none)",
-    )
-    g.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    m.add_argument(
-        "--json", action="store_true", help="print JSON (snake_case keys) instead of a table"
-    )
+    _add_estimation_options(m)
+    m.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    c = sub.add_parser("calibrate", help="fit a calibrator; before/after metrics on test data")
+    c.add_argument("file", nargs="?", help="one file with both splits (needs a split column)")
+    c.add_argument("--calib", metavar="FILE", help="calibration data (with --test)")
+    c.add_argument("--test", metavar="FILE", help="test data (with --calib)")
+    c.add_argument("--method", required=True, help="calibrator short name, e.g. ts or tl-hb")
+    c.add_argument("--param", action="append", default=[], metavar="K=V", help="repeatable")
+    _add_loading_options(c, with_split_value=False)
+    _add_estimation_options(c)
+    c.add_argument("--out", metavar="CSV", help="write the recalibrated test predictions")
+    c.add_argument("--save", metavar="JSON", help="write the fitted calibrator")
+    c.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    a = sub.add_parser("apply", help="apply a saved calibrator to a predictions file")
+    a.add_argument("calibrator", help="JSON written by 'calcore calibrate --save'")
+    a.add_argument("file", help="CSV, Parquet or NPZ file of predictions")
+    a.add_argument("--out", metavar="CSV", required=True, help="recalibrated predictions (CSV)")
+    _add_loading_options(a)
     return parser
 
 
-def _load(args):
+def _load_kwargs(args) -> dict:
+    return {
+        "label_column": args.label_col,
+        "scores": args.scores,
+        "split_column": args.split_col,
+        "renormalize": args.renormalize,
+        "positive_class": args.positive_class,
+    }
+
+
+def _load_one(path: str, args, *, split=None):
     from calcore.io import load_predictions  # pandas/pyarrow only when a file is read
 
-    return load_predictions(
-        args.file,
-        label_column=args.label_col,
-        scores=args.scores,
-        split_column=args.split_col,
-        split=args.split,
-        renormalize=args.renormalize,
-        positive_class=args.positive_class,
-    )
+    return load_predictions(path, split=split, **_load_kwargs(args))
 
 
-def _format_table(report: CalibrationReport, source: str, notes: list[str]) -> str:
-    lines = [
-        f"{source}: {report.n} rows, {report.n_classes} classes; "
-        f"bins: {report.binning}, {report.bins}",
-        "",
-    ]
+def _notes_of(preds, caught) -> list[str]:
+    notes = list(preds.load_report.messages()) if preds.load_report is not None else []
+    return notes + [str(w.message) for w in caught if str(w.message) not in notes]
+
+
+def _metrics_table(report: CalibrationReport, title: str) -> list[str]:
     width = max(len(spec.label) for spec in METRICS.values())
+    lines = [title, ""]
     for key, spec in METRICS.items():
         value = report.metrics[key]
         shown = "not computed" if value is None else f"{value:.6f}"
@@ -132,48 +153,145 @@ def _format_table(report: CalibrationReport, source: str, notes: list[str]) -> s
             iv = report.intervals[key]
             shown += f"   [{iv.low:.6f}, {iv.high:.6f}]"
         lines.append(f"  {spec.label:<{width}}  {shown}")
+    return lines
+
+
+def _with_notes(lines: list[str], notes: list[str]) -> str:
     if notes:
-        lines += ["", "Notes:"] + [f"  - {n}" for n in notes]
+        lines = lines + ["", "Notes:"] + [f"  - {n}" for n in notes]
     return "\n".join(lines)
+
+
+def _evaluate(preds, args) -> CalibrationReport:
+    return evaluate(
+        preds, bins=args.bins, binning=args.binning, seed=args.seed, n_bootstrap=args.bootstrap
+    )
 
 
 def _metrics(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
-        preds = _load(args)
-        report = evaluate(
-            preds, bins=args.bins, binning=args.binning, seed=args.seed, n_bootstrap=args.bootstrap
-        )
-    load_notes = list(preds.load_report.messages()) if preds.load_report is not None else []
-    load_notes += [str(w.message) for w in caught if str(w.message) not in load_notes]
-    notes = load_notes + list(report.notes)
+        preds = _load_one(args.file, args, split=args.split)
+        report = _evaluate(preds, args)
+    notes = _notes_of(preds, caught) + list(report.notes)
     if args.json:
-        out = report.as_dict()
-        out["file"] = args.file
-        out["notes"] = notes
+        out = report.as_dict() | {"file": args.file, "notes": notes}
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
-        print(_format_table(report, args.file, notes))
+        title = (
+            f"{args.file}: {report.n} rows, {report.n_classes} classes; "
+            f"bins: {report.binning}, {report.bins}"
+        )
+        print(_with_notes(_metrics_table(report, title), notes))
     return 0
+
+
+def _calibration_data(args):
+    from calcore.io import load_splits
+
+    if args.file and (args.calib or args.test):
+        raise CalcoreError(
+            "Give either one FILE with a split column, or --calib and --test; not both."
+        )
+    if args.file:
+        splits = load_splits(args.file, **_load_kwargs(args))
+        missing = [s for s in ("calib", "test") if s not in splits]
+        if missing:
+            raise CalcoreError(
+                f"{args.file}: no {' or '.join(missing)} rows; the file needs a split column with "
+                f"calib and test rows (or use --calib FILE --test FILE)."
+            )
+        return splits["calib"], splits["test"]
+    if not (args.calib and args.test):
+        raise CalcoreError(
+            "Give the data: one FILE with a split column, or --calib FILE --test FILE."
+        )
+    return _load_one(args.calib, args), _load_one(args.test, args)
+
+
+def _calibrate(args) -> int:
+    from calcore.calibrators import make_calibrator
+    from calcore.export import write_json, write_predictions_csv
+
+    params = dict(parse_param(p) for p in args.param)
+    calibrator = make_calibrator(args.method, **params)  # fail on bad names before loading data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CalcoreWarning)
+        calib, test = _calibration_data(args)
+        calibrated = calibrator.fit(calib).transform(test)
+        before, after = _evaluate(test, args), _evaluate(calibrated, args)
+    if args.out:
+        write_predictions_csv(calibrated, args.out)
+    if args.save:
+        write_json(calibrator.to_dict(), args.save)
+    notes = _notes_of(test, caught) + list(after.notes)
+    if args.json:
+        out = {
+            "method": calibrator.name,
+            "params": calibrator.params,
+            "fit_info": calibrator.fit_info,
+            "before": before.as_dict(),
+            "after": after.as_dict(),
+            "notes": notes,
+        }
+        print(json.dumps(out, indent=2, allow_nan=False))
+        return 0
+    width = max(len(spec.label) for spec in METRICS.values())
+    lines = [
+        f"{calibrator.name} {calibrator.params}: fitted on {calib.n_samples} rows, "
+        f"evaluated on {test.n_samples} test rows; bins: {args.binning}, {args.bins}",
+        f"fit: {calibrator.fit_info}",
+        "",
+        f"  {'metric':<{width}}  {'before':>10}  {'after':>10}",
+    ]
+    for key, spec in METRICS.items():
+        b, a = before.metrics[key], after.metrics[key]
+        fmt = lambda v: "n/a" if v is None else f"{v:.6f}"  # noqa: E731
+        lines.append(f"  {spec.label:<{width}}  {fmt(b):>10}  {fmt(a):>10}")
+    if args.out:
+        lines.append(f"\nwrote {args.out}")
+    if args.save:
+        lines.append(f"wrote {args.save}")
+    print(_with_notes(lines, notes))
+    return 0
+
+
+def _apply(args) -> int:
+    from calcore.calibrators import Calibrator
+    from calcore.export import write_predictions_csv
+
+    try:
+        with open(args.calibrator, encoding="utf-8") as fh:
+            saved = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise CalcoreError(
+            f"{args.calibrator}: not valid JSON ({exc.msg}, line {exc.lineno})."
+        ) from None
+    calibrator = Calibrator.from_dict(saved)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always", CalcoreWarning)
+        preds = _load_one(args.file, args, split=args.split)
+    out = calibrator.transform(preds)
+    write_predictions_csv(out, args.out)
+    print(f"{calibrator.name}: recalibrated {out.n_samples} rows of {args.file} -> {args.out}")
+    return 0
+
+
+_COMMANDS = {"metrics": _metrics, "calibrate": _calibrate, "apply": _apply}
 
 
 def main(argv=None) -> int:
     """Entry point of the ``calcore`` console script; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)  # argparse itself exits with 2 on usage errors
+    args = build_parser().parse_args(argv)  # argparse itself exits with 2 on usage errors
     try:
-        if args.command == "metrics":
-            return _metrics(args)
+        return _COMMANDS[args.command](args)
     except CalcoreError as exc:
         print(f"calcore: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except OSError as exc:  # missing or unreadable file
+        name = getattr(exc, "filename", None) or getattr(args, "file", "")
         print(
-            f"calcore: error: cannot read {getattr(exc, 'filename', None) or args.file!s}: "
-            f"{exc.strerror or exc}",
-            file=sys.stderr,
+            f"calcore: error: cannot read or write {name!s}: {exc.strerror or exc}", file=sys.stderr
         )
-        return EXIT_USAGE
     return EXIT_USAGE
 
 

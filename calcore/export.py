@@ -1,0 +1,85 @@
+"""Writing predictions and calibrators to files people open elsewhere.
+
+CSV cells are neutralised against formula injection: a text cell that a
+spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``,
+a tab or a carriage return) is prefixed with a single quote, as OWASP
+recommends. Numbers are written with ``repr`` (shortest exact round trip).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from typing import IO
+
+from calcore._errors import CalcoreError
+from calcore.predictions import Predictions
+
+__all__ = [
+    "safe_cell",
+    "predictions_to_csv",
+    "predictions_csv_text",
+    "write_predictions_csv",
+    "write_json",
+]
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(text: str) -> str:
+    """``text`` made inert for spreadsheets: a leading formula character gets a ``'`` prefix.
+
+    Examples
+    --------
+    >>> safe_cell("=HYPERLINK(\\"http://x\\")")
+    '\\'=HYPERLINK("http://x")'
+    >>> safe_cell("cat")
+    'cat'
+    """
+    text = str(text)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def predictions_to_csv(preds: Predictions, out: IO[str], *, prefix: str = "p_") -> None:
+    """Write ``label,<prefix><class>...`` rows: the label's class index, then the probabilities.
+
+    Labels are written as integer class indices, which no spreadsheet runs as a
+    formula and which read back exactly; class names appear only in the header,
+    behind ``prefix``. A prefix that could start a formula is refused, and
+    header cells still go through :func:`safe_cell`. The file reads back with
+    :func:`calcore.load_predictions` to the same probabilities, labels and
+    class names.
+    """
+    if not prefix or prefix.startswith(_FORMULA_START):
+        raise CalcoreError(f"prefix must be non-empty and not start a formula; got {prefix!r}.")
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["label", *(safe_cell(prefix + name) for name in preds.class_names)])
+    step = max(1, 1_000_000 // max(preds.n_classes, 1))
+    for start in range(0, preds.n_samples, step):
+        probs = preds.probs[start : start + step].tolist()
+        labels = preds.labels[start : start + step].tolist()
+        writer.writerows([label, *map(repr, row)] for label, row in zip(labels, probs, strict=True))
+
+
+def write_predictions_csv(
+    preds: Predictions, path: str | os.PathLike, *, prefix: str = "p_"
+) -> None:
+    """:func:`predictions_to_csv` into a file (UTF-8, ``\\n`` line ends)."""
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        predictions_to_csv(preds, fh, prefix=prefix)
+
+
+def write_json(data, path: str | os.PathLike) -> None:
+    """Strict JSON (no NaN/Infinity), UTF-8, indented."""
+    text = json.dumps(data, indent=2, allow_nan=False)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+
+
+def predictions_csv_text(preds: Predictions, *, prefix: str = "p_") -> str:
+    """The CSV of :func:`predictions_to_csv` as a string (for downloads)."""
+    buffer = io.StringIO()
+    predictions_to_csv(preds, buffer, prefix=prefix)
+    return buffer.getvalue()
