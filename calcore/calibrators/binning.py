@@ -1,0 +1,355 @@
+"""Binary binning calibrators: histogram binning UMD [hb], UMS [ums], fixed-width binning [fwb],
+scaling-binning [sb].
+
+This module also defines the *binary-calibrator contract* that the M2B
+wrappers (:mod:`calcore.calibrators.m2b`) rely on. A binary calibrator class
+
+- sets ``binary_only = True``;
+- provides ``fit_binary(scores, outcomes, params) -> dict`` (a JSON-able state)
+  and ``apply_binary(state, scores, params) -> ndarray`` (values in [0, 1]),
+  both classmethods working on 1-D float64 arrays;
+- may provide ``min_points(params) -> int``, the fewest calibration points it
+  can fit (wrappers leave groups with fewer points unchanged; default 1);
+- fits a 2-class :class:`~calcore.Predictions` on column 1 (the positive class).
+
+:class:`BinaryCalibrator` implements the last two points; subclasses only write
+the two classmethods. Randomised methods take ``seed`` and are reproducible.
+
+Binning methods take either ``bins`` (the number of bins B, default 15) or
+``points_per_bin`` (k; then ``B = floor(n / k)`` on the fitting sample), never
+both. Bins are half-open ``(e_{b-1}, e_b]`` between sorted edges, the first
+starting at 0 and the last ending at 1, so a new score equal to an edge goes to
+the lower bin (``np.searchsorted(edges, s, side="left")``). Ties are never split:
+bins are defined by value, so calibration and new points share one rule. An
+empty bin (possible only with heavily tied scores or ``n`` close to ``B``)
+predicts the midpoint of its interval, i.e. leaves scores roughly unchanged.
+
+References
+----------
+Gupta & Ramdas (2021), "Distribution-free calibration guarantees for histogram
+binning without sample splitting", ICML, Alg. 1-2 and Sec. 4.
+Zadrozny & Elkan (2001), "Obtaining calibrated probability estimates from
+decision trees and naive Bayesian classifiers".
+Kumar, Liang & Ma (2019), "Verified uncertainty calibration", NeurIPS (scaling-binning).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.binning import equal_width_index
+from calcore.calibrators._base import Calibrator, Param
+from calcore.calibrators._registry import register
+from calcore.predictions import Predictions
+
+__all__ = ["BinaryCalibrator", "HistogramBinning", "UniformMassSplit", "FixedWidthBinning"]
+__all__ += ["ScalingBinning", "umd_edges"]
+
+BINS = Param(
+    "bins", 15, "int", "Number of bins B (give either bins or points_per_bin).", minimum=1,
+    optional=True,
+)  # fmt: skip
+POINTS_PER_BIN = Param(
+    "points_per_bin", None, "int",
+    "Points per bin k; the number of bins is then floor(n / k) "
+    "(give either bins or points_per_bin).",
+    minimum=1, optional=True,
+)  # fmt: skip
+SEED = Param("seed", 0, "int", "Seed of the random generator (results are reproducible).")
+
+
+class BinaryCalibrator(Calibrator):
+    """Base of binary calibrators; see the module docstring for the contract."""
+
+    binary_only = True
+
+    @classmethod
+    def fit_binary(cls, scores: np.ndarray, outcomes: np.ndarray, params: dict) -> dict:
+        raise NotImplementedError
+
+    @classmethod
+    def apply_binary(cls, state: dict, scores: np.ndarray, params: dict) -> np.ndarray:
+        raise NotImplementedError
+
+    @classmethod
+    def min_points(cls, params: dict) -> int:
+        """Fewest calibration points ``fit_binary`` accepts."""
+        return 1
+
+    def _fit(self, preds: Predictions) -> tuple[dict, dict]:
+        outcomes = (preds.labels == 1).astype(np.float64)
+        state = self.fit_binary(preds.probs[:, 1], outcomes, self._params)
+        return state, {"n_calibration": preds.n_samples}
+
+    def _transform(self, preds: Predictions, state: dict) -> tuple[np.ndarray, None]:
+        h = self.apply_binary(state, preds.probs[:, 1], self._params)
+        return np.column_stack([1.0 - h, h]), None
+
+
+def _resolve_bin_params(params: dict) -> dict:
+    """``points_per_bin`` given without ``bins`` switches the default ``bins=15`` off."""
+    if params.get("points_per_bin") is not None and "bins" not in params:
+        return {**params, "bins": None}
+    return params
+
+
+class _Binned(BinaryCalibrator):
+    """Shared handling of ``bins`` / ``points_per_bin``."""
+
+    family = "binning"
+
+    def __init__(self, **params):
+        super().__init__(**_resolve_bin_params(params))
+
+    def _check_params(self, params: dict) -> None:
+        bins, k = params["bins"], params["points_per_bin"]
+        if (bins is None) == (k is None):
+            raise CalcoreError(
+                f"{self.name}: give exactly one of 'bins' and 'points_per_bin'; got bins={bins!r}, "
+                f"points_per_bin={k!r}. Set the other to None."
+            )
+
+    @classmethod
+    def _n_bins(cls, params: dict, n: int) -> int:
+        k = params["points_per_bin"]
+        return int(params["bins"]) if k is None else int(n // k)
+
+    @classmethod
+    def min_points(cls, params: dict) -> int:
+        k = params["points_per_bin"]
+        return int(params["bins"]) if k is None else int(k)
+
+    @classmethod
+    def _check_sample(cls, scores, outcomes, params, needed=None) -> tuple[np.ndarray, np.ndarray]:
+        scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+        outcomes = np.asarray(outcomes, dtype=np.float64).reshape(-1)
+        if scores.shape != outcomes.shape:
+            raise CalcoreError(
+                f"{cls.name}: scores and outcomes must have the same length; got "
+                f"{scores.size} and {outcomes.size}."
+            )
+        needed = cls.min_points(params) if needed is None else needed
+        if scores.size < needed:
+            raise CalcoreError(
+                f"{cls.name}: needs at least {needed} calibration points with {params}; got "
+                f"{scores.size}. Use fewer bins or fewer points per bin."
+            )
+        return scores, outcomes
+
+
+def umd_edges(sorted_scores: np.ndarray, n_bins: int) -> np.ndarray:
+    """Inner UMD edges: the order statistics of ranks ``ceil(b (n+1)/B)``, ``b = 1..B-1``.
+
+    Requires ``n >= B``; the ranks are computed in exact integer arithmetic.
+    """
+    n = sorted_scores.size
+    ranks = (np.arange(1, n_bins, dtype=np.int64) * (n + 1) + n_bins - 1) // n_bins
+    return sorted_scores[ranks - 1]
+
+
+def _bin_sums(sorted_scores, edges, scores, weights, *, open_bins: bool):
+    """Points and weight sums per bin ``(e_{b-1}, e_b]`` (``open_bins``: ``(e_{b-1}, e_b)``).
+
+    Counts come from the sorted scores; the sums only visit the points with a
+    non-zero weight (for 0/1 outcomes, the positives), which keeps class-wise
+    fits over many classes cheap.
+    """
+    n, n_bins = sorted_scores.size, edges.size + 1
+    le = np.r_[0, np.searchsorted(sorted_scores, edges, side="right"), n]
+    if open_bins:
+        lt = np.r_[np.searchsorted(sorted_scores, edges, side="left"), n]
+        counts = np.maximum(lt - le[:-1], 0)
+    else:
+        counts = np.diff(le)
+    nz = np.flatnonzero(weights)
+    s, w = scores[nz], weights[nz]
+    b = np.searchsorted(edges, s, side="left")
+    if open_bins and edges.size:
+        keep = s != edges[np.minimum(b, edges.size - 1)]
+        b, w = b[keep], w[keep]
+    sums = np.bincount(b, weights=w, minlength=n_bins)
+    return counts, sums
+
+
+def _bin_values(edges, counts, sums) -> np.ndarray:
+    """``sums / counts``; an empty bin predicts the midpoint of its interval."""
+    lo, hi = np.r_[0.0, edges], np.r_[edges, 1.0]
+    mid = np.clip((lo + hi) / 2, 0.0, 1.0)
+    return np.divide(sums, counts, out=mid, where=counts > 0)
+
+
+def _lookup(edges, values, scores) -> np.ndarray:
+    return values[np.searchsorted(edges, scores, side="left")]
+
+
+@register
+class HistogramBinning(_Binned):
+    """Histogram binning without sample splitting, UMD (Gupta & Ramdas 2021, Alg. 1-2).
+
+    With the calibration scores sorted and ``Delta = (n+1)/B``, the inner bin
+    edges are the order statistics of ranks ``ceil(b Delta)``, ``b = 1..B-1``.
+    ``variant="paper"`` estimates each bin's value from the points strictly
+    between its edges (Alg. 1 line 12), ``"original"`` (Zadrozny & Elkan) also
+    counts the upper edge point. With distinct scores every bin of the paper
+    variant holds at least ``floor((n+1)/B) - 1`` points. ``randomized=True``
+    (Alg. 2, the paper's experiments) adds ``U(0, delta)`` noise to calibration
+    and new scores, which breaks ties consistently, and maps each bin value ``v``
+    to ``(v + U(0, delta)) / (1 + delta)`` so that values are distinct; the
+    noise of new scores is drawn only for scores within ``delta`` below an edge
+    (the only ones whose bin it can change), from ``seed``, so transforms are
+    reproducible.
+    """
+
+    name = "hb"
+    description = "Histogram binning UMD (uniform-mass bins, double dipping; Gupta & Ramdas 2021)"
+    parameters = (
+        BINS,
+        POINTS_PER_BIN,
+        Param(
+            "variant",
+            "paper",
+            "str",
+            "paper: bin means exclude the edge points; original: they count them.",
+            choices=("paper", "original"),
+        ),  # fmt: skip
+        Param(
+            "randomized", True, "bool", "Add U(0, delta) noise to scores and bin values (Alg. 2)."
+        ),
+        Param(
+            "delta",
+            1e-10,
+            "float",
+            "Noise size of the randomised variant.",
+            minimum=0.0,
+            maximum=1e-3,
+        ),  # fmt: skip
+        SEED,
+    )
+
+    @classmethod
+    def fit_binary(cls, scores, outcomes, params) -> dict:
+        scores, outcomes = cls._check_sample(scores, outcomes, params)
+        n_bins = cls._n_bins(params, scores.size)
+        rng = np.random.default_rng([params["seed"], 0])
+        if params["randomized"]:
+            scores = scores + rng.uniform(0.0, params["delta"], scores.size)
+        sorted_scores = np.sort(scores)
+        edges = umd_edges(sorted_scores, n_bins)
+        counts, sums = _bin_sums(
+            sorted_scores, edges, scores, outcomes, open_bins=params["variant"] == "paper"
+        )
+        values = _bin_values(edges, counts, sums)
+        if params["randomized"]:
+            values = (values + rng.uniform(0.0, params["delta"], n_bins)) / (1 + params["delta"])
+        return {"edges": edges, "values": values, "counts": counts}
+
+    @classmethod
+    def apply_binary(cls, state, scores, params) -> np.ndarray:
+        edges, values = np.asarray(state["edges"], float), np.asarray(state["values"], float)
+        idx = np.searchsorted(edges, scores, side="left")
+        if params["randomized"] and edges.size:
+            # s + u (u ~ U(0, delta)) crosses edge e only when e - delta < s <= e.
+            delta = params["delta"]
+            near = np.flatnonzero(scores > edges[np.minimum(idx, edges.size - 1)] - delta)
+            near = near[idx[near] < edges.size]
+            if near.size:
+                rng = np.random.default_rng([params["seed"], 1])
+                noisy = scores[near] + rng.uniform(0.0, delta, near.size)
+                idx[near] = np.searchsorted(edges, noisy, side="left")
+        return values[idx]
+
+
+@register
+class UniformMassSplit(_Binned):
+    """Uniform-mass binning with sample splitting, UMS (Gupta & Ramdas 2021, Sec. 4).
+
+    A seeded random half of the calibration points (``floor(n/2)``) sets the
+    UMD edges (with ``points_per_bin``, ``B = floor(n_half / k)``); the other
+    half sets each bin's value, the mean of its outcomes over ``(e_{b-1}, e_b]``.
+    """
+
+    name = "ums"
+    description = "Uniform-mass binning with sample splitting (half for edges, half for means)"
+    parameters = (BINS, POINTS_PER_BIN, SEED)
+
+    @classmethod
+    def min_points(cls, params: dict) -> int:
+        return 2 * super().min_points(params)
+
+    @classmethod
+    def fit_binary(cls, scores, outcomes, params) -> dict:
+        scores, outcomes = cls._check_sample(scores, outcomes, params)
+        perm = np.random.default_rng(params["seed"]).permutation(scores.size)
+        first, second = perm[: scores.size // 2], perm[scores.size // 2 :]
+        edges = umd_edges(np.sort(scores[first]), cls._n_bins(params, first.size))
+        s2 = scores[second]
+        counts, sums = _bin_sums(np.sort(s2), edges, s2, outcomes[second], open_bins=False)
+        return {"edges": edges, "values": _bin_values(edges, counts, sums), "counts": counts}
+
+    @classmethod
+    def apply_binary(cls, state, scores, params) -> np.ndarray:
+        return _lookup(
+            np.asarray(state["edges"], float), np.asarray(state["values"], float), scores
+        )
+
+
+@register
+class FixedWidthBinning(_Binned):
+    """Fixed-width binning: B equal-width bins ``[b/B, (b+1)/B)`` (last closed), mean outcomes.
+
+    With ``points_per_bin``, ``B = floor(n / k)``. Bin indices come from
+    :func:`calcore.binning.equal_width_index` (exact edges). An empty bin
+    predicts its midpoint ``(b + 1/2) / B``.
+    """
+
+    name = "fwb"
+    description = "Fixed-width (equal-width) binning; empty bins predict their midpoint"
+    parameters = (BINS, POINTS_PER_BIN)
+
+    @classmethod
+    def fit_binary(cls, scores, outcomes, params) -> dict:
+        scores, outcomes = cls._check_sample(scores, outcomes, params)
+        n_bins = cls._n_bins(params, scores.size)
+        idx = equal_width_index(np.clip(scores, 0.0, 1.0), n_bins)
+        counts = np.bincount(idx, minlength=n_bins)
+        sums = np.bincount(idx, weights=outcomes, minlength=n_bins)
+        mid = (np.arange(n_bins) + 0.5) / n_bins
+        values = np.divide(sums, counts, out=mid, where=counts > 0)
+        return {"bins": n_bins, "values": values, "counts": counts}
+
+    @classmethod
+    def apply_binary(cls, state, scores, params) -> np.ndarray:
+        idx = equal_width_index(np.clip(scores, 0.0, 1.0), int(state["bins"]))
+        return np.asarray(state["values"], float)[idx]
+
+
+@register
+class ScalingBinning(_Binned):
+    """Scaling-binning (Kumar et al. 2019), with double dipping as in Gupta & Ramdas (2021, Sec. 4).
+
+    The scores are assumed to be the output of a scaling method already (e.g.
+    Platt or temperature scaling fitted on other data); ``sb`` does no scaling
+    itself. Bins are the UMD uniform-mass bins ``(e_{b-1}, e_b]`` over all
+    calibration scores, and each bin predicts the mean of the *scores* in it,
+    not of the outcomes (which are ignored).
+    """
+
+    name = "sb"
+    description = "Scaling-binning: uniform-mass bins predicting the mean score in the bin"
+    parameters = (BINS, POINTS_PER_BIN)
+
+    @classmethod
+    def fit_binary(cls, scores, outcomes, params) -> dict:
+        scores, _ = cls._check_sample(scores, outcomes, params)
+        sorted_scores = np.sort(scores)
+        edges = umd_edges(sorted_scores, cls._n_bins(params, scores.size))
+        counts, sums = _bin_sums(sorted_scores, edges, scores, scores, open_bins=False)
+        # Zero scores add nothing to the sums but do count: _bin_sums counts from the sorted scores.
+        return {"edges": edges, "values": _bin_values(edges, counts, sums), "counts": counts}
+
+    @classmethod
+    def apply_binary(cls, state, scores, params) -> np.ndarray:
+        return _lookup(
+            np.asarray(state["edges"], float), np.asarray(state["values"], float), scores
+        )
