@@ -1,0 +1,361 @@
+"""Fit on a calibration split, evaluate on a test split: comparisons of calibrators,
+learning curves and validity curves over calibration/test resamples.
+
+Every function takes calibrators by short name (``"ts"``), as ``(name, params)``
+pairs, or as unfitted :class:`~calcore.calibrators.Calibrator` instances, and is
+deterministic for a given ``seed``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.bootstrap import Interval
+from calcore.calibrators import Calibrator, make_calibrator
+from calcore.metrics_scoring import calibration_gain
+from calcore.predictions import Predictions
+from calcore.registry import METRICS, compute_metric
+from calcore.report import evaluate
+from calcore.validity import ValidityCurve, _curves_once
+from calcore.views import binary_view
+
+__all__ = [
+    "UNCALIBRATED",
+    "Comparison",
+    "compare",
+    "LearningCurve",
+    "learning_curve",
+    "calibrator_validity",
+]
+
+#: Row name of the input predictions in a comparison.
+UNCALIBRATED = "uncalibrated"
+
+
+def _calibrator(spec) -> tuple[str, Calibrator]:
+    """A fresh unfitted calibrator and its display name from a name, (name, params) or instance."""
+    if isinstance(spec, Calibrator):
+        return spec.name, copy.deepcopy(spec)
+    if isinstance(spec, str):
+        return spec, make_calibrator(spec)
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], dict):
+        name, params = spec
+        shown = name + (
+            "" if not params else "(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+        )
+        return shown, make_calibrator(name, **params)
+    raise CalcoreError(f"A method is a name, a (name, params) pair or a Calibrator; got {spec!r}.")
+
+
+def _check_same_classes(calib: Predictions, test: Predictions) -> None:
+    if calib.class_names != test.class_names:
+        raise CalcoreError(
+            f"The calibration and test data have different classes ({list(calib.class_names)} vs "
+            f"{list(test.class_names)}); both must list the same classes in the same order."
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """Calibrators fitted on one split and evaluated on another.
+
+    Attributes
+    ----------
+    methods : tuple of str
+        ``"uncalibrated"`` first, then each method as given.
+    metrics : tuple of str
+        Metric keys (see :data:`calcore.METRICS`), plus ``"calibration_gain"``.
+    values : dict
+        ``values[method][metric]`` is an :class:`~calcore.Interval` (bootstrap over
+        test rows when ``n_bootstrap > 0``, else with NaN bounds), or ``None``
+        for a metric that was not computed.
+    calibrated : dict of str to Predictions
+        The recalibrated test predictions of each method.
+    calibrators : dict of str to Calibrator
+        The fitted calibrators.
+    fit_seconds : dict of str to float
+    notes : dict of str to tuple of str
+        Per method: the evaluation notes and whether the calibration gain is exact.
+    """
+
+    methods: tuple[str, ...]
+    metrics: tuple[str, ...]
+    values: dict
+    calibrated: dict
+    calibrators: dict
+    fit_seconds: dict
+    notes: dict
+
+    def rows(self) -> list[dict]:
+        """Tidy rows ``{method, metric, estimate, low, high}``, for tables and CSV."""
+        out = []
+        for method in self.methods:
+            for metric in self.metrics:
+                iv = self.values[method].get(metric)
+                if iv is not None:
+                    out.append(
+                        {
+                            "method": method,
+                            "metric": metric,
+                            "estimate": iv.estimate,
+                            "low": iv.low,
+                            "high": iv.high,
+                        }
+                    )
+        return out
+
+    def best(self, metric: str) -> str:
+        """The method with the best estimate of ``metric`` (lower is better, unless stated)."""
+        higher = (
+            metric in METRICS and METRICS[metric].higher_is_better or metric == "calibration_gain"
+        )
+        scored = [
+            (m, self.values[m][metric].estimate) for m in self.methods if self.values[m].get(metric)
+        ]
+        if not scored:
+            raise CalcoreError(f"No method has a value for {metric!r}.")
+        return (max if higher else min)(scored, key=lambda item: item[1])[0]
+
+
+def _intervals(report) -> dict:
+    out = {}
+    for key, value in report.metrics.items():
+        if value is None:
+            out[key] = None
+        elif key in report.intervals:
+            out[key] = report.intervals[key]
+        else:
+            out[key] = Interval(float(value), np.nan, np.nan, 0.95, 0)
+    return out
+
+
+def compare(
+    calib: Predictions,
+    test: Predictions,
+    methods,
+    *,
+    bins=15,
+    binning: str = "equal-width",
+    n_bootstrap: int = 0,
+    seed: int = 0,
+) -> Comparison:
+    """Fit each method on ``calib``, evaluate it and the uncalibrated predictions on ``test``.
+
+    Parameters
+    ----------
+    calib, test : Predictions
+        Calibration and evaluation splits with the same classes.
+    methods : sequence
+        Names (``"ts"``), ``(name, params)`` pairs, or unfitted calibrators.
+    bins, binning :
+        Binning of the binned metrics (as :func:`calcore.evaluate`).
+    n_bootstrap : int, default 0
+        Bootstrap resamples of the test rows for intervals on every metric.
+    seed : int, default 0
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    CalcoreError
+        Different classes, unknown methods or invalid parameters.
+
+    References
+    ----------
+    Zhang et al. (2020), Table 1 (calibration gain); Gupta & Ramdas (2022), Tables 2-3.
+    """
+    _check_same_classes(calib, test)
+    built = [_calibrator(m) for m in methods]
+    names = [name for name, _ in built]
+    if len(set(names)) != len(names) or UNCALIBRATED in names:
+        raise CalcoreError(f"Method names must be distinct and not {UNCALIBRATED!r}; got {names}.")
+    base = evaluate(test, bins=bins, binning=binning, seed=seed, n_bootstrap=n_bootstrap)
+    values = {UNCALIBRATED: _intervals(base)}
+    values[UNCALIBRATED]["calibration_gain"] = Interval(0.0, np.nan, np.nan, 0.95, 0)
+    calibrated, calibrators, seconds, notes = {}, {}, {}, {UNCALIBRATED: tuple(base.notes)}
+    for name, calibrator in built:
+        start = time.perf_counter()
+        calibrator.fit(calib)
+        seconds[name] = time.perf_counter() - start
+        out = calibrator.transform(test)
+        report = evaluate(out, bins=bins, binning=binning, seed=seed, n_bootstrap=n_bootstrap)
+        gain = calibration_gain(
+            test,
+            out,
+            injective_accuracy_preserving=bool(getattr(calibrator, "injective", False))
+            and calibrator.accuracy_preserving,
+        )
+        values[name] = _intervals(report) | {
+            "calibration_gain": Interval(gain.value, np.nan, np.nan, 0.95, 0)
+        }
+        calibrated[name], calibrators[name] = out, calibrator
+        notes[name] = tuple(report.notes) + (f"calibration gain: {gain.note}",)
+    metric_keys = (*METRICS, "calibration_gain")
+    return Comparison(
+        (UNCALIBRATED, *names), metric_keys, values, calibrated, calibrators, seconds, notes
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class LearningCurve:
+    """A metric and accuracy against the calibration-set size (Mix-n-Match Fig. 6).
+
+    Attributes
+    ----------
+    sizes : ndarray of shape (S,), int
+    methods : tuple of str
+    metric : str
+    mean, std : ndarray of shape (M, S)
+        The metric on the test set over repetitions.
+    accuracy_mean, accuracy_std : ndarray of shape (M, S)
+    n_repeats : int
+    uncalibrated : float
+        The metric of the uncalibrated test predictions (a flat reference line).
+    """
+
+    sizes: np.ndarray
+    methods: tuple[str, ...]
+    metric: str
+    mean: np.ndarray
+    std: np.ndarray
+    accuracy_mean: np.ndarray
+    accuracy_std: np.ndarray
+    n_repeats: int
+    uncalibrated: float
+
+
+def learning_curve(
+    calib: Predictions,
+    test: Predictions,
+    methods,
+    *,
+    sizes,
+    metric: str = "top_label_ece",
+    n_repeats: int = 5,
+    bins=15,
+    binning: str = "equal-width",
+    seed: int = 0,
+) -> LearningCurve:
+    """Fit each method on random subsets of ``calib`` of each size; evaluate on all of ``test``.
+
+    Each repetition draws one subset per size (without replacement) and fits every
+    method on the same subset, so methods are compared on equal data.
+
+    Raises
+    ------
+    CalcoreError
+        Unknown metric, sizes outside ``2 .. calib.n_samples``, ``n_repeats < 1``.
+
+    References
+    ----------
+    Zhang, Kailkhura, Han (2020), "Mix-n-Match", Sec. 5.2 and Fig. 6.
+    """
+    _check_same_classes(calib, test)
+    if metric not in METRICS:
+        raise CalcoreError(f"Unknown metric {metric!r}; the metrics are {sorted(METRICS)}.")
+    sizes = np.asarray(list(sizes), dtype=np.int64)
+    if sizes.size == 0 or sizes.min() < 2 or sizes.max() > calib.n_samples:
+        raise CalcoreError(
+            f"sizes must lie in 2..{calib.n_samples} (the calibration rows); got {sizes.tolist()}."
+        )
+    if isinstance(n_repeats, bool) or not isinstance(n_repeats, (int, np.integer)) or n_repeats < 1:
+        raise CalcoreError(f"n_repeats must be a positive integer; got {n_repeats!r}.")
+    built = [_calibrator(m) for m in methods]
+    rng = np.random.default_rng(seed)
+    values = np.empty((len(built), sizes.size, n_repeats))
+    accuracies = np.empty_like(values)
+    for r in range(n_repeats):
+        for s, size in enumerate(sizes):
+            subset = calib.subset(
+                np.sort(rng.choice(calib.n_samples, size=int(size), replace=False))
+            )
+            for m, (_, calibrator) in enumerate(built):
+                out = copy.deepcopy(calibrator).fit(subset).transform(test)
+                values[m, s, r] = compute_metric(metric, out, bins=bins, binning=binning)
+                accuracies[m, s, r] = out.correct.mean()
+    base = compute_metric(metric, test, bins=bins, binning=binning)
+    ddof = 1 if n_repeats > 1 else 0
+    return LearningCurve(
+        sizes,
+        tuple(name for name, _ in built),
+        metric,
+        values.mean(axis=2),
+        values.std(axis=2, ddof=ddof),
+        accuracies.mean(axis=2),
+        accuracies.std(axis=2, ddof=ddof),
+        int(n_repeats),
+        float(base),
+    )
+
+
+def calibrator_validity(
+    data: Predictions,
+    method,
+    *,
+    n_calib: int,
+    n_test: int,
+    n_resamples: int = 100,
+    view: str = "confidence",
+    binning: str = "unique",
+    bins=15,
+    epsilon=None,
+    seed: int = 0,
+) -> ValidityCurve:
+    """Validity and conditional validity of a calibrator over calibration/test resamples.
+
+    The protocol of the histogram-binning paper: each resample draws ``n_calib``
+    calibration rows and, from the rest, ``n_test`` test rows (without
+    replacement), fits the method on the former and computes ``V(eps)`` and the
+    conditional indicator on its outputs for the latter; the curves are the mean
+    over resamples with the standard deviation of the mean. Discrete outputs
+    (histogram binning) use ``binning="unique"``; continuous ones need bins.
+
+    Raises
+    ------
+    CalcoreError
+        ``n_calib + n_test`` larger than the data, invalid counts.
+
+    References
+    ----------
+    Gupta & Ramdas (2021), Sec. 2.2 (protocol) and Sec. 4 (conditional validity).
+    """
+    if n_calib < 2 or n_test < 1 or n_calib + n_test > data.n_samples:
+        raise CalcoreError(
+            f"need n_calib >= 2, n_test >= 1 and n_calib + n_test <= {data.n_samples}; "
+            f"got n_calib={n_calib}, n_test={n_test}."
+        )
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, (int, np.integer))
+        or n_resamples < 1
+    ):
+        raise CalcoreError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
+    name, calibrator = _calibrator(method)
+    eps = np.linspace(0.0, 0.2, 201) if epsilon is None else np.asarray(epsilon, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    val = np.empty((n_resamples, eps.size))
+    cond = np.empty_like(val)
+    for r in range(n_resamples):
+        order = rng.permutation(data.n_samples)
+        calib = data.subset(np.sort(order[:n_calib]))
+        test = data.subset(np.sort(order[n_calib : n_calib + n_test]))
+        out = copy.deepcopy(calibrator).fit(calib).transform(test)
+        v = binary_view(out, view)
+        val[r], cond[r] = _curves_once(
+            v.scores, v.outcomes, v.groups, v.n_groups, eps, binning, bins
+        )
+    sem = (
+        (lambda a: a.std(axis=0, ddof=1) / np.sqrt(n_resamples))
+        if n_resamples > 1
+        else (lambda a: np.zeros(eps.size))
+    )
+    return ValidityCurve(
+        eps, val.mean(axis=0), sem(val), cond.mean(axis=0), sem(cond), view, name, int(n_resamples)
+    )

@@ -1,0 +1,119 @@
+"""compare / learning_curve / calibrator_validity against manual fit-transform-evaluate loops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import calcore
+from calcore.calibrators import make_calibrator
+from calcore.evaluation import UNCALIBRATED, calibrator_validity, compare, learning_curve
+from calcore.validity import _curves_once
+
+
+def _overconfident(n, seed):
+    """3 classes; true probabilities from a Dirichlet, predictions sharpened (power 3)."""
+    rng = np.random.default_rng(seed)
+    truth = rng.dirichlet([1.0, 1.0, 1.0], size=n)
+    labels = np.array([rng.choice(3, p=p) for p in truth])
+    sharp = truth**3 / (truth**3).sum(axis=1, keepdims=True)
+    return calcore.Predictions.from_probs(sharp, labels, ("a", "b", "c"))
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return _overconfident(1500, 1), _overconfident(1500, 2)
+
+
+def test_compare_equals_manual_loop(splits):
+    calib, test = splits
+    result = compare(calib, test, ["tl-hb", ("cw-hb", {"bins": 5})], bins=10)
+    assert result.methods == (UNCALIBRATED, "tl-hb", "cw-hb(bins=5)")
+    manual = make_calibrator("tl-hb").fit(calib).transform(test)
+    assert result.values["tl-hb"]["top_label_ece"].estimate == calcore.top_label_ece(
+        manual, bins=10
+    )
+    assert result.values[UNCALIBRATED]["classwise_ece"].estimate == calcore.classwise_ece(
+        test, bins=10
+    )
+    brier_drop = calcore.brier_score(test) - calcore.brier_score(manual)
+    assert result.values["tl-hb"]["calibration_gain"].estimate == pytest.approx(
+        brier_drop, abs=1e-15
+    )
+    np.testing.assert_array_equal(result.calibrated["tl-hb"].probs, manual.probs)
+    # the over-confident input is fixed by TL-HB on held-out data
+    assert (
+        result.values["tl-hb"]["top_label_ece"].estimate
+        < 0.5 * result.values[UNCALIBRATED]["top_label_ece"].estimate
+    )
+    assert result.best("top_label_ece") != UNCALIBRATED
+    rows = result.rows()
+    assert {"method", "metric", "estimate", "low", "high"} == set(rows[0])
+    assert len(rows) == len(result.methods) * len(result.metrics) - sum(
+        v is None for m in result.methods for v in result.values[m].values()
+    )
+
+
+def test_compare_bootstrap_intervals_bracket_accuracy(splits):
+    calib, test = splits
+    result = compare(calib, test, ["tl-hb"], n_bootstrap=30, seed=3)
+    iv = result.values["tl-hb"]["accuracy"]
+    assert iv.low <= iv.estimate <= iv.high and iv.n_resamples == 30
+
+
+def test_compare_errors(splits):
+    calib, test = splits
+    other = calcore.Predictions.from_probs(test.probs, test.labels, ("x", "y", "z"))
+    with pytest.raises(calcore.CalcoreError, match="different classes"):
+        compare(calib, other, ["tl-hb"])
+    with pytest.raises(calcore.CalcoreError, match="must be distinct"):
+        compare(calib, test, ["tl-hb", "tl-hb"])
+    with pytest.raises(calcore.CalcoreError, match="Unknown calibrator 'nope'"):
+        compare(calib, test, ["nope"])
+    with pytest.raises(calcore.CalcoreError, match="A method is a name"):
+        compare(calib, test, [3])
+
+
+def test_learning_curve_matches_manual_subsets(splits):
+    calib, test = splits
+    lc = learning_curve(calib, test, ["tl-hb"], sizes=[200, 1000], n_repeats=2, seed=5, bins=10)
+    assert lc.mean.shape == (1, 2) and lc.methods == ("tl-hb",)
+    rng = np.random.default_rng(5)
+    manual = {200: [], 1000: []}
+    for _ in range(2):
+        for size in (200, 1000):
+            rows = np.sort(rng.choice(calib.n_samples, size=size, replace=False))
+            out = make_calibrator("tl-hb").fit(calib.subset(rows)).transform(test)
+            manual[size].append(calcore.top_label_ece(out, bins=10))
+    np.testing.assert_allclose(
+        lc.mean[0], [np.mean(manual[200]), np.mean(manual[1000])], rtol=0, atol=1e-15
+    )
+    np.testing.assert_allclose(
+        lc.std[0], [np.std(manual[200], ddof=1), np.std(manual[1000], ddof=1)], atol=1e-15
+    )
+    assert lc.uncalibrated == calcore.top_label_ece(test, bins=10)
+    with pytest.raises(calcore.CalcoreError, match="sizes must lie in 2..1500"):
+        learning_curve(calib, test, ["tl-hb"], sizes=[5000])
+    with pytest.raises(calcore.CalcoreError, match="Unknown metric"):
+        learning_curve(calib, test, ["tl-hb"], sizes=[100], metric="nope")
+
+
+def test_calibrator_validity_matches_manual_resamples(splits):
+    data, _ = splits
+    curve = calibrator_validity(data, "conf-hb", n_calib=800, n_test=500, n_resamples=3, seed=9)
+    rng = np.random.default_rng(9)
+    eps = np.linspace(0, 0.2, 201)
+    vals, conds = [], []
+    for _ in range(3):
+        order = rng.permutation(data.n_samples)
+        calib, test = data.subset(np.sort(order[:800])), data.subset(np.sort(order[800:1300]))
+        out = make_calibrator("conf-hb").fit(calib).transform(test)
+        v = calcore.confidence_view(out)
+        a, b = _curves_once(v.scores, v.outcomes, v.groups, 1, eps, "unique", 15)
+        vals.append(a)
+        conds.append(b)
+    np.testing.assert_allclose(curve.validity, np.mean(vals, axis=0), atol=1e-15)
+    np.testing.assert_allclose(curve.conditional, np.mean(conds, axis=0), atol=1e-15)
+    assert (curve.conditional <= curve.validity + 1e-12).all()
+    with pytest.raises(calcore.CalcoreError, match="n_calib \\+ n_test <= 1500"):
+        calibrator_validity(data, "conf-hb", n_calib=1400, n_test=200)
