@@ -15,6 +15,7 @@ __all__ = [
     "Param",
     "make_calibrator",
 ]
+from calcore.calibrators import parametric as _parametric  # noqa: F401  (registers)
 
 from calcore.calibrators import binning as _binning  # noqa: E402,F401  (registers hb, ums, fwb, sb)
 from calcore.calibrators import isotonic as _isotonic  # noqa: E402,F401  (registers iso, irm)

@@ -1,0 +1,82 @@
+"""Fit times of the parametric calibrators; prints one JSON object.
+
+Data: the synthetic generator of the tests (true logits ``g ~ N(0, 1.5^2)``, labels
+drawn from ``softmax(g)``, observed logits ``2.5 g``: over-confident, NLL-optimal
+T about 2.5). ts/ets on 50,000 x 1,000 float32 logits (targets 3 s and 4 s);
+dirichlet, vs and ms on 5,000 x 100 (the CIFAR-100 calibration size; dirichlet
+target 30 s). Times are the best of ``repeats`` fits; building the
+``Predictions`` (float32 -> float64, softmax) is not timed.
+
+Run: ``.venv/bin/python benchmarks/bench_calibrators_parametric.py``
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+
+import numpy as np
+from scipy.special import softmax
+
+from calcore import Predictions
+from calcore.calibrators import make_calibrator
+
+TARGETS = {"ts": 3.0, "ets": 4.0, "dirichlet": 30.0}
+
+
+def synthetic(n: int, n_classes: int, *, seed: int = 0, factor: float = 2.5):
+    rng = np.random.default_rng(seed)
+    g = rng.normal(scale=1.5, size=(n, n_classes))
+    u = rng.random(n)
+    labels = np.empty(n, dtype=np.int64)
+    for start in range(0, n, 5000):  # inverse-CDF sampling, in blocks
+        cdf = np.cumsum(softmax(g[start : start + 5000], axis=1), axis=1)
+        labels[start : start + 5000] = (u[start : start + 5000, None] > cdf).sum(axis=1)
+    np.minimum(labels, n_classes - 1, out=labels)
+    return Predictions.from_logits((factor * g).astype(np.float32), labels)
+
+
+def time_fit(name: str, preds: Predictions, repeats: int, **params) -> dict:
+    times = []
+    for _ in range(repeats):
+        calibrator = make_calibrator(name, **params)
+        t0 = time.perf_counter()
+        calibrator.fit(preds)
+        times.append(time.perf_counter() - t0)
+    info = calibrator.fit_info
+    row = {
+        "method": name,
+        "shape": list(preds.probs.shape),
+        "seconds_best": round(min(times), 3),
+        "repeats": repeats,
+        "converged": info.get("converged"),
+        "iterations": info.get("iterations"),
+    }
+    for key in ("temperature", "weights"):
+        if key in info:
+            row[key] = info[key]
+    if name in TARGETS:
+        row["target_seconds"] = TARGETS[name]
+        row["meets_target"] = min(times) <= TARGETS[name]
+    return row
+
+
+def main() -> None:
+    big = synthetic(50_000, 1_000)
+    rows = [time_fit("ts", big, 3), time_fit("ets", big, 3)]
+    del big
+    mid = synthetic(5_000, 100, seed=1)
+    rows += [time_fit(name, mid, 1) for name in ("dirichlet", "vs", "ms")]
+    report = {
+        "benchmark": "calcore.calibrators parametric fits",
+        "data": "logits 2.5 * g, g ~ N(0, 1.5^2), labels ~ softmax(g); float32 logits",
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "timings": rows,
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

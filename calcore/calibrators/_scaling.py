@@ -1,0 +1,292 @@
+"""Optimisation helpers of the parametric calibrators (:mod:`calcore.calibrators.parametric`).
+
+Everything here takes clean float64 arrays (validated by the callers) and
+returns plain numbers/arrays plus convergence facts; nothing here raises for
+user input except the temperature search, which names the bound it hit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit, log_softmax
+
+from calcore._errors import CalcoreError
+from calcore.predictions import Predictions
+
+__all__ = [
+    "PROB_FLOOR",
+    "TemperatureFit",
+    "log_scores",
+    "fit_inverse_temperature",
+    "ets_weights_mse",
+    "ets_weights_nll",
+    "fit_affine_softmax",
+    "affine_logits",
+    "fit_binary_logistic",
+]
+
+#: Floor applied to probabilities before taking logs when no logits are available:
+#: ``log(max(p, PROB_FLOOR))`` keeps exact zeros finite (about -690.8).
+PROB_FLOOR = 1e-300
+_BLOCK_ELEMENTS = 65_536  # rows per block x classes: keeps the working set in cache
+
+
+def log_scores(preds: Predictions) -> np.ndarray:
+    """Logits when ``preds`` carries them, else ``log(max(probs, PROB_FLOOR))`` (float64)."""
+    if preds.logits is not None:
+        return preds.logits
+    return np.log(np.maximum(preds.probs, PROB_FLOOR))
+
+
+@dataclass(frozen=True)
+class TemperatureFit:
+    """Result of :func:`fit_inverse_temperature`: ``beta = 1/T`` and how it was found."""
+
+    beta: float
+    nll: float
+    converged: bool
+    iterations: int
+    message: str
+
+
+def _temperature_terms(z, zmax, d_label, beta):
+    """Mean NLL of softmax(beta z) and its first two derivatives in beta (one blocked pass)."""
+    n, n_classes = z.shape
+    step = max(1, _BLOCK_ELEMENTS // n_classes)
+    d = np.empty((min(step, n), n_classes))
+    e = np.empty_like(d)
+    log_s, m1, m2 = np.empty(n), np.empty(n), np.empty(n)
+    for start in range(0, n, step):
+        rows = slice(start, start + step)
+        k = min(step, n - start)
+        dd, ee = d[:k], e[:k]
+        np.subtract(z[rows], zmax[rows, None], out=dd)  # d <= 0, max 0: no overflow
+        np.multiply(dd, beta, out=ee)
+        np.exp(ee, out=ee)
+        s = ee.sum(axis=1)
+        log_s[rows] = np.log(s)
+        m1[rows] = np.einsum("ij,ij->i", ee, dd) / s
+        ee *= dd
+        m2[rows] = np.einsum("ij,ij->i", ee, dd) / s
+    nll = float(np.mean(log_s - beta * d_label))
+    grad = float(np.mean(m1 - d_label))
+    hess = float(np.mean(m2 - m1 * m1))
+    return nll, grad, hess
+
+
+def _newton_on_beta(z, labels, beta0, lo, hi, *, xtol, max_iter):
+    """Safeguarded Newton on the convex NLL(beta) inside the bracket [lo, hi]."""
+    zmax = z.max(axis=1)
+    d_label = z[np.arange(z.shape[0]), labels] - zmax
+    b_min, b_max = lo, hi
+    tried_min = tried_max = False
+    beta, nll = float(np.clip(beta0, lo, hi)), np.nan
+    for it in range(1, max_iter + 1):
+        nll, grad, hess = _temperature_terms(z, zmax, d_label, beta)
+        tried_min |= beta == b_min
+        tried_max |= beta == b_max
+        if grad > 0:
+            hi = beta
+        else:
+            lo = beta
+        if lo >= b_max:  # still decreasing at the largest allowed 1/T
+            return TemperatureFit(beta, nll, False, it, "bound:min_temperature")
+        if hi <= b_min:  # still increasing at the smallest allowed 1/T
+            return TemperatureFit(beta, nll, False, it, "bound:max_temperature")
+        if grad == 0.0:
+            return TemperatureFit(beta, nll, True, it, "gradient is exactly zero")
+        step = grad / hess if hess > 0 else np.inf
+        new = beta - step
+        if abs(step) <= xtol * beta and lo <= new <= hi:
+            return TemperatureFit(new, nll, True, it, f"Newton step {abs(step):.2e} <= xtol*beta")
+        if not lo < new < hi:  # Newton left the bracket: test the bound once, else bisect
+            if grad < 0 and hi == b_max and not tried_max:
+                new = b_max
+            elif grad > 0 and lo == b_min and not tried_min:
+                new = b_min
+            else:
+                new = float(np.sqrt(lo * hi))  # bisection on log beta
+        beta = float(new)
+    return TemperatureFit(beta, nll, False, max_iter, f"no convergence in {max_iter} iterations")
+
+
+def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100, owner="ts"):
+    """NLL-optimal ``beta = 1/T`` for ``softmax(beta * z)``, bracketed by ``[1/t_max, 1/t_min]``.
+
+    The mean NLL is convex in ``beta`` (its second derivative is the mean
+    variance of ``z`` under ``softmax(beta z)``), strictly so unless every row
+    is constant, so the optimum is unique. A Newton pass on a row subsample
+    gives the starting point; safeguarded Newton on all rows (with bisection
+    when a step leaves the bracket) then converges quadratically.
+
+    Raises
+    ------
+    CalcoreError
+        The optimum lies at or beyond a bound, or the logits are constant in every row.
+    """
+    n, n_classes = z.shape
+    if not np.any(z.max(axis=1) > z.min(axis=1)):
+        raise CalcoreError(
+            f"{owner}: every row of the scores is constant, so the likelihood does not depend on "
+            "the temperature; temperature scaling needs informative scores."
+        )
+    lo, hi = 1.0 / t_max, 1.0 / t_min
+    beta0, iters = 1.0, 0
+    stride = max(1, (n * n_classes) // 5_000_000)
+    if stride > 1:  # cheap warm start on every stride-th row
+        sub = _newton_on_beta(z[::stride], labels[::stride], 1.0, lo, hi, xtol=1e-4, max_iter=60)
+        beta0, iters = sub.beta, sub.iterations
+    fit = _newton_on_beta(z, labels, beta0, lo, hi, xtol=xtol, max_iter=max_iter)
+    if fit.message.startswith("bound:"):
+        which = fit.message.split(":")[1]
+        t_bound = t_min if which == "min_temperature" else t_max
+        raise CalcoreError(
+            f"{owner}: the NLL-optimal temperature lies at or beyond the bound {which}={t_bound} "
+            f"(the likelihood still improves at T={1.0 / fit.beta:.6g}); the scores are "
+            f"{'under' if which == 'min_temperature' else 'over'}-confident beyond the allowed "
+            f"range or nearly separable. Widen {which!r} if this is expected."
+        )
+    return TemperatureFit(
+        fit.beta, fit.nll, fit.converged, fit.iterations, f"{fit.message} (+{iters} warm-start)"
+    )
+
+
+def ets_weights_mse(p_t, p_1, labels):
+    """ETS weights minimising the mean squared error, solved exactly over the 2-simplex.
+
+    The loss ``mean ||w1 p_t + w2 p_1 + w3/L - e_y||^2`` is a convex quadratic
+    ``w'Gw - 2c'w + 1``; its minimum over the simplex is the best of the face-wise
+    equality-constrained minima that are feasible (KKT on each of the 7 faces).
+    """
+    n, n_classes = p_t.shape
+    rows = np.arange(n)
+    inv_l = 1.0 / n_classes
+    s_tt = np.einsum("ij,ij->", p_t, p_t) / n
+    s_t1 = np.einsum("ij,ij->", p_t, p_1) / n
+    s_11 = np.einsum("ij,ij->", p_1, p_1) / n
+    gram = np.array([[s_tt, s_t1, inv_l], [s_t1, s_11, inv_l], [inv_l, inv_l, inv_l]])
+    lin = np.array([p_t[rows, labels].mean(), p_1[rows, labels].mean(), inv_l])
+    best_w, best_loss = None, np.inf
+    for size in (1, 2, 3):
+        for face in itertools.combinations(range(3), size):
+            idx = list(face)
+            kkt = np.zeros((size + 1, size + 1))
+            kkt[:size, :size] = 2 * gram[np.ix_(idx, idx)]
+            kkt[:size, size] = kkt[size, :size] = 1.0
+            sol = np.linalg.lstsq(kkt, np.append(2 * lin[idx], 1.0), rcond=None)[0]
+            w = np.zeros(3)
+            w[idx] = sol[:size]
+            if np.any(w < -1e-12):
+                continue
+            w = np.clip(w, 0.0, None)
+            w /= w.sum()
+            loss = float(w @ gram @ w - 2 * lin @ w + 1.0)
+            if loss < best_loss - 1e-15:
+                best_w, best_loss = w, loss
+    return best_w, best_loss
+
+
+def ets_weights_nll(p_t, p_1, labels, *, max_iter):
+    """ETS weights minimising the mean NLL ``-mean log(w . a_i)`` over the simplex (SLSQP)."""
+    n, n_classes = p_t.shape
+    rows = np.arange(n)
+    a = np.column_stack([p_t[rows, labels], p_1[rows, labels], np.full(n, 1.0 / n_classes)])
+
+    def loss(w):
+        q = np.maximum(a @ w, PROB_FLOOR)
+        return float(-np.mean(np.log(q))), -(a / q[:, None]).mean(axis=0)
+
+    res = minimize(
+        loss,
+        np.full(3, 1.0 / 3),
+        jac=True,
+        method="SLSQP",
+        bounds=[(0.0, 1.0)] * 3,
+        constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1.0, "jac": lambda w: np.ones(3)}],
+        options={"maxiter": max_iter, "ftol": 1e-12},
+    )
+    w = np.clip(res.x, 0.0, None)
+    return w / w.sum(), res
+
+
+def affine_logits(x, weights, bias):
+    """``x W^T + b`` with ``weights`` a vector (diagonal W) or a matrix (full W)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim == 1:
+        return x * weights + np.asarray(bias)
+    return x @ weights.T + np.asarray(bias)
+
+
+def fit_affine_softmax(x, labels, *, diagonal, off_weight, diag_weight, bias_weight, max_iter):
+    """Multinomial logistic regression ``softmax(x W^T + b)`` started at ``W = I, b = 0``.
+
+    Penalty: ``off_weight * sum_{i != j} W_ij^2 + diag_weight * sum_i (W_ii - 1)^2
+    + bias_weight * sum_j b_j^2`` added to the mean NLL. L-BFGS-B with the analytic gradient.
+
+    Returns ``(weights, bias, scipy OptimizeResult)``.
+    """
+    n, n_classes = x.shape
+    rows = np.arange(n)
+    eye = np.eye(n_classes)
+    off = 1.0 - eye
+
+    def unpack(theta):
+        k = n_classes if diagonal else n_classes * n_classes
+        w = theta[:k] if diagonal else theta[:k].reshape(n_classes, n_classes)
+        return w, theta[k:]
+
+    def objective(theta):
+        w, b = unpack(theta)
+        logp = log_softmax(affine_logits(x, w, b), axis=1)
+        nll = -logp[rows, labels].mean()
+        g = np.exp(logp)
+        g[rows, labels] -= 1.0
+        g /= n
+        gb = g.sum(axis=0) + 2 * bias_weight * b
+        if diagonal:
+            gw = np.einsum("ij,ij->j", g, x) + 2 * diag_weight * (w - 1.0)
+            pen = diag_weight * np.sum((w - 1.0) ** 2)
+        else:
+            gw = g.T @ x + 2 * off_weight * w * off + 2 * diag_weight * (w - eye) * eye
+            pen = off_weight * np.sum((w * off) ** 2) + diag_weight * np.sum(np.diag(w - 1.0) ** 2)
+        pen += bias_weight * np.sum(b * b)
+        return float(nll + pen), np.concatenate([gw.ravel(), gb])
+
+    theta0 = np.concatenate([np.ones(n_classes) if diagonal else eye.ravel(), np.zeros(n_classes)])
+    res = minimize(
+        objective,
+        theta0,
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": max_iter, "maxfun": 2 * max_iter, "ftol": 2.2e-9, "gtol": 1e-5},
+    )
+    w, b = unpack(res.x)
+    return w, b, res
+
+
+def fit_binary_logistic(features, targets, *, x0, bounds=None, max_iter=1000):
+    """Mean log-loss ``sigmoid(features @ coef + intercept)`` vs soft targets in [0, 1]; L-BFGS-B.
+
+    Returns ``(coef, intercept, scipy OptimizeResult)``.
+    """
+    n, k = features.shape
+    design = np.column_stack([features, np.ones(n)])
+
+    def objective(theta):
+        eta = design @ theta
+        loss = -np.mean(targets * log_expit(eta) + (1.0 - targets) * log_expit(-eta))
+        return float(loss), design.T @ (expit(eta) - targets) / n
+
+    res = minimize(
+        objective,
+        np.asarray(x0, dtype=np.float64),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": max_iter, "ftol": 1e-14, "gtol": 1e-9},
+    )
+    return res.x[:k], float(res.x[k]), res
