@@ -19,4 +19,4 @@ from calcore.calibrators import binning as _binning  # noqa: E402,F401  (registe
 from calcore.calibrators import isotonic as _isotonic  # noqa: E402,F401  (registers iso, irm)
 from calcore.calibrators import m2b as _m2b  # noqa: E402,F401  (registers conf-/tl-/cw-/n- wrappers)
 from calcore.calibrators import normalization_aware as _normalization_aware  # noqa: F401, E402
-from calcore.calibrators import parametric as _parametric  # noqa: E402,F401  (registers)
+from calcore.calibrators import parametric as _parametric  # noqa: F401  (registers)
