@@ -224,3 +224,16 @@ def test_cifar10_top_label_paper_tables_2_3(shared_data, model):
     assert cw_ece < min(classwise_ece(test), classwise_ece(nhb), classwise_ece(tl))
     assert top_label_mce(tl, binning="unique") < top_label_mce(test) / 2
     np.testing.assert_array_equal(tl.predicted, test.predicted)
+
+
+def test_irm_keeps_argmax_on_near_ties():
+    rng = np.random.default_rng(5)
+    p = rng.dirichlet(np.ones(4), size=3000)
+    top = p.argmax(axis=1)
+    second = (top + 3) % 4  # mostly a lower index: a tie would move the argmax there
+    r = np.arange(300)
+    p[r, second[r]] = p[r, top[r]] * (1 - 1e-13)  # rounding would tie them
+    p /= p.sum(axis=1, keepdims=True)
+    preds = Predictions.from_probs(p, rng.integers(0, 4, 3000))
+    out = make_calibrator("irm").fit(preds).transform(preds)
+    np.testing.assert_array_equal(out.predicted, preds.predicted)

@@ -179,8 +179,22 @@ def _bin_values(edges, counts, sums) -> np.ndarray:
     return np.divide(sums, counts, out=mid, where=counts > 0)
 
 
+def _bin_index(edges: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(edges, scores, side="left")``: the number of edges below each score.
+
+    For few edges, counting with one comparison per edge is several times
+    faster than the binary search on unsorted scores (and gives the same result).
+    """
+    if edges.size > 32:
+        return np.searchsorted(edges, scores, side="left")
+    idx = np.zeros(scores.shape, dtype=np.intp)
+    for edge in edges:
+        idx += scores > edge
+    return idx
+
+
 def _lookup(edges, values, scores) -> np.ndarray:
-    return values[np.searchsorted(edges, scores, side="left")]
+    return values[_bin_index(edges, scores)]
 
 
 @register
@@ -247,7 +261,7 @@ class HistogramBinning(_Binned):
     @classmethod
     def apply_binary(cls, state, scores, params) -> np.ndarray:
         edges, values = np.asarray(state["edges"], float), np.asarray(state["values"], float)
-        idx = np.searchsorted(edges, scores, side="left")
+        idx = _bin_index(edges, scores)
         if params["randomized"] and edges.size:
             # s + u (u ~ U(0, delta)) crosses edge e only when e - delta < s <= e.
             delta = params["delta"]

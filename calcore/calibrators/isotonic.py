@@ -86,7 +86,8 @@ class IsotonicRegressionMultiClass(Calibrator):
     All ``n L`` pairs ``(p_ij, 1{y_i = j})`` are pooled into one isotonic fit
     ``g``; ``g`` is made strictly increasing as ``g(a) + eps a`` and the rows
     are normalised, ``q_ij = g(p_ij) / sum_k g(p_ik)``. A strictly increasing
-    map keeps the order of each row, hence the argmax (ties in ``p`` stay ties).
+    map keeps the order of each row, hence the argmax (ties in ``p`` stay ties; where
+    rounding would create a tie, the predicted entry is raised by one ulp).
     ``g`` is the piecewise-constant step map of :class:`IsotonicRegression`.
     """
 
@@ -114,4 +115,11 @@ class IsotonicRegressionMultiClass(Calibrator):
     def _transform(self, preds: Predictions, state: dict) -> tuple[np.ndarray, None]:
         starts, values = np.asarray(state["starts"], float), np.asarray(state["values"], float)
         g = apply_isotonic_steps(starts, values, preds.probs) + self._params["eps"] * preds.probs
-        return g / g.sum(axis=1, keepdims=True), None
+        q = g / g.sum(axis=1, keepdims=True)
+        # eps * (p_a - p_b) can vanish in rounding when two entries of a row are within ~1e-7 of
+        # each other; lift the predicted entry by one ulp there so the argmax is kept exactly.
+        pred = preds.predicted
+        rows = np.flatnonzero(q.argmax(axis=1) != pred)
+        if rows.size:
+            q[rows, pred[rows]] = np.nextafter(q[rows].max(axis=1), 2.0)
+        return q, None

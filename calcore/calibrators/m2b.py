@@ -93,6 +93,15 @@ def top_label_rows(probs: np.ndarray, predicted: np.ndarray, h: np.ndarray) -> n
     return out
 
 
+def _transpose(a: np.ndarray, block: int = 256) -> np.ndarray:
+    """Contiguous ``a.T``, copied in row blocks (several times faster than a plain copy of
+    ``a.T`` for large arrays, which walks memory with a large stride)."""
+    out = np.empty(a.shape[::-1], dtype=a.dtype)
+    for start in range(0, a.shape[0], block):
+        out[:, start : start + block] = a[start : start + block].T
+    return out
+
+
 def normalize_rows(values: np.ndarray) -> np.ndarray:
     """``values / row sum``; a row summing to 0 becomes uniform."""
     total = values.sum(axis=1, keepdims=True)
@@ -153,8 +162,8 @@ class _M2B(Calibrator):
         return out
 
     def _columns(self, probs):
-        """Class-wise: fit one state per column (columns read from a transposed copy)."""
-        return np.ascontiguousarray(probs.T)
+        """Class-wise: the columns as contiguous rows (a transposed copy)."""
+        return _transpose(probs)
 
     # -- wrapper protocol used by the registry -------------------------------------
     @classmethod
@@ -256,7 +265,7 @@ class _ClassWiseBase(_M2B):
         cols = self._columns(preds.probs)
         for lab, st in enumerate(state["classes"]):
             cols[lab] = self.binary_cls.apply_binary(st, cols[lab], self._binary_params)
-        return np.clip(cols.T, 0.0, 1.0)
+        return _transpose(cols)
 
 
 @register_wrapper("cw")
