@@ -33,8 +33,9 @@ def test_compare_equals_manual_loop(splits):
     assert result.values["tl-hb"]["top_label_ece"].estimate == calcore.top_label_ece(
         manual, bins=10
     )
-    assert result.values[UNCALIBRATED]["classwise_ece"].estimate == calcore.classwise_ece(
-        test, bins=10
+    # evaluate() and classwise_ece() sum in different orders (sorted vs row-block engine)
+    assert result.values[UNCALIBRATED]["classwise_ece"].estimate == pytest.approx(
+        calcore.classwise_ece(test, bins=10), abs=1e-12
     )
     brier_drop = calcore.brier_score(test) - calcore.brier_score(manual)
     assert result.values["tl-hb"]["calibration_gain"].estimate == pytest.approx(
