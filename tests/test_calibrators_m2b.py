@@ -237,3 +237,25 @@ def test_irm_keeps_argmax_on_near_ties():
     preds = Predictions.from_probs(p, rng.integers(0, 4, 3000))
     out = make_calibrator("irm").fit(preds).transform(preds)
     np.testing.assert_array_equal(out.predicted, preds.predicted)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"bins": 7},
+        {"bins": 7, "randomized": False},
+        {"bins": 5, "variant": "original", "randomized": False},
+        {"points_per_bin": 30, "variant": "original"},
+    ],
+)
+def test_classwise_hb_batched_fit_equals_one_binary_fit_per_class(params):
+    rng = np.random.default_rng(6)
+    probs = np.round(rng.dirichlet(np.ones(4), size=300), 2)  # ties, including at edges
+    probs /= probs.sum(axis=1, keepdims=True)
+    preds = Predictions.from_probs(probs, rng.integers(0, 4, 300))
+    cal = make_calibrator("cw-hb", **params).fit(preds)
+    single = make_calibrator("hb", **params)
+    for lab, state in enumerate(cal.to_dict()["state"]["classes"]):
+        outcomes = (preds.labels == lab).astype(float)
+        expected = single.fit_binary(preds.probs[:, lab], outcomes, single.params)
+        assert state == {k: v.tolist() for k, v in expected.items()}

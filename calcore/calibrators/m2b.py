@@ -254,6 +254,10 @@ class _ClassWiseBase(_M2B):
                 f"{self._binary_params}; got {preds.n_samples}."
             )
         cols = self._columns(preds.probs)
+        batched = getattr(self.binary_cls, "fit_binary_columns", None)
+        if batched is not None:
+            states = batched(cols, preds.labels, self._binary_params)
+            return {"classes": states}, {"n_calibration": preds.n_samples}
         onehot_pos = preds.labels
         states = []
         for lab in range(preds.n_classes):
