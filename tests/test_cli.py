@@ -147,3 +147,77 @@ def test_console_entry_point_runs_as_a_process(csv_file):
         check=False,
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_calibrate_single_file_with_split_json_save_and_apply(csv_file, tmp_path, capsys):
+    path, probs, labels = csv_file
+    out_csv, saved = tmp_path / "calibrated.csv", tmp_path / "ts.json"
+    argv = [
+        "calibrate",
+        str(path),
+        "--method",
+        "ts",
+        "--json",
+        "--out",
+        str(out_csv),
+        "--save",
+        str(saved),
+    ]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "ts" and set(out) >= {"params", "before", "after", "fit_info"}
+    assert REQUIRED_KEYS <= set(out["before"]) and REQUIRED_KEYS <= set(out["after"])
+    # independent recomputation: fit TS on the calib rows, evaluate on the test rows
+    from calcore.calibrators import make_calibrator
+
+    calib = calcore.Predictions.from_probs(probs[:100], labels[:100], ("cat", "dog", "eel"))
+    test = calcore.Predictions.from_probs(probs[100:], labels[100:], ("cat", "dog", "eel"))
+    expected = make_calibrator("ts").fit(calib).transform(test)
+    assert out["after"]["nll"] == pytest.approx(calcore.negative_log_likelihood(expected), rel=1e-9)
+    assert out["before"]["accuracy"] == out["after"]["accuracy"]  # TS keeps the argmax
+    written = calcore.load_predictions(out_csv)
+    np.testing.assert_allclose(written.probs, expected.probs, rtol=0, atol=1e-15)
+    # apply the saved calibrator to the test rows: same numbers as the --out file
+    applied = tmp_path / "applied.csv"
+    assert main(["apply", str(saved), str(path), "--split", "test", "--out", str(applied)]) == 0
+    np.testing.assert_array_equal(calcore.load_predictions(applied).probs, written.probs)
+
+
+def test_calibrate_with_params_and_table(csv_file, capsys):
+    path, _, _ = csv_file
+    assert main(["calibrate", str(path), "--method", "tl-hb", "--param", "points_per_bin=20"]) == 0
+    text = capsys.readouterr().out
+    assert "tl-hb" in text and "before" in text and "after" in text and "TL-ECE" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--method", "nope"], "Unknown calibrator 'nope'"),
+        (["--method", "ts", "--param", "oops"], "--param must look like NAME=VALUE"),
+        (["--method", "ts", "--param", "min_temperature=-1"], "'min_temperature' must be >= 1e-06"),
+    ],
+)
+def test_calibrate_errors_exit_2(csv_file, capsys, argv, message):
+    path, _, _ = csv_file
+    assert main(["calibrate", str(path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_calibrate_needs_both_splits(tmp_path, capsys):
+    path = tmp_path / "nosplit.csv"
+    path.write_text("label,p_a,p_b\na,0.6,0.4\nb,0.3,0.7\n")
+    assert main(["calibrate", str(path), "--method", "ts"]) == 2
+    assert "no calib or test rows" in capsys.readouterr().err
+
+
+def test_apply_rejects_a_non_calibrator_json(csv_file, tmp_path, capsys):
+    path, _, _ = csv_file
+    bogus = tmp_path / "bogus.json"
+    bogus.write_text('{"hello": 1}')
+    assert main(["apply", str(bogus), str(path), "--out", str(tmp_path / "o.csv")]) == 2
+    assert "Not a saved calcore calibrator" in capsys.readouterr().err
+    bogus.write_text("{not json")
+    assert main(["apply", str(bogus), str(path), "--out", str(tmp_path / "o.csv")]) == 2
+    assert "not valid JSON" in capsys.readouterr().err

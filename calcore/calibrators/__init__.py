@@ -1,9 +1,20 @@
 """Post-hoc calibrators behind one protocol (see :class:`Calibrator`).
 
 Importing this package registers every method, so that
-:func:`make_calibrator` and :data:`CALIBRATORS` know them all.
+:func:`make_calibrator` and :data:`CALIBRATORS` know them all:
+
+* parametric (``parametric``): ts, ets, vs, ms, dirichlet, platt, beta;
+* binary binning and isotonic building blocks (``binning``, ``isotonic``): hb, ums,
+  fwb, sb, iso, and irm;
+* M2B wrappers (``m2b``): ``conf-``, ``tl-``, ``cw-``, ``n-`` + any binary method;
+* normalisation-aware isotonic (``normalization_aware``): fir, na-fir, scir.
 """
 
+from calcore.calibrators import binning as _binning  # noqa: F401  (registers)
+from calcore.calibrators import isotonic as _isotonic  # noqa: F401
+from calcore.calibrators import m2b as _m2b  # noqa: F401
+from calcore.calibrators import normalization_aware as _normalization_aware  # noqa: F401
+from calcore.calibrators import parametric as _parametric  # noqa: F401
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator, Param
 from calcore.calibrators._registry import CALIBRATORS, CalibratorInfo, make_calibrator
 
@@ -15,8 +26,3 @@ __all__ = [
     "Param",
     "make_calibrator",
 ]
-from calcore.calibrators import binning as _binning  # noqa: E402,F401  (registers hb, ums, fwb, sb)
-from calcore.calibrators import isotonic as _isotonic  # noqa: E402,F401  (registers iso, irm)
-from calcore.calibrators import m2b as _m2b  # noqa: E402,F401  (registers conf-/tl-/cw-/n- wrappers)
-from calcore.calibrators import normalization_aware as _normalization_aware  # noqa: F401, E402
-from calcore.calibrators import parametric as _parametric  # noqa: F401  (registers)

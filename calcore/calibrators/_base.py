@@ -123,6 +123,10 @@ class Calibrator:
         ``"parametric"``, ``"binning"``, ``"isotonic"``, ...
     accuracy_preserving : bool
         Whether ``argmax`` of every row is unchanged (ties excepted).
+    injective : bool
+        Whether distinct input rows always map to distinct outputs. With
+        ``accuracy_preserving`` it makes the calibration gain exact (Mix-n-Match
+        Prop. 4.1); binning methods are not injective.
     normalized : bool
         Whether output rows lie on the simplex. Unnormalised methods (e.g.
         class-wise histogram binning) say so, and renormalise only when built
@@ -138,6 +142,7 @@ class Calibrator:
     family: ClassVar[str] = ""
     description: ClassVar[str] = ""
     accuracy_preserving: ClassVar[bool] = False
+    injective: ClassVar[bool] = False
     normalized: ClassVar[bool] = True
     parameters: ClassVar[tuple[Param, ...]] = ()
     binary_only: ClassVar[bool] = False

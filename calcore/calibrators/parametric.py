@@ -131,6 +131,7 @@ class TemperatureScaling(Calibrator):
     family = "parametric"
     description = "Temperature scaling (one temperature, NLL-optimal; keeps the argmax)."
     accuracy_preserving = True
+    injective = True  # p -> softmax(log p / T) is one-to-one on the simplex for T > 0
     parameters = _temperature_params()
 
     def _check_params(self, params):
