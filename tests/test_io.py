@@ -10,6 +10,7 @@ import pytest
 
 from calcore import CalcoreError, CalcoreWarning
 from calcore.io import LoadReport, inspect_table, load_predictions, load_splits
+from calcore.io._source import open_source
 
 GOOD = (
     "label,p_cat,p_dog,p_eel\n"
@@ -338,3 +339,128 @@ def test_inspect_table_reports_detection_without_raising(tmp_path):
     assert amb.label_column is None and "ambiguous" in amb.problems[0]
     logit = inspect_table(b"label,a,b\na,2.5,-1\n")
     assert logit.scores_guess == "logits"
+
+
+# -- reader edge cases (pandas' C parser behind a strict front) ---------------
+@pytest.mark.parametrize(
+    ("body", "pattern"),
+    [
+        ("a,0.5,0.5,\nb,0.5,0.5,x\n", r"line 2: 4 fields but the header has 3"),  # trailing delim
+        ("b,1,234,0.5\na,0.5,0.5\n", r"line 2: 4 fields but the header has 3"),  # long first line
+        ("a,0.5,0.5\nb,0.5,0.5,\n", r"line 3: 4 fields but the header has 3"),
+        ("a,0.5,0.5\n   \nb,0.5,0.5\n", r"line 3: 1 field\(s\) but the header has 3"),
+        ('a,"0.5,0.5\nb,0.5,0.5\n', r"line 2: 2 field\(s\) but the header has 3"),
+        ("a,0.5,0.5\nb,NA,0.5\n", r"line 3, column 'p_a': value 'NA' is not a number"),
+        ("a,True,False\n", r"line 2, column 'p_a': value 'True' is not a number"),
+        ("a,0x10,0.5\n", r"line 2, column 'p_a': value '0x10' is not a number"),
+        ("a,1_0,0.5\n", r"line 2, column 'p_a': value '1_0' is not a number"),
+        ("a,0.5,0.5\nb, ,0.5\n", r"line 3, column 'p_a': value ' ' is not a number"),
+        ("a,0.5,abc\nc,xyz,0.5\n", r"line 2, column 'p_b': value 'abc' is not a number"),
+        ("a,0.5,abc\nb,0.5\n", r"line 3: 2 field\(s\) but the header has 3.*cut off"),
+        ("a,0.5,0.5\n\nb,0.5,0.5\n", r"line 3, column 'label': label '' is not a class"),
+        ("NA,0.5,0.5\nb,0.5,0.5\n", r"line 2, column 'label': label 'NA' is not a class"),
+    ],
+)
+def test_reader_edge_cases_are_named(tmp_path, body, pattern):
+    with pytest.raises(CalcoreError, match=r"ed\.csv, " + pattern):
+        load_predictions(write(tmp_path, "ed.csv", "label,p_a,p_b\n" + body))
+
+
+@pytest.mark.filterwarnings("ignore::calcore.CalcoreWarning")
+def test_missing_field_of_an_ignored_column_is_an_error(tmp_path):
+    text = "label,p_a,p_b,note\na,0.5,0.5,x\nb,0.5,0.5\n"
+    with pytest.raises(CalcoreError, match=r"ig\.csv, line 3: 3 field\(s\) but the header has 4"):
+        load_predictions(write(tmp_path, "ig.csv", text))
+    ok = load_predictions(
+        write(tmp_path, "ok.csv", "label,p_a,p_b,note\na,0.5,0.5,\nb,0.5,0.5,x\n")
+    )
+    assert ok.n_samples == 2
+
+
+@pytest.mark.parametrize("cell", ["nan", "NaN", "-nan", "inf", "-Infinity", "INF"])
+def test_nan_and_inf_text_reach_validation(tmp_path, cell):
+    text = f"label,logit_a,logit_b\na,0.5,0.5\nb,{cell},0.5\n"
+    with pytest.raises(CalcoreError, match=r"ni\.csv, line 3, column 'logit_a': .*not a finite"):
+        load_predictions(write(tmp_path, "ni.csv", text))
+
+
+def test_number_forms_integers_and_exact_values(tmp_path):
+    text = (
+        "label,logit_a,logit_b\na,+0.5,.5\nb,5.,1E-1\na,99999999999999999999999,7\n"
+        "b,0.1000000000000000055511151231257827,4.9e-324\n"
+    )
+    p = load_predictions(write(tmp_path, "nf.csv", text))
+    np.testing.assert_array_equal(p.logits, [[0.5, 0.5], [5.0, 0.1], [1e23, 7.0], [0.1, 5e-324]])
+    rng = np.random.default_rng(3)
+    values = rng.standard_normal((200, 2)) * 10.0 ** rng.integers(-300, 300, (200, 2))
+    rows = "\n".join(f"a,{x!r},{y!r}" for x, y in values.tolist())
+    p = load_predictions(write(tmp_path, "rt.csv", "label,logit_a,logit_b\n" + rows + "\nb,0,0\n"))
+    np.testing.assert_array_equal(p.logits[:-1], values)  # correctly rounded, as float()
+
+
+@pytest.fixture
+def pieces(monkeypatch):
+    """Make calcore.io read even tiny files in several pieces (threads)."""
+    import calcore.io._csv as csv_module
+
+    monkeypatch.setattr(csv_module, "_MIN_PIECE", 64)
+    monkeypatch.setattr(csv_module, "_cpus", lambda: 4)
+    return csv_module
+
+
+def _many_rows(n=200):
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), n)
+    return [f"{'abc'[i % 3]}," + ",".join(f"{v:.17g}" for v in row) for i, row in enumerate(probs)]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_reading_in_pieces_gives_the_same_predictions(tmp_path, pieces, newline):
+    rows = _many_rows()
+    rows[5] = '"a",' + rows[5].split(",", 1)[1]
+    text = newline.join(["label,p_a,p_b,p_c", *rows]) + newline
+    path = write(tmp_path, "pc.csv", text)
+    src = open_source(path)
+    assert len(pieces._pieces(src, pieces.scan_csv(src))) == 4
+    p = load_predictions(path)
+    pieces._cpus = lambda: 1
+    q = load_predictions(path)
+    np.testing.assert_array_equal(p.probs, q.probs)
+    np.testing.assert_array_equal(p.labels, q.labels)
+    assert p.probs.flags.c_contiguous and p.n_samples == 200
+
+
+@pytest.mark.parametrize(
+    ("change", "pattern"),
+    [
+        (lambda r: r.rsplit(",", 1)[0] + ",abc", r"line 152, column 'p_c': value 'abc'"),
+        (lambda r: r.rsplit(",", 1)[0], r"line 152: 3 field\(s\) but the header has 4"),
+        (lambda r: r + ",", r"line 152: 5 fields but the header has 4"),
+        (lambda r: r + ",0.1", r"line 152: 5 fields but the header has 4"),
+        (lambda r: "", r"line 152, column 'label': label '' is not a class"),
+        (lambda r: "caf\xe9" + r[1:], r"byte \d+ \(line 152\) is not valid UTF-8"),
+    ],
+)
+def test_errors_in_a_later_piece_name_the_file_line(tmp_path, pieces, change, pattern):
+    rows = _many_rows()
+    src = open_source(write(tmp_path, "tmp.csv", "label,p_a,p_b,p_c\n" + "\n".join(rows)))
+    starts = [a for a, _ in pieces._pieces(src, pieces.scan_csv(src))]
+    line = src.data.count(b"\n", 0, starts[-1]) + 1  # the first line of the last piece
+    assert line > 100
+    rows[line - 2] = change(rows[line - 2])
+    text = "label,p_a,p_b,p_c\n" + "\n".join(rows) + "\n"
+    path = write(
+        tmp_path,
+        "lp.csv",
+        text.encode("utf-8", "surrogateescape").replace(b"caf\xc3\xa9", b"caf\xe9"),
+    )
+    with pytest.raises(CalcoreError, match=r"lp\.csv.*" + pattern.replace("152", str(line))):
+        load_predictions(path, scores="probs")
+
+
+def test_quoted_newline_across_a_cut_between_pieces(tmp_path, pieces):
+    rows = _many_rows()
+    rows[60] = '"a\n' + "x\n" * 3000 + 'y",' + rows[60].split(",", 1)[1]  # spans the cuts
+    path = write(tmp_path, "qn.csv", "label,p_a,p_b,p_c\n" + "\n".join(rows) + "\n")
+    with pytest.raises(CalcoreError, match=r"qn\.csv, line 62, column 'label': label 'a\\nx"):
+        load_predictions(path)
