@@ -7,14 +7,18 @@ Importing this package registers every method, so that
 * binary binning and isotonic building blocks (``binning``, ``isotonic``): hb, ums,
   fwb, sb, iso, and irm;
 * M2B wrappers (``m2b``): ``conf-``, ``tl-``, ``cw-``, ``n-`` + any binary method;
-* normalisation-aware isotonic (``normalization_aware``): fir, na-fir, scir.
+* normalisation-aware isotonic (``normalization_aware``): fir, na-fir, scir;
+* compositions (``composite``): compose, irova, irova-ts;
+* top-K wrappers (``topk``): ``tkl-``, ``tkc-`` + any binary method.
 """
 
 from calcore.calibrators import binning as _binning  # noqa: F401  (registers)
+from calcore.calibrators import composite as _composite  # noqa: F401
 from calcore.calibrators import isotonic as _isotonic  # noqa: F401
 from calcore.calibrators import m2b as _m2b  # noqa: F401
 from calcore.calibrators import normalization_aware as _normalization_aware  # noqa: F401
 from calcore.calibrators import parametric as _parametric  # noqa: F401
+from calcore.calibrators import topk as _topk  # noqa: F401
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator, Param
 from calcore.calibrators._registry import CALIBRATORS, CalibratorInfo, make_calibrator
 
