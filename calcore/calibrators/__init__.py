@@ -13,6 +13,7 @@ Importing this package registers every method, so that
 """
 
 from calcore.calibrators import binning as _binning  # noqa: F401  (registers)
+from calcore.calibrators import canonical as _canonical  # noqa: F401
 from calcore.calibrators import composite as _composite  # noqa: F401
 from calcore.calibrators import isotonic as _isotonic  # noqa: F401
 from calcore.calibrators import m2b as _m2b  # noqa: F401
