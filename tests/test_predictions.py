@@ -270,8 +270,9 @@ def test_from_logits_float32_input_computed_in_float64():
     preds = Predictions.from_logits(z32, rng.integers(0, 7, 50))
     assert preds.probs.dtype == np.float64 and preds.logits.dtype == np.float64
     np.testing.assert_array_equal(preds.logits, z32.astype(np.float64))
-    np.testing.assert_allclose(preds.probs, softmax64(z32.astype(np.float64)), rtol=1e-12,
-                               atol=1e-300)
+    np.testing.assert_allclose(
+        preds.probs, softmax64(z32.astype(np.float64)), rtol=1e-12, atol=1e-300
+    )
     # a float32 softmax would be off by ~1e-7 relative: make sure we are much closer than that
     e32 = np.exp(z32 - z32.max(axis=1, keepdims=True))
     p32 = e32 / e32.sum(axis=1, keepdims=True)
