@@ -259,3 +259,98 @@ def test_classwise_hb_batched_fit_equals_one_binary_fit_per_class(params):
         outcomes = (preds.labels == lab).astype(float)
         expected = single.fit_binary(preds.probs[:, lab], outcomes, single.params)
         assert state == {k: v.tolist() for k, v in expected.items()}
+
+
+# -- fast paths against straightforward references ---------------------------------------------
+def _tied_predictions(rng, n, n_classes, decimals=2):
+    """Rows with many exact ties (rounded scores), including ties at bin edges."""
+    probs = np.round(rng.dirichlet(np.full(n_classes, 0.5), size=n), decimals)
+    probs[:, 0] += 1.0 - probs.sum(axis=1)
+    probs = np.abs(probs)
+    probs /= probs.sum(axis=1, keepdims=True)
+    return Predictions.from_probs(probs, rng.integers(0, n_classes, n))
+
+
+@pytest.mark.parametrize("seed, n, n_classes", [(0, 200, 3), (1, 500, 7), (2, 4100, 1000)])
+def test_irm_equals_pooled_pava_on_all_pairs(seed, n, n_classes):
+    from calcore.calibrators.isotonic import apply_isotonic_steps, fit_isotonic_steps
+
+    rng = np.random.default_rng(seed)
+    preds, test = _tied_predictions(rng, n, n_classes), _tied_predictions(rng, n, n_classes, 3)
+    onehot = np.zeros(preds.probs.shape)
+    onehot[np.arange(n), preds.labels] = 1.0
+    starts, values = fit_isotonic_steps(preds.probs.ravel(), onehot.ravel())
+    cal = make_calibrator("irm").fit(preds)
+    np.testing.assert_array_equal(cal.to_dict()["state"]["starts"], starts)
+    np.testing.assert_allclose(cal.to_dict()["state"]["values"], values, rtol=0, atol=1e-12)
+    for data in (preds, test):
+        eps = cal.params["eps"]
+        g = apply_isotonic_steps(starts, values, data.probs) + eps * data.probs
+        q = g / g.sum(axis=1, keepdims=True)
+        rows = np.flatnonzero(q.argmax(axis=1) != data.predicted)
+        q[rows, data.predicted[rows]] = np.nextafter(q[rows].max(axis=1), 2.0)
+        np.testing.assert_allclose(cal.transform(data).probs, q, rtol=0, atol=1e-12)
+
+
+def test_irm_step_index_equals_searchsorted():
+    from calcore.calibrators.isotonic import _StepIndex
+
+    rng = np.random.default_rng(7)
+    starts = np.unique(np.r_[0.0, rng.random(40) ** 6, 1.0])
+    near = np.r_[starts, np.nextafter(starts, -1.0), np.nextafter(starts, 2.0)]
+    scores = np.r_[near, rng.random(5000) ** 6, -0.0, 0.0, 1.0, 1.5, -0.5]
+    for s in (starts, starts[1:-1], starts[:1]):
+        np.testing.assert_array_equal(_StepIndex(s)(scores), np.searchsorted(s, scores, "right"))
+    grid = scores[: scores.size // 4 * 4].reshape(-1, 4)
+    np.testing.assert_array_equal(_StepIndex(starts)(grid), np.searchsorted(starts, grid, "right"))
+    np.testing.assert_array_equal(_StepIndex(np.r_[-0.0, 0.5])(scores), np.searchsorted(
+        np.r_[-0.0, 0.5], scores, "right"))  # fmt: skip
+
+
+HB_PARAMS = [
+    {"bins": 15},
+    {"bins": 7, "randomized": False},
+    {"bins": 5, "variant": "original", "delta": 1e-3},
+    {"bins": 1},
+    {"points_per_bin": 30, "variant": "original"},
+]
+
+
+@pytest.mark.parametrize(
+    "params, n, n_classes",
+    [(p, 300, 4) for p in HB_PARAMS]
+    + [(p, 900, 300) for p in HB_PARAMS]
+    + [({"bins": 15}, 4100, 1000)],  # large enough for the threaded row blocks
+)
+def test_classwise_hb_batched_apply_equals_one_binary_apply_per_class(params, n, n_classes):
+    rng = np.random.default_rng(8)
+    preds, test = _tied_predictions(rng, n, n_classes), _tied_predictions(rng, n, n_classes)
+    cal = make_calibrator("cw-hb", **params).fit(preds)
+    single = make_calibrator("hb", **params)
+    states = cal.to_dict()["state"]["classes"]
+    for data in (preds, test):
+        expected = np.column_stack(
+            [
+                single.apply_binary(st, data.probs[:, lab].copy(), single.params)
+                for lab, st in enumerate(states)
+            ]
+        )
+        np.testing.assert_array_equal(cal.transform(data).probs, expected)
+
+
+@pytest.mark.parametrize("params", [{"bins": 7}, {"points_per_bin": 30, "randomized": False}])
+def test_classwise_hb_fit_by_class_groups_equals_one_binary_fit_per_class(params):
+    from calcore.calibrators.binning import HistogramBinning
+
+    rng = np.random.default_rng(9)
+    preds = _tied_predictions(rng, 400, 9)
+    single = make_calibrator("hb", **params)
+    for chunk_size in (400, 1300, 10**6):  # groups of 1, 3 and all classes
+        states = HistogramBinning.fit_binary_rows(
+            preds.probs, preds.labels, single.params, chunk_size
+        )
+        for lab, state in enumerate(states):
+            outcomes = (preds.labels == lab).astype(float)
+            expected = single.fit_binary(preds.probs[:, lab], outcomes, single.params)
+            for key, value in expected.items():
+                np.testing.assert_array_equal(state[key], value)

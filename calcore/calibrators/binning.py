@@ -35,6 +35,9 @@ Kumar, Liang & Ma (2019), "Verified uncertainty calibration", NeurIPS (scaling-b
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from calcore._errors import CalcoreError
@@ -193,6 +196,20 @@ def _bin_index(edges: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return idx
 
 
+def _in_threads(run, n: int, size: int) -> list:
+    """``[run(begin, end), ...]`` over consecutive row ranges covering ``0 .. n - 1``.
+
+    Large inputs (``size`` elements) are split between up to 4 threads (numpy
+    releases the GIL in the vectorised passes); small ones run in one call.
+    """
+    workers = min(4, os.cpu_count() or 1) if size >= 4_000_000 else 1
+    if workers < 2 or n < 2:
+        return [run(0, n)]
+    bounds = np.linspace(0, n, workers + 1).astype(int)
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(run, bounds[:-1], bounds[1:]))
+
+
 def _lookup(edges, values, scores) -> np.ndarray:
     return values[_bin_index(edges, scores)]
 
@@ -266,35 +283,71 @@ class HistogramBinning(_Binned):
         sort of all columns replaces ``n_classes`` separate passes, and the bin
         sums only visit each row's own label (the single positive of the row).
         """
+        return cls._fit_columns(columns, labels, params, 0)
+
+    @classmethod
+    def fit_binary_rows(
+        cls, probs: np.ndarray, labels: np.ndarray, params: dict, chunk_size: int = 4_194_304
+    ) -> list:
+        """:meth:`fit_binary_columns` of ``probs.T`` without a transposed copy of ``probs``.
+
+        Groups of classes (about ``chunk_size`` values each) are transposed in turn
+        into a reused buffer (a fresh full-size copy costs as much in page faults as
+        in copying); large inputs share the groups between threads.
+        """
+        n, n_classes = probs.shape
+        cls._check_sample(probs[:, 0], probs[:, 0], params)
+        chunk = max(1, min(n_classes, chunk_size // max(n, 1)))
+        firsts = list(range(0, n_classes, chunk))
+
+        def run(begin: int, end: int) -> list:
+            buffer, states = np.empty((chunk, n)), []
+            for first in firsts[begin:end]:
+                cols = buffer[: min(chunk, n_classes - first)]
+                last = first + cols.shape[0]
+                for start in range(0, n, 512):
+                    cols[:, start : start + 512] = probs[start : start + 512, first:last].T
+                states += cls._fit_columns(cols, labels, params, first)
+            return states
+
+        return [st for part in _in_threads(run, len(firsts), n * n_classes) for st in part]
+
+    @classmethod
+    def _fit_columns(cls, columns, labels, params, first: int) -> list:
+        """Fits of classes ``first .. first + len(columns) - 1`` (``columns`` is overwritten)."""
         n_classes, n = columns.shape
         cls._check_sample(columns[0], columns[0], params)
         n_bins = cls._n_bins(params, n)
-        rngs = [np.random.default_rng([params["seed"], 0]) for _ in range(n_classes)]
         if params["randomized"]:
-            for col, rng in zip(columns, rngs, strict=True):
-                col += rng.uniform(0.0, params["delta"], n)
-        pos = columns[labels, np.arange(n)]
+            # Every class draws from a fresh [seed, 0] generator: n noise values, then n_bins.
+            rng = np.random.default_rng([params["seed"], 0])
+            noise = rng.uniform(0.0, params["delta"], n)
+            nudge = rng.uniform(0.0, params["delta"], n_bins)
+            columns += noise
+        rows = np.flatnonzero((labels >= first) & (labels < first + n_classes))
+        own = labels[rows] - first  # the rows whose label is one of these classes
+        pos = columns[own, rows]
         columns.sort(axis=1)
         ranks = (np.arange(1, n_bins, dtype=np.int64) * (n + 1) + n_bins - 1) // n_bins
         edges = columns[:, ranks - 1]
         open_bins = params["variant"] == "paper"
-        b = (pos[:, None] > edges[labels]).sum(axis=1)
-        keep = np.ones(n, dtype=bool)
+        b = (pos[:, None] > edges[own]).sum(axis=1)
+        keep = np.ones(rows.size, dtype=bool)
         if open_bins and n_bins > 1:
-            keep = pos != edges[labels, np.minimum(b, n_bins - 2)]
-        sums = np.bincount(labels[keep] * n_bins + b[keep], minlength=n_classes * n_bins)
+            keep = pos != edges[own, np.minimum(b, n_bins - 2)]
+        sums = np.bincount(own[keep] * n_bins + b[keep], minlength=n_classes * n_bins)
         sums = sums.reshape(n_classes, n_bins).astype(np.float64)
         states = []
+        first_le, last = np.zeros(1, dtype=np.intp), np.full(1, n, dtype=np.intp)
         for lab in range(n_classes):
-            le = np.r_[0, np.searchsorted(columns[lab], edges[lab], side="right"), n]
+            le = np.concatenate([first_le, columns[lab].searchsorted(edges[lab], "right"), last])
             if open_bins:
-                lt = np.r_[np.searchsorted(columns[lab], edges[lab], side="left"), n]
+                lt = np.concatenate([columns[lab].searchsorted(edges[lab], "left"), last])
                 counts = np.maximum(lt - le[:-1], 0)
             else:
                 counts = np.diff(le)
             values = _bin_values(edges[lab], counts, sums[lab])
             if params["randomized"]:
-                nudge = rngs[lab].uniform(0.0, params["delta"], n_bins)
                 values = (values + nudge) / (1 + params["delta"])
             states.append({"edges": edges[lab], "values": values, "counts": counts})
         return states
@@ -313,6 +366,80 @@ class HistogramBinning(_Binned):
                 noisy = scores[near] + rng.uniform(0.0, delta, near.size)
                 idx[near] = np.searchsorted(edges, noisy, side="left")
         return values[idx]
+
+    @classmethod
+    def apply_binary_columns(cls, states: list, probs: np.ndarray, params: dict):
+        """Class-wise outputs ``out[:, l] = apply_binary(states[l], probs[:, l])``, bit-identical.
+
+        Works on row blocks of ``probs`` (shape ``(n, n_classes)``), so no transposed
+        copy is made: the bin index of every entry counts its class's edges below it
+        (one vectorised comparison per edge). The randomised variant draws its noise
+        per class as :meth:`apply_binary` does (entries within ``delta`` below an
+        edge, in row order, from a fresh ``[seed, 1]`` generator). Returns None when
+        the batched path does not apply (then call :meth:`apply_binary` per class).
+        """
+        n, n_classes = probs.shape
+        edges = [np.asarray(st["edges"], float) for st in states]
+        values = [np.asarray(st["values"], float) for st in states]
+        n_edges = edges[0].size if edges else 0
+        if (
+            len(states) != n_classes
+            or n_edges > 32
+            or any(e.shape != (n_edges,) for e in edges)
+            or any(v.shape != (n_edges + 1,) for v in values)
+        ):
+            return None
+        edge_rows = np.stack(edges, axis=1) if n_edges else np.empty((0, n_classes))  # (E, L)
+        flat_values = np.stack(values).reshape(-1)  # class l, bin b at l * (E + 1) + b
+        offsets = np.arange(n_classes, dtype=np.intp) * (n_edges + 1)
+        randomized = bool(params["randomized"]) and n_edges > 0
+        if randomized:
+            # scores > edges[idx] - delta (only for idx < E): an upper threshold of +inf at E.
+            thresholds = np.concatenate(
+                [np.stack(edges) - params["delta"], np.full((n_classes, 1), np.inf)], axis=1
+            ).reshape(-1)
+        out = np.empty((n, n_classes))
+        step = max(1, 65_536 // max(n_classes, 1))
+
+        def run(begin: int, end: int) -> list:
+            """Rows ``begin .. end - 1``; returns the (rows, cols) of the near-edge entries."""
+            shape = (min(step, end - begin), n_classes)
+            above, count = np.empty(shape, dtype=bool), np.empty(shape, dtype=np.uint8)
+            flat_idx, limit, near = np.empty(shape, dtype=np.intp), np.empty(shape), []
+            for start in range(begin, end, step):
+                block = probs[start : min(start + step, end)]
+                rows = block.shape[0]
+                b_above, b_count, b_idx = above[:rows], count[:rows], flat_idx[:rows]
+                b_count.fill(0)
+                for edge in edge_rows:  # uint8 counts (E <= 32): cheap vectorised passes
+                    np.greater(block, edge, out=b_above)
+                    b_count += b_above.view(np.uint8)
+                np.add(b_count, offsets, out=b_idx)
+                if randomized:
+                    b_limit = limit[:rows]
+                    np.take(thresholds, b_idx, out=b_limit, mode="clip")
+                    np.greater(block, b_limit, out=b_above)
+                    if np.count_nonzero(b_above):  # rare: scores within delta below an edge
+                        r, c = np.divmod(np.flatnonzero(b_above), n_classes)
+                        near.append((r + start, c))
+                np.take(flat_values, b_idx, out=out[start : start + rows], mode="clip")
+            return near
+
+        near_rows, near_cols = [], []
+        for part in _in_threads(run, n, n * n_classes):
+            near_rows += [r for r, _ in part]
+            near_cols += [c for _, c in part]
+        if near_rows:
+            rows, cols = np.concatenate(near_rows), np.concatenate(near_cols)
+            order = np.lexsort((rows, cols))
+            rows, cols = rows[order], cols[order]
+            bounds = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1], True])
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+                lab, r = cols[a], rows[a:b]
+                rng = np.random.default_rng([params["seed"], 1])
+                noisy = probs[r, lab] + rng.uniform(0.0, params["delta"], r.size)
+                out[r, lab] = values[lab][np.searchsorted(edges[lab], noisy, side="left")]
+        return out
 
 
 @register

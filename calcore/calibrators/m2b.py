@@ -253,6 +253,10 @@ class _ClassWiseBase(_M2B):
                 f"{self.name}: needs at least {self._min_points()} calibration rows with "
                 f"{self._binary_params}; got {preds.n_samples}."
             )
+        by_rows = getattr(self.binary_cls, "fit_binary_rows", None)
+        if by_rows is not None:  # no full transposed copy
+            states = by_rows(preds.probs, preds.labels, self._binary_params)
+            return {"classes": states}, {"n_calibration": preds.n_samples}
         cols = self._columns(preds.probs)
         batched = getattr(self.binary_cls, "fit_binary_columns", None)
         if batched is not None:
@@ -266,6 +270,11 @@ class _ClassWiseBase(_M2B):
         return {"classes": states}, {"n_calibration": preds.n_samples}
 
     def _calibrated_columns(self, preds: Predictions, state: dict) -> np.ndarray:
+        batched = getattr(self.binary_cls, "apply_binary_columns", None)
+        if batched is not None:  # row blocks, no transposed copies; None if it does not apply
+            out = batched(state["classes"], preds.probs, self._binary_params)
+            if out is not None:
+                return out
         cols = self._columns(preds.probs)
         for lab, st in enumerate(state["classes"]):
             cols[lab] = self.binary_cls.apply_binary(st, cols[lab], self._binary_params)
