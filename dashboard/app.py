@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,9 @@ class Settings:
     is_upload: bool
     bins: int
 
-    @property
+    @cached_property
     def digest(self) -> str:
+        """SHA-256 of the file, the cache key; computed once per rerun (1 s per GB)."""
         return hashlib.sha256(self.data).hexdigest()
 
 
