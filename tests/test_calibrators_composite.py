@@ -6,19 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from _synthetic import softmax_synthetic as _synthetic  # tests/ is on sys.path
 
 from calcore import CalcoreError, Predictions, classwise_ece, top_label_ece
 from calcore.calibrators import CALIBRATORS, Calibrator, make_calibrator
 from calcore.calibrators.composite import Composition, compose
-
-
-def _synthetic(n, n_classes, rng, temperature=1.0):
-    """Logits z; labels drawn from softmax(z / temperature) (1: calibrated, 2: over-confident)."""
-    z = rng.normal(size=(n, n_classes)) * 2.5
-    p_true = np.exp(z / temperature)
-    p_true /= p_true.sum(axis=1, keepdims=True)
-    labels = (rng.random(n)[:, None] > np.cumsum(p_true, axis=1)).sum(axis=1)
-    return Predictions.from_logits(z, np.minimum(labels, n_classes - 1))
 
 
 @pytest.fixture(scope="module")

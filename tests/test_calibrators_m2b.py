@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from _synthetic import softmax_synthetic as _synthetic  # tests/ is on sys.path
 
 from calcore import (
     CalcoreError,
@@ -19,19 +20,6 @@ from calcore.calibrators import CALIBRATORS, Calibrator, make_calibrator
 from calcore.calibrators.m2b import top_label_rows
 
 WRAPPED = ["hb", "iso", "fwb", "ums"]
-
-
-def _synthetic(n, n_classes, rng, temperature=1.0):
-    """Dirichlet-ish logits; labels drawn from softmax(z / temperature).
-
-    temperature = 1: perfectly calibrated; > 1: the model is over-confident.
-    """
-    z = rng.normal(size=(n, n_classes)) * 2.5
-    p_true = np.exp(z / temperature)
-    p_true /= p_true.sum(axis=1, keepdims=True)
-    u = rng.random(n)[:, None]
-    labels = (u > np.cumsum(p_true, axis=1)).sum(axis=1)
-    return Predictions.from_logits(z, np.minimum(labels, n_classes - 1))
 
 
 @pytest.fixture(scope="module")
