@@ -21,7 +21,16 @@ from calcore.binning import (
     resolve_binning,
 )
 from calcore.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
+from calcore.calibrators import CALIBRATORS, Calibrator, CalibratorInfo, Param, make_calibrator
 from calcore.consistency import ConsistencyBands, consistency_bands
+from calcore.evaluation import (
+    UNCALIBRATED,
+    Comparison,
+    LearningCurve,
+    calibrator_validity,
+    compare,
+    learning_curve,
+)
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
 from calcore.metrics_binned import (
@@ -71,6 +80,17 @@ from calcore.views import (
 
 __all__ = [
     "BINNING_SCHEMES",
+    "CALIBRATORS",
+    "UNCALIBRATED",
+    "Calibrator",
+    "CalibratorInfo",
+    "Comparison",
+    "LearningCurve",
+    "Param",
+    "calibrator_validity",
+    "compare",
+    "learning_curve",
+    "make_calibrator",
     "METRICS",
     "BinAssignment",
     "BinStatistics",

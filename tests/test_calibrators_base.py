@@ -129,3 +129,13 @@ def test_from_dict_errors(registered, mutate, message):
 def test_unknown_name():
     with pytest.raises(calcore.CalcoreError, match="Unknown calibrator 'magic'"):
         make_calibrator("magic")
+
+
+def test_top_level_api_exposes_calibrators_and_evaluation():
+    # The spelling: calcore.make_calibrator, calcore.CALIBRATORS, calcore.compare.
+    import calcore
+
+    for name in ("make_calibrator", "CALIBRATORS", "compare", "learning_curve"):
+        assert name in calcore.__all__
+    assert calcore.make_calibrator("ts").name == "ts"
+    assert "tl-hb" in calcore.CALIBRATORS
