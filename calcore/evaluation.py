@@ -31,6 +31,7 @@ __all__ = [
     "LearningCurve",
     "learning_curve",
     "calibrator_validity",
+    "random_split",
 ]
 
 #: Row name of the input predictions in a comparison.
@@ -58,6 +59,47 @@ def _check_same_classes(calib: Predictions, test: Predictions) -> None:
             f"The calibration and test data have different classes ({list(calib.class_names)} vs "
             f"{list(test.class_names)}); both must list the same classes in the same order."
         )
+
+
+def random_split(
+    preds: Predictions, *, test_fraction: float = 0.5, seed: int = 0
+) -> tuple[Predictions, Predictions]:
+    """Split rows at random into calibration and test predictions.
+
+    Parameters
+    ----------
+    preds : Predictions
+    test_fraction : float, default 0.5
+        Share of rows that go to the test split, in (0, 1); rounded to the
+        nearest row count, and each split keeps at least one row.
+    seed : int, default 0
+        The same seed gives the same split.
+
+    Returns
+    -------
+    calib, test : Predictions
+        Rows keep their original order within each split (so the load report's
+        row numbers stay meaningful).
+
+    Raises
+    ------
+    CalcoreError
+        Fewer than 2 rows or a fraction outside (0, 1).
+
+    Examples
+    --------
+    >>> p = Predictions.from_probs([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]], [0, 1, 0, 1])
+    >>> calib, test = random_split(p, test_fraction=0.25, seed=1)
+    >>> calib.n_samples, test.n_samples
+    (3, 1)
+    """
+    if not (isinstance(test_fraction, (int, float)) and 0.0 < test_fraction < 1.0):
+        raise CalcoreError(f"test_fraction must lie in (0, 1); got {test_fraction!r}.")
+    if preds.n_samples < 2:
+        raise CalcoreError(f"Splitting needs at least 2 rows; got {preds.n_samples}.")
+    n_test = min(max(int(round(test_fraction * preds.n_samples)), 1), preds.n_samples - 1)
+    order = np.random.default_rng(seed).permutation(preds.n_samples)
+    return preds.subset(np.sort(order[n_test:])), preds.subset(np.sort(order[:n_test]))
 
 
 @dataclass(frozen=True, eq=False)

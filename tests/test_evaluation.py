@@ -118,3 +118,23 @@ def test_calibrator_validity_matches_manual_resamples(splits):
     assert (curve.conditional <= curve.validity + 1e-12).all()
     with pytest.raises(calcore.CalcoreError, match="n_calib \\+ n_test <= 1500"):
         calibrator_validity(data, "conf-hb", n_calib=1400, n_test=200)
+
+
+def test_random_split_is_seeded_disjoint_and_complete():
+    from calcore.evaluation import random_split
+
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.ones(3), size=101)
+    preds = calcore.Predictions.from_probs(probs, rng.integers(0, 3, size=101))
+    calib, test = random_split(preds, test_fraction=0.3, seed=7)
+    assert (calib.n_samples, test.n_samples) == (71, 30)
+    # every row lands in exactly one split: match rows by their probability vectors
+    rows = {tuple(r) for r in probs}
+    got = [tuple(r) for r in calib.probs] + [tuple(r) for r in test.probs]
+    assert len(got) == 101 and set(got) == rows
+    again = random_split(preds, test_fraction=0.3, seed=7)
+    np.testing.assert_array_equal(again[1].probs, test.probs)
+    other = random_split(preds, test_fraction=0.3, seed=8)
+    assert not np.array_equal(other[1].probs, test.probs)
+    with pytest.raises(calcore.CalcoreError, match="test_fraction"):
+        random_split(preds, test_fraction=1.0)
