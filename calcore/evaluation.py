@@ -31,6 +31,7 @@ __all__ = [
     "LearningCurve",
     "learning_curve",
     "calibrator_validity",
+    "concatenate",
     "random_split",
 ]
 
@@ -59,6 +60,33 @@ def _check_same_classes(calib: Predictions, test: Predictions) -> None:
             f"The calibration and test data have different classes ({list(calib.class_names)} vs "
             f"{list(test.class_names)}); both must list the same classes in the same order."
         )
+
+
+def concatenate(parts) -> Predictions:
+    """Rows of several predictions with the same classes, one after the other.
+
+    Logits are kept when every part has them (so NLL stays exact); otherwise the
+    probabilities are joined.
+
+    Raises
+    ------
+    CalcoreError
+        No parts, or parts with different classes.
+    """
+    parts = list(parts)
+    if not parts:
+        raise CalcoreError("concatenate needs at least one Predictions.")
+    for part in parts[1:]:
+        _check_same_classes(parts[0], part)
+    labels = np.concatenate([p.labels for p in parts])
+    names = parts[0].class_names
+    if all(p.logits is not None for p in parts):
+        return Predictions.from_logits(
+            np.concatenate([p.logits for p in parts]), labels, class_names=names
+        )
+    return Predictions.from_probs(
+        np.concatenate([p.probs for p in parts]), labels, class_names=names
+    )
 
 
 def random_split(
