@@ -1,0 +1,202 @@
+"""Building blocks shared by the figure modules: escaping, the diagonal, bands, layout.
+
+User text (method labels, class names, titles) is HTML-escaped before it reaches a
+figure, because Plotly renders a subset of HTML in names, titles, annotations and hover
+text; and it never enters a ``hovertemplate`` (where ``%{...}`` would be interpreted),
+only ``text``/``hovertext`` values that a fixed template references.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+
+from dashboard.figures._style import method_style, rgba
+from dashboard.figures._theme import INK, apply_theme, ink
+
+__all__ = [
+    "esc",
+    "ordered",
+    "styles_for",
+    "diagonal",
+    "band",
+    "reliability_points",
+    "finish",
+    "LINE_WIDTH",
+    "MARKER_SIZE",
+]
+
+LINE_WIDTH = 2.5  # >= 2 px: visible from the back of a room
+MARKER_SIZE = 10
+ERROR_BAR_WIDTH = 2
+BAND_ALPHA = 0.18
+
+
+def esc(text) -> str:
+    """HTML-escape user text (quotes too: names can end up in attributes)."""
+    return html.escape(str(text), quote=True)
+
+
+def ordered(items, what: str) -> dict:
+    """A non-empty mapping as a dict in its own order; ``ValueError`` otherwise."""
+    if not isinstance(items, Mapping) or not items:
+        raise ValueError(f"{what} must be a non-empty mapping of method name to result.")
+    return dict(items)
+
+
+def styles_for(methods, palette_methods=None) -> dict[str, dict]:
+    """Styles of ``methods``, taken from ``palette_methods`` (the full ordered list) if given."""
+    full = list(palette_methods) if palette_methods is not None else []
+    full += [m for m in methods if m not in full]
+    return method_style(full)
+
+
+def diagonal(theme: str, *, lo: float = 0.0, hi: float = 1.0, showlegend=True) -> go.Scatter:
+    """The perfect-calibration line (theme-coloured, no hover)."""
+    return go.Scatter(
+        x=[lo, hi],
+        y=[lo, hi],
+        mode="lines",
+        name="perfect calibration",
+        line={"color": ink(theme), "dash": "dash", "width": 2},
+        hoverinfo="skip",
+        meta=INK,
+        showlegend=showlegend,
+    )
+
+
+def band(x, lower, upper, *, color: str, name: str, group: str, showlegend=False) -> go.Scatter:
+    """A shaded band between ``lower`` and ``upper`` over ``x`` (one closed polygon).
+
+    Points where any of the three is NaN (empty bins) are left out, not drawn at 0.
+    """
+    x, lower, upper = (np.asarray(a, dtype=float) for a in (x, lower, upper))
+    ok = np.isfinite(x) & np.isfinite(lower) & np.isfinite(upper)
+    x, lower, upper = x[ok], lower[ok], upper[ok]
+    return go.Scatter(
+        x=np.r_[x, x[::-1]],
+        y=np.r_[upper, lower[::-1]],
+        mode="lines",
+        fill="toself",
+        fillcolor=rgba(color, BAND_ALPHA),
+        line={"width": 0, "color": rgba(color, 0.0)},
+        name=name,
+        legendgroup=group,
+        showlegend=showlegend,
+        hoverinfo="skip",
+    )
+
+
+def reliability_points(
+    diagram,
+    *,
+    name: str,
+    group: str,
+    style: dict,
+    show_intervals: bool = True,
+    showlegend: bool = True,
+    x_label: str = "mean confidence",
+    y_label: str = "accuracy",
+    mode: str = "lines+markers",
+) -> go.Scatter:
+    """One point per non-empty bin at ``(confidence, accuracy)`` with Wilson error bars.
+
+    ``customdata`` columns: count, ci_lower, ci_upper, lower edge, upper edge. ``name``
+    and ``group`` must already be escaped; the labels are fixed strings of this package.
+    """
+    filled = np.asarray(diagram.count) > 0  # empty bins have NaN fields: skipped
+    conf = np.asarray(diagram.confidence, dtype=float)[filled]
+    acc = np.asarray(diagram.accuracy, dtype=float)[filled]
+    lo = np.asarray(diagram.ci_lower, dtype=float)[filled]
+    hi = np.asarray(diagram.ci_upper, dtype=float)[filled]
+    custom = np.column_stack(
+        [
+            np.asarray(diagram.count, dtype=float)[filled],
+            lo,
+            hi,
+            np.asarray(diagram.lower_edge, dtype=float)[filled],
+            np.asarray(diagram.upper_edge, dtype=float)[filled],
+        ]
+    )
+    error = None
+    if show_intervals:
+        error = {
+            "type": "data",
+            "symmetric": False,
+            "array": hi - acc,  # Plotly wants distances from the point
+            "arrayminus": acc - lo,
+            "color": style["color"],
+            "thickness": ERROR_BAR_WIDTH,
+            "width": 4,
+        }
+    return go.Scatter(
+        x=conf,
+        y=acc,
+        mode=mode,
+        name=name,
+        legendgroup=group,
+        showlegend=showlegend,
+        line={"color": style["color"], "width": LINE_WIDTH, "dash": style["dash"]},
+        marker={"color": style["color"], "size": MARKER_SIZE, "symbol": style["symbol"]},
+        error_y=error,
+        customdata=custom,
+        hovertemplate=(
+            "bin [%{customdata[3]:.3f}, %{customdata[4]:.3f}]<br>"
+            f"{x_label}: %{{x:.4f}}<br>"
+            f"{y_label}: %{{y:.4f}}<br>"
+            "95% Wilson interval: %{customdata[1]:.4f} to %{customdata[2]:.4f}<br>"
+            "%{customdata[0]:,} rows"
+        ),
+    )
+
+
+def finish(
+    fig: go.Figure,
+    *,
+    theme: str,
+    title: str | None,
+    height: int,
+    subtitle: str | None = None,
+    legend: bool = True,
+) -> go.Figure:
+    """Common layout: title and subtitle (already escaped), horizontal legend on top, theme.
+
+    Title, subtitle and legend are stacked in the top margin by pixel offsets in container
+    coordinates: a container-anchored legend pushes the plot area down by its own height
+    however many rows it wraps to, which a paper-anchored legend under a multi-line title
+    does not (they overlap).
+    """
+    offset = 10
+    layout: dict = {}
+    if title:
+        layout["title"] = {
+            "text": title,
+            "subtitle": {"text": subtitle or ""},
+            "x": 0.0,
+            "xref": "paper",
+            "xanchor": "left",
+            "yref": "container",
+            "y": 1 - offset / height,
+            "yanchor": "top",
+        }
+        offset += 62 if subtitle else 36
+    fig.update_layout(
+        **layout,
+        height=height,
+        margin={"l": 78, "r": 24, "t": offset + 10, "b": 64},
+        showlegend=legend,
+        legend={
+            "orientation": "h",
+            "yref": "container",
+            "y": 1 - offset / height,
+            "yanchor": "top",
+            "xanchor": "left",
+            "x": 0.0,
+            "itemsizing": "constant",
+        },
+        hovermode="closest",
+    )
+    return apply_theme(fig, theme)

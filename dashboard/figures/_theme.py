@@ -1,0 +1,99 @@
+"""Light and dark themes sized for a projector.
+
+Traces whose colour follows the theme (the diagonal, reference curves) carry
+``meta="ink"``; :func:`apply_theme` recolours them, so re-theming a finished figure
+needs no rebuild.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+__all__ = ["THEMES", "INK", "apply_theme", "ink", "check_theme"]
+
+INK = "ink"  # the meta tag of theme-coloured traces
+
+THEMES = {
+    "light": {
+        "template": "plotly_white",
+        "paper": "#FFFFFF",
+        "plot": "#FFFFFF",
+        "ink": "#1A1A1A",
+        "grid": "#D0D0D0",
+        "line": "#5A5A5A",
+        "hover_bg": "#FFFFFF",
+    },
+    "dark": {
+        # Streamlit's dark background, so a chart does not show as a box on the page.
+        "template": "plotly_dark",
+        "paper": "#0E1117",
+        "plot": "#0E1117",
+        "ink": "#E8E8E8",
+        "grid": "#3A404C",
+        "line": "#9AA0AA",
+        "hover_bg": "#262730",
+    },
+}
+
+FONT_SIZE = 15  # body text; never below 14 px anywhere (projector)
+TICK_SIZE = 14
+TITLE_SIZE = 19
+
+
+def check_theme(theme: str) -> dict:
+    """The theme's colours; ``ValueError`` for anything but "light" or "dark"."""
+    try:
+        return THEMES[theme]
+    except (KeyError, TypeError):
+        raise ValueError(f"theme must be 'light' or 'dark'; got {theme!r}.") from None
+
+
+def ink(theme: str) -> str:
+    """Foreground colour of ``theme`` (text, diagonal)."""
+    return check_theme(theme)["ink"]
+
+
+def _axis_style(t: dict) -> dict:
+    return {
+        "gridcolor": t["grid"],
+        "zerolinecolor": t["grid"],
+        "linecolor": t["line"],
+        "showline": True,
+        "tickfont": {"size": TICK_SIZE, "color": t["ink"]},
+        "title": {"font": {"size": FONT_SIZE, "color": t["ink"]}},
+    }
+
+
+def apply_theme(fig: go.Figure, theme: str) -> go.Figure:
+    """Apply the "light" or "dark" theme to ``fig`` in place and return it.
+
+    Sets the template, paper and plot backgrounds, a font of at least 14 px, gridlines
+    visible on a projector, the ternary axes if any, annotation text (subplot titles)
+    and the colour of ``meta="ink"`` traces.
+
+    Raises
+    ------
+    ValueError
+        ``theme`` is neither "light" nor "dark".
+    """
+    t = check_theme(theme)
+    fig.update_layout(
+        template=t["template"],
+        paper_bgcolor=t["paper"],
+        plot_bgcolor=t["plot"],
+        font={"size": FONT_SIZE, "color": t["ink"]},
+        title_font={"size": TITLE_SIZE, "color": t["ink"]},
+        title_subtitle_font={"size": FONT_SIZE, "color": t["ink"]},
+        legend={"font": {"size": TICK_SIZE, "color": t["ink"]}, "bgcolor": "rgba(0,0,0,0)"},
+        hoverlabel={"font": {"size": TICK_SIZE}, "bgcolor": t["hover_bg"]},
+    )
+    axis = _axis_style(t)
+    fig.update_xaxes(**axis)
+    fig.update_yaxes(**axis)
+    ternary_axis = {k: v for k, v in axis.items() if k not in ("zerolinecolor", "showline")}
+    fig.update_ternaries(
+        bgcolor=t["plot"], aaxis=ternary_axis, baxis=ternary_axis, caxis=ternary_axis
+    )
+    fig.update_annotations(font={"size": FONT_SIZE, "color": t["ink"]})
+    fig.update_traces(line_color=t["ink"], selector={"meta": INK})
+    return fig
