@@ -66,6 +66,20 @@ from calcore.reliability import (
     wilson_interval,
 )
 from calcore.report import CalibrationReport, evaluate
+from calcore.simulate import (
+    DirichletSimulator,
+    MixNMatchSimulator,
+    Simulation,
+    TrueCalibrationErrors,
+    TrueCalibrationMap,
+    TrueReliabilityCurve,
+    dirichlet_simulator,
+    mix_n_match_simulator,
+    simulate_predictions,
+    true_calibration_errors,
+    true_calibration_map,
+    true_reliability_curve,
+)
 from calcore.sweep import EceByBins, ece_by_bins
 from calcore.validity import ValidityCurve, umd_validity_bound, validity_curve
 from calcore.views import (
@@ -159,5 +173,17 @@ __all__ = [
     "inspect_table",
     "load_predictions",
     "load_splits",
+    "DirichletSimulator",
+    "MixNMatchSimulator",
+    "Simulation",
+    "TrueCalibrationErrors",
+    "TrueCalibrationMap",
+    "TrueReliabilityCurve",
+    "dirichlet_simulator",
+    "mix_n_match_simulator",
+    "simulate_predictions",
+    "true_calibration_errors",
+    "true_calibration_map",
+    "true_reliability_curve",
 ]
 __version__ = "0.1.0"
