@@ -38,6 +38,7 @@ CREDIT_LABEL = "default payment next month"
 CREDIT_SEED = 20_200_430
 SYNTH_SEED = 31_415
 MAX_BYTES = 3 * 1024 * 1024
+WIDE_SEED = 1000
 
 
 def default_data_dir() -> Path:
@@ -143,6 +144,36 @@ def build_synthetic(temperature: float = 2.5) -> Path:
     )
 
 
+# -- (d) 100-class synthetic, CIFAR-100 sized ----------------------------------------------------
+def build_wide(sharpness: float = 1.8) -> Path:
+    """100 classes, 5,000 calibration + 10,000 test rows of over-confident logits.
+
+    Each row has a latent logit vector ``z = N(0, 1)`` per class plus a margin
+    ``N(6, 1.5)`` on its true class, and the label is drawn from ``softmax(z)``, so
+    ``softmax(z)`` is calibrated by construction. The "model" reports ``sharpness * z``
+    (over-confident for ``sharpness > 1``; temperature scaling should find T close to
+    ``sharpness``). Logits are rounded to 0.05 and stored as float16 so the file stays
+    small; the loader reads them as float64.
+    """
+    rng = np.random.default_rng(WIDE_SEED)
+    n, n_classes = 15_000, 100
+    anchor = rng.integers(0, n_classes, size=n)
+    z = rng.standard_normal((n, n_classes))
+    z[np.arange(n), anchor] += rng.normal(6.0, 1.5, size=n)
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    labels = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    labels = np.minimum(labels, n_classes - 1).astype(np.int64)
+    logits = (np.round(sharpness * z / 0.05) * 0.05).astype(np.float16)
+    return _save(
+        "synthetic_wide100.npz",
+        logits=logits,
+        labels=labels,
+        class_names=np.array([f"class_{k:02d}" for k in range(n_classes)]),
+        split=_split(5_000, 10_000),
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=default_data_dir(),
@@ -151,6 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     build_cifar10(args.data)
     build_credit(args.data)
     build_synthetic()
+    build_wide()
 
 
 if __name__ == "__main__":

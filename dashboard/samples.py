@@ -63,6 +63,14 @@ SAMPLES: dict[str, Sample] = {
             "Dirichlet scores whose labels are drawn from a flatter distribution, so the model "
             "is over-confident by construction; 3,000 calibration and 3,000 test rows.",
         ),
+        Sample(
+            "synthetic-wide100",
+            "Synthetic · 100 classes, CIFAR-100 sized",
+            "synthetic_wide100.npz",
+            "Over-confident logits (true temperature 1.8) for 100 classes; labels drawn from "
+            "the calibrated softmax, so the truth is known; 5,000 calibration and 10,000 test "
+            "rows.",
+        ),
     )
 }
 
