@@ -6,12 +6,17 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
-from scipy.stats import bootstrap
 
 from calcore._errors import CalcoreError
 from calcore.predictions import Predictions
 
-__all__ = ["Interval", "bootstrap_interval", "bootstrap_intervals"]
+__all__ = [
+    "Interval",
+    "bootstrap_interval",
+    "bootstrap_intervals",
+    "check_bootstrap_options",
+    "percentile_bounds",
+]
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,30 @@ class Interval:
     n_resamples: int
 
 
+def percentile_bounds(replicates, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile-interval bounds of bootstrap replicates along axis 0.
+
+    ``np.quantile`` with linear interpolation at ``(1 - level) / 2`` and
+    ``(1 + level) / 2``: the percentile interval of :func:`scipy.stats.bootstrap`.
+    A NaN replicate makes the bounds NaN (never silently dropped).
+    """
+    alpha = (1.0 - confidence_level) / 2.0
+    low, high = np.quantile(np.asarray(replicates, dtype=np.float64), [alpha, 1.0 - alpha], axis=0)
+    return np.atleast_1d(low), np.atleast_1d(high)
+
+
+def check_bootstrap_options(n_resamples, confidence_level) -> None:
+    """Raise CalcoreError unless ``n_resamples >= 2`` is an integer and the level is in (0, 1)."""
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, (int, np.integer))
+        or n_resamples < 2
+    ):
+        raise CalcoreError(f"n_resamples must be an integer >= 2; got {n_resamples!r}.")
+    if not 0 < confidence_level < 1:
+        raise CalcoreError(f"confidence_level must be in (0, 1); got {confidence_level!r}.")
+
+
 def bootstrap_intervals(
     statistics: Callable[[Predictions], Mapping[str, float]],
     preds: Predictions,
@@ -45,12 +74,22 @@ def bootstrap_intervals(
 ) -> dict[str, Interval]:
     """Percentile bootstrap intervals of several metrics from one set of resamples.
 
-    Rows are resampled with replacement (the statistics see
-    ``preds.subset(rows)``), through :func:`scipy.stats.bootstrap` with
-    ``method="percentile"``. BCa is not used: its jackknife would evaluate the
-    metrics ``n`` more times. Binned ECEs are biased upwards on small samples,
-    and so are their resamples: read the interval as the spread of the
-    estimator, not as an interval around the true ECE.
+    Rows are resampled with replacement and the statistics see
+    ``preds.subset(rows)`` for each resample: any callable works, at the price
+    of one full evaluation per resample. :func:`calcore.evaluate` uses the fast
+    count-vector engine instead (:mod:`calcore._bootstrap_engine`), which draws
+    the same resamples for the same seed.
+
+    The resamples are ``default_rng(seed).integers(0, n, (n_resamples, n))``
+    (the draw of :func:`scipy.stats.bootstrap`, so intervals did not move when
+    it was replaced) and the bounds are percentiles of the replicates
+    (:func:`percentile_bounds`). ``scipy.stats.bootstrap`` is deliberately not
+    used: it only hands the statistic resampled data, so it cannot share
+    weighted sums across metrics, which is what makes ``evaluate`` fast. BCa
+    is not offered: its jackknife would evaluate the metrics ``n`` more
+    times. Binned ECEs are biased upwards on small samples, and so are their
+    resamples: read the interval as the spread of the estimator, not as an
+    interval around the true ECE.
 
     Parameters
     ----------
@@ -65,6 +104,7 @@ def bootstrap_intervals(
     Returns
     -------
     dict of str to Interval
+        NaN bounds (``n_resamples = 0``) when there are fewer than 2 rows.
 
     Raises
     ------
@@ -75,36 +115,18 @@ def bootstrap_intervals(
     ----------
     Efron & Tibshirani (1993), "An Introduction to the Bootstrap", Ch. 13.
     """
-    if (
-        isinstance(n_resamples, bool)
-        or not isinstance(n_resamples, (int, np.integer))
-        or n_resamples < 2
-    ):
-        raise CalcoreError(f"n_resamples must be an integer >= 2; got {n_resamples!r}.")
-    if not 0 < confidence_level < 1:
-        raise CalcoreError(f"confidence_level must be in (0, 1); got {confidence_level!r}.")
+    check_bootstrap_options(n_resamples, confidence_level)
     full = dict(statistics(preds))
     names = list(full)
     if preds.n_samples < 2:
         return {k: Interval(float(full[k]), np.nan, np.nan, confidence_level, 0) for k in names}
-
-    def resampled(idx: np.ndarray) -> np.ndarray:
-        values = statistics(preds.subset(idx.astype(np.int64)))  # once per resample, all metrics
-        return np.array([values[k] for k in names], dtype=np.float64)
-
-    res = bootstrap(
-        (np.arange(preds.n_samples),),
-        resampled,
-        n_resamples=int(n_resamples),
-        confidence_level=confidence_level,
-        method="percentile",
-        vectorized=False,
-        rng=np.random.default_rng(seed),
-    )
-    low, high = (
-        np.atleast_1d(res.confidence_interval.low),
-        np.atleast_1d(res.confidence_interval.high),
-    )
+    n = preds.n_samples
+    idx = np.random.default_rng(seed).integers(0, n, (int(n_resamples), n))
+    values = np.empty((idx.shape[0], len(names)))
+    for r, rows in enumerate(idx):  # once per resample, all metrics
+        got = statistics(preds.subset(rows))
+        values[r] = [got[k] for k in names]
+    low, high = percentile_bounds(values, confidence_level)
     return {
         k: Interval(
             float(full[k]), float(low[i]), float(high[i]), confidence_level, int(n_resamples)
