@@ -17,10 +17,18 @@ from dashboard import figures
 from dashboard.figures import (
     UNCALIBRATED,
     apply_theme,
+    classwise_grid_figure,
+    ece_by_bins_figure,
+    kde_figure,
+    learning_curve_figure,
     method_colors,
     method_style,
+    per_class_top_label_figure,
     reliability_figure,
+    simplex_figure,
+    top_label_bin_figure,
     top_label_figure,
+    validity_figure,
 )
 from tests.conftest import ASSETS_DIR
 
@@ -55,6 +63,49 @@ def diagrams(preds):
 @pytest.fixture(scope="module")
 def top_label(preds):
     return {m: calcore.top_label_reliability_diagram(p, bins=BINS) for m, p in preds.items()}
+
+
+@pytest.fixture(scope="module")
+def classwise(preds):
+    return {m: calcore.classwise_reliability_diagrams(p, bins=BINS) for m, p in preds.items()}
+
+
+@pytest.fixture(scope="module")
+def validity(preds):
+    return {
+        m: calcore.validity_curve(p, binning="equal-width", bins=BINS, n_resamples=20)
+        for m, p in preds.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def kde(preds):
+    curves = {m: calcore.kde_confidence_curve(p) for m, p in preds.items()}
+    return curves, {m: calcore.kde_ece_confidence(p) for m, p in preds.items()}
+
+
+@pytest.fixture(scope="module")
+def sweeps(preds):
+    return {m: calcore.ece_by_bins(p, bins=range(5, 26, 4)) for m, p in preds.items()}
+
+
+@pytest.fixture(scope="module")
+def learning(splits):
+    calib, test = splits["calib"], splits["test"]
+    return calcore.learning_curve(calib, test, ["ts", "conf-hb"], sizes=[200, 1000], n_repeats=2)
+
+
+def canonical_summary(preds3):
+    from calcore.calibrators.canonical import canonical_bin_summary
+
+    calib, test = preds3
+    return canonical_bin_summary(calcore.make_calibrator("sierpinski").fit(calib), test)
+
+
+@pytest.fixture(scope="module")
+def three_class():
+    s = calcore.io.load_splits(ASSETS_DIR / "synthetic_overconfident.npz")
+    return s["calib"], s["test"]
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +151,27 @@ def assert_escaped(fig: go.Figure, *, expect_escaped: bool = True) -> None:
         assert "%{x}" not in text and "=1+1" not in text and "onerror" not in text
 
 
-def colors_of(fig: go.Figure, names) -> dict:
-    return {n: trace(fig, n).line.color or trace(fig, n).marker.color for n in names}
+def no_object_arrays(fig: go.Figure) -> None:
+    """Every array in the figure is numeric or a plain list (serialisable as JSON)."""
+
+    def walk(node):
+        if isinstance(node, np.ndarray):
+            assert node.dtype != object, node
+        elif isinstance(node, dict):
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, (list, tuple)):
+            for v in node:
+                walk(v)
+
+    for t in fig.data:
+        walk(t.to_plotly_json())
+    json.loads(fig.to_json())
+
+
+def panels(fig: go.Figure, name: str) -> list:
+    """Traces called ``name`` in panel order (one per small-multiple panel)."""
+    return [t for t in fig.data if t.name == name]
 
 
 # -- styles and theme ------------------------------------------------------------------------
@@ -248,3 +318,255 @@ def test_figures_package_exports():
         "reliability_figure",
         "top_label_figure",
     }
+
+
+# -- top-label drill-down and per-class ------------------------------------------------------
+def test_top_label_bin_traces_equal_bin_breakdown(top_label):
+    d = top_label[UNCALIBRATED]
+    b = int(np.argmax(d.confidence_diagram.count > 0) + 8)  # a bin with several classes
+    part = d.bin_breakdown(b)
+    fig = top_label_bin_figure(d, b, method=UNCALIBRATED, methods=list(top_label))
+    cls = trace(fig, "classes")
+    np.testing.assert_array_equal(cls.x, part["confidence"])
+    np.testing.assert_array_equal(cls.y, part["accuracy"])
+    np.testing.assert_array_equal(cls.marker.size, part["count"])
+    np.testing.assert_array_equal(cls.customdata[:, 1], part["gap"])
+    assert list(cls.text) == list(part["class"])
+    assert cls.marker.line.color == method_colors(list(top_label))[UNCALIBRATED]
+    gaps = np.array(trace(fig, "class gaps").y, dtype=float).reshape(-1, 3)
+    np.testing.assert_array_equal(gaps[:, 1], part["accuracy"])
+    point = trace(fig, "bin: confidence and top-label points")
+    assert list(point.y) == [d.confidence_diagram.accuracy[b], d.signed_point[b]]
+    assert f"{d.delta[b]:.4f}" in fig.layout.title.subtitle.text
+    no_object_arrays(fig)
+    with pytest.raises(ValueError, match="bin_index"):
+        top_label_bin_figure(d, len(d.delta))
+
+
+def test_top_label_bin_of_an_empty_bin(top_label):
+    d = top_label[UNCALIBRATED]
+    (empty,) = np.flatnonzero(d.confidence_diagram.count == 0)[:1]
+    fig = top_label_bin_figure(d, int(empty), theme="dark")
+    assert len(trace(fig, "classes").x) == 0
+    assert not panels(fig, "bin: confidence and top-label points")
+    assert fig.layout.plot_bgcolor == "#0E1117"
+
+
+def test_per_class_top_label_panels_equal_per_class_diagrams(top_label):
+    d = top_label["ts"]
+    classes = [3, 0, 5]
+    fig = per_class_top_label_figure(d, classes=classes, method="ts", methods=list(top_label))
+    traces = panels(fig, "ts")
+    assert len(traces) == len(classes)
+    for t, c in zip(traces, classes, strict=True):
+        pc = d.per_class[c]
+        np.testing.assert_array_equal(t.x, pc.confidence[pc.count > 0])
+        np.testing.assert_array_equal(t.y, pc.accuracy[pc.count > 0])
+        assert t.line.color == method_colors(list(top_label))["ts"]
+    titles = [a.text for a in fig.layout.annotations]
+    for c in classes:
+        pc = d.per_class[c]
+        assert f"{d.class_names[c]} · ratio {pc.count.sum() / pc.n:.3f}" in titles
+    no_object_arrays(fig)
+
+
+def test_classwise_grid_panels_in_order(classwise, splits):
+    names = splits["test"].class_names
+    fig = classwise_grid_figure(classwise, class_names=names, theme="dark")
+    for method, ds in classwise.items():
+        traces = panels(fig, method)
+        assert len(traces) == len(names)
+        assert [t.showlegend for t in traces] == [True] + [False] * (len(names) - 1)
+        for t, d in zip(traces, ds, strict=True):
+            np.testing.assert_array_equal(t.x, d.confidence[d.count > 0])
+            np.testing.assert_array_equal(t.y, d.accuracy[d.count > 0])
+            assert t.line.color == method_colors(list(classwise))[method]
+    assert [a.text for a in fig.layout.annotations][: len(names)] == list(names)
+    assert fig.layout.paper_bgcolor == "#0E1117"
+    no_object_arrays(fig)
+    with pytest.raises(ValueError, match="class names"):
+        classwise_grid_figure(classwise, class_names=names[:3])
+    many = {m: list(ds) * 3 for m, ds in classwise.items()}
+    with pytest.raises(ValueError, match="1..20"):
+        classwise_grid_figure(many, class_names=list(names) * 3)
+
+
+# -- validity, KDE, ECE by bins, learning curves, simplex ----------------------------------
+@pytest.mark.parametrize("conditional", [False, True])
+def test_validity_traces_equal_curve_fields(validity, conditional):
+    eps = next(iter(validity.values())).epsilon
+    bound = calcore.umd_validity_bound(eps, n_calib=5000, n_bins=BINS, conditional=conditional)
+    fig = validity_figure(validity, theory=(eps, bound), conditional=conditional, title="V")
+    field = "conditional" if conditional else "validity"
+    for method, c in validity.items():
+        mean, sem = getattr(c, field), getattr(c, f"{field}_sem")
+        line = trace(fig, method)
+        np.testing.assert_array_equal(line.x, c.epsilon)
+        np.testing.assert_array_equal(line.y, mean)
+        shade = trace(fig, f"{method} (± s.e.m.)")
+        np.testing.assert_array_equal(shade.y, np.r_[mean + sem, (mean - sem)[::-1]])
+        assert line.line.color == method_colors(list(validity))[method]
+    np.testing.assert_array_equal(trace(fig, "theory (UMD bound)").y, bound)
+    assert trace(fig, "theory (UMD bound)").line.dash == "dash"
+    assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+    no_object_arrays(fig)
+
+
+def test_kde_traces_equal_curve_and_diagram_fields(kde, diagrams):
+    curves, eces = kde
+    fig = kde_figure(curves, diagrams, kde_ece=eces)
+    for method, c in curves.items():
+        np.testing.assert_array_equal(trace(fig, method).x, c.grid)
+        np.testing.assert_array_equal(trace(fig, method).y, c.accuracy)  # NaN gaps kept
+        np.testing.assert_array_equal(trace(fig, f"{method} (density)").y, c.density)
+        d = diagrams[method]
+        np.testing.assert_array_equal(trace(fig, f"{method} (binned)").y, d.accuracy[d.count > 0])
+        assert f"{method} {eces[method]:.4f}" in fig.layout.title.subtitle.text
+    no_object_arrays(fig)
+    with pytest.raises(ValueError, match="binned diagram"):
+        kde_figure(curves, {}, kde_ece=eces)
+
+
+@pytest.mark.parametrize("field", ["confidence_ece", "top_label_ece", "classwise_ece"])
+def test_ece_by_bins_traces_equal_sweep_fields(sweeps, kde, field):
+    _, eces = kde
+    fig = ece_by_bins_figure(sweeps, kde_ece=eces, field=field)
+    for method, s in sweeps.items():
+        np.testing.assert_array_equal(trace(fig, method).x, s.bins)
+        np.testing.assert_array_equal(trace(fig, method).y, getattr(s, field))
+        flat = trace(fig, f"{method} (KDE-ECE)")
+        assert list(flat.y) == [eces[method]] * 2 and list(flat.x) == [s.bins[0], s.bins[-1]]
+        assert flat.line.color == trace(fig, method).line.color
+    no_object_arrays(fig)
+    with pytest.raises(ValueError, match="field"):
+        ece_by_bins_figure(sweeps, field="ece")
+
+
+def test_learning_curve_traces_equal_fields(learning):
+    fig = learning_curve_figure(learning, theme="dark")
+    colors = method_colors([UNCALIBRATED, *learning.methods])
+    for i, method in enumerate(learning.methods):
+        np.testing.assert_array_equal(trace(fig, method).x, learning.sizes)
+        np.testing.assert_array_equal(trace(fig, method).y, learning.mean[i])
+        acc = trace(fig, f"{method} (accuracy)")
+        np.testing.assert_array_equal(acc.y, learning.accuracy_mean[i])
+        band = trace(fig, f"{method} (± sd)")
+        lo, hi = learning.mean[i] - learning.std[i], learning.mean[i] + learning.std[i]
+        np.testing.assert_array_equal(band.y, np.r_[hi, lo[::-1]])
+        assert trace(fig, method).line.color == colors[method]
+    ref = trace(fig, UNCALIBRATED)
+    assert list(ref.y) == [learning.uncalibrated] * 2 and ref.line.color == colors[UNCALIBRATED]
+    assert fig.layout.paper_bgcolor == "#0E1117"
+    no_object_arrays(fig)
+
+
+def test_simplex_traces_equal_summary_fields(three_class):
+    summary = canonical_summary(three_class)
+    names = three_class[1].class_names
+    fig = simplex_figure(summary, class_names=names, methods=[UNCALIBRATED, "sierpinski"])
+    tails = trace(fig, "mean prediction")
+    for axis, k in zip("abc", range(3), strict=True):
+        np.testing.assert_array_equal(getattr(tails, axis), summary.mean_prediction[:, k])
+        seg = np.array(getattr(trace(fig, "recalibration arrows"), axis), dtype=float)
+        np.testing.assert_array_equal(seg[0::3], summary.mean_prediction[:, k])
+        np.testing.assert_array_equal(seg[1::3], summary.recalibrated[:, k])
+    np.testing.assert_array_equal(tails.marker.size, summary.counts)
+    assert len(tails.hovertext) == len(summary.bins)
+    assert fig.layout.ternary.aaxis.title.text == names[0]
+    assert (
+        trace(fig, "recalibration arrows").line.color
+        == method_colors([UNCALIBRATED, "sierpinski"])["sierpinski"]
+    )
+    no_object_arrays(fig)
+
+
+def test_simplex_needs_three_classes(three_class, splits):
+    summary = canonical_summary(three_class)
+    with pytest.raises(ValueError, match="3 classes"):
+        simplex_figure(summary, class_names=["a", "b"])
+
+
+# -- escaping and consistency across every figure ------------------------------------------
+def test_hostile_class_names_only_escaped_everywhere(hostile_preds, three_class):
+    p = hostile_preds
+    names = p.class_names
+    tl = calcore.top_label_reliability_diagram(p, bins=BINS)
+    b = int(np.flatnonzero(tl.class_count[:, 0] > 0)[-1])  # a bin holding the first class
+    cw = {
+        h: calcore.classwise_reliability_diagrams(p, bins=BINS, classes=[0, 1, 2]) for h in HOSTILE
+    }
+    calib, test = three_class
+    hostile3 = [
+        calcore.Predictions.from_probs(x.probs, x.labels, class_names=list(HOSTILE))
+        for x in (calib, test)
+    ]
+    summary = canonical_summary(hostile3)
+    figs = [
+        top_label_bin_figure(tl, b, method=HOSTILE[0]),
+        per_class_top_label_figure(tl, classes=[0, 1, 2], method=HOSTILE[0]),
+        classwise_grid_figure(cw, class_names=names[:3]),
+        simplex_figure(summary, class_names=list(HOSTILE), title=HOSTILE[1]),
+        top_label_figure({h: tl for h in HOSTILE}),
+    ]
+    for fig in figs:
+        assert_escaped(fig)
+        no_object_arrays(fig)
+    assert trace(figs[0], "classes").text[0] == ESCAPED_HTML
+    assert figs[3].layout.ternary.aaxis.title.text == ESCAPED_HTML
+
+
+def test_hostile_method_labels_in_curve_figures(validity, kde, diagrams, sweeps):
+    curves, eces = kde
+    one = next(iter(validity.values()))
+    relabel = dict(zip(HOSTILE, diagrams, strict=True))  # hostile label -> real method
+    figs = [
+        validity_figure({h: validity[m] for h, m in relabel.items()}, title=HOSTILE[0]),
+        kde_figure(
+            {h: curves[m] for h, m in relabel.items()},
+            {h: diagrams[m] for h, m in relabel.items()},
+            kde_ece={h: eces[m] for h, m in relabel.items()},
+        ),
+        ece_by_bins_figure({h: sweeps[m] for h, m in relabel.items()}),
+    ]
+    for fig in figs:
+        assert_escaped(fig)
+    assert one.n_resamples == 20
+
+
+def test_one_method_one_colour_in_every_figure(
+    diagrams, top_label, classwise, validity, kde, sweeps, learning, splits
+):
+    methods = list(diagrams)
+    colors = method_colors(methods)
+    curves, eces = kde
+    figs = [
+        reliability_figure(diagrams),
+        top_label_figure(top_label),
+        classwise_grid_figure(classwise, class_names=splits["test"].class_names),
+        validity_figure(validity),
+        kde_figure(curves, diagrams, kde_ece=eces),
+        ece_by_bins_figure(sweeps, kde_ece=eces),
+        learning_curve_figure(learning),
+        per_class_top_label_figure(top_label["ts"], classes=[0], method="ts", methods=methods),
+    ]
+    for fig in figs:
+        for t in fig.data:
+            if t.name in colors:
+                assert (t.line.color or t.marker.color) == colors[t.name], (t.name, fig)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_every_builder_themes_fonts_and_lines(theme, diagrams, validity, learning):
+    for fig in (
+        reliability_figure(diagrams, theme=theme),
+        validity_figure(validity, theme=theme),
+        learning_curve_figure(learning, theme=theme),
+    ):
+        bg = "#0E1117" if theme == "dark" else "#FFFFFF"
+        assert fig.layout.paper_bgcolor == bg == fig.layout.plot_bgcolor
+        assert fig.layout.font.size >= 14 and fig.layout.legend.orientation == "h"
+        for t in fig.data:
+            if t.type == "scatter" and t.mode and "lines" in t.mode and t.fill is None:
+                assert t.line.width >= 2, t.name
+            if t.type == "scatter" and t.mode and "markers" in t.mode:
+                assert t.marker.size is None or np.min(t.marker.size) >= 8, t.name

@@ -4,19 +4,39 @@ Nothing here computes a metric or re-bins data: every number on a figure is a fi
 a calcore result (only the arithmetic Plotly's encodings need, such as error-bar
 distances and bar widths, is done here). Method colours come from :func:`method_colors`
 applied to each call's ordered method list, so a method keeps its colour across figures.
-User text (method labels, class names, titles) is HTML-escaped before it reaches a figure.
+User text (method labels, class names, titles) is HTML-escaped before it reaches a figure,
+so tests look traces up by the escaped label.
+
+Modules: ``_style`` (colours), ``_theme`` (light/dark), ``_common`` (shared traces and
+layout), ``reliability``, ``top_label``, ``top_label_bin``, ``small_multiples``
+(per-class top-label and class-wise grids), ``validity``, ``kde`` (KDE curve and ECE by
+bins), ``learning``, ``simplex``.
 """
 
 from dashboard.figures._style import UNCALIBRATED, method_colors, method_style
 from dashboard.figures._theme import apply_theme
+from dashboard.figures.kde import ece_by_bins_figure, kde_figure
+from dashboard.figures.learning import learning_curve_figure
 from dashboard.figures.reliability import reliability_figure
+from dashboard.figures.simplex import simplex_figure
+from dashboard.figures.small_multiples import classwise_grid_figure, per_class_top_label_figure
 from dashboard.figures.top_label import top_label_figure
+from dashboard.figures.top_label_bin import top_label_bin_figure
+from dashboard.figures.validity import validity_figure
 
 __all__ = [
     "UNCALIBRATED",
     "apply_theme",
+    "classwise_grid_figure",
+    "ece_by_bins_figure",
+    "kde_figure",
+    "learning_curve_figure",
     "method_colors",
     "method_style",
+    "per_class_top_label_figure",
     "reliability_figure",
+    "simplex_figure",
+    "top_label_bin_figure",
     "top_label_figure",
+    "validity_figure",
 ]

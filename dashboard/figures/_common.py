@@ -25,6 +25,8 @@ __all__ = [
     "band",
     "reliability_points",
     "finish",
+    "sized_marker",
+    "segments",
     "LINE_WIDTH",
     "MARKER_SIZE",
 ]
@@ -161,13 +163,15 @@ def finish(
     height: int,
     subtitle: str | None = None,
     legend: bool = True,
+    headroom: int = 0,
 ) -> go.Figure:
     """Common layout: title and subtitle (already escaped), horizontal legend on top, theme.
 
     Title, subtitle and legend are stacked in the top margin by pixel offsets in container
     coordinates: a container-anchored legend pushes the plot area down by its own height
     however many rows it wraps to, which a paper-anchored legend under a multi-line title
-    does not (they overlap).
+    does not (they overlap). ``headroom`` adds pixels above the plot area (grids need it
+    for their panel titles, which sit above the panels).
     """
     offset = 10
     layout: dict = {}
@@ -186,7 +190,7 @@ def finish(
     fig.update_layout(
         **layout,
         height=height,
-        margin={"l": 78, "r": 24, "t": offset + 10, "b": 64},
+        margin={"l": 78, "r": 24, "t": offset + 10 + headroom, "b": 64},
         showlegend=legend,
         legend={
             "orientation": "h",
@@ -200,3 +204,30 @@ def finish(
         hovermode="closest",
     )
     return apply_theme(fig, theme)
+
+
+def sized_marker(counts, *, color: str, max_px: float = 44.0, symbol: str = "circle") -> dict:
+    """Marker whose area is proportional to ``counts`` (``marker.size == counts``, >= 8 px)."""
+    counts = np.asarray(counts, dtype=float)
+    top = float(counts.max()) if counts.size and counts.max() > 0 else 1.0
+    return {
+        "size": counts,
+        "sizemode": "area",
+        "sizeref": 2.0 * top / max_px**2,  # Plotly's recipe: the largest count gets max_px
+        "sizemin": MARKER_SIZE - 2,
+        "color": rgba(color, 0.6),
+        "line": {"color": color, "width": 2},
+        "symbol": symbol,
+    }
+
+
+def segments(x0, y0, x1, y1) -> tuple[list, list]:
+    """Segments ``(x0, y0) -> (x1, y1)`` as one polyline broken by ``None``."""
+    xs: list = []
+    ys: list = []
+    for a, b, c, d in zip(
+        *(np.asarray(v, dtype=float).tolist() for v in (x0, y0, x1, y1)), strict=True
+    ):
+        xs += [a, c, None]
+        ys += [b, d, None]
+    return xs, ys

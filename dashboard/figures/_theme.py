@@ -95,5 +95,9 @@ def apply_theme(fig: go.Figure, theme: str) -> go.Figure:
         bgcolor=t["plot"], aaxis=ternary_axis, baxis=ternary_axis, caxis=ternary_axis
     )
     fig.update_annotations(font={"size": FONT_SIZE, "color": t["ink"]})
-    fig.update_traces(line_color=t["ink"], selector={"meta": INK})
+    for trace in fig.select_traces(selector={"meta": INK}):
+        trace.line.color = t["ink"]
+        if "markers" in (trace.mode or ""):
+            trace.marker.color = t["ink"]
+            trace.marker.line.color = t["ink"]
     return fig

@@ -21,21 +21,12 @@ from dashboard.figures._common import (
     finish,
     ordered,
     reliability_points,
+    segments,
 )
 from dashboard.figures._style import method_style
 from dashboard.figures.reliability import count_bars
 
-__all__ = ["top_label_figure", "delta_segments"]
-
-
-def delta_segments(conf: np.ndarray, signed: np.ndarray) -> tuple[list, list]:
-    """Vertical segments ``(c, c) -> (c, s)`` as one polyline with ``None`` breaks."""
-    xs: list = []
-    ys: list = []
-    for c, s in zip(conf.tolist(), signed.tolist(), strict=True):
-        xs += [c, c, None]
-        ys += [c, s, None]
-    return xs, ys
+__all__ = ["top_label_figure"]
 
 
 def _method_traces(diagram, *, label: str, style: dict) -> list[go.Scatter]:
@@ -43,8 +34,8 @@ def _method_traces(diagram, *, label: str, style: dict) -> list[go.Scatter]:
     filled = np.asarray(conf_d.count) > 0  # empty bins (NaN fields) are skipped
     conf = np.asarray(conf_d.confidence, dtype=float)[filled]
     signed = np.asarray(diagram.signed_point, dtype=float)[filled]
-    xs, ys = delta_segments(conf, signed)
-    segments = go.Scatter(
+    xs, ys = segments(conf, conf, conf, signed)  # from the diagonal to the top-label point
+    delta = go.Scatter(
         x=xs,
         y=ys,
         mode="lines",
@@ -91,7 +82,7 @@ def _method_traces(diagram, *, label: str, style: dict) -> list[go.Scatter]:
             "%{customdata[0]:,} rows"
         ),
     )
-    return [segments, confidence, top_label]
+    return [delta, confidence, top_label]
 
 
 def top_label_figure(diagrams, *, theme: str = "light", height: int = 620) -> go.Figure:
