@@ -268,3 +268,130 @@ def test_cifar10_models_the_paper_left_at_t1(shared_data, model):
     assert 0.9 < ts.fit_info["temperature"] < 0.99
     out = ts.transform(_cifar(shared_data, model, "test"))
     assert calcore.top_label_ece(out, bins=15) < PAPER_BASE_EQUALS_TS[model]
+
+
+# -- affine maps (vs, ms, dirichlet): the optimum itself -----------------------------------------
+def _penalised_nll(x, labels, w, b, *, off, diag, bias):
+    """The penalised mean NLL and its gradient, written out independently of calcore."""
+    n, n_classes = x.shape
+    full = np.ndim(w) == 2
+    z = x @ w.T + b if full else x * w + b
+    lse = logsumexp(z, axis=1)
+    value = np.mean(lse - z[np.arange(n), labels])
+    g = np.exp(z - lse[:, None])
+    g[np.arange(n), labels] -= 1.0
+    g /= n
+    if full:
+        dev = w - np.eye(n_classes)
+        weights = np.where(np.eye(n_classes, dtype=bool), diag, off)
+        value += np.sum(weights * dev**2)
+        gw = g.T @ x + 2 * weights * dev
+    else:
+        value += diag * np.sum((w - 1) ** 2)
+        gw = np.sum(g * x, axis=0) + 2 * diag * (w - 1)
+    value += bias * np.sum(b**2)
+    return value, gw, g.sum(axis=0) + 2 * bias * b
+
+
+def _affine_case(name, n_classes):
+    preds = _synthetic(3000, n_classes, 2.0, seed=21)
+    logp = preds.logits - logsumexp(preds.logits, axis=1, keepdims=True)
+    cases = {  # features and penalty weights as documented in the classes' docstrings
+        "vs": (preds.logits, {"off": 0.0, "diag": 0.0, "bias": 0.0}),
+        "ms": (preds.logits, {"off": 1e-4, "diag": 1e-4, "bias": 1e-4}),
+        "dirichlet": (
+            logp,
+            {"off": 1.0 / (n_classes * (n_classes - 1)), "diag": 0.0, "bias": 1.0 / n_classes},
+        ),
+    }
+    return preds, *cases[name]
+
+
+@pytest.mark.parametrize("name", ["vs", "ms", "dirichlet"])
+def test_affine_fit_satisfies_the_first_order_condition(name):
+    preds, x, weights = _affine_case(name, 6)
+    cal = make_calibrator(name).fit(preds)
+    w, b = np.asarray(cal._state["weights"]), np.asarray(cal._state["bias"])
+    value, gw, gb = _penalised_nll(x, preds.labels, w, b, **weights)
+    assert cal.fit_info["converged"] is True
+    assert cal.fit_info["objective"] == pytest.approx(value, rel=1e-12)
+    # L-BFGS-B stops at |projected gradient| <= 1e-5 or a relative decrease <= 2.2e-9
+    assert max(np.abs(gw).max(), np.abs(gb).max()) < 1e-4
+
+
+@pytest.mark.parametrize("name", ["ms", "dirichlet"])
+def test_affine_fit_matches_an_independent_minimiser(name):
+    # Reference: scipy's BFGS on the plain objective from the identity, to a tight tolerance.
+    from scipy.optimize import minimize
+
+    preds, x, weights = _affine_case(name, 4)
+    n_classes = preds.n_classes
+
+    def fun(theta):
+        w, b = theta[: n_classes**2].reshape(n_classes, n_classes), theta[n_classes**2 :]
+        value, gw, gb = _penalised_nll(x, preds.labels, w, b, **weights)
+        return value, np.concatenate([gw.ravel(), gb])
+
+    theta0 = np.concatenate([np.eye(n_classes).ravel(), np.zeros(n_classes)])
+    ref = minimize(fun, theta0, jac=True, method="BFGS", options={"gtol": 1e-10, "maxiter": 5000})
+    cal = make_calibrator(name).fit(preds)
+    assert cal.fit_info["objective"] <= ref.fun + 1e-8
+    w_ref = ref.x[: n_classes**2].reshape(n_classes, n_classes)
+    # The penalty makes the optimum unique: the parameters agree, not just the probabilities.
+    np.testing.assert_allclose(cal._state["weights"], w_ref, atol=2e-3)
+    np.testing.assert_allclose(cal._state["bias"], ref.x[n_classes**2 :], atol=2e-3)
+    z_ref = x @ w_ref.T + ref.x[n_classes**2 :]
+    p_ref = softmax(z_ref, axis=1)
+    np.testing.assert_allclose(cal.transform(preds).probs, p_ref, atol=1e-4)
+
+
+def test_dirichlet_returns_the_lowest_penalty_parameters():
+    # softmax ignores a common shift of a row's logits, so (W + 1 v^T, b + c 1) predicts the same;
+    # the optimum has the lowest ODIR penalty among those: zero off-diagonal column sums, sum b = 0.
+    preds, _, _ = _affine_case("dirichlet", 5)
+    state = make_calibrator("dirichlet").fit(preds)._state
+    w, b = np.asarray(state["weights"]), np.asarray(state["bias"])
+    off_diagonal_sums = w.sum(axis=0) - np.diag(w)
+    np.testing.assert_allclose(off_diagonal_sums, 0.0, atol=1e-10)
+    assert abs(b.sum()) < 1e-10
+
+
+def test_affine_objective_gradient_matches_finite_differences():
+    from scipy.optimize import check_grad
+
+    from calcore.calibrators._logistic import AffinePenalty, affine_objective
+
+    preds, x, _ = _affine_case("dirichlet", 4)
+    rng = np.random.default_rng(22)
+    penalty = AffinePenalty(off=0.3, diag=0.2, bias=0.1)
+    for diagonal, k in ((False, 16), (True, 4)):
+        objective = affine_objective(x, preds.labels, diagonal=diagonal, penalty=penalty)
+
+        def split(theta, k=k, diagonal=diagonal):
+            return (theta[:k] if diagonal else theta[:k].reshape(4, 4)), theta[k:]
+
+        def value(theta, split=split, objective=objective):
+            return objective(*split(theta))[0]
+
+        def grad(theta, split=split, objective=objective):
+            _, gw, gb = objective(*split(theta))
+            return np.concatenate([np.ravel(gw), gb])
+
+        theta = rng.normal(size=k + 4)
+        assert check_grad(value, grad, theta) < 1e-5 * max(1.0, np.abs(grad(theta)).max())
+        w, b = split(theta)
+        exact = _penalised_nll(x, preds.labels, w, b, off=0.3 * (not diagonal), diag=0.2, bias=0.1)
+        assert value(theta) == pytest.approx(exact[0], rel=1e-12)
+
+
+def test_blas_runs_single_threaded_inside_the_fit_context_and_is_restored():
+    from calcore.calibrators._blas import blas_thread_counts, single_threaded_blas
+
+    before = blas_thread_counts()
+    assert before, "numpy/scipy ship OpenBLAS here; the helper found none"
+    with single_threaded_blas():
+        assert set(blas_thread_counts()) == {1}
+        with single_threaded_blas():  # nested: still one thread, not restored early
+            pass
+        assert set(blas_thread_counts()) == {1}
+    assert blas_thread_counts() == before

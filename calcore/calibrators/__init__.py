@@ -3,7 +3,8 @@
 Importing this package registers every method, so that
 :func:`make_calibrator` and :data:`CALIBRATORS` know them all:
 
-* parametric (``parametric``): ts, ets, vs, ms, dirichlet, platt, beta;
+* parametric: ts, ets (``temperature``), vs, ms, dirichlet (``affine``), platt, beta
+  (``binary_scaling``); ``parametric`` re-exports them all;
 * binary binning and isotonic building blocks (``binning``, ``isotonic``): hb, ums,
   fwb, sb, iso, and irm;
 * M2B wrappers (``m2b``): ``conf-``, ``tl-``, ``cw-``, ``n-`` + any binary method;
@@ -12,13 +13,15 @@ Importing this package registers every method, so that
 * top-K wrappers (``topk``): ``tkl-``, ``tkc-`` + any binary method.
 """
 
-from calcore.calibrators import binning as _binning  # noqa: F401  (registers)
+from calcore.calibrators import affine as _affine  # noqa: F401  (registers)
+from calcore.calibrators import binary_scaling as _binary_scaling  # noqa: F401
+from calcore.calibrators import binning as _binning  # noqa: F401
 from calcore.calibrators import canonical as _canonical  # noqa: F401
 from calcore.calibrators import composite as _composite  # noqa: F401
 from calcore.calibrators import isotonic as _isotonic  # noqa: F401
 from calcore.calibrators import m2b as _m2b  # noqa: F401
 from calcore.calibrators import normalization_aware as _normalization_aware  # noqa: F401
-from calcore.calibrators import parametric as _parametric  # noqa: F401
+from calcore.calibrators import temperature as _temperature  # noqa: F401
 from calcore.calibrators import topk as _topk  # noqa: F401
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator, Param
 from calcore.calibrators._registry import CALIBRATORS, CalibratorInfo, make_calibrator

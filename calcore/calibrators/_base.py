@@ -19,7 +19,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore.predictions import Predictions
 
-__all__ = ["Param", "Calibrator", "FORMAT_VERSION", "to_jsonable"]
+__all__ = ["Param", "Calibrator", "FORMAT_VERSION", "MAX_ITER", "to_jsonable"]
 
 #: Version of the ``to_dict`` layout; bumped when it changes incompatibly.
 FORMAT_VERSION = 1
@@ -93,6 +93,11 @@ class Param:
                 f"{owner}: parameter {self.name!r} must be <= {self.maximum}; got {value!r}."
             )
         return value
+
+
+#: The ``max_iter`` parameter of the iteratively fitted methods (ets with NLL, vs, ms, dirichlet,
+#: platt, beta).
+MAX_ITER = Param("max_iter", 1000, "int", "Iteration limit of the optimiser.", minimum=10)
 
 
 def to_jsonable(value):

@@ -1,5 +1,6 @@
-"""Optimisation helpers of the parametric calibrators (:mod:`calcore.calibrators.parametric`).
+"""Temperature search and ensemble weights of :mod:`calcore.calibrators.temperature`.
 
+Also :func:`log_scores`, the scores every parametric method works on.
 Everything here takes clean float64 arrays (validated by the callers) and
 returns plain numbers/arrays plus convergence facts; nothing here raises for
 user input except the temperature search, which names the bound it hit.
@@ -12,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import expit, log_expit, log_softmax
 
 from calcore._errors import CalcoreError
 from calcore.predictions import Predictions
@@ -24,9 +24,7 @@ __all__ = [
     "fit_inverse_temperature",
     "ets_weights_mse",
     "ets_weights_nll",
-    "fit_affine_softmax",
-    "affine_logits",
-    "fit_binary_logistic",
+    "warm_start_inverse_temperature",
 ]
 
 #: Floor applied to probabilities before taking logs when no logits are available:
@@ -155,6 +153,17 @@ def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100,
     )
 
 
+def warm_start_inverse_temperature(z, labels, *, t_min=0.01, t_max=100.0) -> float:
+    """The NLL-optimal ``1/T`` of :func:`fit_inverse_temperature`, as a starting point only.
+
+    Never raises: an optimum beyond a bound gives the bound, constant rows give 1.
+    """
+    if not np.any(z.max(axis=1) > z.min(axis=1)):
+        return 1.0
+    fit = _newton_on_beta(z, labels, 1.0, 1.0 / t_max, 1.0 / t_min, xtol=1e-6, max_iter=50)
+    return float(fit.beta)
+
+
 def ets_weights_mse(p_t, p_1, labels):
     """ETS weights minimising the mean squared error, solved exactly over the 2-simplex.
 
@@ -211,82 +220,3 @@ def ets_weights_nll(p_t, p_1, labels, *, max_iter):
     )
     w = np.clip(res.x, 0.0, None)
     return w / w.sum(), res
-
-
-def affine_logits(x, weights, bias):
-    """``x W^T + b`` with ``weights`` a vector (diagonal W) or a matrix (full W)."""
-    weights = np.asarray(weights, dtype=np.float64)
-    if weights.ndim == 1:
-        return x * weights + np.asarray(bias)
-    return x @ weights.T + np.asarray(bias)
-
-
-def fit_affine_softmax(x, labels, *, diagonal, off_weight, diag_weight, bias_weight, max_iter):
-    """Multinomial logistic regression ``softmax(x W^T + b)`` started at ``W = I, b = 0``.
-
-    Penalty: ``off_weight * sum_{i != j} W_ij^2 + diag_weight * sum_i (W_ii - 1)^2
-    + bias_weight * sum_j b_j^2`` added to the mean NLL. L-BFGS-B with the analytic gradient.
-
-    Returns ``(weights, bias, scipy OptimizeResult)``.
-    """
-    n, n_classes = x.shape
-    rows = np.arange(n)
-    eye = np.eye(n_classes)
-    off = 1.0 - eye
-
-    def unpack(theta):
-        k = n_classes if diagonal else n_classes * n_classes
-        w = theta[:k] if diagonal else theta[:k].reshape(n_classes, n_classes)
-        return w, theta[k:]
-
-    def objective(theta):
-        w, b = unpack(theta)
-        logp = log_softmax(affine_logits(x, w, b), axis=1)
-        nll = -logp[rows, labels].mean()
-        g = np.exp(logp)
-        g[rows, labels] -= 1.0
-        g /= n
-        gb = g.sum(axis=0) + 2 * bias_weight * b
-        if diagonal:
-            gw = np.einsum("ij,ij->j", g, x) + 2 * diag_weight * (w - 1.0)
-            pen = diag_weight * np.sum((w - 1.0) ** 2)
-        else:
-            gw = g.T @ x + 2 * off_weight * w * off + 2 * diag_weight * (w - eye) * eye
-            pen = off_weight * np.sum((w * off) ** 2) + diag_weight * np.sum(np.diag(w - 1.0) ** 2)
-        pen += bias_weight * np.sum(b * b)
-        return float(nll + pen), np.concatenate([gw.ravel(), gb])
-
-    theta0 = np.concatenate([np.ones(n_classes) if diagonal else eye.ravel(), np.zeros(n_classes)])
-    res = minimize(
-        objective,
-        theta0,
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": max_iter, "maxfun": 2 * max_iter, "ftol": 2.2e-9, "gtol": 1e-5},
-    )
-    w, b = unpack(res.x)
-    return w, b, res
-
-
-def fit_binary_logistic(features, targets, *, x0, bounds=None, max_iter=1000):
-    """Mean log-loss ``sigmoid(features @ coef + intercept)`` vs soft targets in [0, 1]; L-BFGS-B.
-
-    Returns ``(coef, intercept, scipy OptimizeResult)``.
-    """
-    n, k = features.shape
-    design = np.column_stack([features, np.ones(n)])
-
-    def objective(theta):
-        eta = design @ theta
-        loss = -np.mean(targets * log_expit(eta) + (1.0 - targets) * log_expit(-eta))
-        return float(loss), design.T @ (expit(eta) - targets) / n
-
-    res = minimize(
-        objective,
-        np.asarray(x0, dtype=np.float64),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": max_iter, "ftol": 1e-14, "gtol": 1e-9},
-    )
-    return res.x[:k], float(res.x[k]), res

@@ -42,7 +42,7 @@ from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import CALIBRATORS, make_calibrator, register
 from calcore.calibrators.isotonic import IsotonicRegression
 from calcore.calibrators.m2b import NormalizedCalibrator
-from calcore.calibrators.parametric import TemperatureScaling
+from calcore.calibrators.temperature import TemperatureScaling
 from calcore.predictions import Predictions
 
 __all__ = ["Composition", "IROvA", "IROvATS", "compose"]

@@ -1,0 +1,186 @@
+"""Temperature scaling [ts] and ensemble temperature scaling [ets].
+
+Scores: ``preds.logits`` when present, else ``log(max(probs, 1e-300))``
+(:data:`~calcore.calibrators._scaling.PROB_FLOOR`; exact zeros become about
+-690.8 instead of ``-inf``). The 1-D temperature search and the ensemble weights
+live in :mod:`calcore.calibrators._scaling`.
+
+References
+----------
+Guo, Pleiss, Sun & Weinberger (2017), "On calibration of modern neural networks" (TS).
+Zhang, Kailkhura & Han (2020), "Mix-n-Match", Sec. 3.1, Eq. 5 (ETS).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.special import log_softmax, softmax
+
+from calcore._errors import CalcoreError, CalcoreWarning
+from calcore.calibrators import _scaling
+from calcore.calibrators._base import MAX_ITER, Calibrator, Param
+from calcore.calibrators._registry import register
+
+__all__ = ["TemperatureScaling", "EnsembleTemperatureScaling"]
+
+
+def _temperature_params(default_max=100.0):
+    return (
+        Param("min_temperature", 0.01, "float", "Lower bound of T.", minimum=1e-6),
+        Param("max_temperature", default_max, "float", "Upper bound of T.", maximum=1e6),
+    )
+
+
+def _check_temperature_bounds(owner, params):
+    if not params["min_temperature"] < params["max_temperature"]:
+        raise CalcoreError(
+            f"{owner}: min_temperature ({params['min_temperature']}) must be below "
+            f"max_temperature ({params['max_temperature']})."
+        )
+
+
+def _fit_temperature(preds, params, owner):
+    fit = _scaling.fit_inverse_temperature(
+        _scaling.log_scores(preds),
+        preds.labels,
+        t_min=params["min_temperature"],
+        t_max=params["max_temperature"],
+        owner=owner,
+    )
+    temperature = 1.0 / fit.beta
+    info = {
+        "temperature": temperature,
+        "nll": fit.nll,
+        "converged": fit.converged,
+        "iterations": fit.iterations,
+        "message": fit.message,
+        "scores": "logits" if preds.logits is not None else "log(max(probs, 1e-300))",
+    }
+    if not fit.converged:
+        warnings.warn(f"{owner}: temperature search: {fit.message}", CalcoreWarning, stacklevel=3)
+    return temperature, info
+
+
+@register
+class TemperatureScaling(Calibrator):
+    """Temperature scaling: ``softmax(z / T)`` with the NLL-optimal ``T > 0``.
+
+    ``T`` is found by safeguarded Newton on ``beta = 1/T`` (the mean NLL is
+    convex in ``beta``; its second derivative is the mean variance of the
+    logits under ``softmax(beta z)``, so the optimum is unique) inside the
+    bracket ``[1/max_temperature, 1/min_temperature]``. Computed in float64 on
+    row blocks. Outputs keep the scaled logits ``z / T`` for composition.
+
+    Parameters
+    ----------
+    min_temperature, max_temperature : float, default 0.01 and 100
+        Allowed range of ``T``; an optimum on a bound raises :class:`CalcoreError`.
+
+    Notes
+    -----
+    ``fit_info``: ``temperature``, ``nll`` (calibration split, at the returned T),
+    ``converged``, ``iterations``, ``message``, ``scores``.
+
+    References
+    ----------
+    Guo et al. (2017), Sec. 4.2; Zhang et al. (2020), Sec. 3.1; Silva Filho et al.
+    (2023), "Classifier calibration: a survey", Sec. 5.1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calcore import Predictions
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(500, 3)); y = rng.integers(0, 3, 500)
+    >>> ts = TemperatureScaling().fit(Predictions.from_logits(3 * z, y))
+    >>> ts.fit_info["temperature"] > 1
+    True
+    """
+
+    name = "ts"
+    family = "parametric"
+    description = "Temperature scaling (one temperature, NLL-optimal; keeps the argmax)."
+    accuracy_preserving = True
+    injective = True  # p -> softmax(log p / T) is one-to-one on the simplex for T > 0
+    parameters = _temperature_params()
+
+    def _check_params(self, params):
+        _check_temperature_bounds(self.name, params)
+
+    def _fit(self, preds):
+        temperature, info = _fit_temperature(preds, self._params, self.name)
+        return {"temperature": temperature}, info
+
+    def _transform(self, preds, state):
+        z = _scaling.log_scores(preds) / state["temperature"]
+        return np.exp(log_softmax(z, axis=1)), z
+
+
+@register
+class EnsembleTemperatureScaling(Calibrator):
+    """Ensemble temperature scaling: ``w1 softmax(z/t) + w2 softmax(z) + w3/L``, w on the simplex.
+
+    ``t`` is fitted first (NLL, exactly as :class:`TemperatureScaling`), then ``w``
+    with ``t`` fixed: ``loss="mse"`` solves the quadratic programme over the
+    simplex exactly (KKT on each face); ``loss="nll"`` uses SLSQP.
+    ``softmax(z)`` is ``preds.probs``.
+
+    Accuracy: for a fixed row both softmax terms are strictly increasing in
+    ``z_j`` and the uniform term adds the same mass to every class, so the
+    argmax is kept whenever ``w1 + w2 > 0`` (ties excepted); the fit refuses
+    ``w3 = 1``.
+
+    Parameters
+    ----------
+    loss : {"mse", "nll"}, default "mse"
+        Loss for the weights.
+    min_temperature, max_temperature : float
+        As in :class:`TemperatureScaling`.
+
+    References
+    ----------
+    Zhang, Kailkhura & Han (2020), "Mix-n-Match", Sec. 3.1, Eq. 5 and the convex problem below it.
+    """
+
+    name = "ets"
+    family = "parametric"
+    description = "Ensemble temperature scaling (TS, identity and uniform mixed; keeps the argmax)."
+    accuracy_preserving = True
+    parameters = (
+        Param("loss", "mse", "str", "Loss for the ensemble weights.", choices=("mse", "nll")),
+        *_temperature_params(),
+        MAX_ITER,
+    )
+
+    def _check_params(self, params):
+        _check_temperature_bounds(self.name, params)
+
+    def _fit(self, preds):
+        temperature, info = _fit_temperature(preds, self._params, self.name)
+        p_t = softmax(_scaling.log_scores(preds) / temperature, axis=1)
+        if self._params["loss"] == "mse":
+            w, loss = _scaling.ets_weights_mse(p_t, preds.probs, preds.labels)
+            info.update(weights_converged=True, weights_message="exact QP over the simplex")
+        else:
+            w, res = _scaling.ets_weights_nll(p_t, preds.probs, preds.labels, **self._max_iter())
+            loss = float(res.fun)
+            info.update(weights_converged=bool(res.success), weights_message=str(res.message))
+        if w[0] + w[1] <= 0:
+            raise CalcoreError(
+                "ets: the best weights put all mass on the uniform prediction (w3 = 1), which "
+                "would erase the ranking; the scores carry no usable information."
+            )
+        info.update(weights=w.tolist(), weights_loss=loss)
+        return {"temperature": temperature, "weights": w.tolist()}, info
+
+    def _max_iter(self):
+        return {"max_iter": self._params["max_iter"]}
+
+    def _transform(self, preds, state):
+        w1, w2, w3 = state["weights"]
+        probs = w1 * softmax(_scaling.log_scores(preds) / state["temperature"], axis=1)
+        probs += w2 * preds.probs
+        probs += w3 / preds.n_classes
+        return probs, None
