@@ -42,6 +42,16 @@ def _bins(text: str):
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number of bytes; got {text!r}")
+    return value
+
+
 def parse_param(text: str) -> tuple[str, object]:
     """``"k=v"`` -> ``(k, v)``, ``v`` read as JSON when it parses (``15``, ``true``), else text.
 
@@ -77,6 +87,13 @@ def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool =
     )
     g.add_argument(
         "--positive-class", metavar="NAME", help="binary, one score column: positive label"
+    )
+    g.add_argument(
+        "--max-decoded-bytes",
+        type=_positive_int,
+        metavar="N",
+        help="refuse files whose decoded values would exceed N bytes "
+        "(default: $CALCORE_MAX_DECODED_BYTES, else 1 GiB)",
     )
 
 
@@ -129,6 +146,7 @@ def _load_kwargs(args) -> dict:
         "split_column": args.split_col,
         "renormalize": args.renormalize,
         "positive_class": args.positive_class,
+        "max_decoded_bytes": args.max_decoded_bytes,
     }
 
 
@@ -286,13 +304,16 @@ def main(argv=None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except CalcoreError as exc:
-        print(f"calcore: error: {exc}", file=sys.stderr)
+        _error_line(str(exc))
     except OSError as exc:  # missing or unreadable file
         name = getattr(exc, "filename", None) or getattr(args, "file", "")
-        print(
-            f"calcore: error: cannot read or write {name!s}: {exc.strerror or exc}", file=sys.stderr
-        )
+        _error_line(f"cannot read or write {name!s}: {exc.strerror or exc}")
     return EXIT_USAGE
+
+
+def _error_line(message: str) -> None:
+    """Print ``message`` as the one line of an error on stderr (line breaks become spaces)."""
+    print("calcore: error: " + " ".join(message.split("\n")).replace("\r", " "), file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

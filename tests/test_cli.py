@@ -205,3 +205,22 @@ def test_apply_rejects_a_non_calibrator_json(csv_file, tmp_path, capsys):
     bogus.write_text("{not json")
     assert main(["apply", str(bogus), str(path), "--out", str(tmp_path / "o.csv")]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_max_decoded_bytes_option_refuses_a_file(csv_file, capsys):
+    path, _, _ = csv_file
+    assert main(["metrics", str(path), "--max-decoded-bytes", "1000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "max_decoded_bytes=1,000" in err and "refusing" in err
+    assert main(["metrics", str(path), "--max-decoded-bytes", "100000", "--json"]) == 0
+    with pytest.raises(SystemExit) as exc:
+        main(["metrics", str(path), "--max-decoded-bytes", "lots"])
+    assert exc.value.code == 2
+
+
+def test_error_is_one_line_even_when_the_file_name_has_a_line_break(tmp_path, capsys):
+    path = tmp_path / "two\nlines.csv"
+    path.write_text("label,p_a,p_b\na,0.5,0.5\nb,abc,0.5\n")
+    assert main(["metrics", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "two lines.csv, line 3, column 'p_a'" in err

@@ -86,8 +86,7 @@ def test_auto_detects_logits_and_keeps_them(tmp_path):
     text = "label,logit_a,logit_b\na,2.0,-1.0\nb,0.5,3.0\n"
     p = load_predictions(write(tmp_path, "l.csv", text))
     r = p.load_report
-    assert r.scores_kind == "logits" and "outside [0, 1]" in r.scores_reason
-    assert "line 2" in r.scores_reason
+    assert r.scores_kind == "logits" and "named 'logit_*'" in r.scores_reason
     z = np.array([[2.0, -1.0], [0.5, 3.0]])
     np.testing.assert_allclose(p.logits, z)
     np.testing.assert_allclose(p.probs, np.exp(z) / np.exp(z).sum(1, keepdims=True), atol=1e-15)
@@ -281,7 +280,8 @@ def test_unquoted_thousands_separator_gives_extra_field(tmp_path):
 def test_truncated_last_line(tmp_path):
     text = "label,p_a,p_b\na,0.5,0.5\nb,0.5"
     with pytest.raises(
-        CalcoreError, match=r"t\.csv, line 3: 2 field\(s\) but the header has 3.*cut off"
+        CalcoreError,
+        match=r"t\.csv, line 3: 2 field\(s\) but the header has 3.*column\(s\) 'p_b'.*cut off",
     ):
         load_predictions(write(tmp_path, "t.csv", text))
 
@@ -289,12 +289,13 @@ def test_truncated_last_line(tmp_path):
 def test_non_utf8_bytes_name_offset_and_line(tmp_path):
     data = b"label,p_a,p_b\na,0.5,0.5\ncaf\xe9,0.5,0.5\n"
     with pytest.raises(
-        CalcoreError, match=r"u8\.csv: byte 27 \(line 3\) is not valid UTF-8.*UTF-8"
+        CalcoreError,
+        match=r"u8\.csv, line 3, column 'label': byte 27 \(0xe9\) is not valid UTF-8.*UTF-8",
     ):
         load_predictions(
             write(tmp_path, "u8.csv", data), label_column="label", score_columns=["p_a", "p_b"]
         )
-    with pytest.raises(CalcoreError, match=r"h\.csv: byte 1 \(line 1\) is not valid UTF-8"):
+    with pytest.raises(CalcoreError, match=r"h\.csv, line 1: byte 1 \(0xff\) is not valid UTF-8"):
         load_predictions(write(tmp_path, "h.csv", b"l\xffabel,p_a\n"))
 
 
@@ -438,7 +439,7 @@ def test_reading_in_pieces_gives_the_same_predictions(tmp_path, pieces, newline)
         (lambda r: r + ",", r"line 152: 5 fields but the header has 4"),
         (lambda r: r + ",0.1", r"line 152: 5 fields but the header has 4"),
         (lambda r: "", r"line 152, column 'label': label '' is not a class"),
-        (lambda r: "caf\xe9" + r[1:], r"byte \d+ \(line 152\) is not valid UTF-8"),
+        (lambda r: "caf\xe9" + r[1:], r"line 152, column 'label': byte \d+ .*not valid UTF-8"),
     ],
 )
 def test_errors_in_a_later_piece_name_the_file_line(tmp_path, pieces, change, pattern):

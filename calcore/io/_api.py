@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore.io._load import DEFAULT_MAX_DECODED_BYTES, _build, _check_options, _prepare
+from calcore.io._load import _build, _check_options, _prepare
 from calcore.predictions import Predictions
 
 __all__ = ["load_predictions", "load_splits"]
@@ -24,7 +24,7 @@ def load_predictions(
     positive_class: str | None = None,
     name: str | None = None,
     score_columns: Sequence[str] | None = None,
-    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+    max_decoded_bytes: int | None = None,
 ) -> Predictions:
     """Load predicted scores and true labels from a CSV, Parquet or NPZ file.
 
@@ -65,9 +65,15 @@ def load_predictions(
     score_columns : sequence of str, optional
         The score columns, one per class, in class order (overrides detection;
         e.g. after a user edited :func:`inspect_table`'s result).
-    max_decoded_bytes : int, default 2 GiB
-        NPZ and Parquet files whose declared uncompressed size exceeds this are
-        refused before anything is decompressed (zip-bomb guard).
+    max_decoded_bytes : int, optional
+        Budget of decoded bytes: a file whose decoded values would take more is
+        refused with a :class:`CalcoreError` before they are read (memory and
+        zip-bomb guard). Default: the environment variable
+        ``CALCORE_MAX_DECODED_BYTES`` if set, else 1 GiB
+        (:data:`calcore.io.DEFAULT_MAX_DECODED_BYTES`). Estimated before
+        decoding: CSV, data lines x columns x 8 bytes; Parquet, the metadata's
+        uncompressed size and rows x columns read x 8 bytes; NPZ, the members'
+        declared sizes and the array shapes from the ``.npy`` headers.
 
     Returns
     -------
@@ -83,7 +89,8 @@ def load_predictions(
         negative probabilities, rows not summing to 1 (without
         ``renormalize``), logits given as probabilities, labels that are not
         classes, fewer than 2 classes, unknown split values, non-UTF-8 bytes,
-        lines with missing or extra fields, pickled NPZ arrays, oversized archives.
+        lines with missing or extra fields, pickled NPZ arrays, files over the
+        ``max_decoded_bytes`` budget.
 
     Warns
     -----
@@ -125,7 +132,7 @@ def load_predictions(
     >>> p.class_names, p.labels.tolist()
     (('cat', 'dog'), [0, 1])
     """
-    _check_options(scores, split, max_decoded_bytes)
+    max_decoded_bytes = _check_options(scores, split, max_decoded_bytes)
     table, split_values, classes, kind, reason = _prepare(
         path_or_buffer,
         name=name,
@@ -172,7 +179,7 @@ def load_splits(
     positive_class: str | None = None,
     name: str | None = None,
     score_columns: Sequence[str] | None = None,
-    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+    max_decoded_bytes: int | None = None,
 ) -> dict[str, Predictions]:
     """Load a file once and return its calibration and test rows separately.
 
@@ -196,7 +203,7 @@ def load_splits(
         As :func:`load_predictions`; each split is validated with its file line
         numbers.
     """
-    _check_options(scores, None, max_decoded_bytes)
+    max_decoded_bytes = _check_options(scores, None, max_decoded_bytes)
     table, split_values, classes, kind, reason = _prepare(
         path_or_buffer,
         name=name,

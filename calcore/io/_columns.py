@@ -26,7 +26,15 @@ from typing import Callable, Sequence
 
 from calcore._errors import CalcoreError
 
-__all__ = ["Roles", "detect_roles", "check_header_names", "LABEL_NAMES", "PREFIXES"]
+__all__ = [
+    "Roles",
+    "detect_roles",
+    "check_header_names",
+    "LABEL_NAMES",
+    "PREFIXES",
+    "PROB_PREFIXES",
+    "LOGIT_PREFIXES",
+]
 
 LABEL_NAMES = ("label", "y", "target", "true_label", "class")
 SPLIT_NAMES = ("split",)
@@ -34,8 +42,8 @@ ID_NAMES = frozenset({"id", "index", "idx", "sample_id", "image_id", "file", "fi
 # Longest first is not needed (no prefix is a prefix of another once the
 # underscore is included) but keeps the intent obvious.
 PREFIXES = ("probs_", "proba_", "prob_", "p_", "logits_", "logit_", "score_")
-_PROB_PREFIXES = frozenset({"probs_", "proba_", "prob_", "p_"})
-_LOGIT_PREFIXES = frozenset({"logits_", "logit_"})
+PROB_PREFIXES = frozenset({"probs_", "proba_", "prob_", "p_"})
+LOGIT_PREFIXES = frozenset({"logits_", "logit_"})
 
 
 @dataclass(frozen=True)
@@ -139,7 +147,7 @@ def _prefix_groups(rest, scores_kind) -> dict[str, list[str]]:
             groups.setdefault(p, []).append(c)
     if len(groups) > 1 and scores_kind in ("probs", "logits"):
         # A file with both p_* and logit_* columns: the requested kind decides.
-        unwanted = _LOGIT_PREFIXES if scores_kind == "probs" else _PROB_PREFIXES
+        unwanted = LOGIT_PREFIXES if scores_kind == "probs" else PROB_PREFIXES
         groups = {p: cols for p, cols in groups.items() if p not in unwanted}
     return groups
 
@@ -147,7 +155,8 @@ def _prefix_groups(rest, scores_kind) -> dict[str, list[str]]:
 def _pick_scores(rest, score_columns, scores_kind, is_numeric, source):
     """Return (scores, prefix, ignored, reasons, problem)."""
     if score_columns is not None:
-        missing = [c for c in score_columns if c not in rest]
+        available = set(rest)
+        missing = [c for c in score_columns if c not in available]
         if missing:
             raise CalcoreError(
                 f"{source}: score_columns {missing} are not columns (or are the label/split "
@@ -156,7 +165,8 @@ def _pick_scores(rest, score_columns, scores_kind, is_numeric, source):
         scores = tuple(score_columns)
         prefixes = {_prefix_of(c) for c in scores}
         prefix = prefixes.pop() if len(prefixes) == 1 else None
-        ignored = tuple(c for c in rest if c not in scores)
+        chosen = set(scores)
+        ignored = tuple(c for c in rest if c not in chosen)
         return scores, prefix, ignored, ("not in score_columns",) * len(ignored), None
     groups = _prefix_groups(rest, scores_kind)
     if len(groups) > 1:
@@ -172,7 +182,8 @@ def _pick_scores(rest, score_columns, scores_kind, is_numeric, source):
         )
     if groups:
         ((prefix, scores),) = groups.items()
-        ignored = tuple(c for c in rest if c not in scores)
+        chosen = set(scores)
+        ignored = tuple(c for c in rest if c not in chosen)
         reason = f"it does not start with the score prefix {prefix!r}"
         return tuple(scores), prefix, ignored, (reason,) * len(ignored), None
     scores, ignored, reasons = [], [], []

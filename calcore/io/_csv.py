@@ -46,9 +46,10 @@ from calcore._errors import CalcoreError
 from calcore.io._columns import check_header_names
 from calcore.io._source import Source, misnamed_binary
 
-__all__ = ["CsvLayout", "scan_csv", "read_csv_columns"]
+__all__ = ["CsvLayout", "scan_csv", "read_csv_columns", "record_lines"]
 
 _BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _DELIMITERS = (",", ";", "\t")
 _WHITESPACE = frozenset(b" \t\r\n")
 # What counts as a number in a score cell (see the module docstring).
@@ -92,21 +93,62 @@ class CsvLayout:
     n_rows: int
 
 
-def _utf8_error(source: str, data: bytes, exc: UnicodeDecodeError, base: int) -> CalcoreError:
+def _utf8_error(
+    source: str, data: bytes, exc: UnicodeDecodeError, base: int, layout=None
+) -> CalcoreError:
     offset = base + exc.start
     line = data.count(b"\n", 0, offset) + 1
+    where = f"line {line}"
+    if layout is not None:  # name the column when the line has no quotes to miscount
+        begin = data.rfind(b"\n", 0, offset) + 1
+        if data.find(b'"', begin, offset) < 0:
+            j = data.count(layout.delimiter.encode(), begin, offset)
+            if j < len(layout.columns):
+                where += f", column {layout.columns[j]!r}"
     return CalcoreError(
-        f"{source}: byte {offset} (line {line}) is not valid UTF-8 (byte 0x{data[offset]:02x}). "
+        f"{source}, {where}: byte {offset} (0x{data[offset]:02x}) is not valid UTF-8. "
         f"Re-save the file as UTF-8 (e.g. 'CSV UTF-8' in Excel, or "
         f"df.to_csv(..., encoding='utf-8'))."
     )
 
 
-def _decode(source: str, data: bytes, start: int, end: int) -> str:
+def _decode(source: str, data: bytes, start: int, end: int, layout=None) -> str:
+    """``data[start:end]`` as text; ``layout`` (delimiter, columns) lets errors name the column."""
     try:
         return data[start:end].decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _utf8_error(source, data, exc, start) from None
+        raise _utf8_error(source, data, exc, start, layout) from None
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    delimiter: str
+    columns: tuple[str, ...]
+
+
+def _records(source: str, text: str, delimiter: str, first_line: int):
+    """Yield ``(file line where the record starts, fields)`` for the CSV records of ``text``.
+
+    ``text`` starts on file line ``first_line``. A record may span lines (a quoted
+    newline); a blank line is a record with no fields. Errors of the ``csv``
+    module (an over-long field, usually from an unclosed quote) become
+    :class:`CalcoreError` naming the line.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    start = first_line
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise CalcoreError(
+                f"{source}, line {start}: the record starting here cannot be read as CSV "
+                f'({exc}). Check for an unclosed quote (") on this line; a cell must not '
+                f"hold more than {csv.field_size_limit():,} characters."
+            ) from None
+        yield start, fields
+        start = first_line + reader.line_num
 
 
 def _sniff_delimiter(source: str, line: str) -> str:
@@ -131,21 +173,42 @@ def _header(source: str, data: bytes) -> tuple[int, str, tuple[str, ...], int]:
             f"{source}: this is {kind}, not a CSV file. Give it the right extension "
             f"(.npz or .parquet)."
         )
+    if data.startswith(_UTF16_BOMS):
+        raise CalcoreError(
+            f"{source}, line 1: the file is UTF-16 (it starts with a UTF-16 byte order mark), "
+            f"not UTF-8. Re-save the file as UTF-8 (e.g. 'CSV UTF-8' in Excel)."
+        )
     start = len(_BOM) if data.startswith(_BOM) else 0
     nl = data.find(b"\n", start)
     stop = len(data) if nl < 0 else nl
+    if b"\x00" in data[start:stop]:
+        raise CalcoreError(
+            f"{source}, line 1: the header holds NUL bytes, so the file is UTF-16/UTF-32 text or "
+            f"binary, not a UTF-8 CSV. Re-save the file as UTF-8 CSV."
+        )
     line = _decode(source, data, start, stop).rstrip("\r")
+    if "\r" in line:
+        raise CalcoreError(
+            f"{source}, line 1: lines end with a bare carriage return (CR, old Mac style), so "
+            f"the whole file reads as one line. Re-save it with LF or CRLF line ends."
+        )
     if not line.strip():
         raise CalcoreError(
             f"{source}: line 1 (the header) is blank. The first line must name the columns."
         )
+    if re.fullmatch(r"\s*sep=.?\s*", line, re.IGNORECASE):
+        raise CalcoreError(
+            f"{source}, line 1: {line.strip()!r} is Excel's delimiter hint, not a header. "
+            f"Delete the first line; the delimiter is detected from the header."
+        )
     delimiter = _sniff_delimiter(source, line)
-    columns = tuple(c.strip() for c in next(csv.reader([line], delimiter=delimiter)))
+    (_, fields), *_ = _records(source, line, delimiter, 1)
+    columns = tuple(c.strip() for c in fields)
     check_header_names(columns, source=source)
     return start, delimiter, columns, stop + 1
 
 
-def _preview(source: str, data: bytes, start: int, end: int, delimiter: str, n: int):
+def _preview(source: str, data: bytes, start: int, end: int, dialect: _Dialect, n: int):
     stop = start
     for _ in range(n):
         nl = data.find(b"\n", stop, end)
@@ -153,8 +216,8 @@ def _preview(source: str, data: bytes, start: int, end: int, delimiter: str, n: 
             stop = end
             break
         stop = nl + 1
-    text = _decode(source, data, start, stop)
-    return tuple(tuple(r) for r in csv.reader(text.splitlines(), delimiter=delimiter))
+    text = _decode(source, data, start, stop, dialect)
+    return tuple(tuple(r) for _, r in _records(source, text, dialect.delimiter, 2))
 
 
 def scan_csv(src: Source, *, preview_rows: int = 100) -> CsvLayout:
@@ -177,7 +240,7 @@ def scan_csv(src: Source, *, preview_rows: int = 100) -> CsvLayout:
             f"sample below the header."
         )
     n_rows = data.count(b"\n", body_start, end) + 1
-    preview = _preview(src.name, data, body_start, end, delimiter, preview_rows)
+    preview = _preview(src.name, data, body_start, end, _Dialect(delimiter, columns), preview_rows)
     return CsvLayout(body_start, end, delimiter, columns, preview, n_rows)
 
 
@@ -356,18 +419,34 @@ def _c_matrix(frames: list[pd.DataFrame], columns: list[str], parsed: dict) -> n
     return out
 
 
+def record_lines(src: Source, layout: CsvLayout, n_records: int) -> np.ndarray | None:
+    """The file line on which each of ``n_records`` records starts, or ``None`` if record i
+    is simply on line i + 2 (no record spans several lines).
+
+    Only files with quoted line breaks need the mapping; it costs one pass of
+    Python's ``csv`` module over the body.
+    """
+    if n_records == layout.n_rows:
+        return None
+    text = _decode(src.name, src.data, layout.body_start, layout.body_end, layout)
+    starts = [line for line, _ in _records(src.name, text, layout.delimiter, 2)]
+    return np.array(starts[:n_records], dtype=np.int64)
+
+
 def _check_utf8(src: Source, layout: CsvLayout) -> None:
-    _decode(src.name, src.data, layout.body_start, layout.body_end)
+    _decode(src.name, src.data, layout.body_start, layout.body_end, layout)
 
 
 def _first_row_fields(src: Source, layout: CsvLayout, start: int) -> int:
     """Fields on the line starting at byte ``start`` (a blank line counts as complete)."""
     nl = src.data.find(b"\n", start, layout.body_end)
     stop = layout.body_end if nl < 0 else nl
-    line = _decode(src.name, src.data, start, stop).rstrip("\r")
+    line = _decode(src.name, src.data, start, stop, layout).rstrip("\r")
     if not line:
         return len(layout.columns)
-    return len(next(csv.reader([line], delimiter=layout.delimiter)))
+    line_no = src.data.count(b"\n", 0, start) + 1
+    (_, fields), *_ = _records(src.name, line, layout.delimiter, line_no)
+    return len(fields)
 
 
 def _check_fields(src: Source, layout: CsvLayout) -> None:
@@ -389,27 +468,30 @@ def _check_fields(src: Source, layout: CsvLayout) -> None:
             if not blank:
                 actual = data.count(delimiter, pos, stop) + 1
                 if actual != expected:
-                    _raise_field_count(src.name, layout, row + 2, actual, expected)
+                    _raise_field_count(
+                        src.name, layout, row + 2, actual, expected, layout.n_rows + 1
+                    )
             if nl < 0:
                 return
             pos, row = nl + 1, row + 1
-    text = _decode(src.name, data, start, end)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=layout.delimiter)
-    for row, fields in enumerate(reader):
+    text = _decode(src.name, data, start, end, layout)
+    last_line = layout.n_rows + 1
+    for line, fields in _records(src.name, text, layout.delimiter, 2):
         if fields and len(fields) != expected:
-            _raise_field_count(src.name, layout, row + 2, len(fields), expected)
+            _raise_field_count(src.name, layout, line, len(fields), expected, last_line)
 
 
-def _raise_field_count(source: str, layout: CsvLayout, line: int, actual: int, expected: int):
+def _raise_field_count(
+    source: str, layout: CsvLayout, line: int, actual: int, expected: int, last_line: int
+):
     if actual < expected:
-        last = (
-            " It is the last line: the file may have been cut off."
-            if line == layout.n_rows + 1
-            else ""
-        )
+        last = " It is the last line: the file may have been cut off." if line == last_line else ""
+        missing = layout.columns[actual:]
+        names = ", ".join(repr(c) for c in missing[:5]) + (", ..." if len(missing) > 5 else "")
         raise CalcoreError(
             f"{source}, line {line}: {actual} field(s) but the header has {expected}: the line is "
-            f"truncated or a value is missing.{last} Complete or remove the line."
+            f"truncated or a value is missing (no value for column(s) {names}).{last} Complete "
+            f"or remove the line."
         )
     raise CalcoreError(
         f"{source}, line {line}: {actual} fields but the header has {expected}. A value contains "
@@ -437,18 +519,22 @@ def _parse_text_columns(
         na_filter=False,
     )
     values, first = {}, None
+    position = {c: j for j, c in enumerate(names)}
     for c in columns:
         cells = df[c].fillna("").to_numpy(dtype=object)
         ok = np.array([v == "" or _NUMBER.fullmatch(v) is not None for v in cells], dtype=bool)
         if not ok.all():
             i = int(np.argmax(~ok))
-            first = min(first or (i, names.index(c), cells[i]), (i, names.index(c), cells[i]))
+            here = (i, position[c], cells[i])
+            first = min(first or here, here)
         else:
             values[c] = np.array([float(v) if v else np.nan for v in cells], dtype=np.float64)
     if first is not None:
         i, j, value = first
+        lines = record_lines(src, layout, len(df))
+        line = i + 2 if lines is None else int(lines[i])
         raise CalcoreError(
-            f"{src.name}, line {i + 2}, column {layout.columns[j]!r}: value {value!r} is not a "
+            f"{src.name}, line {line}, column {layout.columns[j]!r}: value {value!r} is not a "
             f"number. Score cells must be plain numbers with a '.' decimal point: no thousands "
             f"separators, decimal commas or text. Fix the cell."
         )

@@ -6,7 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
-from calcore.io._load import DEFAULT_MAX_DECODED_BYTES
+from calcore.io._budget import resolve_budget
+from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._report import TableSchema
 from calcore.io._scan import scan
 from calcore.io._source import open_source
@@ -17,14 +18,19 @@ _PREVIEW_ROWS = 5
 
 
 def _guess(sc) -> tuple[str | None, str]:
-    """Probabilities or logits, judged from the preview rows only."""
+    """Probabilities or logits, as loading decides: from the prefix, else the preview rows."""
     roles = sc.roles
     if sc.source.file_format == "npz":
         name = roles.scores[0]
         return name, f"the archive's array is named {name!r}"
     if not roles.scores:
         return None, "no score columns found"
-    cols = [sc.columns.index(c) for c in roles.scores]
+    if roles.prefix in PROB_PREFIXES:
+        return "probs", f"the score columns are named '{roles.prefix}*'"
+    if roles.prefix in LOGIT_PREFIXES:
+        return "logits", f"the score columns are named '{roles.prefix}*'"
+    position = {c: j for j, c in enumerate(sc.columns)}
+    cols = [position[c] for c in roles.scores]
     try:
         values = np.array([[float(row[j]) for j in cols] for row in sc.preview], dtype=np.float64)
     except (ValueError, IndexError):
@@ -45,7 +51,7 @@ def inspect_table(
     label_column: str | None = None,
     split_column: str | None = None,
     score_columns: Sequence[str] | None = None,
-    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+    max_decoded_bytes: int | None = None,
 ) -> TableSchema:
     """Describe a file's columns and what :func:`load_predictions` would detect.
 
@@ -60,8 +66,9 @@ def inspect_table(
         Name used in messages.
     label_column, split_column, score_columns : optional
         The user's corrections, as in :func:`load_predictions`.
-    max_decoded_bytes : int, default 2 GiB
-        Size budget for NPZ/Parquet, as in :func:`load_predictions`.
+    max_decoded_bytes : int, optional
+        Size budget, as in :func:`load_predictions` (NPZ and Parquet are
+        checked here; CSV when it is loaded).
 
     Returns
     -------
@@ -76,6 +83,7 @@ def inspect_table(
         blank or duplicate column names, non-UTF-8 header, unreadable file,
         pickled or oversized NPZ arrays, a named column that does not exist.
     """
+    max_decoded_bytes = resolve_budget(max_decoded_bytes)
     src = open_source(path_or_buffer, name=name)
     sc = scan(
         src,

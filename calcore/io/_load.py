@@ -15,7 +15,10 @@ from calcore._validation import (
     check_class_names,
     check_logits,
     check_probs,
+    probability_sum_tolerance,
 )
+from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_budget
+from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._labels import class_labels, split_of_rows
 from calcore.io._report import LoadReport
 from calcore.io._scan import read_table, scan
@@ -25,10 +28,6 @@ from calcore.predictions import Predictions
 
 __all__ = ["DEFAULT_MAX_DECODED_BYTES"]
 
-DEFAULT_MAX_DECODED_BYTES = 2 * 1024**3
-"""2 GiB: room for 250 million float64 scores (e.g. 250,000 rows x 1,000 classes),
-well below the memory of a laptop; NPZ/Parquet files declaring more are refused."""
-
 
 @dataclass(frozen=True, eq=False)
 class _Classes:
@@ -37,15 +36,27 @@ class _Classes:
     kind: str
 
 
-def _check_options(scores, split, max_decoded_bytes) -> None:
+def _check_options(scores, split, max_decoded_bytes) -> int:
+    """Check the options; return the decoded-size budget in bytes."""
     if scores not in ("auto", "probs", "logits"):
         raise CalcoreError(f"scores must be 'auto', 'probs' or 'logits', got {scores!r}.")
     if split not in (None, "calib", "test"):
         raise CalcoreError(f"split must be None, 'calib' or 'test', got {split!r}.")
-    if not isinstance(max_decoded_bytes, int) or max_decoded_bytes <= 0:
-        raise CalcoreError(
-            f"max_decoded_bytes must be a positive integer, got {max_decoded_bytes!r}."
-        )
+    return resolve_budget(max_decoded_bytes)
+
+
+def _check_decoded_size(sc, budget: int) -> None:
+    """Refuse a CSV/Parquet file whose cells would exceed the budget, before reading them."""
+    if sc.source.file_format == "npz":
+        return  # read_npz checked the array headers before loading anything
+    if sc.source.file_format == "csv":
+        n_columns = len(sc.columns)  # pandas parses every column
+    else:
+        n_columns = len({*sc.roles.scores, sc.roles.label, sc.roles.split} - {None})
+    size = sc.n_rows * n_columns * 8
+    if size > budget:
+        what = f"{sc.n_rows:,} rows x {n_columns:,} columns x 8 bytes"
+        raise over_budget(sc.source.name, what, size, budget)
 
 
 def _open_table(
@@ -62,6 +73,7 @@ def _open_table(
     )
     if sc.roles.problems:
         raise CalcoreError(sc.roles.problems[0])
+    _check_decoded_size(sc, max_decoded_bytes)
     return read_table(sc)
 
 
@@ -88,19 +100,60 @@ def _classes(table: RawTable, positive_class) -> _Classes:
 
 
 def _decide_kind(table: RawTable, scores: str) -> tuple[str, str]:
+    """``(kind, reason)``: the caller's choice, the NPZ array name, the prefix, or the values.
+
+    A probability prefix (``p_``, ``prob_``, ...) or a logit prefix (``logit_``,
+    ``logits_``) says what the columns hold: values that contradict it are then an
+    error of validation (e.g. "probability 2.5 is greater than 1"), never a silent
+    switch of kind. Without such a prefix, values outside [0, 1] mean logits,
+    unless every row still sums to 1, which only probabilities do (then the
+    out-of-range value is reported).
+    """
     if scores != "auto":
         return scores, f"scores={scores!r} was given"
     if table.kind_hint is not None:
         return table.kind_hint
-    s = table.scores
+    s, prefix = table.scores, table.roles.prefix
+    if prefix is not None and prefix.lower() in LOGIT_PREFIXES:
+        return "logits", f"the score columns are named '{prefix}*', which means logits"
     outside = (s < 0) | (s > 1)  # NaN compares False: left for validation to report
     if outside.any():
         i, j = divmod(int(np.argmax(outside)), s.shape[1])
         where = f"{table.row_names(i)}, column {table.roles.scores[j]!r}"
-        return "logits", f"scores='auto' saw values outside [0, 1] (first: {s[i, j]!r} at {where})"
+        first = f"{float(s[i, j])!r} at {where}"
+        if prefix is not None and prefix.lower() in PROB_PREFIXES:
+            return "probs", (
+                f"the score columns are named '{prefix}*', which means probabilities "
+                f"(although a value is outside [0, 1]: {first})"
+            )
+        if _rows_sum_to_one(s):
+            return "probs", (
+                f"scores='auto' saw every row sum to 1, which only probabilities do "
+                f"(although a value is outside [0, 1]: {first})"
+            )
+        return "logits", f"scores='auto' saw values outside [0, 1] (first: {first})"
     if s.shape[1] == 1:
         return "probs", "scores='auto' saw one column with every value in [0, 1]"
-    return "probs", "scores='auto' saw every value in [0, 1] and rows that sum to 1"
+    return "probs", _ALL_IN_RANGE + " and rows that sum to 1"
+
+
+_ALL_IN_RANGE = "scores='auto' saw every value in [0, 1]"
+
+
+def _basis(reason: str) -> str:
+    """The part of a probabilities ``reason`` that an error message repeats."""
+    if reason.startswith(_ALL_IN_RANGE):
+        return "every value is in [0, 1]"
+    return reason.split(" (although")[0].replace(", which means probabilities", "")
+
+
+def _rows_sum_to_one(s: np.ndarray) -> bool:
+    """Whether a matrix of two or more rows and columns has every row summing to 1."""
+    if s.shape[0] < 2 or s.shape[1] < 2:
+        return False
+    sums = s.sum(axis=1)
+    tol = probability_sum_tolerance(s.shape[1], s.dtype)
+    return bool(np.all(np.abs(sums - 1.0) <= tol))  # NaN rows compare False
 
 
 def _score_ctx(table: RawTable, rows) -> InputContext:
@@ -110,7 +163,7 @@ def _score_ctx(table: RawTable, rows) -> InputContext:
     return InputContext(table.source, table.roles.scores, row)
 
 
-def _validate_scores(scores, *, kind, auto, ctx, renormalize):
+def _validate_scores(scores, *, kind, auto, ctx, renormalize, reason=""):
     """Return (probs, logits or None, renormalized rows, max deviation or None)."""
     if scores.shape[1] == 1:
         if kind == "probs":
@@ -122,11 +175,11 @@ def _validate_scores(scores, *, kind, auto, ctx, renormalize):
         try:
             probs, info = check_probs(scores, ctx=ctx, renormalize=renormalize)
         except CalcoreError as exc:
-            if not auto:
+            if not auto or not np.isfinite(scores).all():  # NaN/inf: the kind is not the issue
                 raise
             raise CalcoreError(
-                f"{exc} (scores='auto' read these as probabilities because every value is in "
-                f"[0, 1]; pass scores='logits' if they are logits.)"
+                f"{exc} (scores='auto' read them as probabilities because {_basis(reason)}; "
+                f"if they are logits, pass scores='logits' or name the columns logit_*.)"
             ) from None
         if info is None:
             return probs, None, 0, float(np.abs(probs.sum(axis=1) - 1.0).max())
@@ -152,7 +205,7 @@ def _build(
     labels = classes.labels if rows is None else classes.labels[rows]
     ctx = _score_ctx(table, rows)
     probs, logits, n_renorm, deviation = _validate_scores(
-        scores, kind=kind, auto=auto, ctx=ctx, renormalize=renormalize
+        scores, kind=kind, auto=auto, ctx=ctx, renormalize=renormalize, reason=reason
     )
     if n_renorm:
         reason = reason.replace(" and rows that sum to 1", f"; {n_renorm} row(s) renormalised")

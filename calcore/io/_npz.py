@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore.io._budget import BUDGET_ENV, over_budget
 from calcore.io._source import Source
 
 __all__ = ["NpzContent", "read_npz"]
@@ -53,9 +54,10 @@ def _check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> No
     if declared > max_decoded_bytes:
         raise CalcoreError(
             f"{src.name}: the archive declares {declared:,} bytes once decompressed, more than "
-            f"max_decoded_bytes={max_decoded_bytes:,}; refusing to decompress it. Pass a larger "
-            f"max_decoded_bytes if you trust the file."
+            f"max_decoded_bytes={max_decoded_bytes:,}; refusing to decompress it. If you trust "
+            f"the file, raise the budget (max_decoded_bytes=... or {BUDGET_ENV})."
         )
+    decoded = 0
     for info in infos:
         if not info.filename.endswith(".npy"):
             continue
@@ -74,12 +76,18 @@ def _check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> No
             )
         # numpy allocates the array from the header before reading the data:
         # an array larger than its own member would allocate unchecked memory.
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        count = int(np.prod(shape, dtype=np.int64))
+        nbytes = count * dtype.itemsize
         if nbytes > info.file_size:
             raise CalcoreError(
                 f"{src.name}: array {info.filename[:-4]!r} declares {nbytes:,} bytes but its "
                 f"member holds {info.file_size:,}; the archive is corrupt or crafted."
             )
+        decoded += count * max(dtype.itemsize, 8)  # scores become float64
+    if decoded > max_decoded_bytes:
+        raise over_budget(
+            src.name, "the arrays (from their .npy headers)", decoded, max_decoded_bytes
+        )
 
 
 def _get(src: Source, npz, key: str) -> np.ndarray:

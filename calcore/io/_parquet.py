@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from calcore._errors import CalcoreError
+from calcore.io._budget import BUDGET_ENV
 from calcore.io._columns import check_header_names
 from calcore.io._source import Source
 from calcore.io._table import columns_to_matrix
@@ -72,8 +73,8 @@ def scan_parquet(src: Source, *, max_decoded_bytes: int, preview_rows: int = 100
     if declared > max_decoded_bytes:
         raise CalcoreError(
             f"{src.name}: the Parquet metadata declares {declared:,} bytes of uncompressed data, "
-            f"more than max_decoded_bytes={max_decoded_bytes:,}. Pass a larger max_decoded_bytes "
-            f"if you trust the file."
+            f"more than max_decoded_bytes={max_decoded_bytes:,}; refusing to read it. If you "
+            f"trust the file, raise the budget (max_decoded_bytes=... or {BUDGET_ENV})."
         )
     schema = pf.schema_arrow
     columns = tuple(schema.names)
@@ -107,8 +108,9 @@ def read_parquet_columns(
         A score column whose type is not numeric (named, with the fix), or a
         non-integral float label.
     """
+    position = {c: j for j, c in enumerate(layout.columns)}
     for col in floats:
-        j = layout.columns.index(col)
+        j = position[col]
         if not layout.numeric[j]:
             raise CalcoreError(
                 f"{src.name}, column {col!r}: has type {layout.types[j]}, but score columns must "

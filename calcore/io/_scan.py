@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from calcore.io._columns import Roles, detect_roles
-from calcore.io._csv import read_csv_columns, scan_csv
+from calcore.io._csv import read_csv_columns, record_lines, scan_csv
 from calcore.io._npz import read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
 from calcore.io._source import Source
@@ -31,10 +31,12 @@ class Scan:
 
 
 def _numeric_in_preview(columns, preview, csv: bool):
+    position = {c: j for j, c in enumerate(columns)}
+
     def is_numeric(col: str) -> tuple[bool, str]:
-        j = columns.index(col)
-        values = [row[j] for row in preview if j < len(row) and row[j].strip()]
-        for v in values:
+        j = position[col]
+        values = [(i, row[j]) for i, row in enumerate(preview) if j < len(row) and row[j].strip()]
+        for _, v in values:
             try:
                 float(v)
                 return True, ""
@@ -42,15 +44,18 @@ def _numeric_in_preview(columns, preview, csv: bool):
                 pass
         if not values:
             return False, f"empty in the first {len(preview)} rows"
-        where = "line 2" if csv else "row 0"
-        return False, f"not numeric ({where} holds {values[0]!r})"
+        i, v = values[0]
+        where = f"line {i + 2}" if csv else f"row {i}"
+        return False, f"not numeric ({where} holds {v!r})"
 
     return is_numeric
 
 
 def _parquet_numeric(layout, preview_check):
+    position = {c: j for j, c in enumerate(layout.columns)}
+
     def is_numeric(col: str) -> tuple[bool, str]:
-        j = layout.columns.index(col)
+        j = position[col]
         if layout.numeric[j]:
             return True, ""
         # A text column holding numbers is a mistyped score column: keep it
@@ -131,10 +136,12 @@ def read_table(sc: Scan) -> RawTable:
             hint,
         )
     texts = [roles.label] + ([roles.split] if roles.split else [])
+    lines = None
     if src.file_format == "parquet":
         scores, text = read_parquet_columns(src, sc.layout, floats=roles.scores, texts=texts)
     else:
         scores, text = read_csv_columns(src, sc.layout, floats=roles.scores, texts=texts)
+        lines = record_lines(src, sc.layout, scores.shape[0])
     split = np.asarray(text[roles.split]) if roles.split else None
     return RawTable(
         src.name,
@@ -146,5 +153,5 @@ def read_table(sc: Scan) -> RawTable:
         scores,
         np.asarray(text[roles.label]),
         split,
-        RowNames(csv=src.file_format == "csv"),
+        RowNames(csv=src.file_format == "csv", lines=lines),
     )

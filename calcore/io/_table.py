@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -17,14 +17,18 @@ class RowNames:
     """Describe data row ``i`` (0-based) as the file numbers it.
 
     CSV: ``"line {i + 2}"`` (header on line 1, rows one per line, so blank lines
-    are kept as rows rather than skipped). Parquet/NPZ: ``"row {i} (0-based)"``,
-    the same wording as in-memory arrays.
+    are kept as rows rather than skipped), or ``"line {lines[i]}"`` when some
+    records span several lines (quoted line breaks). Parquet/NPZ:
+    ``"row {i} (0-based)"``, the same wording as in-memory arrays.
     """
 
     csv: bool
+    lines: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def __call__(self, i: int) -> str:
-        return f"line {i + 2}" if self.csv else f"row {i} (0-based)"
+        if not self.csv:
+            return f"row {i} (0-based)"
+        return f"line {i + 2 if self.lines is None else int(self.lines[i])}"
 
     @property
     def numbering(self) -> str:
