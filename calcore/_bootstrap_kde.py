@@ -56,15 +56,18 @@ class WeightedKDE:
     bandwidth : float
     grid : ndarray of shape (G,)
     n_rows : int
-    mat_k, mat_yk : scipy.sparse.csr_matrix of shape (7 * n_chunks * seg, n_rows)
-        Segment moments of the weights (all points) and of the weights times the
-        outcomes, one column per original row (reflected copies add to their row).
-    coef : ndarray of shape (7, G)
-        ``coef_k(a)`` of each grid point (the kernel's constant included).
-    chunk, seg_lo, seg_hi : ndarray of shape (G,)
-        Each grid point's chunk and the segments where its window starts and ends.
-    empty : ndarray of shape (G,), bool
-        Grid points whose window holds no point (sums exactly 0, as in ``kde_ece``).
+    row_order : ndarray of shape (n_rows,)
+        The rows sorted by score: ``moments`` has one column per row in this order,
+        so that the product reads the weights sequentially (2x faster).
+    moments : scipy.sparse.csc_matrix of shape (2 * n_chunks * seg * 7, n_rows)
+        Segment moments of the weights (first half) and of the weights times the
+        outcomes (second half), rows ordered (quantity, chunk, segment, power);
+        reflected copies of a row add to its column.
+    window : scipy.sparse.csr_matrix of shape (2 * G, 2 * n_chunks * (seg + 1) * 7)
+        Maps the per-chunk prefix sums of the moments to the kernel sums at the
+        grid (``coef_k(a)`` at the window's end, minus at its start), first
+        ``sum_k`` then ``sum_yk``. Grid points whose window holds no point have an
+        empty row, so their sums are exactly 0, as in ``kde_ece``.
     n_chunks, seg : int
         Layout of the segment axis (``seg`` segments per chunk, padded).
     """
@@ -72,20 +75,16 @@ class WeightedKDE:
     bandwidth: float
     grid: np.ndarray
     n_rows: int
-    mat_k: sp.csr_matrix
-    mat_yk: sp.csr_matrix
-    coef: np.ndarray
-    chunk: np.ndarray
-    seg_lo: np.ndarray
-    seg_hi: np.ndarray
-    empty: np.ndarray
+    row_order: np.ndarray
+    moments: sp.csc_matrix
+    window: sp.csr_matrix
     n_chunks: int
     seg: int
 
     @property
     def work_per_resample(self) -> int:
-        """Multiply-adds per weight vector (the sparse products dominate)."""
-        return int(self.mat_k.nnz + self.mat_yk.nnz)
+        """Multiply-adds per weight vector (the sparse products and the prefix sums)."""
+        return int(self.moments.nnz + self.window.nnz + self.moments.shape[0])
 
     def sums(self, weights_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Kernel sums ``sum_k`` and ``sum_yk`` at the grid for each weight vector.
@@ -100,19 +99,20 @@ class WeightedKDE:
         sum_k, sum_yk : ndarray of shape (R, G)
             As ``calcore.kde._kernel_sums`` on the rows repeated ``w_i`` times.
         """
-        return self._window_sums(self.mat_k, weights_t), self._window_sums(self.mat_yk, weights_t)
-
-    def _window_sums(self, mat: sp.csr_matrix, weights_t: np.ndarray) -> np.ndarray:
         r = weights_t.shape[1]
-        seg_sums = np.asarray(mat @ weights_t)  # (7 * n_chunks * seg, R), float64 accumulation
-        seg_sums = seg_sums.reshape(_N_POWERS, self.n_chunks, self.seg, r)
-        # Prefix sums restart in every chunk: a chunk's moments are centred on its own c.
-        prefix = np.zeros((_N_POWERS, self.n_chunks, self.seg + 1, r))
-        np.cumsum(seg_sums, axis=2, out=prefix[:, :, 1:, :])
-        moments = prefix[:, self.chunk, self.seg_hi, :] - prefix[:, self.chunk, self.seg_lo, :]
-        out = np.einsum("kg,kgr->rg", self.coef, moments)
-        out[:, self.empty] = 0.0
-        return out
+        # float64 accumulation; the weights in score order, read once per row
+        seg_sums = np.asarray(self.moments @ weights_t[self.row_order])
+        seg_sums = seg_sums.reshape(2 * self.n_chunks, self.seg, _N_POWERS * r)
+        # Prefix sums restart in every chunk (its moments are centred on its own c). A loop
+        # over the short segment axis adds whole (rows, R) slabs: much faster than
+        # np.cumsum along a middle axis.
+        prefix = np.empty((seg_sums.shape[0], self.seg + 1, _N_POWERS * r))
+        prefix[:, 0, :] = 0.0
+        for t in range(self.seg):
+            np.add(prefix[:, t, :], seg_sums[:, t, :], out=prefix[:, t + 1, :])
+        out = np.asarray(self.window @ prefix.reshape(-1, r)).T  # (R, 2G)
+        g = self.grid.size
+        return out[:, :g], out[:, g:]
 
 
 def _cubed_coefficients(a: np.ndarray) -> np.ndarray:
@@ -184,39 +184,49 @@ def weighted_kde(scores: np.ndarray, outcomes: np.ndarray, *, bandwidth=None) ->
         max_seg = max(max_seg, breaks.size - 1)
     seg = max_seg
 
-    def matrix(weight_of_point: np.ndarray) -> sp.csr_matrix:
-        r_list, c_list, v_list = [], [], []
-        for idx, segment, j in parts:
-            keep = weight_of_point[idx] != 0.0
-            idx, segment = idx[keep], segment[keep]
-            b = (points[idx] - centre[j]) / h
-            power = np.ones_like(b)
-            for k in range(_N_POWERS):
-                r_list.append((k * n_chunks + j) * seg + segment)
-                c_list.append(rows[idx])
-                v_list.append(power * weight_of_point[idx])
-                power = power * b
-        r_all = np.concatenate(r_list) if r_list else np.zeros(0, dtype=np.intp)
-        c_all = np.concatenate(c_list) if c_list else np.zeros(0, dtype=np.intp)
-        v_all = np.concatenate(v_list) if v_list else np.zeros(0)
-        # Duplicates (a row and its mirror image in the same segment) are summed by tocsr.
-        return sp.coo_matrix((v_all, (r_all, c_all)), shape=(_N_POWERS * n_chunks * seg, n)).tocsr()
-
-    a = (grid - centre[chunk]) / h
-    return WeightedKDE(
-        h,
-        grid,
-        n,
-        matrix(np.ones(points.size)),
-        matrix(o[rows]),
-        _TRIWEIGHT * _cubed_coefficients(a),
-        chunk,
-        seg_lo,
-        seg_hi,
-        hi == lo,
-        n_chunks,
-        seg,
+    half = _N_POWERS * n_chunks * seg
+    row_order = np.argsort(s, kind="stable")
+    rank = np.empty(n, dtype=np.intp)
+    rank[row_order] = np.arange(n)
+    r_list, c_list, v_list = [], [], []
+    for idx, segment, j in parts:
+        b = (points[idx] - centre[j]) / h
+        pos = o[rows[idx]] != 0.0
+        power = np.ones_like(b)
+        for k in range(_N_POWERS):
+            r_k = ((j * seg) + segment) * _N_POWERS + k
+            r_list += [r_k, half + r_k[pos]]
+            c_list += [rank[rows[idx]], rank[rows[idx]][pos]]
+            v_list += [power, power[pos]]
+            power = power * b
+    # Duplicates (a row and its mirror image in the same segment) are summed by tocsr.
+    moments = sp.csc_matrix(
+        (np.concatenate(v_list), (np.concatenate(r_list), np.concatenate(c_list))),
+        shape=(2 * half, n),
     )
+
+    coef = _TRIWEIGHT * _cubed_coefficients((grid - centre[chunk]) / h)  # (7, G)
+    busy = np.flatnonzero(hi > lo)
+    # Column of (chunk, prefix position, power k) in the flattened prefix array.
+    k_axis = np.arange(_N_POWERS)[:, None]
+    at_hi = (chunk[None, busy] * (seg + 1) + seg_hi[None, busy]) * _N_POWERS + k_axis
+    at_lo = (chunk[None, busy] * (seg + 1) + seg_lo[None, busy]) * _N_POWERS + k_axis
+    cols = np.concatenate([at_hi, at_lo], axis=1).ravel()
+    vals = np.concatenate([coef[:, busy], -coef[:, busy]], axis=1).ravel()
+    rows_g = np.broadcast_to(np.concatenate([busy, busy])[None, :], (_N_POWERS, 2 * busy.size))
+    rows_g = rows_g.ravel()
+    half_cols = _N_POWERS * n_chunks * (seg + 1)
+    window = sp.csr_matrix(
+        (
+            np.concatenate([vals, vals]),
+            (
+                np.concatenate([rows_g, rows_g + grid.size]),
+                np.concatenate([cols, cols + half_cols]),
+            ),
+        ),
+        shape=(2 * grid.size, 2 * half_cols),
+    )
+    return WeightedKDE(h, grid, n, row_order, moments, window, n_chunks, seg)
 
 
 def kde_ece_from_sums(grid: np.ndarray, sum_k: np.ndarray, sum_yk: np.ndarray) -> np.ndarray:

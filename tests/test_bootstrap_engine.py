@@ -1,0 +1,171 @@
+"""The count-vector bootstrap engine of ``calcore.evaluate`` against brute-force resampling.
+
+For equal-width bins the fast replicates must equal ``metric(preds.subset(rows))`` on the
+rows each count vector describes (to ~1e-12); the KDE replicates must equal ``kde_ece`` on
+the resampled rows with the full sample's bandwidth (the engine's stated conditioning).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import calcore
+from calcore._bootstrap_engine import (
+    classwise_kdes,
+    kde_values,
+    metric_replicates,
+    resample_counts,
+)
+from calcore._bootstrap_kde import weighted_kde
+from calcore.kde import kde_ece
+from calcore.report import _point_metrics
+
+
+def _data(n, n_classes, seed, *, ties):
+    rng = np.random.default_rng(seed)
+    if ties:  # multiples of 0.1: tied rows, tied scores, exact 0 and 1, empty bins
+        p = rng.multinomial(10, rng.dirichlet(np.ones(n_classes)), size=n) / 10.0
+    else:
+        p = rng.dirichlet(np.full(n_classes, 0.5), size=n)
+    return calcore.Predictions.from_probs(p, rng.integers(0, n_classes, size=n))
+
+
+CASES = [(2, False), (2, True), (7, False), (7, True)]
+
+BINNED = {
+    "conf_ece": lambda p, b: calcore.confidence_ece(p, bins=b),
+    "conf_ece_l2": lambda p, b: calcore.confidence_ece(p, bins=b, p=2),
+    "conf_mce": lambda p, b: calcore.confidence_mce(p, bins=b),
+    "top_label_ece": lambda p, b: calcore.top_label_ece(p, bins=b),
+    "top_label_ece_l2": lambda p, b: calcore.top_label_ece(p, bins=b, p=2),
+    "top_label_mce": lambda p, b: calcore.top_label_mce(p, bins=b),
+    "classwise_ece": lambda p, b: calcore.classwise_ece(p, bins=b),
+    "classwise_ece_l2": lambda p, b: calcore.classwise_ece(p, bins=b, p=2),
+    "classwise_mce": lambda p, b: calcore.classwise_mce(p, bins=b),
+    "debiased_ece": lambda p, b: calcore.debiased_ece(p, bins=b),
+    "accuracy": lambda p, b: calcore.accuracy(p),
+    "nll": lambda p, b: calcore.negative_log_likelihood(p),
+    "brier": lambda p, b: calcore.brier_score(p),
+}
+
+
+def _rows(w):
+    return np.repeat(np.arange(w.size), w.astype(np.int64))
+
+
+@pytest.mark.parametrize(("n_classes", "ties"), CASES)
+@pytest.mark.parametrize("bins", [4, 15])
+def test_equal_width_replicates_equal_brute_force(n_classes, ties, bins):
+    preds = _data(60, n_classes, 3 + n_classes, ties=ties)
+    _, templates, _ = _point_metrics(
+        preds, bins=bins, binning="equal-width", with_kde_classwise=False
+    )
+    counts = resample_counts(preds.n_samples, 12, seed=1)
+    reps = metric_replicates(preds, counts, templates)
+    for r, w in enumerate(counts):
+        sub = preds.subset(_rows(w))
+        for key, metric in BINNED.items():
+            assert reps[key][r] == pytest.approx(metric(sub, bins), rel=1e-12, abs=1e-13), key
+
+
+def test_nll_replicates_from_logits_equal_brute_force():
+    rng = np.random.default_rng(4)
+    preds = calcore.Predictions.from_logits(rng.normal(0, 4, (50, 3)), rng.integers(0, 3, 50))
+    _, templates, _ = _point_metrics(preds, bins=5, binning="equal-width", with_kde_classwise=False)
+    counts = resample_counts(50, 5, seed=2)
+    reps = metric_replicates(preds, counts, templates)
+    for r, w in enumerate(counts):
+        sub = preds.subset(_rows(w))
+        assert reps["nll"][r] == pytest.approx(calcore.negative_log_likelihood(sub), rel=1e-12)
+
+
+@pytest.mark.parametrize(("n_classes", "ties"), CASES)
+def test_data_dependent_bins_are_conditional_on_the_full_sample(n_classes, ties):
+    # With all counts 1 the replicate is the full-sample metric; ACE/TACE use fixed bins.
+    preds = _data(80, n_classes, 9, ties=ties)
+    for binning, bins in [("equal-mass", 6), ("points-per-bin", 10), ("unique", None)]:
+        metrics, templates, _ = _point_metrics(
+            preds, bins=bins, binning=binning, with_kde_classwise=False
+        )
+        reps = metric_replicates(preds, np.ones((1, preds.n_samples)), templates)
+        for key, values in reps.items():
+            assert values[0] == pytest.approx(metrics[key], rel=1e-12, abs=1e-13), (binning, key)
+
+
+def test_counts_are_the_scipy_resamples():
+    counts = resample_counts(30, 4, seed=7)
+    idx = np.random.default_rng(7).integers(0, 30, (4, 30))
+    for w, rows in zip(counts, idx, strict=True):
+        np.testing.assert_array_equal(w, np.bincount(rows, minlength=30))
+    assert counts.sum(axis=1).tolist() == [30.0] * 4
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_kde_replicates_equal_weighted_kde_with_the_full_bandwidth(ties):
+    # Stated tolerance: 1e-10 relative against kde_ece on the resampled rows with the full
+    # sample's bandwidth; within 15% of the subset metric (which re-derives the bandwidth).
+    preds = _data(300, 4, 5, ties=ties)
+    counts = resample_counts(preds.n_samples, 6, seed=3)
+    wt = np.ascontiguousarray(counts.T)
+    conf = weighted_kde(preds.confidence, preds.correct)
+    kdes = classwise_kdes(preds)
+    conf_reps = kde_values([conf], wt)
+    cw_reps = kde_values(kdes, wt)
+    for r, w in enumerate(counts):
+        rows = _rows(w)
+        want = kde_ece(preds.confidence[rows], preds.correct[rows], bandwidth=conf.bandwidth)
+        assert conf_reps[r] == pytest.approx(want, rel=1e-10)
+        per_class = [
+            kde_ece(
+                preds.probs[rows, c],
+                (preds.labels[rows] == c).astype(float),
+                bandwidth=k.bandwidth,
+            )
+            for c, k in enumerate(kdes)
+        ]
+        assert cw_reps[r] == pytest.approx(np.mean(per_class), rel=1e-10)
+        sub = preds.subset(rows)
+        assert conf_reps[r] == pytest.approx(calcore.kde_ece_confidence(sub), rel=0.15)
+
+
+def test_kde_classwise_point_estimate_equals_standalone():
+    preds = _data(500, 3, 8, ties=False)
+    got = kde_values(classwise_kdes(preds), np.ones((500, 1)))[0]
+    assert got == pytest.approx(calcore.kde_ece_classwise(preds), rel=1e-12)
+
+
+@functools.lru_cache(maxsize=None)
+def _small():
+    return _data(120, 3, 2, ties=False)
+
+
+def test_evaluate_is_deterministic_and_intervals_bracket():
+    a = calcore.evaluate(_small(), bins=10, n_bootstrap=40, seed=3)
+    b = calcore.evaluate(_small(), bins=10, n_bootstrap=40, seed=3)
+    assert a.intervals == b.intervals
+    assert set(a.intervals) == set(calcore.METRICS)
+    for key, iv in a.intervals.items():
+        assert iv.low <= iv.high, key
+    assert any("full sample's bins" in n for n in a.notes)
+
+
+def test_kde_resample_cap_is_reported():
+    report = calcore.evaluate(_small(), bins=10, n_bootstrap=40, seed=0, kde_max_work=1)
+    iv = report.intervals["kde_ece_classwise"]
+    assert iv.n_resamples == 25 and np.isfinite(iv.low)
+    assert report.intervals["accuracy"].n_resamples == 40
+    assert any("first 25 of the 40 resamples" in n for n in report.notes)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_tiny_samples(n):
+    preds = calcore.Predictions.from_probs(np.tile([[0.7, 0.3]], (n, 1)), [0] * n)
+    report = calcore.evaluate(preds, n_bootstrap=10)
+    if n == 1:
+        assert all(np.isnan(iv.low) and iv.n_resamples == 0 for iv in report.intervals.values())
+        assert any("fewer than 2 rows" in note for note in report.notes)
+    else:
+        assert set(report.intervals) == set(calcore.METRICS)
