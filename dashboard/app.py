@@ -1,181 +1,138 @@
-"""calibration-lens: a first, minimal dashboard over calcore.
+"""calibration-lens: can a classifier's probabilities be trusted, and which calibrator fixes them?
 
-Run: ``make run`` or ``streamlit run dashboard/app.py``. Pick a bundled sample or upload
-predictions (CSV, Parquet, NPZ); the app evaluates the test split (all rows when the file
-has no split) with :func:`calcore.evaluate` and draws :func:`calcore.reliability_diagram`.
-Every number shown comes from calcore; the only errors caught are ``calcore.CalcoreError``
-(bad user input), so genuine bugs still surface.
+Run: ``make run`` (or ``streamlit run dashboard/app.py``). The page opens on a bundled
+sample. Data flows one way: file -> calcore ``Predictions`` -> calibrators fitted on the
+calibration rows -> calcore diagnostics on the test rows -> figures -> page. The app
+computes nothing itself; the only errors it catches are ``calcore.CalcoreError`` (bad
+input or settings, shown in plain words), so genuine bugs still surface in tests.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
+import dataclasses
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 import calcore
-from dashboard.data import analyse, load
-from dashboard.figures import reliability_figure
+from dashboard import controls
+from dashboard.context import build_context
+from dashboard.data import LoadOptions, choose_split, inspect, load
+from dashboard.downloads import downloads
+from dashboard.preview import load_options
 from dashboard.samples import DEFAULT_SAMPLE, SAMPLES
+from dashboard.state import Settings, settings_from_query, settings_to_query
 from dashboard.text import escape_markdown as esc
+from dashboard.views import RENDERERS
 
-# Widget keys: namespaced constants, so tests address widgets by key.
-KEY_SAMPLE = "sidebar.sample"
-KEY_UPLOAD = "sidebar.upload"
-KEY_BINS = "sidebar.bins"
-
-UPLOAD_TYPES = ["csv", "parquet", "pq", "npz"]
+KEY_RESTORED = "app.restored_from_url"
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Everything the sidebar decides."""
-
-    source_name: str  # file name, shown to the user (untrusted when uploaded)
-    data: bytes
-    is_upload: bool
-    bins: int
-
-    @cached_property
-    def digest(self) -> str:
-        """SHA-256 of the file, the cache key; computed once per rerun (1 s per GB)."""
-        return hashlib.sha256(self.data).hexdigest()
+def restore_from_url() -> Settings:
+    """On a session's first run, the URL's settings become the widgets' initial values."""
+    query = {k: st.query_params.get_all(k) for k in st.query_params}
+    settings = settings_from_query(query, samples=SAMPLES, default_sample=DEFAULT_SAMPLE)
+    controls.restore(settings)
+    st.session_state[KEY_RESTORED] = settings
+    return settings
 
 
-def sidebar() -> Settings:
-    with st.sidebar:
-        st.header("Data")
-        key = st.selectbox(
-            "Bundled sample",
-            options=list(SAMPLES),
-            index=list(SAMPLES).index(DEFAULT_SAMPLE),
-            format_func=lambda k: SAMPLES[k].title,
-            key=KEY_SAMPLE,
-        )
-        upload = st.file_uploader(
-            "…or upload predictions (CSV, Parquet, NPZ)",
-            type=UPLOAD_TYPES,
-            key=KEY_UPLOAD,
-            help="One row per example: a label column plus one probability (or logit) column "
-            "per class; an optional split column with values calib/test.",
-        )
-        if upload is not None:
-            st.caption("Showing the uploaded file. Remove it to go back to the samples.")
-        else:
-            st.caption(SAMPLES[key].description)
-        st.header("Binning")
-        bins = st.slider("Equal-width bins", min_value=5, max_value=50, value=15, key=KEY_BINS)
-    if upload is not None:
-        return Settings(upload.name, upload.getvalue(), True, int(bins))
-    sample = SAMPLES[key]
-    return Settings(sample.filename, sample.read_bytes(), False, int(bins))
+def sync_url(settings: Settings) -> None:
+    wanted = settings_to_query(settings)
+    current = {k: st.query_params.get_all(k) for k in st.query_params}
+    as_lists = {k: v if isinstance(v, list) else [v] for k, v in wanted.items()}
+    if as_lists != current:
+        st.query_params.from_dict(wanted)
 
 
-def metrics_table(metrics: dict[str, Any]) -> pd.DataFrame:
-    """One row per metric of calcore's registry that the report holds (None: not computed)."""
-    rows = [
-        {
-            "metric": spec.label,
-            "value": np.nan if metrics[key] is None else float(metrics[key]),
-            "better": "higher" if spec.higher_is_better else "lower",
-            "what it measures": spec.description,
-            "key": key,
-        }
-        for key, spec in calcore.METRICS.items()
-        if key in metrics
-    ]
-    return pd.DataFrame(rows, columns=["metric", "value", "better", "what it measures", "key"])
-
-
-def show_messages(warns, notes=(), *, notes_title: str | None = None) -> None:
-    """calcore's warnings as warnings; notes as info, inside an expander if titled."""
-    for msg in warns:
-        st.warning(esc(msg))
-    if notes and notes_title:
-        with st.expander(f"{notes_title} ({len(notes)})"):
-            st.info("\n".join(f"- {esc(msg)}" for msg in notes))
-    else:
-        for msg in notes:
-            st.info(esc(msg))
+def show_messages(warnings, notes) -> None:
+    for message in warnings:
+        st.warning(esc(message))
+    if notes:
+        with st.expander(f"What the loader detected ({len(notes)})"):
+            st.markdown("\n".join(f"- {esc(m)}" for m in notes))
 
 
 def main() -> None:
     st.set_page_config(page_title="calibration-lens", layout="wide")
-    settings = sidebar()
+    first_run = KEY_RESTORED not in st.session_state
+    from_url = restore_from_url() if first_run else st.session_state[KEY_RESTORED]
     st.title("calibration-lens")
-    origin = "uploaded file" if settings.is_upload else "bundled sample"
-    st.caption(f"{origin}: {esc(settings.source_name)}")
+    if first_run and from_url.dropped:
+        st.warning("Ignored in the link: " + esc("; ".join(from_url.dropped)))
+
+    with st.sidebar:
+        file, sample_key, upload_name = controls.data_source()
+    if file is None:
+        if from_url.upload_name:
+            st.info(
+                f"This link was made with the uploaded file **{esc(from_url.upload_name)}**. "
+                "Upload the same file in the sidebar to restore the view."
+            )
+        else:
+            st.info("Upload a predictions file in the sidebar, or switch back to a sample.")
+        st.stop()
+    origin = "uploaded file" if file.is_upload else "bundled sample"
+    st.caption(f"{origin}: {esc(file.name)} · SHA-256 {file.digest[:12]}…")
 
     try:
-        loaded = load(settings.data, settings.digest, settings.source_name)
+        schema = inspect(file.data, file.digest, file.name, LoadOptions())
+        options = load_options(schema, file.digest, expanded=file.is_upload)
+        loaded = load(file.data, file.digest, file.name, options)
     except calcore.CalcoreError as err:
-        st.error(f"Could not load the predictions. {esc(err)}")
+        st.error(f"Could not load {esc(file.name)}. {esc(err)}")
         st.stop()
-    show_messages(loaded.warnings, loaded.notes, notes_title="What the loader detected")
+    show_messages(loaded.warnings, loaded.notes)
 
+    with st.sidebar:
+        mode, fraction, seed, test_file = controls.split_controls(loaded.has_split_column)
+        n_classes = loaded.any.n_classes
+        methods = controls.method_controls(n_classes)
+        binning, bins, n_bootstrap = controls.evaluation_controls()
+        theme = controls.theme_control()
+
+    settings = Settings(
+        sample=sample_key,
+        upload_name=upload_name,
+        methods=methods,
+        binning=binning,
+        bins=bins,
+        view=st.session_state.get(controls.KEY_VIEW, "metrics"),
+        theme=theme,
+        split_mode=mode,
+        test_fraction=fraction,
+        split_seed=seed,
+        n_bootstrap=n_bootstrap,
+    )
     try:
-        result = analyse(loaded.preds, f"{settings.digest}:{loaded.split_label}", settings.bins)
+        second = second_digest = None
+        if test_file is not None:
+            second = load(test_file.data, test_file.digest, test_file.name, LoadOptions())
+            second_digest = test_file.digest
+        split = choose_split(
+            loaded, mode=mode, test_fraction=fraction, seed=seed, digest=file.digest,
+            second=second, second_digest=second_digest,
+        )  # fmt: skip
     except calcore.CalcoreError as err:
-        st.error(f"Could not evaluate the predictions. {esc(err)}")
+        st.error(esc(err))
+        sync_url(settings)
         st.stop()
-    show_messages(result.warnings, tuple(result.metrics.get("notes", ())))
+    if split.warning:
+        st.warning(split.warning)
+    test = split.test
+    st.caption(
+        f"{esc(split.description)} · {test.n_classes} classes · evaluated on "
+        f"{test.n_samples:,} test rows"
+    )
 
-    m = result.metrics
-    st.subheader(f"Evaluated on {loaded.split_label}")
-    summary = f"{m['n']:,} rows, {m['n_classes']} classes, {m['bins']} {esc(m['binning'])} bins."
-    if set(loaded.split_sizes) != {"all"}:
-        sizes = ", ".join(f"{esc(k)} {v:,}" for k, v in loaded.split_sizes.items())
-        summary += f" Rows per split: {sizes}; calib rows are kept for fitting calibrators."
-    st.caption(summary)
-    cols = st.columns(4)
-    cols[0].metric("accuracy", f"{m['accuracy']:.4f}")
-    cols[1].metric("top-label ECE", f"{m['top_label_ece']:.4f}")
-    cols[2].metric("confidence ECE", f"{m['conf_ece']:.4f}")
-    cols[3].metric("NLL", f"{m['nll']:.4f}")
-
-    left, right = st.columns([3, 2])
-    with left:
-        st.subheader("Reliability diagram (confidence)")
-        st.plotly_chart(reliability_figure(result.diagram), theme=None, key="figure.reliability")
-        st.caption(
-            "What am I looking at: rows are grouped into equal-width bins of their confidence "
-            "(the top predicted probability). Each point is a bin's mean confidence against the "
-            "fraction of its rows that were right, with a Wilson interval. On the dashed "
-            "diagonal the model is calibrated; points below it mean over-confidence, above it "
-            "under-confidence. The bars below count the rows in each bin: points over few rows "
-            "are noisy."
-        )
-    with right:
-        st.subheader("Metrics")
-        table = metrics_table(m)
-        st.dataframe(
-            table,
-            hide_index=True,
-            height=36 * (len(table) + 1) + 3,  # every row visible, no inner scrolling
-            column_config={
-                "value": st.column_config.NumberColumn(format="%.4f"),
-                "key": None,  # kept for tests, hidden in the UI
-            },
-            key="table.metrics",
-        )
-        st.caption(
-            "What am I looking at: calibration errors (ECE, MCE) are 0 for a perfectly "
-            "calibrated model and grow with the gap between predicted probability and observed "
-            "frequency; NLL and Brier score reward both calibration and sharpness. All values "
-            "are computed by calcore on the rows above."
-        )
-        st.subheader("Classes")
-        preds = loaded.preds
-        st.dataframe(
-            pd.DataFrame({"class": list(preds.class_names), "rows": preds.class_counts}),
-            hide_index=True,
-            key="table.classes",
-        )
+    view = controls.view_control()
+    settings = dataclasses.replace(settings, view=view)
+    sync_url(settings)
+    try:
+        ctx = build_context(settings, split)
+        RENDERERS[view](ctx)
+        downloads(ctx, source=file.name)
+    except calcore.CalcoreError as err:
+        st.error(esc(err))
 
 
 main()

@@ -1,83 +1,199 @@
-"""Cached calls into calcore for the dashboard (no metric is computed here).
+"""Loading files into calcore Predictions, and choosing the calibration and test rows.
 
-Return values are frozen dataclasses defined in this importable module (not in the
-Streamlit script, whose ``__main__`` module is rebuilt on every rerun), so
-``st.cache_data`` can pickle them.
+Everything is cached by the SHA-256 of the file's bytes plus the loading options, never by
+file name: two people uploading different files called ``preds.csv`` never share results.
+Loaded predictions are kept with ``st.cache_resource`` (shared, not copied: ``Predictions``
+are immutable with read-only arrays), so a 400 MB upload is not pickled on every rerun.
 """
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Any
 
 import streamlit as st
 
 import calcore
 import calcore.io
+from calcore.evaluation import concatenate, random_split
 
-__all__ = ["EVAL_SPLIT", "Analysis", "Loaded", "analyse", "load"]
+__all__ = ["LoadOptions", "Loaded", "Split", "choose_split", "inspect", "load"]
 
-EVAL_SPLIT = "test"
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """The user's corrections of what the loader detects (None: detect)."""
+
+    label_column: str | None = None
+    score_columns: tuple[str, ...] | None = None
+    scores: str = "auto"  # "auto", "probs" or "logits"
+    split_column: str | None = None
+    renormalize: bool = False
+
+    def kwargs(self) -> dict:
+        return {
+            "label_column": self.label_column,
+            "score_columns": None if self.score_columns is None else list(self.score_columns),
+            "scores": self.scores,
+            "split_column": self.split_column,
+            "renormalize": self.renormalize,
+        }
 
 
 @dataclass(frozen=True)
 class Loaded:
-    """A loaded file: the rows to evaluate plus what the loader wants the user to know."""
+    """One file's rows by split (``{"calib", "test"}`` or ``{"all"}``) and the loader's messages."""
 
-    preds: Any  # calcore.Predictions
-    split_label: str  # e.g. "the test split", for the page heading
-    split_sizes: dict[str, int]
+    name: str
+    splits: dict
     notes: tuple[str, ...]
     warnings: tuple[str, ...]
 
+    @property
+    def has_split_column(self) -> bool:
+        return "all" not in self.splits
+
+    @property
+    def any(self) -> calcore.Predictions:
+        return next(iter(self.splits.values()))
+
 
 @dataclass(frozen=True)
-class Analysis:
-    metrics: dict[str, Any]
-    diagram: Any  # calcore.ReliabilityDiagram
-    warnings: tuple[str, ...]
+class Split:
+    """The rows calibrators are fitted on and the rows everything is evaluated on."""
+
+    calib: calcore.Predictions | None  # None: nothing to fit on (no calibrators possible)
+    test: calcore.Predictions
+    description: str
+    key: str  # cache key of (calib, test)
+    warning: str | None = None
 
 
-def _load_warnings(splits: dict) -> tuple[str, ...]:
-    """Warnings of every split's load report, in order, without duplicates.
-
-    Read from the structured reports rather than by catching ``warnings``: the
-    warnings machinery is process-global and not safe with concurrent sessions.
-    """
-    out = []
-    for preds in splits.values():
-        report = getattr(preds, "load_report", None)
-        if report is not None:
-            out.extend(report.warnings())
-    return tuple(dict.fromkeys(out))
-
-
-@st.cache_data(show_spinner="Loading predictions…", max_entries=8)
-def load(_data: bytes, digest: str, name: str) -> Loaded:
-    """Load a file's predictions; ``digest`` (of ``_data``) is the cache key."""
-    buffer = io.BytesIO(_data)
+def _buffer(data: bytes, name: str) -> io.BytesIO:
+    buffer = io.BytesIO(data)
     buffer.name = name
-    # calcore's warnings also reach the server log; the page reads them from the load reports.
-    splits = calcore.io.load_splits(buffer, name=name)
-    if EVAL_SPLIT in splits:
-        preds, label = splits[EVAL_SPLIT], f"the {EVAL_SPLIT} split"
-    elif "all" in splits:  # no split column: one entry with every row
-        preds, label = splits["all"], "all rows (the file has no split column)"
-    else:  # a split column without test rows
-        (which, preds), *_ = splits.items()
-        label = f"the {which} split (the file has no {EVAL_SPLIT} rows)"
-    report = getattr(preds, "load_report", None)
-    notes = tuple(report.messages()) if report is not None else ()
-    sizes = {k: v.n_samples for k, v in splits.items()}
-    return Loaded(preds, label, sizes, notes, _load_warnings(splits))
+    return buffer
 
 
-@st.cache_data(show_spinner="Evaluating…", max_entries=32)
-def analyse(_preds, digest: str, bins: int) -> Analysis:
-    """calcore's metrics and confidence reliability diagram; ``digest`` keys the cache."""
-    report = calcore.evaluate(_preds, bins=bins, binning="equal-width")
-    diagram = calcore.reliability_diagram(
-        _preds, view="confidence", bins=bins, binning="equal-width"
+@st.cache_data(show_spinner=False, max_entries=16)
+def inspect(_data: bytes, digest: str, name: str, options: LoadOptions) -> calcore.TableSchema:
+    """What detection finds in the file (header and first rows only); ``digest`` keys the cache."""
+    return calcore.inspect_table(
+        _buffer(_data, name),
+        name=name,
+        label_column=options.label_column,
+        split_column=options.split_column,
+        score_columns=None if options.score_columns is None else list(options.score_columns),
     )
-    return Analysis(report.as_dict(), diagram, tuple(report.notes))
+
+
+@st.cache_resource(show_spinner="Loading predictions…", max_entries=8)
+def load(_data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
+    """Every split of the file; warnings come from the structured load reports.
+
+    Python's ``warnings`` machinery is process-global and not safe with concurrent
+    sessions, so the page reads calcore's messages from ``Predictions.load_report``.
+    """
+    splits = calcore.io.load_splits(_buffer(_data, name), name=name, **options.kwargs())
+    notes, warns = [], []
+    for preds in splits.values():
+        report = preds.load_report
+        if report is not None:
+            notes.extend(report.messages())
+            warns.extend(report.warnings())
+    # a message can be repeated per split; keep the first of each
+    warns = list(dict.fromkeys(warns))
+    notes = [m for m in dict.fromkeys(notes) if m not in warns]
+    return Loaded(name, splits, tuple(notes), tuple(warns))
+
+
+def choose_split(
+    loaded: Loaded,
+    *,
+    mode: str,
+    test_fraction: float,
+    seed: int,
+    digest: str,
+    second: Loaded | None = None,
+    second_digest: str | None = None,
+) -> Split:
+    """The calibration and test rows for ``mode`` (see ``dashboard.state.SPLIT_MODES``).
+
+    Raises
+    ------
+    calcore.CalcoreError
+        A mode the file cannot satisfy (e.g. a split column without test rows).
+    """
+    splits = loaded.splits
+    if mode == "column":
+        if not loaded.has_split_column:
+            raise calcore.CalcoreError(
+                f"{loaded.name}: the file has no split column. Choose 'a seeded random split' or "
+                "'a second file for the test set' under Calibration vs evaluation data, or add a "
+                "column 'split' with values calib/test."
+            )
+        if "test" not in splits or "calib" not in splits:
+            have = ", ".join(sorted(splits))
+            raise calcore.CalcoreError(
+                f"{loaded.name}: the split column has only {have} rows; calibrators need both "
+                "calib and test rows. Choose a random split instead."
+            )
+        return Split(
+            splits["calib"],
+            splits["test"],
+            f"split column: {splits['calib'].n_samples:,} calib / "
+            f"{splits['test'].n_samples:,} test rows",
+            f"{digest}:column",
+        )
+    everything = _all_rows(loaded, digest)
+    if mode == "random":
+        calib, test = random_split(everything, test_fraction=test_fraction, seed=seed)
+        return Split(
+            calib,
+            test,
+            f"random split (seed {seed}): {calib.n_samples:,} calib / {test.n_samples:,} test rows",
+            f"{digest}:random:{test_fraction}:{seed}",
+        )
+    if mode == "second-file":
+        if second is None:
+            raise calcore.CalcoreError(
+                "Upload the test file in the sidebar (Calibration vs evaluation data), or choose "
+                "another split."
+            )
+        test = _all_rows(second, second_digest or "")
+        if test.class_names != everything.class_names:
+            raise calcore.CalcoreError(
+                f"{second.name}: its classes {list(test.class_names)} differ from "
+                f"{loaded.name}'s {list(everything.class_names)}; both files must list the same "
+                "classes in the same order."
+            )
+        return Split(
+            everything,
+            test,
+            f"calibration file: {everything.n_samples:,} rows; test file: {test.n_samples:,} rows",
+            f"{digest}:second:{second_digest}",
+        )
+    # mode == "same"
+    return Split(
+        everything,
+        everything,
+        f"in-sample: the same {everything.n_samples:,} rows for fitting and evaluation",
+        f"{digest}:same",
+        warning=(
+            "Calibrators are fitted and evaluated on the SAME rows. Their metrics are "
+            "optimistic (binning methods in particular look near-perfect in-sample); use a "
+            "split before drawing conclusions."
+        ),
+    )
+
+
+def _all_rows(loaded: Loaded, digest: str) -> calcore.Predictions:
+    """Every row of a file: its single split, or calib + test rows (calib first)."""
+    if "all" in loaded.splits or len(loaded.splits) == 1:
+        return loaded.any
+    return _joined(digest, loaded)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _joined(digest: str, _loaded: Loaded) -> calcore.Predictions:
+    return concatenate([_loaded.splits["calib"], _loaded.splits["test"]])

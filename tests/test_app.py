@@ -1,12 +1,12 @@
 """The dashboard in-process with Streamlit's AppTest (no browser).
 
-Figures are checked as data: the Plotly JSON the app sends must carry exactly the numbers
-of calcore's ReliabilityDiagram for the same rows.
+Figures and tables are checked as data: the Plotly JSON and the table cells the app
+sends must carry exactly the numbers calcore computes for the same rows, independently
+of the app's own code path.
 """
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import re
@@ -18,142 +18,300 @@ import pytest
 pytest.importorskip("streamlit")  # the calcore-only install has no dashboard extra
 
 import streamlit as st
+from _plotly_json import plotly_array
 from streamlit.testing.v1 import AppTest
 
 import calcore
 import calcore.io
+from dashboard import controls
 from dashboard.samples import DEFAULT_SAMPLE, SAMPLES
+from dashboard.state import VIEWS
 
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
-TIMEOUT = 60
-KEY_SAMPLE = "sidebar.sample"
-KEY_BINS = "sidebar.bins"
+TIMEOUT = 120
 
 
 @pytest.fixture(autouse=True)
 def _clear_streamlit_caches():
-    """st.cache_data outlives an AppTest instance within one process."""
+    """Streamlit caches outlive an AppTest instance within one process."""
     st.cache_data.clear()
+    st.cache_resource.clear()
     yield
     st.cache_data.clear()
+    st.cache_resource.clear()
 
 
-def run_app() -> AppTest:
+def new_app(query: dict | None = None) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
     return at
 
 
-# -- helpers ---------------------------------------------------------------------------------
-def plotly_array(value) -> np.ndarray:
-    """A Plotly JSON array: a list, or a typed array {"dtype", "bdata"[, "shape"]}."""
-    if isinstance(value, dict) and "bdata" in value:
-        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        if "shape" in value:
-            arr = arr.reshape([int(s) for s in str(value["shape"]).split(",")])
-        return arr
-    return np.asarray(value, dtype=float)
+def run_app(query: dict | None = None, *, bootstrap: int = 0) -> AppTest:
+    """The app on the default sample; bootstrap off unless asked (speed)."""
+    at = new_app({"boot": str(bootstrap), **(query or {})})
+    at.run()
+    assert_clean(at)
+    return at
 
 
-def figure_spec(at: AppTest) -> dict:
-    charts = at.get("plotly_chart")
-    assert len(charts) == 1
-    return json.loads(charts[0].proto.spec)
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
 
 
-def trace(spec: dict, name: str) -> dict:
-    (found,) = [t for t in spec["data"] if t.get("name") == name]
-    return found
+def charts(at: AppTest) -> dict[str, dict]:
+    """Plotly figures on the page by their element key (``figure.*``)."""
+    out = {}
+    for element in at.get("plotly_chart"):
+        spec = json.loads(element.proto.spec)
+        out[element.proto.id] = spec
+    return out
 
 
-def test_split(path_or_buffer, name: str | None = None) -> calcore.Predictions:
-    splits = calcore.io.load_splits(path_or_buffer, name=name)
-    return splits["test"] if "test" in splits else next(iter(splits.values()))
+def only_chart(at: AppTest, name: str) -> dict:
+    found = [spec for key, spec in charts(at).items() if key.endswith("-" + name)]
+    assert len(found) == 1, list(charts(at))
+    return found[0]
 
 
-test_split.__test__ = False  # a helper, not a test
-
-
-def metric_value(at: AppTest, label: str) -> str:
-    (m,) = [m for m in at.metric if m.label == label]
-    return m.value
+def query(at: AppTest, key: str) -> list[str]:
+    """Every value of a query parameter after the run (AppTest gives a str for one value)."""
+    value = at.query_params[key]
+    return value if isinstance(value, list) else [value]
 
 
 def unescape_markdown(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text)
 
 
-def assert_figure_matches(spec: dict, diagram) -> None:
-    filled = diagram.count > 0
-    acc = trace(spec, "accuracy")
-    np.testing.assert_allclose(plotly_array(acc["x"]), diagram.confidence[filled], rtol=0, atol=0)
-    np.testing.assert_allclose(plotly_array(acc["y"]), diagram.accuracy[filled], rtol=0, atol=0)
-    custom = plotly_array(acc["customdata"])
-    np.testing.assert_array_equal(custom[:, 0], diagram.count[filled])
-    np.testing.assert_allclose(custom[:, 1], diagram.ci_lower[filled], rtol=1e-15)
-    np.testing.assert_allclose(custom[:, 2], diagram.ci_upper[filled], rtol=1e-15)
-    err = acc["error_y"]
-    np.testing.assert_allclose(plotly_array(err["array"]),
-                               diagram.ci_upper[filled] - diagram.accuracy[filled])  # fmt: skip
-    np.testing.assert_allclose(plotly_array(err["arrayminus"]),
-                               diagram.accuracy[filled] - diagram.ci_lower[filled])  # fmt: skip
-    bars = trace(spec, "count")
-    np.testing.assert_array_equal(plotly_array(bars["y"]), diagram.count)
-    np.testing.assert_allclose(plotly_array(bars["x"]), diagram.bin_edges[:-1])
-    assert f"{diagram.ece:.4f}" in spec["layout"]["title"]["text"]
+def splits_of(key: str) -> dict:
+    return calcore.io.load_splits(SAMPLES[key].path)
 
 
-def small_csv(rng_seed: int = 0, n: int = 400) -> bytes:
-    """A 3-class prediction CSV: label column + one probability column per class."""
+def small_csv(rng_seed: int = 0, n: int = 400, names=("cat", "dog", "rabbit")) -> bytes:
+    """A prediction CSV without a split column: label + one probability column per class."""
     rng = np.random.default_rng(rng_seed)
-    probs = rng.dirichlet([0.7, 0.7, 0.7], size=n)
-    labels = np.array([rng.choice(3, p=p) for p in probs])
-    names = ["cat", "dog", "rabbit"]
-    lines = ["label," + ",".join(names)]
+    probs = rng.dirichlet(np.full(len(names), 0.7), size=n)
+    labels = np.array([rng.choice(len(names), p=p) for p in probs])
+    lines = ["label," + ",".join(f"p_{c}" for c in names)]
     for y, p in zip(labels, probs, strict=True):
-        lines.append(f"{names[y]}," + ",".join(f"{v:.6f}" for v in p / p.sum()))
+        lines.append(f"{y}," + ",".join(f"{v:.6f}" for v in p / p.sum()))
     return ("\n".join(lines) + "\n").encode()
 
 
-# -- tests -----------------------------------------------------------------------------------
-def test_default_sample_renders_metrics_and_reliability_diagram():
+def metrics_table(at: AppTest):
+    (table,) = [d.value for d in at.dataframe if "method" in d.value.columns and "NLL" in d.value]
+    return table.set_index("method")
+
+
+def cell_estimate(cell: str) -> float:
+    return float(cell.split(" ")[0])
+
+
+# -- first minute ----------------------------------------------------------------------------
+def test_default_page_compares_default_methods_with_calcore_numbers():
     at = run_app()
-    assert at.selectbox(key=KEY_SAMPLE).value == DEFAULT_SAMPLE
-    preds = test_split(SAMPLES[DEFAULT_SAMPLE].path)
-    expected = calcore.evaluate(preds, bins=15, binning="equal-width").as_dict()
+    assert at.selectbox(key=controls.KEY_SAMPLE).value == DEFAULT_SAMPLE
+    table = metrics_table(at)
+    assert list(table.index) == ["uncalibrated", "ts", "tl-hb"]
+    s = splits_of(DEFAULT_SAMPLE)
+    base = calcore.evaluate(s["test"], bins=15).metrics
+    ts_out = calcore.make_calibrator("ts").fit(s["calib"]).transform(s["test"])
+    ts = calcore.evaluate(ts_out, bins=15).metrics
+    for key, label in (("top_label_ece", "TL-ECE"), ("nll", "NLL"), ("classwise_ece", "CW-ECE")):
+        assert table.loc["uncalibrated", label] == f"{base[key]:.4f}"
+        assert table.loc["ts", label] == f"{ts[key]:.4f}"
+    # temperature scaling lowers the NLL of this over-confident ResNet (paper: T ~ 1.17)
+    assert cell_estimate(table.loc["ts", "NLL"]) < cell_estimate(table.loc["uncalibrated", "NLL"])
+    assert query(at, "sample") == [DEFAULT_SAMPLE]
+    assert query(at, "m") == ["ts", "tl-hb"]
 
-    (table,) = [df for df in (d.value for d in at.dataframe) if "metric" in df.columns]
-    shown = dict(zip(table["key"], table["value"], strict=True))
-    assert {"accuracy", "nll", "brier", "conf_ece", "top_label_ece", "classwise_ece"} <= set(shown)
-    for key, value in shown.items():
-        assert value == pytest.approx(expected[key], rel=1e-12, abs=1e-15), key
-    assert metric_value(at, "accuracy") == f"{expected['accuracy']:.4f}"
-    assert expected["n"] == 10_000
 
-    diagram = calcore.reliability_diagram(preds, view="confidence", bins=15, binning="equal-width")
-    assert_figure_matches(figure_spec(at), diagram)
-    assert not at.error
+def test_bootstrap_intervals_are_shown_and_match_calcore():
+    at = run_app({"m": "none"}, bootstrap=50)
+    table = metrics_table(at)
+    test = splits_of(DEFAULT_SAMPLE)["test"]
+    rep = calcore.evaluate(test, bins=15, n_bootstrap=50, seed=0)
+    iv = rep.intervals["conf_ece"]
+    assert table.loc["uncalibrated", "conf-ECE"] == (
+        f"{iv.estimate:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
+    )
 
 
-def test_switching_sample_and_bins_updates_everything():
-    at = run_app()
-    at.selectbox(key=KEY_SAMPLE).set_value("credit-default-logreg").run()
-    assert not at.exception
-    preds = test_split(SAMPLES["credit-default-logreg"].path)
-    assert preds.class_names == ("no default", "default")
-    expected = calcore.evaluate(preds, bins=15).as_dict()
-    assert metric_value(at, "accuracy") == f"{expected['accuracy']:.4f}"
-    assert_figure_matches(figure_spec(at), calcore.reliability_diagram(preds, bins=15))
+#: The figure of each view that overlays every method (validity has no "uncalibrated"
+#: curve: there is nothing to fit).
+MAIN_FIGURE = {
+    "confidence": ("figure.confidence", True),
+    "top-label": ("figure.top_label", True),
+    "class-wise": ("figure.classwise", True),
+    "validity": ("figure.validity", False),
+    "kde": ("figure.kde", True),
+    "learning": ("figure.learning", True),  # a flat reference line
+}
 
-    at.selectbox(key=KEY_SAMPLE).set_value("synthetic-overconfident").run()
-    at.slider(key=KEY_BINS).set_value(10).run()
-    assert not at.exception
-    preds = test_split(SAMPLES["synthetic-overconfident"].path)
-    diagram = calcore.reliability_diagram(preds, bins=10)
-    spec = figure_spec(at)
-    assert_figure_matches(spec, diagram)
-    assert len(plotly_array(trace(spec, "count")["y"])) == 10
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_every_view_draws_on_the_default_sample(view):
+    at = run_app({"view": view, "m": ["ts", "tl-hb"]})
+    assert at.radio(key=controls.KEY_VIEW).value == view
+    if view == "metrics":
+        assert list(metrics_table(at).index) == ["uncalibrated", "ts", "tl-hb"]
+        return
+    if view == "simplex":
+        return  # 10 classes: explained instead (see the simplex tests)
+    name, with_base = MAIN_FIGURE[view]
+    names = {t.get("name") for t in only_chart(at, name)["data"]}
+    assert {"ts", "tl-hb"} <= names
+    assert ("uncalibrated" in names) == with_base
+
+
+def test_confidence_view_figure_carries_calcore_diagrams():
+    at = run_app({"view": "confidence", "bins": "10"})
+    s = splits_of(DEFAULT_SAMPLE)
+    spec = only_chart(at, "figure.confidence")
+    base = calcore.reliability_diagram(s["test"], bins=10)
+    out = calcore.make_calibrator("ts").fit(s["calib"]).transform(s["test"])
+    ts = calcore.reliability_diagram(out, bins=10)
+    for name, diagram in (("uncalibrated", base), ("ts", ts)):
+        points = [t for t in spec["data"] if t.get("name") == name and t.get("mode")]
+        filled = diagram.count > 0
+        ys = [plotly_array(t["y"]) for t in points]
+        assert any(
+            y.shape == diagram.accuracy[filled].shape and np.allclose(y, diagram.accuracy[filled])
+            for y in ys
+        ), name
+
+
+def test_simplex_view_on_the_three_class_sample():
+    at = run_app({"sample": "synthetic-overconfident", "view": "simplex", "m": "ts"})
+    spec = only_chart(at, "figure.simplex")
+    assert any(t["type"] == "scatterternary" for t in spec["data"])
+
+
+def test_simplex_view_explains_itself_for_ten_classes():
+    at = run_app({"view": "simplex"})
+    assert any("exactly 3 classes" in i.value for i in at.info)
+
+
+# -- controls ----------------------------------------------------------------------------
+def test_choosing_methods_and_parameters_updates_table_and_url():
+    at = run_app({"m": "ts"})
+    at.multiselect(key=controls.KEY_METHODS).set_value(["ts", "tl-hb"]).run()
+    assert_clean(at)
+    at.number_input(key=controls.param_key("tl-hb", "bins")).set_value(10).run()
+    assert_clean(at)
+    table = metrics_table(at)
+    assert list(table.index) == ["uncalibrated", "ts", "tl-hb(bins=10)"]
+    s = splits_of(DEFAULT_SAMPLE)
+    out = calcore.make_calibrator("tl-hb", bins=10).fit(s["calib"]).transform(s["test"])
+    expected = calcore.evaluate(out, bins=15).metrics["top_label_ece"]
+    assert table.loc["tl-hb(bins=10)", "TL-ECE"] == f"{expected:.4f}"
+    assert query(at, "m") == ["ts", "tl-hb:bins=10"]
+
+
+def test_binning_scheme_applies_to_the_table():
+    at = run_app({"m": "none", "binning": "equal-mass", "bins": "20"})
+    test = splits_of(DEFAULT_SAMPLE)["test"]
+    expected = calcore.evaluate(test, bins=20, binning="equal-mass").metrics["conf_ece"]
+    assert metrics_table(at).loc["uncalibrated", "conf-ECE"] == f"{expected:.4f}"
+
+
+def test_query_string_restores_every_setting():
+    query = {
+        "sample": "credit-default-logreg",
+        "m": ["platt", "hb:bins=10;randomized=false"],
+        "view": "confidence",
+        "binning": "equal-mass",
+        "bins": "12",
+        "theme": "dark",
+    }
+    at = run_app(query)
+    assert at.selectbox(key=controls.KEY_SAMPLE).value == "credit-default-logreg"
+    assert at.multiselect(key=controls.KEY_METHODS).value == ["platt", "hb"]
+    assert at.number_input(key=controls.param_key("hb", "bins")).value == 10
+    assert at.checkbox(key=controls.param_key("hb", "randomized")).value is False
+    assert at.selectbox(key=controls.KEY_BINNING).value == "equal-mass"
+    assert at.number_input(key=controls.KEY_BINS).value == 12
+    assert at.radio(key=controls.KEY_VIEW).value == "confidence"
+    spec = only_chart(at, "figure.confidence")
+    assert spec["layout"]["paper_bgcolor"].lower() not in ("#ffffff", "white")
+    assert query(at, "m") == ["platt", "hb:bins=10;randomized=false"]
+
+
+def test_bad_query_parts_are_ignored_with_a_warning():
+    at = run_app({"m": ["nonsense", "ts:bogus=1"], "bins": "-3", "view": "nope"})
+    message = unescape_markdown(" ".join(w.value for w in at.warning))
+    assert "nonsense" in message and "bogus" in message and "bins" in message
+    assert list(metrics_table(at).index) == ["uncalibrated"]
+
+
+# -- data ----------------------------------------------------------------------------------
+def upload(at: AppTest, name: str, data: bytes) -> AppTest:
+    at.radio(key=controls.KEY_SOURCE).set_value(controls.SOURCE_UPLOAD).run()
+    at.file_uploader(key=controls.KEY_UPLOAD).upload(name, data, "text/csv").run()
+    return at
+
+
+def test_upload_without_split_uses_a_seeded_random_split():
+    data = small_csv()
+    at = upload(run_app({"m": "ts"}), "my predictions.csv", data)
+    assert_clean(at)
+    assert at.selectbox(key=controls.KEY_SPLIT).value == "random"
+    preds = calcore.load_predictions(io.BytesIO(data), name="my predictions.csv")
+    from calcore.evaluation import random_split
+
+    calib, test = random_split(preds, test_fraction=0.5, seed=0)
+    expected = calcore.evaluate(test, bins=15).metrics["conf_ece"]
+    assert metrics_table(at).loc["uncalibrated", "conf-ECE"] == f"{expected:.4f}"
+    assert query(at, "upload") == ["my predictions.csv"]
+    assert any("my predictions.csv" in unescape_markdown(c.value) for c in at.caption)
+
+
+def test_in_sample_evaluation_is_warned_about():
+    at = run_app({"split": "same", "m": "tl-hb"})
+    assert any("SAME rows" in w.value for w in at.warning)
+
+
+def test_upload_bad_csv_shows_calcore_error_not_a_traceback():
+    lines = small_csv(n=20).decode().splitlines()
+    cells = lines[5].split(",")
+    cells[2] = "oops"  # a non-numeric probability on file line 6
+    lines[5] = ",".join(cells)
+    data = ("\n".join(lines) + "\n").encode()
+    with pytest.raises(calcore.CalcoreError) as excinfo:
+        calcore.io.load_splits(io.BytesIO(data), name="bad.csv")
+    at = upload(run_app(), "bad.csv", data)
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.error) == 1
+    shown = unescape_markdown(at.error[0].value)
+    assert str(excinfo.value) in shown and "p_dog" in shown and "6" in shown
+    assert not at.get("plotly_chart")
+
+
+def test_hostile_names_are_text_everywhere():
+    name = "[click](https://evil.example) :red[x] $y$.csv"
+    hostile = ("<img src=x onerror=alert(1)>", "=HYPERLINK(1)", "%{x}")
+    at = upload(run_app({"m": "ts", "view": "class-wise"}), name, small_csv(names=hostile))
+    assert_clean(at)
+    (caption,) = [c.value for c in at.caption if c.value.startswith("uploaded file:")]
+    assert "[click](" not in caption and ":red[" not in caption and "$y$" not in caption
+    assert name in unescape_markdown(caption)
+    for spec in charts(at).values():
+        text = json.dumps(spec)
+        assert "<img" not in text and "onerror=alert(1)>" not in text
+
+
+def test_warnings_of_the_loader_are_shown():
+    # class "rabbit" never occurs as a label: a calcore warning the page must show
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet([1, 1, 1], size=60)
+    lines = ["label,p_cat,p_dog,p_rabbit"]
+    for i, p in enumerate(probs):
+        lines.append(f"{i % 2}," + ",".join(f"{v:.6f}" for v in p / p.sum()))
+    at = upload(run_app({"m": "none"}), "x.csv", ("\n".join(lines) + "\n").encode())
+    assert any("rabbit" in unescape_markdown(w.value) for w in at.warning)
 
 
 @pytest.mark.parametrize("key", list(SAMPLES))
@@ -161,44 +319,3 @@ def test_every_sample_loads_with_calib_and_test_splits(key):
     splits = calcore.io.load_splits(SAMPLES[key].path)
     assert set(splits) == {"calib", "test"}
     assert SAMPLES[key].path.stat().st_size < 3 * 1024 * 1024
-
-
-def test_upload_valid_csv():
-    data = small_csv()
-    at = run_app()
-    at.file_uploader[0].upload("my predictions.csv", data, "text/csv").run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    preds = test_split(io.BytesIO(data), name="my predictions.csv")
-    assert preds.n_samples == 400
-    expected = calcore.evaluate(preds, bins=15).as_dict()
-    assert metric_value(at, "accuracy") == f"{expected['accuracy']:.4f}"
-    assert_figure_matches(figure_spec(at), calcore.reliability_diagram(preds, bins=15))
-    assert any("my predictions.csv" in unescape_markdown(c.value) for c in at.caption)
-
-
-def test_upload_bad_csv_shows_calcore_error_not_a_traceback():
-    good = small_csv(n=20).decode().splitlines()
-    cells = good[5].split(",")
-    cells[2] = "oops"  # a non-numeric probability
-    good[5] = ",".join(cells)
-    data = ("\n".join(good) + "\n").encode()
-    with pytest.raises(calcore.CalcoreError) as excinfo:
-        calcore.io.load_splits(io.BytesIO(data), name="bad.csv")
-
-    at = run_app()
-    at.file_uploader[0].upload("bad.csv", data, "text/csv").run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert len(at.error) == 1
-    assert str(excinfo.value) in unescape_markdown(at.error[0].value)
-    assert not at.get("plotly_chart")
-
-
-def test_untrusted_file_name_is_shown_literally():
-    name = "[click](https://evil.example) :red[x] $y$.csv"
-    at = run_app()
-    at.file_uploader[0].upload(name, small_csv(n=50), "text/csv").run()
-    assert not at.exception
-    (caption,) = [c.value for c in at.caption if c.value.startswith("uploaded file:")]
-    assert "[click](" not in caption and ":red[" not in caption and "$y$" not in caption
-    assert name in unescape_markdown(caption)

@@ -1,0 +1,180 @@
+"""Cached calls into calcore: fitting, transforming, evaluating and every diagnostic.
+
+Nothing here computes a metric: each function calls one calcore function and caches its
+result. Keys are strings derived from the file's content hash, the split, the method
+and its parameters, and the evaluation settings -- never from object identity or file
+names -- so every view reuses what another view (or another session on the same file)
+already computed. Results live in ``st.cache_resource``: calcore's results are immutable,
+so they are shared instead of pickled and copied on every rerun.
+
+Arguments whose names start with ``_`` are not hashed by Streamlit; the ``key`` argument
+next to them identifies them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+import calcore
+from calcore.evaluation import concatenate
+
+__all__ = [
+    "Fitted",
+    "calcore_binning",
+    "classwise_diagrams",
+    "confidence_bands",
+    "confidence_diagram",
+    "ece_sweep",
+    "fit",
+    "gain",
+    "kde_curve",
+    "learning",
+    "report",
+    "simplex_summary",
+    "top_label_diagram",
+    "validity",
+]
+
+# Cache sizes: a few files x methods x settings; each entry holds at most one copy of the
+# test predictions (50,000 x 1,000 float64 = 400 MB), so keep the fitted entries few.
+_FITS = 24
+_SMALL = 256
+
+
+def calcore_binning(binning: str, bins: int) -> tuple[str, int | str]:
+    """The dashboard's scheme name -> calcore's ``(binning, bins)``.
+
+    The data-dependent choices are equal-mass bins whose number follows a rule of ``n``.
+    """
+    if binning in ("sturges", "cube-root"):
+        return "equal-mass", binning
+    return binning, int(bins)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A calibrator fitted on the calibration rows, and its output on the test rows."""
+
+    calibrator: calcore.Calibrator
+    output: calcore.Predictions
+    seconds: float
+    info: dict
+
+
+@st.cache_resource(show_spinner=False, max_entries=_FITS)
+def fit(key: str, name: str, params: tuple, _calib, _test) -> Fitted:
+    """``make_calibrator(name, **params).fit(calib)``, then ``transform(test)``."""
+    calibrator = calcore.make_calibrator(name, **dict(params))
+    start = time.perf_counter()
+    calibrator.fit(_calib)
+    seconds = time.perf_counter() - start
+    return Fitted(calibrator, calibrator.transform(_test), seconds, calibrator.fit_info)
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def report(key: str, binning: str, bins, n_bootstrap: int, _preds) -> calcore.CalibrationReport:
+    b, k = calcore_binning(binning, bins)
+    return calcore.evaluate(_preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0)
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def gain(key: str, injective: bool, _test, _out) -> calcore.CalibrationGain:
+    return calcore.calibration_gain(_test, _out, injective_accuracy_preserving=injective)
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def confidence_diagram(key: str, binning: str, bins, _preds) -> calcore.ReliabilityDiagram:
+    b, k = calcore_binning(binning, bins)
+    return calcore.reliability_diagram(_preds, view="confidence", bins=k, binning=b)
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def confidence_bands(key: str, binning: str, bins, _preds) -> calcore.ConsistencyBands:
+    b, k = calcore_binning(binning, bins)
+    return calcore.consistency_bands(_preds, view="confidence", bins=k, binning=b, seed=0)
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def top_label_diagram(key: str, binning: str, bins, _preds) -> calcore.TopLabelReliabilityDiagram:
+    b, k = calcore_binning(binning, bins)
+    return calcore.top_label_reliability_diagram(_preds, bins=k, binning=b)
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def classwise_diagrams(key: str, binning: str, bins, classes: tuple[int, ...], _preds) -> tuple:
+    b, k = calcore_binning(binning, bins)
+    return tuple(
+        calcore.classwise_reliability_diagrams(_preds, bins=k, binning=b, classes=list(classes))
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def kde_curve(key: str, _preds) -> calcore.KDEReliabilityCurve:
+    return calcore.kde_confidence_curve(_preds)
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def ece_sweep(key: str, binning: str, _preds) -> calcore.EceByBins:
+    b, _ = calcore_binning(binning, 15)
+    if b == "points-per-bin":  # a sweep over bin counts needs a count-based scheme
+        b = "equal-mass"
+    return calcore.ece_by_bins(_preds, bins=range(5, 26), binning=b)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _all_rows(key: str, _calib, _test) -> calcore.Predictions:
+    return _test if _calib is _test else concatenate([_calib, _test])
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def validity(
+    key: str, name: str, params: tuple, view: str, n_resamples: int, _calib, _test
+) -> calcore.ValidityCurve:
+    """The histogram-binning paper's protocol on all rows: half calibration, half test."""
+    data = _all_rows(key.split("|")[0], _calib, _test)
+    n_calib = data.n_samples // 2
+    binning = "unique" if calcore.CALIBRATORS[name].family in ("binning", "canonical") else None
+    options = {"binning": binning} if binning else {"binning": "equal-width", "bins": 15}
+    return calcore.calibrator_validity(
+        data,
+        (name, dict(params)),
+        n_calib=n_calib,
+        n_test=data.n_samples - n_calib,
+        n_resamples=n_resamples,
+        view=view,
+        seed=0,
+        **options,
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def learning(
+    key: str, name: str, params: tuple, metric: str, sizes: tuple, n_repeats: int, binning, bins,
+    _calib, _test,
+) -> calcore.LearningCurve:  # fmt: skip
+    """One method's learning curve; the same seed draws the same subsets for every method."""
+    b, k = calcore_binning(binning, bins)
+    return calcore.learning_curve(
+        _calib, _test, [(name, dict(params))], sizes=list(sizes), metric=metric,
+        n_repeats=n_repeats, bins=k, binning=b, seed=0,
+    )  # fmt: skip
+
+
+def learning_sizes(n_calib: int) -> tuple[int, ...]:
+    """Calibration-set sizes on a log scale from 100 (or n/20) up to all calibration rows."""
+    low = max(min(100, n_calib // 4), 10)
+    sizes = np.unique(np.geomspace(low, n_calib, num=6).astype(int))
+    return tuple(int(s) for s in sizes if s >= 10)
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+def simplex_summary(key: str, name: str, params: tuple, _calib, _test):
+    """A canonical calibrator fitted on calib, summarised bin by bin on test."""
+    from calcore.calibrators.canonical import canonical_bin_summary
+
+    calibrator = calcore.make_calibrator(name, **dict(params)).fit(_calib)
+    return canonical_bin_summary(calibrator, _test)

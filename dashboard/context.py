@@ -1,0 +1,76 @@
+"""What every view gets: the settings, the split, and each method's test predictions.
+
+:func:`build_context` fits every chosen calibrator once (cached by data and parameters) with
+a progress bar; a method that fails (e.g. too few rows per bin) is reported and left out,
+and the others go on. ``outputs`` always starts with ``"uncalibrated"``, so colours and
+orders agree across views.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+import calcore
+from dashboard import compute
+from dashboard.data import Split
+from dashboard.state import MethodChoice, Settings
+from dashboard.text import escape_markdown as esc
+
+__all__ = ["Context", "build_context"]
+
+UNCALIBRATED = calcore.UNCALIBRATED
+
+
+@dataclass
+class Context:
+    settings: Settings
+    split: Split
+    methods: dict[str, MethodChoice]  # label -> choice, fitted successfully
+    fitted: dict[str, compute.Fitted]  # label -> fit
+    outputs: dict[str, calcore.Predictions]  # "uncalibrated" first, then each method
+    keys: dict[str, str]  # label -> cache key of its test predictions
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def test(self) -> calcore.Predictions:
+        return self.split.test
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.outputs)
+
+    @property
+    def theme(self) -> str:
+        return self.settings.theme
+
+    def per_output(self, fn, *args) -> dict:
+        """``fn(key, *args, preds)`` for every output, in order (fn is a cached compute call)."""
+        return {label: fn(self.keys[label], *args, preds) for label, preds in self.outputs.items()}
+
+
+def build_context(settings: Settings, split: Split) -> Context:
+    base_key = f"{split.key}|{UNCALIBRATED}"
+    outputs = {UNCALIBRATED: split.test}
+    keys = {UNCALIBRATED: base_key}
+    methods, fitted, errors = {}, {}, {}
+    chosen = settings.methods if split.calib is not None else ()
+    progress = st.progress(0.0, text="Fitting calibrators…") if chosen else None
+    for i, choice in enumerate(chosen):
+        label = choice.label
+        if progress is not None:
+            progress.progress(i / len(chosen), text=f"Fitting {label} ({i + 1}/{len(chosen)})…")
+        key = f"{split.key}|{choice.key}"
+        try:
+            fit = compute.fit(key, choice.name, choice.params, split.calib, split.test)
+        except calcore.CalcoreError as err:
+            errors[label] = str(err)
+            continue
+        methods[label], fitted[label] = choice, fit
+        outputs[label], keys[label] = fit.output, key
+    if progress is not None:
+        progress.empty()
+    for label, message in errors.items():
+        st.error(f"{esc(label)} could not be fitted: {esc(message)}")
+    return Context(settings, split, methods, fitted, outputs, keys, errors)

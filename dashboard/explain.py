@@ -1,0 +1,82 @@
+"""'What am I looking at': one short text per view, for an ML engineer.
+
+Each text names the idea behind the plot and the paper it comes from, so a reader can
+follow it up. Texts are trusted (written here), so they may use Markdown.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EXPLAIN"]
+
+EXPLAIN = {
+    "metrics": (
+        "Every calibrator is fitted on the calibration rows and evaluated, with the "
+        "uncalibrated model, on the test rows. **ECE** variants average the gap between "
+        "predicted probability and observed frequency over bins: *conf-ECE* looks at the top "
+        "probability only, *TL-ECE* also conditions on the predicted class (Gupta & Ramdas, "
+        "2022), *CW-ECE* averages every class's one-vs-rest error. **MCE** is the worst bin. "
+        "**NLL** and **Brier** are proper scores: they reward calibration *and* sharpness. "
+        "**KDE-ECE** replaces bins with a smooth kernel estimate (Zhang et al., 2020). "
+        "**Calibration gain** is the drop in the proper-score loss relative to the "
+        "uncalibrated model. Brackets: percentile bootstrap over test rows. The best value per "
+        "column is bold."
+    ),
+    "confidence": (
+        "Rows are grouped into bins of their **confidence** (the top predicted probability). "
+        "Each point is a bin's mean confidence against the fraction of its rows that were "
+        "right, with a 95% Wilson interval. On the dashed diagonal the model is calibrated; "
+        "points **below** it are over-confident, **above** it under-confident. The optional "
+        "consistency band shows where a perfectly calibrated model's points would fall by "
+        "chance with these bin sizes (Bröcker & Smith, 2007). The bars count rows per bin: "
+        "points over few rows are noisy."
+    ),
+    "top-label": (
+        "A confidence diagram can look perfect while the model is badly calibrated for "
+        "individual predicted classes: over-confidence on one class cancels "
+        "under-confidence on another. The **top-label** construction (Gupta & Ramdas, 2022, "
+        "Fig. 1) splits each confidence bin by predicted class and averages the per-class gaps "
+        "Δ_b: the hollow point sits Δ_b away from the diagonal. Where it is far from the solid "
+        "confidence point, per-class errors are hidden by averaging. Pick a bin to see its "
+        "classes, and the per-class diagrams below (each with its share of rows)."
+    ),
+    "class-wise": (
+        "**Class-wise** calibration asks, for every class k, whether P(class = k | score_k = "
+        "p) = p, over all rows, not just where k is predicted. Each panel is one class's "
+        "one-vs-rest reliability diagram; CW-ECE is the mean of their ECEs. Most scores of a "
+        "class are near 0, so the low bins carry most rows (Kull et al., 2019)."
+    ),
+    "validity": (
+        "The histogram-binning paper's **validity plot** (Gupta & Ramdas, 2021): each method "
+        "is fitted on half of the rows and evaluated on the other half, many times. V(ε) is the "
+        "fraction of test points whose calibrated probability is within ε of the true "
+        "frequency of its level set (estimated on the test half); the conditional version asks "
+        "this of every level set at once. Higher and further left is better. The dashed curve "
+        "is the distribution-free guarantee of uniform-mass binning (UMD): no assumption on "
+        "the model is needed for it to hold. Bands: ± one standard deviation of the mean over "
+        "resamples."
+    ),
+    "kde": (
+        "Binned ECE depends on the number of bins: with few rows per bin it is biased upwards, "
+        "with few bins it averages errors away. **KDE-ECE** (Zhang et al., 2020) estimates "
+        "the reliability curve with a triweight kernel (bandwidth by a rule of thumb) and "
+        "integrates the gap against the score density. Left: the smooth curve over the binned "
+        "points. Right: binned ECE for 5 to 25 bins (solid) against KDE-ECE (dashed), which "
+        "does not depend on bins."
+    ),
+    "learning": (
+        "How much calibration data does each method need? Each method is fitted on random "
+        "subsets of the calibration rows of growing size (the same subsets for every method) "
+        "and evaluated on all test rows (Zhang et al., 2020, Fig. 6). Parametric methods "
+        "(temperature scaling) learn from a few hundred rows; non-parametric ones (binning, "
+        "isotonic) need more but can fix more. Bands: ± one standard deviation over "
+        "repetitions."
+    ),
+    "simplex": (
+        "For 3 classes a probability vector is a point in a triangle. **Canonical** "
+        "calibration asks P(y | p) = p for the whole vector. A canonical binning calibrator "
+        "(Sierpinski, grid or projection-based histogram binning; Gupta & Ramdas, 2022, App. "
+        "G) cuts the triangle into cells and maps every prediction in a cell to the cell's "
+        "label frequencies: each arrow goes from a cell's mean prediction to that frequency. "
+        "Long arrows are where the model is miscalibrated."
+    ),
+}

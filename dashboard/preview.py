@@ -1,0 +1,97 @@
+"""The file preview and the user's corrections of what the loader detected.
+
+Shown before anything is computed: the first rows, the detected label, class, scores-kind
+and split columns (each editable), and the ignored columns with the reason. Widget keys
+carry the file's digest, so a new file starts from its own detection.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.data import LoadOptions
+from dashboard.text import escape_markdown as esc
+
+__all__ = ["load_options"]
+
+DETECT = "(detected)"
+NONE = "(none)"
+SCORES = {"auto": "detect", "probs": "probabilities", "logits": "logits"}
+
+
+def _key(digest: str, what: str) -> str:
+    return f"data.{digest[:16]}.{what}"
+
+
+def load_options(schema, digest: str, *, expanded: bool) -> LoadOptions:
+    """Preview ``schema`` (calcore.TableSchema) and return the user's corrections."""
+    title = (
+        f"Data: {schema.n_rows:,} rows, {len(schema.class_columns)} score columns "
+        f"({schema.file_format})"
+    )
+    with st.expander(title, expanded=expanded or bool(schema.problems)):
+        for problem in schema.problems:
+            st.warning(esc(problem))
+        if schema.preview:
+            st.dataframe(pd.DataFrame(list(schema.preview)), hide_index=True, key="table.preview")
+        if schema.file_format == "npz":
+            st.caption(
+                f"NPZ arrays: {esc(', '.join(schema.columns))}. Label array "
+                f"{esc(schema.label_column)}; scores: {esc(schema.scores_reason)}."
+            )
+            return LoadOptions()
+        cols = list(schema.columns)
+        a, b, c = st.columns(3)
+        label = a.selectbox(
+            "Label column",
+            [DETECT, *cols],
+            format_func=lambda v: f"{DETECT}: {schema.label_column}" if v == DETECT else v,
+            key=_key(digest, "label"),
+        )
+        split = b.selectbox(
+            "Split column",
+            [DETECT, NONE, *cols],
+            format_func=lambda v: (
+                f"{DETECT}: {schema.split_column or 'none'}" if v == DETECT else v
+            ),
+            key=_key(digest, "split"),
+        )
+        kind = c.radio(
+            "Scores are",
+            list(SCORES),
+            format_func=SCORES.get,
+            horizontal=True,
+            key=_key(digest, "scores"),
+            help=f"Detection: {schema.scores_guess or 'unclear'} ({schema.scores_reason}).",
+        )
+        scores = st.multiselect(
+            "Score columns, one per class, in class order",
+            cols,
+            default=[col for col in schema.class_columns if col in cols],
+            key=_key(digest, "score_columns"),
+        )
+        renormalize = st.checkbox(
+            "Renormalise probability rows that do not sum to 1 (reported)",
+            key=_key(digest, "renormalize"),
+        )
+        if schema.ignored_columns:
+            st.caption(
+                "Ignored columns: "
+                + esc(
+                    "; ".join(
+                        f"{col} ({why})"
+                        for col, why in zip(
+                            schema.ignored_columns, schema.ignored_reasons, strict=False
+                        )
+                    )
+                )
+            )
+    detected = list(schema.class_columns)
+    return LoadOptions(
+        label_column=None if label == DETECT else label,
+        score_columns=None if scores == detected else tuple(scores),
+        scores=kind,
+        split_column=None if split in (DETECT, NONE) else split,
+        renormalize=bool(renormalize),
+    )

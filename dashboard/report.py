@@ -1,0 +1,110 @@
+"""The downloadable report: one self-contained, offline HTML file.
+
+It holds the settings, the metrics table and every figure of the page (plotly.js embedded
+once, so it opens without a network). All user text -- file, class and method names -- is
+HTML-escaped; the figures escape their own text (see ``dashboard.figures``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+
+import plotly.io as pio
+
+import calcore
+from dashboard.state import BINNING_CHOICES, SPLIT_MODES
+from dashboard.views import classwise, confidence, kde, learning, metrics, simplex, top_label
+from dashboard.views import validity as validity_view
+
+__all__ = ["report_figures", "report_html"]
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
+table { border-collapse: collapse; font-size: 0.85rem; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+td.best { font-weight: bold; }
+h2 { margin-top: 2.5rem; }
+.meta td, .meta th { text-align: left; }
+"""
+
+
+def report_figures(ctx) -> list[tuple[str, object]]:
+    """(title, figure) for every view; slow views with their default settings."""
+    figs = [
+        ("Confidence reliability diagram", confidence.figure(ctx)),
+        ("Top-label reliability diagram", top_label.figure(ctx)),
+        ("Class-wise reliability", classwise.figure(ctx, classwise.default_classes(ctx))),
+    ]
+    kde_fig, sweep_fig = kde.figures(ctx)
+    figs += [("KDE-ECE and binned ECE", kde_fig), ("Binned ECE vs number of bins", sweep_fig)]
+    if ctx.methods:
+        curves = validity_view.curves(ctx, view="confidence", n_resamples=20)
+        from dashboard.figures import learning_curve_figure, validity_figure
+
+        figs.append(("Validity (20 resamples)", validity_figure(curves, theme=ctx.theme)))
+        curve = learning.curve(ctx, metric="top_label_ece", n_repeats=3)
+        figs.append(("Learning curves (TL-ECE)", learning_curve_figure(curve, theme=ctx.theme)))
+    if ctx.test.n_classes == 3 and ctx.split.calib is not None:
+        figs.append(("Simplex: Sierpinski binning", simplex.figure(ctx, "sierpinski")))
+    return figs
+
+
+def _settings_rows(ctx, source: str) -> list[tuple[str, str]]:
+    s = ctx.settings
+    methods = ", ".join(ctx.outputs) or "none"
+    rows = [
+        ("data", source),
+        ("split", ctx.split.description),
+        ("split mode", SPLIT_MODES.get(s.split_mode, s.split_mode)),
+        ("methods", methods),
+        ("evaluation binning", f"{BINNING_CHOICES.get(s.binning, s.binning)}, {s.bins}"),
+        ("bootstrap resamples", str(s.n_bootstrap)),
+        ("calcore version", calcore.__version__),
+        ("generated", _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+    ]
+    if ctx.split.warning:
+        rows.append(("warning", ctx.split.warning))
+    return rows
+
+
+def _metrics_html(ctx) -> str:
+    values = metrics.metric_values(ctx)
+    table = metrics.display_table(values)
+    best = metrics.best_methods(values)
+    keys = {title: key for key, (title, _) in metrics.columns().items()}
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
+    body = []
+    for _, row in table.iterrows():
+        cells = []
+        for col in table.columns:
+            is_best = row["method"] in best.get(keys.get(col), set())
+            cls = ' class="best"' if is_best else ""
+            cells.append(f"<td{cls}>{html.escape(str(row[col]))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def report_html(ctx, *, source: str) -> str:
+    """The whole report as one HTML document (about 5 MB: plotly.js is embedded once)."""
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>calibration-lens report: {html.escape(source)}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>calibration-lens report</h1><p>{html.escape(source)}</p>",
+        "<h2>Settings</h2><table class='meta'>",
+        *(
+            f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+            for k, v in _settings_rows(ctx, source)
+        ),
+        "</table>",
+        "<h2>Metrics on the test rows</h2>",
+        _metrics_html(ctx),
+        "<p>Brackets: 95% percentile bootstrap intervals; bold: best per column.</p>",
+    ]
+    for i, (title, fig) in enumerate(report_figures(ctx)):
+        parts.append(f"<h2>{html.escape(title)}</h2>")
+        parts.append(pio.to_html(fig, include_plotlyjs=(i == 0), full_html=False, validate=False))
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,264 @@
+"""The page's settings, and their round trip through the URL query string.
+
+A shared link must reopen the same view, so everything the sidebar decides lives in one
+frozen :class:`Settings` and is written to (and read back from) ``st.query_params`` in a
+short, readable form::
+
+    ?sample=cifar10-resnet110&m=ts&m=tl-hb:bins=20&binning=equal-mass&bins=15&view=top-label
+
+Parsing never trusts the URL: unknown methods, parameters or values are dropped and
+reported (a link from an older version still opens), and every value is checked again by
+calcore when it is used.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import calcore
+
+__all__ = [
+    "BINNING_CHOICES",
+    "DEFAULT_METHODS",
+    "SPLIT_MODES",
+    "THEMES",
+    "VIEWS",
+    "MethodChoice",
+    "Settings",
+    "parse_method",
+    "settings_from_query",
+    "settings_to_query",
+]
+
+#: View key -> tab title, in page order.
+VIEWS = {
+    "metrics": "Metrics",
+    "confidence": "Confidence reliability",
+    "top-label": "Top-label reliability",
+    "class-wise": "Class-wise reliability",
+    "validity": "Validity",
+    "kde": "KDE-ECE vs binned ECE",
+    "learning": "Learning curves",
+    "simplex": "Simplex (3 classes)",
+}
+
+#: Evaluation binning schemes offered in the sidebar (calcore names).
+BINNING_CHOICES = {
+    "equal-width": "equal-width",
+    "equal-mass": "equal-mass (adaptive)",
+    "points-per-bin": "points per bin",
+    "sturges": "data-dependent: Sturges' rule",
+    "cube-root": "data-dependent: cube-root rule",
+}
+
+SPLIT_MODES = {
+    "column": "split column of the file",
+    "second-file": "a second file for the test set",
+    "random": "seeded random split",
+    "same": "same rows (in-sample; optimistic)",
+}
+
+THEMES = ("light", "dark")
+
+#: What a newcomer sees: one parametric and one binning method.
+DEFAULT_METHODS = ("ts", "tl-hb")
+
+
+@dataclass(frozen=True)
+class MethodChoice:
+    """A calibrator by short name with the parameters that differ from its defaults."""
+
+    name: str
+    params: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def kwargs(self) -> dict:
+        return dict(self.params)
+
+    @property
+    def label(self) -> str:
+        """Display name, unique per (name, params): ``tl-hb`` or ``tl-hb(bins=20)``."""
+        if not self.params:
+            return self.name
+        return f"{self.name}(" + ", ".join(f"{k}={v}" for k, v in self.params) + ")"
+
+    @property
+    def key(self) -> str:
+        """Cache key: name and parameters as canonical JSON."""
+        return json.dumps([self.name, list(map(list, self.params))], sort_keys=True)
+
+    def to_query(self) -> str:
+        if not self.params:
+            return self.name
+        return self.name + ":" + ";".join(f"{k}={_format_value(v)}" for k, v in self.params)
+
+
+def _format_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "none" if value is None else str(value)
+
+
+def _parse_value(param: calcore.Param, text: str):
+    """One parameter value from the URL, by the parameter's kind; ValueError if invalid."""
+    if text == "none" and param.optional:
+        return None
+    if param.kind == "bool":
+        if text not in ("true", "false"):
+            raise ValueError(text)
+        return text == "true"
+    if param.kind == "int":
+        return int(text)
+    if param.kind == "float":
+        return float(text)
+    return text
+
+
+def parse_method(text: str) -> tuple[MethodChoice | None, str | None]:
+    """``"tl-hb:bins=20;seed=1"`` -> (MethodChoice, None), or (None, why it was dropped).
+
+    Parameters equal to the default are dropped so that equal choices have equal keys.
+    """
+    name, _, rest = text.partition(":")
+    info = calcore.CALIBRATORS.get(name)
+    if info is None:
+        return None, f"unknown calibrator {name!r}"
+    known = {p.name: p for p in info.parameters}
+    params = {}
+    for item in filter(None, rest.split(";")):
+        key, _, value = item.partition("=")
+        if key not in known:
+            return None, f"{name}: unknown parameter {key!r}"
+        try:
+            params[key] = known[key].check(_parse_value(known[key], value), owner=name)
+        except (ValueError, calcore.CalcoreError):
+            return None, f"{name}: invalid value {value!r} for {key!r}"
+    return method_choice(name, params), None
+
+
+def method_choice(name: str, params: dict) -> MethodChoice:
+    """A MethodChoice keeping only the parameters that differ from the defaults, in order."""
+    defaults = calcore.CALIBRATORS[name].defaults
+    kept = tuple((k, params[k]) for k in defaults if k in params and params[k] != defaults[k])
+    return MethodChoice(name, kept)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the sidebar decides; the cache keys and the query string derive from it."""
+
+    sample: str | None  # a key of dashboard.samples.SAMPLES, or None for an upload
+    upload_name: str | None  # shown only; untrusted text
+    methods: tuple[MethodChoice, ...] = ()
+    binning: str = "equal-width"
+    bins: int = 15
+    view: str = "metrics"
+    theme: str = "light"
+    split_mode: str = "column"
+    test_fraction: float = 0.5
+    split_seed: int = 0
+    n_bootstrap: int = 200
+    dropped: tuple[str, ...] = field(default=(), compare=False)  # URL parts that were ignored
+
+    @property
+    def evaluation_key(self) -> str:
+        return f"{self.binning}:{self.bins}"
+
+
+def settings_to_query(s: Settings) -> dict[str, str | list[str]]:
+    """The query string of ``s`` (only what differs from the defaults, plus the source)."""
+    q: dict[str, str | list[str]] = {}
+    if s.sample is not None:
+        q["sample"] = s.sample
+    elif s.upload_name:
+        q["upload"] = s.upload_name
+    q["m"] = [m.to_query() for m in s.methods] or ["none"]
+    default = Settings(None, None)
+    for key, attr in (
+        ("binning", "binning"),
+        ("bins", "bins"),
+        ("view", "view"),
+        ("theme", "theme"),
+        ("split", "split_mode"),
+        ("frac", "test_fraction"),
+        ("seed", "split_seed"),
+        ("boot", "n_bootstrap"),
+    ):
+        value = getattr(s, attr)
+        if value != getattr(default, attr):
+            q[key] = str(value)
+    return q
+
+
+def _choice(value, allowed, fallback, what: str, dropped: list):
+    if value is None:
+        return fallback
+    if value in allowed:
+        return value
+    dropped.append(f"{what} {value!r}")
+    return fallback
+
+
+def _number(value, kind, lo, hi, fallback, what: str, dropped: list):
+    if value is None:
+        return fallback
+    try:
+        number = kind(value)
+    except ValueError:
+        dropped.append(f"{what} {value!r}")
+        return fallback
+    if not lo <= number <= hi:
+        dropped.append(f"{what} {value!r} (outside {lo}..{hi})")
+        return fallback
+    return number
+
+
+def settings_from_query(query: dict[str, list[str]], *, samples, default_sample: str) -> Settings:
+    """Settings from a query string (``{key: [values]}``); invalid parts are listed in ``dropped``.
+
+    Parameters
+    ----------
+    query : dict of str to list of str
+        Every value of every key, as ``st.query_params.get_all`` gives them.
+    samples : collection of str
+        Valid sample keys.
+    default_sample : str
+        The sample when the query names neither a sample nor an upload.
+    """
+    dropped: list[str] = []
+
+    def one(key):
+        values = query.get(key) or []
+        return values[-1] if values else None
+
+    upload = one("upload")
+    fallback = None if upload else default_sample
+    sample = _choice(one("sample"), samples, fallback, "sample", dropped)
+    if "m" in query:
+        methods = []
+        for text in query["m"]:
+            if text == "none":
+                continue
+            choice, why = parse_method(text)
+            if choice is None:
+                dropped.append(why)
+            elif choice not in methods:
+                methods.append(choice)
+        methods = tuple(methods)
+    else:
+        methods = tuple(MethodChoice(m) for m in DEFAULT_METHODS)
+    return Settings(
+        sample=sample,
+        upload_name=None if sample is not None else upload,
+        methods=methods,
+        binning=_choice(one("binning"), BINNING_CHOICES, "equal-width", "binning", dropped),
+        bins=_number(one("bins"), int, 2, 200, 15, "bins", dropped),
+        view=_choice(one("view"), VIEWS, "metrics", "view", dropped),
+        theme=_choice(one("theme"), THEMES, "light", "theme", dropped),
+        split_mode=_choice(one("split"), SPLIT_MODES, "column", "split", dropped),
+        test_fraction=_number(one("frac"), float, 0.05, 0.95, 0.5, "frac", dropped),
+        split_seed=_number(one("seed"), int, 0, 2**31 - 1, 0, "seed", dropped),
+        n_bootstrap=_number(one("boot"), int, 0, 2000, 200, "boot", dropped),
+        dropped=tuple(dropped),
+    )

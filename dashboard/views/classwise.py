@@ -1,0 +1,46 @@
+"""View 4: class-wise reliability, a small multiple per class (top classes by support)."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from dashboard import compute
+from dashboard.figures import classwise_grid_figure
+from dashboard.views._common import chart, explain
+
+KEY_CLASSES = "view.classwise.classes"
+MAX_PANELS = 20
+
+
+def default_classes(ctx) -> list[int]:
+    """Every class up to 20, else the 20 with the most test labels."""
+    counts = ctx.test.class_counts
+    if counts.size <= MAX_PANELS:
+        return list(range(counts.size))
+    return sorted(int(c) for c in np.argsort(-counts, kind="stable")[:MAX_PANELS])
+
+
+def figure(ctx, classes: list[int]):
+    s = ctx.settings
+    names = ctx.test.class_names
+    diagrams = ctx.per_output(compute.classwise_diagrams, s.binning, s.bins, tuple(classes))
+    return classwise_grid_figure(diagrams, class_names=[names[c] for c in classes], theme=ctx.theme)
+
+
+def render(ctx) -> None:
+    st.subheader("Class-wise reliability")
+    explain("class-wise")
+    names = ctx.test.class_names
+    classes = st.multiselect(
+        f"Classes (up to {MAX_PANELS}; default: the most frequent)",
+        list(range(len(names))),
+        default=default_classes(ctx),
+        format_func=lambda c: names[c],
+        max_selections=MAX_PANELS,
+        key=KEY_CLASSES,
+    )
+    if not classes:
+        st.info("Pick at least one class.")
+        return
+    chart(figure(ctx, sorted(classes)), "figure.classwise")

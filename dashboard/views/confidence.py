@@ -1,0 +1,32 @@
+"""View 2: the confidence reliability diagram of every method, with bin counts."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import compute
+from dashboard.figures import reliability_figure
+from dashboard.views._common import chart, explain
+
+KEY_BANDS = "view.confidence.bands"
+KEY_INTERVALS = "view.confidence.intervals"
+
+
+def figure(ctx, *, bands: bool = False, intervals: bool = True):
+    s = ctx.settings
+    diagrams = ctx.per_output(compute.confidence_diagram, s.binning, s.bins)
+    band_results = ctx.per_output(compute.confidence_bands, s.binning, s.bins) if bands else None
+    return reliability_figure(
+        diagrams, bands=band_results, show_intervals=intervals, theme=ctx.theme
+    )
+
+
+def render(ctx) -> None:
+    st.subheader("Confidence reliability diagram")
+    explain("confidence")
+    left, right = st.columns(2)
+    intervals = left.toggle("Wilson interval bars", value=True, key=KEY_INTERVALS)
+    bands = right.toggle(
+        "Consistency bands (resampled under perfect calibration)", value=False, key=KEY_BANDS
+    )
+    chart(figure(ctx, bands=bands, intervals=intervals), "figure.confidence")

@@ -1,0 +1,33 @@
+"""View 6: KDE-ECE beside binned ECE, and binned ECE against the number of bins."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import compute
+from dashboard.figures import ece_by_bins_figure, kde_figure
+from dashboard.views._common import chart, explain
+
+
+def figures(ctx):
+    s = ctx.settings
+    curves = ctx.per_output(compute.kde_curve)
+    diagrams = ctx.per_output(compute.confidence_diagram, s.binning, s.bins)
+    reports = ctx.per_output(compute.report, s.binning, s.bins, s.n_bootstrap)
+    kde_ece = {label: rep.metrics["kde_ece"] for label, rep in reports.items()}
+    sweeps = ctx.per_output(compute.ece_sweep, s.binning)
+    return (
+        kde_figure(curves, diagrams, kde_ece=kde_ece, theme=ctx.theme),
+        ece_by_bins_figure(sweeps, kde_ece=kde_ece, theme=ctx.theme),
+    )
+
+
+def render(ctx) -> None:
+    st.subheader("KDE-ECE beside binned ECE")
+    explain("kde")
+    left, right = st.columns(2)
+    curve_fig, sweep_fig = figures(ctx)
+    with left:
+        chart(curve_fig, "figure.kde")
+    with right:
+        chart(sweep_fig, "figure.ece_by_bins")

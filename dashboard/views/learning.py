@@ -1,0 +1,69 @@
+"""View 7: metric and accuracy against the calibration-set size."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import calcore
+from dashboard import compute
+from dashboard.figures import learning_curve_figure
+from dashboard.views._common import chart, explain
+
+KEY_METRIC = "view.learning.metric"
+KEY_REPEATS = "view.learning.repeats"
+METRIC_CHOICES = ("top_label_ece", "conf_ece", "classwise_ece", "nll", "brier")
+
+
+def curve(ctx, *, metric: str, n_repeats: int) -> calcore.LearningCurve:
+    """All methods' curves in one LearningCurve, from per-method cached pieces.
+
+    calcore draws the same subsets for every method (same seed), so curves computed one
+    method at a time are the curves of one joint call; caching per method means adding a
+    method does not refit the others.
+    """
+    s, split = ctx.settings, ctx.split
+    sizes = compute.learning_sizes(split.calib.n_samples)
+    parts = [
+        compute.learning(
+            ctx.keys[label],
+            choice.name,
+            choice.params,
+            metric,
+            sizes,
+            n_repeats,
+            s.binning,
+            s.bins,
+            split.calib,
+            split.test,
+        )  # fmt: skip
+        for label, choice in ctx.methods.items()
+    ]
+    first = parts[0]
+    return calcore.LearningCurve(
+        sizes=first.sizes,
+        methods=tuple(ctx.methods),
+        metric=metric,
+        mean=np.vstack([p.mean for p in parts]),
+        std=np.vstack([p.std for p in parts]),
+        accuracy_mean=np.vstack([p.accuracy_mean for p in parts]),
+        accuracy_std=np.vstack([p.accuracy_std for p in parts]),
+        n_repeats=first.n_repeats,
+        uncalibrated=first.uncalibrated,
+    )
+
+
+def render(ctx) -> None:
+    st.subheader("Learning curves")
+    explain("learning")
+    if not ctx.methods:
+        st.info("Choose at least one calibrator in the sidebar.")
+        return
+    left, right = st.columns(2)
+    metric = left.selectbox(
+        "Metric", METRIC_CHOICES, format_func=lambda k: calcore.METRICS[k].label, key=KEY_METRIC
+    )
+    n_repeats = right.selectbox("Repetitions", (3, 5, 10), index=0, key=KEY_REPEATS)
+    with st.spinner("Fitting every method on subsets of the calibration rows…"):
+        result = curve(ctx, metric=metric, n_repeats=int(n_repeats))
+    chart(learning_curve_figure(result, theme=ctx.theme), "figure.learning")

@@ -1,0 +1,144 @@
+"""View 1: the metrics table, every method beside "uncalibrated", with bootstrap intervals."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+import calcore
+from dashboard import compute
+from dashboard.exports import table_csv
+from dashboard.text import escape_markdown as esc
+from dashboard.views._common import explain
+
+GAIN = "calibration_gain"
+GAIN_LABEL = "Calibration gain"
+
+
+def metric_values(ctx) -> dict[str, dict[str, calcore.Interval | None]]:
+    """``values[method][metric]``: calcore's estimate and bootstrap interval (or None)."""
+    s = ctx.settings
+    out = {}
+    for label, preds in ctx.outputs.items():
+        rep = compute.report(ctx.keys[label], s.binning, s.bins, s.n_bootstrap, preds)
+        row = {}
+        for key in calcore.METRICS:
+            value = rep.metrics.get(key)
+            if value is None:
+                row[key] = None
+            else:
+                row[key] = rep.intervals.get(key) or calcore.Interval(
+                    float(value), math.nan, math.nan, 0.95, 0
+                )
+        if label in ctx.fitted:
+            cal = ctx.fitted[label].calibrator
+            injective = bool(getattr(cal, "injective", False)) and cal.accuracy_preserving
+            g = compute.gain(ctx.keys[label], injective, ctx.test, preds)
+            row[GAIN] = calcore.Interval(float(g.value), math.nan, math.nan, 0.95, 0)
+        else:
+            row[GAIN] = calcore.Interval(0.0, math.nan, math.nan, 0.95, 0)
+        out[label] = row
+    return out
+
+
+def columns() -> dict[str, tuple[str, bool]]:
+    """metric key -> (column title, higher is better)."""
+    cols = {k: (spec.label, spec.higher_is_better) for k, spec in calcore.METRICS.items()}
+    cols[GAIN] = (GAIN_LABEL, True)
+    return cols
+
+
+def best_methods(values) -> dict[str, set[str]]:
+    """Per metric, the method(s) with the best estimate (ties all count)."""
+    best = {}
+    for key, (_, higher) in columns().items():
+        scored = {m: row[key].estimate for m, row in values.items() if row.get(key) is not None}
+        scored = {m: v for m, v in scored.items() if math.isfinite(v)}
+        if not scored:
+            continue
+        target = max(scored.values()) if higher else min(scored.values())
+        best[key] = {m for m, v in scored.items() if v == target}
+    return best
+
+
+def _cell(iv: calcore.Interval | None) -> str:
+    if iv is None:
+        return "—"
+    if math.isnan(iv.low):
+        return f"{iv.estimate:.4f}"
+    return f"{iv.estimate:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
+
+
+def display_table(values) -> pd.DataFrame:
+    """One row per method, one column per metric: 'estimate [low, high]'."""
+    cols = columns()
+    rows = []
+    for method, row in values.items():
+        rows.append({"method": method} | {cols[k][0]: _cell(row.get(k)) for k in cols})
+    return pd.DataFrame(rows)
+
+
+def tidy_rows(values) -> list[dict]:
+    """``method, metric, estimate, low, high`` rows for the CSV download."""
+    return [
+        {"method": m, "metric": k, "estimate": iv.estimate, "low": iv.low, "high": iv.high}
+        for m, row in values.items()
+        for k, iv in row.items()
+        if iv is not None
+    ]
+
+
+def render(ctx) -> None:
+    st.subheader("Metrics on the test rows")
+    explain("metrics")
+    values = metric_values(ctx)
+    table = display_table(values)
+    best = best_methods(values)
+    titles = {cols[0]: key for key, cols in columns().items()}
+
+    def bold_best(column: pd.Series):
+        key = titles.get(column.name)
+        winners = best.get(key, set())
+        return [
+            "font-weight: bold" if method in winners else "" for method in table["method"]
+        ]  # fmt: skip
+
+    st.dataframe(
+        table.style.apply(bold_best, axis=0),
+        hide_index=True,
+        key="table.metrics",
+        column_config={"method": st.column_config.TextColumn(pinned=True)},
+    )
+    s = ctx.settings
+    b, k = compute.calcore_binning(s.binning, s.bins)
+    st.caption(
+        f"{ctx.test.n_samples:,} test rows · binning {esc(b)}, {esc(k)} · "
+        + (f"{s.n_bootstrap} bootstrap resamples (95%)" if s.n_bootstrap else "no intervals")
+        + " · best per column in bold."
+    )
+    st.download_button(
+        "Download the table (CSV)",
+        data=lambda: table_csv(tidy_rows(values)),
+        file_name="calibration_metrics.csv",
+        mime="text/csv",
+        key="download.metrics",
+    )
+    if ctx.fitted:
+        st.markdown("**Fitted calibrators**")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "method": label,
+                        "fit seconds": round(f.seconds, 3),
+                        "accuracy preserving": ctx.fitted[label].calibrator.accuracy_preserving,
+                        "fit details": ", ".join(f"{k}={v}" for k, v in f.info.items())[:300],
+                    }
+                    for label, f in ctx.fitted.items()
+                ]
+            ),
+            hide_index=True,
+            key="table.fits",
+        )

@@ -1,0 +1,83 @@
+"""View 5: validity and conditional validity over calibration/test resamples."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import calcore
+from dashboard import compute
+from dashboard.figures import validity_figure
+from dashboard.text import escape_markdown as esc
+from dashboard.views._common import chart, explain
+
+KEY_RESAMPLES = "view.validity.resamples"
+KEY_VIEW = "view.validity.view"
+RESAMPLE_CHOICES = (10, 20, 50, 100)
+
+
+def curves(ctx, *, view: str, n_resamples: int) -> dict:
+    """Each fitted method's curves (the uncalibrated model has nothing to resample)."""
+    split = ctx.split
+    return {
+        label: compute.validity(
+            ctx.keys[label],
+            choice.name,
+            choice.params,
+            view,
+            n_resamples,
+            split.calib,
+            split.test,
+        )  # fmt: skip
+        for label, choice in ctx.methods.items()
+    }
+
+
+def theory(ctx) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """UMD's guarantee for the first histogram-binning method with a bin count, if any."""
+    for choice in ctx.methods.values():
+        if choice.name.endswith("hb") and choice.name != "projection-hb":
+            params = calcore.CALIBRATORS[choice.name].defaults | choice.kwargs
+            if params.get("points_per_bin") is None and params.get("bins"):
+                data_rows = ctx.split.calib.n_samples + (
+                    0 if ctx.split.calib is ctx.split.test else ctx.split.test.n_samples
+                )
+                n_calib, bins = data_rows // 2, int(params["bins"])
+                eps = np.linspace(0.0, 0.2, 201)
+                return eps, (n_calib, bins), choice.label
+    return None
+
+
+def render(ctx) -> None:
+    st.subheader("Validity plots")
+    explain("validity")
+    if not ctx.methods:
+        st.info("Choose at least one calibrator in the sidebar: validity is a property of one.")
+        return
+    left, right = st.columns(2)
+    n_resamples = left.selectbox(
+        "Resamples (half calibration, half test)", RESAMPLE_CHOICES, index=1, key=KEY_RESAMPLES
+    )
+    view = right.radio("Scores", ["confidence", "top-label"], horizontal=True, key=KEY_VIEW)
+    with st.spinner(f"Fitting each method {n_resamples} times…"):
+        results = curves(ctx, view=view, n_resamples=int(n_resamples))
+    th = theory(ctx)
+    bound, bound_c = None, None
+    if th is not None:
+        eps, (n_calib, bins), label = th
+        bound = (eps, calcore.umd_validity_bound(eps, n_calib=n_calib, n_bins=bins))
+        bound_c = (eps, calcore.umd_validity_bound(eps, n_calib=n_calib, n_bins=bins,
+                                                    conditional=True))  # fmt: skip
+    a, b = st.columns(2)
+    with a:
+        chart(validity_figure(results, theory=bound, theme=ctx.theme), "figure.validity")
+    with b:
+        chart(
+            validity_figure(results, theory=bound_c, conditional=True, theme=ctx.theme),
+            "figure.validity_conditional",
+        )
+    if th is not None:
+        st.caption(
+            f"Dashed: UMD's guarantee with {th[1][1]} bins and {th[1][0]:,} calibration rows "
+            f"(the setting of {esc(th[2])}); it holds for binary uniform-mass binning."
+        )
