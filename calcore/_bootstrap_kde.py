@@ -191,12 +191,13 @@ def weighted_kde(scores: np.ndarray, outcomes: np.ndarray, *, bandwidth=None) ->
     r_list, c_list, v_list = [], [], []
     for idx, segment, j in parts:
         b = (points[idx] - centre[j]) / h
-        pos = o[rows[idx]] != 0.0
+        pos = np.flatnonzero(o[rows[idx]] != 0.0)
+        col = rank[rows[idx]]  # hoisted: the same columns for every power
+        col_pos, r0 = col[pos], (j * seg + segment) * _N_POWERS
         power = np.ones_like(b)
         for k in range(_N_POWERS):
-            r_k = ((j * seg) + segment) * _N_POWERS + k
-            r_list += [r_k, half + r_k[pos]]
-            c_list += [rank[rows[idx]], rank[rows[idx]][pos]]
+            r_list += [r0 + k, half + r0[pos] + k]
+            c_list += [col, col_pos]
             v_list += [power, power[pos]]
             power = power * b
     # Duplicates (a row and its mirror image in the same segment) are summed by tocsr.
