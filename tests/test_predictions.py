@@ -383,3 +383,90 @@ def test_repr_mentions_kind():
 def test_public_namespace():
     assert calcore.Predictions is Predictions
     assert calcore.CalcoreError is CalcoreError
+
+
+# --------------------------------------------------------------------------- calibrator outputs
+
+
+def _base_preds():
+    return Predictions.from_probs([[0.7, 0.3], [0.2, 0.8], [0.5, 0.5]], [0, 1, 1])
+
+
+def test_calibrated_owned_fresh_array_is_frozen_in_place_not_copied():
+    like = _base_preds()
+    probs = np.array([[0.6, 0.4], [0.3, 0.7], [0.5, 0.5]])
+    logits = np.log(probs)
+    out = Predictions._calibrated(probs, like, logits=logits, owned=True)
+    assert out.probs is probs and out.logits is logits
+    assert not probs.flags.writeable and not logits.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        probs[0, 0] = 1.0
+
+
+def test_calibrated_not_owned_never_aliases_nor_freezes():
+    like = _base_preds()
+    for values, normalized in (
+        ([[0.6, 0.4], [0.3, 0.7], [0.5, 0.5]], True),
+        ([[0.6, 0.9]] * 3, False),
+    ):
+        probs = np.array(values)
+        logits = np.log(probs)
+        out = Predictions._calibrated(probs, like, logits=logits, normalized=normalized)
+        assert out.probs is not probs and out.logits is not logits
+        assert probs.flags.writeable and logits.flags.writeable
+        probs[0, 0], logits[0, 0] = 0.0, 0.0
+        assert out.probs[0, 0] == 0.6 and out.logits[0, 0] == np.log(0.6)
+
+
+def test_calibrated_owned_views_are_still_copied():
+    # A writeable view may be written through its base by whoever holds it: copy it.
+    like = _base_preds()
+    buffer = np.array([[0.6, 0.4, 9.0], [0.3, 0.7, 9.0], [0.5, 0.5, 9.0]])
+    out = Predictions._calibrated(buffer[:, :2], like, owned=True)
+    buffer[0, 0] = 0.1
+    assert out.probs[0, 0] == 0.6 and buffer.flags.writeable
+
+
+def test_calibrated_shares_read_only_arrays_that_own_their_memory():
+    like = _base_preds()
+    out = Predictions._calibrated(like.probs, like)  # e.g. an identity step in a composition
+    assert out.probs is like.probs
+
+
+def test_calibrator_transform_outputs_are_read_only():
+    from calcore.calibrators import make_calibrator
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(400, 4)) * 3
+    labels = (rng.random(400)[:, None] > np.cumsum(softmax64(z / 2), axis=1)).sum(axis=1)
+    preds = Predictions.from_logits(z, np.minimum(labels, 3))
+    for name in ("ts", "cw-hb", "tl-hb", "ets"):
+        out = make_calibrator(name).fit(preds).transform(preds)
+        assert not out.probs.flags.writeable
+        assert out.logits is None or not out.logits.flags.writeable
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (np.nan, r"row 1 \(0-based\), column 0: probability value nan is not a finite number"),
+        (np.inf, r"row 1 \(0-based\), column 0: probability value inf is not a finite number"),
+        (-0.25, r"row 1 \(0-based\), column 0: probability -0.25 is outside \[0, 1\]"),
+        (1.5, r"row 1 \(0-based\), column 0: probability 1.5 is outside \[0, 1\]"),
+    ],
+)
+def test_calibrated_unnormalised_rejects_values_outside_unit_interval(bad, message):
+    values = np.full((3, 2), 0.5)
+    values[1, 0] = bad
+    with pytest.raises(CalcoreError, match=message):
+        Predictions._calibrated(values, _base_preds(), normalized=False, owned=True)
+
+
+def test_calibrated_rejects_non_finite_logits():
+    z = np.zeros((3, 2))
+    z[2, 1] = np.nan
+    with pytest.raises(CalcoreError, match="calibrated logits"):
+        Predictions._calibrated(np.full((3, 2), 0.5), _base_preds(), logits=z, owned=True)
+    huge = np.full((3, 2), 1e308)  # finite, though their sum overflows
+    out = Predictions._calibrated(np.full((3, 2), 0.5), _base_preds(), logits=huge, owned=True)
+    assert out.logits is huge

@@ -177,6 +177,13 @@ class Calibrator:
         raise NotImplementedError
 
     def _transform(self, preds: Predictions, state: dict) -> tuple[np.ndarray, np.ndarray | None]:
+        """New probabilities (and logits or None) for ``preds``.
+
+        The arrays are handed over to the returned :class:`Predictions`, which
+        freezes them without a copy (``Predictions._calibrated(owned=True)``):
+        return fresh arrays, or read-only ones, and keep no writeable reference
+        to them (no array stored in the calibrator, no view of a buffer reused later).
+        """
         raise NotImplementedError
 
     # -- the protocol ------------------------------------------------------------
@@ -232,7 +239,9 @@ class Calibrator:
                 f"same classes in the same order."
             )
         probs, logits = self._transform(preds, self._state)
-        return Predictions._calibrated(probs, preds, logits=logits, normalized=self.normalized)
+        return Predictions._calibrated(
+            probs, preds, logits=logits, normalized=self.normalized, owned=True
+        )
 
     def fit_transform(self, preds: Predictions) -> Predictions:
         return self.fit(preds).transform(preds)
