@@ -191,6 +191,18 @@ def test_samples_reproduce_accuracy_and_labels_follow_true_probs():
     assert np.all(np.abs(resid) < 4 * np.sqrt(0.25 / d.preds.n_samples))
 
 
+def test_sampled_labels_reproduce_true_conf_ece():
+    """Binned conf-ECE from sampled labels (not true probabilities) on a large sample."""
+    sim = dirichlet_simulator(3, concentration=0.6, miscalibration="overconfident", strength=1.0)
+    t = true_calibration_errors(sim, n_inner=512, panels=32, n_monte_carlo=20_000, seed=3)
+    d = simulate_predictions(sim, 400_000, seed=21)
+    h, correct = d.preds.confidence, d.preds.correct.astype(float)
+    est = _binned_with_truth(h, correct, np.zeros_like(d.preds.labels), n_bins=20)
+    # label noise inflates each bin's |gap| by at most about sqrt(2/pi) * sd / sqrt(n_b)
+    noise = np.sqrt(2 / np.pi) * np.sqrt(0.25 / (400_000 / 20))
+    assert abs(est - t.conf_ece) < noise + 4 * t.standard_errors["conf_ece"] + 1e-3
+
+
 def test_calibrated_generator_has_zero_errors():
     sim = dirichlet_simulator(3, concentration=0.7, miscalibration="calibrated")
     t = true_calibration_errors(sim, n_inner=64, panels=16, n_monte_carlo=20_000)
