@@ -45,6 +45,10 @@ def _grid(titles: list[str], *, x_title: str, y_title: str):
     return fig, cells, rows
 
 
+def _add(fig: go.Figure, traces: list, where: list) -> None:
+    fig.add_traces(traces, rows=[r for r, _ in where], cols=[c for _, c in where])
+
+
 def _height(rows: int) -> int:
     return 200 + 260 * rows
 
@@ -92,18 +96,22 @@ def per_class_top_label_figure(
     full = list(methods) if methods is not None else []
     style = method_style([*full, *([method] if method not in full else [])])[method]
     label = esc(method)
-    for i, (c, (row, col)) in enumerate(zip(chosen, cells, strict=True)):
-        fig.add_trace(diagonal(theme, showlegend=i == 0), row=row, col=col)
-        points = reliability_points(
-            diagram.per_class[c],
-            name=label,
-            group=label,
-            style=style,
-            showlegend=i == 0,
-            x_label="mean top-label probability",
-            y_label="frequency",
+    traces, where = [], []  # added in one call: per-trace add_trace is slow on big grids
+    for i, (c, cell) in enumerate(zip(chosen, cells, strict=True)):
+        traces.append(diagonal(theme, showlegend=i == 0))
+        traces.append(
+            reliability_points(
+                diagram.per_class[c],
+                name=label,
+                group=label,
+                style=style,
+                showlegend=i == 0,
+                x_label="mean top-label probability",
+                y_label="frequency",
+            )
         )
-        fig.add_trace(points, row=row, col=col)
+        where += [cell, cell]
+    _add(fig, traces, where)
     title = f"Per-class top-label reliability · {label}"
     return finish(fig, theme=theme, title=title, height=_height(rows), headroom=_headroom(2))
 
@@ -138,21 +146,26 @@ def classwise_grid_figure(diagrams, *, class_names, theme: str = "light") -> go.
     fig, cells, rows = _grid(
         [esc(n) for n in names], x_title="class probability", y_title="frequency of the class"
     )
-    for i, (row, col) in enumerate(cells):
-        fig.add_trace(diagonal(theme, showlegend=i == 0), row=row, col=col)
+    traces, where = [], []
+    for i, cell in enumerate(cells):
+        traces.append(diagonal(theme, showlegend=i == 0))
+        where.append(cell)
         for method, ds in diagrams.items():
             label = esc(method)
-            points = reliability_points(
-                ds[i],
-                name=label,
-                group=label,
-                style=styles[method],
-                showlegend=i == 0,
-                show_intervals=len(diagrams) <= 2,  # more error bars would hide the points
-                x_label="mean class probability",
-                y_label="frequency",
+            traces.append(
+                reliability_points(
+                    ds[i],
+                    name=label,
+                    group=label,
+                    style=styles[method],
+                    showlegend=i == 0,
+                    show_intervals=len(diagrams) <= 2,  # more error bars would hide the points
+                    x_label="mean class probability",
+                    y_label="frequency",
+                )
             )
-            fig.add_trace(points, row=row, col=col)
+            where.append(cell)
+    _add(fig, traces, where)
     title = "Class-wise reliability diagrams"
     first = next(iter(diagrams.values()))[0]
     subtitle = f"{esc(first.binning)} · n = {int(first.n):,} · one panel per class"
