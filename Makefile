@@ -18,7 +18,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 PYTEST_ARGS ?=
 
-.PHONY: help install run test bench lint chromium clean
+.PHONY: help install run test bench lint chromium clean replicate
 
 help:
 	@echo "targets: run test bench lint install chromium clean"
@@ -66,6 +66,16 @@ bench: $(STAMP)
 	@shopt -s nullglob; files=(benchmarks/bench_*.py); \
 	if [ $${#files[@]} -eq 0 ]; then echo "bench: no benchmarks/bench_*.py yet"; exit 0; fi; \
 	for f in "$${files[@]}"; do echo "== $$f"; $(PY) "$$f"; done
+
+# Every paper replication and estimator study in full size; each writes its Markdown table
+# and (from stdout) its JSON under docs/replications/. About 10 minutes on 2 cores.
+replicate: $(STAMP)
+	@for f in benchmarks/study_estimators.py benchmarks/replicate_*.py; do \
+	  name=$$(basename "$$f" .py); name=$${name#replicate_}; \
+	  [ "$$name" = study_estimators ] && name=estimator_study; \
+	  echo "== $$f -> docs/replications/$$name.{md,json}"; \
+	  $(PY) "$$f" > "docs/replications/$$name.json"; \
+	done
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -165,7 +165,7 @@ def main(argv=None) -> dict:
         text = markdown(results, ranks, settings)
     else:  # the paper's ranks are over all eight methods: no rank comparison in quick mode
         text = markdown(results, ranks, settings).split("## Average rank")[0]
-    (args.out / "nafir_table.md").write_text(text)
+    (args.out / "nafir.md").write_text(text)
     out = {
         "settings": settings,
         "results": results,

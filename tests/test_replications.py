@@ -117,7 +117,7 @@ def test_mixnmatch_table1(tmp_path, monkeypatch, shared_data, capsys):
 def test_nafir(tmp_path, monkeypatch, shared_data, capsys):
     res = _run("replicate_nafir", tmp_path, monkeypatch, shared_data)
     capsys.readouterr()
-    _markdown(tmp_path, "nafir_table.md")
+    _markdown(tmp_path, "nafir.md")
     r = res["results"]["resnet110"]
     # NA-FIR paper: NA-FIR has the best NLL, SCIR the best conf-ECE on CIFAR-10
     assert r["NA-FIR"]["nll"] < min(r[m]["nll"] for m in ("FIR", "SCIR", "TS", "Uncalibrated"))
