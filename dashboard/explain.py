@@ -19,7 +19,7 @@ EXPLAIN = {
         "**KDE-ECE** replaces bins with a smooth kernel estimate (Zhang et al., 2020). "
         "**Calibration gain** is the drop in the proper-score loss relative to the "
         "uncalibrated model. Brackets: percentile bootstrap over test rows. The best value per "
-        "column is bold."
+        "row is bold."
     ),
     "confidence": (
         "Rows are grouped into bins of their **confidence** (the top predicted probability). "

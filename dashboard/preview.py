@@ -26,10 +26,13 @@ def _key(digest: str, what: str) -> str:
 
 def load_options(schema, digest: str, *, expanded: bool) -> LoadOptions:
     """Preview ``schema`` (calcore.TableSchema) and return the user's corrections."""
-    title = (
-        f"Data: {schema.n_rows:,} rows, {len(schema.class_columns)} score columns "
-        f"({schema.file_format})"
-    )
+    if schema.file_format == "npz":
+        title = f"Data: {schema.n_rows:,} rows, {len(schema.class_names)} classes (NPZ)"
+    else:
+        title = (
+            f"Data: {schema.n_rows:,} rows, {len(schema.class_columns)} score columns "
+            f"({schema.file_format.upper()})"
+        )
     with st.expander(title, expanded=expanded or bool(schema.problems)):
         for problem in schema.problems:
             st.warning(esc(problem))

@@ -77,10 +77,10 @@ def _metrics_html(ctx) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
     body = []
     for _, row in table.iterrows():
+        winners = best.get(keys[row["metric"]], set())
         cells = []
         for col in table.columns:
-            is_best = row["method"] in best.get(keys.get(col), set())
-            cls = ' class="best"' if is_best else ""
+            cls = ' class="best"' if col in winners else ""
             cells.append(f"<td{cls}>{html.escape(str(row[col]))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
@@ -101,7 +101,7 @@ def report_html(ctx, *, source: str) -> str:
         "</table>",
         "<h2>Metrics on the test rows</h2>",
         _metrics_html(ctx),
-        "<p>Brackets: 95% percentile bootstrap intervals; bold: best per column.</p>",
+        "<p>Brackets: 95% percentile bootstrap intervals; bold: best per row.</p>",
     ]
     for i, (title, fig) in enumerate(report_figures(ctx)):
         parts.append(f"<h2>{html.escape(title)}</h2>")

@@ -102,8 +102,9 @@ def small_csv(rng_seed: int = 0, n: int = 400, names=("cat", "dog", "rabbit")) -
 
 
 def metrics_table(at: AppTest):
-    (table,) = [d.value for d in at.dataframe if "method" in d.value.columns and "NLL" in d.value]
-    return table.set_index("method")
+    """The metrics table transposed back to one row per method, one column per metric."""
+    (table,) = [d.value for d in at.dataframe if "metric" in d.value.columns]
+    return table.drop(columns="better").set_index("metric").T
 
 
 def cell_estimate(cell: str) -> float:
@@ -219,7 +220,7 @@ def test_binning_scheme_applies_to_the_table():
 
 
 def test_query_string_restores_every_setting():
-    query = {
+    link = {
         "sample": "credit-default-logreg",
         "m": ["platt", "hb:bins=10;randomized=false"],
         "view": "confidence",
@@ -227,7 +228,7 @@ def test_query_string_restores_every_setting():
         "bins": "12",
         "theme": "dark",
     }
-    at = run_app(query)
+    at = run_app(link)
     assert at.selectbox(key=controls.KEY_SAMPLE).value == "credit-default-logreg"
     assert at.multiselect(key=controls.KEY_METHODS).value == ["platt", "hb"]
     assert at.number_input(key=controls.param_key("hb", "bins")).value == 10

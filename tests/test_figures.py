@@ -570,3 +570,19 @@ def test_every_builder_themes_fonts_and_lines(theme, diagrams, validity, learnin
                 assert t.line.width >= 2, t.name
             if t.type == "scatter" and t.mode and "markers" in t.mode:
                 assert t.marker.size is None or np.min(t.marker.size) >= 8, t.name
+
+
+def test_reliability_skips_empty_data_dependent_bins():
+    # Discrete scores with equal-mass bins leave some bins empty: they have no score range
+    # (NaN edges) and must not become bars (Plotly refuses NaN widths).
+    scores = np.repeat([0.2, 0.8], 50)
+    probs = np.column_stack([1 - scores, scores])
+    preds = calcore.Predictions.from_probs(probs, (np.arange(100) % 3 == 0).astype(int))
+    diagram = calcore.reliability_diagram(preds, bins=6, binning="equal-mass")
+    assert (diagram.count == 0).any() and np.isnan(diagram.lower_edge).any()
+    fig = reliability_figure({"uncalibrated": diagram})
+    (bars,) = [t for t in fig.data if t.type == "bar"]
+    filled = np.isfinite(diagram.lower_edge)
+    np.testing.assert_array_equal(np.asarray(bars.y), diagram.count[filled])
+    assert np.isfinite(np.asarray(bars.width, dtype=float)).all()
+    fig.to_json()

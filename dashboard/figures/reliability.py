@@ -29,14 +29,18 @@ VIEW_LABELS = {
 def count_bars(diagram, *, name: str, group: str, color: str, slot: int = 0, slots: int = 1):
     """Rows per bin as bars; with ``slots`` methods each takes a 1/slots slice of its bins.
 
-    Every bin gets a bar (an empty bin is a bar of height 0), at ``x = lower_edge``.
+    Every bin with known edges gets a bar (an empty equal-width bin is a bar of height 0),
+    at ``x = lower_edge``. Empty data-dependent bins have no score range (NaN edges) and
+    are left out.
     """
     left = np.asarray(diagram.lower_edge, dtype=float)
     right = np.asarray(diagram.upper_edge, dtype=float)
+    known = np.isfinite(left) & np.isfinite(right)
+    left, right = left[known], right[known]
     width = (right - left) / slots  # side by side inside the bin, so methods never overlap
     return go.Bar(
         x=left,
-        y=np.asarray(diagram.count),
+        y=np.asarray(diagram.count)[known],
         width=width,
         offset=slot * width,
         name=name,

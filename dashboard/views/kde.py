@@ -13,7 +13,8 @@ def figures(ctx):
     s = ctx.settings
     curves = ctx.per_output(compute.kde_curve)
     diagrams = ctx.per_output(compute.confidence_diagram, s.binning, s.bins)
-    reports = ctx.per_output(compute.report, s.binning, s.bins, s.n_bootstrap)
+    # point estimates only: shares the metrics view's first (interval-free) evaluation
+    reports = ctx.per_output(compute.report, s.binning, s.bins, 0)
     kde_ece = {label: rep.metrics["kde_ece"] for label, rep in reports.items()}
     sweeps = ctx.per_output(compute.ece_sweep, s.binning)
     return (

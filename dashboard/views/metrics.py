@@ -17,12 +17,16 @@ GAIN = "calibration_gain"
 GAIN_LABEL = "Calibration gain"
 
 
-def metric_values(ctx) -> dict[str, dict[str, calcore.Interval | None]]:
-    """``values[method][metric]``: calcore's estimate and bootstrap interval (or None)."""
+def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
+    """``values[method][metric]``: calcore's estimate and bootstrap interval (or None).
+
+    ``n_bootstrap`` defaults to the sidebar's; 0 gives point estimates only (fast).
+    """
     s = ctx.settings
+    n_bootstrap = s.n_bootstrap if n_bootstrap is None else n_bootstrap
     out = {}
     for label, preds in ctx.outputs.items():
-        rep = compute.report(ctx.keys[label], s.binning, s.bins, s.n_bootstrap, preds)
+        rep = compute.report(ctx.keys[label], s.binning, s.bins, n_bootstrap, preds)
         row = {}
         for key in calcore.METRICS:
             value = rep.metrics.get(key)
@@ -72,11 +76,13 @@ def _cell(iv: calcore.Interval | None) -> str:
 
 
 def display_table(values) -> pd.DataFrame:
-    """One row per method, one column per metric: 'estimate [low, high]'."""
-    cols = columns()
+    """One row per metric, one column per method ('estimate [low, high]'): on a projector a
+    handful of method columns reads better than eighteen metric columns."""
     rows = []
-    for method, row in values.items():
-        rows.append({"method": method} | {cols[k][0]: _cell(row.get(k)) for k in cols})
+    for key, (title, higher) in columns().items():
+        row = {"metric": title, "better": "↑ higher" if higher else "↓ lower"}
+        row |= {method: _cell(values[method].get(key)) for method in values}
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -90,33 +96,42 @@ def tidy_rows(values) -> list[dict]:
     ]
 
 
+def _show(slot, values, *, key: str | None) -> None:
+    table = display_table(values)
+    best = best_methods(values)
+    keys = {title: key for key, (title, _) in columns().items()}
+
+    def bold_best(row: pd.Series):
+        winners = best.get(keys[row["metric"]], set())
+        return ["font-weight: bold" if col in winners else "" for col in row.index]
+
+    slot.dataframe(
+        table.style.apply(bold_best, axis=1),
+        hide_index=True,
+        height=36 * (len(table) + 1) + 3,  # every metric visible, no inner scrolling
+        key=key,
+        column_config={"metric": st.column_config.TextColumn(pinned=True)},
+    )
+
+
 def render(ctx) -> None:
     st.subheader("Metrics on the test rows")
     explain("metrics")
-    values = metric_values(ctx)
-    table = display_table(values)
-    best = best_methods(values)
-    titles = {cols[0]: key for key, cols in columns().items()}
-
-    def bold_best(column: pd.Series):
-        key = titles.get(column.name)
-        winners = best.get(key, set())
-        return [
-            "font-weight: bold" if method in winners else "" for method in table["method"]
-        ]  # fmt: skip
-
-    st.dataframe(
-        table.style.apply(bold_best, axis=0),
-        hide_index=True,
-        key="table.metrics",
-        column_config={"method": st.column_config.TextColumn(pinned=True)},
-    )
+    slot = st.empty()
+    if ctx.settings.n_bootstrap:
+        # point estimates first (fast), then the same table with intervals
+        _show(slot, metric_values(ctx, n_bootstrap=0), key=None)
+        with st.spinner(f"Bootstrap intervals ({ctx.settings.n_bootstrap} resamples)…"):
+            values = metric_values(ctx)
+    else:
+        values = metric_values(ctx)
+    _show(slot, values, key="table.metrics")
     s = ctx.settings
     b, k = compute.calcore_binning(s.binning, s.bins)
     st.caption(
         f"{ctx.test.n_samples:,} test rows · binning {esc(b)}, {esc(k)} · "
         + (f"{s.n_bootstrap} bootstrap resamples (95%)" if s.n_bootstrap else "no intervals")
-        + " · best per column in bold."
+        + " · best per row in bold."
     )
     st.download_button(
         "Download the table (CSV)",

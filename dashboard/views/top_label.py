@@ -48,7 +48,10 @@ def render(ctx) -> None:
         format_func=lambda i: f"[{lower[i]:.3f}, {upper[i]:.3f}] · {count[i]:,} rows",
         key=KEY_BIN,
     )
-    chart(top_label_bin_figure(diagram, b, theme=ctx.theme), "figure.top_label_bin")
+    chart(
+        top_label_bin_figure(diagram, b, method=method, methods=list(diagrams), theme=ctx.theme),
+        "figure.top_label_bin",
+    )
 
     st.markdown("**Per predicted class** (bins formed within each class)")
     ratios = np.array([d.count.sum() for d in diagram.per_class])
@@ -56,7 +59,9 @@ def render(ctx) -> None:
     if len(diagram.per_class) > MAX_PANELS:
         st.caption(f"The {MAX_PANELS} most-predicted of {len(diagram.per_class)} classes.")
     chart(
-        per_class_top_label_figure(diagram, classes=order, method=method, theme=ctx.theme),
+        per_class_top_label_figure(
+            diagram, classes=order, method=method, methods=list(diagrams), theme=ctx.theme
+        ),
         "figure.top_label_per_class",
     )
     st.caption(f"Method shown: {esc(method)}.")
