@@ -395,3 +395,60 @@ def test_blas_runs_single_threaded_inside_the_fit_context_and_is_restored():
             pass
         assert set(blas_thread_counts()) == {1}
     assert blas_thread_counts() == before
+
+
+# -- ensemble temperature scaling: the weights and the blocked passes ----------------------------
+def _ets_parts(preds, temperature):
+    p_t = softmax(preds.logits / temperature, axis=1)
+    return p_t, preds.probs, np.eye(preds.n_classes)[preds.labels]
+
+
+@pytest.mark.parametrize("loss", ["mse", "nll"])
+def test_ets_weights_beat_a_brute_force_grid_over_the_simplex(loss):
+    preds = _synthetic(3000, 5, 2.5, seed=31)
+    ets = make_calibrator("ets", loss=loss).fit(preds)
+    p_t, p_1, onehot = _ets_parts(preds, ets.fit_info["temperature"])
+    step = 0.005
+    grid = [(a, b) for a in np.arange(0, 1 + 1e-9, step) for b in np.arange(0, 1 - a + 1e-9, step)]
+    grid = np.array([(a, b, max(0.0, 1 - a - b)) for a, b in grid])
+    rows = np.arange(preds.n_samples)
+
+    def loss_at(w):
+        q = w[0] * p_t + w[1] * p_1 + w[2] / preds.n_classes
+        if loss == "mse":
+            return np.mean(np.sum((q - onehot) ** 2, axis=1))
+        return -np.mean(np.log(q[rows, preds.labels]))
+
+    # the loss is a quadratic (mse) or a function of the label column only (nll): vectorise it
+    if loss == "mse":
+        values = np.array([loss_at(w) for w in grid[:: max(1, len(grid) // 4000)]])
+        grid = grid[:: max(1, len(grid) // 4000)]
+    else:
+        a = np.column_stack([p_t[rows, preds.labels], p_1[rows, preds.labels]])
+        q = grid[:, :2] @ a.T + grid[:, 2:] / preds.n_classes
+        values = -np.mean(np.log(q), axis=1)
+    w = np.asarray(ets.fit_info["weights"])
+    assert w.min() >= 0 and w.sum() == pytest.approx(1.0, abs=1e-12)
+    assert ets.fit_info["weights_loss"] == pytest.approx(loss_at(w), rel=1e-10)
+    assert loss_at(w) <= values.min() + 1e-10
+    assert np.abs(w - grid[np.argmin(values)]).max() < 0.05
+
+
+def test_ets_blocked_statistics_and_transform_match_the_full_matrices():
+    from calcore.calibrators import _scaling
+
+    preds = _synthetic(3000, 50, 2.0, seed=32)  # 1,310 rows per block: 3 blocks, the last partial
+    temperature, weights = 1.7, (0.5, 0.3, 0.2)
+    p_t, p_1, _ = _ets_parts(preds, temperature)
+    stats = _scaling.ets_statistics(preds.logits, preds.probs, preds.labels, temperature)
+    rows = np.arange(preds.n_samples)
+    assert stats.s_tt == pytest.approx(np.sum(p_t * p_t) / 3000, rel=1e-12)
+    assert stats.s_t1 == pytest.approx(np.sum(p_t * p_1) / 3000, rel=1e-12)
+    assert stats.s_11 == pytest.approx(np.sum(p_1 * p_1) / 3000, rel=1e-12)
+    np.testing.assert_allclose(stats.label_probs[:, 0], p_t[rows, preds.labels], rtol=1e-12)
+    np.testing.assert_array_equal(stats.label_probs[:, 1], p_1[rows, preds.labels])
+    out = _scaling.ets_probabilities(preds.logits, preds.probs, temperature, weights)
+    expected = weights[0] * p_t
+    expected += weights[1] * p_1
+    expected += weights[2] / 50
+    np.testing.assert_array_equal(out, expected)  # same operations: the same bits

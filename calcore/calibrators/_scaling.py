@@ -22,6 +22,9 @@ __all__ = [
     "TemperatureFit",
     "log_scores",
     "fit_inverse_temperature",
+    "EtsStatistics",
+    "ets_statistics",
+    "ets_probabilities",
     "ets_weights_mse",
     "ets_weights_nll",
     "warm_start_inverse_temperature",
@@ -76,13 +79,20 @@ def _temperature_terms(z, zmax, d_label, beta):
     return nll, grad, hess
 
 
-def _newton_on_beta(z, labels, beta0, lo, hi, *, xtol, max_iter):
-    """Safeguarded Newton on the convex NLL(beta) inside the bracket [lo, hi]."""
-    zmax = z.max(axis=1)
+def _newton_on_beta(z, labels, beta0, lo, hi, *, xtol, max_iter, zmax=None):
+    """Safeguarded Newton on the convex NLL(beta) inside the bracket [lo, hi].
+
+    Stops when the Newton step is at most ``xtol * beta``, or when the next step,
+    predicted from the last two (quadratic convergence: ``s_{k+1} ~ C s_k^2`` with
+    ``C = |s_k| / s_{k-1}^2``), is at most ``xtol * beta / 10``; the second rule
+    saves the pass over the data that would only confirm convergence.
+    """
+    zmax = z.max(axis=1) if zmax is None else zmax
     d_label = z[np.arange(z.shape[0]), labels] - zmax
     b_min, b_max = lo, hi
     tried_min = tried_max = False
     beta, nll = float(np.clip(beta0, lo, hi)), np.nan
+    prev_step = None  # the last Newton step actually taken (None after a bisection/bound try)
     for it in range(1, max_iter + 1):
         nll, grad, hess = _temperature_terms(z, zmax, d_label, beta)
         tried_min |= beta == b_min
@@ -101,6 +111,18 @@ def _newton_on_beta(z, labels, beta0, lo, hi, *, xtol, max_iter):
         new = beta - step
         if abs(step) <= xtol * beta and lo <= new <= hi:
             return TemperatureFit(new, nll, True, it, f"Newton step {abs(step):.2e} <= xtol*beta")
+        if prev_step is not None and lo <= new <= hi and abs(step) < 0.1 * abs(prev_step):
+            predicted = abs(step) ** 3 / prev_step**2
+            if predicted <= 0.1 * xtol * beta:
+                return TemperatureFit(
+                    new,
+                    nll,
+                    True,
+                    it,
+                    f"Newton step {abs(step):.2e}, next one predicted {predicted:.1e} "
+                    f"<= xtol*beta/10 (quadratic convergence)",
+                )
+        prev_step = step if lo < new < hi else None
         if not lo < new < hi:  # Newton left the bracket: test the bound once, else bisect
             if grad < 0 and hi == b_max and not tried_max:
                 new = b_max
@@ -110,6 +132,15 @@ def _newton_on_beta(z, labels, beta0, lo, hi, *, xtol, max_iter):
                 new = float(np.sqrt(lo * hi))  # bisection on log beta
         beta = float(new)
     return TemperatureFit(beta, nll, False, max_iter, f"no convergence in {max_iter} iterations")
+
+
+def _any_varying_row(z, zmax) -> bool:
+    """Whether some row of ``z`` is not constant; looks at row blocks and stops at the first."""
+    step = max(1, 4 * _BLOCK_ELEMENTS // z.shape[1])
+    return any(
+        np.any(zmax[start : start + step] > z[start : start + step].min(axis=1))
+        for start in range(0, z.shape[0], step)
+    )
 
 
 def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100, owner="ts"):
@@ -127,7 +158,8 @@ def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100,
         The optimum lies at or beyond a bound, or the logits are constant in every row.
     """
     n, n_classes = z.shape
-    if not np.any(z.max(axis=1) > z.min(axis=1)):
+    zmax = z.max(axis=1)
+    if not _any_varying_row(z, zmax):
         raise CalcoreError(
             f"{owner}: every row of the scores is constant, so the likelihood does not depend on "
             "the temperature; temperature scaling needs informative scores."
@@ -136,9 +168,11 @@ def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100,
     beta0, iters = 1.0, 0
     stride = max(1, (n * n_classes) // 5_000_000)
     if stride > 1:  # cheap warm start on every stride-th row
-        sub = _newton_on_beta(z[::stride], labels[::stride], 1.0, lo, hi, xtol=1e-4, max_iter=60)
+        sub = _newton_on_beta(
+            z[::stride], labels[::stride], 1.0, lo, hi, xtol=1e-4, max_iter=60, zmax=zmax[::stride]
+        )
         beta0, iters = sub.beta, sub.iterations
-    fit = _newton_on_beta(z, labels, beta0, lo, hi, xtol=xtol, max_iter=max_iter)
+    fit = _newton_on_beta(z, labels, beta0, lo, hi, xtol=xtol, max_iter=max_iter, zmax=zmax)
     if fit.message.startswith("bound:"):
         which = fit.message.split(":")[1]
         t_bound = t_min if which == "min_temperature" else t_max
@@ -158,27 +192,112 @@ def warm_start_inverse_temperature(z, labels, *, t_min=0.01, t_max=100.0) -> flo
 
     Never raises: an optimum beyond a bound gives the bound, constant rows give 1.
     """
-    if not np.any(z.max(axis=1) > z.min(axis=1)):
+    zmax = z.max(axis=1)
+    if not _any_varying_row(z, zmax):
         return 1.0
-    fit = _newton_on_beta(z, labels, 1.0, 1.0 / t_max, 1.0 / t_min, xtol=1e-6, max_iter=50)
+    lo, hi = 1.0 / t_max, 1.0 / t_min
+    fit = _newton_on_beta(z, labels, 1.0, lo, hi, xtol=1e-6, max_iter=50, zmax=zmax)
     return float(fit.beta)
 
 
-def ets_weights_mse(p_t, p_1, labels):
+@dataclass(frozen=True)
+class EtsStatistics:
+    """What the ETS weight fits need from ``p_t = softmax(z / t)`` and ``p_1 = softmax(z)``.
+
+    ``gram`` holds the row-averaged dot products ``mean_i <p_t, p_t>``,
+    ``mean_i <p_t, p_1>``, ``mean_i <p_1, p_1>``; ``label_probs`` the columns
+    ``p_t[i, y_i]``, ``p_1[i, y_i]`` (shape ``(n, 2)``).
+    """
+
+    s_tt: float
+    s_t1: float
+    s_11: float
+    label_probs: np.ndarray
+    n_classes: int
+
+
+def _softmax_block(x, out):
+    """``scipy.special.softmax(x, axis=1)`` into ``out``, same operations, no temporaries."""
+    np.subtract(x, x.max(axis=1, keepdims=True), out=out)
+    np.exp(out, out=out)
+    out /= out.sum(axis=1, keepdims=True)
+    return out
+
+
+def _row_blocks(n, n_classes):
+    step = max(1, _BLOCK_ELEMENTS // n_classes)
+    return [slice(start, min(start + step, n)) for start in range(0, n, step)], step
+
+
+def ets_statistics(z, p_1, labels, temperature) -> EtsStatistics:
+    """:class:`EtsStatistics` in one pass over row blocks (``p_t`` is never stored whole).
+
+    ``z`` are the scores (:func:`log_scores`), ``p_1`` their softmax
+    (``preds.probs``). Per block, ``e = exp((z - max z) / t)`` and its row sums
+    ``s`` give ``<p_t, p_t> = <e, e> / s^2`` and ``<p_t, p_1> = <e, p_1> / s``
+    without normalising ``e`` (one pass fewer than forming ``p_t``).
+    """
+    n, n_classes = z.shape
+    blocks, step = _row_blocks(n, n_classes)
+    e_buf = np.empty((min(step, n), n_classes))
+    label_probs = np.empty((n, 2))
+    beta = 1.0 / temperature
+    s_tt = s_t1 = s_11 = 0.0
+    for rows in blocks:
+        k = rows.stop - rows.start
+        e, zb, p1 = e_buf[:k], z[rows], p_1[rows]
+        np.subtract(zb, zb.max(axis=1, keepdims=True), out=e)  # <= 0: exp never overflows
+        e *= beta
+        np.exp(e, out=e)
+        total = e.sum(axis=1)
+        s_tt += float(np.sum(np.einsum("ij,ij->i", e, e) / (total * total)))
+        s_t1 += float(np.sum(np.einsum("ij,ij->i", e, p1) / total))
+        s_11 += float(np.einsum("ij,ij->", p1, p1))
+        at = np.arange(k), labels[rows]
+        label_probs[rows, 0] = e[at] / total
+        label_probs[rows, 1] = p1[at]
+    return EtsStatistics(s_tt / n, s_t1 / n, s_11 / n, label_probs, n_classes)
+
+
+def ets_probabilities(z, p_1, temperature, weights) -> np.ndarray:
+    """``w1 softmax(z / t) + w2 p_1 + w3 / L`` on row blocks, into one new array.
+
+    The same operations in the same order as the unblocked
+    ``w1 * scipy.special.softmax(z / t, axis=1) + w2 * p_1 + w3 / L`` (so the
+    same bits), without its four full-size temporaries.
+    """
+    w1, w2, w3 = weights
+    n, n_classes = z.shape
+    blocks, step = _row_blocks(n, n_classes)
+    out = np.empty((n, n_classes))
+    x_buf, tmp_buf = np.empty((min(step, n), n_classes)), np.empty((min(step, n), n_classes))
+    uniform = w3 / n_classes
+    for rows in blocks:
+        k = rows.stop - rows.start
+        x, tmp, block = x_buf[:k], tmp_buf[:k], out[rows]
+        np.divide(z[rows], temperature, out=x)
+        _softmax_block(x, tmp)
+        np.multiply(w1, tmp, out=block)
+        np.multiply(w2, p_1[rows], out=tmp)
+        block += tmp
+        block += uniform
+    return out
+
+
+def ets_weights_mse(stats: EtsStatistics):
     """ETS weights minimising the mean squared error, solved exactly over the 2-simplex.
 
     The loss ``mean ||w1 p_t + w2 p_1 + w3/L - e_y||^2`` is a convex quadratic
     ``w'Gw - 2c'w + 1``; its minimum over the simplex is the best of the face-wise
     equality-constrained minima that are feasible (KKT on each of the 7 faces).
+    Solving the 7 small KKT systems directly is exact; a generic solver would only
+    approximate this 3-variable problem.
     """
-    n, n_classes = p_t.shape
-    rows = np.arange(n)
-    inv_l = 1.0 / n_classes
-    s_tt = np.einsum("ij,ij->", p_t, p_t) / n
-    s_t1 = np.einsum("ij,ij->", p_t, p_1) / n
-    s_11 = np.einsum("ij,ij->", p_1, p_1) / n
+    inv_l = 1.0 / stats.n_classes
+    s_tt, s_t1, s_11 = stats.s_tt, stats.s_t1, stats.s_11
     gram = np.array([[s_tt, s_t1, inv_l], [s_t1, s_11, inv_l], [inv_l, inv_l, inv_l]])
-    lin = np.array([p_t[rows, labels].mean(), p_1[rows, labels].mean(), inv_l])
+    mean_label = stats.label_probs.mean(axis=0)
+    lin = np.array([mean_label[0], mean_label[1], inv_l])
     best_w, best_loss = None, np.inf
     for size in (1, 2, 3):
         for face in itertools.combinations(range(3), size):
@@ -199,11 +318,10 @@ def ets_weights_mse(p_t, p_1, labels):
     return best_w, best_loss
 
 
-def ets_weights_nll(p_t, p_1, labels, *, max_iter):
+def ets_weights_nll(stats: EtsStatistics, *, max_iter):
     """ETS weights minimising the mean NLL ``-mean log(w . a_i)`` over the simplex (SLSQP)."""
-    n, n_classes = p_t.shape
-    rows = np.arange(n)
-    a = np.column_stack([p_t[rows, labels], p_1[rows, labels], np.full(n, 1.0 / n_classes)])
+    n = stats.label_probs.shape[0]
+    a = np.column_stack([stats.label_probs, np.full(n, 1.0 / stats.n_classes)])
 
     def loss(w):
         q = np.maximum(a @ w, PROB_FLOOR)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.special import log_softmax, softmax
+from scipy.special import log_softmax
 
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore.calibrators import _scaling
@@ -125,7 +125,9 @@ class EnsembleTemperatureScaling(Calibrator):
     ``t`` is fitted first (NLL, exactly as :class:`TemperatureScaling`), then ``w``
     with ``t`` fixed: ``loss="mse"`` solves the quadratic programme over the
     simplex exactly (KKT on each face); ``loss="nll"`` uses SLSQP.
-    ``softmax(z)`` is ``preds.probs``.
+    ``softmax(z)`` is ``preds.probs``. Both losses need only a few sums over
+    ``softmax(z/t)``, gathered on row blocks (see ``_scaling.ets_statistics``), so
+    that matrix is never stored whole.
 
     Accuracy: for a fixed row both softmax terms are strictly increasing in
     ``z_j`` and the uniform term adds the same mass to every class, so the
@@ -159,12 +161,14 @@ class EnsembleTemperatureScaling(Calibrator):
 
     def _fit(self, preds):
         temperature, info = _fit_temperature(preds, self._params, self.name)
-        p_t = softmax(_scaling.log_scores(preds) / temperature, axis=1)
+        stats = _scaling.ets_statistics(
+            _scaling.log_scores(preds), preds.probs, preds.labels, temperature
+        )
         if self._params["loss"] == "mse":
-            w, loss = _scaling.ets_weights_mse(p_t, preds.probs, preds.labels)
+            w, loss = _scaling.ets_weights_mse(stats)
             info.update(weights_converged=True, weights_message="exact QP over the simplex")
         else:
-            w, res = _scaling.ets_weights_nll(p_t, preds.probs, preds.labels, **self._max_iter())
+            w, res = _scaling.ets_weights_nll(stats, max_iter=self._params["max_iter"])
             loss = float(res.fun)
             info.update(weights_converged=bool(res.success), weights_message=str(res.message))
         if w[0] + w[1] <= 0:
@@ -175,12 +179,8 @@ class EnsembleTemperatureScaling(Calibrator):
         info.update(weights=w.tolist(), weights_loss=loss)
         return {"temperature": temperature, "weights": w.tolist()}, info
 
-    def _max_iter(self):
-        return {"max_iter": self._params["max_iter"]}
-
     def _transform(self, preds, state):
-        w1, w2, w3 = state["weights"]
-        probs = w1 * softmax(_scaling.log_scores(preds) / state["temperature"], axis=1)
-        probs += w2 * preds.probs
-        probs += w3 / preds.n_classes
+        probs = _scaling.ets_probabilities(
+            _scaling.log_scores(preds), preds.probs, state["temperature"], state["weights"]
+        )
         return probs, None
