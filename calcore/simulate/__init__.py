@@ -13,6 +13,10 @@ Ground truth: :func:`true_calibration_errors` (accuracy, conf-, TL-, CW-ECE and
 canonical l1/l2 ECE with Monte Carlo standard errors), :func:`mix_n_match_true_ece`
 (``E|z_1 - pi_1|^d`` by quadrature) and :func:`true_reliability_curve`.
 
+Estimator accuracy: :func:`estimator_errors` (mean absolute error, bias and spread of
+KDE and binned ECE estimators over repeated samples of each size) and
+:func:`samples_needed` (the n from which an estimator's error stays below a level).
+
 References
 ----------
 Silva Filho et al. (2023), "Classifier calibration: a survey on how to assess and improve
@@ -21,6 +25,12 @@ ensemble and compositional methods for uncertainty calibration in deep learning"
 Sec. 5.1 and App. E.1.
 """
 
+from calcore.simulate._estimators import (
+    ESTIMATORS,
+    EstimatorErrors,
+    estimator_errors,
+    samples_needed,
+)
 from calcore.simulate._generators import (
     MIX_N_MATCH_CASES,
     DirichletSimulator,
@@ -45,6 +55,10 @@ from calcore.simulate._truth import (
 )
 
 __all__ = [
+    "ESTIMATORS",
+    "EstimatorErrors",
+    "estimator_errors",
+    "samples_needed",
     "MISCALIBRATION_KINDS",
     "MIX_N_MATCH_CASES",
     "DirichletSimulator",

@@ -1,0 +1,156 @@
+"""How far from the truth is each ECE estimator at each sample size? (Simulation-lab core.)"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.metrics_binned import classwise_ece, confidence_ece, top_label_ece
+from calcore.metrics_kde import kde_ece_classwise, kde_ece_confidence
+from calcore.simulate._generators import simulate_predictions
+from calcore.simulate._truth import true_calibration_errors
+
+__all__ = ["ESTIMATORS", "EstimatorErrors", "estimator_errors", "samples_needed"]
+
+_BINNED = {"confidence": confidence_ece, "top-label": top_label_ece, "class-wise": classwise_ece}
+_KDE = {"confidence": kde_ece_confidence, "class-wise": kde_ece_classwise}
+_TRUTH = {"confidence": "conf_ece", "top-label": "top_label_ece", "class-wise": "classwise_ece"}
+#: Estimator name -> (binning, bins) for the binned ones; "kde" is the KDE-ECE.
+ESTIMATORS = {
+    "kde": None,
+    "equal-width": ("equal-width", 15),
+    "equal-mass": ("equal-mass", 15),
+    "sturges": ("equal-width", "sturges"),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class EstimatorErrors:
+    """Errors of ECE estimators against a simulator's true ECE.
+
+    Attributes
+    ----------
+    view : str
+        ``"confidence"``, ``"top-label"`` or ``"class-wise"``.
+    estimators : tuple of str
+    sizes : ndarray of shape (n_sizes,), int64
+    truth : float
+        The true ECE of the view (:func:`true_calibration_errors`).
+    mean_abs_error, bias, std : ndarray of shape (n_estimators, n_sizes)
+        Mean of ``|estimate - truth|``, mean of ``estimate - truth`` and the standard
+        deviation of the estimates over the repetitions.
+    n_repeats : int
+    """
+
+    view: str
+    estimators: tuple[str, ...]
+    sizes: np.ndarray
+    truth: float
+    mean_abs_error: np.ndarray
+    bias: np.ndarray
+    std: np.ndarray
+    n_repeats: int
+
+
+def estimator_errors(
+    simulator,
+    *,
+    sizes=(64, 128, 256, 512, 1024),
+    view: str = "confidence",
+    estimators=("kde", "equal-width", "equal-mass", "sturges"),
+    n_repeats: int = 100,
+    truth: float | None = None,
+    seed: int = 0,
+) -> EstimatorErrors:
+    """Mean absolute error, bias and spread of ECE estimators over repeated simulated samples.
+
+    Parameters
+    ----------
+    simulator : DirichletSimulator or MixNMatchSimulator
+    sizes : sequence of int
+        Evaluation sample sizes ``n`` (each at least 2).
+    view : {"confidence", "top-label", "class-wise"}
+        Which ECE (l1) is estimated; the truth is the matching field of
+        :func:`true_calibration_errors`.
+    estimators : sequence of str
+        Keys of :data:`ESTIMATORS`: ``"kde"`` (KDE-ECE; not for top-label), 15
+        ``"equal-width"`` or ``"equal-mass"`` bins, or ``"sturges"`` (data-dependent
+        number of equal-width bins).
+    n_repeats : int, default 100
+    truth : float, optional
+        The true ECE, when already known (skips :func:`true_calibration_errors`).
+    seed : int, default 0
+        Repetition ``r`` at size ``n`` uses the sample of seed ``seed + 1_000_003 * r + n``.
+
+    Returns
+    -------
+    EstimatorErrors
+
+    Raises
+    ------
+    CalcoreError
+        Unknown view or estimator, KDE with the top-label view, bad sizes or repeats.
+
+    References
+    ----------
+    Zhang, Kailkhura, Han (2020), Mix-n-Match, Sec. 5.1 and Fig. 5 (the design of this
+    study); Sturges (1926); Nixon et al. (2019), Sec. 2.1 (equal-mass bins).
+    """
+    if view not in _BINNED:
+        raise CalcoreError(f"view must be one of {tuple(_BINNED)}; got {view!r}.")
+    names = tuple(estimators)
+    for name in names:
+        if name not in ESTIMATORS:
+            raise CalcoreError(f"unknown estimator {name!r}; choose from {tuple(ESTIMATORS)}.")
+        if name == "kde" and view not in _KDE:
+            raise CalcoreError("the KDE estimator exists for the confidence and class-wise views.")
+    sizes = np.asarray(list(sizes), dtype=np.int64)
+    if sizes.size == 0 or sizes.min() < 2:
+        raise CalcoreError(f"sizes must be integers >= 2; got {sizes.tolist()}.")
+    if isinstance(n_repeats, bool) or not isinstance(n_repeats, (int, np.integer)) or n_repeats < 2:
+        raise CalcoreError(f"n_repeats must be an integer >= 2; got {n_repeats!r}.")
+    if truth is None:
+        truth = getattr(true_calibration_errors(simulator, seed=seed), _TRUTH[view])
+    est = np.empty((len(names), sizes.size, n_repeats))
+    for j, n in enumerate(sizes):
+        for r in range(n_repeats):
+            preds = simulate_predictions(
+                simulator, int(n), seed=seed + 1_000_003 * r + int(n)
+            ).preds
+            for i, name in enumerate(names):
+                if name == "kde":
+                    est[i, j, r] = _KDE[view](preds)
+                else:
+                    binning, bins = ESTIMATORS[name]
+                    est[i, j, r] = _BINNED[view](preds, bins=bins, binning=binning)
+    err = est - truth
+    return EstimatorErrors(
+        view,
+        names,
+        sizes,
+        float(truth),
+        np.abs(err).mean(axis=2),
+        err.mean(axis=2),
+        est.std(axis=2, ddof=1),
+        int(n_repeats),
+    )
+
+
+def samples_needed(errors: EstimatorErrors, level: float) -> dict:
+    """Smallest studied ``n`` from which each estimator's mean absolute error stays <= ``level``.
+
+    Returns
+    -------
+    dict of str to int or None
+        ``None`` when the error is above ``level`` at the largest size studied.
+    """
+    out = {}
+    for i, name in enumerate(errors.estimators):
+        ok = errors.mean_abs_error[i] <= level
+        # the first size after the last failure (errors need not be monotone in n)
+        bad = np.flatnonzero(~ok)
+        first = 0 if bad.size == 0 else bad[-1] + 1
+        out[name] = int(errors.sizes[first]) if first < errors.sizes.size else None
+    return out
