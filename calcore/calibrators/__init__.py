@@ -5,8 +5,8 @@ Importing this package registers every method, so that
 
 * parametric: ts, ets (``temperature``), vs, ms, dirichlet (``affine``), platt, beta
   (``binary_scaling``); ``parametric`` re-exports them all;
-* binary binning and isotonic building blocks (``binning``, ``isotonic``): hb, ums,
-  fwb, sb, iso, and irm;
+* binary binning and isotonic building blocks (``histogram_binning``, ``binning``,
+  ``isotonic``): hb, ums, fwb, sb, iso, and irm;
 * M2B wrappers (``m2b``): ``conf-``, ``tl-``, ``cw-``, ``n-`` + any binary method;
 * normalisation-aware isotonic (``normalization_aware``): fir, na-fir, scir;
 * compositions (``composite``): compose, irova, irova-ts;
@@ -18,6 +18,7 @@ from calcore.calibrators import binary_scaling as _binary_scaling  # noqa: F401
 from calcore.calibrators import binning as _binning  # noqa: F401
 from calcore.calibrators import canonical as _canonical  # noqa: F401
 from calcore.calibrators import composite as _composite  # noqa: F401
+from calcore.calibrators import histogram_binning as _histogram_binning  # noqa: F401
 from calcore.calibrators import isotonic as _isotonic  # noqa: F401
 from calcore.calibrators import m2b as _m2b  # noqa: F401
 from calcore.calibrators import normalization_aware as _normalization_aware  # noqa: F401

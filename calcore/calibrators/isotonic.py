@@ -15,8 +15,8 @@ from scipy.optimize import isotonic_regression
 
 from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
+from calcore.calibrators._binary import BinaryCalibrator, in_threads
 from calcore.calibrators._registry import register
-from calcore.calibrators.binning import BinaryCalibrator, _in_threads
 from calcore.predictions import Predictions
 
 __all__ = ["IsotonicRegression", "IsotonicRegressionMultiClass", "fit_isotonic_steps"]
@@ -173,7 +173,7 @@ class IsotonicRegressionMultiClass(Calibrator):
                 g /= g.sum(axis=1, keepdims=True)
                 moved[start:stop] = g.argmax(axis=1) != pred[start:stop]
 
-        _in_threads(run, n, n * n_classes)
+        in_threads(run, n, n * n_classes)
         # eps * (p_a - p_b) can vanish in rounding when two entries of a row are within ~1e-7 of
         # each other; lift the predicted entry by one ulp there so the argmax is kept exactly.
         rows = np.flatnonzero(moved)

@@ -20,7 +20,8 @@ at most the number of classes) sets how many ranks are calibrated:
 
 Full rows (:func:`top_k_rows`), from the calibrated values ``h_1..h_k``:
 
-1. ``h_1`` is kept, floored at ``1/L + 1e-9`` as in :func:`~calcore.calibrators.m2b.top_label_rows`.
+1. ``h_1`` is kept, floored at ``1/L + 1e-9`` as in
+   :func:`~calcore.calibrators._m2b_base.top_label_rows`.
 2. Order across ranks is enforced by a running minimum, ``h_r <- min(h_r, h_{r-1})``:
    the calibrated values are non-increasing in rank, and the higher rank wins
    a conflict (rank 1, the top-label claim, is never lowered by the others).
@@ -53,8 +54,8 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore.calibrators._base import Param
+from calcore.calibrators._m2b_base import H_FLOOR, M2BWrapper, top_label_rows
 from calcore.calibrators._registry import register_wrapper
-from calcore.calibrators.m2b import _H_FLOOR, _M2B, top_label_rows
 from calcore.predictions import Predictions
 
 __all__ = ["top_k_classes", "top_k_rows"]
@@ -99,7 +100,7 @@ def top_k_classes(
 def _ordered(h: np.ndarray, n_classes: int) -> np.ndarray:
     """Steps 1-2 of the module doc: ``h_1`` floored, then a running minimum over ranks."""
     h = h.copy()
-    h[:, 0] = np.clip(h[:, 0], 1.0 / n_classes + _H_FLOOR, 1.0)
+    h[:, 0] = np.clip(h[:, 0], 1.0 / n_classes + H_FLOOR, 1.0)
     return np.minimum.accumulate(h, axis=1)
 
 
@@ -146,7 +147,7 @@ def _row_facts(h: np.ndarray, n_classes: int) -> dict:
     }
 
 
-class _TopK(_M2B):
+class _TopK(M2BWrapper):
     own_parameters = (_K,)
     accuracy_preserving = True
 
