@@ -34,7 +34,6 @@ import csv
 import io
 import os
 import re
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
@@ -262,7 +261,7 @@ class _View(io.RawIOBase):
 
 
 def _read(src: Source, layout: CsvLayout, names, start: int, stop: int, **options):
-    """Rows in bytes ``start:stop`` of the body as read by pandas' C parser."""
+    """Rows in bytes ``start:stop`` of the body as read by pandas' C parser, as one frame."""
     return pd.read_csv(
         io.BufferedReader(_View(src.data, start, stop)),
         engine="c",
@@ -277,7 +276,44 @@ def _read(src: Source, layout: CsvLayout, names, start: int, stop: int, **option
     )
 
 
+def _chunk_rows(n_columns: int) -> int:
+    """Rows per chunk for which pandas' low-memory C reader uses a single internal buffer.
+
+    That reader sizes its buffer as the largest power of two below 2**20 / columns
+    rows; a read of more rows concatenates buffers and warns (``DtypeWarning``,
+    through the process-wide warnings machinery) when a column's type differs
+    between them. Reading chunks of at most one buffer never concatenates.
+    """
+    target = (1 << 20) // max(1, n_columns)
+    rows = 1
+    while rows * 2 < target:
+        rows *= 2
+    return rows
+
+
+def _read_frames(src: Source, layout: CsvLayout, names, start: int, stop: int, dtype):
+    """Rows in bytes ``start:stop`` as one or more frames, types inferred, without warnings.
+
+    pandas warns through the process-wide warnings machinery in two cases, both
+    avoided here so that loads in concurrent threads stay independent: a first
+    line with more fields than the header (the caller checks it before reading),
+    and a column whose inferred type differs between the internal buffers of a
+    low-memory read (``DtypeWarning``). Up to ``_MAX_PIECE`` bytes are read
+    with ``low_memory=False``, in one buffer (fast; the tokenizer's memory is
+    bounded by the piece); larger ranges, only read when cutting into pieces
+    failed, in chunks of one buffer each (slower for wide files). The caller
+    compares the frames' column types itself.
+    """
+    options = dict(dtype=dtype, na_values=[""], **_PRECISION)
+    if stop - start <= 2 * _MAX_PIECE:
+        return [_read(src, layout, names, start, stop, low_memory=False, **options)]
+    chunks = _read(src, layout, names, start, stop, chunksize=_chunk_rows(len(names)), **options)
+    with chunks as reader:
+        return list(reader)
+
+
 _MIN_PIECE = 4 << 20  # bytes; smaller bodies are read in one piece
+_MAX_PIECE = 32 << 20  # bytes; larger bodies are cut into more pieces than CPUs
 
 
 def _cpus() -> int:
@@ -287,9 +323,14 @@ def _cpus() -> int:
 
 
 def _pieces(src: Source, layout: CsvLayout) -> list[tuple[int, int]]:
-    """Split the body at line ends into one piece per CPU (pieces of at least 4 MiB)."""
+    """Split the body at line ends into one piece per CPU (pieces of at least 4 MiB); bodies
+    over 32 MiB per CPU into a multiple of the CPUs, pieces of at most about 32 MiB (each is
+    read in one buffer)."""
     start, end = layout.body_start, layout.body_end
-    parts = max(1, min(_cpus(), (end - start) // _MIN_PIECE))
+    cpus = _cpus()
+    parts = max(1, min(cpus, (end - start) // _MIN_PIECE))
+    if end - start > cpus * _MAX_PIECE:
+        parts = cpus * -(-(end - start) // (cpus * _MAX_PIECE))
     cuts = [start]
     for k in range(1, parts):
         nl = src.data.find(b"\n", max(cuts[-1], start + (end - start) * k // parts), end)
@@ -303,29 +344,30 @@ def _read_pieces(src: Source, layout: CsvLayout, names, dtype) -> list[pd.DataFr
     """Read the body's pieces in parallel (pandas' C parser releases the GIL).
 
     ``None`` for a small body (one piece) or when a piece fails: a cut inside
-    a quoted value (the piece then ends inside quotes, which pandas reports)
-    or a real error, which the caller reproduces with a single read of the
-    whole body.
+    a quoted value (the piece then ends inside quotes, which pandas reports,
+    or starts a piece with a partial line) or a real error, which the caller
+    reproduces with a single read of the whole body.
     """
     pieces = _pieces(src, layout)
-
-    def read(piece):
-        return _read(src, layout, names, *piece, dtype=dtype, na_values=[""], **_PRECISION)
-
     if len(pieces) == 1:
         return None  # the caller's single read
-    with ThreadPoolExecutor(len(pieces)) as pool:
+    # pandas treats a piece's first line specially (extra fields are dropped with
+    # a warning): pieces that do not start with a complete line are not read.
+    for a, _ in pieces[1:]:
+        if _first_row_fields(src, layout, a) != len(names):
+            return None
+
+    def read(piece):
+        return _read_frames(src, layout, names, *piece, dtype)
+
+    with ThreadPoolExecutor(min(len(pieces), _cpus())) as pool:
         futures = [pool.submit(read, piece) for piece in pieces]
         frames = []
         for f in futures:
             try:
-                frames.append(f.result())
+                frames.extend(f.result())
             except (UnicodeDecodeError, pd.errors.ParserError, ValueError):
                 return None
-    # Every piece but the first starts on a line pandas may treat specially.
-    for a, _ in pieces[1:]:
-        if _first_row_fields(src, layout, a) != len(names):
-            return None
     return frames
 
 
@@ -352,36 +394,23 @@ def read_csv_columns(
     dtype = {names[index[c]]: str for c in texts}
     # Every column is read (not only the used ones): pandas pads short lines
     # with NaN and drops extra fields of the first line (with a warning, or
-    # silently after a trailing delimiter), and only the last column, the
-    # warning and the first line reveal those.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        frames = _read_pieces(src, layout, names, dtype)
-        if frames is None:
-            try:
-                frames = [
-                    _read(
-                        src,
-                        layout,
-                        names,
-                        layout.body_start,
-                        layout.body_end,
-                        dtype=dtype,
-                        na_values=[""],
-                        **_PRECISION,
-                    )
-                ]
-            except UnicodeDecodeError as exc:
-                _check_utf8(src, layout)
-                raise CalcoreError(f"{src.name}: could not read the CSV data: {exc}") from None
-            except (pd.errors.ParserError, ValueError) as exc:
-                _check_fields(src, layout)
-                raise CalcoreError(f"{src.name}: could not read the CSV data: {exc}") from None
-    if (
-        _first_row_fields(src, layout, layout.body_start) != len(names)
-        or any(issubclass(w.category, pd.errors.ParserWarning) for w in caught)
-        or any(df[names[-1]].isna().any() for df in frames)  # empty last cell or short line?
-    ):
+    # silently after a trailing delimiter); the last column and the first line
+    # reveal those. The first line is checked before reading, so pandas has
+    # nothing to warn about: no process-wide warnings state is touched, and
+    # concurrent loads in threads stay independent.
+    if _first_row_fields(src, layout, layout.body_start) != len(names):
+        _check_fields(src, layout)  # raises, unless the first record spans lines
+    frames = _read_pieces(src, layout, names, dtype)
+    if frames is None:
+        try:
+            frames = _read_frames(src, layout, names, layout.body_start, layout.body_end, dtype)
+        except UnicodeDecodeError as exc:
+            _check_utf8(src, layout)
+            raise CalcoreError(f"{src.name}: could not read the CSV data: {exc}") from None
+        except (pd.errors.ParserError, ValueError) as exc:
+            _check_fields(src, layout)
+            raise CalcoreError(f"{src.name}: could not read the CSV data: {exc}") from None
+    if any(df[names[-1]].isna().any() for df in frames):  # empty last cell or short line?
         _check_fields(src, layout)
     columns = [names[index[c]] for c in floats]
     parsed = {}
@@ -444,9 +473,12 @@ def _first_row_fields(src: Source, layout: CsvLayout, start: int) -> int:
     line = _decode(src.name, src.data, start, stop, layout).rstrip("\r")
     if not line:
         return len(layout.columns)
-    line_no = src.data.count(b"\n", 0, start) + 1
-    (_, fields), *_ = _records(src.name, line, layout.delimiter, line_no)
-    return len(fields)
+    try:
+        return len(next(csv.reader([line], delimiter=layout.delimiter)))
+    except csv.Error:  # e.g. an over-long field: the same error, with its line number
+        line_no = src.data.count(b"\n", 0, start) + 1
+        (_, fields), *_ = _records(src.name, line, layout.delimiter, line_no)
+        return len(fields)
 
 
 def _check_fields(src: Source, layout: CsvLayout) -> None:
