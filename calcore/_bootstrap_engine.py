@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_softmax
 
-from calcore._bootstrap_kde import WeightedKDE, kde_ece_from_sums, weighted_kde
+from calcore._bootstrap_kde import KDEProblems, kde_problems
 from calcore.binned import BinStatistics
 from calcore.binning import equal_width_index
 from calcore.metrics_binned import (
@@ -292,25 +292,18 @@ def metric_replicates(
     return out
 
 
-def classwise_kdes(preds: Predictions) -> list[WeightedKDE]:
-    """One :class:`~calcore._bootstrap_kde.WeightedKDE` per class (``p_l`` vs ``1{y = l}``)."""
-    return [
-        weighted_kde(preds.probs[:, c], (preds.labels == c).astype(np.float64))
-        for c in range(preds.n_classes)
-    ]
+def classwise_kdes(preds: Predictions) -> KDEProblems:
+    """The class-wise binary problems ``(p_l, 1{y = l})`` of every class, as one batch."""
+    outcomes = preds.labels[:, None] == np.arange(preds.n_classes)[None, :]
+    return kde_problems(preds.probs, outcomes)
 
 
-def kde_values(kdes: list[WeightedKDE], weights_t: np.ndarray) -> np.ndarray:
-    """Mean over ``kdes`` of the KDE-ECE for each column of ``weights_t``, shape (R,)."""
-    total = np.zeros(weights_t.shape[1])
-    for k in kdes:
-        sum_k, sum_yk = k.sums(weights_t)
-        total += kde_ece_from_sums(k.grid, sum_k, sum_yk)
-    return total / len(kdes)
+def kde_values(kdes: KDEProblems, weights_t: np.ndarray) -> np.ndarray:
+    """Mean over the problems of ``kdes`` of the KDE-ECE for each column of ``weights_t``, (R,)."""
+    return kdes.replicates(weights_t).mean(axis=1)
 
 
-def kde_resamples(kdes: list[WeightedKDE], n_resamples: int, max_work: int) -> int:
+def kde_resamples(kdes: KDEProblems, n_resamples: int, max_work: int) -> int:
     """How many resamples the KDE metric over ``kdes`` gets within ``max_work`` multiply-adds."""
-    work = sum(k.work_per_resample for k in kdes)
-    affordable = max_work // max(work, 1)
+    affordable = max_work // max(kdes.work_per_resample, 1)
     return int(min(n_resamples, max(affordable, min(_MIN_KDE_RESAMPLES, n_resamples))))

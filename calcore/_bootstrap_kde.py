@@ -1,244 +1,522 @@
-"""Row-weighted KDE-ECE for many weight vectors at once (the bootstrap of KDE-ECE).
+"""KDE-ECE of many binary problems at once, and its row-weighted form for the bootstrap.
 
-:func:`calcore.kde.kde_ece` evaluates kernel sums ``sum_j K((z - x_j) / h)`` at
-every grid point ``z`` by enumerating the (grid point, sample) pairs inside the
-kernel's window: about ``n * 2h / dz`` pairs, 1-4 million per binary problem at
-``n = 10,000``. Repeating that for 200 resamples and every class is far too slow.
+:func:`calcore.kde.kde_ece` evaluates kernel sums ``sum_j K((z - x_j) / h)`` at every
+grid point ``z`` by enumerating the (grid point, sample) pairs inside the kernel's
+window: about ``n * 2h / dz`` pairs per binary problem. That is exact and fine for one
+problem, but the class-wise KDE-ECE of 100 classes (and its bootstrap) repeats it 100
+times. Here the triweight kernel's polynomial form does the work instead.
 
-Here the triweight kernel's polynomial form does the work. Inside its window,
-``(1 - u^2)^3`` with ``u = a - b``, ``a = (z - c) / h`` and ``b = (x - c) / h``,
-is a degree-6 polynomial in ``b`` whose coefficients depend only on ``a``::
+**Moment form.** Inside its window, ``(1 - u^2)^3`` with ``u = a - b``,
+``a = (z - c) / h`` and ``b = (x - c) / h`` is a degree-6 polynomial in ``b`` whose
+coefficients depend only on ``a``, so a kernel sum over the points of a window is
+``sum_k coef_k(a) * sum_x b^k``: seven *window moments*, each a difference of two
+prefix sums over the sorted points. The work is ``O(n + G)`` per problem instead of
+``O(n h / dz)``, and every problem of a batch goes through the same flat arrays (no
+Python loop over problems or grid chunks).
 
-    sum_{x in window(z)} w_x K(u) = sum_{k=0..6} coef_k(a) * sum_{x in window(z)} w_x b^k
+**Centring.** The moments are centred per *block* of points: blocks of width ``2h``
+with centres ``c_j = 2 j h`` (block ``j`` holds the points in ``[(2j-1)h, (2j+1)h)``),
+so ``|b| <= 1``. A window ``[z - h, z + h]`` meets at most two consecutive blocks, with
+``|a| <= 2`` for both, so the terms of the polynomial stay below ~5e2 and the prefix
+sums are restarted at every block: their magnitude is the block's mass, not the
+sample's. Rounding is then ~1e-13 relative on the estimates (tested against
+``kde_ece`` to 1e-10 on ties, scores exactly 0 and 1, tiny ``n``, 2 to 100 classes).
 
-so every grid point needs seven *window moments* of the weights. The grid is cut
-into chunks of width ``2h`` with a centre ``c`` each (so ``|a| <= 1`` and
-``|b| <= 2``: the polynomial's terms stay below ~1e3 and cancellation costs at
-most ~1e-13 relative). Within a chunk the window ends split the sorted points
-into segments; a segment's moments are one sparse product ``W @ B`` (``B`` has
-seven entries per point and chunk it touches, about ``14 n`` in all) and a window's
-moments are a difference of prefix sums over segments. The work is
-``O(R * 14 n + R * 14 G)`` for ``R`` weight vectors instead of
-``O(R * n * 2h / dz)``, and it is exact up to rounding (tested against
-:func:`calcore.kde.kde_ece` on the resampled rows to 1e-10).
+**Reflection.** The reference reflects the sample about 0 and 1 (copies ``-s`` for
+``s <= h`` and ``2 - s`` for ``s >= 1 - h``). Since the kernel is even, the copies'
+sum at ``z`` is the plain sample's sum at ``-z`` (resp. ``2 - z``), so the points are
+never duplicated: grid points ``z <= h`` get an extra query at ``-z`` and grid points
+``z >= 1 - h`` one at ``2 - z``, with exactly the reference's window membership.
 
-The bandwidth and the grid are those of the full sample: with row weights they
-stay fixed, whereas ``kde_ece`` on a resample re-derives the rule-of-thumb
-bandwidth from the resample. The bootstrap built on this is therefore
-conditional on the full sample's bandwidth (see :mod:`calcore._bootstrap_engine`).
+**Row weights (bootstrap).** With a weight ``w_i`` per row (the counts of a resample)
+the window moments are ``sum_x w_x b_x^k``. Between consecutive window ends and block
+starts (the *segments*) they are one sparse product ``B @ W^T`` (seven entries per
+point; the outcome sums use the same segments with the positive points only), and the
+kernel sums at the grid are a second sparse product with the prefix sums over segments
+(at most 21 entries per query). The bandwidth and the grid are those of the full sample:
+with row weights they stay fixed, whereas ``kde_ece`` on a resample re-derives the
+rule-of-thumb bandwidth. The bootstrap built on this is therefore conditional on the
+full sample's bandwidth (see :mod:`calcore._bootstrap_engine`).
 
 References
 ----------
-Zhang, Kailkhura and Han (2020), "Mix-n-Match", ICML, Sec. 4.1 and App. B-C
-(the estimator, reflection and kernel).
+Zhang, Kailkhura and Han (2020), "Mix-n-Match: Ensemble and compositional methods for
+uncertainty calibration in deep learning", ICML, Sec. 4.1 and App. B-C (the estimator,
+reflection and kernel).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
-from calcore.kde import _TRIWEIGHT, _grid_size, _rule_of_thumb
+from calcore.kde import _grid_size, _rule_of_thumb
 
-__all__ = ["WeightedKDE", "weighted_kde", "kde_ece_from_sums"]
+__all__ = ["KDEProblems", "kde_problems", "weighted_kde", "kde_ece_from_sums"]
 
 _N_POWERS = 7  # (1 - u^2)^3 has degree 6
+# Problems are laid side by side on one search axis: problem p's values (all in
+# [-2h, 1 + 2h] within [-1, 2]) are shifted by p * _LANE. Rounding of the shift moves a
+# window end by ~1e-13 at most, where the kernel is ~(1e-11)^3: no visible effect.
+_LANE = 4.0
+_CHUNK_VALUES = 2_000_000  # float64 values of one problem's prefix array per resample chunk
+
+
+def _cubed_coefficients(a: np.ndarray) -> np.ndarray:
+    """Coefficients in ``b`` of ``(1 - (a - b)^2)^3``, shape (7, len(a)).
+
+    With ``q = 1 - a^2``: ``(q + 2ab - b^2)^3`` expanded by hand (float64 throughout).
+    """
+    q = 1.0 - a * a
+    a2 = a * a
+    out = np.empty((_N_POWERS, a.size))
+    out[0] = q * q * q
+    out[1] = 6.0 * a * q * q
+    out[2] = 3.0 * q * (4.0 * a2 - q)
+    out[3] = 4.0 * a * (2.0 * a2 - 3.0 * q)
+    out[4] = 3.0 * q - 12.0 * a2
+    out[5] = 6.0 * a
+    out[6] = -1.0
+    return out
+
+
+def _ragged_arange(counts: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(c) for c in counts])`` without a Python loop."""
+    counts = np.asarray(counts, dtype=np.intp)
+    total = int(counts.sum())
+    starts = np.cumsum(counts) - counts
+    return np.arange(total, dtype=np.intp) - np.repeat(starts, counts)
 
 
 @dataclass(frozen=True, eq=False)
-class WeightedKDE:
-    """Precomputed window-moment matrices of one binary problem (fixed bandwidth and grid).
+class _PointSet:
+    """Sorted points of every problem on one flat axis, with their blocks and moments.
+
+    ``offsets[p]:offsets[p + 1]`` are problem ``p``'s points (ascending). ``starts`` are
+    the first point of every block (global, non-decreasing, two sentinels ``N`` at the
+    end) and ``centre`` their centres (two sentinels 0). ``prefix`` is the exclusive prefix
+    sum of the centred moments ``b^k`` restarted at every block: in block ``j``'s frame
+    the sum over points ``[s, e)`` is ``value(e) - value(s)`` with ``value(i) = 0`` at
+    ``i = starts[j]`` and ``prefix[:, i]`` otherwise.
+    """
+
+    keys: np.ndarray
+    offsets: np.ndarray
+    starts: np.ndarray
+    centre: np.ndarray
+    prefix: np.ndarray | None
+
+
+def _point_set(values: np.ndarray, offsets: np.ndarray, h: np.ndarray, *, moments: bool):
+    """Blocks and restarted moment prefix sums of sorted ``values`` (flat, per problem)."""
+    n_problems = h.size
+    sizes = np.diff(offsets)
+    problem = np.repeat(np.arange(n_problems), sizes)
+    keys = values + problem * _LANE
+    # Block j of a problem: [(2j - 1)h, (2j + 1)h), centre 2jh; the last one is open above
+    # and must reach 1 + h (the largest query point is 1 + 2h only for empty windows).
+    n_blocks = np.ceil(1.0 / (2.0 * h)).astype(np.intp) + 1
+    block_offsets = np.concatenate(([0], np.cumsum(n_blocks)))
+    local = _ragged_arange(n_blocks)
+    block_problem = np.repeat(np.arange(n_problems), n_blocks)
+    hb = h[block_problem]
+    lower = (2.0 * local - 1.0) * hb + block_problem * _LANE
+    starts = np.searchsorted(keys, lower, side="left")
+    starts[block_offsets[:-1]] = offsets[:-1]  # block 0 is open below
+    starts = np.concatenate((starts, [values.size, values.size]))
+    centre = np.concatenate((2.0 * local * hb, [0.0, 0.0]))
+    prefix = None
+    if moments:
+        n_total = block_offsets[-1]
+        block = np.repeat(np.arange(n_total), np.diff(starts[: n_total + 1]))
+        b = (values - centre[block]) / h[problem]
+        m = np.empty((_N_POWERS, values.size))
+        m[0] = 1.0
+        m[1] = b
+        for k in range(2, _N_POWERS):
+            np.multiply(m[k - 1], b, out=m[k])
+        # Restart the running sums at every non-empty block (subtract the previous
+        # block's total at its first point) so they never carry another block's mass.
+        first = starts[:n_total][np.diff(starts[: n_total + 1]) > 0]
+        if first.size > 1:
+            totals = np.add.reduceat(m, first, axis=1)
+            m[:, first[1:]] -= totals[:, :-1]
+        prefix = np.zeros((_N_POWERS, values.size + 1))
+        np.cumsum(m, axis=1, out=prefix[:, 1:])
+    return _PointSet(keys, offsets, starts, centre, prefix)
+
+
+@dataclass(frozen=True, eq=False)
+class _Windows:
+    """Where the window of each query meets the points: two block parts.
+
+    Part 1 is points ``[lo, e1)`` of block ``j`` (centre ``centre[j]``), part 2 points
+    ``[starts[j + 1], e2)`` of block ``j + 1``; ``a1``, ``a2`` are the query's scaled
+    offsets from the two centres. Empty windows give two empty parts.
+    """
+
+    lo: np.ndarray
+    e1: np.ndarray
+    e2: np.ndarray
+    j: np.ndarray
+    a1: np.ndarray
+    a2: np.ndarray
+
+
+def _windows(ps: _PointSet, query: np.ndarray, q_problem: np.ndarray, hq: np.ndarray):
+    shift = q_problem * _LANE
+    lo = np.searchsorted(ps.keys, (query - hq) + shift, side="left")
+    hi = np.searchsorted(ps.keys, (query + hq) + shift, side="right")
+    # The block holding point lo; a window of width 2h reaches at most the next block
+    # (clipped there, so a rounding overshoot can never mix two centres).
+    j = np.searchsorted(ps.starts[:-2], lo, side="right") - 1
+    e1 = np.minimum(hi, ps.starts[j + 1])
+    e2 = np.clip(hi, ps.starts[j + 1], ps.starts[j + 2])
+    a1 = (query - ps.centre[j]) / hq
+    a2 = (query - ps.centre[j + 1]) / hq
+    return _Windows(lo, e1, e2, j, a1, a2)
+
+
+def _window_sums(ps: _PointSet, w: _Windows) -> np.ndarray:
+    """``sum_x (1 - ((q - x) / h)^2)^3`` over each query's window (unit weights)."""
+    start1, start2 = ps.starts[w.j], ps.starts[w.j + 1]
+
+    def value(i, frame_start):
+        v = ps.prefix[:, i]
+        v[:, i == frame_start] = 0.0  # the block's own zero (its restart)
+        return v
+
+    part1 = value(w.e1, start1) - value(w.lo, start1)
+    part2 = value(w.e2, start2)
+    out = np.einsum("kq,kq->q", _cubed_coefficients(w.a1), part1)
+    out += np.einsum("kq,kq->q", _cubed_coefficients(w.a2), part2)
+    return out
+
+
+@dataclass(eq=False)
+class KDEProblems:
+    """Reflected triweight KDE-ECE of several binary problems on the same rows.
+
+    Built by :func:`kde_problems`; point estimates with :meth:`kde_ece`, row-weighted
+    replicates (the bootstrap) with :meth:`replicates`.
 
     Attributes
     ----------
-    bandwidth : float
-    grid : ndarray of shape (G,)
+    bandwidth : ndarray of shape (n_problems,)
+        Kernel half-width of each problem (the rule of thumb of
+        :func:`calcore.kde.kde_bandwidth` unless given).
+    grid_offsets : ndarray of shape (n_problems + 1,)
+        Problem ``p``'s grid is ``grid[grid_offsets[p]:grid_offsets[p + 1]]``, the
+        ``np.linspace(0, 1, size)`` of :func:`calcore.kde.kde_ece`.
+    sum_k, sum_yk : ndarray of shape (total grid size,)
+        Full-sample kernel sums ``sum_j K((z - x_j) / h) / K(0)`` and the same times the
+        outcomes, reflected copies included (the constant factor cancels in the estimate).
     n_rows : int
-    row_order : ndarray of shape (n_rows,)
-        The rows sorted by score: ``moments`` has one column per row in this order,
-        so that the product reads the weights sequentially (2x faster).
-    moments : scipy.sparse.csc_matrix of shape (2 * n_chunks * seg * 7, n_rows)
-        Segment moments of the weights (first half) and of the weights times the
-        outcomes (second half), rows ordered (quantity, chunk, segment, power);
-        reflected copies of a row add to its column.
-    window : scipy.sparse.csr_matrix of shape (2 * G, 2 * n_chunks * (seg + 1) * 7)
-        Maps the per-chunk prefix sums of the moments to the kernel sums at the
-        grid (``coef_k(a)`` at the window's end, minus at its start), first
-        ``sum_k`` then ``sum_yk``. Grid points whose window holds no point have an
-        empty row, so their sums are exactly 0, as in ``kde_ece``.
-    n_chunks, seg : int
-        Layout of the segment axis (``seg`` segments per chunk, padded).
     """
 
-    bandwidth: float
+    bandwidth: np.ndarray
     grid: np.ndarray
+    grid_offsets: np.ndarray
+    sum_k: np.ndarray
+    sum_yk: np.ndarray
     n_rows: int
-    row_order: np.ndarray
-    moments: sp.csc_matrix
-    window: sp.csr_matrix
-    n_chunks: int
-    seg: int
+    _scores: np.ndarray = field(repr=False)
+    _outcomes: np.ndarray = field(repr=False)
+    _points: _PointSet = field(repr=False)
+    _queries: tuple = field(repr=False)
+    _weighted: list | None = field(default=None, repr=False)
+
+    @property
+    def n_problems(self) -> int:
+        return int(self.bandwidth.size)
+
+    def kde_ece(self, order=1) -> np.ndarray:
+        """KDE-ECE ``trap(|z - pi(z)|^d p(z)) / trap(p(z))`` of every problem, shape (P,).
+
+        The estimator of :func:`calcore.kde.kde_ece` (no d-th root), the integrand
+        being 0 where the density is 0.
+        """
+        return _ece_flat(self.grid, self.grid_offsets, self.sum_k, self.sum_yk, float(order))
+
+    # ------------------------------------------------------------------ bootstrap
+    def _prepare_weighted(self) -> list:
+        if self._weighted is None:
+            self._weighted = [_weighted_problem(self, p) for p in range(self.n_problems)]
+        return self._weighted
 
     @property
     def work_per_resample(self) -> int:
-        """Multiply-adds per weight vector (the sparse products and the prefix sums)."""
-        return int(self.moments.nnz + self.window.nnz + self.moments.shape[0])
+        """Multiply-adds per weight vector of :meth:`replicates` (all problems)."""
+        return int(sum(w.work for w in self._prepare_weighted()))
 
-    def sums(self, weights_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Kernel sums ``sum_k`` and ``sum_yk`` at the grid for each weight vector.
+    def replicates(self, weights_t: np.ndarray, order=1) -> np.ndarray:
+        """KDE-ECE of every problem for each weight vector, shape (R, n_problems).
 
         Parameters
         ----------
-        weights_t : ndarray of shape (n_rows, R), C-contiguous
+        weights_t : ndarray of shape (n_rows, R)
             One weight vector per column (row counts of a resample).
 
         Returns
         -------
-        sum_k, sum_yk : ndarray of shape (R, G)
-            As ``calcore.kde._kernel_sums`` on the rows repeated ``w_i`` times.
+        ndarray of shape (R, n_problems)
+            As :func:`calcore.kde.kde_ece` on the rows repeated ``w_i`` times, with this
+            object's bandwidths (to ~1e-13).
         """
+        weights_t = np.ascontiguousarray(weights_t, dtype=np.float64)
         r = weights_t.shape[1]
-        # float64 accumulation; the weights in score order, read once per row
-        seg_sums = np.asarray(self.moments @ weights_t[self.row_order])
-        seg_sums = seg_sums.reshape(2 * self.n_chunks, self.seg, _N_POWERS * r)
-        # Prefix sums restart in every chunk (its moments are centred on its own c). A loop
-        # over the short segment axis adds whole (rows, R) slabs: much faster than
-        # np.cumsum along a middle axis.
-        prefix = np.empty((seg_sums.shape[0], self.seg + 1, _N_POWERS * r))
-        prefix[:, 0, :] = 0.0
-        for t in range(self.seg):
-            np.add(prefix[:, t, :], seg_sums[:, t, :], out=prefix[:, t + 1, :])
-        out = np.asarray(self.window @ prefix.reshape(-1, r)).T  # (R, 2G)
-        g = self.grid.size
-        return out[:, :g], out[:, g:]
+        out = np.empty((r, self.n_problems))
+        for p, wp in enumerate(self._prepare_weighted()):
+            grid = self.grid[self.grid_offsets[p] : self.grid_offsets[p + 1]]
+            step = max(1, _CHUNK_VALUES // (2 * _N_POWERS * (wp.n_segments + 1)))
+            for lo in range(0, r, step):
+                sum_k, sum_yk = wp.sums(weights_t[:, lo : lo + step])
+                out[lo : lo + step, p] = kde_ece_from_sums(grid, sum_k, sum_yk, order)
+        return out
 
 
-def _cubed_coefficients(a: np.ndarray) -> np.ndarray:
-    """Coefficients in ``b`` of ``(1 - (a - b)^2)^3``, shape (7, len(a))."""
-    q = np.stack([1.0 - a * a, 2.0 * a, -np.ones_like(a)])  # 1 - a^2 + 2ab - b^2
-    sq = np.zeros((5, a.size))
-    for i in range(3):
-        for j in range(3):
-            sq[i + j] += q[i] * q[j]
-    cube = np.zeros((_N_POWERS, a.size))
-    for i in range(5):
-        for j in range(3):
-            cube[i + j] += sq[i] * q[j]
-    return cube
+def _ece_flat(grid, offsets, sum_k, sum_yk, order: float) -> np.ndarray:
+    """Per-problem trapezoid ratio over a flat grid (equal spacing cancels in the ratio)."""
+    positive = sum_k > 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        acc = np.where(positive, sum_yk / np.where(positive, sum_k, 1.0), 0.0)
+    integrand = np.where(positive, np.abs(grid - acc) ** order * sum_k, 0.0)
+    first, last = offsets[:-1], offsets[1:] - 1
+
+    def trap(f):
+        return np.add.reduceat(f, first) - 0.5 * (f[first] + f[last])
+
+    return trap(integrand) / trap(sum_k)
 
 
-def weighted_kde(scores: np.ndarray, outcomes: np.ndarray, *, bandwidth=None) -> WeightedKDE:
-    """Prepare row-weighted KDE sums for ``(scores, outcomes)`` of one binary problem.
+def _queries(grid, grid_offsets, h):
+    """The grid points plus the reflected queries (-z for z <= h, 2 - z for z >= 1 - h)."""
+    n_problems = h.size
+    g_problem = np.repeat(np.arange(n_problems), np.diff(grid_offsets))
+    hg = h[g_problem]
+    low = np.flatnonzero(grid <= hg)
+    high = np.flatnonzero(grid >= 1.0 - hg)
+    target = np.concatenate((np.arange(grid.size), low, high))
+    value = np.concatenate((grid, -grid[low], 2.0 - grid[high]))
+    return value, g_problem[target], target
+
+
+def kde_problems(scores, outcomes, *, bandwidth=None) -> KDEProblems:
+    """Prepare the KDE-ECE of the binary problems ``(scores[:, p], outcomes[:, p])``.
 
     Parameters
     ----------
-    scores : ndarray of shape (n,)
-        Scores in [0, 1] (validated upstream: a :class:`~calcore.Predictions` view).
-    outcomes : ndarray of shape (n,)
-        0/1 outcomes.
+    scores : ndarray of shape (n, n_problems)
+        Scores in [0, 1], ``n >= 2`` (validated upstream: a :class:`~calcore.Predictions`).
+    outcomes : ndarray of shape (n, n_problems)
+        0/1 or boolean outcomes.
     bandwidth : float, optional
-        Kernel half-width; by default the rule of thumb on the full sample, as
-        :func:`calcore.kde.kde_ece` uses.
+        One kernel half-width for every problem; by default each problem's rule of thumb
+        on the full sample, as :func:`calcore.kde.kde_ece` uses.
 
     Returns
     -------
-    WeightedKDE
+    KDEProblems
+        With the full-sample kernel sums computed (the point estimates are
+        :meth:`KDEProblems.kde_ece`); the bootstrap matrices are built on first use.
+
+    References
+    ----------
+    Zhang, Kailkhura and Han (2020), Mix-n-Match, ICML, Sec. 4.1, Eq. (6), App. B-C.
     """
-    s = np.asarray(scores, dtype=np.float64)
-    o = np.asarray(outcomes, dtype=np.float64)
-    n = s.size
-    h = _rule_of_thumb(s) if bandwidth is None else float(bandwidth)
-    grid = np.linspace(0.0, 1.0, _grid_size(None, h, "weighted_kde", integrate=True))
-    # The sample and its mirror images about 0 and 1 (the same rule as calcore.kde._reflect),
-    # each remembering its original row so that a row's weight follows its copies.
-    low, high = np.flatnonzero(s <= h), np.flatnonzero(s >= 1.0 - h)
-    points = np.concatenate([s, -s[low], 2.0 - s[high]])
-    rows = np.concatenate([np.arange(n), low, high])
-    order = np.argsort(points, kind="stable")
-    points, rows = points[order], rows[order]
-    lo = np.searchsorted(points, grid - h, side="left")
-    hi = np.searchsorted(points, grid + h, side="right")
+    st = np.ascontiguousarray(np.asarray(scores, dtype=np.float64).T)  # (P, n)
+    ot = np.ascontiguousarray(np.asarray(outcomes).T != 0)
+    n_problems, n = st.shape
+    if bandwidth is None:
+        # Row by row on contiguous copies: the very same float as kde_ece's rule of thumb.
+        h = np.array([_rule_of_thumb(row) for row in st])
+    else:
+        h = np.full(n_problems, float(bandwidth))
+    sizes = np.array([_grid_size(None, float(x), "kde_problems", integrate=True) for x in h])
+    grid_offsets = np.concatenate(([0], np.cumsum(sizes)))
+    grid = np.concatenate([np.linspace(0.0, 1.0, int(s)) for s in sizes])
+    q_value, q_problem, q_target = _queries(grid, grid_offsets, h)
+    hq = h[q_problem]
 
-    width = 2.0 * h
-    n_chunks = int(np.floor(1.0 / width)) + 1
-    chunk = np.minimum((grid / width).astype(np.intp), n_chunks - 1)
-    centre = (2.0 * np.arange(n_chunks) + 1.0) * h
-    # Breakpoints of each chunk: every window start and end of its grid points.
-    first = np.searchsorted(chunk, np.arange(n_chunks), side="left")
-    last = np.searchsorted(chunk, np.arange(n_chunks), side="right")
-    seg_lo = np.empty(grid.size, dtype=np.intp)
-    seg_hi = np.empty(grid.size, dtype=np.intp)
-    parts = []  # (point index range, segment of each point, chunk)
-    max_seg = 1
-    for j in range(n_chunks):
-        if first[j] == last[j]:
-            continue
-        g_lo, g_hi = lo[first[j] : last[j]], hi[first[j] : last[j]]
-        breaks = np.unique(np.concatenate([g_lo, g_hi]))
-        seg_lo[first[j] : last[j]] = np.searchsorted(breaks, g_lo)
-        seg_hi[first[j] : last[j]] = np.searchsorted(breaks, g_hi)
-        idx = np.arange(breaks[0], breaks[-1])
-        parts.append((idx, np.searchsorted(breaks, idx, side="right") - 1, j))
-        max_seg = max(max_seg, breaks.size - 1)
-    seg = max_seg
+    offsets = np.arange(n_problems + 1) * n
+    points = _point_set(np.sort(st, axis=1).reshape(-1), offsets, h, moments=True)
+    # Outcome sums: the positive points only (a point set of their own).
+    pos_problem, pos_row = np.nonzero(ot)
+    pos_values = st[pos_problem, pos_row]
+    order = np.lexsort((pos_values, pos_problem))
+    pos_offsets = np.concatenate(([0], np.cumsum(np.bincount(pos_problem, minlength=n_problems))))
+    positives = _point_set(pos_values[order], pos_offsets, h, moments=True)
 
-    half = _N_POWERS * n_chunks * seg
-    row_order = np.argsort(s, kind="stable")
-    rank = np.empty(n, dtype=np.intp)
-    rank[row_order] = np.arange(n)
-    r_list, c_list, v_list = [], [], []
-    for idx, segment, j in parts:
-        b = (points[idx] - centre[j]) / h
-        pos = np.flatnonzero(o[rows[idx]] != 0.0)
-        col = rank[rows[idx]]  # hoisted: the same columns for every power
-        col_pos, r0 = col[pos], (j * seg + segment) * _N_POWERS
-        power = np.ones_like(b)
-        for k in range(_N_POWERS):
-            r_list += [r0 + k, half + r0[pos] + k]
-            c_list += [col, col_pos]
-            v_list += [power, power[pos]]
-            power = power * b
-    # Duplicates (a row and its mirror image in the same segment) are summed by tocsr.
-    moments = sp.csc_matrix(
-        (np.concatenate(v_list), (np.concatenate(r_list), np.concatenate(c_list))),
-        shape=(2 * half, n),
+    windows = _windows(points, q_value, q_problem, hq)
+    size = grid.size
+    sum_k = np.bincount(q_target, weights=_window_sums(points, windows), minlength=size)
+    pos_windows = _windows(positives, q_value, q_problem, hq)
+    sum_yk = np.bincount(q_target, weights=_window_sums(positives, pos_windows), minlength=size)
+    return KDEProblems(
+        bandwidth=h,
+        grid=grid,
+        grid_offsets=grid_offsets,
+        sum_k=sum_k,
+        sum_yk=sum_yk,
+        n_rows=n,
+        _scores=st,
+        _outcomes=ot,
+        _points=points,
+        _queries=(q_value, q_problem, q_target, windows),
     )
 
-    coef = _TRIWEIGHT * _cubed_coefficients((grid - centre[chunk]) / h)  # (7, G)
-    busy = np.flatnonzero(hi > lo)
-    # Column of (chunk, prefix position, power k) in the flattened prefix array.
-    k_axis = np.arange(_N_POWERS)[:, None]
-    at_hi = (chunk[None, busy] * (seg + 1) + seg_hi[None, busy]) * _N_POWERS + k_axis
-    at_lo = (chunk[None, busy] * (seg + 1) + seg_lo[None, busy]) * _N_POWERS + k_axis
-    cols = np.concatenate([at_hi, at_lo], axis=1).ravel()
-    vals = np.concatenate([coef[:, busy], -coef[:, busy]], axis=1).ravel()
-    rows_g = np.broadcast_to(np.concatenate([busy, busy])[None, :], (_N_POWERS, 2 * busy.size))
-    rows_g = rows_g.ravel()
-    half_cols = _N_POWERS * n_chunks * (seg + 1)
+
+def weighted_kde(scores, outcomes, *, bandwidth=None) -> KDEProblems:
+    """:func:`kde_problems` of a single binary problem ``(scores, outcomes)`` of shape (n,)."""
+    s = np.asarray(scores, dtype=np.float64).reshape(-1, 1)
+    return kde_problems(s, np.asarray(outcomes).reshape(-1, 1), bandwidth=bandwidth)
+
+
+# ---------------------------------------------------------------------- row weights
+
+
+@dataclass(frozen=True, eq=False)
+class _WeightedProblem:
+    """Sparse matrices of one problem for row-weighted kernel sums.
+
+    ``moments`` and ``pos_moments`` (shape ``(7 * n_segments, n_rows)``) give the
+    centred segment moments of the weights (all points / positive points) with rows
+    ``(segment, power)``; ``first`` are the first segments of the non-empty blocks
+    (where the prefix sums restart); ``window`` (shape ``(n_queries, 7 * (n_segments +
+    1))``) maps the exclusive prefix sums to each query's kernel sum, and
+    ``extra_target`` folds the reflected queries into their grid points.
+    """
+
+    moments: sp.csr_matrix
+    pos_moments: sp.csr_matrix
+    first: np.ndarray
+    window: sp.csr_matrix
+    n_grid: int
+    extra_target: np.ndarray
+    n_segments: int
+
+    @property
+    def work(self) -> int:
+        seg = _N_POWERS * (self.n_segments + 1)
+        return int(self.moments.nnz + self.pos_moments.nnz + 2 * (3 * seg + self.window.nnz))
+
+    def sums(self, weights_t: np.ndarray):
+        r = weights_t.shape[1]
+        seg = np.empty((self.n_segments, _N_POWERS, 2 * r))
+        seg[:, :, :r] = (self.moments @ weights_t).reshape(self.n_segments, _N_POWERS, r)
+        seg[:, :, r:] = (self.pos_moments @ weights_t).reshape(self.n_segments, _N_POWERS, r)
+        flat = seg.reshape(self.n_segments, -1)
+        # Restart at every non-empty block, as in _point_set (float64 throughout).
+        if self.first.size > 1:
+            totals = np.add.reduceat(flat, self.first, axis=0)
+            flat[self.first[1:]] -= totals[:-1]
+        prefix = np.zeros((self.n_segments + 1, flat.shape[1]))
+        np.cumsum(flat, axis=0, out=prefix[1:])
+        per_query = self.window @ prefix.reshape(-1, 2 * r)  # (Q, 2R)
+        out = per_query[: self.n_grid].copy()
+        np.add.at(out, self.extra_target, per_query[self.n_grid :])
+        return out[:, :r].T, out[:, r:].T
+
+
+def _segment_matrix(seg_of_point, rows, b, n_segments, n_rows) -> sp.csr_matrix:
+    """CSR of shape (7 * n_segments, n_rows): row ``(s, k)`` holds ``b^k`` of segment s's points.
+
+    Built directly in CSR order (points are sorted by segment), no COO conversion.
+    """
+    count = np.bincount(seg_of_point, minlength=n_segments)
+    seg_start = np.cumsum(count) - count
+    k = np.arange(_N_POWERS)[:, None]
+    within = np.arange(seg_of_point.size) - seg_start[seg_of_point]
+    dest = _N_POWERS * seg_start[seg_of_point][None, :] + k * count[seg_of_point][None, :] + within
+    data = np.empty(_N_POWERS * seg_of_point.size)
+    indices = np.empty(_N_POWERS * seg_of_point.size, dtype=np.int32)
+    power = np.ones_like(b)
+    for kk in range(_N_POWERS):
+        data[dest[kk]] = power
+        indices[dest[kk]] = rows
+        power = power * b
+    indptr = np.concatenate(
+        ([0], (_N_POWERS * seg_start[:, None] + k.T * count[:, None] + count[:, None]).ravel())
+    )
+    return sp.csr_matrix((data, indices, indptr), shape=(_N_POWERS * n_segments, n_rows))
+
+
+def _weighted_problem(kp: KDEProblems, p: int) -> _WeightedProblem:
+    ps = kp._points
+    h = float(kp.bandwidth[p])
+    n = kp.n_rows
+    base = int(ps.offsets[p])
+    rows = np.argsort(kp._scores[p], kind="stable")
+    values = kp._scores[p][rows]
+    positive = kp._outcomes[p][rows]
+
+    q_value, q_problem, q_target, w = kp._queries
+    # This problem's queries: its grid points in order, then its reflected queries.
+    mine = np.flatnonzero(q_problem == p)
+    g0 = int(kp.grid_offsets[p])
+    n_grid = int(kp.grid_offsets[p + 1]) - g0
+    lo, e1, e2 = (x[mine] - base for x in (w.lo, w.e1, w.e2))
+    jg = w.j[mine]
+    starts_all = ps.starts - base
+    start1, start2 = starts_all[jg], starts_all[jg + 1]
+    # Blocks of this problem (local point indices) and the segment breakpoints.
+    in_problem = (ps.starts[:-2] >= base) & (ps.starts[:-2] <= base + n)
+    block_starts = np.unique(starts_all[:-2][in_problem])
+    breaks = np.unique(np.concatenate((lo, e1, e2, block_starts, [0, n])))
+    n_segments = breaks.size - 1
+    seg_of_point = np.searchsorted(breaks, np.arange(n), side="right") - 1
+    b = (values - ps.centre[:-2][_block_of(ps, base, n)]) / h
+    moments = _segment_matrix(seg_of_point, rows, b, n_segments, n)
+    pos = np.flatnonzero(positive)
+    pos_moments = _segment_matrix(seg_of_point[pos], rows[pos], b[pos], n_segments, n)
+    first = np.searchsorted(breaks, block_starts[block_starts < n])
+
+    # Window matrix: per query 21 entries (+coef at part ends, -coef at part 1's start);
+    # a value at a block's own start is that block's zero, so its coefficient is dropped.
+    def column(i, frame_start):
+        t = np.searchsorted(breaks, i)
+        return t, i == frame_start
+
+    c1 = _cubed_coefficients(w.a1[mine])
+    c2 = _cubed_coefficients(w.a2[mine])
+    k = np.arange(_N_POWERS)[:, None]
+    cols, vals = [], []
+    for i, frame, coef, sign in (
+        (e1, start1, c1, 1.0),
+        (lo, start1, c1, -1.0),
+        (e2, start2, c2, 1.0),
+    ):
+        t, zero = column(i, frame)
+        cols.append(t[None, :] * _N_POWERS + k)
+        vals.append(np.where(zero[None, :], 0.0, sign * coef))
+    n_q = mine.size
+    data = np.stack(vals, axis=1).transpose(2, 1, 0).reshape(-1)  # (Q, 3, 7)
+    indices = np.stack(cols, axis=1).transpose(2, 1, 0).reshape(-1)
     window = sp.csr_matrix(
-        (
-            np.concatenate([vals, vals]),
-            (
-                np.concatenate([rows_g, rows_g + grid.size]),
-                np.concatenate([cols, cols + half_cols]),
-            ),
-        ),
-        shape=(2 * grid.size, 2 * half_cols),
+        (data, indices.astype(np.int32), np.arange(n_q + 1) * 3 * _N_POWERS),
+        shape=(n_q, _N_POWERS * (n_segments + 1)),
     )
-    return WeightedKDE(h, grid, n, row_order, moments, window, n_chunks, seg)
+    extra_target = q_target[mine][n_grid:] - g0
+    return _WeightedProblem(moments, pos_moments, first, window, n_grid, extra_target, n_segments)
 
 
-def kde_ece_from_sums(grid: np.ndarray, sum_k: np.ndarray, sum_yk: np.ndarray) -> np.ndarray:
-    """KDE-ECE (order 1) from kernel sums on the grid, one value per row of ``sum_k``.
+def _block_of(ps: _PointSet, base: int, n: int) -> np.ndarray:
+    """Global block id of each of problem's points ``base .. base + n - 1``."""
+    return np.searchsorted(ps.starts[:-2], np.arange(base, base + n), side="right") - 1
+
+
+def kde_ece_from_sums(grid: np.ndarray, sum_k: np.ndarray, sum_yk: np.ndarray, order=1):
+    """KDE-ECE from kernel sums on the grid, one value per row of ``sum_k``.
 
     The estimator of :func:`calcore.kde.kde_ece`:
-    ``trap(|z - pi(z)| p(z)) / trap(p(z))`` with ``pi = sum_yk / sum_k`` and
+    ``trap(|z - pi(z)|^d p(z)) / trap(p(z))`` with ``pi = sum_yk / sum_k`` and
     ``p`` proportional to ``sum_k`` (the constant ``1 / (n h)`` cancels in the
     ratio), the integrand being 0 where ``p = 0``.
     """
+    positive = sum_k > 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        acc = np.where(sum_k > 0.0, sum_yk / sum_k, 0.0)
-    integrand = np.where(sum_k > 0.0, np.abs(grid - acc) * sum_k, 0.0)
+        acc = np.where(positive, sum_yk / np.where(positive, sum_k, 1.0), 0.0)
+    integrand = np.where(positive, np.abs(grid - acc) ** float(order) * sum_k, 0.0)
     return np.trapezoid(integrand, axis=-1) / np.trapezoid(sum_k, axis=-1)

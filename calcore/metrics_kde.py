@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore.kde import KDEReliabilityCurve, kde_ece, kde_reliability_curve
+from calcore._bootstrap_kde import kde_problems
+from calcore.kde import KDEReliabilityCurve, _check_inputs, kde_ece, kde_reliability_curve
 from calcore.predictions import Predictions
 from calcore.views import confidence_view
 
@@ -44,25 +45,45 @@ def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None) -> float:
 def kde_ece_classwise(preds: Predictions, *, order=1, bandwidth=None, classes=None) -> float:
     """Mean over classes of the KDE-ECE of ``(p_l, 1{y = l})``.
 
-    Each class gets its own rule-of-thumb bandwidth unless ``bandwidth`` is
-    given. Costs one KDE per class (tens of milliseconds at n = 50,000).
+    Each class gets its own rule-of-thumb bandwidth unless ``bandwidth`` is given.
+    All classes are evaluated together in the moment form of
+    :mod:`calcore._bootstrap_kde` (equal to :func:`calcore.kde.kde_ece` per class to
+    ~1e-12 relative, tested; ~0.2 s for 100 classes at n = 10,000).
 
     Parameters
     ----------
+    preds : Predictions
+    order : float, default 1
+        The power ``d`` (no d-th root, as in the paper).
+    bandwidth : float, optional
+        One kernel half-width for every class.
     classes : sequence of int, optional
         Average over these classes only (all by default).
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Zhang, Kailkhura, Han (2020), "Mix-n-Match", ICML, Sec. 4.1, Eq. 6.
     """
-    chosen = range(preds.n_classes) if classes is None else classes
-    values = [
-        kde_ece(
-            preds.probs[:, c],
-            (preds.labels == c).astype(np.float64),
-            order=order,
-            bandwidth=bandwidth,
-        )
-        for c in chosen
-    ]
-    return float(np.mean(values))
+    chosen = list(range(preds.n_classes)) if classes is None else [int(c) for c in classes]
+    if not chosen or preds.n_samples < 2:
+        # Nothing to batch: the reference raises (too few rows) or averages nothing.
+        values = [
+            kde_ece(preds.probs[:, c], preds.labels == c, order=order, bandwidth=bandwidth)
+            for c in chosen
+        ]
+        return float(np.mean(values))
+    first = chosen[0]
+    # Same checks and messages as kde_ece (bandwidth range, order); scores are valid already.
+    _check_inputs(preds.probs[:, first], preds.labels == first, bandwidth, None, "kde_ece", order)
+    cols = np.asarray(chosen, dtype=np.intp)
+    problems = kde_problems(
+        preds.probs[:, cols], preds.labels[:, None] == cols[None, :], bandwidth=bandwidth
+    )
+    return float(np.mean(problems.kde_ece(order)))
 
 
 def kde_confidence_curve(

@@ -148,9 +148,7 @@ def _point_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: boo
         "tace": adaptive_errors_from_bins(tace),
         "debiased_ece": float(np.sqrt(max(debiased_squared_error_from_bins(conf), 0.0))),
         "kde_ece": kde_ece_confidence(preds) if enough else None,
-        "kde_ece_classwise": float(kde_values(kdes, np.ones((preds.n_samples, 1)))[0])
-        if kdes is not None
-        else None,
+        "kde_ece_classwise": float(np.mean(kdes.kde_ece())) if kdes is not None else None,
     }
     templates = ReportTemplates(conf, top, cw, ace, tace, TACE_THRESHOLD)
     return m, templates, kdes  # m: same keys as METRICS, in its order (tests/test_report.py)
@@ -192,7 +190,7 @@ def _fast_intervals(
     used = dict.fromkeys(reps, int(n_bootstrap))
     kde_sets = {"kde_ece_classwise": kdes}
     if metrics["kde_ece"] is not None:
-        kde_sets["kde_ece"] = [weighted_kde(preds.confidence, preds.correct)]
+        kde_sets["kde_ece"] = weighted_kde(preds.confidence, preds.correct)
     for key, group in kde_sets.items():
         if group is None:
             continue
@@ -201,7 +199,7 @@ def _fast_intervals(
         if r < n_bootstrap:
             notes.append(
                 f"The {key} interval uses the first {r} of the {n_bootstrap} resamples "
-                f"(its kernel sums cost {sum(g.work_per_resample for g in group):,} "
+                f"(its kernel sums cost {group.work_per_resample:,} "
                 f"multiply-adds per resample, capped at {kde_max_work:,} in all)."
             )
     data_dependent = binning != "equal-width" or isinstance(bins, str)

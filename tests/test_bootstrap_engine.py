@@ -112,19 +112,19 @@ def test_kde_replicates_equal_weighted_kde_with_the_full_bandwidth(ties):
     wt = np.ascontiguousarray(counts.T)
     conf = weighted_kde(preds.confidence, preds.correct)
     kdes = classwise_kdes(preds)
-    conf_reps = kde_values([conf], wt)
+    conf_reps = kde_values(conf, wt)
     cw_reps = kde_values(kdes, wt)
     for r, w in enumerate(counts):
         rows = _rows(w)
-        want = kde_ece(preds.confidence[rows], preds.correct[rows], bandwidth=conf.bandwidth)
+        want = kde_ece(preds.confidence[rows], preds.correct[rows], bandwidth=conf.bandwidth[0])
         assert conf_reps[r] == pytest.approx(want, rel=1e-10)
         per_class = [
             kde_ece(
                 preds.probs[rows, c],
                 (preds.labels[rows] == c).astype(float),
-                bandwidth=k.bandwidth,
+                bandwidth=h,
             )
-            for c, k in enumerate(kdes)
+            for c, h in enumerate(kdes.bandwidth)
         ]
         assert cw_reps[r] == pytest.approx(np.mean(per_class), rel=1e-10)
         sub = preds.subset(rows)
