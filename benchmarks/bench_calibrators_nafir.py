@@ -13,6 +13,7 @@ Run: ``.venv/bin/python benchmarks/bench_calibrators_nafir.py``
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
 
@@ -57,13 +58,20 @@ def run(method: str, n: int, n_classes: int, **params) -> dict:
 
 def main() -> None:
     cases = [("na-fir", 5000, 100), ("scir", 5000, 10), ("scir", 5000, 100)]
+    load_before = os.getloadavg()
     results = [run(*case) for case in cases]
-    print(
-        json.dumps(
-            {"python": platform.python_version(), "numpy": np.__version__, "results": results},
-            indent=2,
-        )
-    )
+    load = {
+        "before": [round(v, 2) for v in load_before],
+        "after": [round(v, 2) for v in os.getloadavg()],
+    }
+    report = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "load_average_1_5_15_min": load,
+        "results": results,
+    }
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":
