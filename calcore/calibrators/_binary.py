@@ -1,4 +1,4 @@
-"""The binary-calibrator contract that the M2B wrappers rely on, and a row-range thread helper.
+"""The binary-calibrator contract that the M2B wrappers rely on.
 
 A binary calibrator class (:class:`BinaryCalibrator`)
 
@@ -18,15 +18,12 @@ Class-wise fast paths are optional classmethods (``fit_binary_rows``,
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from calcore.calibrators._base import Calibrator
 from calcore.predictions import Predictions
 
-__all__ = ["BinaryCalibrator", "in_threads"]
+__all__ = ["BinaryCalibrator"]
 
 
 class BinaryCalibrator(Calibrator):
@@ -55,17 +52,3 @@ class BinaryCalibrator(Calibrator):
     def _transform(self, preds: Predictions, state: dict) -> tuple[np.ndarray, None]:
         h = self.apply_binary(state, preds.probs[:, 1], self._params)
         return np.column_stack([1.0 - h, h]), None
-
-
-def in_threads(run, n: int, size: int) -> list:
-    """``[run(begin, end), ...]`` over consecutive row ranges covering ``0 .. n - 1``.
-
-    Large inputs (``size`` elements) are split between up to 4 threads (numpy
-    releases the GIL in the vectorised passes); small ones run in one call.
-    """
-    workers = min(4, os.cpu_count() or 1) if size >= 4_000_000 else 1
-    if workers < 2 or n < 2:
-        return [run(0, n)]
-    bounds = np.linspace(0, n, workers + 1).astype(int)
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(run, bounds[:-1], bounds[1:]))

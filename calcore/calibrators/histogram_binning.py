@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from calcore.calibrators._base import Param
-from calcore.calibrators._binary import in_threads
 from calcore.calibrators._bins import (
     BINS,
     POINTS_PER_BIN,
@@ -31,6 +30,7 @@ from calcore.calibrators._bins import (
     umd_edges,
 )
 from calcore.calibrators._registry import register
+from calcore.calibrators._threads import in_threads
 
 __all__ = ["HistogramBinning"]
 
