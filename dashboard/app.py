@@ -60,7 +60,10 @@ def main() -> None:
     if first_run and from_url.dropped:
         st.warning("Ignored in the link: " + esc("; ".join(from_url.dropped)))
 
-    with st.sidebar:
+    # Each sidebar section in a keyed container: sections whose content changes (source,
+    # split mode, chosen methods) must not shift the browser-side state of the widgets of
+    # other sections (seen: the Bins input took another number input's value).
+    with st.sidebar, st.container(key="section.data"):
         file, sample_key, upload_name = controls.data_source()
     if file is None:
         if from_url.upload_name:
@@ -84,11 +87,14 @@ def main() -> None:
     show_messages(loaded.warnings, loaded.notes)
 
     with st.sidebar:
-        mode, fraction, seed, test_file = controls.split_controls(loaded.has_split_column)
-        n_classes = loaded.any.n_classes
-        methods = controls.method_controls(n_classes)
-        binning, bins, n_bootstrap = controls.evaluation_controls()
-        theme = controls.theme_control()
+        with st.container(key="section.split"):
+            mode, fraction, seed, test_file = controls.split_controls(loaded.has_split_column)
+        with st.container(key="section.methods"):
+            methods = controls.method_controls(loaded.any.n_classes)
+        with st.container(key="section.binning"):
+            binning, bins, n_bootstrap = controls.evaluation_controls()
+        with st.container(key="section.theme"):
+            theme = controls.theme_control()
 
     settings = Settings(
         sample=sample_key,

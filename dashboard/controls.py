@@ -39,6 +39,7 @@ KEY_BINS = "sidebar.bins"
 KEY_BOOTSTRAP = "sidebar.bootstrap"
 KEY_THEME = "sidebar.theme"
 KEY_VIEW = "main.view"
+KEY_INITIAL = "app.initial_values"  # not a widget: first values of numeric widgets
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "parquet", "pq", "npz"]
 BOOTSTRAP_CHOICES = (0, 50, 200, 1000)
@@ -76,31 +77,43 @@ def restore(settings: Settings) -> None:
     if settings.sample is not None:
         ss[KEY_SAMPLE] = settings.sample
     ss[KEY_SPLIT] = settings.split_mode
-    ss[KEY_FRACTION] = settings.test_fraction
-    ss[KEY_SEED] = settings.split_seed
     ss[KEY_METHODS] = [m.name for m in settings.methods]
+    # Numeric inputs and sliders get their first value through ``value=`` (see _initial):
+    # a value given only through session state was lost in the browser when the widget
+    # was re-sent (the Bins input fell back to its minimum after a method was added).
+    initial = {KEY_FRACTION: settings.test_fraction, KEY_SEED: settings.split_seed}
+    initial[KEY_BINS] = settings.bins
     for m in settings.methods:
         for name, value in m.params:
-            ss[param_key(m.name, name)] = value
+            initial[param_key(m.name, name)] = value
+    ss[KEY_INITIAL] = initial
     ss[KEY_BINNING] = settings.binning
-    ss[KEY_BINS] = settings.bins
     ss[KEY_BOOTSTRAP] = settings.n_bootstrap
     ss[KEY_THEME] = settings.theme
     ss[KEY_VIEW] = settings.view
+
+
+def _initial(key: str, default):
+    """A widget's first value: from the URL if it named one, else ``default``.
+
+    Constant for the whole session, so passing it as ``value=`` never resets a widget
+    the user has changed since.
+    """
+    return st.session_state.get(KEY_INITIAL, {}).get(key, default)
 
 
 def _param_widget(method: str, p: calcore.Param):
     """One control for one calibrator parameter, by its declared kind and bounds."""
     key = param_key(method, p.name)
     label, help_text = p.name.replace("_", " "), p.description
-    if key not in st.session_state:
-        st.session_state[key] = p.default
+    first = _initial(key, p.default)
     if p.kind == "bool":
-        return st.checkbox(label, key=key, help=help_text)
+        return st.checkbox(label, value=bool(first), key=key, help=help_text)
     if p.kind == "str" and p.choices:
-        return st.selectbox(label, list(p.choices), key=key, help=help_text)
+        options = list(p.choices)
+        return st.selectbox(label, options, index=options.index(first), key=key, help=help_text)
     if p.kind == "str":
-        return st.text_input(label, key=key, help=help_text)
+        return st.text_input(label, value=first, key=key, help=help_text)
     step = 1 if p.kind == "int" else None
     lo = None if p.minimum is None else (int(p.minimum) if p.kind == "int" else float(p.minimum))
     hi = None if p.maximum is None else (int(p.maximum) if p.kind == "int" else float(p.maximum))
@@ -108,6 +121,7 @@ def _param_widget(method: str, p: calcore.Param):
         help_text += " Leave empty for the default behaviour."
     return st.number_input(
         label,
+        value=first,
         min_value=lo,
         max_value=hi,
         step=step,
@@ -173,10 +187,15 @@ def split_controls(has_split_column: bool | None) -> tuple[str, float, int, File
     mode = st.selectbox("Fit calibrators on", modes, format_func=SPLIT_MODES.get, key=KEY_SPLIT)
     fraction, seed, test_file = 0.5, 0, None
     if mode == "random":
-        st.session_state.setdefault(KEY_FRACTION, 0.5)
-        st.session_state.setdefault(KEY_SEED, 0)
-        fraction = st.slider("Test fraction", 0.05, 0.95, step=0.05, key=KEY_FRACTION)
-        seed = int(st.number_input("Split seed", min_value=0, step=1, key=KEY_SEED))
+        fraction = st.slider(
+            "Test fraction", 0.05, 0.95, value=_initial(KEY_FRACTION, 0.5), step=0.05,
+            key=KEY_FRACTION,
+        )  # fmt: skip
+        seed = int(
+            st.number_input(
+                "Split seed", min_value=0, value=_initial(KEY_SEED, 0), step=1, key=KEY_SEED
+            )
+        )
     elif mode == "second-file":
         up = st.file_uploader("Test predictions", type=UPLOAD_TYPES, key=KEY_TEST_UPLOAD)
         if up is not None:
@@ -200,13 +219,16 @@ def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
     choices = []
     for name in names:
         info = calcore.CALIBRATORS[name]
-        if info.parameters:
-            with st.expander(f"{name} parameters"):
-                params = {p.name: _param_widget(name, p) for p in info.parameters}
-        else:
-            params = {}
-        if info.slow:
-            st.caption(f"⏳ {esc(name)} is slow on large data; it runs once and is cached.")
+        # a keyed container per method, so its widgets keep their identity when another
+        # method is added or removed above them
+        with st.container(key=f"params.{name}"):
+            if info.parameters:
+                with st.expander(f"{name} parameters"):
+                    params = {p.name: _param_widget(name, p) for p in info.parameters}
+            else:
+                params = {}
+            if info.slow:
+                st.caption(f"⏳ {esc(name)} is slow on large data; it runs once and is cached.")
         choices.append(method_choice(name, params))
     return tuple(choices)
 
@@ -214,7 +236,6 @@ def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
 def evaluation_controls() -> tuple[str, int, int]:
     st.header("Evaluation binning")
     st.session_state.setdefault(KEY_BINNING, "equal-width")
-    st.session_state.setdefault(KEY_BINS, 15)
     st.session_state.setdefault(KEY_BOOTSTRAP, 200)
     binning = st.selectbox(
         "Scheme",
@@ -225,10 +246,19 @@ def evaluation_controls() -> tuple[str, int, int]:
         "from n (Sturges: ceil(log2 n) + 1; cube-root: ceil(n^(1/3))).",
     )
     if binning in ("sturges", "cube-root"):
-        bins = int(st.session_state[KEY_BINS])
+        bins = int(st.session_state.get(KEY_BINS, _initial(KEY_BINS, 15)))
     else:
         label = "Points per bin" if binning == "points-per-bin" else "Bins"
-        bins = int(st.number_input(label, min_value=2, max_value=5000, step=1, key=KEY_BINS))
+        bins = int(
+            st.number_input(
+                label,
+                min_value=2,
+                max_value=5000,
+                value=_initial(KEY_BINS, 15),
+                step=1,
+                key=KEY_BINS,
+            )  # fmt: skip
+        )
     boot = st.selectbox(
         "Bootstrap resamples (intervals)",
         BOOTSTRAP_CHOICES,

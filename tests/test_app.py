@@ -103,7 +103,7 @@ def small_csv(rng_seed: int = 0, n: int = 400, names=("cat", "dog", "rabbit")) -
 
 def metrics_table(at: AppTest):
     """The metrics table transposed back to one row per method, one column per metric."""
-    (table,) = [d.value for d in at.dataframe if "metric" in d.value.columns]
+    (table,) = [t.value for t in at.table if "metric" in t.value.columns]
     return table.drop(columns="better").set_index("metric").T
 
 

@@ -96,7 +96,7 @@ def tidy_rows(values) -> list[dict]:
     ]
 
 
-def _show(slot, values, *, key: str | None) -> None:
+def _show(slot, values) -> None:
     table = display_table(values)
     best = best_methods(values)
     keys = {title: key for key, (title, _) in columns().items()}
@@ -105,13 +105,9 @@ def _show(slot, values, *, key: str | None) -> None:
         winners = best.get(keys[row["metric"]], set())
         return ["font-weight: bold" if col in winners else "" for col in row.index]
 
-    slot.dataframe(
-        table.style.apply(bold_best, axis=1),
-        hide_index=True,
-        height=36 * (len(table) + 1) + 3,  # every metric visible, no inner scrolling
-        key=key,
-        column_config={"metric": st.column_config.TextColumn(pinned=True)},
-    )
+    # st.table, not st.dataframe: every row visible without scrolling (projector), and the
+    # cells are real text in the page (selectable, readable by browser tests).
+    slot.table(table.style.apply(bold_best, axis=1), hide_index=True, border="horizontal")
 
 
 def render(ctx) -> None:
@@ -120,12 +116,12 @@ def render(ctx) -> None:
     slot = st.empty()
     if ctx.settings.n_bootstrap:
         # point estimates first (fast), then the same table with intervals
-        _show(slot, metric_values(ctx, n_bootstrap=0), key=None)
+        _show(slot, metric_values(ctx, n_bootstrap=0))
         with st.spinner(f"Bootstrap intervals ({ctx.settings.n_bootstrap} resamples)…"):
             values = metric_values(ctx)
     else:
         values = metric_values(ctx)
-    _show(slot, values, key="table.metrics")
+    _show(slot, values)
     s = ctx.settings
     b, k = compute.calcore_binning(s.binning, s.bins)
     st.caption(

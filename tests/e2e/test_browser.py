@@ -5,6 +5,7 @@ Screenshots land in artifacts/ (look at them when the layout changes).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,15 +17,15 @@ from playwright.sync_api import Page, expect
 
 import calcore
 import calcore.io
-from dashboard.samples import DEFAULT_SAMPLE, SAMPLES
+from calcore.evaluation import random_split
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 # Cold starts on a loaded 2-core CI machine take far longer than Playwright's 5 s default.
-expect.set_options(timeout=60_000)
+expect.set_options(timeout=120_000)
 
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-CHART_TRACE = ".js-plotly-plot .scatterlayer .trace"
+PLOT = ".js-plotly-plot"
 
 
 def wait_idle(page: Page) -> None:
@@ -37,25 +38,15 @@ def wait_idle(page: Page) -> None:
     expect(page.locator('[data-stale="true"]')).to_have_count(0)
 
 
-def expect_chart(page: Page) -> None:
-    """The reliability diagram is drawn: the diagonal and the accuracy trace."""
-    expect(page.locator(".js-plotly-plot")).to_be_visible()
-    expect(page.locator(CHART_TRACE)).to_have_count(2)
-
-
-def metric(page: Page, label: str):
-    card = page.get_by_test_id("stMetric").filter(
-        has=page.get_by_test_id("stMetricLabel").get_by_text(label, exact=True)
-    )
-    return card.get_by_test_id("stMetricValue")
-
-
-def write_csv(path: Path, n: int = 300, seed: int = 7) -> Path:
+def write_csv(path: Path, n: int = 600, seed: int = 7) -> Path:
+    """Over-confident 3-class predictions without a split column."""
     rng = np.random.default_rng(seed)
     probs = rng.dirichlet([0.6, 0.6, 0.6], size=n)
-    labels = (rng.random(n)[:, None] > np.cumsum(probs, axis=1)).sum(axis=1).clip(max=2)
+    true = probs**0.5
+    true /= true.sum(axis=1, keepdims=True)
+    labels = (rng.random(n)[:, None] > np.cumsum(true, axis=1)).sum(axis=1).clip(max=2)
     names = ["cat", "dog", "rabbit"]
-    rows = ["label," + ",".join(names)]
+    rows = ["label," + ",".join(f"p_{c}" for c in names)]
     rows += [
         f"{names[y]}," + ",".join(f"{v:.6f}" for v in p) for y, p in zip(labels, probs, strict=True)
     ]
@@ -63,30 +54,103 @@ def write_csv(path: Path, n: int = 300, seed: int = 7) -> Path:
     return path
 
 
-def test_default_sample_then_upload(page: Page, app_url: str, artifacts_dir: Path, tmp_path: Path):
-    default = calcore.io.load_splits(SAMPLES[DEFAULT_SAMPLE].path)["test"]
-    page.goto(app_url)
-    expect(metric(page, "accuracy")).to_have_text(f"{calcore.evaluate(default).accuracy:.4f}")
+def metrics_cell(page: Page, metric: str, column: int):
+    """The metrics table's cell in the row of ``metric`` (column 0 = metric name)."""
+    row = page.locator("[data-testid='stTable'] tr").filter(
+        has=page.locator("td, th").get_by_text(metric, exact=True)
+    )
+    return row.locator("td, th").nth(column)
+
+
+def choose(page: Page, label: str, option: str) -> None:
+    """Pick ``option`` in the multiselect/selectbox whose label is ``label``."""
+    box = page.get_by_test_id("stMultiSelect").filter(has_text=label)
+    box.locator("input").click()
+    page.keyboard.type(option)
+    page.get_by_role("option").filter(has_text=option).first.click()
+    page.keyboard.press("Escape")
+
+
+def test_upload_two_calibrators_every_view_and_offline_report(
+    page: Page, app_url: str, artifacts_dir: Path, tmp_path: Path
+):
+    page.goto(f"{app_url}/?m=none&boot=0")
+    expect(page.locator("[data-testid='stTable']")).to_be_visible()
     wait_idle(page)
-    expect_chart(page)
-    expect(page.get_by_test_id("stException")).to_have_count(0)
     page.screenshot(path=str(artifacts_dir / "e2e-default-sample.png"))
 
+    # upload through the page: no split column, so a seeded 50/50 random split
     csv = write_csv(tmp_path / "uploaded_preds.csv")
-    preds = calcore.io.load_splits(csv)
-    preds = preds.get("test", next(iter(preds.values())))
-    expected = calcore.evaluate(preds, bins=15).as_dict()
-    diagram = calcore.reliability_diagram(preds, bins=15)
-
-    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(csv)
-    expect(metric(page, "accuracy")).to_have_text(f"{expected['accuracy']:.4f}")
+    page.get_by_text("upload a file", exact=True).click()
     wait_idle(page)
+    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(csv)
     expect(page.get_by_text("uploaded_preds.csv").first).to_be_visible()
-    expect_chart(page)
-    expect(page.locator(".js-plotly-plot .gtitle")).to_contain_text(f"{diagram.ece:.4f}")
+    wait_idle(page)
+
+    # two calibrators, chosen in the sidebar
+    choose(page, "Fitted on the calibration rows", "ts · ")
+    wait_idle(page)
+    choose(page, "Fitted on the calibration rows", "tl-hb · ")
+    wait_idle(page)
+
+    preds = calcore.load_predictions(csv)
+    calib, test = random_split(preds, test_fraction=0.5, seed=0)
+    expected = {"uncalibrated": calcore.evaluate(test, bins=15).metrics}
+    for name in ("ts", "tl-hb"):
+        out = calcore.make_calibrator(name).fit(calib).transform(test)
+        expected[name] = calcore.evaluate(out, bins=15).metrics
+    header = page.locator("[data-testid='stTable'] thead th")
+    expect(header).to_have_text(["metric", "better", "uncalibrated", "ts", "tl-hb"])
+    for key, label in (("top_label_ece", "TL-ECE"), ("nll", "NLL"), ("conf_ece", "conf-ECE")):
+        for column, method in enumerate(("uncalibrated", "ts", "tl-hb"), start=2):
+            cell = metrics_cell(page, label, column)
+            expect(cell).to_have_text(f"{expected[method][key]:.4f}")
     expect(page.get_by_test_id("stException")).to_have_count(0)
-    expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
-    page.screenshot(path=str(artifacts_dir / "e2e-uploaded-csv.png"))
+    page.screenshot(path=str(artifacts_dir / "e2e-metrics-two-calibrators.png"))
+
+    # every view draws all its charts
+    views = {
+        "Confidence reliability": 1,
+        "Top-label reliability": 3,
+        "Class-wise reliability": 1,
+        "Validity": 2,
+        "KDE-ECE vs binned ECE": 2,
+        "Learning curves": 1,
+        "Simplex (3 classes)": 1,
+    }
+    timings = {}
+    for label, n_charts in views.items():
+        start = time.monotonic()
+        page.get_by_test_id("stRadio").get_by_text(label, exact=True).click()
+        expect(page.locator(PLOT)).to_have_count(n_charts)
+        wait_idle(page)
+        expect(page.locator(f"{PLOT} .main-svg").first).to_be_visible()
+        timings[label] = round(time.monotonic() - start, 2)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+        expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
+        slug = label.split(" ")[0].lower()
+        page.screenshot(path=str(artifacts_dir / f"e2e-view-{slug}.png"))
+    print("view timings (s):", timings)
+
+    # the report: downloaded, then opened with the network off
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Report (offline HTML)").click()
+    report = tmp_path / "report.html"
+    info.value.save_as(report)
+    text = report.read_text(encoding="utf-8")
+    assert "<script src=" not in text  # plotly.js is inline, nothing to fetch
+    assert "uploaded_preds.csv" in text
+    viewport = {"width": 1400, "height": 900}
+    offline = page.context.browser.new_context(offline=True, viewport=viewport)
+    try:
+        view = offline.new_page()
+        view.goto(report.as_uri())
+        expect(view.locator(PLOT).first).to_be_visible()
+        assert view.locator(PLOT).count() >= 8
+        expect(view.locator("td.best").first).to_be_visible()
+        view.screenshot(path=str(artifacts_dir / "e2e-report-offline.png"))
+    finally:
+        offline.close()
 
 
 def test_bad_upload_shows_calcore_error(page: Page, app_url: str, artifacts_dir: Path, tmp_path):
@@ -97,8 +161,10 @@ def test_bad_upload_shows_calcore_error(page: Page, app_url: str, artifacts_dir:
     with pytest.raises(calcore.CalcoreError) as excinfo:
         calcore.io.load_splits(csv)
 
-    page.goto(app_url)
-    expect(metric(page, "accuracy")).to_be_visible()
+    page.goto(f"{app_url}/?m=none&boot=0")
+    expect(page.locator("[data-testid='stTable']")).to_be_visible()
+    wait_idle(page)
+    page.get_by_text("upload a file", exact=True).click()
     wait_idle(page)
     # .streamlit/config.toml applies: uploads up to 1 GB.
     expect(page.get_by_test_id("stFileUploader")).to_contain_text("1GB per file")
@@ -109,5 +175,5 @@ def test_bad_upload_shows_calcore_error(page: Page, app_url: str, artifacts_dir:
     expect(error).to_contain_text(str(excinfo.value).split(":")[0])  # names the file
     expect(error).to_contain_text("not-a-number")
     expect(page.get_by_test_id("stException")).to_have_count(0)
-    expect(page.locator(".js-plotly-plot")).to_have_count(0)
+    expect(page.locator(PLOT)).to_have_count(0)
     page.screenshot(path=str(artifacts_dir / "e2e-bad-upload.png"))
