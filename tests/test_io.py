@@ -465,3 +465,10 @@ def test_quoted_newline_across_a_cut_between_pieces(tmp_path, pieces):
     path = write(tmp_path, "qn.csv", "label,p_a,p_b,p_c\n" + "\n".join(rows) + "\n")
     with pytest.raises(CalcoreError, match=r"qn\.csv, line 62, column 'label': label 'a\\nx"):
         load_predictions(path)
+
+
+def test_delimiters_inside_quoted_header_names_do_not_decide_the_delimiter(tmp_path):
+    text = 'label,"p_a;b;c","p_d;e;f"\na;b;c,0.5,0.5\n"d;e;f",0.25,0.75\n'
+    p = load_predictions(write(tmp_path, "q.csv", text))
+    assert p.load_report.delimiter == "," and p.class_names == ("a;b;c", "d;e;f")
+    np.testing.assert_array_equal(p.labels, [0, 1])

@@ -51,6 +51,7 @@ _BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _DELIMITERS = (",", ";", "\t")
 _WHITESPACE = frozenset(b" \t\r\n")
+_QUOTED = re.compile(r'"(?:[^"]|"")*"')
 # What counts as a number in a score cell (see the module docstring).
 _NUMBER = re.compile(
     r"[ \t]*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|nan|inf|infinity)[ \t]*",
@@ -151,7 +152,9 @@ def _records(source: str, text: str, delimiter: str, first_line: int):
 
 
 def _sniff_delimiter(source: str, line: str) -> str:
-    counts = {d: line.count(d) for d in _DELIMITERS}
+    """The delimiter used most often in the header, outside quoted names (ties: comma first)."""
+    unquoted = _QUOTED.sub("", line)
+    counts = {d: unquoted.count(d) for d in _DELIMITERS}
     best = max(_DELIMITERS, key=lambda d: counts[d])  # ties: comma first
     if counts[best] == 0:
         raise CalcoreError(

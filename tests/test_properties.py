@@ -1,0 +1,278 @@
+"""Property-based tests (hypothesis): loader, every metric, and the main calibrators.
+
+Inputs are generated with exact 0 and 1 probabilities, ties (rows drawn from a few
+prototypes, or all identical), 2..50 classes and 1..2000 rows, with labels that are
+random, all one class, always right or always wrong. Properties:
+
+* loader: a valid CSV written in any supported dialect reads back exactly; any
+  corruption of it either still loads to valid predictions or raises ``CalcoreError``,
+  never another exception;
+* metrics (``calcore.METRICS``): finite, within the registered bounds, unchanged by a
+  permutation of the rows;
+* calibrators: fit + transform give finite outputs in [0, 1], on the simplex when the
+  method is normalised, the argmax kept when it is accuracy-preserving; the only
+  allowed failure is a ``CalcoreError`` with a message.
+
+Examples per test are capped (``max_examples``; ``deadline=None``) so that the module
+runs in about a minute on a busy 2-core machine; examples are derandomised (the same
+on every run) and no example database is written. The number of examples that ran is
+printed at the end of the module (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import warnings
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import calcore
+from calcore import CalcoreError, CalcoreWarning, Predictions
+from calcore._validation import probability_sum_tolerance
+from calcore.calibrators import CALIBRATORS, make_calibrator
+
+EXAMPLES: Counter = Counter()  # examples run per test; "<calibrator> fitted": outputs checked
+
+SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_examples():
+    yield
+    total = sum(v for k, v in EXAMPLES.items() if not k.endswith(" fitted"))
+    print(f"\nhypothesis examples run: {total} " + str(dict(sorted(EXAMPLES.items()))))
+
+
+# -- generated predictions ---------------------------------------------------------------------
+@st.composite
+def prediction_arrays(draw, max_rows: int = 2000, max_classes: int = 50, min_rows: int = 1):
+    """(probs, labels): float64 rows on the simplex, with exact 0/1, ties and label patterns."""
+    n = draw(
+        st.one_of(
+            st.integers(min_rows, min(max_rows, 10)),
+            st.integers(min(max_rows, 10), max_rows),
+            st.integers(max(min_rows, max_rows // 2), max_rows),
+        )
+    )
+    k = draw(st.one_of(st.integers(2, 4), st.integers(2, max_classes)))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    shape = draw(st.sampled_from(["dirichlet", "prototypes", "identical", "one-hot", "mixed"]))
+    concentration = draw(st.sampled_from([0.05, 0.5, 1.0, 5.0]))
+    if shape == "dirichlet":
+        probs = rng.dirichlet(np.full(k, concentration), size=n)
+    elif shape == "prototypes":  # ties: a few distinct rows, repeated
+        protos = rng.dirichlet(np.full(k, concentration), size=draw(st.integers(1, 4)))
+        probs = protos[rng.integers(0, len(protos), size=n)]
+    elif shape == "identical":
+        probs = np.repeat(rng.dirichlet(np.full(k, concentration), size=1), n, axis=0)
+    elif shape == "one-hot":  # probabilities of exactly 0 and 1
+        probs = np.eye(k)[rng.integers(0, k, size=n)]
+    else:
+        probs = rng.dirichlet(np.full(k, concentration), size=n)
+        hot = rng.random(n) < 0.3
+        probs[hot] = np.eye(k)[rng.integers(0, k, size=int(hot.sum()))]
+        half = rng.random(n) < 0.2
+        probs[half] = 0.0
+        probs[half, 0] = probs[half, 1] = 0.5  # a tie for the argmax
+    probs = probs / probs.sum(axis=1, keepdims=True)
+    labels_kind = draw(st.sampled_from(["random", "one-class", "argmax", "never-argmax"]))
+    if labels_kind == "random":
+        labels = rng.integers(0, k, size=n)
+    elif labels_kind == "one-class":
+        labels = np.full(n, int(rng.integers(0, k)))
+    elif labels_kind == "argmax":
+        labels = probs.argmax(axis=1)
+    else:
+        labels = (probs.argmax(axis=1) + 1) % k
+    return probs, labels.astype(np.int64)
+
+
+def as_predictions(arrays) -> Predictions:
+    probs, labels = arrays
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalcoreWarning)
+        return Predictions.from_probs(probs, labels)
+
+
+# -- loader ------------------------------------------------------------------------------------
+_NAME_CHARS = st.characters(
+    codec="utf-8", exclude_categories=("Cc", "Cs", "Zl", "Zp"), exclude_characters="\ufeff"
+)
+class_name = st.text(
+    st.one_of(_NAME_CHARS, st.sampled_from(',;\t"=+-@<>')), min_size=1, max_size=12
+).filter(lambda s: s == s.strip() and s.strip() != "")
+
+
+@st.composite
+def csv_files(draw):
+    """A valid predictions CSV in a random dialect: (bytes, probs, labels, names, dialect)."""
+    k = draw(st.integers(2, 8))
+    names = draw(st.lists(class_name, min_size=k, max_size=k, unique=True))
+    probs, labels = draw(prediction_arrays(max_rows=60, max_classes=k))
+    k = probs.shape[1]
+    names = names[:k]
+    assume(len(names) == k)
+    delimiter = draw(st.sampled_from([",", ";", "\t"]))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    bom = draw(st.booleans())
+    label_as_index = draw(st.booleans())
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter=delimiter, lineterminator=newline)
+    writer.writerow(["label", *("p_" + c for c in names)])
+    for y, row in zip(labels, probs, strict=True):
+        writer.writerow([str(y) if label_as_index else names[y], *map(repr, row.tolist())])
+    data = (("\ufeff" if bom else "") + buf.getvalue()).encode("utf-8")
+    return data, probs, labels, names, delimiter
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(csv_files())
+def test_valid_csv_reads_back_exactly(sample):
+    EXAMPLES["loader round trip"] += 1
+    data, probs, labels, names, delimiter = sample
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalcoreWarning)
+        try:
+            preds = calcore.load_predictions(data, name="gen.csv")
+        except CalcoreError as exc:
+            # class names that are integers in another order make integer labels ambiguous
+            assert "ambiguous" in str(exc) or "indices" in str(exc), str(exc)
+            return
+    assert preds.class_names == tuple(names)
+    assert preds.load_report.delimiter == delimiter
+    np.testing.assert_array_equal(preds.labels, labels)
+    np.testing.assert_array_equal(preds.probs, probs)  # repr of float64 reads back exactly
+
+
+_CORRUPTIONS = st.sampled_from(
+    ["delete", "insert", "truncate", "replace-cell", "duplicate-line", "swap-bytes"]
+)
+_JUNK = st.binary(min_size=1, max_size=8) | st.sampled_from(
+    [b'"', b",", b";", b"\t", b"\r", b"\n", b"\x00", b"\xff", b"\xe9", b"=1+1", b"nan", b"-1", b"2"]
+)
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(csv_files(), _CORRUPTIONS, st.integers(0, 10**6), _JUNK)
+def test_corrupted_csv_loads_validly_or_raises_calcore_error(sample, how, where, junk):
+    EXAMPLES["loader corruption"] += 1
+    data = bytearray(sample[0])
+    i = where % max(1, len(data))
+    if how == "delete":
+        del data[i : i + len(junk)]
+    elif how == "insert":
+        data[i:i] = junk
+    elif how == "truncate":
+        del data[i:]
+    elif how == "replace-cell":
+        j = data.find(b"\n", i)
+        data[i : (j if j >= 0 else len(data))] = junk
+    elif how == "duplicate-line":
+        j = data.find(b"\n", i)
+        data[i:i] = data[i : (j + 1 if j >= 0 else len(data))]
+    else:
+        data[i : i + 2] = data[i : i + 2][::-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalcoreWarning)
+        try:
+            preds = calcore.load_predictions(bytes(data), name="fuzz.csv")
+        except CalcoreError as exc:
+            assert str(exc).startswith("fuzz.csv") or "fuzz.csv" in str(exc), str(exc)
+            return
+    assert np.isfinite(preds.probs).all() and (preds.probs >= 0).all()
+    tol = probability_sum_tolerance(preds.n_classes, np.dtype(np.float64))  # the loader's rule
+    assert np.abs(preds.probs.sum(axis=1) - 1.0).max() <= tol
+    assert ((preds.labels >= 0) & (preds.labels < preds.n_classes)).all()
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(st.binary(max_size=400), st.sampled_from(["x.csv", "x.npz", "x.parquet", "x"]))
+def test_random_bytes_never_crash_the_loader(data, name):
+    EXAMPLES["loader random bytes"] += 1
+    try:
+        calcore.load_predictions(data, name=name)
+    except CalcoreError as exc:
+        assert name in str(exc)
+
+
+# -- metrics -----------------------------------------------------------------------------------
+@settings(max_examples=80, **SETTINGS)
+@given(prediction_arrays(), st.sampled_from(["equal-width", "equal-mass"]), st.integers(0, 99))
+def test_every_metric_is_finite_in_range_and_row_order_free(arrays, binning, seed):
+    EXAMPLES["metrics"] += 1
+    preds = as_predictions(arrays)
+    order = np.random.default_rng(seed).permutation(preds.n_samples)
+    shuffled = as_predictions((arrays[0][order], arrays[1][order]))
+    for key, spec in calcore.METRICS.items():
+        options = {"bins": 15, "binning": binning} if spec.binned else {}
+        try:
+            value = spec.function(preds, **options)
+        except CalcoreError as exc:
+            assert str(exc), key
+            with pytest.raises(CalcoreError):
+                spec.function(shuffled, **options)
+            continue
+        low, high = spec.bounds
+        assert np.isfinite(value), (key, value)
+        assert low - 1e-12 <= value <= high + 1e-12, (key, value)
+        again = spec.function(shuffled, **options)
+        assert again == pytest.approx(value, rel=1e-9, abs=1e-12), (key, value, again)
+
+
+# -- calibrators -------------------------------------------------------------------------------
+CALIBRATOR_NAMES = ["ts", "vs", "tl-hb", "cw-hb", "conf-iso", "irm", "n-iso"]
+CALIBRATOR_EXAMPLES = {"vs": 40, "irm": 40}
+
+
+def check_calibrator(name: str, arrays, split: float):
+    probs, labels = arrays
+    n_fit = max(1, int(round(split * len(labels))))
+    calib = as_predictions((probs[:n_fit], labels[:n_fit]))
+    test = as_predictions((probs[n_fit:], labels[n_fit:])) if n_fit < len(labels) else calib
+    info = CALIBRATORS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalcoreWarning)
+        try:
+            out = make_calibrator(name).fit(calib).transform(test)
+        except CalcoreError as exc:
+            message = str(exc)
+            assert len(message) > 20 and name in message or "class" in message, message
+            return
+    EXAMPLES[f"calibrator {name} fitted"] += 1
+    p = out.probs
+    assert p.shape == test.probs.shape
+    assert np.isfinite(p).all(), name
+    assert (p >= 0).all() and (p <= 1 + 1e-12).all(), name
+    if info.normalized:
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-9, err_msg=name)
+    if info.accuracy_preserving:
+        top = np.sort(test.probs, axis=1)
+        clear = top[:, -1] > top[:, -2] + 1e-9  # rows whose argmax is not a tie
+        np.testing.assert_array_equal(
+            p[clear].argmax(axis=1), test.probs[clear].argmax(axis=1), err_msg=name
+        )
+    np.testing.assert_array_equal(out.labels, test.labels)
+
+
+@pytest.mark.parametrize("name", CALIBRATOR_NAMES)
+def test_calibrators_on_generated_inputs(name):
+    @settings(max_examples=CALIBRATOR_EXAMPLES.get(name, 60), **SETTINGS)
+    @given(prediction_arrays(min_rows=2), st.sampled_from([0.3, 0.5, 0.8]))
+    def run(arrays, split):
+        EXAMPLES[f"calibrator {name}"] += 1
+        check_calibrator(name, arrays, split)
+
+    run()
+    # the outputs were checked on a good share of the examples, not only error paths
+    assert EXAMPLES[f"calibrator {name} fitted"] >= EXAMPLES[f"calibrator {name}"] // 4
