@@ -179,19 +179,39 @@ def _windows(ps: _PointSet, query: np.ndarray, q_problem: np.ndarray, hq: np.nda
     return _Windows(lo, e1, e2, j, a1, a2)
 
 
+def _poly_sum(a: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``sum_k coef_k(a) * m[k]``: the kernel sum from the window moments ``m`` (7, Q).
+
+    The coefficients of :func:`_cubed_coefficients`, applied one at a time so that no
+    (7, Q) coefficient array is stored.
+    """
+    a2 = a * a
+    q = 1.0 - a2
+    out = q * q * q * m[0]
+    out += 6.0 * a * q * q * m[1]
+    out += 3.0 * q * (4.0 * a2 - q) * m[2]
+    out += 4.0 * a * (2.0 * a2 - 3.0 * q) * m[3]
+    out += (3.0 * q - 12.0 * a2) * m[4]
+    out += 6.0 * a * m[5]
+    out -= m[6]
+    return out
+
+
 def _window_sums(ps: _PointSet, w: _Windows) -> np.ndarray:
     """``sum_x (1 - ((q - x) / h)^2)^3`` over each query's window (unit weights)."""
-    start1, start2 = ps.starts[w.j], ps.starts[w.j + 1]
-
-    def value(i, frame_start):
-        v = ps.prefix[:, i]
-        v[:, i == frame_start] = 0.0  # the block's own zero (its restart)
-        return v
-
-    part1 = value(w.e1, start1) - value(w.lo, start1)
-    part2 = value(w.e2, start2)
-    out = np.einsum("kq,kq->q", _cubed_coefficients(w.a1), part1)
-    out += np.einsum("kq,kq->q", _cubed_coefficients(w.a2), part2)
+    out = np.zeros(w.lo.size)
+    # Only non-empty windows (part 1 holds point lo whenever the window is not empty).
+    act = np.flatnonzero(w.e1 > w.lo)
+    lo, j = w.lo[act], w.j[act]
+    start = ps.starts[j]
+    m = np.take(ps.prefix, w.e1[act], axis=1)  # e1 > lo >= start: never the block's zero
+    v_lo = np.take(ps.prefix, lo, axis=1)
+    v_lo[:, lo == start] = 0.0  # the block's own zero (its restart)
+    m -= v_lo
+    out[act] = _poly_sum(w.a1[act], m)
+    # Part 2 only where the window reaches into the next block.
+    span = act[w.e2[act] > ps.starts[j + 1]]
+    out[span] += _poly_sum(w.a2[span], np.take(ps.prefix, w.e2[span], axis=1))
     return out
 
 
@@ -243,7 +263,19 @@ class KDEProblems:
     # ------------------------------------------------------------------ bootstrap
     def _prepare_weighted(self) -> list:
         if self._weighted is None:
-            self._weighted = [_weighted_problem(self, p) for p in range(self.n_problems)]
+            # One sort of every problem (ties may come in any order: searchsorted never
+            # splits them, so they always share a segment).
+            rows = np.argsort(self._scores, axis=1)
+            # Each problem's queries: its grid points in order, then its reflected ones.
+            q_problem = self._queries[1]
+            by_problem = np.argsort(q_problem, kind="stable")
+            q_off = np.concatenate(
+                ([0], np.cumsum(np.bincount(q_problem, minlength=rows.shape[0])))
+            )
+            self._weighted = [
+                _weighted_problem(self, p, rows[p], by_problem[q_off[p] : q_off[p + 1]])
+                for p in range(self.n_problems)
+            ]
         return self._weighted
 
     @property
@@ -381,16 +413,18 @@ def weighted_kde(scores, outcomes, *, bandwidth=None) -> KDEProblems:
 class _WeightedProblem:
     """Sparse matrices of one problem for row-weighted kernel sums.
 
-    ``moments`` and ``pos_moments`` (shape ``(7 * n_segments, n_rows)``) give the
-    centred segment moments of the weights (all points / positive points) with rows
-    ``(segment, power)``; ``first`` are the first segments of the non-empty blocks
-    (where the prefix sums restart); ``window`` (shape ``(n_queries, 7 * (n_segments +
-    1))``) maps the exclusive prefix sums to each query's kernel sum, and
-    ``extra_target`` folds the reflected queries into their grid points.
+    ``moments`` (CSC, shape ``(14 * n_segments, n_rows + n_positive)``: a column per
+    row, then one per ``positive`` row) gives the centred segment moments ``sum w b^k``
+    (rows ``14 t + k``) and the same over the positive rows (rows ``14 t + 7 + k``);
+    ``first`` are the first segments of the non-empty blocks (where the prefix sums
+    restart). ``window`` (shape ``(2 Q, 14 * (n_segments + 1))``) maps the exclusive
+    prefix sums to the kernel sums of the ``Q`` queries (first ``sum_k``, then
+    ``sum_yk``) and ``extra_target`` folds the reflected queries (after the ``n_grid``
+    grid points) into their grid points.
     """
 
-    moments: sp.csr_matrix
-    pos_moments: sp.csr_matrix
+    moments: sp.csc_matrix
+    positive: np.ndarray
     first: np.ndarray
     window: sp.csr_matrix
     n_grid: int
@@ -399,112 +433,107 @@ class _WeightedProblem:
 
     @property
     def work(self) -> int:
-        seg = _N_POWERS * (self.n_segments + 1)
-        return int(self.moments.nnz + self.pos_moments.nnz + 2 * (3 * seg + self.window.nnz))
+        return int(self.moments.nnz + 3 * 2 * _N_POWERS * (self.n_segments + 1) + self.window.nnz)
 
     def sums(self, weights_t: np.ndarray):
         r = weights_t.shape[1]
-        seg = np.empty((self.n_segments, _N_POWERS, 2 * r))
-        seg[:, :, :r] = (self.moments @ weights_t).reshape(self.n_segments, _N_POWERS, r)
-        seg[:, :, r:] = (self.pos_moments @ weights_t).reshape(self.n_segments, _N_POWERS, r)
-        flat = seg.reshape(self.n_segments, -1)
-        # Restart at every non-empty block, as in _point_set (float64 throughout).
+        # (segment, [k powers, yk powers] x R), float64 accumulation
+        stacked = np.concatenate((weights_t, weights_t[self.positive]))
+        seg = np.asarray(self.moments @ stacked).reshape(self.n_segments, -1)
+        # Restart at every non-empty block, as in _point_set.
         if self.first.size > 1:
-            totals = np.add.reduceat(flat, self.first, axis=0)
-            flat[self.first[1:]] -= totals[:-1]
-        prefix = np.zeros((self.n_segments + 1, flat.shape[1]))
-        np.cumsum(flat, axis=0, out=prefix[1:])
-        per_query = self.window @ prefix.reshape(-1, 2 * r)  # (Q, 2R)
-        out = per_query[: self.n_grid].copy()
-        np.add.at(out, self.extra_target, per_query[self.n_grid :])
-        return out[:, :r].T, out[:, r:].T
+            totals = np.add.reduceat(seg, self.first, axis=0)
+            seg[self.first[1:]] -= totals[:-1]
+        prefix = np.zeros((self.n_segments + 1, seg.shape[1]))
+        np.cumsum(seg, axis=0, out=prefix[1:])
+        per_query = self.window @ prefix.reshape(-1, r)  # (2Q, R)
+        q = per_query.shape[0] // 2
+        out = np.empty((2, self.n_grid, r))
+        for half in range(2):
+            part = per_query[half * q : (half + 1) * q]
+            out[half] = part[: self.n_grid]
+            np.add.at(out[half], self.extra_target, part[self.n_grid :])
+        return out[0].T, out[1].T
 
 
-def _segment_matrix(seg_of_point, rows, b, n_segments, n_rows) -> sp.csr_matrix:
-    """CSR of shape (7 * n_segments, n_rows): row ``(s, k)`` holds ``b^k`` of segment s's points.
-
-    Built directly in CSR order (points are sorted by segment), no COO conversion.
-    """
-    count = np.bincount(seg_of_point, minlength=n_segments)
-    seg_start = np.cumsum(count) - count
-    k = np.arange(_N_POWERS)[:, None]
-    within = np.arange(seg_of_point.size) - seg_start[seg_of_point]
-    dest = _N_POWERS * seg_start[seg_of_point][None, :] + k * count[seg_of_point][None, :] + within
-    data = np.empty(_N_POWERS * seg_of_point.size)
-    indices = np.empty(_N_POWERS * seg_of_point.size, dtype=np.int32)
-    power = np.ones_like(b)
-    for kk in range(_N_POWERS):
-        data[dest[kk]] = power
-        indices[dest[kk]] = rows
-        power = power * b
-    indptr = np.concatenate(
-        ([0], (_N_POWERS * seg_start[:, None] + k.T * count[:, None] + count[:, None]).ravel())
-    )
-    return sp.csr_matrix((data, indices, indptr), shape=(_N_POWERS * n_segments, n_rows))
-
-
-def _weighted_problem(kp: KDEProblems, p: int) -> _WeightedProblem:
+def _weighted_problem(kp: KDEProblems, p: int, rows: np.ndarray, mine) -> _WeightedProblem:
     ps = kp._points
     h = float(kp.bandwidth[p])
     n = kp.n_rows
     base = int(ps.offsets[p])
-    rows = np.argsort(kp._scores[p], kind="stable")
-    values = kp._scores[p][rows]
-    positive = kp._outcomes[p][rows]
+    values = kp._scores[p][rows]  # the point set's order (same values)
 
     q_value, q_problem, q_target, w = kp._queries
-    # This problem's queries: its grid points in order, then its reflected queries.
-    mine = np.flatnonzero(q_problem == p)
     g0 = int(kp.grid_offsets[p])
     n_grid = int(kp.grid_offsets[p + 1]) - g0
-    lo, e1, e2 = (x[mine] - base for x in (w.lo, w.e1, w.e2))
+    # (Clipped: an empty window past the last point may name the next problem's block.)
+    lo, e1, e2 = (np.clip(x[mine] - base, 0, n) for x in (w.lo, w.e1, w.e2))
     jg = w.j[mine]
-    starts_all = ps.starts - base
-    start1, start2 = starts_all[jg], starts_all[jg + 1]
-    # Blocks of this problem (local point indices) and the segment breakpoints.
-    in_problem = (ps.starts[:-2] >= base) & (ps.starts[:-2] <= base + n)
-    block_starts = np.unique(starts_all[:-2][in_problem])
+    starts = ps.starts - base
+    start1, start2 = starts[jg], starts[jg + 1]
+    # This problem's non-empty blocks (the few blocks whose start lies in [base, base + n)).
+    g_lo, g_hi = np.searchsorted(ps.starts[:-2], [base, base + n], side="left")
+    own = ps.starts[g_lo : g_hi + 1] - base
+    nonempty = np.flatnonzero(np.diff(own) > 0) + g_lo
+    block_starts = starts[nonempty]
+    block = np.repeat(nonempty, np.diff(np.append(block_starts, n)))
     breaks = np.unique(np.concatenate((lo, e1, e2, block_starts, [0, n])))
     n_segments = breaks.size - 1
-    seg_of_point = np.searchsorted(breaks, np.arange(n), side="right") - 1
-    b = (values - ps.centre[:-2][_block_of(ps, base, n)]) / h
-    moments = _segment_matrix(seg_of_point, rows, b, n_segments, n)
-    pos = np.flatnonzero(positive)
-    pos_moments = _segment_matrix(seg_of_point[pos], rows[pos], b[pos], n_segments, n)
-    first = np.searchsorted(breaks, block_starts[block_starts < n])
+    seg_of_point = np.repeat(np.arange(n_segments), np.diff(breaks))
+    first = np.searchsorted(breaks, block_starts)
 
-    # Window matrix: per query 21 entries (+coef at part ends, -coef at part 1's start);
-    # a value at a block's own start is that block's zero, so its coefficient is dropped.
-    def column(i, frame_start):
-        t = np.searchsorted(breaks, i)
-        return t, i == frame_start
+    # Moments: one CSC column per row (rows in their own order, so the product reads
+    # the weights sequentially) with its 7 powers, then one more column per positive row
+    # with the powers again, in the outcome rows (+7): weights [w, w[positive]].
+    b = np.empty(n)
+    b[rows] = (values - ps.centre[block]) / h
+    seg_by_row = np.empty(n, dtype=np.int32)
+    seg_by_row[rows] = seg_of_point
+    positive = np.flatnonzero(kp._outcomes[p])
+    powers = np.empty((n, _N_POWERS))
+    powers[:, 0] = 1.0
+    for k in range(1, _N_POWERS):
+        np.multiply(powers[:, k - 1], b, out=powers[:, k])
+    seg_rows = seg_by_row[:, None] * np.int32(2 * _N_POWERS) + np.arange(_N_POWERS, dtype=np.int32)
+    n_cols = n + positive.size
+    moments = sp.csc_matrix(
+        (
+            np.concatenate((powers.ravel(), powers[positive].ravel())),
+            np.concatenate((seg_rows.ravel(), seg_rows[positive].ravel() + _N_POWERS)),
+            np.arange(0, _N_POWERS * n_cols + 1, _N_POWERS, dtype=np.int32),
+        ),
+        shape=(2 * _N_POWERS * n_segments, n_cols),
+        copy=False,
+    )
 
-    c1 = _cubed_coefficients(w.a1[mine])
-    c2 = _cubed_coefficients(w.a2[mine])
-    k = np.arange(_N_POWERS)[:, None]
-    cols, vals = [], []
-    for i, frame, coef, sign in (
-        (e1, start1, c1, 1.0),
-        (lo, start1, c1, -1.0),
-        (e2, start2, c2, 1.0),
-    ):
-        t, zero = column(i, frame)
-        cols.append(t[None, :] * _N_POWERS + k)
-        vals.append(np.where(zero[None, :], 0.0, sign * coef))
+    # Window matrix: +coef at each part's end, -coef at part 1's start, only where the
+    # part is not empty and the value is not the block's own zero (its restart).
+    act = e1 > lo
+    span = act & (e2 > start2)
+    ends = (e1, lo, e2)
+    use = np.stack((act, act & (lo != start1), span), axis=1)  # (Q, 3)
+    c1 = _cubed_coefficients(w.a1[mine]).T  # (Q, 7)
+    c2 = _cubed_coefficients(w.a2[mine]).T
+    coef = np.stack((c1, -c1, c2), axis=1)  # (Q, 3, 7)
+    t = np.stack([np.searchsorted(breaks, x) for x in ends], axis=1)  # (Q, 3)
+    col = t[:, :, None] * (2 * _N_POWERS) + np.arange(_N_POWERS)[None, None, :]
+    data = coef[use]  # (nnz_parts, 7), in query order
+    col = col[use]
+    per_query = _N_POWERS * use.sum(axis=1)
+    indptr = np.concatenate(([0], np.cumsum(per_query)))
     n_q = mine.size
-    data = np.stack(vals, axis=1).transpose(2, 1, 0).reshape(-1)  # (Q, 3, 7)
-    indices = np.stack(cols, axis=1).transpose(2, 1, 0).reshape(-1)
+    # The same entries for sum_yk, shifted to the positive rows' moments (+7).
     window = sp.csr_matrix(
-        (data, indices.astype(np.int32), np.arange(n_q + 1) * 3 * _N_POWERS),
-        shape=(n_q, _N_POWERS * (n_segments + 1)),
+        (
+            np.concatenate((data.ravel(), data.ravel())),
+            np.concatenate((col.ravel(), col.ravel() + _N_POWERS)).astype(np.int32),
+            np.concatenate((indptr, indptr[1:] + indptr[-1])).astype(np.int32),
+        ),
+        shape=(2 * n_q, 2 * _N_POWERS * (n_segments + 1)),
+        copy=False,
     )
     extra_target = q_target[mine][n_grid:] - g0
-    return _WeightedProblem(moments, pos_moments, first, window, n_grid, extra_target, n_segments)
-
-
-def _block_of(ps: _PointSet, base: int, n: int) -> np.ndarray:
-    """Global block id of each of problem's points ``base .. base + n - 1``."""
-    return np.searchsorted(ps.starts[:-2], np.arange(base, base + n), side="right") - 1
+    return _WeightedProblem(moments, positive, first, window, n_grid, extra_target, n_segments)
 
 
 def kde_ece_from_sums(grid: np.ndarray, sum_k: np.ndarray, sum_yk: np.ndarray, order=1):
