@@ -1,0 +1,174 @@
+"""Dashboard speed in a real browser (Debian Chromium via Playwright); prints JSON.
+
+Issue 4's targets, measured from the browser's side (script start to "notRunning" with
+no stale elements, plus the chart/table drawn):
+
+* 10,000 x 100 (``assets/synthetic_wide100.npz``, ts + tl-hb, 200 bootstrap resamples):
+  first render after upload <= 3 s; a settings change (bins) re-renders in <= 1.5 s;
+* 50,000 x 1,000 upload (float32 logits, generated here): first render <= 10 s.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_dashboard.py [--skip-big] [--repeats 3]
+
+Each case runs in a fresh browser page against one ``streamlit run`` server; the server's
+caches are cleared between repeats by restarting it, so "first render" is cold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+CHROMIUM = "/usr/bin/chromium"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``streamlit run dashboard/app.py`` on loopback, stopped on exit."""
+
+    def __enter__(self):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [
+            sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
+            "--server.headless", "true", "--server.address", "127.0.0.1",
+            "--server.port", str(self.port), "--browser.gatherUsageStats", "false",
+            "--server.fileWatcherType", "none",
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(
+            cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=1) as r:
+                    if r.read() == b"ok":
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("streamlit did not start")
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+
+
+def settle(page) -> None:
+    page.locator(IDLE).wait_for(timeout=600_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-stale=\"true\"]').length === 0", timeout=600_000
+    )
+
+
+def wait_table(page) -> None:
+    page.locator("[data-testid='stTable']").first.wait_for(timeout=600_000)
+    settle(page)
+
+
+def upload_and_render(page, url: str, path: Path) -> float:
+    """Seconds from choosing the file to the metrics table (with intervals) drawn."""
+    page.goto(f"{url}/?m=ts&m=tl-hb")
+    wait_table(page)
+    page.get_by_text("upload a file", exact=True).click()
+    settle(page)
+    start = time.monotonic()
+    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(path)
+    page.get_by_text(path.name).first.wait_for(timeout=600_000)
+    wait_table(page)
+    return time.monotonic() - start
+
+
+def change_bins(page, value: int) -> float:
+    box = page.get_by_role("spinbutton", name="Bins", exact=True)
+    start = time.monotonic()
+    box.fill(str(value))
+    box.press("Enter")
+    page.get_by_text(f"equal-width, {value} ·").first.wait_for(timeout=600_000)
+    settle(page)
+    return time.monotonic() - start
+
+
+def switch_view(page, label: str) -> float:
+    start = time.monotonic()
+    page.get_by_test_id("stRadio").get_by_text(label, exact=True).click()
+    page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=600_000)
+    settle(page)
+    return time.monotonic() - start
+
+
+def big_npz(folder: Path, n: int = 50_000, n_classes: int = 1_000) -> Path:
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((n, n_classes), dtype=np.float32) * 2
+    labels = rng.integers(0, n_classes, size=n)
+    logits[np.arange(n), labels] += 4
+    split = np.where(np.arange(n) < n // 2, "calib", "test")
+    path = folder / "big_50000x1000.npz"
+    np.savez(path, logits=logits, labels=labels, split=split)  # uncompressed: fast to read
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-big", action="store_true")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    wide = REPO / "assets" / "synthetic_wide100.npz"
+    results: dict = {"wide_10000x100": {"first_render_s": [], "bins_change_s": [], "views_s": []}}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        for _ in range(args.repeats):
+            with Server() as server:
+                page = browser.new_page(viewport={"width": 1400, "height": 1600})
+                r = results["wide_10000x100"]
+                r["first_render_s"].append(round(upload_and_render(page, server.url, wide), 2))
+                r["bins_change_s"].append(round(change_bins(page, 12), 2))
+                views = {}
+                for label in ("Confidence reliability", "Top-label reliability",
+                              "Class-wise reliability", "KDE-ECE vs binned ECE"):  # fmt: skip
+                    views[label] = round(switch_view(page, label), 2)
+                r["views_s"].append(views)
+                page.close()
+        if not args.skip_big:
+            with tempfile.TemporaryDirectory() as tmp, Server() as server:
+                path = big_npz(Path(tmp))
+                page = browser.new_page(viewport={"width": 1400, "height": 1600})
+                seconds = upload_and_render(page, server.url, path)
+                results["big_50000x1000"] = {
+                    "bytes": path.stat().st_size,
+                    "first_render_s": round(seconds, 2),
+                    "bins_change_s": round(change_bins(page, 12), 2),
+                }
+                page.close()
+        browser.close()
+    for r in results.values():
+        for key in ("first_render_s", "bins_change_s"):
+            if isinstance(r.get(key), list):
+                r[key + "_best"] = min(r[key])
+                r[key + "_median"] = float(np.median(r[key]))
+    results["load_average"] = os.getloadavg()
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
