@@ -320,3 +320,41 @@ def test_every_sample_loads_with_calib_and_test_splits(key):
     splits = calcore.io.load_splits(SAMPLES[key].path)
     assert set(splits) == {"calib", "test"}
     assert SAMPLES[key].path.stat().st_size < 3 * 1024 * 1024
+
+
+# -- view-local controls -----------------------------------------------------------------
+def test_top_label_drill_down_shows_the_chosen_bins_classes():
+    at = run_app({"view": "top-label", "m": "ts"})
+    at.selectbox(key="view.top_label.method").set_value("ts").run()
+    test = splits_of(DEFAULT_SAMPLE)
+    out = calcore.make_calibrator("ts").fit(test["calib"]).transform(test["test"])
+    diagram = calcore.top_label_reliability_diagram(out, bins=15)
+    options = at.selectbox(key="view.top_label.bin").options
+    assert len(options) == int((diagram.confidence_diagram.count > 0).sum())
+    b = int(np.flatnonzero(diagram.confidence_diagram.count > 0)[0])
+    at.selectbox(key="view.top_label.bin").set_value(b).run()
+    assert_clean(at)
+    spec = only_chart(at, "figure.top_label_bin")
+    (classes,) = [t for t in spec["data"] if t.get("name") == "classes"]
+    breakdown = diagram.bin_breakdown(b)
+    np.testing.assert_allclose(plotly_array(classes["x"]), breakdown["confidence"])
+    np.testing.assert_allclose(plotly_array(classes["y"]), breakdown["accuracy"])
+
+
+def test_classwise_class_choice_and_confidence_bands():
+    at = run_app({"view": "class-wise", "m": "none"})
+    at.multiselect(key="view.classwise.classes").set_value([3, 0]).run()
+    assert_clean(at)
+    spec = only_chart(at, "figure.classwise")
+    test = splits_of(DEFAULT_SAMPLE)["test"]
+    cat, airplane = calcore.classwise_reliability_diagrams(test, bins=15, classes=[3, 0])
+    ys = [plotly_array(t["y"]) for t in spec["data"] if t.get("name") == "uncalibrated"]
+    assert len(ys) == 2  # one panel per class, in class order: airplane then cat
+    np.testing.assert_allclose(ys[0], airplane.accuracy[airplane.count > 0])
+    np.testing.assert_allclose(ys[1], cat.accuracy[cat.count > 0])
+
+    at.radio(key=controls.KEY_VIEW).set_value("confidence").run()
+    at.toggle(key="view.confidence.bands").set_value(True).run()
+    assert_clean(at)
+    names = {t.get("name") for t in only_chart(at, "figure.confidence")["data"]}
+    assert any("consistency band" in str(n) for n in names)

@@ -31,6 +31,12 @@ def figure(ctx, classes: list[int]):
 def render(ctx) -> None:
     st.subheader("Class-wise reliability")
     explain("class-wise")
+    grid(ctx)
+
+
+@st.fragment
+def grid(ctx) -> None:
+    """Class choice and the grid; a fragment, so a new choice reruns only this part."""
     names = ctx.test.class_names
     classes = st.multiselect(
         f"Classes (up to {MAX_PANELS}; default: the most frequent)",

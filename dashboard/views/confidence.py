@@ -24,6 +24,12 @@ def figure(ctx, *, bands: bool = False, intervals: bool = True):
 def render(ctx) -> None:
     st.subheader("Confidence reliability diagram")
     explain("confidence")
+    diagram_with_options(ctx)
+
+
+@st.fragment
+def diagram_with_options(ctx) -> None:
+    """The toggles and the figure; a fragment, so a toggle reruns only this part."""
     left, right = st.columns(2)
     intervals = left.toggle("Wilson interval bars", value=True, key=KEY_INTERVALS)
     bands = right.toggle(

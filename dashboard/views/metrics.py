@@ -47,6 +47,20 @@ def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
     return out
 
 
+def evaluation_notes(ctx) -> dict[str, tuple[str, ...]]:
+    """calcore's notes per method (ties, skipped metrics, conditional bootstrap, fit notes)."""
+    s = ctx.settings
+    out = {}
+    for label, preds in ctx.outputs.items():
+        rep = compute.report(ctx.keys[label], s.binning, s.bins, s.n_bootstrap, preds)
+        notes = list(rep.notes)
+        if label in ctx.fitted:
+            notes += [f"{k}: {v}" for k, v in ctx.fitted[label].info.items() if k == "message"]
+        if notes:
+            out[label] = tuple(notes)
+    return out
+
+
 def columns() -> dict[str, tuple[str, bool]]:
     """metric key -> (column title, higher is better)."""
     cols = {k: (spec.label, spec.higher_is_better) for k, spec in calcore.METRICS.items()}
@@ -124,6 +138,12 @@ def render(ctx) -> None:
     _show(slot, values)
     s = ctx.settings
     b, k = compute.calcore_binning(s.binning, s.bins)
+    notes = evaluation_notes(ctx)
+    if notes:
+        with st.expander(f"Notes from the evaluation ({sum(len(v) for v in notes.values())})"):
+            st.markdown(
+                "\n".join(f"- **{esc(m)}**: {esc(n)}" for m, ns in notes.items() for n in ns)
+            )
     st.caption(
         f"{ctx.test.n_samples:,} test rows · binning {esc(b)}, {esc(k)} · "
         + (f"{s.n_bootstrap} bootstrap resamples (95%)" if s.n_bootstrap else "no intervals")

@@ -33,6 +33,15 @@ def render(ctx) -> None:
     diagrams = ctx.per_output(compute.top_label_diagram, s.binning, s.bins)
     chart(top_label_figure(diagrams, theme=ctx.theme), "figure.top_label")
 
+    drill_down(diagrams, ctx.theme)
+
+
+@st.fragment
+def drill_down(diagrams: dict, theme: str) -> None:
+    """One bin's classes and the per-class diagrams of one method.
+
+    A fragment: changing the method or the bin reruns only this part of the page.
+    """
     st.markdown("**Drill into one bin**")
     left, right = st.columns(2)
     method = left.selectbox("Method", list(diagrams), key=KEY_METHOD)
@@ -40,16 +49,15 @@ def render(ctx) -> None:
     count = diagram.confidence_diagram.count
     filled = [int(b) for b in np.flatnonzero(count > 0)]
     lower, upper = diagram.confidence_diagram.lower_edge, diagram.confidence_diagram.upper_edge
-    if st.session_state.get(KEY_BIN) not in filled:
-        st.session_state[KEY_BIN] = filled[int(np.argmax(count[filled]))]
     b = right.selectbox(
         "Bin",
         filled,
+        index=int(np.argmax(count[filled])),  # the fullest bin first
         format_func=lambda i: f"[{lower[i]:.3f}, {upper[i]:.3f}] · {count[i]:,} rows",
         key=KEY_BIN,
     )
     chart(
-        top_label_bin_figure(diagram, b, method=method, methods=list(diagrams), theme=ctx.theme),
+        top_label_bin_figure(diagram, b, method=method, methods=list(diagrams), theme=theme),
         "figure.top_label_bin",
     )
 
@@ -60,7 +68,7 @@ def render(ctx) -> None:
         st.caption(f"The {MAX_PANELS} most-predicted of {len(diagram.per_class)} classes.")
     chart(
         per_class_top_label_figure(
-            diagram, classes=order, method=method, methods=list(diagrams), theme=ctx.theme
+            diagram, classes=order, method=method, methods=list(diagrams), theme=theme
         ),
         "figure.top_label_per_class",
     )
