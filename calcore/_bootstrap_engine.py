@@ -195,9 +195,18 @@ class _Blocks:
         self.size += n_cells
         return out
 
-    def matrix(self) -> sp.csr_matrix:
-        return sp.csr_matrix(
-            (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols))),
+    def matrix(self) -> sp.csc_matrix:
+        """CSC, one column per data row: the product then reads the counts row by row.
+
+        Built directly (a stable merge of the blocks' row-ordered entries), without the
+        index sorting of a COO conversion; duplicate entries are fine for the product.
+        """
+        cols = np.concatenate(self.cols)
+        order = np.argsort(cols, kind="stable")
+        indptr = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cols, minlength=self.n), out=indptr[1:])
+        return sp.csc_matrix(
+            (np.concatenate(self.vals)[order], np.concatenate(self.rows)[order], indptr),
             shape=(self.size, self.n),
         )
 
