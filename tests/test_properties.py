@@ -206,6 +206,69 @@ def test_random_bytes_never_crash_the_loader(data, name):
         assert name in str(exc)
 
 
+def _binary_samples() -> dict[str, bytes]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = {}
+    buf = io.BytesIO()
+    np.savez_compressed(
+        buf,
+        probs=np.full((20, 3), 1 / 3),
+        labels=np.arange(20) % 3,
+        class_names=np.array(["a", "b", "c"]),
+        split=np.array(["calib", "test"] * 10),
+    )
+    out["x.npz"] = buf.getvalue()
+    buf = io.BytesIO()
+    np.savez(buf, logits=np.zeros((20, 3)), labels=np.arange(20) % 3)
+    out["y.npz"] = buf.getvalue()
+    sink = io.BytesIO()
+    table = pa.table({"label": ["a", "b"] * 10, "p_a": [0.5] * 20, "p_b": [0.5] * 20})
+    pq.write_table(table, sink)
+    out["z.parquet"] = sink.getvalue()
+    return out
+
+
+BINARY = _binary_samples()
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(
+    st.sampled_from(sorted(BINARY)),
+    st.lists(
+        st.tuples(st.sampled_from(["set", "delete", "insert", "truncate"]), st.integers(0, 10**6)),
+        min_size=1,
+        max_size=4,
+    ),
+    st.binary(min_size=1, max_size=8),
+)
+def test_corrupted_npz_and_parquet_raise_calcore_error(name, edits, junk):
+    """Damaged archives (bad deflate data, headers, CRCs, flags) never raise anything else."""
+    EXAMPLES["loader binary corruption"] += 1
+    data = bytearray(BINARY[name])
+    for how, where in edits:
+        if not data:
+            break
+        i = where % len(data)
+        if how == "set":
+            data[i : i + len(junk)] = junk
+        elif how == "delete":
+            del data[i : i + len(junk)]
+        elif how == "insert":
+            data[i:i] = junk
+        else:
+            del data[i:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalcoreWarning)
+        try:
+            preds = calcore.load_predictions(bytes(data), name=name)
+        except CalcoreError as exc:
+            assert name in str(exc) and "\n" not in str(exc), str(exc)
+            return
+    assert np.isfinite(preds.probs).all() and (preds.probs >= 0).all()
+
+
 # -- metrics -----------------------------------------------------------------------------------
 @settings(max_examples=80, **SETTINGS)
 @given(prediction_arrays(), st.sampled_from(["equal-width", "equal-mass"]), st.integers(0, 99))

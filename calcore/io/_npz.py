@@ -9,7 +9,9 @@ as integers or strings, optional ``class_names`` (L,) of str, optional
 from __future__ import annotations
 
 import io
+import lzma
 import zipfile
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,10 +65,8 @@ def _check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> No
             continue
         try:
             shape, _, dtype = _header_of(zf, info)
-        except (ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise CalcoreError(
-                f"{src.name}: array {info.filename!r} is not a valid .npy ({exc})."
-            ) from None
+        except _ZIP_ERRORS as exc:
+            raise _corrupt(src, exc, info.filename[:-4]) from None
         if dtype.hasobject:
             raise CalcoreError(
                 f"{src.name}: array {info.filename[:-4]!r} is an object (pickled) array; "
@@ -140,6 +140,33 @@ def _text(src: Source, npz, key: str, n: int) -> np.ndarray:
     return arr.astype(str)
 
 
+# What a damaged or exotic zip can raise while its members are read: bad CRC or
+# headers (BadZipFile), bad deflate data (zlib.error), encryption (RuntimeError),
+# unsupported methods or versions (NotImplementedError), cut data (EOFError),
+# bad .npy headers or sizes (ValueError, OSError).
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    RuntimeError,
+    NotImplementedError,
+    EOFError,
+    OSError,
+    ValueError,
+    KeyError,
+    lzma.LZMAError,
+)
+
+
+def _corrupt(src: Source, exc: BaseException, array: str | None = None) -> CalcoreError:
+    text = " ".join(str(exc).split())[:200] or type(exc).__name__
+    what = "reading it failed" if array is None else f"reading array {array!r} failed"
+    return CalcoreError(
+        f"{src.name}: the archive is corrupt or uses an unsupported zip feature (encryption, "
+        f"an unusual compression method); {what} ({type(exc).__name__}: {text}). "
+        f"Re-save it with np.savez or np.savez_compressed."
+    )
+
+
 def read_npz(src: Source, *, max_decoded_bytes: int, label_column: str | None = None) -> NpzContent:
     """Read an NPZ archive safely (``allow_pickle=False``, sizes checked first).
 
@@ -151,12 +178,21 @@ def read_npz(src: Source, *, max_decoded_bytes: int, label_column: str | None = 
     """
     try:
         zf = zipfile.ZipFile(io.BytesIO(src.data))
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, *_ZIP_ERRORS):
         raise CalcoreError(
             f"{src.name}: not a valid .npz (zip) archive. Save it with np.savez."
         ) from None
     with zf:
         _check_sizes(src, zf, max_decoded_bytes)
+    try:
+        return _read_arrays(src, label_column)
+    except CalcoreError:
+        raise
+    except _ZIP_ERRORS as exc:
+        raise _corrupt(src, exc) from None
+
+
+def _read_arrays(src: Source, label_column: str | None) -> NpzContent:
     with np.load(io.BytesIO(src.data), allow_pickle=False) as npz:
         names = tuple(npz.files)
         score_name, scores = _scores(src, npz, names)

@@ -44,14 +44,27 @@ def _is_numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
+def _brief(exc: BaseException) -> str:
+    """An exception's message on one line, at most 200 characters."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def _open(src: Source) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(pa.BufferReader(src.data))
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:  # bad bytes in a name
         raise CalcoreError(
-            f"{src.name}: not a readable Parquet file ({exc}). Re-export it, or give a CSV "
-            f"file the .csv extension."
+            f"{src.name}: not a readable Parquet file ({_brief(exc)}). Re-export it, or give a "
+            f"CSV file the .csv extension."
         ) from None
+
+
+def _corrupt(src: Source, exc: BaseException) -> CalcoreError:
+    return CalcoreError(
+        f"{src.name}: the Parquet file is corrupt or uses an unsupported feature; reading its "
+        f"data failed ({_brief(exc)}). Re-export it (e.g. df.to_parquet(path))."
+    )
 
 
 def scan_parquet(src: Source, *, max_decoded_bytes: int, preview_rows: int = 100) -> ParquetLayout:
@@ -81,7 +94,10 @@ def scan_parquet(src: Source, *, max_decoded_bytes: int, preview_rows: int = 100
     check_header_names(columns, source=src.name)
     if meta.num_rows == 0:
         raise CalcoreError(f"{src.name}: the Parquet file has columns {list(columns)} but no rows.")
-    first = next(pf.iter_batches(batch_size=preview_rows), None)
+    try:
+        first = next(pf.iter_batches(batch_size=preview_rows), None)
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+        raise _corrupt(src, exc) from None
     preview = ()
     if first is not None:
         cols = [first.column(j).to_pylist() for j in range(first.num_columns)]
@@ -117,9 +133,15 @@ def read_parquet_columns(
                 f"be numeric. Store the scores as numbers, e.g. "
                 f"df[{col!r}] = df[{col!r}].astype('float64') before df.to_parquet(...)."
             )
-    table = _open(src).read(columns=list(dict.fromkeys([*floats, *texts])))
-    scores = columns_to_matrix(table, list(floats))
-    return scores, {c: text_column(table.column(c), source=src.name, name=c) for c in texts}
+    try:
+        table = _open(src).read(columns=list(dict.fromkeys([*floats, *texts])))
+        scores = columns_to_matrix(table, list(floats))
+        texts = {c: text_column(table.column(c), source=src.name, name=c) for c in texts}
+    except CalcoreError:
+        raise
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+        raise _corrupt(src, exc) from None
+    return scores, texts
 
 
 def text_column(column: pa.ChunkedArray, *, source: str, name: str) -> np.ndarray:

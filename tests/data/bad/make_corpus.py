@@ -169,6 +169,21 @@ def zip_bomb_npz(n_entries: int = 2000, kernel_bytes: int = 8 << 20) -> bytes:
     return local + data + cd + eocd
 
 
+def damaged_npz(how: str) -> bytes:
+    """A valid NPZ with its first member damaged: ``"deflate"`` (bytes of the compressed
+    data overwritten) or ``"encrypted"`` (the encryption flag set in both headers)."""
+    data = bytearray(npz_bytes(valid_npz_members()))
+    if how == "deflate":
+        name_len, extra_len = struct.unpack("<HH", data[26:30])
+        start = 30 + name_len + extra_len
+        data[start + 10 : start + 30] = b"\xff" * 20
+    else:
+        data[6] |= 1  # local header flag bit 0: encrypted
+        central = data.find(b"PK\x01\x02")
+        data[central + 8] |= 1  # central directory flag bit 0
+    return bytes(data)
+
+
 def npy_header(n_rows: int, n_cols: int) -> bytes:
     """A version 1.0 .npy header for a C-ordered float64 array of that shape."""
     text = f"{{'descr': '<f8', 'fortran_order': False, 'shape': ({n_rows}, {n_cols}), }}"
@@ -740,6 +755,22 @@ CASES = [
         "error",
         what="an NPZ archive cut after 300 bytes",
         phrases=["not a valid .npz", "np.savez"],
+    ),
+    case(
+        "bad_deflate.npz",
+        damaged_npz("deflate"),
+        "error",
+        what="an NPZ whose first member's compressed data is overwritten",
+        column="probs",
+        phrases=["corrupt", "np.savez"],
+    ),
+    case(
+        "encrypted.npz",
+        damaged_npz("encrypted"),
+        "error",
+        what="an NPZ whose members claim to be encrypted",
+        column="probs",
+        phrases=["encrypted", "np.savez"],
     ),
     case(
         "over_budget.csv",
