@@ -8,6 +8,7 @@ for ``factor > 1``; the NLL-optimal temperature is then ``factor``).
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -384,6 +385,7 @@ def test_affine_objective_gradient_matches_finite_differences():
         assert value(theta) == pytest.approx(exact[0], rel=1e-12)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the helper reads /proc/self/maps")
 def test_blas_runs_single_threaded_inside_the_fit_context_and_is_restored():
     from calcore.calibrators._blas import blas_thread_counts, single_threaded_blas
 
