@@ -32,10 +32,11 @@ def _frozen(arr: np.ndarray, *, fresh: bool) -> np.ndarray:
     """A read-only array with ``arr``'s values that no one else can write to.
 
     ``fresh``: no one else holds ``arr`` (made here, or handed over by the caller).
-    Then an array owning its memory is frozen in place; otherwise it is copied,
-    unless it is already read-only and owns its memory (immutable, safe to share).
+    Then a C-contiguous array owning its memory is frozen in place; otherwise it is
+    copied (C order), unless it is already read-only and owns its memory
+    (immutable, safe to share).
     """
-    if arr.base is None:
+    if arr.base is None and arr.flags.c_contiguous:
         if fresh:
             return _read_only(arr)
         if not arr.flags.writeable:
