@@ -123,7 +123,7 @@ class ScalingBinning(BinnedCalibrator):
         sorted_scores = np.sort(scores)
         edges = umd_edges(sorted_scores, cls._n_bins(params, scores.size))
         counts, sums = bin_sums(sorted_scores, edges, scores, scores, open_bins=False)
-        # Zero scores add nothing to the sums but do count: _bin_sums counts from the sorted scores.
+        # Zero scores add nothing to the sums but do count: bin_sums counts from the sorted scores.
         return {"edges": edges, "values": bin_values(edges, counts, sums), "counts": counts}
 
     @classmethod
