@@ -1,0 +1,3 @@
+from dashboard.lab.page import render_lab
+
+render_lab()
