@@ -60,7 +60,12 @@ def _settings_rows(ctx, source: str) -> list[tuple[str, str]]:
         ("split mode", SPLIT_MODES.get(s.split_mode, s.split_mode)),
         ("methods", methods),
         ("evaluation binning", f"{BINNING_CHOICES.get(s.binning, s.binning)}, {s.bins}"),
-        ("bootstrap resamples", str(s.n_bootstrap)),
+        (
+            "bootstrap resamples",
+            "none (large data; not requested)"
+            if metrics.intervals_deferred(ctx)
+            else str(s.n_bootstrap),
+        ),
         ("calcore version", calcore.__version__),
         ("generated", _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
     ]
@@ -70,7 +75,8 @@ def _settings_rows(ctx, source: str) -> list[tuple[str, str]]:
 
 
 def _metrics_html(ctx) -> str:
-    values = metrics.metric_values(ctx)
+    # the page's choice: no intervals on large data until someone asked for them
+    values = metrics.metric_values(ctx, n_bootstrap=0 if metrics.intervals_deferred(ctx) else None)
     table = metrics.display_table(values)
     best = metrics.best_methods(values)
     keys = {title: key for key, (title, _) in metrics.columns().items()}

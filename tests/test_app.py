@@ -358,3 +358,16 @@ def test_classwise_class_choice_and_confidence_bands():
     assert_clean(at)
     names = {t.get("name") for t in only_chart(at, "figure.confidence")["data"]}
     assert any("consistency band" in str(n) for n in names)
+
+
+def test_bootstrap_waits_for_a_click_on_large_data(monkeypatch):
+    from dashboard.views import metrics as metrics_view
+
+    # the CIFAR test split has 100,000 cells; pretend that is "large"
+    monkeypatch.setattr(metrics_view, "AUTO_BOOTSTRAP_CELLS", 50_000)
+    at = run_app({"m": "none"}, bootstrap=50)
+    assert any("not computed automatically" in i.value for i in at.info)
+    assert "[" not in metrics_table(at).loc["uncalibrated", "conf-ECE"]
+    at.button(key="view.metrics.bootstrap_button").click().run()
+    assert_clean(at)
+    assert "[" in metrics_table(at).loc["uncalibrated", "conf-ECE"]

@@ -47,12 +47,13 @@ def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
     return out
 
 
-def evaluation_notes(ctx) -> dict[str, tuple[str, ...]]:
+def evaluation_notes(ctx, *, n_bootstrap: int | None = None) -> dict[str, tuple[str, ...]]:
     """calcore's notes per method (ties, skipped metrics, conditional bootstrap, fit notes)."""
     s = ctx.settings
+    n_bootstrap = s.n_bootstrap if n_bootstrap is None else n_bootstrap
     out = {}
     for label, preds in ctx.outputs.items():
-        rep = compute.report(ctx.keys[label], s.binning, s.bins, s.n_bootstrap, preds)
+        rep = compute.report(ctx.keys[label], s.binning, s.bins, n_bootstrap, preds)
         notes = list(rep.notes)
         if label in ctx.fitted:
             notes += [f"{k}: {v}" for k, v in ctx.fitted[label].info.items() if k == "message"]
@@ -124,11 +125,39 @@ def _show(slot, values) -> None:
     slot.table(table.style.apply(bold_best, axis=1), hide_index=True, border="horizontal")
 
 
+#: Above this many test cells (rows x classes) bootstrap intervals wait for a click: on
+#: 50,000 x 1,000 predictions 200 resamples take about two minutes and several GB.
+AUTO_BOOTSTRAP_CELLS = 5_000_000
+KEY_FORCE_BOOTSTRAP = "view.metrics.force_bootstrap"
+
+
+def intervals_deferred(ctx) -> bool:
+    """Whether bootstrap intervals wait for the user's click (large data, not yet asked)."""
+    cells = ctx.test.n_samples * ctx.test.n_classes
+    return bool(
+        ctx.settings.n_bootstrap
+        and cells > AUTO_BOOTSTRAP_CELLS
+        and not st.session_state.get(KEY_FORCE_BOOTSTRAP)
+    )
+
+
 def render(ctx) -> None:
     st.subheader("Metrics on the test rows")
     explain("metrics")
     slot = st.empty()
-    if ctx.settings.n_bootstrap:
+    deferred = intervals_deferred(ctx)
+    if deferred:
+        values = metric_values(ctx, n_bootstrap=0)
+        _show(slot, values)
+        st.info(
+            f"Bootstrap intervals are not computed automatically for "
+            f"{ctx.test.n_samples:,} x {ctx.test.n_classes:,} predictions: "
+            f"{ctx.settings.n_bootstrap} resamples may take minutes."
+        )
+        if st.button("Compute the intervals", key="view.metrics.bootstrap_button"):
+            st.session_state[KEY_FORCE_BOOTSTRAP] = True
+            st.rerun()
+    elif ctx.settings.n_bootstrap:
         # point estimates first (fast), then the same table with intervals
         _show(slot, metric_values(ctx, n_bootstrap=0))
         with st.spinner(f"Bootstrap intervals ({ctx.settings.n_bootstrap} resamples)…"):
@@ -138,7 +167,7 @@ def render(ctx) -> None:
     _show(slot, values)
     s = ctx.settings
     b, k = compute.calcore_binning(s.binning, s.bins)
-    notes = evaluation_notes(ctx)
+    notes = evaluation_notes(ctx, n_bootstrap=0 if deferred else None)
     if notes:
         with st.expander(f"Notes from the evaluation ({sum(len(v) for v in notes.values())})"):
             st.markdown(
@@ -146,7 +175,11 @@ def render(ctx) -> None:
             )
     st.caption(
         f"{ctx.test.n_samples:,} test rows · binning {esc(b)}, {esc(k)} · "
-        + (f"{s.n_bootstrap} bootstrap resamples (95%)" if s.n_bootstrap else "no intervals")
+        + (
+            f"{s.n_bootstrap} bootstrap resamples (95%)"
+            if s.n_bootstrap and not deferred
+            else "no intervals"
+        )
         + " · best per row in bold."
     )
     st.download_button(
