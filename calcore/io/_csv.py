@@ -409,12 +409,14 @@ def read_csv_columns(
             frames = _read_frames(src, layout, names, layout.body_start, layout.body_end, dtype)
         except UnicodeDecodeError as exc:
             _check_utf8(src, layout)
-            raise CalcoreError(f"{src.name}: could not read the CSV data: {exc}") from None
+            raise CalcoreError(f"{src.name}: could not read the CSV data: {_brief(exc)}") from None
         except (pd.errors.ParserError, ValueError) as exc:
             _check_fields(src, layout)
-            raise CalcoreError(f"{src.name}: could not read the CSV data: {exc}") from None
+            raise CalcoreError(f"{src.name}: could not read the CSV data: {_brief(exc)}") from None
     if any(df[names[-1]].isna().any() for df in frames):  # empty last cell or short line?
         _check_fields(src, layout)
+    if sum(len(df) for df in frames) > layout.n_rows:  # more rows than lines: bare CRs
+        _check_bare_cr(src, layout)
     columns = [names[index[c]] for c in floats]
     parsed = {}
     kinds = [df.dtypes for df in frames]
@@ -484,6 +486,30 @@ def _first_row_fields(src: Source, layout: CsvLayout, start: int) -> int:
         return len(fields)
 
 
+def _brief(exc: BaseException) -> str:
+    """An exception's message on one line, at most 200 characters."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+_BARE_CR = re.compile(rb"\r(?!\n)")
+
+
+def _check_bare_cr(src: Source, layout: CsvLayout) -> None:
+    """Raise on a carriage return that does not end a CRLF line end.
+
+    pandas ends a row at a bare CR while lines are counted at LFs, so such a
+    file would be read with rows split where an editor shows none.
+    """
+    found = _BARE_CR.search(src.data, layout.body_start, layout.body_end)
+    if found is not None:
+        line = src.data.count(b"\n", 0, found.start()) + 1
+        raise CalcoreError(
+            f"{src.name}, line {line}: a carriage return (CR) that is not part of a CRLF line "
+            f"end splits this line. Remove it, or re-save the file with LF or CRLF line ends."
+        )
+
+
 def _check_fields(src: Source, layout: CsvLayout) -> None:
     """Raise on the first line (row) whose field count differs from the header's.
 
@@ -494,6 +520,7 @@ def _check_fields(src: Source, layout: CsvLayout) -> None:
     data, start, end = src.data, layout.body_start, layout.body_end
     expected = len(layout.columns)
     if data.find(b'"', start, end) < 0:  # no quoting: one field per delimiter, plus one
+        _check_bare_cr(src, layout)
         delimiter = layout.delimiter.encode()
         pos, row = start, 0
         while True:
@@ -543,16 +570,20 @@ def _parse_text_columns(
     Slow path (Python per cell), taken only when some cell is not a plain
     number: an error, or ``nan``/``inf`` text (rejected later by validation).
     """
-    df = _read(
-        src,
-        layout,
-        names,
-        layout.body_start,
-        layout.body_end,
-        usecols=columns,
-        dtype=str,
-        na_filter=False,
-    )
+    try:
+        df = _read(
+            src,
+            layout,
+            names,
+            layout.body_start,
+            layout.body_end,
+            usecols=columns,
+            dtype=str,
+            na_filter=False,
+        )
+    except (pd.errors.ParserError, ValueError, UnicodeDecodeError) as exc:
+        _check_fields(src, layout)
+        raise CalcoreError(f"{src.name}: could not read the CSV data: {_brief(exc)}") from None
     values, first = {}, None
     position = {c: j for j, c in enumerate(names)}
     for c in columns:

@@ -350,6 +350,14 @@ CASES = [
         phrases=["carriage return", "LF"],
     ),
     case(
+        "bare_cr_in_line.csv",
+        csv_text(replace_row(1, "d\rog,0.1,0.8,0.1")),
+        "error",
+        what="a carriage return inside line 3 (not part of a CRLF)",
+        row="line 3",
+        phrases=["carriage return", "LF or CRLF"],
+    ),
+    case(
         "excel_sep_line.csv",
         b"sep=;\n" + csv_text().replace(b",", b";"),
         "error",
