@@ -19,7 +19,8 @@ from calcore._bootstrap_engine import (
     metric_replicates,
     resample_counts,
 )
-from calcore._bootstrap_kde import weighted_kde
+from calcore._bootstrap_kde import kde_problems, weighted_kde
+from calcore._errors import CalcoreError
 from calcore.kde import kde_ece
 from calcore.report import _point_metrics
 
@@ -135,6 +136,81 @@ def test_kde_classwise_point_estimate_equals_standalone():
     preds = _data(500, 3, 8, ties=False)
     got = kde_values(classwise_kdes(preds), np.ones((500, 1)))[0]
     assert got == pytest.approx(calcore.kde_ece_classwise(preds), rel=1e-12)
+
+
+# (n, classes, ties, seed): tiny n, 2/7/100 classes, ties and exact 0/1 (multiples of 0.1).
+KDE_CASES = [
+    (2, 2, False, 0),
+    (3, 2, True, 1),
+    (6, 7, True, 2),
+    (40, 2, False, 3),
+    (200, 7, True, 4),
+    (200, 7, False, 5),
+    (300, 100, False, 6),
+    (150, 100, True, 7),
+]
+
+
+@pytest.mark.parametrize(("n", "n_classes", "ties", "seed"), KDE_CASES)
+def test_kde_batch_point_estimates_equal_kde_ece(n, n_classes, ties, seed):
+    # Stated tolerance of the moment form: 1e-10 relative to the exact windowed sums.
+    preds = _data(n, n_classes, seed, ties=ties)
+    want = [kde_ece(preds.probs[:, c], preds.labels == c) for c in range(n_classes)]
+    np.testing.assert_allclose(classwise_kdes(preds).kde_ece(), want, rtol=1e-10, atol=1e-15)
+    assert calcore.kde_ece_classwise(preds) == pytest.approx(np.mean(want), rel=1e-10)
+
+
+def test_kde_batch_constant_and_boundary_scores():
+    # Constant scores (bandwidth floor 1e-3: 8001 grid points, ~500 blocks), one-hot rows
+    # (every score exactly 0 or 1) and a problem without a single positive outcome.
+    rng = np.random.default_rng(0)
+    cols = [
+        np.full(50, 0.3),
+        np.repeat([0.0, 1.0], 25),
+        rng.random(50),
+        np.concatenate((np.zeros(45), rng.random(5))),
+    ]
+    outcomes = [
+        rng.random(50) < 0.3,
+        rng.random(50) < 0.5,
+        np.zeros(50, bool),
+        rng.random(50) < 0.1,
+    ]
+    got = kde_problems(np.stack(cols, axis=1), np.stack(outcomes, axis=1)).kde_ece()
+    want = [kde_ece(s, o) for s, o in zip(cols, outcomes, strict=True)]
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "kw", [{"order": 2}, {"bandwidth": 0.05}, {"order": 1.5, "bandwidth": 0.3}, {"classes": [4, 1]}]
+)
+def test_kde_classwise_options_equal_reference(kw):
+    preds = _data(250, 5, 9, ties=True)
+    classes = kw.get("classes", range(5))
+    opts = {k: v for k, v in kw.items() if k != "classes"}
+    want = np.mean([kde_ece(preds.probs[:, c], preds.labels == c, **opts) for c in classes])
+    assert calcore.kde_ece_classwise(preds, **kw) == pytest.approx(want, rel=1e-10)
+
+
+@pytest.mark.parametrize("kw", [{"order": 0.5}, {"bandwidth": 2.0}, {"bandwidth": True}])
+def test_kde_classwise_rejects_what_kde_ece_rejects(kw):
+    with pytest.raises(CalcoreError, match="kde_ece"):
+        calcore.kde_ece_classwise(_data(30, 3, 1, ties=False), **kw)
+
+
+def test_kde_replicates_many_classes_equal_reference():
+    # 100 classes on 150 rows: many problems without positives in a resample.
+    preds = _data(150, 100, 10, ties=False)
+    counts = resample_counts(preds.n_samples, 2, seed=4)
+    kdes = classwise_kdes(preds)
+    reps = kdes.replicates(np.ascontiguousarray(counts.T))
+    for r, w in enumerate(counts):
+        rows = _rows(w)
+        want = [
+            kde_ece(preds.probs[rows, c], preds.labels[rows] == c, bandwidth=h)
+            for c, h in enumerate(kdes.bandwidth)
+        ]
+        np.testing.assert_allclose(reps[r], want, rtol=1e-10, atol=1e-15)
 
 
 @functools.lru_cache(maxsize=None)
