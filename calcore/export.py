@@ -1,8 +1,9 @@
 """Writing predictions and calibrators to files people open elsewhere.
 
 CSV cells are neutralised against formula injection: a text cell that a
-spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``,
-a tab or a carriage return) is prefixed with a single quote, as OWASP
+spreadsheet could run as a formula (starting with ``=``, ``+``, ``-``, ``@``,
+a tab, a carriage return or a line feed, their full-width forms ``＝ ＋ － ＠``,
+or any of these after leading spaces) is prefixed with a single quote, as OWASP
 recommends. Numbers are written with ``repr`` (shortest exact round trip).
 """
 
@@ -25,7 +26,8 @@ __all__ = [
     "write_json",
 ]
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+_LEADING_SPACE = " \u00a0\u3000"
 
 
 def safe_cell(text: str) -> str:
@@ -39,7 +41,10 @@ def safe_cell(text: str) -> str:
     'cat'
     """
     text = str(text)
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    risky = text.startswith(_FORMULA_START) or text.lstrip(_LEADING_SPACE).startswith(
+        _FORMULA_START
+    )
+    return "'" + text if risky else text
 
 
 def predictions_to_csv(preds: Predictions, out: IO[str], *, prefix: str = "p_") -> None:

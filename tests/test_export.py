@@ -7,17 +7,36 @@ import io
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import calcore
 from calcore.export import predictions_csv_text, safe_cell, write_json
 
 
-@pytest.mark.parametrize("text", ["=1+1", "+cmd", "-2", "@SUM(A1)", "\tx", "\rx"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "=1+1",
+        "+cmd",
+        "-2",
+        "@SUM(A1)",
+        "\tx",
+        "\rx",
+        "\nx",
+        "  =1+1",  # leading spaces: some spreadsheets trim them before parsing
+        "\u00a0=1+1",
+        "\uff1dcmd",  # full-width equals sign
+        "\uff0b1",
+        "\uff0d1",
+        "\uff20SUM(A1)",
+    ],
+)
 def test_formula_prefixes_are_neutralised(text):
     assert safe_cell(text) == "'" + text
 
 
-@pytest.mark.parametrize("text", ["cat", "p_=x", "1.5", "", "'already"])
+@pytest.mark.parametrize("text", ["cat", "p_=x", "1.5", "", "'already", " cat", "a=b", "x-1"])
 def test_plain_text_is_unchanged(text):
     assert safe_cell(text) == text
 
@@ -49,3 +68,14 @@ def test_bad_prefix_is_refused():
 def test_write_json_is_strict(tmp_path):
     with pytest.raises(ValueError, match="Out of range float values"):
         write_json({"x": float("nan")}, tmp_path / "x.json")
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.text(max_size=20))
+def test_safe_cell_output_never_starts_a_formula_and_keeps_the_text(text):
+    out = safe_cell(text)
+    assert out in (text, "'" + text)
+    if out == text:  # unchanged cells start with nothing a spreadsheet could evaluate
+        triggers = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+        assert not text.lstrip(" \u00a0\u3000").startswith(triggers)
+        assert not text.startswith(triggers)
