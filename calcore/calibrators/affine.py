@@ -137,10 +137,14 @@ class DirichletCalibration(_AffineScaling):
     Parameters
     ----------
     reg_lambda : float, default 1.0
-        Off-diagonal penalty. Kull et al. choose it by cross-validation; the
-        default is a moderate value: with 100 classes and 5,000 calibration rows,
-        1e-3 overfits badly (held-out NLL worse than before) and needs many more
-        L-BFGS-B iterations, while 1.0 converges in about 190 (see the benchmark).
+        Off-diagonal penalty. Kull et al. choose it by cross-validation, and so
+        should you when ``L`` is large relative to the calibration rows: on the
+        benchmark's synthetic data (100 classes, 5,000 calibration rows, over-
+        confident by a factor 2.5) the default 1.0 overfits, with a held-out NLL
+        of 5.30 against 4.85 before calibration and 3.58 after temperature
+        scaling; 1e-3 gives 5.32, 100 gives 4.53 and 1000 gives 3.75. With 10
+        classes (CIFAR-10, 5,000 rows) the default improves on the base model.
+        Every value converges in about 150-220 L-BFGS-B iterations there.
     reg_mu : float, default 1.0
         Intercept penalty.
     max_iter : int, default 1000
