@@ -527,12 +527,13 @@ def _weighted_problem(kp: KDEProblems, p: int, rows: np.ndarray, mine) -> _Weigh
     # windows that hold a positive row at all (elsewhere sum_yk is exactly 0).
     n_pos = np.concatenate(([0], np.cumsum(kp._outcomes[p][rows])))
     has_pos = (n_pos[e1] - n_pos[lo] + np.where(span, n_pos[e2] - n_pos[start2.clip(0, n)], 0)) > 0
-    use_yk = use & has_pos[:, None]
-    parts = []
-    for mask, shift in ((use, 0), (use_yk, _N_POWERS)):
-        parts.append(
-            (coef[mask].ravel(), (col[mask] + shift).ravel(), _N_POWERS * mask.sum(axis=1))
-        )
+    data, col = coef[use], col[use]  # (parts, 7), in query order
+    per_query = use.sum(axis=1)
+    yk = has_pos[np.repeat(np.arange(per_query.size), per_query)]
+    parts = [
+        (data.ravel(), col.ravel(), _N_POWERS * per_query),
+        (data[yk].ravel(), (col[yk] + _N_POWERS).ravel(), _N_POWERS * per_query * has_pos),
+    ]
     n_q = mine.size
     window = sp.csr_matrix(
         (
@@ -547,7 +548,9 @@ def _weighted_problem(kp: KDEProblems, p: int, rows: np.ndarray, mine) -> _Weigh
     )
     extra_target = q_target[mine][n_grid:] - g0
     # Segments that continue a block (the others restart the running sums).
-    accumulate = np.setdiff1d(np.arange(1, n_segments), first)
+    continues = np.ones(n_segments, dtype=bool)
+    continues[first] = False  # (segment 0 is always a block's first)
+    accumulate = np.flatnonzero(continues)
     return _WeightedProblem(
         moments, positive, tuple(accumulate.tolist()), window, n_grid, extra_target, n_segments
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._bootstrap_kde import kde_problems
+from calcore._bootstrap_kde import kde_problems, weighted_kde
 from calcore.kde import KDEReliabilityCurve, _check_inputs, kde_ece, kde_reliability_curve
 from calcore.predictions import Predictions
 from calcore.views import confidence_view
@@ -20,6 +20,9 @@ __all__ = ["kde_ece_confidence", "kde_ece_classwise", "kde_confidence_curve"]
 
 def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None) -> float:
     """KDE-ECE of the confidence view.
+
+    Evaluated in the moment form of :mod:`calcore._bootstrap_kde`, equal to
+    :func:`calcore.kde.kde_ece` on ``(max p, 1{y = argmax p})`` to ~1e-12 relative.
 
     Parameters
     ----------
@@ -39,7 +42,12 @@ def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None) -> float:
     Zhang, Kailkhura, Han (2020), "Mix-n-Match", ICML, Sec. 4.1, Eq. 6.
     """
     v = confidence_view(preds)
-    return kde_ece(v.scores, v.outcomes, order=order, bandwidth=bandwidth)
+    if preds.n_samples < 2:
+        return kde_ece(v.scores, v.outcomes, order=order, bandwidth=bandwidth)  # raises
+    # Same checks and messages as kde_ece; then the moment form (as calcore.evaluate).
+    _check_inputs(v.scores, v.outcomes, bandwidth, None, "kde_ece", order)
+    problem = weighted_kde(v.scores, v.outcomes, bandwidth=bandwidth)
+    return float(problem.kde_ece(order)[0])
 
 
 def kde_ece_classwise(preds: Predictions, *, order=1, bandwidth=None, classes=None) -> float:

@@ -32,7 +32,6 @@ from calcore.metrics_binned import (
     calibration_error_from_bins,
     debiased_squared_error_from_bins,
 )
-from calcore.metrics_kde import kde_ece_confidence
 from calcore.metrics_scoring import accuracy, brier_score, negative_log_likelihood
 from calcore.predictions import Predictions
 from calcore.registry import adaptive_bins_for
@@ -120,7 +119,7 @@ def _plain(value):
 
 
 def _point_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: bool):
-    """Every metric of ``preds``, the bins they used, and the class-wise KDEs (or None)."""
+    """Every metric of ``preds``, the bins they used, and the KDE problems by metric (or None)."""
     conf = statistics_for(preds, "confidence", binning=binning, bins=bins)
     top = statistics_for(preds, "top-label", binning=binning, bins=bins)
     r = adaptive_bins_for(binning, bins)
@@ -128,9 +127,13 @@ def _point_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: boo
         preds, [(binning, bins, None), ("equal-mass", r, None), ("equal-mass", r, TACE_THRESHOLD)]
     )
     enough = preds.n_samples >= 2
-    # The class-wise KDE-ECE from the moment form of calcore._bootstrap_kde (equal to
-    # calcore.kde_ece_classwise to ~1e-13, tested; ~50x faster); the bootstrap reuses its matrices.
-    kdes = classwise_kdes(preds) if with_kde_classwise and enough else None
+    # Both KDE-ECEs from the moment form of calcore._bootstrap_kde (what kde_ece_confidence
+    # and kde_ece_classwise use; equal to calcore.kde.kde_ece to ~1e-12, tested); the
+    # bootstrap reuses their sorted points and windows.
+    kdes = {
+        "kde_ece": weighted_kde(preds.confidence, preds.correct) if enough else None,
+        "kde_ece_classwise": classwise_kdes(preds) if with_kde_classwise and enough else None,
+    }
     m = {
         "accuracy": accuracy(preds),
         "nll": negative_log_likelihood(preds),
@@ -147,11 +150,15 @@ def _point_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: boo
         "ace": adaptive_errors_from_bins(ace),
         "tace": adaptive_errors_from_bins(tace),
         "debiased_ece": float(np.sqrt(max(debiased_squared_error_from_bins(conf), 0.0))),
-        "kde_ece": kde_ece_confidence(preds) if enough else None,
-        "kde_ece_classwise": float(np.mean(kdes.kde_ece())) if kdes is not None else None,
+        "kde_ece": _mean_kde(kdes["kde_ece"]),
+        "kde_ece_classwise": _mean_kde(kdes["kde_ece_classwise"]),
     }
     templates = ReportTemplates(conf, top, cw, ace, tace, TACE_THRESHOLD)
     return m, templates, kdes  # m: same keys as METRICS, in its order (tests/test_report.py)
+
+
+def _mean_kde(problems):
+    return None if problems is None else float(np.mean(problems.kde_ece()))
 
 
 def _all_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: bool) -> dict:
@@ -188,10 +195,7 @@ def _fast_intervals(
     counts = resample_counts(preds.n_samples, int(n_bootstrap), seed)
     reps = metric_replicates(preds, counts, templates)
     used = dict.fromkeys(reps, int(n_bootstrap))
-    kde_sets = {"kde_ece_classwise": kdes}
-    if metrics["kde_ece"] is not None:
-        kde_sets["kde_ece"] = weighted_kde(preds.confidence, preds.correct)
-    for key, group in kde_sets.items():
+    for key, group in kdes.items():
         if group is None:
             continue
         r = kde_resamples(group, int(n_bootstrap), kde_max_work)

@@ -158,6 +158,8 @@ def test_kde_batch_point_estimates_equal_kde_ece(n, n_classes, ties, seed):
     want = [kde_ece(preds.probs[:, c], preds.labels == c) for c in range(n_classes)]
     np.testing.assert_allclose(classwise_kdes(preds).kde_ece(), want, rtol=1e-10, atol=1e-15)
     assert calcore.kde_ece_classwise(preds) == pytest.approx(np.mean(want), rel=1e-10)
+    conf = kde_ece(preds.confidence, preds.correct)
+    assert calcore.kde_ece_confidence(preds) == pytest.approx(conf, rel=1e-10, abs=1e-15)
 
 
 def test_kde_batch_constant_and_boundary_scores():
