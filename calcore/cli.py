@@ -93,7 +93,7 @@ def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool =
         type=_positive_int,
         metavar="N",
         help="refuse files whose decoded values would exceed N bytes "
-        "(default: $CALCORE_MAX_DECODED_BYTES, else 1 GiB)",
+        "(default: $CALCORE_MAX_DECODED_BYTES, else 512 MiB)",
     )
 
 

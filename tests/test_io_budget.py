@@ -61,7 +61,7 @@ def forbid(monkeypatch, module, name):
 
 # -- resolution of the budget ------------------------------------------------------------
 def test_default_and_environment_override(monkeypatch):
-    assert DEFAULT_MAX_DECODED_BYTES == 1 << 30
+    assert DEFAULT_MAX_DECODED_BYTES == 512 << 20
     assert resolve_budget(None) == DEFAULT_MAX_DECODED_BYTES
     monkeypatch.setenv(BUDGET_ENV, " 12345 ")
     assert resolve_budget(None) == 12345
@@ -157,3 +157,47 @@ def test_npz_within_budget_loads():
     probs = np.full((200, 5), 0.2)
     data = npz_bytes(probs=probs, labels=np.arange(200) % 5)
     assert load_predictions(data, name="ok.npz", max_decoded_bytes=10_000).n_samples == 200
+
+
+def test_default_budget_admits_the_issue_size():
+    """50,000 rows x 1,000 classes (plus the label column) fit the default budget."""
+    assert 50_000 * 1_001 * 8 <= DEFAULT_MAX_DECODED_BYTES < 1 << 30
+
+
+_PEAK_SCRIPT = """
+import resource, sys, warnings
+warnings.simplefilter("ignore")
+import calcore
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+p = calcore.load_predictions(sys.argv[1])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(base * 1024, peak * 1024, p.probs.nbytes)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_peak_memory_of_a_large_csv_is_a_small_multiple_of_its_decoded_size(tmp_path):
+    """20,000 x 500 (57 MiB of text, 76 MiB decoded): peak RSS growth under file + 3 x decoded."""
+    import subprocess
+    import sys
+
+    n, k = 20_000, 500
+    header = "label," + ",".join(f"p_c{j}" for j in range(k)) + "\n"
+    row = "c0," + ",".join(["0.002"] * k) + "\n"
+    path = tmp_path / "large.csv"
+    path.write_text(header + row * n)
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK_SCRIPT, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=230,
+        check=True,
+    )
+    base, peak, decoded = map(int, done.stdout.split())
+    size = path.stat().st_size
+    print(
+        f"\nlarge.csv: {size / 2**20:.0f} MiB file, {decoded / 2**20:.0f} MiB decoded, "
+        f"peak RSS {peak / 2**20:.0f} MiB ({(peak - base) / 2**20:.0f} MiB above the baseline)"
+    )
+    assert peak - base < size + 3 * decoded

@@ -69,7 +69,7 @@ def load_predictions(
         Budget of decoded bytes: a file whose decoded values would take more is
         refused with a :class:`CalcoreError` before they are read (memory and
         zip-bomb guard). Default: the environment variable
-        ``CALCORE_MAX_DECODED_BYTES`` if set, else 1 GiB
+        ``CALCORE_MAX_DECODED_BYTES`` if set, else 512 MiB
         (:data:`calcore.io.DEFAULT_MAX_DECODED_BYTES`). Estimated before
         decoding: CSV, data lines x columns x 8 bytes; Parquet, the metadata's
         uncompressed size and rows x columns read x 8 bytes; NPZ, the members'
