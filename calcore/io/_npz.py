@@ -133,8 +133,8 @@ def _text(src: Source, npz, key: str, n: int) -> np.ndarray:
         if not ok.all():
             i = int(np.argmax(~ok))
             raise CalcoreError(
-                f"{src.name}, row {i} (0-based), array {key!r}: {arr[i]!r} is not an integer. "
-                f"Use integer class indices or class names."
+                f"{src.name}, row {i} (0-based), array {key!r}: {float(arr[i])!r} is not an "
+                f"integer. Use integer class indices or class names."
             )
         arr = arr.astype(np.int64)
     return arr.astype(str)

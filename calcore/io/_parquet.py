@@ -153,8 +153,8 @@ def text_column(column: pa.ChunkedArray, *, source: str, name: str) -> np.ndarra
         if not ok.all():
             i = int(np.argmax(~ok))
             raise CalcoreError(
-                f"{source}, row {i} (0-based), column {name!r}: value {values[i]!r} is neither a "
-                f"class name nor an integer class index. Fix the value."
+                f"{source}, row {i} (0-based), column {name!r}: value {float(values[i])!r} is "
+                f"neither a class name nor an integer class index. Fix the value."
             )
         column = pa.chunked_array([pa.array(values.astype(np.int64))])
     if pa.types.is_dictionary(column.type):

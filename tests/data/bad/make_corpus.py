@@ -731,7 +731,7 @@ CASES = [
         what="a float label 2.5 in Parquet",
         row="row 2 (0-based)",
         column="label",
-        phrases=["2.5", "neither a class name nor an integer"],
+        phrases=["value 2.5 is neither", "Fix the value"],
     ),
     case(
         "null_score.parquet",
