@@ -413,9 +413,10 @@ def weighted_kde(scores, outcomes, *, bandwidth=None) -> KDEProblems:
 class _WeightedProblem:
     """Sparse matrices of one problem for row-weighted kernel sums.
 
-    ``moments`` (CSC, shape ``(14 * n_segments, n_rows + n_positive)``: a column per
-    row, then one per ``positive`` row) gives the centred segment moments ``sum w b^k``
-    (rows ``14 t + k``) and the same over the positive rows (rows ``14 t + 7 + k``);
+    ``moments`` are two CSC matrices of shape ``(7 * n_segments, .)`` with one column per
+    row (rows in their own order, so the product reads the weights sequentially): the
+    centred segment moments ``sum w b^k`` (rows ``7 t + k``) over all rows, and over the
+    ``positive`` rows; they are interleaved as rows ``14 t + k`` and ``14 t + 7 + k``;
     ``accumulate`` are the segments that continue a block (the first segment of every
     block restarts the running sums). ``window`` (shape ``(2 Q, 14 * n_segments)``) maps
     the running sums to the kernel sums of the ``Q`` queries (first ``sum_k``, then
@@ -423,7 +424,7 @@ class _WeightedProblem:
     grid points) into their grid points.
     """
 
-    moments: sp.csc_matrix
+    moments: tuple
     positive: np.ndarray
     accumulate: tuple
     window: sp.csr_matrix
@@ -435,7 +436,8 @@ class _WeightedProblem:
     def work(self) -> int:
         # The two products, the restart/prefix passes and ~12 passes of the estimate.
         return int(
-            self.moments.nnz
+            self.moments[0].nnz
+            + self.moments[1].nnz
             + 2 * 2 * _N_POWERS * self.n_segments
             + self.window.nnz
             + 12 * self.n_grid
@@ -444,8 +446,12 @@ class _WeightedProblem:
     def sums(self, weights_t: np.ndarray):
         r = weights_t.shape[1]
         # (segment, [k powers, yk powers] x R), float64 accumulation
-        stacked = np.concatenate((weights_t, weights_t[self.positive]))
-        seg = np.asarray(self.moments @ stacked).reshape(self.n_segments, -1)
+        seg = np.empty((self.n_segments, 2, _N_POWERS, r))
+        seg[:, 0] = (self.moments[0] @ weights_t).reshape(self.n_segments, _N_POWERS, r)
+        seg[:, 1] = (self.moments[1] @ weights_t[self.positive]).reshape(
+            self.n_segments, _N_POWERS, r
+        )
+        seg = seg.reshape(self.n_segments, -1)
         # Running sums over the segments, in place, restarted at the first segment of every
         # block (so they hold one block's mass only): row t becomes the sum over its block's
         # segments up to t. A loop adding whole rows is 2-4x faster than np.cumsum(axis=0).
@@ -486,9 +492,8 @@ def _weighted_problem(kp: KDEProblems, p: int, rows: np.ndarray, mine) -> _Weigh
     seg_of_point = np.repeat(np.arange(n_segments), np.diff(breaks))
     first = np.searchsorted(breaks, block_starts)
 
-    # Moments: one CSC column per row (rows in their own order, so the product reads
-    # the weights sequentially) with its 7 powers, then one more column per positive row
-    # with the powers again, in the outcome rows (+7): weights [w, w[positive]].
+    # Moments: CSC with one column per row (rows in their own order, so the product reads
+    # the weights sequentially) holding its 7 powers; a second one for the positive rows.
     b = np.empty(n)
     b[rows] = (values - ps.centre[block]) / h
     seg_by_row = np.empty(n, dtype=np.int32)
@@ -498,17 +503,20 @@ def _weighted_problem(kp: KDEProblems, p: int, rows: np.ndarray, mine) -> _Weigh
     powers[:, 0] = 1.0
     for k in range(1, _N_POWERS):
         np.multiply(powers[:, k - 1], b, out=powers[:, k])
-    seg_rows = seg_by_row[:, None] * np.int32(2 * _N_POWERS) + np.arange(_N_POWERS, dtype=np.int32)
-    n_cols = n + positive.size
-    moments = sp.csc_matrix(
-        (
-            np.concatenate((powers.ravel(), powers[positive].ravel())),
-            np.concatenate((seg_rows.ravel(), seg_rows[positive].ravel() + _N_POWERS)),
-            np.arange(0, _N_POWERS * n_cols + 1, _N_POWERS, dtype=np.int32),
-        ),
-        shape=(2 * _N_POWERS * n_segments, n_cols),
-        copy=False,
-    )
+    seg_rows = seg_by_row[:, None] * np.int32(_N_POWERS) + np.arange(_N_POWERS, dtype=np.int32)
+
+    def csc(cols):  # 7 entries per column: the powers of that row, in its segment's rows
+        return sp.csc_matrix(
+            (
+                powers[cols].ravel(),
+                seg_rows[cols].ravel(),
+                np.arange(0, _N_POWERS * cols.size + 1, _N_POWERS, dtype=np.int32),
+            ),
+            shape=(_N_POWERS * n_segments, cols.size),
+            copy=False,
+        )
+
+    moments = (csc(np.arange(n)), csc(positive))
 
     # Window matrix: +coef at each part's end, -coef at part 1's start, only where the
     # part is not empty and the value is not the block's own zero (its restart).
