@@ -708,6 +708,36 @@ CASES = [
         what="class names (and so labels) starting with =, +, - and @",
         expect={"class_names": FORMULAS, "n": 8, "scores_kind": "probs"},
     ),
+    case(
+        "formula_cells_in_other_columns.csv",
+        csv_text(
+            [
+                r + "," + cell
+                for r, cell in zip(
+                    ROWS,
+                    ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "=1", "ok"],
+                    strict=True,
+                )
+            ],
+            header=HEADER + ",note",
+        ),
+        "warning",
+        what="formula cells in an extra text column: ignored (reported), never evaluated",
+        phrases=["column 'note' was ignored"],
+        expect=OK3,
+    ),
+    case(
+        "formula_split_value.csv",
+        csv_text(
+            [r + "," + ("=cmd|' /C calc'!A0" if k == 3 else "test") for k, r in enumerate(ROWS)],
+            header=HEADER + ",split",
+        ),
+        "error",
+        what="a formula as a split value",
+        row="line 5",
+        column="split",
+        phrases=["is not known", "calib"],
+    ),
     # -- other formats -------------------------------------------------------------------------
     case(
         "npz_named_csv.csv",
