@@ -1,5 +1,7 @@
 """The bad/hostile input corpus (tests/data/bad/): every file errors clearly or loads as decided.
 
+Run ``pytest -s tests/test_bad_corpus.py`` to see the peak memory of the big files.
+
 ``tests/data/bad/MANIFEST.json`` (written by ``make_corpus.py`` from its ``CASES``)
 records, per file and options, the expected outcome and what the message must name.
 For error files, the library raises :class:`calcore.CalcoreError` naming the file,
@@ -131,6 +133,10 @@ def test_error_files_raise_a_clear_calcore_error(c, monkeypatch):
     assert "\n" not in str(result)
     assert not caught, [str(w.message) for w in caught]  # no stray (pandas) warnings
     assert peak < TRACED_LIMIT, peak
+    options = {k: v for k, v in c["options"].items() if k != "split"}
+    with pytest.raises(CalcoreError) as again:
+        calcore.load_splits(BAD / c["file"], **options)
+    assert_names_everything(c, str(again.value))
 
 
 @pytest.mark.timeout(30)
@@ -161,6 +167,11 @@ def test_valid_files_load_with_the_decided_warnings(c, monkeypatch):
         assert result.load_report.delimiter == expect["delimiter"]
     np.testing.assert_allclose(result.probs.sum(axis=1), 1.0, rtol=0, atol=1e-9)
     assert peak < TRACED_LIMIT, peak
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalcoreWarning)
+        splits = calcore.load_splits(BAD / c["file"], **c["options"])
+    assert sum(p.n_samples for p in splits.values()) == expect["n"]
+    assert all(p.class_names == result.class_names for p in splits.values())
 
 
 def test_dialects_give_identical_predictions():
