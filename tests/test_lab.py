@@ -141,8 +141,12 @@ def test_default_page_shows_the_truth_the_estimators_and_the_readout():
     assert plotly_array(level["y"]).tolist() == [0.004, 0.004]
 
     # calibrators: the uncalibrated test draw's estimate is near its truth, TS finds T = 2
-    bars = {t["name"]: t for t in chart(at, "recovery")["data"] if t["type"] == "bar"}
-    assert list(bars) == ["uncalibrated", "ts", "tl-hb", "irm"]
+    bars = {t["name"]: t for t in chart(at, "recovery")["data"]}
+    assert list(bars) == [figures.TRUE_UNCALIBRATED, "uncalibrated", "ts", "tl-hb", "irm"]
+    true_bar = plotly_array(bars[figures.TRUE_UNCALIBRATED]["y"])
+    np.testing.assert_array_equal(
+        true_bar, [truth.conf_ece, truth.top_label_ece, truth.classwise_ece]
+    )
     unc = plotly_array(bars["uncalibrated"]["y"])
     assert abs(unc[0] - truth.conf_ece) < 0.01
     assert plotly_array(bars["ts"]["y"])[0] < unc[0] / 2
@@ -204,8 +208,8 @@ def test_each_knob_changes_the_page():
     # calibrators and theme
     at.multiselect(key=controls.KEY_METHODS).set_value(["vs", "tl-hb"]).run()
     assert_clean(at)
-    names = [t["name"] for t in chart(at, "recovery")["data"] if t["type"] == "bar"]
-    assert names == ["uncalibrated", "vs", "tl-hb"]
+    names = [t["name"] for t in chart(at, "recovery")["data"]]
+    assert names == [figures.TRUE_UNCALIBRATED, "uncalibrated", "vs", "tl-hb"]
     at.radio(key=controls.KEY_THEME).set_value("dark").run()
     assert_clean(at)
     assert chart(at, "recovery")["layout"]["paper_bgcolor"] == "#0E1117"

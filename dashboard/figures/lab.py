@@ -22,6 +22,7 @@ __all__ = [
     "ESTIMATOR_LABELS",
     "TRUE_CURVE",
     "TRUE_DENSITY",
+    "TRUE_UNCALIBRATED",
     "estimator_error_figure",
     "recovery_figure",
     "truth_reliability_figure",
@@ -37,6 +38,7 @@ ESTIMATOR_LABELS = {
 ECE_LABELS = {"conf_ece": "conf-ECE", "top_label_ece": "TL-ECE", "classwise_ece": "CW-ECE"}
 TRUE_CURVE = "true reliability curve"
 TRUE_DENSITY = "true density of confidence"
+TRUE_UNCALIBRATED = "true value (uncalibrated)"
 
 
 def _estimator_styles() -> dict[str, dict]:
@@ -200,14 +202,22 @@ def recovery_figure(ece, truth: dict, *, theme: str = "light", height: int = 480
     Returns
     -------
     plotly.graph_objects.Figure
-        A bar trace per method (``name`` escaped; ``x`` = ECE labels, ``y`` = values) and a
-        marker trace ``"true value (uncalibrated)"``.
+        Bar traces: :data:`TRUE_UNCALIBRATED` (hollow, ``y`` = ``truth``) first, then one
+        per method (``name`` escaped; ``x`` = ECE labels, ``y`` = values).
     """
     methods = list(ece)
     styles = method_style([UNCALIBRATED, *methods])
     keys = list(ECE_LABELS)
     x = [ECE_LABELS[k] for k in keys]
     fig = go.Figure()
+    # The truth as a hollow bar first in each group, so it stands beside the bar it is the
+    # truth of; hollow in the theme's ink (a Bar has no line for apply_theme to recolour,
+    # which is fine: the figure is built for one theme).
+    fig.add_trace(
+        go.Bar(x=x, y=[float(truth[k]) for k in keys], name=TRUE_UNCALIBRATED,
+               marker={"color": "rgba(0,0,0,0)", "line": {"color": ink(theme), "width": 2.5}},
+               hovertemplate="true %{x}: %{y:.4f}<extra></extra>")
+    )  # fmt: skip
     for method in methods:
         label = esc(method)
         fig.add_trace(
@@ -215,13 +225,6 @@ def recovery_figure(ece, truth: dict, *, theme: str = "light", height: int = 480
                    marker={"color": styles[method]["color"]},
                    hovertemplate=f"{label}<br>%{{x}}: %{{y:.4f}}<extra></extra>")
         )  # fmt: skip
-    fig.add_trace(
-        go.Scatter(x=x, y=[float(truth[k]) for k in keys], mode="markers",
-                   name="true value (uncalibrated)", meta=INK,
-                   marker={"color": ink(theme), "size": 16, "symbol": "line-ew-open",
-                           "line": {"width": 4, "color": ink(theme)}},
-                   hovertemplate="true %{x}: %{y:.4f}<extra></extra>")
-    )  # fmt: skip
     fig.update_layout(barmode="group")
     fig.update_yaxes(title_text="ECE on the test draw", rangemode="tozero")
     return finish(fig, theme=theme, title="How calibrators recover the truth",

@@ -36,7 +36,7 @@ EXPLAIN = {
         "applied to a fresh test draw of 20,000 rows. Bars: the ECEs of the recalibrated test "
         "draw, **estimated** with 15 equal-width bins (calcore.simulate has no true ECE of a "
         "recalibrated model); at 20,000 rows the estimate is close to the truth, as the "
-        "uncalibrated bars against their true values (the black dashes) show. A good "
+        "uncalibrated bars against their true values (the hollow bars) show. A good "
         "calibrator brings every bar towards 0 and, for the global-temperature generators, "
         "temperature scaling should find the true temperature."
     ),

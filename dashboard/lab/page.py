@@ -200,6 +200,8 @@ def recovery_section(knobs: controls.Knobs, truth) -> None:
 
 def render_lab() -> None:
     """The whole Simulation lab page (knobs in the sidebar)."""
+    # Wide like the main page; a page may set its own config under st.navigation.
+    st.set_page_config(layout="wide")
     st.title("Simulation lab")
     st.markdown(EXPLAIN["intro"])
     with st.sidebar, st.container(key="lab.section.generator"):
