@@ -102,6 +102,7 @@ class _PointSet:
     ``i = starts[j]`` and ``prefix[:, i]`` otherwise.
     """
 
+    values: np.ndarray
     keys: np.ndarray
     offsets: np.ndarray
     starts: np.ndarray
@@ -145,7 +146,7 @@ def _point_set(values: np.ndarray, offsets: np.ndarray, h: np.ndarray, *, moment
             m[:, first[1:]] -= totals[:, :-1]
         prefix = np.zeros((_N_POWERS, values.size + 1))
         np.cumsum(m, axis=1, out=prefix[:, 1:])
-    return _PointSet(keys, offsets, starts, centre, prefix)
+    return _PointSet(values, keys, offsets, starts, centre, prefix)
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,19 +264,7 @@ class KDEProblems:
     # ------------------------------------------------------------------ bootstrap
     def _prepare_weighted(self) -> list:
         if self._weighted is None:
-            # One sort of every problem (ties may come in any order: searchsorted never
-            # splits them, so they always share a segment).
-            rows = np.argsort(self._scores, axis=1)
-            # Each problem's queries: its grid points in order, then its reflected ones.
-            q_problem = self._queries[1]
-            by_problem = np.argsort(q_problem, kind="stable")
-            q_off = np.concatenate(
-                ([0], np.cumsum(np.bincount(q_problem, minlength=rows.shape[0])))
-            )
-            self._weighted = [
-                _weighted_problem(self, p, rows[p], by_problem[q_off[p] : q_off[p + 1]])
-                for p in range(self.n_problems)
-            ]
+            self._weighted = _weighted_problems(self)
         return self._weighted
 
     @property
@@ -466,102 +455,127 @@ class _WeightedProblem:
         return sum_k, sum_yk
 
 
-def _weighted_problem(kp: KDEProblems, p: int, rows: np.ndarray, mine) -> _WeightedProblem:
+def _weighted_problems(kp: KDEProblems) -> list[_WeightedProblem]:
+    """The row-weighted matrices of every problem, prepared on the flat arrays at once."""
     ps = kp._points
-    h = float(kp.bandwidth[p])
-    n = kp.n_rows
-    base = int(ps.offsets[p])
-    values = kp._scores[p][rows]  # the point set's order (same values)
-
+    n, n_problems = kp.n_rows, kp.n_problems
+    n_points = ps.values.size
     q_value, q_problem, q_target, w = kp._queries
-    g0 = int(kp.grid_offsets[p])
-    n_grid = int(kp.grid_offsets[p + 1]) - g0
-    # (Clipped: an empty window past the last point may name the next problem's block.)
-    lo, e1, e2 = (np.clip(x[mine] - base, 0, n) for x in (w.lo, w.e1, w.e2))
-    jg = w.j[mine]
-    starts = ps.starts - base
-    start1, start2 = starts[jg], starts[jg + 1]
-    # This problem's non-empty blocks (the few blocks whose start lies in [base, base + n)).
-    g_lo, g_hi = np.searchsorted(ps.starts[:-2], [base, base + n], side="left")
-    own = ps.starts[g_lo : g_hi + 1] - base
-    nonempty = np.flatnonzero(np.diff(own) > 0) + g_lo
-    block_starts = starts[nonempty]
-    block = np.repeat(nonempty, np.diff(np.append(block_starts, n)))
-    breaks = np.unique(np.concatenate((lo, e1, e2, block_starts, [0, n])))
-    n_segments = breaks.size - 1
-    seg_of_point = np.repeat(np.arange(n_segments), np.diff(breaks))
-    first = np.searchsorted(breaks, block_starts)
-
-    # Moments: CSC with one column per row (rows in their own order, so the product reads
-    # the weights sequentially) holding its 7 powers; a second one for the positive rows.
-    b = np.empty(n)
-    b[rows] = (values - ps.centre[block]) / h
-    seg_by_row = np.empty(n, dtype=np.int32)
-    seg_by_row[rows] = seg_of_point
-    positive = np.flatnonzero(kp._outcomes[p])
-    powers = np.empty((n, _N_POWERS))
-    powers[:, 0] = 1.0
-    for k in range(1, _N_POWERS):
-        np.multiply(powers[:, k - 1], b, out=powers[:, k])
-    seg_rows = seg_by_row[:, None] * np.int32(_N_POWERS) + np.arange(_N_POWERS, dtype=np.int32)
-
-    def csc(cols):  # 7 entries per column: the powers of that row, in its segment's rows
-        return sp.csc_matrix(
-            (
-                powers[cols].ravel(),
-                seg_rows[cols].ravel(),
-                np.arange(0, _N_POWERS * cols.size + 1, _N_POWERS, dtype=np.int32),
-            ),
-            shape=(_N_POWERS * n_segments, cols.size),
-            copy=False,
-        )
-
-    moments = (csc(np.arange(n)), csc(positive))
-
-    # Window matrix: +coef at each part's end, -coef at part 1's start, only where the
-    # part is not empty and the value is not the block's own zero (its restart).
+    # Queries grouped by problem: each problem's grid points in order, then its reflections.
+    by_problem = np.argsort(q_problem, kind="stable")
+    q_off = np.concatenate(([0], np.cumsum(np.bincount(q_problem, minlength=n_problems))))
+    qp = q_problem[by_problem]
+    low, high = ps.offsets[qp], ps.offsets[qp + 1]
+    # (Clipped: an empty window past a problem's last point may name the next problem.)
+    lo, e1, e2 = (np.clip(x[by_problem], low, high) for x in (w.lo, w.e1, w.e2))
+    j = w.j[by_problem]
+    start1, start2 = ps.starts[j], ps.starts[j + 1]
     act = e1 > lo
     span = act & (e2 > start2)
-    ends = (e1, lo, e2)
+
+    # Segments: between consecutive window part ends, block starts and problem starts.
+    n_blocks = ps.starts.size - 2
+    nonempty = np.flatnonzero(np.diff(ps.starts[: n_blocks + 1]) > 0)
+    block_starts = ps.starts[nonempty]
+    block = np.repeat(nonempty, np.diff(np.append(block_starts, n_points)))
+    breaks = np.unique(np.concatenate((lo[act], e1[act], e2[span], block_starts, ps.offsets)))
+    seg_of_point = np.repeat(np.arange(breaks.size - 1), np.diff(breaks))
+    seg_off = np.searchsorted(breaks, ps.offsets)  # each problem's first segment
+    continues = np.ones(breaks.size - 1, dtype=bool)
+    continues[np.searchsorted(breaks, block_starts)] = False  # restarts (block firsts)
+
+    # Where each row's point lies (rows: one argsort of every problem; ties may come in
+    # any order, searchsorted never splits them), then its centred powers in row order:
+    # CSC columns in row order, so the product reads the weights sequentially.
+    rows = np.argsort(kp._scores, axis=1)
+    point_of_row = np.empty((n_problems, n), dtype=np.intp)
+    np.put_along_axis(point_of_row, rows, np.arange(n_points).reshape(n_problems, n), axis=1)
+    point_of_row = point_of_row.reshape(-1)
+    problem_of_row = np.repeat(np.arange(n_problems), n)
+    centre = ps.centre[block[point_of_row]]
+    b = (kp._scores.reshape(-1) - centre) / kp.bandwidth[problem_of_row]
+    powers_by_row = np.empty((n_points, _N_POWERS))
+    powers_by_row[:, 0] = 1.0
+    powers_by_row[:, 1:] = b[:, None]
+    np.cumprod(powers_by_row, axis=1, out=powers_by_row)
+    seg_local = (seg_of_point[point_of_row] - seg_off[problem_of_row]).astype(np.int32)
+    seg_rows_by_row = seg_local[:, None] * np.int32(_N_POWERS) + np.arange(
+        _N_POWERS, dtype=np.int32
+    )
+    outcome = kp._outcomes.reshape(-1)
+
+    # Window entries: +coef at each part's end, -coef at part 1's start, only where the
+    # part is not empty and the value is not the block's own zero (its restart).
     use = np.stack((act, act & (lo != start1), span), axis=1)  # (Q, 3)
-    c1 = _cubed_coefficients(w.a1[mine]).T  # (Q, 7)
-    c2 = _cubed_coefficients(w.a2[mine]).T
-    coef = np.stack((c1, -c1, c2), axis=1)  # (Q, 3, 7)
-    t = np.stack([np.searchsorted(breaks, x) for x in ends], axis=1)  # (Q, 3)
-    # Exclusive prefix at breakpoint t = running sum of segment t - 1 (t = 0 is a block
-    # start, always dropped).
-    col = (t[:, :, None] - 1) * (2 * _N_POWERS) + np.arange(_N_POWERS)[None, None, :]
-    # sum_yk: the same entries, shifted to the positive rows' moments (+7), for the
-    # windows that hold a positive row at all (elsewhere sum_yk is exactly 0).
-    n_pos = np.concatenate(([0], np.cumsum(kp._outcomes[p][rows])))
-    has_pos = (n_pos[e1] - n_pos[lo] + np.where(span, n_pos[e2] - n_pos[start2.clip(0, n)], 0)) > 0
-    data, col = coef[use], col[use]  # (parts, 7), in query order
+    query, kind = np.nonzero(use)  # the used parts, in query order
+    a = np.where(kind == 2, w.a2[by_problem][query], w.a1[by_problem][query])
+    data = _cubed_coefficients(a).T  # (parts, 7)
+    data[kind == 1] *= -1.0
+    end = np.choose(kind, (e1[query], lo[query], e2[query]))
+    # Exclusive prefix at breakpoint t = running sum of segment t - 1 (a problem's segment 0
+    # starts a block, so it is always dropped).
+    t = np.searchsorted(breaks, end) - seg_off[qp[query]] - 1
+    col = (t[:, None] * (2 * _N_POWERS) + np.arange(_N_POWERS)[None, :]).astype(np.int32)
     per_query = use.sum(axis=1)
+    part_off = np.concatenate(([0], np.cumsum(per_query)))[q_off]
+    # sum_yk only for windows that hold a positive row (elsewhere it is exactly 0).
+    n_pos = np.concatenate(([0], np.cumsum(np.take_along_axis(kp._outcomes, rows, 1))))
+    in_part2 = np.where(span, n_pos[e2] - n_pos[np.minimum(start2, n_points)], 0)
+    has_pos = (n_pos[e1] - n_pos[lo] + in_part2) > 0
     yk = has_pos[np.repeat(np.arange(per_query.size), per_query)]
-    parts = [
-        (data.ravel(), col.ravel(), _N_POWERS * per_query),
-        (data[yk].ravel(), (col[yk] + _N_POWERS).ravel(), _N_POWERS * per_query * has_pos),
-    ]
-    n_q = mine.size
-    window = sp.csr_matrix(
-        (
-            np.concatenate((parts[0][0], parts[1][0])),
-            np.concatenate((parts[0][1], parts[1][1])).astype(np.int32),
-            np.concatenate(([0], np.cumsum(np.concatenate((parts[0][2], parts[1][2]))))).astype(
-                np.int32
+    targets = q_target[by_problem]
+
+    out = []
+    for p in range(n_problems):
+        qs, ps_ = slice(q_off[p], q_off[p + 1]), slice(part_off[p], part_off[p + 1])
+        n_seg = int(seg_off[p + 1] - seg_off[p])
+        g0, g1 = kp.grid_offsets[p], kp.grid_offsets[p + 1]
+        cols = slice(p * n, (p + 1) * n)
+        positive = np.flatnonzero(outcome[cols])
+
+        def csc(powers_rows, seg_rows_rows, n_seg=n_seg):
+            m = powers_rows.shape[0]
+            return sp.csc_matrix(
+                (
+                    powers_rows.ravel(),
+                    seg_rows_rows.ravel(),
+                    np.arange(0, _N_POWERS * m + 1, _N_POWERS, dtype=np.int32),
+                ),
+                shape=(_N_POWERS * n_seg, m),
+                copy=False,
+            )
+
+        moments = (
+            csc(powers_by_row[cols], seg_rows_by_row[cols]),
+            csc(powers_by_row[cols][positive], seg_rows_by_row[cols][positive]),
+        )
+        d, c, keep = data[ps_], col[ps_], yk[ps_]
+        pq = per_query[qs]
+        counts = np.concatenate((pq, pq * has_pos[qs])) * _N_POWERS
+        n_q = pq.size
+        window = sp.csr_matrix(
+            (
+                np.concatenate((d.ravel(), d[keep].ravel())),
+                np.concatenate((c.ravel(), (c[keep] + _N_POWERS).ravel())),
+                np.concatenate(([0], np.cumsum(counts))).astype(np.int32),
             ),
-        ),
-        shape=(2 * n_q, 2 * _N_POWERS * n_segments),
-        copy=False,
-    )
-    extra_target = q_target[mine][n_grid:] - g0
-    # Segments that continue a block (the others restart the running sums).
-    continues = np.ones(n_segments, dtype=bool)
-    continues[first] = False  # (segment 0 is always a block's first)
-    accumulate = np.flatnonzero(continues)
-    return _WeightedProblem(
-        moments, positive, tuple(accumulate.tolist()), window, n_grid, extra_target, n_segments
-    )
+            shape=(2 * n_q, 2 * _N_POWERS * n_seg),
+            copy=False,
+        )
+        accumulate = np.flatnonzero(continues[seg_off[p] : seg_off[p + 1]])
+        n_grid = int(g1 - g0)
+        out.append(
+            _WeightedProblem(
+                moments,
+                positive,
+                tuple(accumulate.tolist()),
+                window,
+                n_grid,
+                targets[qs][n_grid:] - g0,
+                n_seg,
+            )
+        )
+    return out
 
 
 def _ece_columns(grid: np.ndarray, sum_k: np.ndarray, sum_yk: np.ndarray, order: float):
