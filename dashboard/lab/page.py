@@ -167,6 +167,20 @@ def _temperature_note(knobs: controls.Knobs, sim, fits: dict) -> None:
         )
 
 
+def _fit_notes(fits: dict) -> None:
+    """calcore's own words on fits that did not do their full job on this draw."""
+    for method, fit in fits.items():
+        info = fit.fit_info
+        if info.get("converged") is False:
+            st.caption(f"{esc(method)}: did not converge ({esc(info.get('message', ''))}).")
+        unchanged = info.get("unchanged_classes") or ()
+        if unchanged:
+            st.caption(
+                f"{esc(method)}: {len(unchanged)} predicted class(es) left unchanged, with fewer "
+                f"than {esc(info.get('min_points', 'the minimum'))} calibration points each."
+            )
+
+
 def recovery_section(knobs: controls.Knobs, truth) -> None:
     st.subheader("How calibrators recover the truth")
     _explain("recovery")
@@ -192,6 +206,7 @@ def recovery_section(knobs: controls.Knobs, truth) -> None:
         "lab.figure.recovery",
     )
     _temperature_note(knobs, compute.make_simulator(*knobs.model), fits)
+    _fit_notes(fits)
     st.caption(
         "These are estimates on a large test draw, not true values: calcore.simulate computes "
         "the true errors of a generator, not of a generator followed by a fitted calibrator."
