@@ -472,3 +472,11 @@ def test_delimiters_inside_quoted_header_names_do_not_decide_the_delimiter(tmp_p
     p = load_predictions(write(tmp_path, "q.csv", text))
     assert p.load_report.delimiter == "," and p.class_names == ("a;b;c", "d;e;f")
     np.testing.assert_array_equal(p.labels, [0, 1])
+
+
+def test_warnings_point_at_the_callers_line(tmp_path):
+    path = write(tmp_path, "w.csv", "label,p_a,p_b\na,0.5,0.5\n")
+    for load in (load_predictions, load_splits):
+        with pytest.warns(CalcoreWarning, match="never occur") as record:
+            load(path)
+        assert record[0].filename == __file__

@@ -241,7 +241,7 @@ def _build(
         row_numbering=table.row_names.numbering,
     )
     for message in report.warnings():
-        warnings.warn(message, CalcoreWarning, stacklevel=4)
+        warnings.warn(message, CalcoreWarning, stacklevel=3)  # the caller of load_*
     return Predictions(
         _frozen(np.ascontiguousarray(probs, dtype=np.float64)),
         _frozen(np.array(labels, dtype=np.int64)),
