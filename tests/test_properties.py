@@ -156,6 +156,42 @@ def test_valid_csv_reads_back_exactly(sample):
     np.testing.assert_array_equal(preds.probs, probs)  # repr of float64 reads back exactly
 
 
+@settings(max_examples=40, **SETTINGS)
+@given(
+    prediction_arrays(max_rows=200, max_classes=12),
+    st.sampled_from(["parquet", "npz-probs", "npz-logits"]),
+    st.data(),
+)
+def test_parquet_and_npz_read_back_exactly(arrays, fmt, data):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    EXAMPLES["loader parquet/npz round trip"] += 1
+    probs, labels = arrays
+    k = probs.shape[1]
+    names = data.draw(st.lists(class_name, min_size=k, max_size=k, unique=True))
+    buf = io.BytesIO()
+    if fmt == "parquet":
+        columns = {"label": pa.array([names[y] for y in labels])}
+        columns |= {"p_" + c: pa.array(probs[:, j]) for j, c in enumerate(names)}
+        pq.write_table(pa.table(columns), buf)
+    elif fmt == "npz-probs":
+        np.savez(buf, probs=probs, labels=labels, class_names=np.array(names, dtype=str))
+    else:
+        logits = np.log(np.clip(probs, 1e-300, None))
+        np.savez(buf, logits=logits, labels=labels, class_names=np.array(names, dtype=str))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalcoreWarning)
+        preds = calcore.load_predictions(buf.getvalue(), name="gen." + fmt.split("-")[0])
+    assert preds.class_names == tuple(names)
+    np.testing.assert_array_equal(preds.labels, labels)
+    if fmt == "npz-logits":
+        np.testing.assert_array_equal(preds.logits, logits)
+        np.testing.assert_allclose(preds.probs.sum(axis=1), 1.0, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(preds.probs, probs)
+
+
 _CORRUPTIONS = st.sampled_from(
     ["delete", "insert", "truncate", "replace-cell", "duplicate-line", "swap-bytes"]
 )
