@@ -139,3 +139,12 @@ def test_top_level_api_exposes_calibrators_and_evaluation():
         assert name in calcore.__all__
     assert calcore.make_calibrator("ts").name == "ts"
     assert "tl-hb" in calcore.CALIBRATORS
+
+
+def test_methods_that_take_seconds_say_so():
+    # the dashboard warns before fitting these (issue 4: "slow methods say so")
+    import calcore
+
+    slow = {name for name, info in calcore.CALIBRATORS.items() if info.slow}
+    assert {"dirichlet", "ms", "na-fir", "scir"} <= slow
+    assert not {"ts", "tl-hb", "cw-hb", "irm"} & slow

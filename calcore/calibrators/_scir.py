@@ -276,6 +276,7 @@ class SortedCumulativeIsotonic(Calibrator):
 
     name = "scir"
     family = "isotonic"
+    slow = True  # 20 s on 5,000 x 100
     description = "Sorted cumulative isotonic regression (exact 2-D isotonic fit on ranks)."
     parameters = (_EPS,)
 
