@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_softmax
 
-from calcore._bootstrap_kde import KDEProblems, kde_problems
+from calcore._bootstrap_kde import KDEBatches, KDEProblems, kde_problems
 from calcore.binned import BinStatistics
 from calcore.binning import equal_width_index
 from calcore.metrics_binned import (
@@ -304,18 +304,18 @@ def metric_replicates(
     return out
 
 
-def classwise_kdes(preds: Predictions) -> KDEProblems:
+def classwise_kdes(preds: Predictions) -> KDEProblems | KDEBatches:
     """The class-wise binary problems ``(p_l, 1{y = l})`` of every class, as one batch."""
     outcomes = preds.labels[:, None] == np.arange(preds.n_classes)[None, :]
     return kde_problems(preds.probs, outcomes)
 
 
-def kde_values(kdes: KDEProblems, weights_t: np.ndarray) -> np.ndarray:
+def kde_values(kdes: KDEProblems | KDEBatches, weights_t: np.ndarray) -> np.ndarray:
     """Mean over the problems of ``kdes`` of the KDE-ECE for each column of ``weights_t``, (R,)."""
     return kdes.replicates(weights_t).mean(axis=1)
 
 
-def kde_resamples(kdes: KDEProblems, n_resamples: int, max_work: int) -> int:
+def kde_resamples(kdes: KDEProblems | KDEBatches, n_resamples: int, max_work: int) -> int:
     """How many resamples the KDE metric over ``kdes`` gets within ``max_work`` multiply-adds."""
     affordable = max_work // max(kdes.work_per_resample, 1)
     return int(min(n_resamples, max(affordable, min(_MIN_KDE_RESAMPLES, n_resamples))))

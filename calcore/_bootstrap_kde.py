@@ -54,7 +54,7 @@ import scipy.sparse as sp
 
 from calcore.kde import _grid_size, _rule_of_thumb
 
-__all__ = ["KDEProblems", "kde_problems", "weighted_kde", "kde_ece_from_sums"]
+__all__ = ["KDEProblems", "KDEBatches", "kde_problems", "weighted_kde", "kde_ece_from_sums"]
 
 _N_POWERS = 7  # (1 - u^2)^3 has degree 6
 # Problems are laid side by side on one search axis: problem p's values (all in
@@ -62,6 +62,7 @@ _N_POWERS = 7  # (1 - u^2)^3 has degree 6
 # window end by ~1e-13 at most, where the kernel is ~(1e-11)^3: no visible effect.
 _LANE = 4.0
 _CHUNK_VALUES = 2_000_000  # float64 values of one problem's prefix array per resample chunk
+_MAX_BATCH_POINTS = 2_000_000  # (row, problem) pairs prepared at once
 
 
 def _cubed_coefficients(a: np.ndarray) -> np.ndarray:
@@ -107,10 +108,10 @@ class _PointSet:
     offsets: np.ndarray
     starts: np.ndarray
     centre: np.ndarray
-    prefix: np.ndarray | None
+    prefix: np.ndarray
 
 
-def _point_set(values: np.ndarray, offsets: np.ndarray, h: np.ndarray, *, moments: bool):
+def _point_set(values: np.ndarray, offsets: np.ndarray, h: np.ndarray) -> _PointSet:
     """Blocks and restarted moment prefix sums of sorted ``values`` (flat, per problem)."""
     n_problems = h.size
     sizes = np.diff(offsets)
@@ -128,24 +129,22 @@ def _point_set(values: np.ndarray, offsets: np.ndarray, h: np.ndarray, *, moment
     starts[block_offsets[:-1]] = offsets[:-1]  # block 0 is open below
     starts = np.concatenate((starts, [values.size, values.size]))
     centre = np.concatenate((2.0 * local * hb, [0.0, 0.0]))
-    prefix = None
-    if moments:
-        n_total = block_offsets[-1]
-        block = np.repeat(np.arange(n_total), np.diff(starts[: n_total + 1]))
-        b = (values - centre[block]) / h[problem]
-        m = np.empty((_N_POWERS, values.size))
-        m[0] = 1.0
-        m[1] = b
-        for k in range(2, _N_POWERS):
-            np.multiply(m[k - 1], b, out=m[k])
-        # Restart the running sums at every non-empty block (subtract the previous
-        # block's total at its first point) so they never carry another block's mass.
-        first = starts[:n_total][np.diff(starts[: n_total + 1]) > 0]
-        if first.size > 1:
-            totals = np.add.reduceat(m, first, axis=1)
-            m[:, first[1:]] -= totals[:, :-1]
-        prefix = np.zeros((_N_POWERS, values.size + 1))
-        np.cumsum(m, axis=1, out=prefix[:, 1:])
+    n_total = block_offsets[-1]
+    block = np.repeat(np.arange(n_total), np.diff(starts[: n_total + 1]))
+    b = (values - centre[block]) / h[problem]
+    m = np.empty((_N_POWERS, values.size))
+    m[0] = 1.0
+    m[1] = b
+    for k in range(2, _N_POWERS):
+        np.multiply(m[k - 1], b, out=m[k])
+    # Restart the running sums at every non-empty block (subtract the previous
+    # block's total at its first point) so they never carry another block's mass.
+    first = starts[:n_total][np.diff(starts[: n_total + 1]) > 0]
+    if first.size > 1:
+        totals = np.add.reduceat(m, first, axis=1)
+        m[:, first[1:]] -= totals[:, :-1]
+    prefix = np.zeros((_N_POWERS, values.size + 1))
+    np.cumsum(m, axis=1, out=prefix[:, 1:])
     return _PointSet(values, keys, offsets, starts, centre, prefix)
 
 
@@ -284,7 +283,7 @@ class KDEProblems:
         -------
         ndarray of shape (R, n_problems)
             As :func:`calcore.kde.kde_ece` on the rows repeated ``w_i`` times, with this
-            object's bandwidths (to ~1e-13).
+            object's bandwidths (to ~1e-12).
         """
         weights_t = np.ascontiguousarray(weights_t, dtype=np.float64)
         r = weights_t.shape[1]
@@ -324,7 +323,30 @@ def _queries(grid, grid_offsets, h):
     return value, g_problem[target], target
 
 
-def kde_problems(scores, outcomes, *, bandwidth=None) -> KDEProblems:
+class KDEBatches:
+    """Several :class:`KDEProblems` batches acting as one (problems in batch order)."""
+
+    def __init__(self, parts: list[KDEProblems]):
+        self.parts = parts
+        self.bandwidth = np.concatenate([p.bandwidth for p in parts])
+        self.n_rows = parts[0].n_rows
+
+    @property
+    def n_problems(self) -> int:
+        return int(self.bandwidth.size)
+
+    def kde_ece(self, order=1) -> np.ndarray:
+        return np.concatenate([p.kde_ece(order) for p in self.parts])
+
+    @property
+    def work_per_resample(self) -> int:
+        return int(sum(p.work_per_resample for p in self.parts))
+
+    def replicates(self, weights_t: np.ndarray, order=1) -> np.ndarray:
+        return np.concatenate([p.replicates(weights_t, order) for p in self.parts], axis=1)
+
+
+def kde_problems(scores, outcomes, *, bandwidth=None) -> KDEProblems | KDEBatches:
     """Prepare the KDE-ECE of the binary problems ``(scores[:, p], outcomes[:, p])``.
 
     Parameters
@@ -339,16 +361,32 @@ def kde_problems(scores, outcomes, *, bandwidth=None) -> KDEProblems:
 
     Returns
     -------
-    KDEProblems
-        With the full-sample kernel sums computed (the point estimates are
+    KDEProblems or KDEBatches
+        (Batches of at most ~2M (row, problem) pairs, with the same methods.) With the
+        full-sample kernel sums computed (the point estimates are
         :meth:`KDEProblems.kde_ece`); the bootstrap matrices are built on first use.
 
     References
     ----------
     Zhang, Kailkhura and Han (2020), Mix-n-Match, ICML, Sec. 4.1, Eq. (6), App. B-C.
     """
-    st = np.ascontiguousarray(np.asarray(scores, dtype=np.float64).T)  # (P, n)
-    ot = np.ascontiguousarray(np.asarray(outcomes).T != 0)
+    s = np.asarray(scores, dtype=np.float64)
+    o = np.asarray(outcomes)
+    n, n_problems = s.shape
+    # Batches of problems bound the flat arrays (about 0.2 kB per point) on large inputs.
+    per = max(1, _MAX_BATCH_POINTS // max(n, 1))
+    if n_problems <= per:
+        return _kde_batch(s, o, bandwidth)
+    parts = [
+        _kde_batch(s[:, i : i + per], o[:, i : i + per], bandwidth)
+        for i in range(0, n_problems, per)
+    ]
+    return KDEBatches(parts)
+
+
+def _kde_batch(scores, outcomes, bandwidth) -> KDEProblems:
+    st = np.ascontiguousarray(scores.T)  # (P, n)
+    ot = np.ascontiguousarray(outcomes.T != 0)
     n_problems, n = st.shape
     if bandwidth is None:
         # Row by row on contiguous copies: the very same float as kde_ece's rule of thumb.
@@ -362,13 +400,13 @@ def kde_problems(scores, outcomes, *, bandwidth=None) -> KDEProblems:
     hq = h[q_problem]
 
     offsets = np.arange(n_problems + 1) * n
-    points = _point_set(np.sort(st, axis=1).reshape(-1), offsets, h, moments=True)
+    points = _point_set(np.sort(st, axis=1).reshape(-1), offsets, h)
     # Outcome sums: the positive points only (a point set of their own).
     pos_problem, pos_row = np.nonzero(ot)
     pos_values = st[pos_problem, pos_row]
     order = np.lexsort((pos_values, pos_problem))
     pos_offsets = np.concatenate(([0], np.cumsum(np.bincount(pos_problem, minlength=n_problems))))
-    positives = _point_set(pos_values[order], pos_offsets, h, moments=True)
+    positives = _point_set(pos_values[order], pos_offsets, h)
 
     windows = _windows(points, q_value, q_problem, hq)
     size = grid.size

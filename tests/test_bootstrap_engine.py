@@ -183,6 +183,22 @@ def test_kde_batch_constant_and_boundary_scores():
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-15)
 
 
+def test_kde_batches_equal_one_batch(monkeypatch):
+    # Large inputs are prepared in batches of problems (bounded memory); same values.
+    preds = _data(300, 9, 3, ties=True)
+    outcomes = preds.labels[:, None] == np.arange(9)[None, :]
+    one = kde_problems(preds.probs, outcomes)
+    monkeypatch.setattr("calcore._bootstrap_kde._MAX_BATCH_POINTS", 1000)
+    many = kde_problems(preds.probs, outcomes)
+    assert len(many.parts) == 3 and many.n_problems == 9
+    np.testing.assert_allclose(many.kde_ece(), one.kde_ece(), rtol=1e-12)
+    wt = np.ascontiguousarray(resample_counts(300, 3, seed=1).T)
+    np.testing.assert_allclose(many.replicates(wt), one.replicates(wt), rtol=1e-12)
+    assert many.work_per_resample == one.work_per_resample
+    want = np.mean([kde_ece(preds.probs[:, c], preds.labels == c) for c in range(9)])
+    assert calcore.kde_ece_classwise(preds) == pytest.approx(want, rel=1e-10)
+
+
 @pytest.mark.parametrize(
     "kw", [{"order": 2}, {"bandwidth": 0.05}, {"order": 1.5, "bandwidth": 0.3}, {"classes": [4, 1]}]
 )
