@@ -26,9 +26,7 @@ def figures(ctx):
 def render(ctx) -> None:
     st.subheader("KDE-ECE beside binned ECE")
     explain("kde")
-    left, right = st.columns(2)
+    # stacked at full width: titles and legends stay readable on a projector
     curve_fig, sweep_fig = figures(ctx)
-    with left:
-        chart(curve_fig, "figure.kde")
-    with right:
-        chart(sweep_fig, "figure.ece_by_bins")
+    chart(curve_fig, "figure.kde")
+    chart(sweep_fig, "figure.ece_by_bins")

@@ -68,14 +68,11 @@ def render(ctx) -> None:
         bound = (eps, calcore.umd_validity_bound(eps, n_calib=n_calib, n_bins=bins))
         bound_c = (eps, calcore.umd_validity_bound(eps, n_calib=n_calib, n_bins=bins,
                                                     conditional=True))  # fmt: skip
-    a, b = st.columns(2)
-    with a:
-        chart(validity_figure(results, theory=bound, theme=ctx.theme), "figure.validity")
-    with b:
-        chart(
-            validity_figure(results, theory=bound_c, conditional=True, theme=ctx.theme),
-            "figure.validity_conditional",
-        )
+    chart(validity_figure(results, theory=bound, theme=ctx.theme), "figure.validity")
+    chart(
+        validity_figure(results, theory=bound_c, conditional=True, theme=ctx.theme),
+        "figure.validity_conditional",
+    )
     if th is not None:
         st.caption(
             f"Dashed: UMD's guarantee with {th[1][1]} bins and {th[1][0]:,} calibration rows "
