@@ -4,18 +4,30 @@ Scores mimic a deep net's top-label confidences, s = 1 - Beta(0.5, 10) (piled up
 near 1), with outcomes o ~ Bernoulli(s^2) (overconfident). Times are the best of
 5 runs of ``kde_ece`` with the default (rule-of-thumb) bandwidth and automatic grid.
 
+The ``moment_form`` section times the batched moment form of ``calcore._bootstrap_kde``
+(what ``calcore.evaluate``, ``kde_ece_confidence`` and ``kde_ece_classwise`` use) against
+this exact windowed evaluation, with the largest relative difference: one problem per
+sample above, and the 100 class-wise problems of ``assets/synthetic_wide100.npz``
+(10,000 x 100 test split).
+
 Run: ``.venv/bin/python benchmarks/bench_kde.py``
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
+from pathlib import Path
 
 import numpy as np
 
+import calcore
+from calcore._bootstrap_kde import kde_problems, weighted_kde
 from calcore.kde import kde_bandwidth, kde_ece, kde_reliability_curve
+
+WIDE = Path(__file__).resolve().parents[1] / "assets" / "synthetic_wide100.npz"
 
 
 def sample(n: int, seed: int = 0):
@@ -63,6 +75,37 @@ def grid_vs_direct(n: int) -> dict:
     }
 
 
+def moment_form() -> list:
+    out = []
+    for n in (10_000, 50_000):
+        s, o = sample(n)
+        exact = kde_ece(s, o)
+        fast = float(weighted_kde(s, o).kde_ece()[0])
+        out.append(
+            {
+                "problem": f"one binary problem, n = {n}",
+                "seconds_exact_best_of_5": best_of(lambda s=s, o=o: kde_ece(s, o)),
+                "seconds_moment_best_of_5": best_of(lambda s=s, o=o: weighted_kde(s, o).kde_ece()),
+                "rel_diff": abs(fast - exact) / exact,
+            }
+        )
+    preds = calcore.io.load_splits(WIDE)["test"]
+    outcomes = preds.labels[:, None] == np.arange(preds.n_classes)[None, :]
+    exact = np.array([kde_ece(preds.probs[:, c], outcomes[:, c]) for c in range(preds.n_classes)])
+    fast = kde_problems(preds.probs, outcomes).kde_ece()
+    out.append(
+        {
+            "problem": "class-wise, 10,000 x 100 (synthetic_wide100 test)",
+            "seconds_exact_best_of_5": best_of(
+                lambda: [kde_ece(preds.probs[:, c], outcomes[:, c]) for c in range(100)]
+            ),
+            "seconds_moment_best_of_5": best_of(lambda: kde_problems(preds.probs, outcomes)),
+            "max_rel_diff": float(np.max(np.abs(fast - exact) / exact)),
+        }
+    )
+    return out
+
+
 def main() -> None:
     timings = []
     for n in (1_000, 10_000, 50_000):
@@ -93,6 +136,8 @@ def main() -> None:
         "python": platform.python_version(),
         "timings": timings,
         "grid_vs_direct": [grid_vs_direct(1_000), grid_vs_direct(10_000)],
+        "moment_form": moment_form(),
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(report, indent=2))
 
