@@ -146,6 +146,17 @@ def choose_split(
             f"{digest}:column",
         )
     everything = _all_rows(loaded, digest)
+    if mode == "random" and everything.n_samples < 2:
+        return Split(
+            None,
+            everything,
+            f"{everything.n_samples} row: too few to split, so no calibrator is fitted",
+            f"{digest}:all",
+            warning=(
+                f"{loaded.name} has a single row: the metrics below describe it alone, and "
+                "no calibrator can be fitted."
+            ),
+        )
     if mode == "random":
         calib, test = random_split(everything, test_fraction=test_fraction, seed=seed)
         return Split(
