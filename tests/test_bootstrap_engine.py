@@ -200,7 +200,15 @@ def test_kde_batches_equal_one_batch(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "kw", [{"order": 2}, {"bandwidth": 0.05}, {"order": 1.5, "bandwidth": 0.3}, {"classes": [4, 1]}]
+    "kw",
+    [
+        {"order": 2},
+        {"bandwidth": 0.05},
+        {"order": 1.5, "bandwidth": 0.3},
+        {"bandwidth": 1.0},  # widest kernel: every reflected copy of every score
+        {"bandwidth": 1e-4, "order": 2},  # narrowest: 80,001 grid points, ~5,000 blocks
+        {"classes": [4, 1]},
+    ],
 )
 def test_kde_classwise_options_equal_reference(kw):
     preds = _data(250, 5, 9, ties=True)
