@@ -471,6 +471,11 @@ class _WeightedProblem:
         )
 
     def sums(self, weights_t: np.ndarray):
+        """Kernel sums ``sum_k``, ``sum_yk`` at the grid, shape (G, R) each, for (n, R) weights.
+
+        As ``calcore.kde._kernel_sums`` on the rows repeated ``w_i`` times, without the
+        constant ``35/32`` (it cancels in the estimate).
+        """
         r = weights_t.shape[1]
         # (segment, [k powers, yk powers] x R), float64 accumulation
         seg = np.empty((self.n_segments, 2, _N_POWERS, r))
