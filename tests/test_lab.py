@@ -231,3 +231,36 @@ def test_each_knob_changes_the_page():
     exact = simulate.true_calibration_errors(simulate.mix_n_match_simulator(2))
     assert truth_table(at).loc["TL-ECE", "true value"] == f"{exact.top_label_ece:.4f}"
     assert truth_table(at).loc["TL-ECE", "± s.e."] == "0 (exact)"
+
+
+TWO_PAGES = """
+import streamlit as st
+from dashboard.lab.page import render_lab
+
+if st.session_state.get("show_lab", True):
+    render_lab()
+else:
+    st.write("another page")
+"""
+
+
+def test_knobs_survive_a_visit_to_the_other_page(tmp_path):
+    """Streamlit drops the state of widgets a run does not draw (a run of the main page)."""
+    script = tmp_path / "two_pages.py"
+    script.write_text(TWO_PAGES)
+    at = AppTest.from_file(str(script), default_timeout=TIMEOUT)
+    at.run()
+    at.selectbox(key=controls.KEY_GENERATOR).set_value("mnm-1")
+    at.number_input(key=controls.KEY_SEED).set_value(7)
+    at.number_input(key=controls.KEY_LEVEL).set_value(0.02)
+    at.multiselect(key=controls.KEY_METHODS).set_value(["vs"]).run()
+    at.session_state["show_lab"] = False
+    at.run()
+    assert not at.selectbox and not at.number_input  # the lab's widgets were not drawn
+    at.session_state["show_lab"] = True
+    at.run()
+    assert_clean(at)
+    assert at.selectbox(key=controls.KEY_GENERATOR).value == "mnm-1"
+    assert at.number_input(key=controls.KEY_SEED).value == 7
+    assert at.number_input(key=controls.KEY_LEVEL).value == 0.02
+    assert at.multiselect(key=controls.KEY_METHODS).value == ["vs"]

@@ -127,15 +127,19 @@ def estimator_section(knobs: controls.Knobs) -> None:
     st.subheader("How far off are the estimators, and how many samples do I need?")
     _explain("estimators")
     left, mid, right = st.columns(3)
-    view = left.selectbox("ECE", tuple(VIEWS), format_func=VIEWS.get, index=0,
-                          key=controls.KEY_VIEW)  # fmt: skip
+    view = left.selectbox(
+        "ECE", tuple(VIEWS), format_func=VIEWS.get, key=controls.KEY_VIEW,
+        index=controls.index_of(VIEWS, controls.KEY_VIEW, "confidence"),
+    )  # fmt: skip
     repeats = mid.selectbox(
-        "Repetitions per n", controls.REPEAT_CHOICES, index=1, key=controls.KEY_REPEATS,
+        "Repetitions per n", controls.REPEAT_CHOICES, key=controls.KEY_REPEATS,
+        index=controls.index_of(controls.REPEAT_CHOICES, controls.KEY_REPEATS, 20),
         help="More repetitions give smoother curves but take longer (50: several seconds).",
     )  # fmt: skip
     level = right.number_input(
-        "Error level", min_value=0.001, max_value=0.5, value=0.01, step=0.001, format="%.3f",
-        key=controls.KEY_LEVEL, help="Mean absolute error you can accept.",
+        "Error level", min_value=0.001, max_value=0.5, step=0.001, format="%.3f",
+        value=controls.first(controls.KEY_LEVEL, 0.01), key=controls.KEY_LEVEL,
+        help="Mean absolute error you can accept.",
     )  # fmt: skip
     with st.spinner(f"Simulating {int(repeats)} samples of each size…"):
         errors = compute.estimator_study(*knobs.model, view, int(repeats), knobs.seed)
@@ -186,7 +190,8 @@ def recovery_section(knobs: controls.Knobs, truth) -> None:
     st.subheader("How calibrators recover the truth")
     _explain("recovery")
     methods = st.multiselect(
-        "Calibrators", compute.CALIBRATOR_CHOICES, default=list(controls.DEFAULT_METHODS),
+        "Calibrators", compute.CALIBRATOR_CHOICES,
+        default=controls.first(controls.KEY_METHODS, list(controls.DEFAULT_METHODS)),
         key=controls.KEY_METHODS,
     )  # fmt: skip
     fits = {}
@@ -227,6 +232,7 @@ def render_lab() -> None:
             compute.make_simulator(*knobs.model)
     except calcore.CalcoreError as err:
         st.error(f"This fake classifier cannot be built: {esc(err)}")
+        controls.remember()
         return
     try:
         truth = truth_section(knobs)
@@ -234,3 +240,5 @@ def render_lab() -> None:
         recovery_section(knobs, truth)
     except calcore.CalcoreError as err:
         st.error(esc(err))
+    finally:
+        controls.remember()
