@@ -18,6 +18,7 @@ from dashboard import controls
 from dashboard.context import build_context
 from dashboard.data import LoadOptions, choose_split, inspect, load
 from dashboard.downloads import downloads
+from dashboard.lab.page import render_lab
 from dashboard.preview import load_options
 from dashboard.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.state import Settings, settings_from_query, settings_to_query
@@ -25,6 +26,7 @@ from dashboard.text import escape_markdown as esc
 from dashboard.views import RENDERERS
 
 KEY_RESTORED = "app.restored_from_url"
+KEY_LAST = "app.last_settings"  # the main page's settings, restored after a lab visit
 
 
 def restore_from_url() -> Settings:
@@ -56,6 +58,14 @@ def main() -> None:
     st.set_page_config(page_title="calibration-lens", layout="wide")
     first_run = KEY_RESTORED not in st.session_state
     from_url = restore_from_url() if first_run else st.session_state[KEY_RESTORED]
+    if (
+        not first_run
+        and controls.KEY_METHODS not in st.session_state
+        and KEY_LAST in st.session_state
+    ):
+        # back from another page: Streamlit dropped the state of the widgets that were not
+        # on screen, so put the last settings back (an upload must be chosen again)
+        controls.restore(st.session_state[KEY_LAST])
     st.title("calibration-lens")
     if first_run and from_url.dropped:
         st.warning("Ignored in the link: " + esc("; ".join(from_url.dropped)))
@@ -132,6 +142,7 @@ def main() -> None:
 
     view = controls.view_control()
     settings = dataclasses.replace(settings, view=view)
+    st.session_state[KEY_LAST] = settings
     sync_url(settings)
     try:
         ctx = build_context(settings, split)
@@ -141,4 +152,9 @@ def main() -> None:
         st.error(esc(err))
 
 
-main()
+st.navigation(
+    [
+        st.Page(main, title="Calibration", default=True),
+        st.Page(render_lab, title="Simulation lab", url_path="lab"),
+    ]
+).run()

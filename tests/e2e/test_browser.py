@@ -177,3 +177,20 @@ def test_bad_upload_shows_calcore_error(page: Page, app_url: str, artifacts_dir:
     expect(page.get_by_test_id("stException")).to_have_count(0)
     expect(page.locator(PLOT)).to_have_count(0)
     page.screenshot(path=str(artifacts_dir / "e2e-bad-upload.png"))
+
+
+def test_simulation_lab_and_back_keeps_the_settings(page: Page, app_url: str, artifacts_dir):
+    page.goto(f"{app_url}/?m=ts&boot=0&bins=11&view=confidence")
+    expect(page.locator(PLOT)).to_have_count(1)
+    wait_idle(page)
+    page.get_by_test_id("stSidebarNav").get_by_text("Simulation lab").click()
+    expect(page.locator(PLOT).first).to_be_visible()
+    wait_idle(page)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    page.screenshot(path=str(artifacts_dir / "e2e-simulation-lab.png"))
+    page.get_by_test_id("stSidebarNav").get_by_text("Calibration").click()
+    expect(page.get_by_role("spinbutton", name="Bins", exact=True)).to_have_value("11")
+    wait_idle(page)
+    expect(page.get_by_role("heading", name="Confidence reliability diagram")).to_be_visible()
+    expect(page.locator(PLOT)).to_have_count(1)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
