@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pytest
 
 pytest.importorskip("streamlit")  # the calcore-only install has no dashboard extra
 
-import streamlit as st
+from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
 from _plotly_json import plotly_array
 from streamlit.testing.v1 import AppTest
 
@@ -29,16 +28,6 @@ from dashboard.state import VIEWS
 
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
 TIMEOUT = 120
-
-
-@pytest.fixture(autouse=True)
-def _clear_streamlit_caches():
-    """Streamlit caches outlive an AppTest instance within one process."""
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
 
 def new_app(query: dict | None = None) -> AppTest:
@@ -54,11 +43,6 @@ def run_app(query: dict | None = None, *, bootstrap: int = 0) -> AppTest:
     at.run()
     assert_clean(at)
     return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def charts(at: AppTest) -> dict[str, dict]:
@@ -80,10 +64,6 @@ def query(at: AppTest, key: str) -> list[str]:
     """Every value of a query parameter after the run (AppTest gives a str for one value)."""
     value = at.query_params[key]
     return value if isinstance(value, list) else [value]
-
-
-def unescape_markdown(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)
 
 
 def splits_of(key: str) -> dict:

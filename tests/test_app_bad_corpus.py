@@ -10,14 +10,13 @@ could not be read.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("streamlit")
 
-import streamlit as st
+from _apptest import fresh_streamlit_caches, unescape_markdown  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
 from dashboard import controls
@@ -26,19 +25,6 @@ BAD = Path(__file__).resolve().parent / "data" / "bad"
 APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
 MANIFEST = [e for e in json.loads((BAD / "MANIFEST.json").read_text()) if not e["options"]]
 MIME = {".csv": "text/csv", ".tsv": "text/tab-separated-values"}
-
-
-@pytest.fixture(autouse=True)
-def _clear_streamlit_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-def unescape_markdown(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)
 
 
 def upload(entry: dict) -> AppTest:

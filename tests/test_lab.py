@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-import streamlit as st
+from _apptest import assert_clean, fresh_streamlit_caches  # noqa: F401
 from _plotly_json import plotly_array, trace
 from streamlit.testing.v1 import AppTest
 
@@ -27,26 +27,11 @@ ENTRY = Path(__file__).resolve().parent / "lab_app_entry.py"
 TIMEOUT = 120
 
 
-@pytest.fixture(autouse=True)
-def _clear_streamlit_caches():
-    """Streamlit caches outlive an AppTest instance within one process."""
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
 def run_lab() -> AppTest:
     at = AppTest.from_file(str(ENTRY), default_timeout=TIMEOUT)
     at.run()
     assert_clean(at)
     return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def chart(at: AppTest, name: str) -> dict:
