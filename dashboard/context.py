@@ -45,6 +45,17 @@ class Context:
     def theme(self) -> str:
         return self.settings.theme
 
+    def per_method(self, fn, *args) -> dict:
+        """``fn(key, name, params, *args, calib, test)`` for every fitted method, in order.
+
+        For diagnostics that refit a method themselves (validity, learning curves).
+        """
+        split = self.split
+        return {
+            label: fn(self.keys[label], c.name, c.params, *args, split.calib, split.test)
+            for label, c in self.methods.items()
+        }
+
     def per_output(self, fn, *args) -> dict:
         """``fn(key, *args, preds)`` for every output, in order (fn is a cached compute call)."""
         return {label: fn(self.keys[label], *args, preds) for label, preds in self.outputs.items()}

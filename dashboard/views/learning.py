@@ -22,23 +22,11 @@ def curve(ctx, *, metric: str, n_repeats: int) -> calcore.LearningCurve:
     method at a time are the curves of one joint call; caching per method means adding a
     method does not refit the others.
     """
-    s, split = ctx.settings, ctx.split
-    sizes = compute.learning_sizes(split.calib.n_samples)
-    parts = [
-        compute.learning(
-            ctx.keys[label],
-            choice.name,
-            choice.params,
-            metric,
-            sizes,
-            n_repeats,
-            s.binning,
-            s.bins,
-            split.calib,
-            split.test,
-        )  # fmt: skip
-        for label, choice in ctx.methods.items()
-    ]
+    s = ctx.settings
+    sizes = compute.learning_sizes(ctx.split.calib.n_samples)
+    parts = list(
+        ctx.per_method(compute.learning, metric, sizes, n_repeats, s.binning, s.bins).values()
+    )
     first = parts[0]
     return calcore.LearningCurve(
         sizes=first.sizes,

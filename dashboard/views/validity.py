@@ -18,19 +18,7 @@ RESAMPLE_CHOICES = (10, 20, 50, 100)
 
 def curves(ctx, *, view: str, n_resamples: int) -> dict:
     """Each fitted method's curves (the uncalibrated model has nothing to resample)."""
-    split = ctx.split
-    return {
-        label: compute.validity(
-            ctx.keys[label],
-            choice.name,
-            choice.params,
-            view,
-            n_resamples,
-            split.calib,
-            split.test,
-        )  # fmt: skip
-        for label, choice in ctx.methods.items()
-    }
+    return ctx.per_method(compute.validity, view, n_resamples)
 
 
 def theory(ctx) -> tuple[np.ndarray, np.ndarray, str] | None:
