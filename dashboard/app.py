@@ -70,9 +70,8 @@ def main() -> None:
     if first_run and from_url.dropped:
         st.warning("Ignored in the link: " + esc("; ".join(from_url.dropped)))
 
-    # Each sidebar section in a keyed container: sections whose content changes (source,
-    # split mode, chosen methods) must not shift the browser-side state of the widgets of
-    # other sections (seen: the Bins input took another number input's value).
+    # Each sidebar section in a keyed container, so a section whose content changes (source,
+    # split mode, chosen methods) leaves the other sections' elements where they were.
     with st.sidebar, st.container(key="section.data"):
         file, sample_key, upload_name = controls.data_source()
     if file is None:
@@ -133,7 +132,7 @@ def main() -> None:
         sync_url(settings)
         st.stop()
     if split.warning:
-        st.warning(split.warning)
+        st.warning(esc(split.warning))  # may quote the file name
     test = split.test
     st.caption(
         f"{esc(split.description)} · {test.n_classes} classes · evaluated on "
