@@ -165,7 +165,8 @@ def learning(
 
 
 def learning_sizes(n_calib: int) -> tuple[int, ...]:
-    """Calibration-set sizes on a log scale from 100 (or n/20) up to all calibration rows."""
+    """Six calibration-set sizes on a log scale, from 100 rows (a quarter of the rows when
+    there are fewer than 400; never below 10) up to all calibration rows."""
     low = max(min(100, n_calib // 4), 10)
     sizes = np.unique(np.geomspace(low, n_calib, num=6).astype(int))
     return tuple(int(s) for s in sizes if s >= 10)
