@@ -99,20 +99,37 @@ def test_ts_keeps_scaled_logits_for_composition():
     np.testing.assert_array_equal(out.logits, preds.logits / ts.fit_info["temperature"])
 
 
-def test_ts_optimum_on_a_bound_raises():
+def test_ts_optimum_on_a_bound_is_clamped_and_reported():
     # Every row correct with a margin: the NLL keeps falling as T -> 0.
     preds = Predictions.from_logits([[0.0, 1.0], [1.0, 0.0]] * 5, [1, 0] * 5)
-    with pytest.raises(CalcoreError, match="min_temperature=0.01"):
-        make_calibrator("ts").fit(preds)
+    with pytest.warns(calcore.CalcoreWarning, match="lower bound 0.01"):
+        ts = make_calibrator("ts").fit(preds)
+    info = ts.fit_info
+    assert info["temperature"] == 0.01 and info["at_bound"] and info["bound"] == "min_temperature"
+    assert "T clamped to 0.01" in info["message"] and "separable" in info["message"]
+    assert info["iterations"] < 10  # tests the bound instead of crawling towards it
+    np.testing.assert_array_equal(ts.transform(preds).logits, preds.logits / 0.01)
+    # A wider range: still clamped, to the new bound, in a few iterations.
+    with pytest.warns(calcore.CalcoreWarning, match="lower bound 0.0001"):
+        wide = make_calibrator("ts", min_temperature=1e-4).fit(preds)
+    assert wide.fit_info["temperature"] == 1e-4 and wide.fit_info["iterations"] < 10
     # Labels independent of the (tiny) scores: the optimum is T -> infinity.
     flat = Predictions.from_logits([[0.0, 1.0]] * 4, [0, 1, 0, 1])
-    with pytest.raises(CalcoreError, match="max_temperature=100"):
-        make_calibrator("ts").fit(flat)
+    with pytest.warns(calcore.CalcoreWarning, match="upper bound 100"):
+        ts = make_calibrator("ts").fit(flat)
+    info = ts.fit_info
+    assert info["temperature"] == 100.0 and info["at_bound"] and info["bound"] == "max_temperature"
+    assert "T clamped to 100" in info["message"] and "no signal" in info["message"]
+    # An interior optimum says it is not on a bound.
+    inner = make_calibrator("ts").fit(_synthetic(500, 3, 2.0, seed=9)).fit_info
+    assert inner["at_bound"] is False and inner["bound"] is None
 
 
-def test_ts_constant_rows_raise():
-    with pytest.raises(CalcoreError, match="constant"):
-        make_calibrator("ts").fit(Predictions.from_logits([[1.0, 1.0]] * 3, [0, 1, 0]))
+def test_ts_constant_rows_leave_t_at_one_and_say_why():
+    preds = Predictions.from_logits([[1.0, 1.0]] * 3, [0, 1, 0])
+    ts = make_calibrator("ts").fit(preds)
+    assert ts.fit_info["temperature"] == 1.0 and "constant" in ts.fit_info["message"]
+    np.testing.assert_allclose(ts.transform(preds).probs, 0.5)
 
 
 # -- shared properties ----------------------------------------------------------------------------

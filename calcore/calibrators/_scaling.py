@@ -3,7 +3,8 @@
 Also :func:`log_scores`, the scores every parametric method works on.
 Everything here takes clean float64 arrays (validated by the callers) and
 returns plain numbers/arrays plus convergence facts; nothing here raises for
-user input except the temperature search, which names the bound it hit.
+user input. A temperature optimum beyond the allowed range is clamped to the bound
+and reported (:attr:`TemperatureFit.at_bound`), never an error.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from calcore._errors import CalcoreError
 from calcore.predictions import Predictions
 
 __all__ = [
@@ -45,13 +45,18 @@ def log_scores(preds: Predictions) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TemperatureFit:
-    """Result of :func:`fit_inverse_temperature`: ``beta = 1/T`` and how it was found."""
+    """Result of :func:`fit_inverse_temperature`: ``beta = 1/T`` and how it was found.
+
+    ``at_bound`` is ``"min_temperature"`` or ``"max_temperature"`` when the NLL was
+    still decreasing at that bound and ``T`` was clamped to it, else None.
+    """
 
     beta: float
     nll: float
     converged: bool
     iterations: int
     message: str
+    at_bound: str | None = None
 
 
 def _temperature_terms(z, zmax, d_label, beta):
@@ -122,8 +127,15 @@ def _newton_on_beta(z, labels, beta0, lo, hi, *, xtol, max_iter, zmax=None):
                     f"Newton step {abs(step):.2e}, next one predicted {predicted:.1e} "
                     f"<= xtol*beta/10 (quadratic convergence)",
                 )
+        # Newton steps that do not shrink (NLL ~ c exp(-m beta) on separable data gives
+        # constant steps of 1/m): test the bound it is heading to once, instead of crawling.
+        crawling = prev_step is not None and abs(step) >= 0.5 * abs(prev_step)
         prev_step = step if lo < new < hi else None
-        if not lo < new < hi:  # Newton left the bracket: test the bound once, else bisect
+        if crawling and grad < 0 and hi == b_max and not tried_max:
+            new, prev_step = b_max, None
+        elif crawling and grad > 0 and lo == b_min and not tried_min:
+            new, prev_step = b_min, None
+        elif not lo < new < hi:  # Newton left the bracket: test the bound once, else bisect
             if grad < 0 and hi == b_max and not tried_max:
                 new = b_max
             elif grad > 0 and lo == b_min and not tried_min:
@@ -143,6 +155,20 @@ def _any_varying_row(z, zmax) -> bool:
     )
 
 
+def _bound_message(which: str, t_bound: float) -> str:
+    if which == "max_temperature":
+        return (
+            f"temperature hit the upper bound {t_bound:g} (NLL still decreasing as T grows: the "
+            "scores carry (almost) no signal about the labels, or are over-confident beyond the "
+            f"allowed range); T clamped to {t_bound:g}. Widen 'max_temperature' to let it go on."
+        )
+    return (
+        f"temperature hit the lower bound {t_bound:g} (NLL still decreasing as T shrinks: the "
+        "calibration data are (nearly) separable by the scores, so sharper is always better); "
+        f"T clamped to {t_bound:g}. Widen 'min_temperature' to let it go on."
+    )
+
+
 def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100, owner="ts"):
     """NLL-optimal ``beta = 1/T`` for ``softmax(beta * z)``, bracketed by ``[1/t_max, 1/t_min]``.
 
@@ -152,17 +178,24 @@ def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100,
     gives the starting point; safeguarded Newton on all rows (with bisection
     when a step leaves the bracket) then converges quadratically.
 
-    Raises
-    ------
-    CalcoreError
-        The optimum lies at or beyond a bound, or the logits are constant in every row.
+    Never raises for valid scores. When the NLL still decreases at a bound (perfectly
+    separable data push ``T`` to 0, scores without signal push it to infinity), ``T`` is
+    clamped to that bound: the optimum of the bounded problem, reported with
+    ``converged=True``, ``at_bound`` set and a message saying so. When every row is
+    constant the NLL does not depend on ``T``; ``T = 1`` (clipped into the bounds) is
+    returned with a message.
     """
     n, n_classes = z.shape
     zmax = z.max(axis=1)
     if not _any_varying_row(z, zmax):
-        raise CalcoreError(
-            f"{owner}: every row of the scores is constant, so the likelihood does not depend on "
-            "the temperature; temperature scaling needs informative scores."
+        beta = 1.0 / float(np.clip(1.0, t_min, t_max))
+        return TemperatureFit(
+            beta,
+            float(np.log(n_classes)),
+            True,
+            0,
+            f"every row of the scores is constant, so the likelihood does not depend on the "
+            f"temperature (every T gives the uniform prediction); T left at {1.0 / beta:g}.",
         )
     lo, hi = 1.0 / t_max, 1.0 / t_min
     beta0, iters = 1.0, 0
@@ -176,11 +209,9 @@ def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100,
     if fit.message.startswith("bound:"):
         which = fit.message.split(":")[1]
         t_bound = t_min if which == "min_temperature" else t_max
-        raise CalcoreError(
-            f"{owner}: the NLL-optimal temperature lies at or beyond the bound {which}={t_bound} "
-            f"(the likelihood still improves at T={1.0 / fit.beta:.6g}); the scores are "
-            f"{'under' if which == 'min_temperature' else 'over'}-confident beyond the allowed "
-            f"range or nearly separable. Widen {which!r} if this is expected."
+        beta = 1.0 / t_bound  # the search stops exactly on the bound; state it exactly
+        return TemperatureFit(
+            beta, fit.nll, True, fit.iterations + iters, _bound_message(which, t_bound), which
         )
     return TemperatureFit(
         fit.beta, fit.nll, fit.converged, fit.iterations, f"{fit.message} (+{iters} warm-start)"

@@ -42,6 +42,12 @@ def _check_temperature_bounds(owner, params):
 
 
 def _fit_temperature(preds, params, owner):
+    """The NLL-optimal temperature and a fit-info dict that says how it was found.
+
+    An optimum beyond ``min_temperature``/``max_temperature`` is clamped to that bound
+    (``at_bound``: True, ``bound``: the parameter's name, ``message``: why) and a
+    :class:`CalcoreWarning` says so; constant score rows give ``T = 1`` with a message.
+    """
     fit = _scaling.fit_inverse_temperature(
         _scaling.log_scores(preds),
         preds.labels,
@@ -56,10 +62,14 @@ def _fit_temperature(preds, params, owner):
         "converged": fit.converged,
         "iterations": fit.iterations,
         "message": fit.message,
+        "at_bound": fit.at_bound is not None,
+        "bound": fit.at_bound,
         "scores": "logits" if preds.logits is not None else "log(max(probs, 1e-300))",
     }
-    if not fit.converged:
-        warnings.warn(f"{owner}: temperature search: {fit.message}", CalcoreWarning, stacklevel=3)
+    if fit.at_bound is not None:
+        warnings.warn(f"{owner}: {fit.message}", CalcoreWarning, stacklevel=4)
+    elif not fit.converged:
+        warnings.warn(f"{owner}: temperature search: {fit.message}", CalcoreWarning, stacklevel=4)
     return temperature, info
 
 
@@ -76,12 +86,18 @@ class TemperatureScaling(Calibrator):
     Parameters
     ----------
     min_temperature, max_temperature : float, default 0.01 and 100
-        Allowed range of ``T``; an optimum on a bound raises :class:`CalcoreError`.
+        Allowed range of ``T``. When the NLL still decreases at a bound (separable
+        calibration data push ``T`` towards 0, scores without signal towards infinity)
+        ``T`` is clamped to that bound, ``fit_info`` says so and a
+        :class:`~calcore.CalcoreWarning` is issued; it is not an error.
 
     Notes
     -----
     ``fit_info``: ``temperature``, ``nll`` (calibration split, at the returned T),
-    ``converged``, ``iterations``, ``message``, ``scores``.
+    ``converged``, ``iterations``, ``message`` (e.g. "temperature hit the upper bound
+    100 ...; T clamped to 100"), ``at_bound`` (bool), ``bound`` (``"min_temperature"``,
+    ``"max_temperature"`` or None), ``scores``. Score rows that are all constant (the
+    likelihood does not depend on ``T``) give ``T = 1`` with a message saying so.
 
     References
     ----------
@@ -139,7 +155,8 @@ class EnsembleTemperatureScaling(Calibrator):
     loss : {"mse", "nll"}, default "mse"
         Loss for the weights.
     min_temperature, max_temperature : float
-        As in :class:`TemperatureScaling`.
+        As in :class:`TemperatureScaling` (an optimum beyond a bound is clamped and
+        reported in ``fit_info``, as there).
 
     References
     ----------
