@@ -24,12 +24,10 @@ Run: ``.venv/bin/python benchmarks/study_estimators.py [--quick] [--out DIR]``
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from pathlib import Path
 
 import numpy as np
+from _replication import arg_parser, table_header, table_row, write_outputs
 
 from calcore.binned import bin_statistics
 from calcore.kde import kde_ece
@@ -47,8 +45,6 @@ from calcore.simulate import (
     simulate_predictions,
     true_calibration_errors,
 )
-
-OUT_DIR = Path(__file__).resolve().parent.parent / "docs" / "replications"
 
 D1 = {
     "KDE": lambda s, o: kde_ece(s, o, order=1),
@@ -172,15 +168,14 @@ def markdown(part_a, part_b, settings) -> str:
             lines += [
                 f"**d = {order}, case {case}** (truth ECE^{order} = {truth:.5f}; x{scale})",
                 "",
-                "| n | " + " | ".join(ests) + " |",
-                "|---|" + "---|" * len(ests),
+                *table_header(["n", *ests]),
             ]
             for n in settings["sizes"]:
                 cells = {r["estimator"]: r for r in rows if r["n"] == n}
                 lines.append(
-                    f"| {n} | "
-                    + " | ".join(f"{scale * cells[e]['mean_abs_error']:.2f}" for e in ests)
-                    + " |"
+                    table_row(
+                        [str(n), *(f"{scale * cells[e]['mean_abs_error']:.2f}" for e in ests)]
+                    )
                 )
             lines.append("")
     lines += [
@@ -199,25 +194,20 @@ def markdown(part_a, part_b, settings) -> str:
             f"**{gen}** (accuracy {acc:.3f}; true conf-ECE {truths['conf_ece']:.4f}, "
             f"TL-ECE {truths['top_label_ece']:.4f}, CW-ECE {truths['classwise_ece']:.4f})",
             "",
-            "| metric | n | " + " | ".join(f"B={b}" for b in bins_list) + " |",
-            "|---|---|" + "---|" * len(bins_list),
+            *table_header(["metric", "n", *(f"B={b}" for b in bins_list)]),
         ]
         for m in METRICS:
             for n in settings["sizes_b"]:
                 cells = {r["bins"]: r for r in rows if r["metric"] == m and r["n"] == n}
                 lines.append(
-                    f"| {m} | {n} | "
-                    + " | ".join(f"{100 * cells[b]['bias']:+.2f}" for b in bins_list)
-                    + " |"
+                    table_row([m, str(n), *(f"{100 * cells[b]['bias']:+.2f}" for b in bins_list)])
                 )
         lines.append("")
     return "\n".join(lines)
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="reduced sizes (CI)")
-    ap.add_argument("--out", type=Path, default=OUT_DIR, help="folder for the Markdown table")
+    ap = arg_parser(__doc__, "reduced sizes (CI)")
     ap.add_argument("--budget", type=float, default=None, help="seconds for part A")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -248,10 +238,8 @@ def main(argv=None) -> dict:
     settings["quick"] = args.quick
     settings["elapsed_s"] = time.perf_counter() - t0
     result = {"settings": settings, "mix_n_match": part_a, "multiclass_bias": part_b}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "estimator_study.md").write_text(markdown(part_a, part_b, settings) + "\n")
-    print(json.dumps(result, indent=1))
-    return result
+    text = markdown(part_a, part_b, settings) + "\n"
+    return write_outputs(args.out, "estimator_study", text, result)
 
 
 if __name__ == "__main__":

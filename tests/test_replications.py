@@ -13,8 +13,13 @@ BENCH = REPO_ROOT / "benchmarks"
 
 
 def _run(name, tmp_path, monkeypatch, shared_data, *extra):
-    """Import benchmarks/<name>.py and run ``main(["--quick", "--out", tmp_path, ...])``."""
+    """Import benchmarks/<name>.py and run ``main(["--quick", "--out", tmp_path, ...])``.
+
+    benchmarks/ goes on ``sys.path`` as when the script runs directly: the scripts import
+    their shared helpers from ``benchmarks/_replication.py``.
+    """
     monkeypatch.setenv("CALCORE_SHARED_DATA", str(shared_data))
+    monkeypatch.syspath_prepend(str(BENCH))
     spec = importlib.util.spec_from_file_location(f"_replication_{name}", BENCH / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
