@@ -20,6 +20,9 @@ corners in every run: 100,000 rows, 1,000 classes, 1 row x 1,000 classes, and (l
 100,000 x 1,000 float32 logits, which is over the default 512 MiB budget and must be
 refused before it is decoded. Examples are derandomised and no database is written; the
 number that ran is printed at the end of the module (``pytest -s``).
+
+Found: tl-hb turns valid rows whose non-top probability is subnormal (logits ~740 apart)
+into ``inf`` (see ``TOP_LABEL_OVERFLOW``); its tests are strict xfails until calcore is fixed.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ pytestmark = pytest.mark.slow
 
 EXAMPLES: Counter = Counter()  # examples run per test; "<calibrator> fitted": outputs checked
 SECONDS: Counter = Counter()
+LARGEST: dict = {}  # per test: largest rows, classes and cells seen
 
 SETTINGS = dict(
     deadline=None,
@@ -67,6 +71,8 @@ def report_examples():
     print(
         f"\nhypothesis examples run at scale: {total} in {time.monotonic() - start:.1f} s "
         + str(dict(sorted(EXAMPLES.items())))
+        + " largest (rows, classes, cells): "
+        + str(dict(sorted(LARGEST.items())))
         + " seconds: "
         + str({k: round(v, 1) for k, v in sorted(SECONDS.items())})
     )
@@ -84,6 +90,11 @@ def shapes(draw, max_cells: int) -> tuple[int, int]:
 
 KINDS = ["softmax", "one-hot", "ties", "mixed", "extreme-logits"]
 LABELS = ["sampled", "argmax", "never-argmax", "one-class", "random"]
+
+
+def seen(test: str, n: int, k: int) -> None:
+    rows, classes, cells = LARGEST.get(test, (0, 0, 0))
+    LARGEST[test] = (max(rows, n), max(classes, k), max(cells, n * k))
 
 
 def make_arrays(n: int, k: int, kind: str, labels_kind: str, seed: int, scale: float):
@@ -127,9 +138,11 @@ def make_arrays(n: int, k: int, kind: str, labels_kind: str, seed: int, scale: f
 
 
 @st.composite
-def prediction_arrays(draw, max_cells: int):
+def prediction_specs(draw, max_cells: int):
+    """Arguments of make_arrays (the arrays are built in the test: small examples, and no
+    large arrays built when the module is only collected)."""
     n, k = draw(shapes(max_cells))
-    return make_arrays(
+    return (
         n,
         k,
         draw(st.sampled_from(KINDS)),
@@ -173,7 +186,7 @@ def loader_cases(draw):
     return fmt, n, k, budget, draw(st.integers(0, 2**32 - 1))
 
 
-@settings(max_examples=8, **SETTINGS)
+@settings(max_examples=10, **SETTINGS)
 @given(loader_cases())
 @example(("npz-logits32", MAX_ROWS, MAX_CLASSES, None, 1))  # over the default budget: refused
 @example(("npz-logits32", MAX_ROWS // 5, MAX_CLASSES, None, 2))  # 160 MB decoded: loads
@@ -184,6 +197,7 @@ def test_generated_file_reads_back_exactly_or_is_refused_by_the_budget(tmp_path,
     t0 = time.monotonic()
     EXAMPLES["loader round trip"] += 1
     fmt, n, k, budget, seed = case
+    seen("loader", n, k)
     rng = np.random.default_rng(seed)
     names = [f"class {j}" for j in range(k)]
     split = None
@@ -241,15 +255,16 @@ def test_generated_file_reads_back_exactly_or_is_refused_by_the_budget(tmp_path,
 EVALUATE_MAX_CELLS = 5_000_000
 
 
-@settings(max_examples=8, **SETTINGS)
-@given(prediction_arrays(EVALUATE_MAX_CELLS), st.sampled_from(["equal-width", "equal-mass"]))
-@example(make_arrays(MAX_ROWS, 10, "mixed", "sampled", 1, 3.0), "equal-mass")
-@example(make_arrays(5_000, MAX_CLASSES, "softmax", "sampled", 2, 3.0), "equal-width")
-@example(make_arrays(1, MAX_CLASSES, "one-hot", "never-argmax", 3, 1.0), "equal-width")
-def test_evaluate_every_metric_finite_and_in_range(arrays, binning):
+@settings(max_examples=12, **SETTINGS)
+@given(prediction_specs(EVALUATE_MAX_CELLS), st.sampled_from(["equal-width", "equal-mass"]))
+@example((MAX_ROWS, 10, "mixed", "sampled", 1, 3.0), "equal-mass")
+@example((5_000, MAX_CLASSES, "softmax", "sampled", 2, 3.0), "equal-width")
+@example((1, MAX_CLASSES, "one-hot", "never-argmax", 3, 1.0), "equal-width")
+def test_evaluate_every_metric_finite_and_in_range(spec, binning):
     t0 = time.monotonic()
     EXAMPLES["evaluate"] += 1
-    preds = as_predictions(*arrays)
+    seen("evaluate", *spec[:2])
+    preds = as_predictions(*make_arrays(*spec))
     report = calcore.evaluate(preds, bins=15, binning=binning)
     assert report.n == preds.n_samples and report.n_classes == preds.n_classes
     assert set(report.metrics) == set(calcore.METRICS)
@@ -312,24 +327,57 @@ def check_calibrator(name: str, arrays, split: float) -> None:
 
 
 CORNERS = [
-    (make_arrays(MAX_ROWS, 3, "softmax", "sampled", 4, 3.0), 0.5),
-    (make_arrays(3_000, MAX_CLASSES, "softmax", "sampled", 5, 3.0), 0.5),
-    (make_arrays(2, MAX_CLASSES, "mixed", "argmax", 6, 1.0), 0.5),
+    ((MAX_ROWS, 3, "softmax", "sampled", 4, 3.0), 0.5),
+    ((3_000, MAX_CLASSES, "softmax", "sampled", 5, 3.0), 0.5),
+    ((2, MAX_CLASSES, "mixed", "argmax", 6, 1.0), 0.5),
 ]
 
 
-@pytest.mark.parametrize("name", CALIBRATOR_NAMES)
+TOP_LABEL_OVERFLOW = (
+    "calcore bug: top_label_rows (calcore/calibrators/_m2b_base.py, used by the tl-* wrappers, "
+    "m2b and top-k) scales the non-top classes by (1 - h) / rest, which overflows to inf when "
+    "the non-top mass `rest` is subnormal (logits ~740 apart), so tl-hb raises CalcoreError "
+    "'probability value inf is not a finite number' on valid input. Found here with "
+    "spec=(100000, 2, 'extreme-logits', 'sampled', 0, 0.3), split=0.3."
+)
+
+
+@pytest.mark.xfail(strict=True, raises=CalcoreError, reason=TOP_LABEL_OVERFLOW)
+def test_tl_hb_with_a_subnormal_non_top_probability():
+    """The smallest counterexample: 2 classes, P(class 1) = exp(-740) ~ 4e-322, 90 % right."""
+    logits = np.zeros((200, 2))
+    logits[:, 1] = -740.0
+    labels = np.zeros(200, dtype=np.int64)
+    labels[::10] = 1
+    preds = as_predictions(logits, None, labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalcoreWarning)
+        out = make_calibrator("tl-hb").fit(preds).transform(preds)
+    assert np.isfinite(out.probs).all()
+    np.testing.assert_allclose(out.probs.sum(axis=1), 1.0, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=TOP_LABEL_OVERFLOW))
+        if n == "tl-hb"
+        else n
+        for n in CALIBRATOR_NAMES
+    ],
+)
 def test_calibrators_at_scale(name):
-    @settings(max_examples=5, **SETTINGS)
-    @given(prediction_arrays(CALIBRATOR_MAX_CELLS), st.sampled_from([0.3, 0.5, 0.8]))
-    def run(arrays, split):
+    @settings(max_examples=8, **SETTINGS)
+    @given(prediction_specs(CALIBRATOR_MAX_CELLS), st.sampled_from([0.3, 0.5, 0.8]))
+    def run(spec, split):
         t0 = time.monotonic()
         EXAMPLES[f"calibrator {name}"] += 1
-        check_calibrator(name, arrays, split)
+        seen(f"calibrator {name}", *spec[:2])
+        check_calibrator(name, make_arrays(*spec), split)
         SECONDS[f"calibrator {name}"] += time.monotonic() - t0
 
-    for arrays, split in CORNERS:
-        run = example(arrays, split)(run)
+    for spec, split in CORNERS:
+        run = example(spec, split)(run)
     run()
     # the outputs were checked on some examples, not only on error paths
     assert EXAMPLES[f"calibrator {name} fitted"] >= 2
