@@ -21,8 +21,9 @@ corners in every run: 100,000 rows, 1,000 classes, 1 row x 1,000 classes, and (l
 refused before it is decoded. Examples are derandomised and no database is written; the
 number that ran is printed at the end of the module (``pytest -s``).
 
-Found: tl-hb turns valid rows whose non-top probability is subnormal (logits ~740 apart)
-into ``inf`` (see ``TOP_LABEL_OVERFLOW``); its tests are strict xfails until calcore is fixed.
+Found here and fixed: tl-hb turned valid rows whose non-top probability is subnormal
+(logits ~740 apart) into ``inf`` (``top_label_rows`` scaled by ``(1 - h) / rest``, which
+overflows); ``test_tl_hb_with_a_subnormal_non_top_probability`` keeps the case.
 """
 
 from __future__ import annotations
@@ -333,16 +334,6 @@ CORNERS = [
 ]
 
 
-TOP_LABEL_OVERFLOW = (
-    "calcore bug: top_label_rows (calcore/calibrators/_m2b_base.py, used by the tl-* wrappers, "
-    "m2b and top-k) scales the non-top classes by (1 - h) / rest, which overflows to inf when "
-    "the non-top mass `rest` is subnormal (logits ~740 apart), so tl-hb raises CalcoreError "
-    "'probability value inf is not a finite number' on valid input. Found here with "
-    "spec=(100000, 2, 'extreme-logits', 'sampled', 0, 0.3), split=0.3."
-)
-
-
-@pytest.mark.xfail(strict=True, raises=CalcoreError, reason=TOP_LABEL_OVERFLOW)
 def test_tl_hb_with_a_subnormal_non_top_probability():
     """The smallest counterexample: 2 classes, P(class 1) = exp(-740) ~ 4e-322, 90 % right."""
     logits = np.zeros((200, 2))
@@ -359,12 +350,7 @@ def test_tl_hb_with_a_subnormal_non_top_probability():
 
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=TOP_LABEL_OVERFLOW))
-        if n == "tl-hb"
-        else n
-        for n in CALIBRATOR_NAMES
-    ],
+    CALIBRATOR_NAMES,
 )
 def test_calibrators_at_scale(name):
     @settings(max_examples=8, **SETTINGS)

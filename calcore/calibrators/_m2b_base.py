@@ -62,7 +62,17 @@ def top_label_rows(probs: np.ndarray, predicted: np.ndarray, h: np.ndarray) -> n
     out = probs.copy()
     out[rows, predicted] = 0.0
     rest = out.sum(axis=1)
-    out *= np.divide(1.0 - h, rest, out=np.zeros(n), where=rest > 0)[:, None]
+    with np.errstate(over="ignore"):
+        factor = np.divide(1.0 - h, rest, out=np.zeros(n), where=rest > 0)
+    huge = np.flatnonzero(~np.isfinite(factor))
+    factor[huge] = 0.0
+    out *= factor[:, None]
+    if huge.size:
+        # (1 - h) / rest overflows when the non-top mass is subnormal (logits ~740 apart):
+        # those rows divide by rest first, then scale, which stays finite
+        shares = probs[huge].copy()
+        shares[np.arange(huge.size), predicted[huge]] = 0.0
+        out[huge] = shares / rest[huge, None] * (1.0 - h[huge])[:, None]
     empty = np.flatnonzero(rest <= 0)
     out[empty] = ((1.0 - h[empty]) / (n_classes - 1))[:, None]
     out[empty, predicted[empty]] = 0.0
