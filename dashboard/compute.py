@@ -43,6 +43,10 @@ __all__ = [
 # test predictions (50,000 x 1,000 float64 = 400 MB), so keep the fitted entries few.
 _FITS = 24
 _SMALL = 256
+#: Entries older than this are dropped (Streamlit's ttl counts from creation; the next use
+#: recomputes), so a shared server gives back the memory of old files: a 50,000 x 1,000
+#: upload held about 2 GB at its peak in the two-upload test.
+CACHE_TTL_S = 2 * 3600
 
 
 def calcore_binning(binning: str, bins: int) -> tuple[str, int | str]:
@@ -65,7 +69,7 @@ class Fitted:
     info: dict
 
 
-@st.cache_resource(show_spinner=False, max_entries=_FITS)
+@st.cache_resource(show_spinner=False, max_entries=_FITS, ttl=CACHE_TTL_S)
 def fit(key: str, name: str, params: tuple, _calib, _test) -> Fitted:
     """``make_calibrator(name, **params).fit(calib)``, then ``transform(test)``."""
     calibrator = calcore.make_calibrator(name, **dict(params))
@@ -75,36 +79,36 @@ def fit(key: str, name: str, params: tuple, _calib, _test) -> Fitted:
     return Fitted(calibrator, calibrator.transform(_test), seconds, calibrator.fit_info)
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def report(key: str, binning: str, bins, n_bootstrap: int, _preds) -> calcore.CalibrationReport:
     b, k = calcore_binning(binning, bins)
     return calcore.evaluate(_preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0)
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def gain(key: str, injective: bool, _test, _out) -> calcore.CalibrationGain:
     return calcore.calibration_gain(_test, _out, injective_accuracy_preserving=injective)
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def confidence_diagram(key: str, binning: str, bins, _preds) -> calcore.ReliabilityDiagram:
     b, k = calcore_binning(binning, bins)
     return calcore.reliability_diagram(_preds, view="confidence", bins=k, binning=b)
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def confidence_bands(key: str, binning: str, bins, _preds) -> calcore.ConsistencyBands:
     b, k = calcore_binning(binning, bins)
     return calcore.consistency_bands(_preds, view="confidence", bins=k, binning=b, seed=0)
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def top_label_diagram(key: str, binning: str, bins, _preds) -> calcore.TopLabelReliabilityDiagram:
     b, k = calcore_binning(binning, bins)
     return calcore.top_label_reliability_diagram(_preds, bins=k, binning=b)
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def classwise_diagrams(key: str, binning: str, bins, classes: tuple[int, ...], _preds) -> tuple:
     b, k = calcore_binning(binning, bins)
     return tuple(
@@ -112,12 +116,12 @@ def classwise_diagrams(key: str, binning: str, bins, classes: tuple[int, ...], _
     )
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def kde_curve(key: str, _preds) -> calcore.KDEReliabilityCurve:
     return calcore.kde_confidence_curve(_preds)
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def ece_sweep(key: str, binning: str, _preds) -> calcore.EceByBins:
     b, _ = calcore_binning(binning, 15)
     if b == "points-per-bin":  # a sweep over bin counts needs a count-based scheme
@@ -125,12 +129,12 @@ def ece_sweep(key: str, binning: str, _preds) -> calcore.EceByBins:
     return calcore.ece_by_bins(_preds, bins=range(5, 26), binning=b)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
 def _all_rows(key: str, _calib, _test) -> calcore.Predictions:
     return _test if _calib is _test else concatenate([_calib, _test])
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def validity(
     key: str, name: str, params: tuple, view: str, n_resamples: int, _calib, _test
 ) -> calcore.ValidityCurve:
@@ -151,7 +155,7 @@ def validity(
     )
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def learning(
     key: str, name: str, params: tuple, metric: str, sizes: tuple, n_repeats: int, binning, bins,
     _calib, _test,
@@ -172,7 +176,7 @@ def learning_sizes(n_calib: int) -> tuple[int, ...]:
     return tuple(int(s) for s in sizes if s >= 10)
 
 
-@st.cache_resource(show_spinner=False, max_entries=_SMALL)
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def simplex_summary(key: str, name: str, params: tuple, _calib, _test):
     """A canonical calibrator fitted on calib, summarised bin by bin on test."""
     from calcore.calibrators.canonical import canonical_bin_summary

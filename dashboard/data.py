@@ -16,6 +16,7 @@ import streamlit as st
 import calcore
 import calcore.io
 from calcore.evaluation import concatenate, random_split
+from dashboard.compute import CACHE_TTL_S
 
 __all__ = ["LoadOptions", "Loaded", "Split", "choose_split", "inspect", "load"]
 
@@ -87,7 +88,7 @@ def inspect(_data: bytes, digest: str, name: str, options: LoadOptions) -> calco
     )
 
 
-@st.cache_resource(show_spinner="Loading predictions…", max_entries=8)
+@st.cache_resource(show_spinner="Loading predictions…", max_entries=8, ttl=CACHE_TTL_S)
 def load(_data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
     """Every split of the file; warnings come from the structured load reports.
 
@@ -205,6 +206,6 @@ def _all_rows(loaded: Loaded, digest: str) -> calcore.Predictions:
     return _joined(digest, loaded)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
 def _joined(digest: str, _loaded: Loaded) -> calcore.Predictions:
     return concatenate([_loaded.splits["calib"], _loaded.splits["test"]])
