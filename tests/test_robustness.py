@@ -30,6 +30,7 @@ import json
 import math
 import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -440,3 +441,108 @@ def test_canonical_binning_of_identical_rows_says_what_it_did(name):
     assert info["calibration_rows_in_fallback_bins"] == 0
     freq = np.bincount(fit.labels, minlength=3) / fit.n_samples
     np.testing.assert_allclose(out.probs, np.tile(freq, (test.n_samples, 1)), atol=1e-15)
+
+
+# -- dashboard views -----------------------------------------------------------------------------
+APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+#: Uploaded files: case -> scores written as probabilities ("p") or logits ("z"), bootstrap.
+APP_FILES = {
+    "exact-0-1-3": ("p", 50),
+    "single-predicted-class-3": ("p", 0),
+    "perfect-accuracy-10": ("p", 0),
+    "zero-accuracy-2": ("p", 0),
+    "logits-1e4-3": ("z", 0),
+    "one-hot-right-3": ("p", 0),  # NLL 0 and every ECE 0: once shown as "-0.0000"
+}
+
+
+def csv_of(preds: Predictions, scores: str) -> bytes:
+    """label + one column per class; floats written with repr (read back bit for bit)."""
+    values = preds.logits if scores == "z" else preds.probs
+    header = "label," + ",".join(f"{scores}_{c}" for c in range(preds.n_classes))
+    body = (
+        f"{y}," + ",".join(repr(float(v)) for v in row)
+        for y, row in zip(preds.labels, values, strict=True)
+    )
+    return ("\n".join([header, *body]) + "\n").encode()
+
+
+def _text(elements, attr="value") -> list[str]:
+    return [re.sub(r"\\(.)", r"\1", str(getattr(e, attr))) for e in elements]
+
+
+@pytest.fixture
+def app_test():
+    pytest.importorskip("streamlit")  # the calcore-only install has no dashboard extra
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield AppTest
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def upload_app(app_test, case: str, methods=("ts", "tl-hb"), first_view="metrics"):
+    from dashboard import controls
+
+    scores, boot = APP_FILES[case]
+    at = app_test.from_file(str(APP), default_timeout=120)
+    at.query_params["m"] = list(methods)
+    at.query_params["boot"] = str(boot)
+    at.query_params["view"] = first_view
+    at.run()
+    at.radio(key=controls.KEY_SOURCE).set_value(controls.SOURCE_UPLOAD).run()
+    data = csv_of(cached(case, N_METRIC_ROWS), scores)
+    at.file_uploader(key=controls.KEY_UPLOAD).upload(f"{case}.csv", data, "text/csv").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("case", list(APP_FILES))
+def test_every_view_renders_an_extreme_upload(app_test, case):
+    from dashboard import controls
+    from dashboard.state import VIEWS
+
+    at = upload_app(app_test, case)
+    assert not at.error, _text(at.error)  # ts and tl-hb fit every one of these files
+    (table,) = [t.value for t in at.table if "metric" in t.value.columns]
+    cells = " ".join(str(v) for v in table.drop(columns=["metric", "better"]).to_numpy().ravel())
+    assert cells and not re.search(r"nan|inf|-0\.0000\b", cells, re.IGNORECASE), cells
+    for view in VIEWS:
+        at.radio(key=controls.KEY_VIEW).set_value(view).run()
+        assert not at.exception, (view, [e.value for e in at.exception])
+        assert at.radio(key=controls.KEY_VIEW).value == view
+        charts = at.get("plotly_chart")
+        said = [m for m in _text(at.info) + _text(at.error) if m.strip()]
+        if view == "metrics":  # a table, not a chart
+            assert [t for t in at.table if "metric" in t.value.columns], "no metrics table"
+            continue
+        assert charts or said, f"{view}: neither a chart nor a message"
+        if view == "simplex" and cached(case, N_METRIC_ROWS).n_classes != 3:
+            assert any("exactly 3 classes" in m for m in said), said
+        elif view != "simplex":
+            assert charts, (view, said)
+        for chart in charts:
+            assert "NaN" not in chart.proto.spec and "Infinity" not in chart.proto.spec, view
+
+
+@pytest.mark.parametrize(
+    ("case", "bound"),
+    [("perfect-accuracy-10", "lower bound 0.01"), ("zero-accuracy-2", "upper bound 100")],
+)
+def test_the_page_says_where_the_temperature_ended(app_test, case, bound):
+    at = upload_app(app_test, case)
+    shown = " ".join(_text(at.markdown))
+    assert f"temperature hit the {bound}" in shown and "T clamped to" in shown
+
+
+def test_a_refusing_calibrator_is_named_and_the_others_still_shown(app_test):
+    at = upload_app(app_test, "zero-accuracy-2", methods=("ts", "ets", "tl-hb"))
+    errors = _text(at.error)
+    assert len(errors) == 1 and errors[0].startswith("ets could not be fitted: ets:"), errors
+    assert "w3 = 1" in errors[0]
+    (table,) = [t.value for t in at.table if "metric" in t.value.columns]
+    shown = " ".join(map(str, table.columns)) + " " + " ".join(map(str, table.to_numpy().ravel()))
+    assert "ts" in shown and "tl-hb" in shown
