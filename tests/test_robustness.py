@@ -487,7 +487,7 @@ def app_test():
 def upload_app(app_test, case: str, methods=("ts", "tl-hb"), first_view="metrics"):
     from dashboard import controls
 
-    scores, boot = APP_FILES[case]
+    scores, boot = APP_FILES.get(case, ("p", 0))
     at = app_test.from_file(str(APP), default_timeout=120)
     at.query_params["m"] = list(methods)
     at.query_params["boot"] = str(boot)
@@ -546,3 +546,23 @@ def test_a_refusing_calibrator_is_named_and_the_others_still_shown(app_test):
     (table,) = [t.value for t in at.table if "metric" in t.value.columns]
     shown = " ".join(map(str, table.columns)) + " " + " ".join(map(str, table.to_numpy().ravel()))
     assert "ts" in shown and "tl-hb" in shown
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="dashboard: the learning-curve and validity views fit each method on subsets; when "
+    "one method (ets) refuses on a subset the CalcoreError reaches app.py's handler and the "
+    "whole view shows only that error, dropping the other methods' curves (dashboard/views, "
+    "not calcore)",
+)
+@pytest.mark.parametrize(
+    ("view", "case"), [("learning", "single-predicted-class-3"), ("validity", "never-predicted-3")]
+)
+def test_a_method_refusing_on_a_subset_leaves_the_other_curves(app_test, view, case):
+    from dashboard import controls
+
+    at = upload_app(app_test, case, methods=("ts", "ets", "tl-hb"))
+    assert not at.error, _text(at.error)  # ets fits on all calibration rows ...
+    at.radio(key=controls.KEY_VIEW).set_value(view).run()
+    assert not at.exception
+    assert at.get("plotly_chart"), _text(at.error)  # ... but not on some subsets
