@@ -57,7 +57,8 @@ def negative_log_likelihood(preds: Predictions, *, clip: float = NLL_CLIP) -> fl
         return total / preds.n_samples
     p_true = preds.probs[rows, preds.labels]
     with np.errstate(divide="ignore"):
-        return float(-np.mean(np.log(np.maximum(p_true, clip))))
+        # + 0.0: every p_true = 1 gives -(0.0) = -0.0, shown as "-0.0000"; make it 0.0
+        return float(-np.mean(np.log(np.maximum(p_true, clip)))) + 0.0
 
 
 def _row_sq_norms(probs: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ from calcore.metrics_binned import (
 )
 from calcore.metrics_scoring import accuracy, brier_score, negative_log_likelihood
 from calcore.predictions import Predictions
-from calcore.registry import adaptive_bins_for
+from calcore.registry import METRICS, adaptive_bins_for
 
 __all__ = ["CalibrationReport", "evaluate", "KDE_CLASSWISE_MAX_CLASSES", "TACE_THRESHOLD"]
 
@@ -220,8 +220,11 @@ def _fast_intervals(
     intervals = {}
     for k in keys:
         low, high = percentile_bounds(reps[k], confidence_level)
+        # The replicates come from sums over resample counts: at the ends of a metric's range
+        # rounding can step outside it by an ulp (e.g. a TL-ECE of 1 + 2e-16); NaN stays NaN.
+        low, high = np.clip([low[0], high[0]], *METRICS[k].bounds)
         intervals[k] = Interval(
-            float(metrics[k]), float(low[0]), float(high[0]), confidence_level, used[k]
+            float(metrics[k]), float(low), float(high), confidence_level, used[k]
         )
     return intervals, notes
 
