@@ -48,13 +48,18 @@ class Context:
     def per_method(self, fn, *args) -> dict:
         """``fn(key, name, params, *args, calib, test)`` for every fitted method, in order.
 
-        For diagnostics that refit a method themselves (validity, learning curves).
+        For diagnostics that refit a method themselves (validity, learning curves). A
+        method that refuses (e.g. on a subset) is left out with a warning naming it.
         """
         split = self.split
-        return {
-            label: fn(self.keys[label], c.name, c.params, *args, split.calib, split.test)
-            for label, c in self.methods.items()
-        }
+        out = {}
+        for label, c in self.methods.items():
+            try:
+                out[label] = fn(self.keys[label], c.name, c.params, *args, split.calib, split.test)
+            except calcore.CalcoreError as err:
+                # a method may refuse some subsets; the other methods' curves still show
+                st.warning(f"{esc(label)} is left out of this view: {esc(err)}")
+        return out
 
     def per_output(self, fn, *args) -> dict:
         """``fn(key, *args, preds)`` for every output, in order (fn is a cached compute call)."""

@@ -548,13 +548,6 @@ def test_a_refusing_calibrator_is_named_and_the_others_still_shown(app_test):
     assert "ts" in shown and "tl-hb" in shown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dashboard: the learning-curve and validity views fit each method on subsets; when "
-    "one method (ets) refuses on a subset the CalcoreError reaches app.py's handler and the "
-    "whole view shows only that error, dropping the other methods' curves (dashboard/views, "
-    "not calcore)",
-)
 @pytest.mark.parametrize(
     ("view", "case"), [("learning", "single-predicted-class-3"), ("validity", "never-predicted-3")]
 )
@@ -566,3 +559,5 @@ def test_a_method_refusing_on_a_subset_leaves_the_other_curves(app_test, view, c
     at.radio(key=controls.KEY_VIEW).set_value(view).run()
     assert not at.exception
     assert at.get("plotly_chart"), _text(at.error)  # ... but not on some subsets
+    warned = " ".join(w.value for w in at.warning)
+    assert "left out of this view" in warned and "ets" in warned, warned

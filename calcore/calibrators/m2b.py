@@ -80,6 +80,18 @@ class TopLabelCalibrator(M2BWrapper):
             "unchanged_classes": unchanged,
             "min_points": self._min_points(),
         }
+        if unchanged:
+            # said in words too, so reports and the dashboard can show what happened
+            described = [
+                f"class {name!r} has {sizes[g]} point(s)"
+                for g, name in enumerate(preds.class_names)
+                if states[g] is None
+            ]
+            info["message"] = (
+                f"{'; '.join(described[:10])}{' ...' if len(described) > 10 else ''}: fewer "
+                f"than {self._min_points()} calibration points predicted as the class, so "
+                f"{'it is' if len(described) == 1 else 'they are'} left uncalibrated."
+            )
         return {"classes": states}, info
 
     def _transform(self, preds: Predictions, state: dict) -> tuple[np.ndarray, None]:

@@ -15,7 +15,7 @@ KEY_REPEATS = "view.learning.repeats"
 METRIC_CHOICES = ("top_label_ece", "conf_ece", "classwise_ece", "nll", "brier")
 
 
-def curve(ctx, *, metric: str, n_repeats: int) -> calcore.LearningCurve:
+def curve(ctx, *, metric: str, n_repeats: int) -> calcore.LearningCurve | None:
     """All methods' curves in one LearningCurve, from per-method cached pieces.
 
     calcore draws the same subsets for every method (same seed), so curves computed one
@@ -24,13 +24,14 @@ def curve(ctx, *, metric: str, n_repeats: int) -> calcore.LearningCurve:
     """
     s = ctx.settings
     sizes = compute.learning_sizes(ctx.split.calib.n_samples)
-    parts = list(
-        ctx.per_method(compute.learning, metric, sizes, n_repeats, s.binning, s.bins).values()
-    )
+    by_method = ctx.per_method(compute.learning, metric, sizes, n_repeats, s.binning, s.bins)
+    if not by_method:
+        return None  # every method refused (each named in a warning)
+    parts = list(by_method.values())
     first = parts[0]
     return calcore.LearningCurve(
         sizes=first.sizes,
-        methods=tuple(ctx.methods),
+        methods=tuple(by_method),
         metric=metric,
         mean=np.vstack([p.mean for p in parts]),
         std=np.vstack([p.std for p in parts]),
@@ -54,4 +55,5 @@ def render(ctx) -> None:
     n_repeats = right.selectbox("Repetitions", (3, 5, 10), index=0, key=KEY_REPEATS)
     with st.spinner("Fitting every method on subsets of the calibration rows…"):
         result = curve(ctx, metric=metric, n_repeats=int(n_repeats))
-    chart(learning_curve_figure(result, theme=ctx.theme), "figure.learning")
+    if result is not None:
+        chart(learning_curve_figure(result, theme=ctx.theme), "figure.learning")

@@ -49,6 +49,8 @@ def render(ctx) -> None:
     view = right.radio("Scores", ["confidence", "top-label"], horizontal=True, key=KEY_VIEW)
     with st.spinner(f"Fitting each method {n_resamples} times…"):
         results = curves(ctx, view=view, n_resamples=int(n_resamples))
+    if not results:
+        return  # every method refused (each named in a warning)
     th = theory(ctx)
     bound, bound_c = None, None
     if th is not None:
