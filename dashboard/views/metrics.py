@@ -56,7 +56,14 @@ def evaluation_notes(ctx, *, n_bootstrap: int | None = None) -> dict[str, tuple[
         rep = compute.report(ctx.keys[label], s.binning, s.bins, n_bootstrap, preds)
         notes = list(rep.notes)
         if label in ctx.fitted:
-            notes += [f"{k}: {v}" for k, v in ctx.fitted[label].info.items() if k == "message"]
+            info = ctx.fitted[label].info
+            notable = (
+                info.get("at_bound")
+                or info.get("unchanged_classes")
+                or not info.get("converged", True)
+            )
+            if notable and "message" in info:  # a routine convergence message is not news
+                notes.append(str(info["message"]))
         if notes:
             out[label] = tuple(notes)
     return out
