@@ -373,6 +373,7 @@ def calibrator_validity(
     n_test: int,
     n_resamples: int = 100,
     view: str = "confidence",
+    group: int | None = None,
     binning: str = "unique",
     bins=15,
     epsilon=None,
@@ -386,6 +387,12 @@ def calibrator_validity(
     conditional indicator on its outputs for the latter; the curves are the mean
     over resamples with the standard deviation of the mean. Discrete outputs
     (histogram binning) use ``binning="unique"``; continuous ones need bins.
+
+    With ``group`` (a class index), only the test rows of that group count: for
+    ``view="top-label"`` the rows predicted as the class (the per-class validity
+    of top-label calibration), for ``"class-wise"`` that class's problem. A
+    resample without such rows is left out of the mean (``n_resamples`` of the
+    result says how many counted).
 
     Raises
     ------
@@ -408,24 +415,38 @@ def calibrator_validity(
     ):
         raise CalcoreError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
     name, calibrator = _calibrator(method)
+    if group is not None and not 0 <= group < data.n_classes:
+        raise CalcoreError(f"group must be a class index 0..{data.n_classes - 1}; got {group!r}.")
     eps = np.linspace(0.0, 0.2, 201) if epsilon is None else np.asarray(epsilon, dtype=np.float64)
     rng = np.random.default_rng(seed)
-    val = np.empty((n_resamples, eps.size))
-    cond = np.empty_like(val)
+    val = np.full((n_resamples, eps.size), np.nan)
+    cond = np.full_like(val, np.nan)
     for r in range(n_resamples):
         order = rng.permutation(data.n_samples)
         calib = data.subset(np.sort(order[:n_calib]))
         test = data.subset(np.sort(order[n_calib : n_calib + n_test]))
         out = copy.deepcopy(calibrator).fit(calib).transform(test)
         v = binary_view(out, view)
-        val[r], cond[r] = _curves_once(
-            v.scores, v.outcomes, v.groups, v.n_groups, eps, binning, bins
+        scores, outcomes, groups, n_groups = v.scores, v.outcomes, v.groups, v.n_groups
+        if group is not None:
+            mask = groups == group
+            if not mask.any():
+                continue  # no test row of this group in this resample
+            scores, outcomes = scores[mask], outcomes[mask]
+            groups, n_groups = np.zeros(scores.size, dtype=np.int64), 1
+        val[r], cond[r] = _curves_once(scores, outcomes, groups, n_groups, eps, binning, bins)
+    counted = ~np.isnan(val[:, 0])
+    val, cond = val[counted], cond[counted]
+    k = int(counted.sum())
+    if k == 0:
+        raise CalcoreError(
+            f"No resample has a test row of group {group} ({data.class_names[group]!r}); "
+            "choose another class or more test rows."
         )
     sem = (
-        (lambda a: a.std(axis=0, ddof=1) / np.sqrt(n_resamples))
-        if n_resamples > 1
-        else (lambda a: np.zeros(eps.size))
+        (lambda a: a.std(axis=0, ddof=1) / np.sqrt(k)) if k > 1 else (lambda a: np.zeros(eps.size))
     )
+    label = name if group is None else f"{name} [{data.class_names[group]}]"
     return ValidityCurve(
-        eps, val.mean(axis=0), sem(val), cond.mean(axis=0), sem(cond), view, name, int(n_resamples)
+        eps, val.mean(axis=0), sem(val), cond.mean(axis=0), sem(cond), view, label, k
     )

@@ -136,9 +136,10 @@ def _all_rows(key: str, _calib, _test) -> calcore.Predictions:
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def validity(
-    key: str, name: str, params: tuple, view: str, n_resamples: int, _calib, _test
+    key: str, name: str, params: tuple, view: str, n_resamples: int, group, _calib, _test
 ) -> calcore.ValidityCurve:
-    """The histogram-binning paper's protocol on all rows: half calibration, half test."""
+    """The histogram-binning paper's protocol on all rows: half calibration, half test;
+    ``group`` (a class index or None) restricts the test rows to one predicted class."""
     data = _all_rows(key.split("|")[0], _calib, _test)
     n_calib = data.n_samples // 2
     binning = "unique" if calcore.CALIBRATORS[name].family in ("binning", "canonical") else None
@@ -150,6 +151,7 @@ def validity(
         n_test=data.n_samples - n_calib,
         n_resamples=n_resamples,
         view=view,
+        group=group,
         seed=0,
         **options,
     )

@@ -351,3 +351,21 @@ def test_bootstrap_waits_for_a_click_on_large_data(monkeypatch):
     at.button(key="view.metrics.bootstrap_button").click().run()
     assert_clean(at)
     assert "[" in metrics_table(at).loc["uncalibrated", "conf-ECE"]
+
+
+def test_top_label_per_class_validity_matches_calcore():
+    at = run_app({"view": "validity", "m": "tl-hb"})
+    at.selectbox(key="view.validity.resamples").set_value(10)
+    at.radio(key="view.validity.view").set_value("top-label").run()
+    at.selectbox(key="view.validity.class").set_value(3).run()
+    assert_clean(at)
+    s = splits_of(DEFAULT_SAMPLE)
+    data = calcore.evaluation.concatenate([s["calib"], s["test"]])
+    expected = calcore.calibrator_validity(
+        data, ("tl-hb", {}), n_calib=data.n_samples // 2,
+        n_test=data.n_samples - data.n_samples // 2, n_resamples=10, view="top-label",
+        group=3, binning="unique", seed=0,
+    )  # fmt: skip
+    spec = only_chart(at, "figure.validity")
+    (curve,) = [t for t in spec["data"] if t.get("name") == "tl-hb"]
+    np.testing.assert_allclose(plotly_array(curve["y"]), expected.validity, rtol=0, atol=1e-12)

@@ -156,3 +156,28 @@ def test_concatenate_keeps_rows_logits_and_refuses_other_classes():
     other = calcore.Predictions.from_probs(b.probs, [1], class_names=("x", "y", "z"))
     with pytest.raises(calcore.CalcoreError, match="different classes"):
         concatenate([a, other])
+
+
+def test_calibrator_validity_per_class_matches_the_fixed_split_curve():
+    # One resample: calibrator_validity's split is rng.permutation(n) with the seed; refit on
+    # that split by hand and read the predicted class's curve with validity_curve.
+    rng = np.random.default_rng(5)
+    probs = rng.dirichlet([0.5, 0.5, 0.5], size=900)
+    labels = np.array([rng.choice(3, p=p**0.5 / (p**0.5).sum()) for p in probs])
+    data = calcore.Predictions.from_probs(probs, labels, class_names=("a", "b", "c"))
+    eps = np.linspace(0, 0.2, 21)
+    got = calibrator_validity(
+        data, "tl-hb", n_calib=450, n_test=450, n_resamples=1, view="top-label", group=1,
+        epsilon=eps, seed=3,
+    )  # fmt: skip
+    order = np.random.default_rng(3).permutation(900)
+    calib, test = data.subset(np.sort(order[:450])), data.subset(np.sort(order[450:]))
+    out = make_calibrator("tl-hb").fit(calib).transform(test)
+    expected = calcore.validity_curve(
+        out, view="top-label", group=1, n_resamples=1, epsilon=eps, binning="unique"
+    )
+    np.testing.assert_allclose(got.validity, expected.validity, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(got.conditional, expected.conditional, rtol=0, atol=1e-15)
+    assert got.n_resamples == 1 and got.group.endswith("[b]")
+    with pytest.raises(calcore.CalcoreError, match="class index"):
+        calibrator_validity(data, "tl-hb", n_calib=450, n_test=450, group=3)

@@ -13,12 +13,13 @@ from dashboard.views._common import chart, explain
 
 KEY_RESAMPLES = "view.validity.resamples"
 KEY_VIEW = "view.validity.view"
+KEY_CLASS = "view.validity.class"
 RESAMPLE_CHOICES = (10, 20, 50, 100)
 
 
-def curves(ctx, *, view: str, n_resamples: int) -> dict:
+def curves(ctx, *, view: str, n_resamples: int, group: int | None = None) -> dict:
     """Each fitted method's curves (the uncalibrated model has nothing to resample)."""
-    return ctx.per_method(compute.validity, view, n_resamples)
+    return ctx.per_method(compute.validity, view, n_resamples, group)
 
 
 def theory(ctx) -> tuple[np.ndarray, np.ndarray, str] | None:
@@ -47,8 +48,17 @@ def render(ctx) -> None:
         "Resamples (half calibration, half test)", RESAMPLE_CHOICES, index=1, key=KEY_RESAMPLES
     )
     view = right.radio("Scores", ["confidence", "top-label"], horizontal=True, key=KEY_VIEW)
+    group = None
+    if view == "top-label":
+        names = ctx.test.class_names
+        group = st.selectbox(
+            "Predicted class (top-label per-class validity)",
+            [None, *range(len(names))],
+            format_func=lambda c: "all classes" if c is None else names[c],
+            key=KEY_CLASS,
+        )
     with st.spinner(f"Fitting each method {n_resamples} times…"):
-        results = curves(ctx, view=view, n_resamples=int(n_resamples))
+        results = curves(ctx, view=view, n_resamples=int(n_resamples), group=group)
     if not results:
         return  # every method refused (each named in a warning)
     th = theory(ctx)
