@@ -216,7 +216,10 @@ def _peak_rss_script(path: Path, limit_bytes: int) -> str:
         f"resource.setrlimit(resource.RLIMIT_AS, ({limit_bytes}, {limit_bytes}))\n"
         "from calcore.cli import main\n"
         f"code = main(['metrics', {str(path)!r}, '--json'])\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        # VmHWM, not ru_maxrss: Linux carries the parent's (pytest's) peak into the child's
+        # ru_maxrss across fork + exec, while VmHWM belongs to this process's own memory
+        "peak = next(int(line.split()[1]) for line in open('/proc/self/status')"
+        " if line.startswith('VmHWM:'))\n"
         "print('PEAK_KB', peak, file=sys.stderr)\n"
         "sys.exit(code)\n"
     )
