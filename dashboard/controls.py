@@ -17,6 +17,7 @@ import calcore
 from dashboard.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.state import (
     BINNING_CHOICES,
+    DEFAULT_METHODS,
     SPLIT_MODES,
     THEMES,
     VIEWS,
@@ -72,25 +73,34 @@ class SidebarResult:
 
 def restore(settings: Settings) -> None:
     """Put URL settings into the widgets' session state (first run of a session only)."""
-    ss = st.session_state
-    ss[KEY_SOURCE] = SOURCE_UPLOAD if settings.sample is None else SOURCE_SAMPLE
-    if settings.sample is not None:
-        ss[KEY_SAMPLE] = settings.sample
-    ss[KEY_SPLIT] = settings.split_mode
-    ss[KEY_METHODS] = [m.name for m in settings.methods]
-    # Numeric inputs and sliders get their first value through ``value=`` (see _initial):
-    # a value given only through session state was lost in the browser when the widget
-    # was re-sent (the Bins input fell back to its minimum after a method was added).
-    initial = {KEY_FRACTION: settings.test_fraction, KEY_SEED: settings.split_seed}
-    initial[KEY_BINS] = settings.bins
+    # Every widget gets its first value through value=/index=/default= (see _initial): a
+    # value given only through session state was lost in the browser when the widget was
+    # re-sent (Bins fell back to its minimum and the bootstrap choice to 0 after the
+    # sidebar changed). The initial values stay constant for the session.
+    initial = {
+        KEY_SOURCE: SOURCE_UPLOAD if settings.sample is None else SOURCE_SAMPLE,
+        KEY_SAMPLE: settings.sample,
+        KEY_SPLIT: settings.split_mode,
+        KEY_FRACTION: settings.test_fraction,
+        KEY_SEED: settings.split_seed,
+        KEY_METHODS: [m.name for m in settings.methods],
+        KEY_BINNING: settings.binning,
+        KEY_BINS: settings.bins,
+        KEY_BOOTSTRAP: settings.n_bootstrap,
+        KEY_THEME: settings.theme,
+        KEY_VIEW: settings.view,
+    }
     for m in settings.methods:
         for name, value in m.params:
             initial[param_key(m.name, name)] = value
-    ss[KEY_INITIAL] = initial
-    ss[KEY_BINNING] = settings.binning
-    ss[KEY_BOOTSTRAP] = settings.n_bootstrap
-    ss[KEY_THEME] = settings.theme
-    ss[KEY_VIEW] = settings.view
+    st.session_state[KEY_INITIAL] = initial
+
+
+def _index(options, key: str, default) -> int:
+    """Position of the widget's first value among ``options`` (``default``'s if absent)."""
+    options = list(options)
+    first = _initial(key, default)
+    return options.index(first if first in options else default)
 
 
 def _initial(key: str, default):
@@ -156,13 +166,16 @@ def data_source() -> tuple[FileBytes | None, str | None, str | None]:
         [SOURCE_SAMPLE, SOURCE_UPLOAD],
         format_func={SOURCE_SAMPLE: "bundled sample", SOURCE_UPLOAD: "upload a file"}.get,
         horizontal=True,
+        index=_index([SOURCE_SAMPLE, SOURCE_UPLOAD], KEY_SOURCE, SOURCE_SAMPLE),
         key=KEY_SOURCE,
     )
     if source == SOURCE_SAMPLE:
-        if st.session_state.get(KEY_SAMPLE) not in SAMPLES:
-            st.session_state[KEY_SAMPLE] = DEFAULT_SAMPLE
         key = st.selectbox(
-            "Sample", list(SAMPLES), format_func=lambda k: SAMPLES[k].title, key=KEY_SAMPLE
+            "Sample",
+            list(SAMPLES),
+            index=_index(SAMPLES, KEY_SAMPLE, DEFAULT_SAMPLE),
+            format_func=lambda k: SAMPLES[k].title,
+            key=KEY_SAMPLE,
         )
         st.caption(SAMPLES[key].description)
         sample = SAMPLES[key]
@@ -182,9 +195,16 @@ def data_source() -> tuple[FileBytes | None, str | None, str | None]:
 def split_controls(has_split_column: bool | None) -> tuple[str, float, int, FileBytes | None]:
     st.header("Calibration vs evaluation data")
     modes = list(SPLIT_MODES)
-    if has_split_column is False and st.session_state.get(KEY_SPLIT, "column") == "column":
-        st.session_state[KEY_SPLIT] = "random"  # nothing to split on: a seeded random split
-    mode = st.selectbox("Fit calibrators on", modes, format_func=SPLIT_MODES.get, key=KEY_SPLIT)
+    if has_split_column is False:
+        modes.remove("column")  # nothing to split on; changed options reset the choice
+    default = "column" if "column" in modes else "random"
+    mode = st.selectbox(
+        "Fit calibrators on",
+        modes,
+        index=_index(modes, KEY_SPLIT, default),
+        format_func=SPLIT_MODES.get,
+        key=KEY_SPLIT,
+    )
     fraction, seed, test_file = 0.5, 0, None
     if mode == "random":
         fraction = st.slider(
@@ -206,11 +226,11 @@ def split_controls(has_split_column: bool | None) -> tuple[str, float, int, File
 def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
     st.header("Calibrators")
     options = available_methods(n_classes)
-    chosen = [m for m in st.session_state.get(KEY_METHODS, []) if m in options]
-    st.session_state[KEY_METHODS] = chosen
+    first = [m for m in _initial(KEY_METHODS, list(DEFAULT_METHODS)) if m in options]
     names = st.multiselect(
         "Fitted on the calibration rows",
         options,
+        default=first,
         format_func=_method_label,
         key=KEY_METHODS,
         help="Each is compared with the uncalibrated predictions on the test rows. Binary-only "
@@ -235,11 +255,10 @@ def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
 
 def evaluation_controls() -> tuple[str, int, int]:
     st.header("Evaluation binning")
-    st.session_state.setdefault(KEY_BINNING, "equal-width")
-    st.session_state.setdefault(KEY_BOOTSTRAP, 200)
     binning = st.selectbox(
         "Scheme",
         list(BINNING_CHOICES),
+        index=_index(BINNING_CHOICES, KEY_BINNING, "equal-width"),
         format_func=BINNING_CHOICES.get,
         key=KEY_BINNING,
         help="Applied to every view. Data-dependent rules choose the number of equal-mass bins "
@@ -262,6 +281,7 @@ def evaluation_controls() -> tuple[str, int, int]:
     boot = st.selectbox(
         "Bootstrap resamples (intervals)",
         BOOTSTRAP_CHOICES,
+        index=_index(BOOTSTRAP_CHOICES, KEY_BOOTSTRAP, 200),
         key=KEY_BOOTSTRAP,
         help="Percentile bootstrap over test rows; 0 shows point estimates only.",
     )
@@ -269,13 +289,15 @@ def evaluation_controls() -> tuple[str, int, int]:
 
 
 def theme_control() -> str:
-    st.session_state.setdefault(KEY_THEME, "light")
-    return st.radio("Figure theme", THEMES, horizontal=True, key=KEY_THEME)
+    return st.radio(
+        "Figure theme", THEMES, index=_index(THEMES, KEY_THEME, "light"), horizontal=True,
+        key=KEY_THEME,
+    )  # fmt: skip
 
 
 def view_control() -> str:
-    st.session_state.setdefault(KEY_VIEW, "metrics")
     return st.radio(
-        "View", list(VIEWS), format_func=VIEWS.get, horizontal=True, key=KEY_VIEW,
+        "View", list(VIEWS), index=_index(VIEWS, KEY_VIEW, "metrics"), format_func=VIEWS.get,
+        horizontal=True, key=KEY_VIEW,
         label_visibility="collapsed",
     )  # fmt: skip

@@ -194,3 +194,21 @@ def test_simulation_lab_and_back_keeps_the_settings(page: Page, app_url: str, ar
     expect(page.get_by_role("heading", name="Confidence reliability diagram")).to_be_visible()
     expect(page.locator(PLOT)).to_have_count(1)
     expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def test_settings_survive_switching_to_an_upload(page: Page, app_url: str, tmp_path: Path):
+    # Regression: widgets whose value came only from session state fell back to their first
+    # option in the browser once the sidebar changed (bootstrap 200 -> 0, bins 15 -> 2).
+    page.goto(f"{app_url}/?m=ts&bins=13&binning=equal-mass")
+    expect(page.locator("[data-testid='stTable']")).to_be_visible()
+    wait_idle(page)
+    page.get_by_text("upload a file", exact=True).click()
+    wait_idle(page)
+    csv = write_csv(tmp_path / "switched.csv", n=200)
+    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(csv)
+    expect(page.get_by_text("switched.csv").first).to_be_visible()
+    wait_idle(page)
+    caption = page.get_by_test_id("stCaptionContainer").filter(has_text="binning equal-mass, 13")
+    expect(caption.filter(has_text="200 bootstrap resamples")).to_have_count(1)
+    expect(page.locator("[data-testid='stTable']")).to_contain_text("[")
+    expect(page.get_by_role("spinbutton", name="Bins", exact=True)).to_have_value("13")
