@@ -28,6 +28,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from _calibrator_checks import fit_and_check
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -35,7 +36,6 @@ import calcore
 import calcore.io
 from calcore import CalcoreError, CalcoreWarning, Predictions
 from calcore._validation import probability_sum_tolerance
-from calcore.calibrators import CALIBRATORS, make_calibrator
 
 EXAMPLES: Counter = Counter()  # examples run per test; "<calibrator> fitted": outputs checked
 
@@ -344,29 +344,7 @@ def check_calibrator(name: str, arrays, split: float):
     n_fit = max(1, int(round(split * len(labels))))
     calib = as_predictions((probs[:n_fit], labels[:n_fit]))
     test = as_predictions((probs[n_fit:], labels[n_fit:])) if n_fit < len(labels) else calib
-    info = CALIBRATORS[name]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CalcoreWarning)
-        try:
-            out = make_calibrator(name).fit(calib).transform(test)
-        except CalcoreError as exc:
-            message = str(exc)
-            assert len(message) > 20 and name in message or "class" in message, message
-            return
-    EXAMPLES[f"calibrator {name} fitted"] += 1
-    p = out.probs
-    assert p.shape == test.probs.shape
-    assert np.isfinite(p).all(), name
-    assert (p >= 0).all() and (p <= 1 + 1e-12).all(), name
-    if info.normalized:
-        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-9, err_msg=name)
-    if info.accuracy_preserving:
-        top = np.sort(test.probs, axis=1)
-        clear = top[:, -1] > top[:, -2] + 1e-9  # rows whose argmax is not a tie
-        np.testing.assert_array_equal(
-            p[clear].argmax(axis=1), test.probs[clear].argmax(axis=1), err_msg=name
-        )
-    np.testing.assert_array_equal(out.labels, test.labels)
+    fit_and_check(name, calib, test, EXAMPLES)
 
 
 @pytest.mark.parametrize("name", CALIBRATOR_NAMES)

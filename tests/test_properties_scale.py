@@ -35,12 +35,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _calibrator_checks import fit_and_check
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import calcore
 from calcore import CalcoreError, CalcoreWarning, Predictions
-from calcore.calibrators import CALIBRATORS, make_calibrator
+from calcore.calibrators import make_calibrator
 from calcore.io import DEFAULT_MAX_DECODED_BYTES
 
 pytestmark = pytest.mark.slow
@@ -302,29 +303,7 @@ def check_calibrator(name: str, arrays, split: float) -> None:
 
     calib = part(slice(0, n_fit))
     test = part(slice(n_fit, n)) if n_fit < n else calib
-    info = CALIBRATORS[name]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CalcoreWarning)
-        try:
-            out = make_calibrator(name).fit(calib).transform(test)
-        except CalcoreError as exc:
-            message = str(exc)
-            assert len(message) > 20 and (name in message or "class" in message), message
-            return
-    EXAMPLES[f"calibrator {name} fitted"] += 1
-    p = out.probs
-    assert p.shape == test.probs.shape
-    assert np.isfinite(p).all(), name
-    assert (p >= 0).all() and (p <= 1 + 1e-12).all(), name
-    if info.normalized:
-        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-9, err_msg=name)
-    if info.accuracy_preserving:
-        top = np.sort(test.probs, axis=1)
-        clear = top[:, -1] > top[:, -2] + 1e-9  # rows whose argmax is not a tie
-        np.testing.assert_array_equal(
-            p[clear].argmax(axis=1), test.probs[clear].argmax(axis=1), err_msg=name
-        )
-    np.testing.assert_array_equal(out.labels, test.labels)
+    fit_and_check(name, calib, test, EXAMPLES)
 
 
 CORNERS = [
