@@ -12,3 +12,12 @@ def softmax_synthetic(n, n_classes, rng, temperature=1.0):
     p_true /= p_true.sum(axis=1, keepdims=True)
     labels = (rng.random(n)[:, None] > np.cumsum(p_true, axis=1)).sum(axis=1)
     return Predictions.from_logits(z, np.minimum(labels, n_classes - 1))
+
+
+def calib_test_pair(seed, temperature, *, n_calib=4000, n_test=12000, n_classes=5):
+    """A calibration and a test set drawn one after the other from one seeded generator."""
+    rng = np.random.default_rng(seed)
+    return (
+        softmax_synthetic(n_calib, n_classes, rng, temperature),
+        softmax_synthetic(n_test, n_classes, rng, temperature),
+    )

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from _synthetic import softmax_synthetic as _synthetic  # tests/ is on sys.path
+from _synthetic import calib_test_pair  # tests/ is on sys.path
 
 from calcore import CalcoreError, Predictions, classwise_ece, top_label_ece
 from calcore.calibrators import CALIBRATORS, Calibrator, make_calibrator
@@ -15,14 +15,12 @@ from calcore.calibrators.composite import Composition, compose
 
 @pytest.fixture(scope="module")
 def miscal():
-    rng = np.random.default_rng(0)
-    return _synthetic(4000, 5, rng, 2.0), _synthetic(12000, 5, rng, 2.0)
+    return calib_test_pair(0, 2.0)
 
 
 @pytest.fixture(scope="module")
 def calibrated():
-    rng = np.random.default_rng(1)
-    return _synthetic(4000, 5, rng, 1.0), _synthetic(12000, 5, rng, 1.0)
+    return calib_test_pair(1, 1.0)
 
 
 def _by_hand(first, second, calib, test):

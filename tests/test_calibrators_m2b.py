@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from _synthetic import calib_test_pair
 from _synthetic import softmax_synthetic as _synthetic  # tests/ is on sys.path
 
 from calcore import (
@@ -24,8 +25,7 @@ WRAPPED = ["hb", "iso", "fwb", "ums"]
 
 @pytest.fixture(scope="module")
 def miscal():
-    rng = np.random.default_rng(0)
-    return _synthetic(6000, 5, rng, 2.0), _synthetic(20000, 5, rng, 2.0)
+    return calib_test_pair(0, 2.0, n_calib=6000, n_test=20000)
 
 
 def test_registry_lists_wrapped_names():

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from _synthetic import softmax_synthetic as _synthetic  # tests/ is on sys.path
+from _synthetic import calib_test_pair  # tests/ is on sys.path
 
 from calcore import (
     CalcoreError,
@@ -24,14 +24,12 @@ from calcore.calibrators.topk import top_k_classes, top_k_rows
 
 @pytest.fixture(scope="module")
 def miscal():
-    rng = np.random.default_rng(0)
-    return _synthetic(4000, 5, rng, 2.0), _synthetic(12000, 5, rng, 2.0)
+    return calib_test_pair(0, 2.0)
 
 
 @pytest.fixture(scope="module")
 def calibrated():
-    rng = np.random.default_rng(1)
-    return _synthetic(4000, 5, rng, 1.0), _synthetic(12000, 5, rng, 1.0)
+    return calib_test_pair(1, 1.0)
 
 
 @pytest.fixture(scope="module")
