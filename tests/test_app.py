@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("streamlit")  # the calcore-only install has no dashboard extra
 
 from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
-from _plotly_json import plotly_array
+from _plotly_json import panel_runs, plotly_array
 from streamlit.testing.v1 import AppTest
 
 import calcore
@@ -328,10 +328,11 @@ def test_classwise_class_choice_and_confidence_bands():
     spec = only_chart(at, "figure.classwise")
     test = splits_of(DEFAULT_SAMPLE)["test"]
     cat, airplane = calcore.classwise_reliability_diagrams(test, bins=15, classes=[3, 0])
-    ys = [plotly_array(t["y"]) for t in spec["data"] if t.get("name") == "uncalibrated"]
-    assert len(ys) == 2  # one panel per class, in class order: airplane then cat
-    np.testing.assert_allclose(ys[0], airplane.accuracy[airplane.count > 0])
-    np.testing.assert_allclose(ys[1], cat.accuracy[cat.count > 0])
+    (points,) = [t for t in spec["data"] if t.get("name") == "uncalibrated"]
+    runs = panel_runs(points["customdata"])
+    assert len(runs) == 2  # one panel per class, in class order: airplane then cat
+    np.testing.assert_allclose(runs[0][:, 6], airplane.accuracy[airplane.count > 0])
+    np.testing.assert_allclose(runs[1][:, 6], cat.accuracy[cat.count > 0])
 
     at.radio(key=controls.KEY_VIEW).set_value("confidence").run()
     at.toggle(key="view.confidence.bands").set_value(True).run()

@@ -11,6 +11,7 @@ import json
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from _plotly_json import panel_runs
 
 import calcore
 from dashboard import figures
@@ -356,13 +357,21 @@ def test_per_class_top_label_panels_equal_per_class_diagrams(top_label):
     d = top_label["ts"]
     classes = [3, 0, 5]
     fig = per_class_top_label_figure(d, classes=classes, method="ts", methods=list(top_label))
-    traces = panels(fig, "ts")
-    assert len(traces) == len(classes)
-    for t, c in zip(traces, classes, strict=True):
+    points = trace(fig, "ts")
+    runs = panel_runs(points.customdata)
+    assert len(runs) == len(classes)
+    for run, c in zip(runs, classes, strict=True):
         pc = d.per_class[c]
-        np.testing.assert_array_equal(t.x, pc.confidence[pc.count > 0])
-        np.testing.assert_array_equal(t.y, pc.accuracy[pc.count > 0])
-        assert t.line.color == method_colors(list(top_label))["ts"]
+        np.testing.assert_array_equal(run[:, 5], pc.confidence[pc.count > 0])
+        np.testing.assert_array_equal(run[:, 6], pc.accuracy[pc.count > 0])
+        np.testing.assert_array_equal(run[:, 0], pc.count[pc.count > 0])
+        np.testing.assert_allclose(run[:, 2] - run[:, 6], (pc.ci_upper - pc.accuracy)[pc.count > 0])
+    above = np.asarray(points.error_y.array, dtype=float)
+    np.testing.assert_allclose(
+        above[~np.isnan(above)], np.concatenate([r[:, 2] - r[:, 6] for r in runs])
+    )
+    assert points.line.color == method_colors(list(top_label))["ts"]
+    assert_panels_apart(points, runs)
     titles = [a.text for a in fig.layout.annotations]
     for c in classes:
         pc = d.per_class[c]
@@ -370,17 +379,37 @@ def test_per_class_top_label_panels_equal_per_class_diagrams(top_label):
     no_object_arrays(fig)
 
 
+def assert_panels_apart(points, runs) -> None:
+    """Each panel's points are its own values shifted by one offset per panel, and no two
+    panels share an offset (they do not overlap)."""
+    x, y = np.asarray(points.x, dtype=float), np.asarray(points.y, dtype=float)
+    offsets, start = set(), 0
+    for run in runs:
+        dx = x[start : start + len(run)] - run[:, 5]
+        dy = y[start : start + len(run)] - run[:, 6]
+        assert np.isnan(x[start + len(run)])  # the gap that ends the panel
+        if len(run):
+            np.testing.assert_allclose(dx, dx[0], atol=1e-12)
+            np.testing.assert_allclose(dy, dy[0], atol=1e-12)
+            offsets.add((round(dx[0], 6), round(dy[0], 6)))
+        start += len(run) + 1
+    assert len(offsets) == sum(len(r) > 0 for r in runs)
+
+
 def test_classwise_grid_panels_in_order(classwise, splits):
     names = splits["test"].class_names
     fig = classwise_grid_figure(classwise, class_names=names, theme="dark")
     for method, ds in classwise.items():
-        traces = panels(fig, method)
-        assert len(traces) == len(names)
-        assert [t.showlegend for t in traces] == [True] + [False] * (len(names) - 1)
-        for t, d in zip(traces, ds, strict=True):
-            np.testing.assert_array_equal(t.x, d.confidence[d.count > 0])
-            np.testing.assert_array_equal(t.y, d.accuracy[d.count > 0])
-            assert t.line.color == method_colors(list(classwise))[method]
+        points = trace(fig, method)  # one trace per method across the panels
+        runs = panel_runs(points.customdata)
+        assert len(runs) == len(names)
+        for run, d in zip(runs, ds, strict=True):
+            np.testing.assert_array_equal(run[:, 5], d.confidence[d.count > 0])
+            np.testing.assert_array_equal(run[:, 6], d.accuracy[d.count > 0])
+        assert points.line.color == method_colors(list(classwise))[method]
+        assert_panels_apart(points, runs)
+    drawn = [t for t in fig.data if t.meta == "grid"]  # frames and tick labels
+    assert drawn and all(t.line.color == "#3A404C" for t in drawn)  # the dark theme's grid
     assert [a.text for a in fig.layout.annotations][: len(names)] == list(names)
     assert fig.layout.paper_bgcolor == "#0E1117"
     no_object_arrays(fig)

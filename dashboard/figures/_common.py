@@ -24,6 +24,8 @@ __all__ = [
     "diagonal",
     "band",
     "reliability_points",
+    "bin_points",
+    "error_bars",
     "finish",
     "sized_marker",
     "segments",
@@ -92,6 +94,43 @@ def band(x, lower, upper, *, color: str, name: str, group: str, showlegend=False
     )
 
 
+def bin_points(diagram) -> dict[str, np.ndarray]:
+    """The non-empty bins of a reliability diagram as float arrays.
+
+    Keys: ``x`` (mean score), ``y`` (frequency), ``low``/``high`` (Wilson interval), and
+    ``custom`` (columns: count, ci_lower, ci_upper, lower edge, upper edge). Empty bins have
+    NaN fields and are skipped, not drawn at 0.
+    """
+    filled = np.asarray(diagram.count) > 0
+    x = np.asarray(diagram.confidence, dtype=float)[filled]
+    y = np.asarray(diagram.accuracy, dtype=float)[filled]
+    low = np.asarray(diagram.ci_lower, dtype=float)[filled]
+    high = np.asarray(diagram.ci_upper, dtype=float)[filled]
+    custom = np.column_stack(
+        [
+            np.asarray(diagram.count, dtype=float)[filled],
+            low,
+            high,
+            np.asarray(diagram.lower_edge, dtype=float)[filled],
+            np.asarray(diagram.upper_edge, dtype=float)[filled],
+        ]
+    )
+    return {"x": x, "y": y, "low": low, "high": high, "custom": custom}
+
+
+def error_bars(points: dict, color: str) -> dict:
+    """Plotly ``error_y`` for :func:`bin_points`' Wilson intervals (NaN rows: no bar)."""
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": points["high"] - points["y"],  # Plotly wants distances from the point
+        "arrayminus": points["y"] - points["low"],
+        "color": color,
+        "thickness": ERROR_BAR_WIDTH,
+        "width": 4,
+    }
+
+
 def reliability_points(
     diagram,
     *,
@@ -109,31 +148,9 @@ def reliability_points(
     ``customdata`` columns: count, ci_lower, ci_upper, lower edge, upper edge. ``name``
     and ``group`` must already be escaped; the labels are fixed strings of this package.
     """
-    filled = np.asarray(diagram.count) > 0  # empty bins have NaN fields: skipped
-    conf = np.asarray(diagram.confidence, dtype=float)[filled]
-    acc = np.asarray(diagram.accuracy, dtype=float)[filled]
-    lo = np.asarray(diagram.ci_lower, dtype=float)[filled]
-    hi = np.asarray(diagram.ci_upper, dtype=float)[filled]
-    custom = np.column_stack(
-        [
-            np.asarray(diagram.count, dtype=float)[filled],
-            lo,
-            hi,
-            np.asarray(diagram.lower_edge, dtype=float)[filled],
-            np.asarray(diagram.upper_edge, dtype=float)[filled],
-        ]
-    )
-    error = None
-    if show_intervals:
-        error = {
-            "type": "data",
-            "symmetric": False,
-            "array": hi - acc,  # Plotly wants distances from the point
-            "arrayminus": acc - lo,
-            "color": style["color"],
-            "thickness": ERROR_BAR_WIDTH,
-            "width": 4,
-        }
+    points = bin_points(diagram)
+    conf, acc, custom = points["x"], points["y"], points["custom"]
+    error = error_bars(points, style["color"]) if show_intervals else None
     return go.Scatter(
         x=conf,
         y=acc,

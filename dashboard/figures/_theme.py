@@ -1,8 +1,8 @@
 """Light and dark themes sized for a projector.
 
 Traces whose colour follows the theme (the diagonal, reference curves) carry
-``meta="ink"``; :func:`apply_theme` recolours them, so re-theming a finished figure
-needs no rebuild.
+``meta="ink"``, hand-drawn panel frames and gridlines ``meta="grid"``; :func:`apply_theme`
+recolours them, so re-theming a finished figure needs no rebuild.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import functools
 import plotly.graph_objects as go
 import plotly.io as pio
 
-__all__ = ["THEMES", "INK", "apply_theme", "ink", "check_theme"]
+__all__ = ["THEMES", "INK", "GRID", "apply_theme", "ink", "check_theme"]
 
 INK = "ink"  # the meta tag of theme-coloured traces
+GRID = "grid"  # the meta tag of drawn frames and gridlines
 
 THEMES = {
     "light": {
@@ -73,11 +74,19 @@ def _template(theme: str) -> go.layout.Template:
 
     Styling every axis, ternary and annotation through the template costs one assignment;
     ``update_xaxes`` and friends on a 20-panel grid took over a second.
+
+    Only the base template's layout is kept: its per-trace-type defaults (colour scales,
+    bar outlines, ...) are unused here, and its axes' ``automargin`` makes Plotly.js lay a
+    figure out again after measuring the tick labels. The figures set their own margins;
+    without the two, every figure drew in about half the time in Chromium (e.g. the
+    confidence diagram 150 -> 80 ms).
     """
     t = check_theme(theme)
-    template = go.layout.Template(pio.templates[t["template"]])
-    axis = _axis_style(t)
-    ternary_axis = {k: v for k, v in axis.items() if k not in ("zerolinecolor", "showline")}
+    template = go.layout.Template(layout=pio.templates[t["template"]].layout)
+    axis = {**_axis_style(t), "automargin": False}
+    ternary_axis = {
+        k: v for k, v in axis.items() if k not in ("zerolinecolor", "showline", "automargin")
+    }
     template.layout.update(
         xaxis=axis,
         yaxis=axis,
@@ -121,4 +130,8 @@ def apply_theme(fig: go.Figure, theme: str) -> go.Figure:
         if "markers" in (trace.mode or ""):
             trace.marker.color = t["ink"]
             trace.marker.line.color = t["ink"]
+    for trace in fig.select_traces(selector={"meta": GRID}):
+        trace.line.color = t["grid"]
+        if "text" in (trace.mode or ""):  # tick labels drawn as text
+            trace.textfont.color = t["ink"]
     return fig
