@@ -21,19 +21,24 @@ class EceByBins:
     Attributes
     ----------
     bins : ndarray of shape (K,), int
-    confidence_ece, top_label_ece, classwise_ece : ndarray of shape (K,)
+    confidence_ece, top_label_ece, classwise_ece : ndarray of shape (K,) or None
+        None for a view that was not asked for.
     binning : str
     """
 
     bins: np.ndarray
-    confidence_ece: np.ndarray
-    top_label_ece: np.ndarray
-    classwise_ece: np.ndarray
+    confidence_ece: np.ndarray | None
+    top_label_ece: np.ndarray | None
+    classwise_ece: np.ndarray | None
     binning: str
 
 
 def ece_by_bins(
-    preds: Predictions, *, bins=range(5, 26), binning: str = "equal-width"
+    preds: Predictions,
+    *,
+    bins=range(5, 26),
+    binning: str = "equal-width",
+    views=("confidence", "top-label", "class-wise"),
 ) -> EceByBins:
     """How the binned estimates move with the number of bins ``B`` (default 5..25).
 
@@ -41,10 +46,23 @@ def ece_by_bins(
     ``B``; a KDE-ECE (no bins) drawn beside it shows how much of the movement is
     the estimator's, not the model's.
 
+    Parameters
+    ----------
+    preds : Predictions
+    bins : iterable of int
+        The numbers of bins.
+    binning : str
+        Any scheme of :func:`calcore.bin_statistics` that takes a number of bins.
+    views : iterable of {"confidence", "top-label", "class-wise"}
+        The views to compute; the others' fields are None. Class-wise bins every
+        (row, class) score, so on 10,000 x 100 predictions it takes about 30 ms per ``B``
+        against under 1 ms for the other two.
+
     Raises
     ------
     CalcoreError
-        An empty list of bin counts, or a count that is not a positive integer.
+        An empty list of bin counts, a count that is not a positive integer, or an
+        unknown or empty ``views``.
 
     References
     ----------
@@ -55,11 +73,19 @@ def ece_by_bins(
         raise CalcoreError(
             f"bins must be a non-empty sequence of positive integers; got {list(bins)!r}."
         )
-    values = {v: np.empty(counts.size) for v in ("confidence", "top-label", "class-wise")}
+    known = ("confidence", "top-label", "class-wise")
+    chosen = list(dict.fromkeys(views))
+    if not chosen or any(v not in known for v in chosen):
+        raise CalcoreError(f"views must be a non-empty subset of {known}; got {list(views)!r}.")
+    values = {v: np.empty(counts.size) for v in chosen}
     for i, b in enumerate(counts):
         for view, out in values.items():
             stats = statistics_for(preds, view, binning=binning, bins=int(b))
             out[i] = calibration_error_from_bins(stats, per_group=view == "class-wise")
     return EceByBins(
-        counts, values["confidence"], values["top-label"], values["class-wise"], binning
+        counts,
+        values.get("confidence"),
+        values.get("top-label"),
+        values.get("class-wise"),
+        binning,
     )

@@ -409,3 +409,18 @@ def test_ece_by_bins_errors(bins):
     pattern = r"^bins must be a non-empty sequence of positive integers; got \[.*\]\.$"
     with pytest.raises(CalcoreError, match=pattern):
         ece_by_bins(random_discrete_preds(n=50), bins=bins)
+
+
+def test_ece_by_bins_computes_only_the_chosen_views():
+    preds = random_discrete_preds(n=200)
+    res = ece_by_bins(preds, bins=[3, 9], views=["top-label", "confidence"])
+    assert res.classwise_ece is None
+    for i, b in enumerate([3, 9]):
+        assert res.confidence_ece[i] == pytest.approx(calcore.confidence_ece(preds, bins=b))
+        assert res.top_label_ece[i] == pytest.approx(calcore.top_label_ece(preds, bins=b))
+    only_cw = ece_by_bins(preds, bins=[4], views=("class-wise",))
+    assert only_cw.confidence_ece is None and only_cw.top_label_ece is None
+    assert only_cw.classwise_ece[0] == pytest.approx(calcore.classwise_ece(preds, bins=4))
+    for views in ([], ["confidence", "canonical"]):
+        with pytest.raises(CalcoreError, match=r"^views must be a non-empty subset"):
+            ece_by_bins(preds, views=views)

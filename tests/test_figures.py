@@ -6,6 +6,7 @@ sample and fitted calibrators, so the module stays fast.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -469,6 +470,9 @@ def test_ece_by_bins_traces_equal_sweep_fields(sweeps, kde, field):
     no_object_arrays(fig)
     with pytest.raises(ValueError, match="field"):
         ece_by_bins_figure(sweeps, field="ece")
+    without_cw = {m: dataclasses.replace(s, classwise_ece=None) for m, s in sweeps.items()}
+    with pytest.raises(ValueError, match="classwise_ece was not computed"):
+        ece_by_bins_figure(without_cw, field="classwise_ece")
 
 
 def test_learning_curve_traces_equal_fields(learning):

@@ -132,6 +132,9 @@ def ece_by_bins_figure(
     if field not in ECE_FIELDS:
         raise ValueError(f"field must be one of {sorted(ECE_FIELDS)}; got {field!r}.")
     sweeps = ordered(sweeps, "sweeps")
+    missing = [m for m, sweep in sweeps.items() if getattr(sweep, field) is None]
+    if missing:
+        raise ValueError(f"{field} was not computed for {missing!r} (ece_by_bins views=).")
     kde_ece = dict(kde_ece or {})
     styles = method_style(list(sweeps))
     fig = go.Figure()
