@@ -32,7 +32,9 @@ h2 { margin-top: 2.5rem; }
 
 def report_figures(ctx) -> list[tuple[str, object]]:
     """(title, figure) for every view; slow views with their default settings."""
+    values = metrics.metric_values(ctx, n_bootstrap=0 if metrics.intervals_deferred(ctx) else None)
     figs = [
+        ("Calibration errors", metrics.errors_figure(ctx, values)),
         ("Confidence reliability diagram", confidence.figure(ctx)),
         ("Top-label reliability diagram", top_label.figure(ctx)),
         ("Class-wise reliability", classwise.figure(ctx, classwise.default_classes(ctx))),

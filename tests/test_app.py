@@ -121,6 +121,23 @@ def test_bootstrap_intervals_are_shown_and_match_calcore():
     )
 
 
+def test_metrics_chart_draws_the_errors_and_intervals_of_calcore():
+    at = run_app({"m": "ts"}, bootstrap=50)
+    spec = only_chart(at, "figure.metric_intervals")
+    s = splits_of(DEFAULT_SAMPLE)
+    ts_out = calcore.make_calibrator("ts").fit(s["calib"]).transform(s["test"])
+    keys = ("conf_ece", "top_label_ece", "classwise_ece", "kde_ece")
+    for name, preds in (("uncalibrated", s["test"]), ("ts", ts_out)):
+        rep = calcore.evaluate(preds, bins=15, n_bootstrap=50, seed=0)
+        (points,) = [t for t in spec["data"] if t.get("name") == name]
+        np.testing.assert_allclose(plotly_array(points["y"]), [rep.metrics[k] for k in keys])
+        bounds = plotly_array(points["customdata"])
+        np.testing.assert_allclose(bounds[:, 0], [rep.intervals[k].low for k in keys])
+        np.testing.assert_allclose(bounds[:, 1], [rep.intervals[k].high for k in keys])
+    ticks = spec["layout"]["xaxis"]["ticktext"]
+    assert ticks == ["conf-ECE", "TL-ECE", "CW-ECE", "KDE-ECE"]
+
+
 #: The figure of each view that overlays every method (validity has no "uncalibrated"
 #: curve: there is nothing to fit).
 MAIN_FIGURE = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import plotly.graph_objects as go
@@ -619,3 +620,27 @@ def test_reliability_skips_empty_data_dependent_bins():
     np.testing.assert_array_equal(np.asarray(bars.y), diagram.count[filled])
     assert np.isfinite(np.asarray(bars.width, dtype=float)).all()
     fig.to_json()
+
+
+def test_metric_intervals_figure_carries_the_intervals():
+    iv = calcore.Interval
+    values = {
+        UNCALIBRATED: {
+            "a": iv(0.2, 0.15, 0.25, 0.95, 50),
+            "b": iv(0.3, math.nan, math.nan, 0.95, 0),
+        },
+        "<b>ts</b>": {"a": iv(0.05, 0.04, 0.07, 0.95, 50), "b": None},
+    }
+    fig = figures.metric_intervals_figure(values, metrics=[("a", "A"), ("b", "B & C")])
+    base = trace(fig, UNCALIBRATED)
+    np.testing.assert_array_equal(base.y, [0.2, 0.3])
+    np.testing.assert_allclose(base.error_y.array[:1], [0.05])
+    np.testing.assert_allclose(base.error_y.arrayminus[:1], [0.05])
+    assert np.isnan(base.error_y.array[1])  # no interval: no bar
+    ts = trace(fig, "&lt;b&gt;ts&lt;/b&gt;")
+    assert ts.y[0] == 0.05 and np.isnan(ts.y[1])  # a missing metric is a gap
+    assert list(fig.layout.xaxis.ticktext) == ["A", "B &amp; C"]
+    assert base.x[0] < ts.x[0] < 1 and base.x[1] < ts.x[1]  # side by side within a metric
+    no_object_arrays(fig)
+    with pytest.raises(ValueError, match="at least one"):
+        figures.metric_intervals_figure(values, metrics=[])

@@ -10,13 +10,14 @@ so tests look traces up by the escaped label.
 Modules: ``_style`` (colours), ``_theme`` (light/dark), ``_common`` (shared traces and
 layout), ``reliability``, ``top_label``, ``top_label_bin``, ``small_multiples``
 (per-class top-label and class-wise grids), ``validity``, ``kde`` (KDE curve and ECE by
-bins), ``learning``, ``simplex``.
+bins), ``learning``, ``simplex``, ``metrics`` (errors with intervals).
 """
 
 from dashboard.figures._style import UNCALIBRATED, method_colors, method_style
 from dashboard.figures._theme import apply_theme
 from dashboard.figures.kde import ece_by_bins_figure, kde_figure
 from dashboard.figures.learning import learning_curve_figure
+from dashboard.figures.metrics import metric_intervals_figure
 from dashboard.figures.reliability import reliability_figure
 from dashboard.figures.simplex import simplex_figure
 from dashboard.figures.small_multiples import classwise_grid_figure, per_class_top_label_figure
@@ -33,6 +34,7 @@ __all__ = [
     "learning_curve_figure",
     "method_colors",
     "method_style",
+    "metric_intervals_figure",
     "per_class_top_label_figure",
     "reliability_figure",
     "simplex_figure",

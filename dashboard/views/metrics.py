@@ -10,6 +10,7 @@ import streamlit as st
 import calcore
 from dashboard import compute
 from dashboard.exports import table_csv
+from dashboard.figures import metric_intervals_figure
 from dashboard.text import escape_markdown as esc
 from dashboard.views._common import explain
 
@@ -132,6 +133,23 @@ def _show(slot, values) -> None:
     slot.table(table.style.apply(bold_best, axis=1), hide_index=True, border="horizontal")
 
 
+#: The errors drawn in the chart under the table (one scale: the MCEs would squash them).
+CHART_METRICS = ("conf_ece", "top_label_ece", "classwise_ece", "kde_ece")
+CHART_KEY = "figure.metric_intervals"
+
+
+def errors_figure(ctx, values):
+    metrics = [(k, calcore.METRICS[k].label) for k in CHART_METRICS]
+    return metric_intervals_figure(values, metrics=metrics, theme=ctx.theme)
+
+
+def _show_chart(slot, ctx, values, *, final: bool) -> None:
+    # The point-estimate chart goes out at once, without a key (a key may appear once per
+    # run): it also makes the browser load plotly.js while the intervals are computed, so
+    # the first reliability diagram does not wait for it.
+    slot.plotly_chart(errors_figure(ctx, values), theme=None, key=CHART_KEY if final else None)
+
+
 #: Above this many test cells (rows x classes) bootstrap intervals wait for a click: on
 #: 50,000 x 1,000 predictions 200 resamples take about two minutes and several GB.
 AUTO_BOOTSTRAP_CELLS = 5_000_000
@@ -152,6 +170,8 @@ def render(ctx) -> None:
     st.subheader("Metrics on the test rows")
     explain("metrics")
     slot = st.empty()
+    caption_slot = st.empty()  # the table's caption, filled in once the table is final
+    chart_slot = st.empty()
     deferred = intervals_deferred(ctx)
     if deferred:
         values = metric_values(ctx, n_bootstrap=0)
@@ -166,12 +186,15 @@ def render(ctx) -> None:
             st.rerun()
     elif ctx.settings.n_bootstrap:
         # point estimates first (fast), then the same table with intervals
-        _show(slot, metric_values(ctx, n_bootstrap=0))
+        points = metric_values(ctx, n_bootstrap=0)
+        _show(slot, points)
+        _show_chart(chart_slot, ctx, points, final=False)
         with st.spinner(f"Bootstrap intervals ({ctx.settings.n_bootstrap} resamples)…"):
             values = metric_values(ctx)
     else:
         values = metric_values(ctx)
     _show(slot, values)
+    _show_chart(chart_slot, ctx, values, final=True)
     s = ctx.settings
     b, k = compute.calcore_binning(s.binning, s.bins)
     notes = evaluation_notes(ctx, n_bootstrap=0 if deferred else None)
@@ -180,7 +203,7 @@ def render(ctx) -> None:
             st.markdown(
                 "\n".join(f"- **{esc(m)}**: {esc(n)}" for m, ns in notes.items() for n in ns)
             )
-    st.caption(
+    caption_slot.caption(
         f"{ctx.test.n_samples:,} test rows · binning {esc(b)}, {esc(k)} · "
         + (
             f"{s.n_bootstrap} bootstrap resamples (95%)"
