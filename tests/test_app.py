@@ -387,3 +387,27 @@ def test_top_label_per_class_validity_matches_calcore():
     spec = only_chart(at, "figure.validity")
     (curve,) = [t for t in spec["data"] if t.get("name") == "tl-hb"]
     np.testing.assert_allclose(plotly_array(curve["y"]), expected.validity, rtol=0, atol=1e-12)
+
+
+def test_figures_are_reused_until_something_they_show_changes(monkeypatch):
+    from dashboard.views import top_label as top_label_view
+
+    built = []
+    real = top_label_view.top_label_figure
+
+    def counting(*args, **kwargs):
+        built.append(kwargs.get("theme"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(top_label_view, "top_label_figure", counting)
+    at = run_app({"view": "top-label", "m": "ts"})
+    at.radio(key=controls.KEY_VIEW).set_value("metrics").run()
+    at.radio(key=controls.KEY_VIEW).set_value("top-label").run()
+    assert_clean(at)
+    assert built == ["light"]  # the second visit reused the figure
+    at.radio(key=controls.KEY_THEME).set_value("dark").run()
+    assert built == ["light", "dark"]
+    assert only_chart(at, "figure.top_label")["layout"]["paper_bgcolor"] == "#0E1117"
+    at.number_input(key=controls.KEY_BINS).set_value(7).run()
+    assert_clean(at)
+    assert len(built) == 3  # new bins: new diagrams, new figure

@@ -49,4 +49,5 @@ def grid(ctx) -> None:
     if not classes:
         st.info("Pick at least one class.")
         return
-    chart(figure(ctx, sorted(classes)), "figure.classwise")
+    chosen = tuple(sorted(classes))
+    chart(ctx.figure("classwise", lambda: figure(ctx, list(chosen)), chosen), "figure.classwise")

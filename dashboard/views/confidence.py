@@ -35,4 +35,7 @@ def diagram_with_options(ctx) -> None:
     bands = right.toggle(
         "Consistency bands (resampled under perfect calibration)", value=False, key=KEY_BANDS
     )
-    chart(figure(ctx, bands=bands, intervals=intervals), "figure.confidence")
+    fig = ctx.figure(
+        "confidence", lambda: figure(ctx, bands=bands, intervals=intervals), bands, intervals
+    )
+    chart(fig, "figure.confidence")

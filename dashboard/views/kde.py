@@ -27,6 +27,6 @@ def render(ctx) -> None:
     st.subheader("KDE-ECE beside binned ECE")
     explain("kde")
     # stacked at full width: titles and legends stay readable on a projector
-    curve_fig, sweep_fig = figures(ctx)
+    curve_fig, sweep_fig = ctx.figure("kde", lambda: figures(ctx))
     chart(curve_fig, "figure.kde")
     chart(sweep_fig, "figure.ece_by_bins")

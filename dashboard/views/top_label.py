@@ -31,13 +31,14 @@ def render(ctx) -> None:
     explain("top-label")
     s = ctx.settings
     diagrams = ctx.per_output(compute.top_label_diagram, s.binning, s.bins)
-    chart(top_label_figure(diagrams, theme=ctx.theme), "figure.top_label")
+    fig = ctx.figure("top_label", lambda: top_label_figure(diagrams, theme=ctx.theme))
+    chart(fig, "figure.top_label")
 
-    drill_down(diagrams, ctx.theme)
+    drill_down(ctx, diagrams)
 
 
 @st.fragment
-def drill_down(diagrams: dict, theme: str) -> None:
+def drill_down(ctx, diagrams: dict) -> None:
     """One bin's classes and the per-class diagrams of one method.
 
     A fragment: changing the method or the bin reruns only this part of the page.
@@ -56,20 +57,26 @@ def drill_down(diagrams: dict, theme: str) -> None:
         format_func=lambda i: f"[{lower[i]:.3f}, {upper[i]:.3f}] · {count[i]:,} rows",
         key=KEY_BIN,
     )
-    chart(
-        top_label_bin_figure(diagram, b, method=method, methods=list(diagrams), theme=theme),
-        "figure.top_label_bin",
+    theme, methods = ctx.theme, list(diagrams)
+    fig = ctx.figure(
+        "top_label_bin",
+        lambda: top_label_bin_figure(diagram, b, method=method, methods=methods, theme=theme),
+        method,
+        b,
     )
+    chart(fig, "figure.top_label_bin")
 
     st.markdown("**Per predicted class** (bins formed within each class)")
     ratios = np.array([d.count.sum() for d in diagram.per_class])
     order = [int(c) for c in np.argsort(-ratios, kind="stable")[:MAX_PANELS]]
     if len(diagram.per_class) > MAX_PANELS:
         st.caption(f"The {MAX_PANELS} most-predicted of {len(diagram.per_class)} classes.")
-    chart(
-        per_class_top_label_figure(
-            diagram, classes=order, method=method, methods=list(diagrams), theme=theme
+    fig = ctx.figure(
+        "top_label_per_class",
+        lambda: per_class_top_label_figure(
+            diagram, classes=order, method=method, methods=methods, theme=theme
         ),
-        "figure.top_label_per_class",
+        method,
     )
+    chart(fig, "figure.top_label_per_class")
     st.caption(f"Method shown: {esc(method)}.")
