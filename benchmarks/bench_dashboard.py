@@ -73,9 +73,15 @@ class Server:
 
 
 def settle(page) -> None:
+    """The script is idle, nothing is stale, and every chart on the page has drawn."""
     page.locator(IDLE).wait_for(timeout=600_000)
     page.wait_for_function(
         "() => document.querySelectorAll('[data-stale=\"true\"]').length === 0", timeout=600_000
+    )
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')]"
+        ".every(c => c.querySelector('.main-svg'))",
+        timeout=600_000,
     )
 
 

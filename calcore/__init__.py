@@ -56,7 +56,7 @@ from calcore.metrics_scoring import (
     negative_log_likelihood,
 )
 from calcore.predictions import Predictions
-from calcore.registry import METRICS, MetricSpec, compute_metric
+from calcore.registry import BIN_FREE_METRICS, METRICS, MetricSpec, compute_metric
 from calcore.reliability import (
     ReliabilityDiagram,
     TopLabelReliabilityDiagram,
@@ -108,6 +108,7 @@ __all__ = [
     "learning_curve",
     "make_calibrator",
     "METRICS",
+    "BIN_FREE_METRICS",
     "BinAssignment",
     "BinStatistics",
     "BinaryView",

@@ -15,7 +15,7 @@ from calcore import metrics_scoring as ms
 from calcore._errors import CalcoreError
 from calcore.predictions import Predictions
 
-__all__ = ["MetricSpec", "METRICS", "adaptive_bins_for", "compute_metric"]
+__all__ = ["MetricSpec", "METRICS", "BIN_FREE_METRICS", "adaptive_bins_for", "compute_metric"]
 
 
 @dataclass(frozen=True)
@@ -190,6 +190,12 @@ METRICS: dict[str, MetricSpec] = {
         ),
     ]
 }
+
+
+#: The metrics that depend on neither ``bins`` nor ``binning`` (ACE and TACE are not
+#: among them: their number of equal-mass bins follows ``bins``), so a report of these can
+#: be kept while the binning changes (``evaluate(metrics=...)``).
+BIN_FREE_METRICS = ("accuracy", "nll", "brier", "kde_ece", "kde_ece_classwise")
 
 
 def adaptive_bins_for(binning, bins):

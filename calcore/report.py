@@ -34,7 +34,7 @@ from calcore.metrics_binned import (
 )
 from calcore.metrics_scoring import accuracy, brier_score, negative_log_likelihood
 from calcore.predictions import Predictions
-from calcore.registry import METRICS, adaptive_bins_for
+from calcore.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
 
 __all__ = ["CalibrationReport", "evaluate", "KDE_CLASSWISE_MAX_CLASSES", "TACE_THRESHOLD"]
 
@@ -118,8 +118,14 @@ def _plain(value):
     return int(value) if isinstance(value, np.integer) else value
 
 
-def _point_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: bool):
-    """Every metric of ``preds``, the bins they used, and the KDE problems by metric (or None)."""
+def _point_metrics(
+    preds: Predictions, *, bins, binning, with_kde_classwise: bool, wanted=frozenset(METRICS)
+):
+    """Every metric of ``preds``, the bins they used, and the KDE problems by metric (or None).
+
+    Metrics outside ``wanted`` are None; the KDE problems (the costly part on many classes)
+    are only built when wanted.
+    """
     conf = statistics_for(preds, "confidence", binning=binning, bins=bins)
     top = statistics_for(preds, "top-label", binning=binning, bins=bins)
     r = adaptive_bins_for(binning, bins)
@@ -131,8 +137,12 @@ def _point_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: boo
     # and kde_ece_classwise use; equal to calcore.kde.kde_ece to ~1e-12, tested); the
     # bootstrap reuses their sorted points and windows.
     kdes = {
-        "kde_ece": weighted_kde(preds.confidence, preds.correct) if enough else None,
-        "kde_ece_classwise": classwise_kdes(preds) if with_kde_classwise and enough else None,
+        "kde_ece": weighted_kde(preds.confidence, preds.correct)
+        if enough and "kde_ece" in wanted
+        else None,
+        "kde_ece_classwise": classwise_kdes(preds)
+        if with_kde_classwise and enough and "kde_ece_classwise" in wanted
+        else None,
     }
     m = {
         "accuracy": accuracy(preds),
@@ -153,8 +163,20 @@ def _point_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: boo
         "kde_ece": _mean_kde(kdes["kde_ece"]),
         "kde_ece_classwise": _mean_kde(kdes["kde_ece_classwise"]),
     }
+    m = {k: (v if k in wanted else None) for k, v in m.items()}
     templates = ReportTemplates(conf, top, cw, ace, tace, TACE_THRESHOLD)
     return m, templates, kdes  # m: same keys as METRICS, in its order (tests/test_report.py)
+
+
+def _metric_keys(metrics) -> list[str]:
+    keys = [metrics] if isinstance(metrics, str) else list(metrics)
+    unknown = [k for k in keys if k not in METRICS]
+    if not keys or unknown:
+        raise CalcoreError(
+            f"metrics must name at least one of {list(METRICS)}; got {keys!r}"
+            + (f" ({unknown!r} unknown)." if unknown else ".")
+        )
+    return keys
 
 
 def _mean_kde(problems):
@@ -206,17 +228,25 @@ def _fast_intervals(
                 f"(its kernel sums cost {group.work_per_resample:,} "
                 f"multiply-adds per resample, capped at {kde_max_work:,} in all)."
             )
-    data_dependent = binning != "equal-width" or isinstance(bins, str)
-    notes.append(
-        "Bootstrap intervals keep the full sample's bins"
-        + (
-            f" ({binning}, bins={bins!r}, data-dependent: a conditional bootstrap)"
-            if data_dependent
-            else ""
+    # One note per kind of conditioning, so reports of disjoint metric sets (evaluate's
+    # metrics=) carry disjoint notes.
+    if any(k not in BIN_FREE_METRICS for k in keys):
+        data_dependent = binning != "equal-width" or isinstance(bins, str)
+        notes.append(
+            "Bootstrap intervals keep the full sample's bins"
+            + (
+                f" ({binning}, bins={bins!r}, data-dependent: a conditional bootstrap)"
+                if data_dependent
+                else ""
+            )
+            + "; ACE/TACE (equal-mass) are conditional on the full sample's bins too, so their "
+            "intervals leave out the variability of the bin edges."
         )
-        + "; ACE/TACE (equal-mass) and the KDE-ECEs (bandwidth) are conditional on the full "
-        "sample too, so their intervals leave out the variability of the bin edges and bandwidth."
-    )
+    if any(kdes.get(k) is not None for k in keys):
+        notes.append(
+            "The KDE-ECE intervals keep the full sample's bandwidth, so they leave out its "
+            "variability."
+        )
     intervals = {}
     for k in keys:
         low, high = percentile_bounds(reps[k], confidence_level)
@@ -239,8 +269,9 @@ def evaluate(
     confidence_level: float = 0.95,
     kde_classwise_max_classes: int = KDE_CLASSWISE_MAX_CLASSES,
     kde_max_work: int = KDE_MAX_WORK,
+    metrics=None,
 ) -> CalibrationReport:
-    """Compute every registered metric of ``preds``.
+    """Compute every registered metric of ``preds`` (or the ones named in ``metrics``).
 
     Parameters
     ----------
@@ -258,6 +289,11 @@ def evaluate(
     kde_classwise_max_classes : int, default 100
         ``kde_ece_classwise`` costs one KDE per class; above this many classes
         it is left out (``None``, with a note). Raise it to force it.
+    metrics : iterable of str, optional
+        Keys of :data:`calcore.METRICS` to report; the others are ``None`` and get no
+        interval (no note). E.g. :data:`calcore.BIN_FREE_METRICS` once, and the others per
+        binning: on 10,000 x 100 predictions the class-wise KDE is three quarters of the
+        time.
 
     Returns
     -------
@@ -290,9 +326,10 @@ def evaluate(
         raise CalcoreError(f"n_bootstrap must be a non-negative integer; got {n_bootstrap!r}.")
     if n_bootstrap:
         check_bootstrap_options(n_bootstrap, confidence_level)
+    wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
     with_kde_cw = preds.n_classes <= kde_classwise_max_classes
-    metrics, templates, kdes = _point_metrics(
-        preds, bins=bins, binning=binning, with_kde_classwise=with_kde_cw
+    values, templates, kdes = _point_metrics(
+        preds, bins=bins, binning=binning, with_kde_classwise=with_kde_cw, wanted=wanted
     )
     notes = []
     if preds.n_tied_rows:
@@ -309,7 +346,7 @@ def evaluate(
     if absent:
         shown = ", ".join(repr(a) for a in absent[:10]) + (" ..." if len(absent) > 10 else "")
         notes.append(f"{len(absent)} class(es) never occur as a label: {shown}.")
-    if not with_kde_cw:
+    if not with_kde_cw and "kde_ece_classwise" in wanted:
         notes.append(
             f"kde_ece_classwise was not computed: {preds.n_classes} classes > "
             f"{kde_classwise_max_classes} (one KDE per class); use calcore.kde_ece_classwise "
@@ -319,7 +356,7 @@ def evaluate(
     if n_bootstrap:
         intervals, boot_notes = _fast_intervals(
             preds,
-            metrics,
+            values,
             templates,
             kdes,
             n_bootstrap=n_bootstrap,
@@ -333,7 +370,7 @@ def evaluate(
     return CalibrationReport(
         preds.n_samples,
         preds.n_classes,
-        metrics,
+        values,
         bins,
         binning,
         seed,

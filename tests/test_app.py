@@ -115,10 +115,33 @@ def test_bootstrap_intervals_are_shown_and_match_calcore():
     table = metrics_table(at)
     test = splits_of(DEFAULT_SAMPLE)["test"]
     rep = calcore.evaluate(test, bins=15, n_bootstrap=50, seed=0)
-    iv = rep.intervals["conf_ece"]
-    assert table.loc["uncalibrated", "conf-ECE"] == (
-        f"{iv.estimate:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
-    )
+    for key in ("conf_ece", "nll", "kde_ece", "ace"):  # binned and bin-free halves
+        iv = rep.intervals[key]
+        assert table.loc["uncalibrated", calcore.METRICS[key].label] == (
+            f"{iv.estimate:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
+        )
+
+
+def test_a_bins_change_reuses_the_metrics_that_use_no_bins(monkeypatch):
+    calls = []
+    real = calcore.evaluate
+
+    def counting(preds, **kwargs):
+        calls.append(tuple(kwargs.get("metrics") or ()))
+        return real(preds, **kwargs)
+
+    monkeypatch.setattr(calcore, "evaluate", counting)
+    at = run_app({"m": "none"})
+    assert calls.count(calcore.BIN_FREE_METRICS) == 1
+    at.number_input(key=controls.KEY_BINS).set_value(9).run()
+    assert_clean(at)
+    assert calls.count(calcore.BIN_FREE_METRICS) == 1  # NLL, Brier, KDE-ECEs kept
+    assert len(calls) == 3  # one more binned evaluation
+    test = splits_of(DEFAULT_SAMPLE)["test"]
+    expected = real(test, bins=9).metrics
+    table = metrics_table(at)
+    for key in ("top_label_ece", "kde_ece", "nll"):
+        assert table.loc["uncalibrated", calcore.METRICS[key].label] == f"{expected[key]:.4f}"
 
 
 def test_metrics_chart_draws_the_errors_and_intervals_of_calcore():

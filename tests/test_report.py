@@ -251,3 +251,30 @@ def test_accuracy_interval_width_matches_the_normal_approximation():
     assert iv.low < a < iv.high
     width = 2 * 1.96 * math.sqrt(a * (1 - a) / n)
     assert 0.7 * width <= iv.high - iv.low <= 1.3 * width
+
+
+def test_a_subset_of_metrics_equals_the_full_report():
+    rng = np.random.default_rng(5)
+    preds = calcore.Predictions.from_logits(rng.normal(size=(400, 6)) * 2, rng.integers(0, 6, 400))
+    full = calcore.evaluate(preds, bins=8, n_bootstrap=30, seed=3)
+    bin_free = list(calcore.BIN_FREE_METRICS)
+    binned = [k for k in calcore.METRICS if k not in bin_free]
+    # bin-free indeed: other bins and binnings leave these values (and intervals) unchanged
+    for bins, binning in ((3, "equal-width"), (20, "equal-mass"), (40, "points-per-bin")):
+        other = calcore.evaluate(preds, bins=bins, binning=binning, n_bootstrap=30, seed=3)
+        for k in bin_free:
+            assert other.metrics[k] == full.metrics[k] and other.intervals[k] == full.intervals[k]
+    for subset in (bin_free, binned, ["kde_ece_classwise"], "nll"):
+        part = calcore.evaluate(preds, bins=8, n_bootstrap=30, seed=3, metrics=subset)
+        keys = [subset] if isinstance(subset, str) else subset
+        assert list(part.metrics) == list(calcore.METRICS)  # every key, None when not asked
+        for k in calcore.METRICS:
+            if k in keys:
+                assert part.metrics[k] == full.metrics[k]
+                assert part.intervals[k] == full.intervals[k]  # the same resamples
+            else:
+                assert part.metrics[k] is None and k not in part.intervals
+    with pytest.raises(calcore.CalcoreError, match=r"metrics must name .*\['ece'\] unknown"):
+        calcore.evaluate(preds, metrics=["nll", "ece"])
+    with pytest.raises(calcore.CalcoreError, match="metrics must name at least one"):
+        calcore.evaluate(preds, metrics=[])
