@@ -237,8 +237,9 @@ def metric_replicates(
     preds : Predictions
     counts : ndarray of shape (R, n)
         Row counts of each resample (:func:`resample_counts`).
-    templates : ReportTemplates
-        The full sample's bins, kept for every resample.
+    templates : ReportTemplates or None
+        The full sample's bins, kept for every resample; None for the scoring metrics
+        (accuracy, NLL, Brier) only.
 
     Returns
     -------
@@ -252,6 +253,10 @@ def metric_replicates(
     s_acc = blocks.add(zero, rows, preds.correct, 1)
     s_nll = blocks.add(zero, rows, nll_per_row(preds), 1)
     s_brier = blocks.add(zero, rows, _brier_per_row(preds), 1)
+    if templates is None:  # only the metrics that use no bins (evaluate's metrics=)
+        sums = (blocks.matrix() @ np.ascontiguousarray(counts.T)).T
+        return {key: sums[:, s][:, 0] / n for key, s in
+                (("accuracy", s_acc), ("nll", s_nll), ("brier", s_brier))}  # fmt: skip
     row_views = {}
     for name, stats, groups in (
         ("conf", templates.conf, zero),
