@@ -7,9 +7,9 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from scipy.special import log_softmax
 
 from calcore._errors import CalcoreError
+from calcore._softmax import log_softmax_rows
 from calcore._validation import (
     InputContext,
     check_class_names,
@@ -165,7 +165,7 @@ class Predictions:
             z = z.copy()
         labels64 = check_labels(labels, z.shape[1], n_rows=z.shape[0], ctx=ctx)
         names = check_class_names(class_names, z.shape[1], ctx=ctx)
-        probs = log_softmax(z, axis=1)
+        probs = log_softmax_rows(z)  # scipy.special.log_softmax, in row blocks
         np.exp(probs, out=probs)
         return cls(_read_only(probs), _read_only(labels64), names, logits=_read_only(z))
 

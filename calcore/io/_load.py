@@ -6,9 +6,9 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import log_softmax
 
 from calcore._errors import CalcoreError, CalcoreWarning
+from calcore._softmax import log_softmax_rows
 from calcore._validation import (
     InputContext,
     check_binary_probs,
@@ -186,7 +186,7 @@ def _validate_scores(scores, *, kind, auto, ctx, renormalize, reason=""):
         return probs, None, info.n_rows, info.max_deviation
     else:
         z = check_logits(scores, ctx=ctx)
-    probs = log_softmax(z, axis=1)  # the same computation as Predictions.from_logits
+    probs = log_softmax_rows(z)  # the same computation as Predictions.from_logits
     np.exp(probs, out=probs)
     return probs, z, 0, None
 
