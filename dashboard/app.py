@@ -84,7 +84,7 @@ def main() -> None:
             st.info("Upload a predictions file in the sidebar, or switch back to a sample.")
         st.stop()
     origin = "uploaded file" if file.is_upload else "bundled sample"
-    st.caption(f"{origin}: {esc(file.name)} · SHA-256 {file.digest[:12]}…")
+    st.caption(f"{origin}: {esc(file.name)} · BLAKE2b {file.digest[:12]}…")
 
     try:
         schema = inspect(file.data, file.digest, file.name, LoadOptions())

@@ -1,7 +1,7 @@
 """Loading files into calcore Predictions, and choosing the calibration and test rows.
 
-Everything is cached by the SHA-256 of the file's bytes plus the loading options, never by
-file name: two people uploading different files called ``preds.csv`` never share results.
+Everything is cached by the BLAKE2b digest of the file's bytes plus the loading options,
+never by file name: two people uploading different files called ``preds.csv`` never share results.
 Loaded predictions are kept with ``st.cache_resource`` (shared, not copied: ``Predictions``
 are immutable with read-only arrays), so a 400 MB upload is not pickled on every rerun.
 """

@@ -290,6 +290,22 @@ def test_upload_without_split_uses_a_seeded_random_split():
     assert any("my predictions.csv" in unescape_markdown(c.value) for c in at.caption)
 
 
+def test_an_upload_is_hashed_once_not_on_every_rerun(monkeypatch):
+    import hashlib
+
+    hashed = []
+    real = controls.content_digest
+    monkeypatch.setattr(controls, "content_digest", lambda b: hashed.append(len(b)) or real(b))
+    data = small_csv()
+    at = upload(run_app({"m": "none"}), "p.csv", data)
+    at.number_input(key=controls.KEY_BINS).set_value(8).run()
+    at.radio(key=controls.KEY_VIEW).set_value("confidence").run()
+    assert_clean(at)
+    assert hashed.count(len(data)) == 1
+    digest = hashlib.blake2b(data, digest_size=32).hexdigest()
+    assert any(f"BLAKE2b {digest[:12]}" in c.value for c in at.caption)
+
+
 def test_in_sample_evaluation_is_warned_about():
     at = run_app({"split": "same", "m": "tl-hb"})
     assert any("SAME rows" in w.value for w in at.warning)
