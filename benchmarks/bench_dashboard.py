@@ -9,7 +9,7 @@ no stale elements, plus the chart/table drawn):
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_dashboard.py [--skip-big] [--repeats 3]
+    .venv/bin/python benchmarks/bench_dashboard.py [--skip-big | --skip-wide] [--repeats 3]
 
 Each case runs in a fresh browser page against one ``streamlit run`` server; the server's
 caches are cleared between repeats by restarting it, so "first render" is cold.
@@ -173,6 +173,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-big", action="store_true")
+    parser.add_argument("--skip-wide", action="store_true", help="only the 50,000 x 1,000 case")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -185,7 +186,7 @@ def main() -> None:
     }  # fmt: skip
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
-        for _ in range(args.repeats):
+        for _ in range(0 if args.skip_wide else args.repeats):
             with Server() as server:
                 page = browser.new_page(viewport={"width": 1400, "height": 1600})
                 r = results["wide_10000x100"]
@@ -217,7 +218,7 @@ def main() -> None:
     for r in results.values():
         for key in ("first_paint_s", "first_render_s", "bins_change_first_paint_s",
                     "bins_change_s"):  # fmt: skip
-            if isinstance(r.get(key), list):
+            if isinstance(r.get(key), list) and r[key]:
                 r[key + "_best"] = min(r[key])
                 r[key + "_median"] = float(np.median(r[key]))
     results["load_average"] = os.getloadavg()
