@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pandas as pd
@@ -25,9 +26,17 @@ def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
     """
     s = ctx.settings
     n_bootstrap = s.n_bootstrap if n_bootstrap is None else n_bootstrap
+    reports = compute.in_parallel(
+        {
+            label: functools.partial(
+                compute.report, ctx.keys[label], s.binning, s.bins, n_bootstrap, preds
+            )
+            for label, preds in ctx.outputs.items()
+        }
+    )
     out = {}
-    for label, preds in ctx.outputs.items():
-        rep = compute.report(ctx.keys[label], s.binning, s.bins, n_bootstrap, preds)
+    for label, rep in reports.items():
+        preds = ctx.outputs[label]
         row = {}
         for key in calcore.METRICS:
             value = rep.metrics.get(key)
