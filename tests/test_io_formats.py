@@ -145,6 +145,48 @@ def test_inspect_npz():
     assert s.class_names == ("0", "1", "2") and s.n_rows == 3
 
 
+def _npz_members(**arrays) -> io.BytesIO:
+    """An NPZ written member by member, each array with its own .npy version/order."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, (arr, version, fortran) in arrays.items():
+            member = io.BytesIO()
+            arr = np.asfortranarray(arr) if fortran else arr
+            np.lib.format.write_array(member, arr, version=version)
+            zf.writestr(f"{name}.npy", member.getvalue())
+    buf.seek(0)
+    return buf
+
+
+@pytest.mark.parametrize(("version", "fortran"), [((1, 0), False), ((2, 0), True), ((3, 0), False)])
+def test_inspect_npz_reads_the_headers_and_first_rows(version, fortran):
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(20_000, 4)).astype(np.float32)
+    labels = np.array(["cat", "dog", "owl", "emu"])[rng.integers(0, 4, 20_000)]
+    buf = _npz_members(
+        logits=(logits, version, fortran), labels=(labels, version, False),
+        split=(np.where(np.arange(20_000) < 10_000, "calib", "test"), version, False),
+    )  # fmt: skip
+    s = inspect_table(buf, name="big.npz")
+    assert s.n_rows == 20_000 and s.scores_guess == "logits" and s.split_column == "split"
+    assert len(s.preview) == 5
+    for i, row in enumerate(s.preview):
+        assert row[s.label_column] == labels[i]
+        assert [float(row[c]) for c in s.class_names] == logits[i].astype(np.float64).tolist()
+
+
+def test_inspect_npz_leaves_later_rows_to_loading():
+    labels = np.arange(100, dtype=np.float64) % 3
+    labels[60] = 1.5  # beyond the preview rows: inspecting cannot see it, loading must
+    buf = npz_bytes(probs=np.full((100, 3), 1 / 3), labels=labels)
+    assert inspect_table(buf, name="late.npz").n_rows == 100
+    with pytest.raises(CalcoreError, match=r"late.npz, row 60 .*1.5 is not an integer"):
+        load_predictions(npz_bytes(probs=np.full((100, 3), 1 / 3), labels=labels), name="late.npz")
+    short = npz_bytes(probs=np.full((100, 3), 1 / 3), labels=np.zeros(99, dtype=int))
+    with pytest.raises(CalcoreError, match=r"'labels' has shape \(99,\); expected \(100,\)"):
+        inspect_table(short, name="short.npz")  # the full shape, from the header
+
+
 # -- real data ---------------------------------------------------------------
 @pytest.mark.skipif(not CIFAR.exists(), reason="shared CIFAR-10 logits not available")
 def test_cifar_logits_csv_round_trip(tmp_path):

@@ -68,7 +68,8 @@ def inspect_table(
         The user's corrections, as in :func:`load_predictions`.
     max_decoded_bytes : int, optional
         Size budget, as in :func:`load_predictions` (NPZ and Parquet are
-        checked here; CSV when it is loaded).
+        checked here; CSV when it is loaded). NPZ arrays are read only up to the
+        preview rows: their values beyond them are checked when the file is loaded.
 
     Returns
     -------
@@ -92,6 +93,7 @@ def inspect_table(
         score_columns=score_columns,
         scores="auto",
         max_decoded_bytes=max_decoded_bytes,
+        peek=True,  # NPZ: headers and the preview rows only; loading checks every value
     )
     guess, why = _guess(sc)
     roles = sc.roles

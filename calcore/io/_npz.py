@@ -20,7 +20,7 @@ from calcore._errors import CalcoreError
 from calcore.io._budget import BUDGET_ENV, over_budget
 from calcore.io._source import Source
 
-__all__ = ["NpzContent", "read_npz"]
+__all__ = ["NpzContent", "read_npz", "peek_npz"]
 
 _SCORE_ARRAYS = ("probs", "logits")
 
@@ -37,16 +37,29 @@ class NpzContent:
     class_names: tuple[str, ...] | None
     split: np.ndarray | None
     ignored: tuple[str, ...]
+    n_rows: int = -1  # rows of the scores; from the header when only the first were read
+
+    def __post_init__(self):
+        if self.n_rows < 0:
+            object.__setattr__(self, "n_rows", int(self.scores.shape[0]))
+
+
+def _read_header(fp):
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` stream ``fp``, left at its data."""
+    version = np.lib.format.read_magic(fp)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(fp)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(fp)
+    # 3.0 (utf-8 header): numpy has no public reader for it
+    from numpy.lib import _format_impl
+
+    return _format_impl._read_array_header(fp, version)
 
 
 def _header_of(zf: zipfile.ZipFile, info: zipfile.ZipInfo):
     with zf.open(info) as fp:
-        version = np.lib.format.read_magic(fp)
-        if version == (1, 0):
-            return np.lib.format.read_array_header_1_0(fp)
-        if version == (2, 0):
-            return np.lib.format.read_array_header_2_0(fp)
-        return np.lib.format._read_array_header(fp, version)  # 3.0 (utf-8 header)
+        return _read_header(fp)
 
 
 def _check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> None:
@@ -100,6 +113,11 @@ def _get(src: Source, npz, key: str) -> np.ndarray:
         ) from None
 
 
+def _full_shape(npz, key: str, arr: np.ndarray) -> tuple:
+    """``arr``'s shape, or for :class:`_FirstRows` the shape of the whole array."""
+    return npz.shapes[key] if isinstance(npz, _FirstRows) else arr.shape
+
+
 def _scores(src: Source, npz, names) -> tuple[str, np.ndarray]:
     found = [k for k in _SCORE_ARRAYS if k in names]
     if len(found) != 1:
@@ -116,16 +134,18 @@ def _scores(src: Source, npz, names) -> tuple[str, np.ndarray]:
         arr = arr[:, None]
     if arr.ndim != 2:
         raise CalcoreError(
-            f"{src.name}: array {key!r} has shape {arr.shape}; expected (n_samples, n_classes)."
+            f"{src.name}: array {key!r} has shape {_full_shape(npz, key, arr)}; expected "
+            f"(n_samples, n_classes)."
         )
     return key, np.asarray(arr, dtype=np.float64)
 
 
 def _text(src: Source, npz, key: str, n: int) -> np.ndarray:
     arr = _get(src, npz, key)
-    if arr.shape != (n,):
+    shape = _full_shape(npz, key, arr)
+    if shape != (n,):
         raise CalcoreError(
-            f"{src.name}: array {key!r} has shape {arr.shape}; expected ({n},), one entry per row "
+            f"{src.name}: array {key!r} has shape {shape}; expected ({n},), one entry per row "
             f"of the scores."
         )
     if np.issubdtype(arr.dtype, np.floating):
@@ -194,25 +214,90 @@ def read_npz(src: Source, *, max_decoded_bytes: int, label_column: str | None = 
 
 def _read_arrays(src: Source, label_column: str | None) -> NpzContent:
     with np.load(io.BytesIO(src.data), allow_pickle=False) as npz:
-        names = tuple(npz.files)
-        score_name, scores = _scores(src, npz, names)
-        label_name = label_column or "labels"
-        if label_name not in names:
+        return _content(src, npz, label_column)
+
+
+def _content(src: Source, npz, label_column: str | None) -> NpzContent:
+    """The checked arrays of ``npz``: an ``NpzFile``, or :class:`_FirstRows`, whose arrays
+    are cut after a few rows (its ``shapes`` are the whole arrays')."""
+    names = tuple(npz.files)
+    score_name, scores = _scores(src, npz, names)
+    n = _full_shape(npz, score_name, scores)[0]
+    label_name = label_column or "labels"
+    if label_name not in names:
+        raise CalcoreError(
+            f"{src.name}: no {label_name!r} array (arrays: {list(names)}). Save the true "
+            f"labels as 'labels', or pass label_column='<array name>'."
+        )
+    labels = _text(src, npz, label_name, n)
+    class_names = None
+    if "class_names" in names:
+        cn = _get(src, npz, "class_names")
+        if cn.dtype.kind != "U" or cn.ndim != 1:
             raise CalcoreError(
-                f"{src.name}: no {label_name!r} array (arrays: {list(names)}). Save the true "
-                f"labels as 'labels', or pass label_column='<array name>'."
+                f"{src.name}: 'class_names' must be a 1-D unicode array, got dtype {cn.dtype} "
+                f"and shape {cn.shape}. Save it with np.array(names, dtype=str)."
             )
-        labels = _text(src, npz, label_name, scores.shape[0])
-        class_names = None
-        if "class_names" in names:
-            cn = _get(src, npz, "class_names")
-            if cn.dtype.kind != "U" or cn.ndim != 1:
-                raise CalcoreError(
-                    f"{src.name}: 'class_names' must be a 1-D unicode array, got dtype {cn.dtype} "
-                    f"and shape {cn.shape}. Save it with np.array(names, dtype=str)."
-                )
-            class_names = tuple(str(c) for c in cn)
-        split = _text(src, npz, "split", scores.shape[0]) if "split" in names else None
+        class_names = tuple(str(c) for c in cn)
+    split = _text(src, npz, "split", n) if "split" in names else None
     known = {score_name, label_name, "class_names", "split"}
     ignored = tuple(k for k in names if k not in known)
-    return NpzContent(names, score_name, scores, labels, label_name, class_names, split, ignored)
+    return NpzContent(names, score_name, scores, labels, label_name, class_names, split, ignored, n)
+
+
+class _FirstRows:
+    """The first ``rows`` entries of each array of an archive, read from its member stream.
+
+    Stands in for ``np.load``'s archive in :func:`_scores`/:func:`_text` when inspecting:
+    only the ``.npy`` header and the first rows are decoded, so inspecting a 200 MB
+    archive takes milliseconds instead of a second. Arrays stored in Fortran order
+    (not what ``np.savez`` writes for C arrays) are read whole.
+    """
+
+    def __init__(self, zf: zipfile.ZipFile, rows: int):
+        self.zf, self.rows = zf, rows
+        self.files = [i.filename[:-4] for i in zf.infolist() if i.filename.endswith(".npy")]
+        self.shapes = {}
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        with self.zf.open(f"{key}.npy") as fp:
+            shape, fortran, dtype = _read_header(fp)
+            self.shapes[key] = shape
+            if dtype.hasobject:  # _check_sizes refused these already; never unpickle
+                raise ValueError("Object arrays cannot be loaded when allow_pickle=False")
+            if fortran or len(shape) == 0 or key == "class_names":
+                fp.seek(0)
+                return np.lib.format.read_array(fp, allow_pickle=False)
+            first = min(self.rows, shape[0])
+            per_row = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+            data = fp.read(first * per_row)
+            return np.frombuffer(data, dtype=dtype).reshape((first, *shape[1:]))
+
+
+def peek_npz(
+    src: Source, *, max_decoded_bytes: int, label_column: str | None = None, rows: int = 5
+) -> NpzContent:
+    """:func:`read_npz` for inspection: the same checks of names, dtypes and shapes, but
+    the scores, labels and split hold only their first ``rows`` rows (``n_rows`` is the
+    full count). Values beyond those rows are checked when the file is loaded.
+
+    Raises
+    ------
+    CalcoreError
+        As :func:`read_npz`, for what the headers and first rows show.
+    """
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(src.data))
+    except (zipfile.BadZipFile, *_ZIP_ERRORS):
+        raise CalcoreError(
+            f"{src.name}: not a valid .npz (zip) archive. Save it with np.savez."
+        ) from None
+    with zf:
+        _check_sizes(src, zf, max_decoded_bytes)
+        first = _FirstRows(zf, rows)
+        try:
+            return _content(src, first, label_column)
+        except CalcoreError:
+            raise
+        except _ZIP_ERRORS as exc:
+            raise _corrupt(src, exc) from None

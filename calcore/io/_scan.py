@@ -9,7 +9,7 @@ import numpy as np
 
 from calcore.io._columns import Roles, detect_roles
 from calcore.io._csv import read_csv_columns, record_lines, scan_csv
-from calcore.io._npz import read_npz
+from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
 from calcore.io._source import Source
 from calcore.io._table import RawTable, RowNames
@@ -66,11 +66,12 @@ def _parquet_numeric(layout, preview_check):
     return is_numeric
 
 
-def _npz_scan(src: Source, options: dict) -> Scan:
-    content = read_npz(
+def _npz_scan(src: Source, options: dict, *, peek: bool) -> Scan:
+    read = peek_npz if peek else read_npz
+    content = read(
         src, max_decoded_bytes=options["max_decoded_bytes"], label_column=options["label_column"]
     )
-    n, k = content.scores.shape
+    n, k = content.n_rows, content.scores.shape[1]
     names = content.class_names or (tuple(str(j) for j in range(k)) if k > 1 else ("1",))
     roles = Roles(
         content.label_name,
@@ -91,9 +92,17 @@ def _npz_scan(src: Source, options: dict) -> Scan:
 
 
 def scan(
-    src: Source, *, label_column, split_column, score_columns, scores, max_decoded_bytes
+    src: Source,
+    *,
+    label_column,
+    split_column,
+    score_columns,
+    scores,
+    max_decoded_bytes,
+    peek: bool = False,
 ) -> Scan:
-    """Detect layout and column roles; read values only for NPZ (arrays are atomic)."""
+    """Detect layout and column roles; read values only for NPZ (whole arrays, or with
+    ``peek`` the headers and first rows, for inspecting)."""
     options = dict(
         label_column=label_column,
         split_column=split_column,
@@ -101,7 +110,8 @@ def scan(
         scores_kind=scores,
     )
     if src.file_format == "npz":
-        return _npz_scan(src, dict(max_decoded_bytes=max_decoded_bytes, label_column=label_column))
+        options = dict(max_decoded_bytes=max_decoded_bytes, label_column=label_column)
+        return _npz_scan(src, options, peek=peek)
     if src.file_format == "parquet":
         layout = scan_parquet(src, max_decoded_bytes=max_decoded_bytes)
         is_numeric = _parquet_numeric(
