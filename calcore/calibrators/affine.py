@@ -16,9 +16,9 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.special import log_softmax
 
 from calcore._errors import CalcoreWarning
+from calcore._softmax import log_softmax_rows
 from calcore.calibrators import _logistic, _scaling
 from calcore.calibrators._base import MAX_ITER, Calibrator, Param
 from calcore.calibrators._registry import register
@@ -50,7 +50,7 @@ class _AffineScaling(Calibrator):
 
     def _features(self, preds):
         if self.features == "log-probs" and preds.logits is not None:
-            return log_softmax(preds.logits, axis=1)
+            return log_softmax_rows(preds.logits)
         return _scaling.log_scores(preds)
 
     def _fit(self, preds):
@@ -65,7 +65,8 @@ class _AffineScaling(Calibrator):
 
     def _transform(self, preds, state):
         z = _logistic.affine_logits(self._features(preds), state["weights"], state["bias"])
-        return np.exp(log_softmax(z, axis=1)), z
+        probs = log_softmax_rows(z)  # scipy.special.log_softmax, in row blocks
+        return np.exp(probs, out=probs), z
 
 
 @register

@@ -16,9 +16,9 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.special import log_softmax
 
 from calcore._errors import CalcoreError, CalcoreWarning
+from calcore._softmax import log_softmax_rows
 from calcore.calibrators import _scaling
 from calcore.calibrators._base import MAX_ITER, Calibrator, Param
 from calcore.calibrators._registry import register
@@ -131,7 +131,8 @@ class TemperatureScaling(Calibrator):
 
     def _transform(self, preds, state):
         z = _scaling.log_scores(preds) / state["temperature"]
-        return np.exp(log_softmax(z, axis=1)), z
+        probs = log_softmax_rows(z)  # scipy.special.log_softmax, in row blocks
+        return np.exp(probs, out=probs), z
 
 
 @register
