@@ -19,7 +19,8 @@ EXPLAIN = {
         "**KDE-ECE** replaces bins with a smooth kernel estimate (Zhang et al., 2020). "
         "**Calibration gain** is the drop in the proper-score loss relative to the "
         "uncalibrated model. Brackets: percentile bootstrap over test rows. The best value per "
-        "row is bold."
+        "row is bold. The chart under the table puts the four ECEs of every method side by "
+        "side: two methods whose bars overlap are not told apart by this test set."
     ),
     "confidence": (
         "Rows are grouped into bins of their **confidence** (the top predicted probability). "
