@@ -8,6 +8,7 @@ as integers or strings, optional ``class_names`` (L,) of str, optional
 
 from __future__ import annotations
 
+import contextlib
 import io
 import lzma
 import zipfile
@@ -187,6 +188,20 @@ def _corrupt(src: Source, exc: BaseException, array: str | None = None) -> Calco
     )
 
 
+@contextlib.contextmanager
+def _checked_archive(src: Source, max_decoded_bytes: int):
+    """The open zip archive of ``src``, its sizes and dtypes checked (:func:`_check_sizes`)."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(src.data))
+    except (zipfile.BadZipFile, *_ZIP_ERRORS):
+        raise CalcoreError(
+            f"{src.name}: not a valid .npz (zip) archive. Save it with np.savez."
+        ) from None
+    with zf:
+        _check_sizes(src, zf, max_decoded_bytes)
+        yield zf
+
+
 def read_npz(src: Source, *, max_decoded_bytes: int, label_column: str | None = None) -> NpzContent:
     """Read an NPZ archive safely (``allow_pickle=False``, sizes checked first).
 
@@ -196,14 +211,8 @@ def read_npz(src: Source, *, max_decoded_bytes: int, label_column: str | None = 
         Not a zip, over the size budget, object arrays, missing/duplicate score
         arrays, missing labels, shape or dtype mismatches.
     """
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(src.data))
-    except (zipfile.BadZipFile, *_ZIP_ERRORS):
-        raise CalcoreError(
-            f"{src.name}: not a valid .npz (zip) archive. Save it with np.savez."
-        ) from None
-    with zf:
-        _check_sizes(src, zf, max_decoded_bytes)
+    with _checked_archive(src, max_decoded_bytes):
+        pass  # checked only: np.load reads the arrays below, from the same bytes
     try:
         return _read_arrays(src, label_column)
     except CalcoreError:
@@ -286,14 +295,7 @@ def peek_npz(
     CalcoreError
         As :func:`read_npz`, for what the headers and first rows show.
     """
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(src.data))
-    except (zipfile.BadZipFile, *_ZIP_ERRORS):
-        raise CalcoreError(
-            f"{src.name}: not a valid .npz (zip) archive. Save it with np.savez."
-        ) from None
-    with zf:
-        _check_sizes(src, zf, max_decoded_bytes)
+    with _checked_archive(src, max_decoded_bytes) as zf:
         first = _FirstRows(zf, rows)
         try:
             return _content(src, first, label_column)
