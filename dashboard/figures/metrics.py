@@ -86,8 +86,9 @@ def metric_intervals_figure(
         ticktext=[esc(t) for _, t in metrics],
         range=[-0.5, len(metrics) - 0.5],
         showgrid=False,
+        zeroline=False,
     )
-    fig.update_yaxes(title_text="calibration error (lower is better)", rangemode="tozero")
+    fig.update_yaxes(title_text="error (lower is better)", rangemode="tozero")
     return finish(
         fig, theme=theme, title="Calibration errors", height=height,
         subtitle="estimate and 95% bootstrap interval (no bar: intervals not computed)",

@@ -171,12 +171,17 @@ def _figure(grid: _Grid, traces: list, *, titles, theme, x_title, y_title, title
         data=traces,
         layout={
             "annotations": annotations,
+            # the titles stand off by the size of the drawn tick labels ("0.5" at 14 px)
             "xaxis": {
                 **hidden,
                 "range": [-0.04, (grid.cols - 1) * STEP_X + 1.04],
-                "title": {"text": x_title},
-            },  # fmt: skip
-            "yaxis": {**hidden, "range": [bottom - 0.04, 1.2], "title": {"text": y_title}},
+                "title": {"text": x_title, "standoff": 26},
+            },
+            "yaxis": {
+                **hidden,
+                "range": [bottom - 0.04, 1.2],
+                "title": {"text": y_title, "standoff": 34},
+            },
         },
     )
     headroom = 30 * math.ceil(legend_items / 5)  # legend rows of ~5 entries
