@@ -24,6 +24,10 @@ def _key(digest: str, what: str) -> str:
     return f"data.{digest[:16]}.{what}"
 
 
+#: Columns shown in the preview grid (the rest are counted in a caption).
+PREVIEW_COLUMNS = 12
+
+
 def load_options(schema, digest: str, *, expanded: bool) -> LoadOptions:
     """Preview ``schema`` (calcore.TableSchema) and return the user's corrections."""
     if schema.file_format == "npz":
@@ -37,7 +41,12 @@ def load_options(schema, digest: str, *, expanded: bool) -> LoadOptions:
         for problem in schema.problems:
             st.warning(esc(problem))
         if schema.preview:
-            st.dataframe(pd.DataFrame(list(schema.preview)), hide_index=True, key="table.preview")
+            frame = pd.DataFrame(list(schema.preview))
+            if frame.shape[1] > PREVIEW_COLUMNS:
+                # a 1,000-column grid is unreadable; the counts say what is left out
+                st.caption(f"The first {PREVIEW_COLUMNS} of {frame.shape[1]:,} columns.")
+                frame = frame.iloc[:, :PREVIEW_COLUMNS]
+            st.dataframe(frame, hide_index=True, key="table.preview")
         if schema.file_format == "npz":
             st.caption(
                 f"NPZ arrays: {esc(', '.join(schema.columns))}. Label array "

@@ -306,6 +306,17 @@ def test_an_upload_is_hashed_once_not_on_every_rerun(monkeypatch):
     assert any(f"BLAKE2b {digest[:12]}" in c.value for c in at.caption)
 
 
+def test_a_wide_file_previews_its_first_columns():
+    rng = np.random.default_rng(0)
+    buf = io.BytesIO()
+    np.savez(buf, logits=rng.normal(size=(400, 30)), labels=rng.integers(0, 30, 400))
+    at = upload(run_app({"m": "none"}), "wide.npz", buf.getvalue())
+    assert_clean(at)
+    (preview,) = [d.value for d in at.dataframe]  # the only grid (no fitted methods)
+    assert preview.shape == (5, 12)  # label + the first 11 of 30 score columns
+    assert any("The first 12 of 31 columns" in c.value for c in at.caption)
+
+
 def test_in_sample_evaluation_is_warned_about():
     at = run_app({"split": "same", "m": "tl-hb"})
     assert any("SAME rows" in w.value for w in at.warning)
