@@ -104,6 +104,9 @@ def test_default_page_compares_default_methods_with_calcore_numbers():
     for key, label in (("top_label_ece", "TL-ECE"), ("nll", "NLL"), ("classwise_ece", "CW-ECE")):
         assert table.loc["uncalibrated", label] == f"{base[key]:.4f}"
         assert table.loc["ts", label] == f"{ts[key]:.4f}"
+    gain = calcore.calibration_gain(s["test"], ts_out, injective_accuracy_preserving=True)
+    assert table.loc["ts", "Calibration gain"] == f"{gain.value:.4f}"
+    assert table.loc["uncalibrated", "Calibration gain"] == "0.0000"
     # temperature scaling lowers the NLL of this over-confident ResNet (paper: T ~ 1.17)
     assert cell_estimate(table.loc["ts", "NLL"]) < cell_estimate(table.loc["uncalibrated", "NLL"])
     assert query(at, "sample") == [DEFAULT_SAMPLE]

@@ -26,18 +26,22 @@ def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
     """
     s = ctx.settings
     n_bootstrap = s.n_bootstrap if n_bootstrap is None else n_bootstrap
-    reports = compute.in_parallel(
-        {
-            label: functools.partial(
-                compute.report, ctx.keys[label], s.binning, s.bins, n_bootstrap, preds
-            )
-            for label, preds in ctx.outputs.items()
-        }
-    )
+    calls = {
+        label: functools.partial(
+            compute.report, ctx.keys[label], s.binning, s.bins, n_bootstrap, preds
+        )
+        for label, preds in ctx.outputs.items()
+    }
+    for label in ctx.fitted:
+        cal = ctx.fitted[label].calibrator
+        injective = bool(getattr(cal, "injective", False)) and cal.accuracy_preserving
+        calls[(GAIN, label)] = functools.partial(
+            compute.gain, ctx.keys[label], injective, ctx.test, ctx.outputs[label]
+        )
+    results = compute.in_parallel(calls)
     out = {}
-    for label, rep in reports.items():
-        preds = ctx.outputs[label]
-        row = {}
+    for label in ctx.outputs:
+        rep, row = results[label], {}
         for key in calcore.METRICS:
             value = rep.metrics.get(key)
             if value is None:
@@ -46,13 +50,8 @@ def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
                 row[key] = rep.intervals.get(key) or calcore.Interval(
                     float(value), math.nan, math.nan, 0.95, 0
                 )
-        if label in ctx.fitted:
-            cal = ctx.fitted[label].calibrator
-            injective = bool(getattr(cal, "injective", False)) and cal.accuracy_preserving
-            g = compute.gain(ctx.keys[label], injective, ctx.test, preds)
-            row[GAIN] = calcore.Interval(float(g.value), math.nan, math.nan, 0.95, 0)
-        else:
-            row[GAIN] = calcore.Interval(0.0, math.nan, math.nan, 0.95, 0)
+        gain = results[(GAIN, label)].value if label in ctx.fitted else 0.0
+        row[GAIN] = calcore.Interval(float(gain), math.nan, math.nan, 0.95, 0)
         out[label] = row
     return out
 
