@@ -29,6 +29,7 @@ from dashboard.figures import (
     per_class_top_label_figure,
     reliability_figure,
     simplex_figure,
+    top_label_bin,
     top_label_bin_figure,
     top_label_figure,
     validity_figure,
@@ -334,7 +335,10 @@ def test_top_label_bin_traces_equal_bin_breakdown(top_label):
     np.testing.assert_array_equal(cls.y, part["accuracy"])
     np.testing.assert_array_equal(cls.marker.size, part["count"])
     np.testing.assert_array_equal(cls.customdata[:, 1], part["gap"])
-    assert list(cls.text) == list(part["class"])
+    assert list(cls.hovertext) == list(part["class"])
+    shown = [t for t in cls.text if t]
+    most = np.argsort(-part["count"], kind="stable")[: top_label_bin.LABELLED_CLASSES]
+    assert shown == [part["class"][i] for i in sorted(most)]  # the busiest classes, in order
     assert cls.marker.line.color == method_colors(list(top_label))[UNCALIBRATED]
     gaps = np.array(trace(fig, "class gaps").y, dtype=float).reshape(-1, 3)
     np.testing.assert_array_equal(gaps[:, 1], part["accuracy"])
@@ -545,7 +549,7 @@ def test_hostile_class_names_only_escaped_everywhere(hostile_preds, three_class)
     for fig in figs:
         assert_escaped(fig)
         no_object_arrays(fig)
-    assert trace(figs[0], "classes").text[0] == ESCAPED_HTML
+    assert trace(figs[0], "classes").hovertext[0] == ESCAPED_HTML
     assert figs[3].layout.ternary.aaxis.title.text == ESCAPED_HTML
 
 
@@ -644,3 +648,18 @@ def test_metric_intervals_figure_carries_the_intervals():
     no_object_arrays(fig)
     with pytest.raises(ValueError, match="at least one"):
         figures.metric_intervals_figure(values, metrics=[])
+
+
+def test_top_label_bin_names_only_the_busiest_classes_on_the_points():
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(4000, 40)) + np.linspace(0, 2, 40)  # uneven class frequencies
+    preds = calcore.Predictions.from_logits(z * 3, rng.integers(0, 40, 4000))
+    d = calcore.top_label_reliability_diagram(preds, bins=3)
+    b = int(np.argmax(d.confidence_diagram.count))
+    part = d.bin_breakdown(b)
+    assert len(part["class"]) > top_label_bin.LABELLED_CLASSES
+    cls = trace(top_label_bin_figure(d, b), "classes")
+    labelled = [i for i, t in enumerate(cls.text) if t]
+    assert len(labelled) == top_label_bin.LABELLED_CLASSES
+    assert min(part["count"][labelled]) >= max(np.delete(part["count"], labelled))
+    assert list(cls.hovertext) == list(part["class"])

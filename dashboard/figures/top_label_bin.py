@@ -47,6 +47,10 @@ def _bin_points(diagram, b: int, theme: str) -> go.Scatter:
     )
 
 
+#: Classes whose names are written beside their points (the others: on hover).
+LABELLED_CLASSES = 12
+
+
 def top_label_bin_figure(
     diagram,
     bin_index: int,
@@ -74,7 +78,9 @@ def top_label_bin_figure(
     plotly.graph_objects.Figure
         Traces by ``name``: ``"classes"`` with ``x``, ``y``, ``marker.size`` and
         ``customdata`` columns (count, gap) equal to ``diagram.bin_breakdown(b)``'s
-        confidence, accuracy, count and gap, ``text`` the HTML-escaped class names;
+        confidence, accuracy, count and gap, ``hovertext`` the HTML-escaped class names,
+        ``text`` the same for the ``LABELLED_CLASSES`` classes with the most rows and
+        ``""`` for the others;
         ``"class gaps"``: segments ``(conf, conf) -> (conf, acc)`` per class broken by
         ``None``; ``"bin: confidence and top-label points"``: ``(conf_b, acc_b)`` and
         ``(conf_b, signed_point_b)``; ``"perfect calibration"``.
@@ -96,6 +102,12 @@ def top_label_bin_figure(
     pad = max(hi - lo, 0.02) / 2
     x0, x1 = max(0.0, lo - pad), min(1.0, hi + pad)
 
+    names = [esc(c) for c in part["class"]]
+    # On the points, only the classes with the most rows: a hundred labels overlap into an
+    # unreadable blot; every point names its class on hover.
+    order = np.argsort(-np.asarray(part["count"], dtype=float), kind="stable")
+    labelled = {int(i) for i in order[:LABELLED_CLASSES]}
+
     fig = go.Figure()
     fig.add_vrect(x0=lo, x1=hi, fillcolor="rgba(128,128,128,0.15)", line_width=0, layer="below")
     fig.add_trace(diagonal(theme, lo=x0, hi=x1))
@@ -110,13 +122,14 @@ def top_label_bin_figure(
             y=np.asarray(part["accuracy"], dtype=float),
             mode="markers+text",
             name="classes",
-            text=[esc(c) for c in part["class"]],
+            hovertext=names,
+            text=[n if i in labelled else "" for i, n in enumerate(names)],
             textposition="top center",
             marker=sized_marker(part["count"], color=color),
             customdata=np.column_stack(
                 [np.asarray(part["count"], dtype=float), np.asarray(part["gap"], dtype=float)]
             ),
-            hovertemplate="predicted class: %{text}<br>mean confidence: %{x:.4f}<br>"
+            hovertemplate="predicted class: %{hovertext}<br>mean confidence: %{x:.4f}<br>"
             "accuracy: %{y:.4f}<br>gap |acc − conf|: %{customdata[1]:.4f}<br>"
             "%{customdata[0]:,} rows<extra></extra>",
         )
