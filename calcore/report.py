@@ -128,6 +128,9 @@ def _point_metrics(
     each is about half the time on 25,000 x 1,000 predictions.
     """
     enough = preds.n_samples >= 2
+    # Both KDE-ECEs from the moment form of calcore._bootstrap_kde (what kde_ece_confidence
+    # and kde_ece_classwise use; equal to calcore.kde.kde_ece to ~1e-12, tested); the
+    # bootstrap reuses their sorted points and windows.
     kdes = {
         "kde_ece": weighted_kde(preds.confidence, preds.correct)
         if enough and "kde_ece" in wanted
@@ -136,9 +139,6 @@ def _point_metrics(
         if with_kde_classwise and enough and "kde_ece_classwise" in wanted
         else None,
     }
-    # Both KDE-ECEs from the moment form of calcore._bootstrap_kde (what kde_ece_confidence
-    # and kde_ece_classwise use; equal to calcore.kde.kde_ece to ~1e-12, tested); the
-    # bootstrap reuses their sorted points and windows.
     m = {
         "accuracy": accuracy(preds),
         "nll": negative_log_likelihood(preds) if "nll" in wanted else None,
