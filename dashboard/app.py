@@ -139,14 +139,30 @@ def main() -> None:
         f"{test.n_samples:,} test rows"
     )
 
-    view = controls.view_control()
-    settings = dataclasses.replace(settings, view=view)
     st.session_state[KEY_LAST] = settings
     sync_url(settings)
     try:
         ctx = build_context(settings, split)
-        RENDERERS[view](ctx)
+    except calcore.CalcoreError as err:
+        st.error(esc(err))
+        return
+    view_area(ctx)
+    try:
         downloads(ctx, source=file.name)
+    except calcore.CalcoreError as err:
+        st.error(esc(err))
+
+
+@st.fragment
+def view_area(ctx) -> None:
+    """The view selector and the chosen view: a fragment, so switching views reruns only
+    this part (the sidebar, data panel and fitted calibrators are unchanged by it)."""
+    view = controls.view_control()
+    settings = dataclasses.replace(ctx.settings, view=view)
+    st.session_state[KEY_LAST] = settings
+    sync_url(settings)
+    try:
+        RENDERERS[view](dataclasses.replace(ctx, settings=settings))
     except calcore.CalcoreError as err:
         st.error(esc(err))
 

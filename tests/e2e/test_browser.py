@@ -5,6 +5,7 @@ Screenshots land in artifacts/ (look at them when the layout changes).
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from playwright.sync_api import Page, expect
 import calcore
 import calcore.io
 from calcore.evaluation import random_split
+from dashboard.state import VIEWS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -126,6 +128,9 @@ def test_upload_two_calibrators_every_view_and_offline_report(
         wait_idle(page)
         expect(page.locator(f"{PLOT} .main-svg").first).to_be_visible()
         timings[label] = round(time.monotonic() - start, 2)
+        # a view switch reruns only the view's fragment, which still updates the link
+        key = {v: k for k, v in VIEWS.items()}[label]
+        expect(page).to_have_url(re.compile(rf"[?&]view={re.escape(key)}(&|$)"))
         expect(page.get_by_test_id("stException")).to_have_count(0)
         expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
         slug = label.split(" ")[0].lower()
