@@ -28,6 +28,7 @@ from calcore.evaluation import concatenate
 
 __all__ = [
     "Fitted",
+    "bin_free_report",
     "in_parallel",
     "calcore_binning",
     "classwise_diagrams",
@@ -111,7 +112,7 @@ _BINNED = tuple(k for k in calcore.METRICS if k not in calcore.BIN_FREE_METRICS)
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
-def _bin_free_report(key: str, n_bootstrap: int, _preds) -> calcore.CalibrationReport:
+def bin_free_report(key: str, n_bootstrap: int, _preds) -> calcore.CalibrationReport:
     return calcore.evaluate(
         _preds, n_bootstrap=n_bootstrap, seed=0, metrics=calcore.BIN_FREE_METRICS
     )
@@ -134,7 +135,7 @@ def report(key: str, binning: str, bins, n_bootstrap: int, preds) -> calcore.Cal
     100 classes) are kept while the binning changes; both halves draw the same resamples
     (same seed), so the result equals one ``evaluate`` call (tests/test_app.py).
     """
-    free = _bin_free_report(key, n_bootstrap, preds)
+    free = bin_free_report(key, n_bootstrap, preds)
     binned = _binned_report(key, binning, bins, n_bootstrap, preds)
     bin_free = calcore.BIN_FREE_METRICS
     return dataclasses.replace(

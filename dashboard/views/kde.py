@@ -13,8 +13,8 @@ def figures(ctx):
     s = ctx.settings
     curves = ctx.per_output(compute.kde_curve)
     diagrams = ctx.per_output(compute.confidence_diagram, s.binning, s.bins)
-    # point estimates only: shares the metrics view's first (interval-free) evaluation
-    reports = ctx.per_output(compute.report, s.binning, s.bins, 0)
+    # KDE-ECE uses no bins: the metrics view's bin-free point estimates, whatever the binning
+    reports = ctx.per_output(compute.bin_free_report, 0)
     kde_ece = {label: rep.metrics["kde_ece"] for label, rep in reports.items()}
     sweeps = ctx.per_output(compute.ece_sweep, s.binning)
     return (

@@ -12,11 +12,11 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _health import healthy  # tests/e2e is on sys.path (no __init__.py)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 APP = REPO_ROOT / "dashboard" / "app.py"
@@ -29,14 +29,6 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-            return resp.status == 200 and resp.read().strip() == b"ok"
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +62,7 @@ def app_url(artifacts_dir: Path) -> Iterator[str]:
         proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
-            while not _healthy(url):
+            while not healthy(url, timeout=2):
                 if proc.poll() is not None:
                     pytest.fail(f"streamlit exited with {proc.returncode}:\n{log_path.read_text()}")
                 if time.monotonic() > deadline:

@@ -27,7 +27,6 @@ import concurrent.futures
 import re
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -35,6 +34,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("playwright")
+
+from _health import healthy
 
 import calcore
 import calcore.io
@@ -131,14 +132,6 @@ class RssSampler(threading.Thread):
             self.peak_kib = max(self.peak_kib, rss)
             self.window_peak_kib = max(self.window_peak_kib, rss)
             self.done.wait(self.interval)
-
-
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=10) as resp:
-            return resp.status == 200 and resp.read().strip() == b"ok"
-    except OSError:
-        return False
 
 
 # -- browser sessions -----------------------------------------------------------------------
@@ -287,7 +280,7 @@ def test_two_big_uploads_at_once_and_one_over_budget(
     finally:
         sampler.done.set()
         sampler.join(timeout=5)
-    is_healthy = healthy(app_url)
+    is_healthy = healthy(app_url, timeout=10)  # the server may still be busy
     hwm = status_kib(pid, "VmHWM")
     rss_after = status_kib(pid, "VmRSS")
     mib = 1 / 1024
