@@ -13,13 +13,7 @@ Quick start::
 
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore.binned import BinStatistics, bin_statistics, classwise_bin_statistics, statistics_for
-from calcore.binning import (
-    BINNING_SCHEMES,
-    BinAssignment,
-    BinningScheme,
-    assign_bins,
-    resolve_binning,
-)
+from calcore.binning import BINNING_SCHEMES, BinningScheme, resolve_binning
 from calcore.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
 from calcore.calibrators import CALIBRATORS, Calibrator, CalibratorInfo, Param, make_calibrator
 from calcore.consistency import ConsistencyBands, consistency_bands
@@ -82,6 +76,7 @@ from calcore.simulate import (
     true_calibration_map,
     true_reliability_curve,
 )
+from calcore.statistics.edges import BinAssignment, assign_bins
 from calcore.sweep import EceByBins, ece_by_bins
 from calcore.validity import ValidityCurve, umd_validity_bound, validity_curve
 from calcore.views import (

@@ -1,8 +1,9 @@
-"""Per-bin statistics of a binary view: the shared core of every binned estimate.
+"""Per-bin statistics of a binary reduction: counts and means per bin, for every binned estimate.
 
-One pass of ``np.bincount`` per quantity; no per-sample Python loops. The
-class-wise view of a wide problem (``n * L`` points) is processed in blocks of
-classes so that its temporaries stay bounded (see :func:`classwise_bin_statistics`).
+Computed by the statistics engine (:mod:`calcore.statistics`): bins from
+:mod:`calcore.statistics.edges`, weighted sums from one ``np.bincount`` pass per
+quantity. :class:`BinStatistics` is the per-bin view of those sums that the metric
+formulas (:mod:`calcore.metrics_binned`) and the diagrams read.
 """
 
 from __future__ import annotations
@@ -11,22 +12,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._classwise import classwise_equal_width, classwise_sorted_statistics
-from calcore.binning import BinningScheme, assign_bins, resolve_binning
+from calcore.binning import BinningScheme
 from calcore.predictions import Predictions
-from calcore.views import BinaryView, binary_view, classwise_view
+from calcore.statistics.cells import CellSums
+from calcore.statistics.edges import BinEdges, edges_for
+from calcore.statistics.reductions import RowBatch, add_rows, reduction_edges
+from calcore.views import BinaryView, binary_view
 
 __all__ = [
     "BinStatistics",
     "bin_statistics",
+    "bin_statistics_from_sums",
     "view_bin_statistics",
     "classwise_bin_statistics",
     "classwise_bin_statistics_many",
     "statistics_for",
 ]
-
-# Points per block when the class-wise view is built piecewise (about 100 MB of temporaries).
-_CLASSWISE_BLOCK_POINTS = 4_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,7 +38,8 @@ class BinStatistics:
     ----------
     view : str
         The M2B view the bins come from.
-    count : ndarray of shape (n_bins,), int64
+    count : ndarray of shape (n_bins,), int64 (float64 for non-integer weights)
+        Number of points (total weight) in the bin.
     mean_score : ndarray of shape (n_bins,), float64
         Mean predicted probability (``conf_b``); NaN for an empty bin.
     mean_outcome : ndarray of shape (n_bins,), float64
@@ -47,8 +49,9 @@ class BinStatistics:
     lower_edge, upper_edge : ndarray of shape (n_bins,), float64
         See :class:`calcore.binning.BinAssignment`.
     group_names : tuple of str
-    n_rows : int
-        Rows of the original predictions (``N`` in ``n_b / N``).
+    n_rows : int or float
+        Rows of the original predictions (``N`` in ``n_b / N``); their total weight
+        when weighted.
     scheme : BinningScheme
     """
 
@@ -74,6 +77,57 @@ class BinStatistics:
         return self.count > 0
 
 
+def _counts(weight: np.ndarray) -> np.ndarray:
+    """Integer counts as int64 (unit and integer weights); other weights stay float64."""
+    rounded = np.rint(weight)
+    if np.array_equal(rounded, weight) and (weight.size == 0 or weight.max() < 2.0**53):
+        return rounded.astype(np.int64)
+    return weight
+
+
+def bin_statistics_from_sums(
+    sums: CellSums,
+    edges: BinEdges,
+    *,
+    view: str,
+    group_names,
+    n_rows,
+    group_ids=None,
+) -> BinStatistics:
+    """Per-bin counts and means from the cell sums of one set of edges.
+
+    ``group_ids`` maps the edges' groups to the reported ones (class-wise statistics
+    of a subset of classes report the class indices). Empty bins have NaN means and,
+    for rank-based schemes, NaN edges.
+    """
+    count = _counts(sums.weight)
+    with np.errstate(invalid="ignore", divide="ignore"):  # empty bins -> NaN, documented
+        mean_score = sums.score / sums.weight
+        mean_outcome = sums.outcome / sums.weight
+    fixed = edges.fixed_edges()
+    if fixed is not None:
+        lower, upper = fixed
+    else:
+        lower = np.where(np.isfinite(sums.low), sums.low, np.nan)
+        upper = np.where(np.isfinite(sums.high), sums.high, np.nan)
+    group = edges.cell_group if group_ids is None else np.asarray(group_ids)[edges.cell_group]
+    if isinstance(n_rows, float) and n_rows.is_integer():
+        n_rows = int(n_rows)
+    return BinStatistics(
+        view,
+        count,
+        mean_score,
+        mean_outcome,
+        group,
+        edges.cell_index,
+        lower,
+        upper,
+        tuple(group_names),
+        n_rows,
+        edges.scheme,
+    )
+
+
 def bin_statistics(
     scores,
     outcomes,
@@ -85,13 +139,14 @@ def bin_statistics(
     view="binary",
     group_names=None,
     n_rows=None,
+    weights=None,
 ) -> BinStatistics:
     """Bin a binary problem and return counts and means per bin.
 
     Parameters
     ----------
     scores, outcomes : ndarray of shape (m,)
-        Predicted probabilities and 0/1 outcomes.
+        Predicted probabilities and outcomes (0/1, or any values whose mean per bin is wanted).
     groups : ndarray of shape (m,), optional
         Group ids; bins are formed within each group.
     n_groups : int, optional
@@ -101,37 +156,34 @@ def bin_statistics(
         Name recorded in the result.
     group_names : tuple of str, optional
     n_rows : int, optional
-        Denominator for bin weights; defaults to ``m``.
+        Denominator for bin weights; defaults to ``m`` (the total weight when weighted).
+    weights : ndarray of shape (m,), optional
+        Frequency weights: a weight of 3 counts as three equal points.
 
     Returns
     -------
     BinStatistics
+
+    Examples
+    --------
+    >>> st = bin_statistics(np.array([0.1, 0.3, 0.8]), np.array([0.0, 1.0, 1.0]), bins=2)
+    >>> st.count.tolist(), st.mean_outcome.tolist()
+    ([2, 1], [0.5, 1.0])
     """
     scores = np.asarray(scores, dtype=np.float64)
     outcomes = np.asarray(outcomes, dtype=np.float64)
-    assignment = assign_bins(scores, groups, n_groups=n_groups, binning=binning, bins=bins)
-    total = assignment.n_bins_total
-    count = np.bincount(assignment.point_bin, minlength=total)
-    sum_score = np.bincount(assignment.point_bin, weights=scores, minlength=total)
-    sum_outcome = np.bincount(assignment.point_bin, weights=outcomes, minlength=total)
-    with np.errstate(invalid="ignore", divide="ignore"):  # empty bins -> NaN, documented
-        mean_score = sum_score / count
-        mean_outcome = sum_outcome / count
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    edges = edges_for(scores, groups, n_groups=n_groups, binning=binning, bins=bins, weights=w)
+    sums = CellSums.zeros(edges.n_cells, ranges=edges.thresholds is not None)
+    g = None if groups is None else np.asarray(groups, dtype=np.intp)
+    cells = edges.cell_of(scores, g)
+    sums.add(cells, scores, w)
+    sums.add_outcomes(cells, w, values=outcomes)
     if group_names is None:
-        group_names = tuple(str(g) for g in range(int(assignment.bin_group.max(initial=0)) + 1))
-    return BinStatistics(
-        view,
-        count,
-        mean_score,
-        mean_outcome,
-        assignment.bin_group,
-        assignment.bin_index,
-        assignment.lower_edge,
-        assignment.upper_edge,
-        tuple(group_names),
-        int(scores.shape[0] if n_rows is None else n_rows),
-        assignment.scheme,
-    )
+        group_names = tuple(str(k) for k in range(edges.n_groups))
+    if n_rows is None:
+        n_rows = scores.shape[0] if w is None else float(w.sum())
+    return bin_statistics_from_sums(sums, edges, view=view, group_names=group_names, n_rows=n_rows)
 
 
 def view_bin_statistics(view: BinaryView, *, binning="equal-width", bins=15) -> BinStatistics:
@@ -149,20 +201,34 @@ def view_bin_statistics(view: BinaryView, *, binning="equal-width", bins=15) -> 
     )
 
 
-def _concat(parts: list[BinStatistics], names, n_rows, scheme) -> BinStatistics:
-    cat = lambda attr: np.concatenate([getattr(p, attr) for p in parts])  # noqa: E731
-    return BinStatistics(
-        "class-wise",
-        cat("count"),
-        cat("mean_score"),
-        cat("mean_outcome"),
-        cat("bin_group"),
-        cat("bin_index"),
-        cat("lower_edge"),
-        cat("upper_edge"),
-        names,
-        n_rows,
-        scheme,
+def reduction_statistics(
+    preds: Predictions,
+    reduction: str,
+    *,
+    binning="equal-width",
+    bins=15,
+    threshold: float | None = None,
+    classes=None,
+    weights=None,
+) -> BinStatistics:
+    """Bin statistics of one reduction of ``preds`` (``"confidence"``, ``"top-label"``,
+    ``"class-wise"``), through the statistics engine.
+
+    ``threshold`` keeps only points with a score ``>= threshold`` (TACE); ``classes``
+    restricts the class-wise reduction to some classes; ``weights`` are row weights.
+    """
+    batch = RowBatch.of(preds)
+    chosen = None if classes is None else np.asarray(classes, dtype=np.intp)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    edges = reduction_edges(
+        batch, reduction, binning=binning, bins=bins, weights=w, min_score=threshold, classes=chosen
+    )
+    sums = CellSums.zeros(edges.n_cells, ranges=edges.thresholds is not None)
+    add_rows(sums, edges, batch, reduction, weights=w, classes=chosen)
+    names = ("all",) if reduction == "confidence" else preds.class_names
+    n_rows = preds.n_samples if w is None else float(w.sum())
+    return bin_statistics_from_sums(
+        sums, edges, view=reduction, group_names=names, n_rows=n_rows, group_ids=chosen
     )
 
 
@@ -174,111 +240,31 @@ def classwise_bin_statistics(
     classes=None,
     threshold: float | None = None,
 ) -> BinStatistics:
-    """Bin statistics of the class-wise view, computed blockwise.
-
-    Equal to ``view_bin_statistics(classwise_view(preds))`` (tested) but, for
-    the equal-width and rank-based schemes, built from one sort per class
-    column without materialising the ``n * L`` view (:mod:`calcore._classwise`).
-    ``threshold`` keeps only scores ``>= threshold`` (as TACE does);
+    """Bin statistics of the class-wise view, computed blockwise (the ``n * L`` view is
+    never built). ``threshold`` keeps only scores ``>= threshold`` (as TACE does);
     ``classes`` restricts to some classes.
     """
-    return classwise_bin_statistics_many(preds, [(binning, bins, threshold)], classes=classes)[0]
+    return reduction_statistics(
+        preds, "class-wise", binning=binning, bins=bins, threshold=threshold, classes=classes
+    )
 
 
 def classwise_bin_statistics_many(
     preds: Predictions, requests, *, classes=None
 ) -> list[BinStatistics]:
-    """:func:`classwise_bin_statistics` for several ``(binning, bins, threshold)``, one sort."""
-    schemes = [(resolve_binning(b, k), t) for b, k, t in requests]
-    chosen = None if classes is None else np.asarray(classes, dtype=np.int64)
-    if any(s.kind == "unique" for s, _ in schemes):
-        return [_classwise_generic(preds, scheme=s, chosen=chosen, threshold=t) for s, t in schemes]
-    probs, labels = preds.probs, preds.labels
-    if chosen is not None:
-        probs = probs[:, chosen]
-        to_local = np.full(preds.n_classes, -1)
-        to_local[chosen] = np.arange(chosen.size)
-        labels = to_local[
-            labels
-        ]  # rows labelled with other classes: outcome 0 for every chosen class
-    if len(schemes) == 1 and schemes[0][0].kind == "equal-width" and schemes[0][1] is None:
-        b = schemes[0][0].n_bins(preds.n_samples)
-        count, sum_s, sum_o = classwise_equal_width(probs, labels, b)
-        nan = np.full(count.shape, np.nan)
-        raw = [(count, sum_s, sum_o, nan, nan, np.full(count.shape[0], b))]
-    else:
-        raw = classwise_sorted_statistics(probs, labels, schemes)
-    results = []
-    for (scheme, _), (count, sum_s, sum_o, lower, upper, n_bins) in zip(schemes, raw, strict=True):
-        used = np.arange(count.shape[1])[None, :] < n_bins[:, None]
-        group = np.broadcast_to(np.arange(count.shape[0])[:, None], count.shape)
-        if chosen is not None:
-            group = chosen[group]
-        index = np.broadcast_to(np.arange(count.shape[1])[None, :], count.shape)
-        if scheme.kind == "equal-width":  # report the fixed edges, as assign_bins does
-            per_class = np.maximum(n_bins, 1)[:, None]  # count rules can differ per class
-            lower, upper = index / per_class, (index + 1) / per_class
-        with np.errstate(invalid="ignore", divide="ignore"):  # empty bins -> NaN, documented
-            mean_s, mean_o = sum_s / count, sum_o / count
-        results.append(
-            BinStatistics(
-                "class-wise",
-                count[used],
-                mean_s[used],
-                mean_o[used],
-                group[used],
-                index[used],
-                lower[used],
-                upper[used],
-                preds.class_names,
-                preds.n_samples,
-                scheme,
-            )
-        )
-    return results
-
-
-def _classwise_generic(preds: Predictions, *, scheme, chosen, threshold) -> BinStatistics:
-    """Reference path: build the class-wise view in blocks of classes and bin it generically."""
-    classes = np.arange(preds.n_classes) if chosen is None else chosen
-    per_block = max(1, _CLASSWISE_BLOCK_POINTS // max(preds.n_samples, 1))
-    parts = []
-    for start in range(0, classes.size, per_block):
-        block = classes[start : start + per_block]
-        v = classwise_view(preds, classes=block)
-        local_groups = np.repeat(np.arange(block.size), preds.n_samples)
-        keep = slice(None) if threshold is None else v.scores >= threshold
-        local = bin_statistics(
-            v.scores[keep],
-            v.outcomes[keep],
-            local_groups[keep],
-            n_groups=block.size,
-            binning=scheme,
-            view="class-wise",
-            n_rows=preds.n_samples,
-        )
-        parts.append(
-            BinStatistics(
-                "class-wise",
-                local.count,
-                local.mean_score,
-                local.mean_outcome,
-                block[local.bin_group],
-                local.bin_index,
-                local.lower_edge,
-                local.upper_edge,
-                (),
-                preds.n_samples,
-                scheme,
-            )
-        )
-    return _concat(parts, preds.class_names, preds.n_samples, scheme)
+    """:func:`classwise_bin_statistics` for several ``(binning, bins, threshold)``."""
+    return [
+        classwise_bin_statistics(preds, binning=b, bins=k, classes=classes, threshold=t)
+        for b, k, t in requests
+    ]
 
 
 def statistics_for(
     preds: Predictions, view: str, *, binning="equal-width", bins=15
 ) -> BinStatistics:
-    """Bin statistics of ``preds`` under the named view (class-wise is built in blocks)."""
-    if view == "class-wise":
-        return classwise_bin_statistics(preds, binning=binning, bins=bins)
-    return view_bin_statistics(binary_view(preds, view), binning=binning, bins=bins)
+    """Bin statistics of ``preds`` under the named view (``"confidence"``, ``"top-label"``,
+    ``"class-wise"``)."""
+    binary_view_name_is_valid = view in ("confidence", "top-label", "class-wise")
+    if not binary_view_name_is_valid:
+        binary_view(preds, view)  # raises the CalcoreError listing the views
+    return reduction_statistics(preds, view, binning=binning, bins=bins)

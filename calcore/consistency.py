@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore.binning import assign_bins
 from calcore.predictions import Predictions
+from calcore.statistics.edges import assign_bins
 from calcore.views import binary_view
 
 __all__ = ["ConsistencyBands", "consistency_bands"]

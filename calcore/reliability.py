@@ -19,8 +19,8 @@ from calcore.binned import (
     statistics_for,
     view_bin_statistics,
 )
-from calcore.binning import assign_bins
 from calcore.predictions import Predictions
+from calcore.statistics.edges import assign_bins
 from calcore.views import binary_view, top_label_view
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The blockwise class-wise engine (calcore._classwise) against the generic path and definitions.
+"""The class-wise reduction of the statistics engine against the generic path and definitions.
 
 ``classwise_bin_statistics`` must equal ``view_bin_statistics(classwise_view(preds))``
 (the generic path: build the n*L view, bin it by group) on every non-empty bin, for
@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import calcore._classwise as engine_module
-import calcore.binned as binned_module
+import calcore.statistics.reductions as engine_module
 from calcore import Predictions
 from calcore.binned import (
     bin_statistics,
@@ -196,8 +195,8 @@ def test_engine_equals_generic_and_reference(preds, binning, bins):
 
 @pytest.mark.parametrize("preds", [SMOOTH, EDGES], ids=["smooth", "edges"])
 def test_unique_single_block_equals_reference(preds, monkeypatch):
-    # one class per block: the generic path bins one group at a time
-    monkeypatch.setattr(binned_module, "_CLASSWISE_BLOCK_POINTS", 1)
+    # one row per block: the class-wise points are formed row by row
+    monkeypatch.setattr(engine_module, "_BLOCK_VALUES", 1)
     fast = classwise_bin_statistics(preds, binning="unique")
     assert_same(as_dict(fast), ref_classwise(preds, "unique", None))
 
@@ -297,7 +296,6 @@ def test_many_requests_share_one_sort():
 @pytest.mark.parametrize("block_values", [1, 7, 450, 1000])
 def test_forced_multiple_blocks(block_values, monkeypatch):
     monkeypatch.setattr(engine_module, "_BLOCK_VALUES", block_values)
-    monkeypatch.setattr(binned_module, "_CLASSWISE_BLOCK_POINTS", block_values)
     for preds in (SMOOTH, TIED, EDGES):
         for binning, bins in [("equal-width", 15), ("equal-mass", 6), ("points-per-bin", 33)]:
             check(preds, binning, bins)

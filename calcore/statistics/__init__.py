@@ -1,0 +1,25 @@
+"""The statistics engine: mergeable sufficient statistics behind every binned metric.
+
+Layers, bottom up:
+
+* :mod:`~calcore.statistics.edges` -- where the bins of each group lie
+  (:class:`BinEdges`, from data by :func:`edges_for`);
+* :mod:`~calcore.statistics.cells` -- weighted sums per cell (:class:`CellSums`),
+  merged by addition;
+* :mod:`~calcore.statistics.reductions` -- how a batch of multiclass rows falls into
+  the cells of the confidence, top-label and class-wise reductions.
+"""
+
+from calcore.statistics.cells import CellSums
+from calcore.statistics.edges import BinEdges, edges_for
+from calcore.statistics.reductions import REDUCTIONS, RowBatch, add_rows, reduction_edges
+
+__all__ = [
+    "BinEdges",
+    "edges_for",
+    "CellSums",
+    "REDUCTIONS",
+    "RowBatch",
+    "add_rows",
+    "reduction_edges",
+]

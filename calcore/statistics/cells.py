@@ -1,0 +1,166 @@
+"""Weighted sums per cell: the mergeable state behind every binned estimate.
+
+For the cells of one :class:`~calcore.statistics.edges.BinEdges` this keeps
+``sum w``, ``sum w * score`` and ``sum w * outcome`` per cell, and (for the point
+estimate) the smallest and largest score seen in each cell, which rank-based
+diagrams report as the bin's range. Every binned metric and diagram of calcore is
+a function of these (ALGORITHMS.md, "Binned estimators"); ``merge`` is addition
+(and min/max), so batches, files and partitions combine in any grouping and order.
+
+Sums are float64 and accumulated with ``np.bincount`` (one pass per quantity, no
+Python loop over rows). Unit weights give integer counts held exactly in float64
+(up to 2**53 rows). With a leading replicate axis (bootstrap weights of shape
+``(R, m)``) the sums are one sparse product ``W @ onehot(cells)`` per batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["CellSums"]
+
+
+@dataclass(eq=False)
+class CellSums:
+    """Per-cell weighted sums, shape ``lead + (n_cells,)``, ``lead`` ``()`` or ``(R,)``.
+
+    Attributes
+    ----------
+    weight, score, outcome : ndarray
+        ``sum w``, ``sum w s`` and ``sum w o`` per cell.
+    low, high : ndarray of shape (n_cells,) or None
+        Smallest and largest score of the rows with positive weight in each cell
+        (``inf`` / ``-inf`` when there is none); kept only without a replicate axis.
+    """
+
+    weight: np.ndarray
+    score: np.ndarray
+    outcome: np.ndarray
+    low: np.ndarray | None = None
+    high: np.ndarray | None = None
+
+    @classmethod
+    def zeros(cls, n_cells: int, *, replicates: int | None = None, ranges: bool = False):
+        """Empty sums for ``n_cells`` cells (``replicates`` rows of them, if given)."""
+        shape = (n_cells,) if replicates is None else (int(replicates), n_cells)
+        low = high = None
+        if ranges and replicates is None:
+            low, high = np.full(n_cells, np.inf), np.full(n_cells, -np.inf)
+        return cls(np.zeros(shape), np.zeros(shape), np.zeros(shape), low, high)
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.weight.shape[-1])
+
+    def add(self, cells: np.ndarray, scores: np.ndarray, weights=None) -> None:
+        """Add rows to ``weight`` and ``score``; cells ``< 0`` are skipped.
+
+        Parameters
+        ----------
+        cells, scores : ndarray of shape (m,) or (m, k)
+            The cell and score of each of a row's ``k`` points (class-wise: one per class).
+        weights : None, ndarray of shape (m,) or (R, m)
+            Row weights: unit, one per row, or one per (replicate, row).
+        """
+        points = _Points(cells, scores)
+        n = self.n_cells
+        if self.weight.ndim == 2:
+            w = _replicate_weights(weights)
+            self.weight += points.weighted_sum(w, n, with_scores=False)
+            self.score += points.weighted_sum(w, n, with_scores=True)
+            return
+        pw = points.weights(weights)
+        self.weight += np.bincount(points.cells, weights=pw, minlength=n)
+        sw = points.scores if pw is None else pw * points.scores
+        self.score += np.bincount(points.cells, weights=sw, minlength=n)
+        if self.low is not None and points.cells.size:
+            c, s = points.cells, points.scores
+            if pw is not None:
+                present = pw > 0
+                c, s = c[present], s[present]
+            np.minimum.at(self.low, c, s)
+            np.maximum.at(self.high, c, s)
+
+    def add_outcomes(self, cells: np.ndarray, weights=None, *, values=None) -> None:
+        """Add outcomes to ``outcome`` (one cell per row, ``< 0`` skipped).
+
+        Without ``values`` every row given has outcome 1 (pass the rows whose event
+        happened); with ``values`` (shape (m,)) each row adds ``w * value``.
+        """
+        points = _Points(cells, values)
+        n = self.n_cells
+        if self.weight.ndim == 2:
+            w = _replicate_weights(weights)
+            self.outcome += points.weighted_sum(w, n, with_scores=values is not None)
+            return
+        pw = points.weights(weights)
+        if values is not None:
+            pw = points.scores if pw is None else pw * points.scores
+        self.outcome += np.bincount(points.cells, weights=pw, minlength=n)
+
+    def merge(self, other: "CellSums") -> "CellSums":
+        """The sums of both (a new object); cells must be the same."""
+        if other.weight.shape != self.weight.shape:
+            raise ValueError(
+                f"cannot merge cell sums of shape {other.weight.shape} into {self.weight.shape}"
+            )
+        low = high = None
+        if self.low is not None and other.low is not None:
+            low, high = np.minimum(self.low, other.low), np.maximum(self.high, other.high)
+        return CellSums(
+            self.weight + other.weight,
+            self.score + other.score,
+            self.outcome + other.outcome,
+            low,
+            high,
+        )
+
+
+class _Points:
+    """The points of a batch that fall in a cell, flattened; rows found only when needed."""
+
+    def __init__(self, cells: np.ndarray, scores):
+        cells = np.asarray(cells)
+        self.k = 1 if cells.ndim == 1 else cells.shape[1]
+        flat = cells.reshape(-1)
+        valid = flat >= 0
+        self.kept = None if valid.all() else np.flatnonzero(valid)
+        self.cells = flat if self.kept is None else flat[self.kept]
+        self.scores = None
+        if scores is not None:
+            flat_s = np.ravel(scores)
+            self.scores = flat_s if self.kept is None else flat_s[self.kept]
+
+    def rows(self) -> np.ndarray:
+        if self.kept is None:
+            return np.arange(self.cells.size) // self.k
+        return self.kept // self.k
+
+    def weights(self, weights) -> np.ndarray | None:
+        """Each point's row weight (None for unit weights)."""
+        if weights is None:
+            return None
+        w = np.asarray(weights, dtype=np.float64)
+        if self.kept is None:
+            return w if self.k == 1 else np.repeat(w, self.k)
+        return w[self.rows()]
+
+    def weighted_sum(self, w: np.ndarray, n_cells: int, *, with_scores: bool) -> np.ndarray:
+        """``sum over points of w[:, row] * (score or 1)`` per cell, shape (R, n_cells).
+
+        One sparse (m, n_cells) matrix with an entry per point and one product with the
+        dense (R, m) weights, float64 throughout.
+        """
+        data = self.scores if with_scores else np.ones(self.cells.size)
+        onehot = sp.csc_matrix((data, (self.rows(), self.cells)), shape=(w.shape[1], n_cells))
+        return np.asarray(onehot.T @ w.T).T
+
+
+def _replicate_weights(weights) -> np.ndarray:
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    if w is None or w.ndim != 2:
+        raise ValueError("cell sums with a replicate axis need (R, m) weights")
+    return w

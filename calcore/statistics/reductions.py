@@ -1,0 +1,224 @@
+"""The binary reductions whose cells the statistics keep: where each row's points fall.
+
+A multiclass row becomes one point per reduction (Gupta & Ramdas 2022, Table 1):
+
+* ``confidence``: score ``max p``, outcome ``1{y = argmax p}``, one group;
+* ``top-label``: the same point, grouped by the predicted class;
+* ``class-wise``: one point ``(p_l, 1{y = l})`` per class ``l``, grouped by class.
+
+For each, :func:`reduction_edges` finds the bins from in-memory rows and
+:func:`add_rows` adds a batch of rows to a :class:`~calcore.statistics.cells.CellSums`.
+Everything binned in calcore goes through these two functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.binning import BinningScheme, resolve_binning
+from calcore.statistics.cells import CellSums
+from calcore.statistics.edges import BinEdges, _group_thresholds, bins_per_group, edges_for
+
+__all__ = ["REDUCTIONS", "RowBatch", "reduction_edges", "add_rows"]
+
+REDUCTIONS = ("confidence", "top-label", "class-wise")
+
+# Values per block when the class-wise points of a batch are formed (~32 MB per temporary).
+_BLOCK_VALUES = 4_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class RowBatch:
+    """The quantities of a batch of rows that the reductions read.
+
+    ``probs`` (m, L), ``labels`` (m,), ``confidence`` and ``predicted`` (m,),
+    ``correct`` (m,) boolean. Built from a :class:`~calcore.Predictions` by
+    :meth:`of` (which reuses its cached argmax).
+    """
+
+    probs: np.ndarray
+    labels: np.ndarray
+    confidence: np.ndarray
+    predicted: np.ndarray
+    correct: np.ndarray
+
+    @classmethod
+    def of(cls, preds) -> "RowBatch":
+        return cls(
+            preds.probs,
+            preds.labels,
+            preds.confidence,
+            preds.predicted,
+            preds.predicted == preds.labels,
+        )
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in REDUCTIONS:
+        raise CalcoreError(f"reduction must be one of {list(REDUCTIONS)}; got {reduction!r}.")
+
+
+def _local_labels(labels: np.ndarray, n_classes: int, classes) -> np.ndarray:
+    """Labels as positions among ``classes`` (-1 for rows labelled with another class)."""
+    if classes is None:
+        return labels
+    to_local = np.full(n_classes, -1, dtype=np.intp)
+    to_local[classes] = np.arange(classes.size)
+    return to_local[labels]
+
+
+def reduction_edges(
+    batch: RowBatch,
+    reduction: str,
+    *,
+    binning="equal-width",
+    bins=15,
+    weights=None,
+    min_score: float | None = None,
+    classes=None,
+) -> BinEdges:
+    """The bins of one reduction of in-memory rows.
+
+    Parameters
+    ----------
+    batch : RowBatch
+    reduction : {"confidence", "top-label", "class-wise"}
+    binning, bins :
+        See :mod:`calcore.binning`.
+    weights : ndarray of shape (m,), optional
+        Row weights (frequency weights).
+    min_score : float, optional
+        Points with a lower score are in no bin (class-wise, for TACE).
+    classes : ndarray of int, optional
+        Class-wise only: these classes, as groups ``0 .. len(classes) - 1``.
+
+    Returns
+    -------
+    BinEdges
+        Groups: one (confidence), the classes (top-label, class-wise).
+    """
+    _check_reduction(reduction)
+    scheme = resolve_binning(binning, bins)
+    n_classes = batch.probs.shape[1]
+    if reduction == "confidence":
+        return edges_for(batch.confidence, binning=scheme, weights=weights, min_score=min_score)
+    if reduction == "top-label":
+        return edges_for(
+            batch.confidence,
+            batch.predicted,
+            n_groups=n_classes,
+            binning=scheme,
+            weights=weights,
+            min_score=min_score,
+        )
+    probs = batch.probs if classes is None else batch.probs[:, classes]
+    return _classwise_edges(probs, scheme, weights=weights, min_score=min_score)
+
+
+def _classwise_edges(probs: np.ndarray, scheme: BinningScheme, *, weights, min_score) -> BinEdges:
+    """Class-wise bins: every column is a group over all rows; one sort per column."""
+    n, n_groups = probs.shape
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    total = float(n if w is None else w.sum())
+    if min_score is None and scheme.kind == "equal-width":
+        return BinEdges(scheme, bins_per_group(scheme, np.full(n_groups, total)), None, None)
+    if scheme.kind == "equal-width":  # a count rule or a cut: the group sizes are needed
+        kept = probs >= min_score
+        sizes = kept.sum(axis=0) if w is None else w @ kept
+        return BinEdges(scheme, bins_per_group(scheme, sizes), None, min_score)
+    nb = np.zeros(n_groups, dtype=np.int64)
+    thresholds = []
+    step = max(1, _BLOCK_VALUES // max(n, 1))
+    for c0 in range(0, n_groups, step):
+        block = np.array(probs[:, c0 : c0 + step].T, order="C", copy=True)  # (k, n)
+        order = None
+        if w is None:
+            block.sort(axis=1)
+        else:
+            order = np.argsort(block, axis=1, kind="stable")
+            block = np.take_along_axis(block, order, axis=1)
+        for j in range(block.shape[0]):
+            col = block[j]
+            start = 0 if min_score is None else int(np.searchsorted(col, min_score, side="left"))
+            kept = col[start:]
+            wk = None if w is None else w[order[j]][start:]
+            if scheme.kind == "unique":
+                b = int(np.unique(kept).size)
+            else:
+                size = kept.size if wk is None else wk.sum()
+                b = int(bins_per_group(scheme, [size])[0])
+            nb[c0 + j] = b
+            thresholds.append(_group_thresholds(scheme, kept, wk, b))
+    flat = np.concatenate(thresholds) if thresholds else np.empty(0)
+    return BinEdges(scheme, nb, flat, min_score)
+
+
+def add_rows(
+    sums: CellSums,
+    edges: BinEdges,
+    batch: RowBatch,
+    reduction: str,
+    *,
+    weights=None,
+    classes=None,
+) -> None:
+    """Add a batch of rows to the cell sums of one reduction (in place).
+
+    Parameters
+    ----------
+    sums : CellSums
+        With ``edges.n_cells`` cells.
+    edges : BinEdges
+        From :func:`reduction_edges` (or a streamed pass) for the same reduction.
+    batch : RowBatch
+    reduction : str
+    weights : ndarray of shape (m,) or (R, m), optional
+        Row weights (a leading replicate axis for bootstrap sums).
+    classes : ndarray of int, optional
+        Class-wise only: the classes the edges were built for.
+    """
+    _check_reduction(reduction)
+    if reduction in ("confidence", "top-label"):
+        groups = None if reduction == "confidence" else batch.predicted
+        cells = edges.cell_of(batch.confidence, groups)
+        sums.add(cells, batch.confidence, weights)
+        hit = np.flatnonzero(batch.correct)
+        sums.add_outcomes(cells[hit], None if weights is None else np.asarray(weights)[..., hit])
+        return
+    n, n_classes = batch.probs.shape
+    chosen = None if classes is None else np.asarray(classes, dtype=np.intp)
+    labels = _local_labels(batch.labels, n_classes, chosen)
+    width = n_classes if chosen is None else chosen.size
+    step = max(1, _BLOCK_VALUES // max(width, 1))
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    for r0 in range(0, n, step):
+        block = batch.probs[r0 : r0 + step]
+        if chosen is not None:
+            block = block[:, chosen]
+        cells = _classwise_cells(edges, block)
+        wb = None if w is None else w[..., r0 : r0 + step]
+        sums.add(cells, block, wb)
+        lab = labels[r0 : r0 + step]
+        has = np.flatnonzero(lab >= 0)
+        sums.add_outcomes(cells[has, lab[has]], None if wb is None else wb[..., has])
+
+
+def _classwise_cells(edges: BinEdges, block: np.ndarray) -> np.ndarray:
+    """Cells of a (k, L) block of class-wise points (column ``l`` is group ``l``)."""
+    if edges.thresholds is None:
+        return edges.cell_of(block, np.arange(block.shape[1])[None, :])
+    cells = np.empty(block.shape, dtype=np.intp)
+    start = edges._threshold_start
+    for c in range(block.shape[1]):  # one small sorted haystack per class
+        thr = edges.thresholds[start[c] : start[c + 1]]
+        col = block[:, c]
+        local = np.searchsorted(thr, col, side="left") + edges.offsets[c]
+        if edges.bins_per_group[c] == 0:
+            local[:] = -1
+        elif edges.min_score is not None:
+            local[col < edges.min_score] = -1
+        cells[:, c] = local
+    return cells
