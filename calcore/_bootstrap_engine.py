@@ -36,7 +36,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import log_softmax
 
 from calcore._bootstrap_kde import KDEBatches, KDEProblems, kde_problems
 from calcore.binned import BinStatistics
@@ -46,7 +45,7 @@ from calcore.metrics_binned import (
     calibration_error_from_bins,
     debiased_squared_error_from_bins,
 )
-from calcore.metrics_scoring import NLL_CLIP, _brier_per_row
+from calcore.metrics_scoring import brier_per_row, nll_per_row
 from calcore.predictions import Predictions
 
 __all__ = [
@@ -65,7 +64,6 @@ __all__ = [
 #: and the report says so.
 KDE_MAX_WORK = 800_000_000
 _MIN_KDE_RESAMPLES = 25
-_ROW_BLOCK_VALUES = 4_000_000
 
 
 def resample_counts(n: int, n_resamples: int, seed) -> np.ndarray:
@@ -80,22 +78,6 @@ def resample_counts(n: int, n_resamples: int, seed) -> np.ndarray:
     idx += (np.arange(n_resamples, dtype=idx.dtype) * n)[:, None]
     counts = np.bincount(idx.reshape(-1), minlength=n_resamples * n)
     return counts.reshape(n_resamples, n).astype(np.float64)
-
-
-def nll_per_row(preds: Predictions, *, clip: float = NLL_CLIP) -> np.ndarray:
-    """Per-row terms whose mean is :func:`calcore.negative_log_likelihood` (same clip, logits)."""
-    rows = np.arange(preds.n_samples)
-    if preds.logits is not None:
-        out = np.empty(preds.n_samples)
-        step = max(1, _ROW_BLOCK_VALUES // preds.n_classes)
-        for start in range(0, preds.n_samples, step):
-            block = log_softmax(preds.logits[start : start + step], axis=1)
-            out[start : start + step] = -block[
-                np.arange(block.shape[0]), preds.labels[start : start + step]
-            ]
-        return out
-    with np.errstate(divide="ignore"):
-        return -np.log(np.maximum(preds.probs[rows, preds.labels], clip))
 
 
 def _cells(stats: BinStatistics, scores: np.ndarray, group: int) -> np.ndarray:
@@ -252,7 +234,7 @@ def metric_replicates(
     zero = np.zeros(n, dtype=np.intp)
     s_acc = blocks.add(zero, rows, preds.correct, 1)
     s_nll = blocks.add(zero, rows, nll_per_row(preds), 1)
-    s_brier = blocks.add(zero, rows, _brier_per_row(preds), 1)
+    s_brier = blocks.add(zero, rows, brier_per_row(preds), 1)
     if templates is None:  # only the metrics that use no bins (evaluate's metrics=)
         sums = (blocks.matrix() @ np.ascontiguousarray(counts.T)).T
         return {key: sums[:, s][:, 0] / n for key, s in

@@ -70,7 +70,8 @@ def _row_sq_norms(probs: np.ndarray) -> np.ndarray:
     return out
 
 
-def _brier_per_row(preds: Predictions) -> np.ndarray:
+def brier_per_row(preds: Predictions) -> np.ndarray:
+    """Per-row terms ``||p_i - e_{y_i}||^2`` whose mean is :func:`brier_score`."""
     # ||p - e_y||^2 = ||p||^2 - 2 p_y + 1, without building the one-hot matrix.
     p_true = preds.probs[np.arange(preds.n_samples), preds.labels]
     return _row_sq_norms(preds.probs) - 2.0 * p_true + 1.0
@@ -87,7 +88,7 @@ def brier_score(preds: Predictions) -> float:
     ----------
     Brier (1950); Zhang et al. (2020), Eq. 7.
     """
-    return float(_brier_per_row(preds).mean())
+    return float(brier_per_row(preds).mean())
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def calibration_gain(
             "calibration_gain needs the same rows before and after recalibration "
             f"(got shapes {before.probs.shape} and {after.probs.shape}, or different labels)."
         )
-    value = float(_brier_per_row(before).mean() - _brier_per_row(after).mean())
+    value = float(brier_per_row(before).mean() - brier_per_row(after).mean())
     same_argmax = bool(np.array_equal(before.predicted, after.predicted))
     exact = injective_accuracy_preserving and same_argmax
     if exact:
@@ -156,3 +157,19 @@ def calibration_gain(
             "(map not known to be injective and accuracy-preserving)"
         )
     return CalibrationGain(value, exact, note)
+
+
+def nll_per_row(preds: Predictions, *, clip: float = NLL_CLIP) -> np.ndarray:
+    """Per-row terms whose mean is :func:`calcore.negative_log_likelihood` (same clip, logits)."""
+    rows = np.arange(preds.n_samples)
+    if preds.logits is not None:
+        out = np.empty(preds.n_samples)
+        step = max(1, _ROW_BLOCK_VALUES // preds.n_classes)
+        for start in range(0, preds.n_samples, step):
+            block = log_softmax(preds.logits[start : start + step], axis=1)
+            out[start : start + step] = -block[
+                np.arange(block.shape[0]), preds.labels[start : start + step]
+            ]
+        return out
+    with np.errstate(divide="ignore"):
+        return -np.log(np.maximum(preds.probs[rows, preds.labels], clip))

@@ -24,7 +24,7 @@ from calcore._bootstrap_engine import (
 )
 from calcore._bootstrap_kde import weighted_kde
 from calcore._errors import CalcoreError
-from calcore.binned import classwise_bin_statistics_many, statistics_for
+from calcore.binned import BinStatistics, bin_statistics_from_sums
 from calcore.binning import resolve_binning
 from calcore.bootstrap import Interval, check_bootstrap_options, percentile_bounds
 from calcore.metrics_binned import (
@@ -32,9 +32,10 @@ from calcore.metrics_binned import (
     calibration_error_from_bins,
     debiased_squared_error_from_bins,
 )
-from calcore.metrics_scoring import accuracy, brier_score, negative_log_likelihood
 from calcore.predictions import Predictions
 from calcore.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
+from calcore.statistics.accumulator import CalibrationStatistics, CellSpec
+from calcore.statistics.reductions import RowBatch, reduction_edges
 
 __all__ = ["CalibrationReport", "evaluate", "KDE_CLASSWISE_MAX_CLASSES", "TACE_THRESHOLD"]
 
@@ -118,14 +119,80 @@ def _plain(value):
     return int(value) if isinstance(value, np.integer) else value
 
 
+def report_cell_specs(preds: Predictions, *, bins, binning) -> dict:
+    """The cells of a report, with the bins found from ``preds`` (exact order statistics).
+
+    ``conf``, ``top`` and ``cw`` use the report's binning; ``ace`` and ``tace`` the
+    class-wise equal-mass bins of :func:`calcore.registry.adaptive_bins_for` (TACE only
+    scores ``>= TACE_THRESHOLD``).
+    """
+    batch = RowBatch.of(preds)
+    r = adaptive_bins_for(binning, bins)
+    requests = {
+        "conf": ("confidence", binning, bins, None),
+        "top": ("top-label", binning, bins, None),
+        "cw": ("class-wise", binning, bins, None),
+        "ace": ("class-wise", "equal-mass", r, None),
+        "tace": ("class-wise", "equal-mass", r, TACE_THRESHOLD),
+    }
+    return {
+        key: CellSpec(
+            reduction,
+            reduction_edges(batch, reduction, binning=b, bins=k, min_score=threshold),
+        )
+        for key, (reduction, b, k, threshold) in requests.items()
+    }
+
+
+def statistics_bins(stats: CalibrationStatistics, key: str) -> BinStatistics:
+    """The :class:`BinStatistics` of one set of cells of ``stats``."""
+    spec = stats.specs[key]
+    names = ("all",) if spec.reduction == "confidence" else stats.class_names
+    return bin_statistics_from_sums(
+        stats.cells[key], spec.edges, view=spec.reduction, group_names=names, n_rows=stats.total()
+    )
+
+
+def scoring_values(stats: CalibrationStatistics) -> dict:
+    """Accuracy, NLL and Brier score from the scoring sums."""
+    total = stats.weight
+    return {
+        "accuracy": stats.correct / total,
+        "nll": stats.nll / total + 0.0,  # + 0.0: no "-0.0" when every p_y = 1
+        "brier": stats.brier / total,
+    }
+
+
+def binned_values(stats: CalibrationStatistics) -> tuple[dict, ReportTemplates]:
+    """Every binned metric of the report from the cells of :func:`report_cell_specs`."""
+    conf, top, cw, ace, tace = (
+        statistics_bins(stats, k) for k in ("conf", "top", "cw", "ace", "tace")
+    )
+    values = {
+        "conf_ece": calibration_error_from_bins(conf),
+        "conf_ece_l2": calibration_error_from_bins(conf, p=2),
+        "conf_mce": calibration_error_from_bins(conf, p=np.inf),
+        "top_label_ece": calibration_error_from_bins(top),
+        "top_label_ece_l2": calibration_error_from_bins(top, p=2),
+        "top_label_mce": calibration_error_from_bins(top, p=np.inf),
+        "classwise_ece": calibration_error_from_bins(cw, per_group=True),
+        "classwise_ece_l2": calibration_error_from_bins(cw, p=2, per_group=True),
+        "classwise_mce": calibration_error_from_bins(cw, p=np.inf, per_group=True),
+        "ace": adaptive_errors_from_bins(ace),
+        "tace": adaptive_errors_from_bins(tace),
+        "debiased_ece": float(np.sqrt(max(debiased_squared_error_from_bins(conf), 0.0))),
+    }
+    return values, ReportTemplates(conf, top, cw, ace, tace, TACE_THRESHOLD)
+
+
 def _point_metrics(
     preds: Predictions, *, bins, binning, with_kde_classwise: bool, wanted=frozenset(METRICS)
 ):
     """Every metric of ``preds``, the bins they used, and the KDE problems by metric (or None).
 
+    The scoring and binned metrics come from one :class:`CalibrationStatistics` pass.
     Metrics outside ``wanted`` are None. The bins (templates None) are only built when a
-    metric that uses them is wanted, and the KDE problems only for the wanted KDE-ECEs:
-    each is about half the time on 25,000 x 1,000 predictions.
+    metric that uses them is wanted, and the KDE problems only for the wanted KDE-ECEs.
     """
     enough = preds.n_samples >= 2
     # Both KDE-ECEs from the moment form of calcore._bootstrap_kde (what kde_ece_confidence
@@ -139,37 +206,18 @@ def _point_metrics(
         if with_kde_classwise and enough and "kde_ece_classwise" in wanted
         else None,
     }
-    m = {
-        "accuracy": accuracy(preds),
-        "nll": negative_log_likelihood(preds) if "nll" in wanted else None,
-        "brier": brier_score(preds) if "brier" in wanted else None,
+    binned = any(k not in BIN_FREE_METRICS for k in wanted)
+    specs = report_cell_specs(preds, bins=bins, binning=binning) if binned else {}
+    stats = CalibrationStatistics.empty(preds.class_names, specs)
+    stats.update(preds)
+    m = scoring_values(stats) | {
         "kde_ece": _mean_kde(kdes["kde_ece"]),
         "kde_ece_classwise": _mean_kde(kdes["kde_ece_classwise"]),
     }
     templates = None
-    if any(k not in BIN_FREE_METRICS for k in wanted):
-        conf = statistics_for(preds, "confidence", binning=binning, bins=bins)
-        top = statistics_for(preds, "top-label", binning=binning, bins=bins)
-        r = adaptive_bins_for(binning, bins)
-        cw, ace, tace = classwise_bin_statistics_many(
-            preds,
-            [(binning, bins, None), ("equal-mass", r, None), ("equal-mass", r, TACE_THRESHOLD)],
-        )
-        m |= {
-            "conf_ece": calibration_error_from_bins(conf),
-            "conf_ece_l2": calibration_error_from_bins(conf, p=2),
-            "conf_mce": calibration_error_from_bins(conf, p=np.inf),
-            "top_label_ece": calibration_error_from_bins(top),
-            "top_label_ece_l2": calibration_error_from_bins(top, p=2),
-            "top_label_mce": calibration_error_from_bins(top, p=np.inf),
-            "classwise_ece": calibration_error_from_bins(cw, per_group=True),
-            "classwise_ece_l2": calibration_error_from_bins(cw, p=2, per_group=True),
-            "classwise_mce": calibration_error_from_bins(cw, p=np.inf, per_group=True),
-            "ace": adaptive_errors_from_bins(ace),
-            "tace": adaptive_errors_from_bins(tace),
-            "debiased_ece": float(np.sqrt(max(debiased_squared_error_from_bins(conf), 0.0))),
-        }
-        templates = ReportTemplates(conf, top, cw, ace, tace, TACE_THRESHOLD)
+    if binned:
+        values, templates = binned_values(stats)
+        m |= values
     # every key, in the order of METRICS (tests/test_report.py); None where not wanted
     m = {k: (m.get(k) if k in wanted else None) for k in METRICS}
     return m, templates, kdes
@@ -188,12 +236,6 @@ def _metric_keys(metrics) -> list[str]:
             + (f" ({unknown!r} unknown)." if unknown else ".")
         )
     return keys
-
-
-def _all_metrics(preds: Predictions, *, bins, binning, with_kde_classwise: bool) -> dict:
-    return _point_metrics(preds, bins=bins, binning=binning, with_kde_classwise=with_kde_classwise)[
-        0
-    ]
 
 
 def _fast_intervals(
