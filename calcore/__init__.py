@@ -9,6 +9,9 @@ Quick start::
     preds = calcore.load_predictions("preds.csv")       # or Predictions.from_logits(z, y)
     report = calcore.evaluate(preds, bins=15)
     print(report.top_label_ece, report.classwise_ece)
+
+    # Parquet larger than memory (a file, a directory or a glob), streamed in batches:
+    report = calcore.evaluate(calcore.scan("logs/*.parquet"), bins=15)
 """
 
 from calcore._errors import CalcoreError, CalcoreWarning
@@ -26,6 +29,7 @@ from calcore.evaluation import (
     learning_curve,
 )
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
+from calcore.io.stream import PredictionStream, scan
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
 from calcore.metrics_binned import (
     adaptive_ece,
@@ -171,6 +175,8 @@ __all__ = [
     "inspect_table",
     "load_predictions",
     "load_splits",
+    "PredictionStream",
+    "scan",
     "DirichletSimulator",
     "EstimatorErrors",
     "MixNMatchSimulator",

@@ -27,6 +27,7 @@ from calcore._errors import CalcoreError
 from calcore.binned import BinStatistics, bin_statistics_from_sums
 from calcore.binning import resolve_binning
 from calcore.bootstrap import Interval, check_bootstrap_options, percentile_bounds
+from calcore.io.stream import PredictionStream
 from calcore.metrics_binned import (
     adaptive_errors_from_bins,
     calibration_error_from_bins,
@@ -35,6 +36,7 @@ from calcore.metrics_binned import (
 from calcore.predictions import Predictions
 from calcore.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec
+from calcore.statistics.edges import BinEdges
 from calcore.statistics.reductions import RowBatch, reduction_edges
 
 __all__ = ["CalibrationReport", "evaluate", "KDE_CLASSWISE_MAX_CLASSES", "TACE_THRESHOLD"]
@@ -163,26 +165,49 @@ def scoring_values(stats: CalibrationStatistics) -> dict:
     }
 
 
-def binned_values(stats: CalibrationStatistics) -> tuple[dict, ReportTemplates]:
-    """Every binned metric of the report from the cells of :func:`report_cell_specs`."""
-    conf, top, cw, ace, tace = (
-        statistics_bins(stats, k) for k in ("conf", "top", "cw", "ace", "tace")
-    )
-    values = {
-        "conf_ece": calibration_error_from_bins(conf),
-        "conf_ece_l2": calibration_error_from_bins(conf, p=2),
-        "conf_mce": calibration_error_from_bins(conf, p=np.inf),
-        "top_label_ece": calibration_error_from_bins(top),
-        "top_label_ece_l2": calibration_error_from_bins(top, p=2),
-        "top_label_mce": calibration_error_from_bins(top, p=np.inf),
-        "classwise_ece": calibration_error_from_bins(cw, per_group=True),
-        "classwise_ece_l2": calibration_error_from_bins(cw, p=2, per_group=True),
-        "classwise_mce": calibration_error_from_bins(cw, p=np.inf, per_group=True),
-        "ace": adaptive_errors_from_bins(ace),
-        "tace": adaptive_errors_from_bins(tace),
-        "debiased_ece": float(np.sqrt(max(debiased_squared_error_from_bins(conf), 0.0))),
+def binned_values(stats: CalibrationStatistics) -> tuple[dict, ReportTemplates | None]:
+    """The binned metrics of the report from the cells of :func:`report_cell_specs`.
+
+    Metrics whose cells ``stats`` does not keep are left out; the bootstrap templates
+    are returned only when all five sets of cells are there.
+    """
+    got = {
+        k: statistics_bins(stats, k)
+        for k in ("conf", "top", "cw", "ace", "tace")
+        if k in stats.specs
     }
-    return values, ReportTemplates(conf, top, cw, ace, tace, TACE_THRESHOLD)
+    values = {}
+    if "conf" in got:
+        conf = got["conf"]
+        values |= {
+            "conf_ece": calibration_error_from_bins(conf),
+            "conf_ece_l2": calibration_error_from_bins(conf, p=2),
+            "conf_mce": calibration_error_from_bins(conf, p=np.inf),
+            "debiased_ece": float(np.sqrt(max(debiased_squared_error_from_bins(conf), 0.0))),
+        }
+    if "top" in got:
+        top = got["top"]
+        values |= {
+            "top_label_ece": calibration_error_from_bins(top),
+            "top_label_ece_l2": calibration_error_from_bins(top, p=2),
+            "top_label_mce": calibration_error_from_bins(top, p=np.inf),
+        }
+    if "cw" in got:
+        cw = got["cw"]
+        values |= {
+            "classwise_ece": calibration_error_from_bins(cw, per_group=True),
+            "classwise_ece_l2": calibration_error_from_bins(cw, p=2, per_group=True),
+            "classwise_mce": calibration_error_from_bins(cw, p=np.inf, per_group=True),
+        }
+    for key in ("ace", "tace"):
+        if key in got:
+            values[key] = adaptive_errors_from_bins(got[key])
+    templates = None
+    if len(got) == 5:
+        templates = ReportTemplates(
+            got["conf"], got["top"], got["cw"], got["ace"], got["tace"], TACE_THRESHOLD
+        )
+    return values, templates
 
 
 def _point_metrics(
@@ -308,6 +333,82 @@ def _fast_intervals(
     return intervals, notes
 
 
+def _data_notes(n_tied_rows, normalized, label_weight, class_names) -> list[str]:
+    """What a reader should know about the rows themselves (ties, normalisation, classes)."""
+    notes = []
+    if n_tied_rows:
+        notes.append(
+            f"{n_tied_rows} row(s) have a tied top probability; the lowest class index "
+            "was taken as the prediction."
+        )
+    if not normalized:
+        notes.append(
+            "Rows are not normalised (an unnormalised calibrator's output): each entry is a "
+            "class-wise probability, so NLL and Brier are not proper scores of a distribution here."
+        )
+    absent = [class_names[c] for c in np.flatnonzero(np.asarray(label_weight) == 0)]
+    if absent:
+        shown = ", ".join(repr(a) for a in absent[:10]) + (" ..." if len(absent) > 10 else "")
+        notes.append(f"{len(absent)} class(es) never occur as a label: {shown}.")
+    return notes
+
+
+#: Metrics a streamed source does not give yet: they need exact quantiles (ACE/TACE's
+#: equal-mass bins) or a score grid (KDE-ECE) over the whole stream.
+STREAM_UNSUPPORTED = ("ace", "tace", "kde_ece", "kde_ece_classwise")
+
+
+def _evaluate_stream(stream, *, bins, binning, seed, n_bootstrap, metrics) -> CalibrationReport:
+    """:func:`evaluate` of a :class:`~calcore.io.stream.PredictionStream`: one pass, one
+    :class:`CalibrationStatistics` updated batch by batch."""
+    scheme = resolve_binning(binning, bins)
+    if scheme.kind != "equal-width" or isinstance(scheme.bins, str):
+        raise CalcoreError(
+            f"{stream.name}: a streamed source is evaluated with equal-width bins and a fixed "
+            f"number of bins (got binning={binning!r}, bins={bins!r}); data-dependent bins need "
+            "a second pass over the data, which this version does not make yet. Use "
+            "binning='equal-width' with an integer bins, or load_predictions for smaller data."
+        )
+    if n_bootstrap:
+        raise CalcoreError(
+            f"{stream.name}: bootstrap intervals of a streamed source are not available yet "
+            "(n_bootstrap must be 0). Load the data with load_predictions for intervals."
+        )
+    wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
+    names = stream.class_names
+    n_classes = len(names)
+    specs = {}
+    if any(k not in BIN_FREE_METRICS for k in wanted):
+        b = int(scheme.bins)
+        specs = {
+            "conf": CellSpec("confidence", BinEdges(scheme, np.full(1, b, dtype=np.int64))),
+            "top": CellSpec("top-label", BinEdges(scheme, np.full(n_classes, b, dtype=np.int64))),
+            "cw": CellSpec("class-wise", BinEdges(scheme, np.full(n_classes, b, dtype=np.int64))),
+        }
+    stats = CalibrationStatistics.empty(names, specs)
+    for batch in stream.batches():
+        stats.update(batch.preds)
+    if stats.n_rows == 0:
+        raise CalcoreError(
+            f"{stream.name}: no rows"
+            + (f" in split {stream.split!r}" if stream.split else "")
+            + ". Nothing to evaluate."
+        )
+    values = scoring_values(stats) | binned_values(stats)[0]
+    skipped = sorted(k for k in wanted if k in STREAM_UNSUPPORTED)
+    m = {k: (values.get(k) if k in wanted else None) for k in METRICS}
+    notes = _data_notes(stats.n_tied_rows, stats.normalized, stats.label_weight, names)
+    if skipped:
+        notes.append(
+            f"Not computed for a streamed source in this version: {', '.join(skipped)} (they "
+            "need exact quantiles or a score grid over the whole stream); load the data with "
+            "load_predictions for them."
+        )
+    return CalibrationReport(
+        stats.n_rows, n_classes, m, bins, binning, seed, 0, stats.n_tied_rows, {}, tuple(notes)
+    )
+
+
 def evaluate(
     preds: Predictions,
     *,
@@ -361,10 +462,20 @@ def evaluate(
     >>> report.accuracy
     0.6666666666666666
     """
+    if isinstance(preds, PredictionStream):
+        return _evaluate_stream(
+            preds,
+            bins=bins,
+            binning=binning,
+            seed=seed,
+            n_bootstrap=n_bootstrap,
+            metrics=metrics,
+        )
     if not isinstance(preds, Predictions):
         raise CalcoreError(
-            f"evaluate expects a calcore.Predictions; got {type(preds).__name__}. "
-            "Build one with Predictions.from_probs, from_logits or load_predictions."
+            f"evaluate expects a calcore.Predictions or a stream from calcore.scan; got "
+            f"{type(preds).__name__}. Build one with Predictions.from_probs, from_logits, "
+            "load_predictions or scan."
         )
     resolve_binning(binning, bins)
     if (
@@ -380,21 +491,7 @@ def evaluate(
     values, templates, kdes = _point_metrics(
         preds, bins=bins, binning=binning, with_kde_classwise=with_kde_cw, wanted=wanted
     )
-    notes = []
-    if preds.n_tied_rows:
-        notes.append(
-            f"{preds.n_tied_rows} row(s) have a tied top probability; the lowest class index "
-            "was taken as the prediction."
-        )
-    if not preds.normalized:
-        notes.append(
-            "Rows are not normalised (an unnormalised calibrator's output): each entry is a "
-            "class-wise probability, so NLL and Brier are not proper scores of a distribution here."
-        )
-    absent = [preds.class_names[c] for c in np.flatnonzero(preds.class_counts == 0)]
-    if absent:
-        shown = ", ".join(repr(a) for a in absent[:10]) + (" ..." if len(absent) > 10 else "")
-        notes.append(f"{len(absent)} class(es) never occur as a label: {shown}.")
+    notes = _data_notes(preds.n_tied_rows, preds.normalized, preds.class_counts, preds.class_names)
     if not with_kde_cw and "kde_ece_classwise" in wanted:
         notes.append(
             f"kde_ece_classwise was not computed: {preds.n_classes} classes > "

@@ -144,8 +144,13 @@ def read_parquet_columns(
     return scores, texts
 
 
-def text_column(column: pa.ChunkedArray, *, source: str, name: str) -> np.ndarray:
-    """A label or split column as a str array; integral floats become integers first."""
+def text_column(
+    column: pa.ChunkedArray, *, source: str, name: str, first_row: int = 0
+) -> np.ndarray:
+    """A label or split column as a str array; integral floats become integers first.
+
+    ``first_row`` is the file row of the column's first value (for messages on batches).
+    """
     t = column.type
     if pa.types.is_floating(t):
         values = column.to_numpy(zero_copy_only=False)
@@ -153,7 +158,8 @@ def text_column(column: pa.ChunkedArray, *, source: str, name: str) -> np.ndarra
         if not ok.all():
             i = int(np.argmax(~ok))
             raise CalcoreError(
-                f"{source}, row {i} (0-based), column {name!r}: value {float(values[i])!r} is "
+                f"{source}, row {first_row + i} (0-based), column {name!r}: value "
+                f"{float(values[i])!r} is "
                 f"neither a class name nor an integer class index. Fix the value."
             )
         column = pa.chunked_array([pa.array(values.astype(np.int64))])

@@ -251,10 +251,12 @@ def edges_for(
         scores, groups = scores[keep], groups[keep]
         weights = None if weights is None else np.asarray(weights)[keep]
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    if w is not None and not (w > 0).all():  # a row of weight 0 is a row that is not there
+        keep = w > 0
+        scores, groups, w = scores[keep], groups[keep], w[keep]
     sizes = np.bincount(groups, weights=w, minlength=n_groups)
     if scheme.kind == "unique":
-        # One bin per distinct score (zero-weight rows included: they are rows of the data).
-        nb = np.zeros(n_groups, dtype=np.int64)
+        nb = np.zeros(n_groups, dtype=np.int64)  # one bin per distinct score, counted below
     else:
         nb = bins_per_group(scheme, sizes)
     if scheme.kind == "equal-width":

@@ -145,6 +145,8 @@ def _classwise_edges(probs: np.ndarray, scheme: BinningScheme, *, weights, min_s
             start = 0 if min_score is None else int(np.searchsorted(col, min_score, side="left"))
             kept = col[start:]
             wk = None if w is None else w[order[j]][start:]
+            if wk is not None and not (wk > 0).all():  # weight 0: the row is not there
+                kept, wk = kept[wk > 0], wk[wk > 0]
             if scheme.kind == "unique":
                 b = int(np.unique(kept).size)
             else:

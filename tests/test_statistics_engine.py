@@ -1,0 +1,323 @@
+"""The statistics engine (calcore.statistics): merge laws, weights, and streamed == in memory.
+
+References are independent of the engine: per-bin sums written here with Python loops
+over the rows, duplicated rows for integer weights, and ``calcore.evaluate`` on the
+whole in-memory data (whose values the golden and brute-force suites pin down).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import calcore
+from calcore.binned import bin_statistics
+from calcore.statistics import CalibrationStatistics, CellSums
+from calcore.statistics.edges import edges_for
+
+STREAMED = [k for k in calcore.METRICS if k not in ("ace", "tace", "kde_ece", "kde_ece_classwise")]
+
+
+def _preds(n, n_classes, seed):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(n_classes, 0.7), size=n)
+    y = np.array([rng.choice(n_classes, p=row) for row in p])
+    return calcore.Predictions.from_probs(p, y)
+
+
+def _report_stats(preds, pieces, bins=10, binning="equal-width"):
+    """Statistics of ``preds`` accumulated over the row pieces ``pieces`` (list of index arrays)."""
+    from calcore.report import report_cell_specs
+
+    specs = report_cell_specs(preds, bins=bins, binning=binning)
+    parts = []
+    for rows in pieces:
+        s = CalibrationStatistics.empty(preds.class_names, specs)
+        s.update(preds.subset(rows))
+        parts.append(s)
+    return parts
+
+
+def _assert_same_stats(a, b, tol=1e-12):
+    assert a.n_rows == b.n_rows and a.n_tied_rows == b.n_tied_rows
+    for x, y in ((a.weight, b.weight), (a.correct, b.correct), (a.nll, b.nll), (a.brier, b.brier)):
+        assert x == pytest.approx(y, rel=tol, abs=tol)
+    np.testing.assert_allclose(a.label_weight, b.label_weight, rtol=tol)
+    for key in a.cells:
+        for field in ("weight", "score", "outcome"):
+            np.testing.assert_allclose(
+                getattr(a.cells[key], field), getattr(b.cells[key], field), rtol=tol, atol=tol
+            )
+        if a.cells[key].low is not None:
+            np.testing.assert_array_equal(a.cells[key].low, b.cells[key].low)
+            np.testing.assert_array_equal(a.cells[key].high, b.cells[key].high)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    cuts=st.lists(st.integers(1, 299), max_size=6, unique=True),
+    order=st.randoms(use_true_random=False),
+    binning=st.sampled_from(["equal-width", "equal-mass", "points-per-bin"]),
+)
+def test_merging_in_any_grouping_and_order_equals_one_pass(cuts, order, binning):
+    preds = _preds(300, 4, seed=3)
+    bounds = [0, *sorted(cuts), 300]
+    pieces = [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    whole = _report_stats(preds, [np.arange(300)], binning=binning, bins=7)[0]
+    parts = _report_stats(preds, pieces, binning=binning, bins=7)
+    order.shuffle(parts)
+    # left fold in a random order, and a balanced tree: both equal the single pass
+    folded = parts[0]
+    for p in parts[1:]:
+        folded = folded.merge(p)
+    _assert_same_stats(folded, whole)
+    while len(parts) > 1:
+        parts = [
+            parts[i].merge(parts[i + 1]) if i + 1 < len(parts) else parts[i]
+            for i in range(0, len(parts), 2)
+        ]
+    _assert_same_stats(parts[0], whole)
+
+
+def test_merge_is_commutative_and_associative_exactly_for_counts():
+    preds = _preds(200, 3, seed=4)
+    a, b, c = _report_stats(preds, [np.arange(0, 50), np.arange(50, 120), np.arange(120, 200)])
+    ab_c, a_bc = a.merge(b).merge(c), a.merge(b.merge(c))
+    _assert_same_stats(ab_c, a_bc)
+    _assert_same_stats(a.merge(b), b.merge(a), tol=0.0)
+
+
+def test_merge_refuses_other_cells():
+    preds = _preds(50, 3, seed=5)
+    (a,) = _report_stats(preds, [np.arange(50)], bins=5)
+    (b,) = _report_stats(preds, [np.arange(50)], bins=5)
+    b.specs = {"conf": b.specs["conf"]}
+    with pytest.raises(ValueError, match="different classes or cells"):
+        a.merge(b)
+
+
+def _loop_reference(scores, outcomes, weights, n_bins):
+    """Per-bin (sum w, sum w s, sum w o) with a Python loop and edges k/B as fractions."""
+    out = np.zeros((n_bins, 3))
+    for s, o, w in zip(scores, outcomes, weights, strict=True):
+        k = min(int(s * n_bins), n_bins - 1)
+        while k > 0 and s < k / n_bins:
+            k -= 1
+        while k + 1 < n_bins and s >= (k + 1) / n_bins:
+            k += 1
+        out[k] += (w, w * s, w * o)
+    return out
+
+
+def test_weighted_cells_against_a_loop_over_rows():
+    rng = np.random.default_rng(6)
+    s = np.r_[rng.random(400), np.arange(11) / 10]  # edges included
+    o = (rng.random(s.size) < s).astype(float)
+    w = rng.gamma(1.0, size=s.size)
+    st_ = bin_statistics(s, o, bins=10, weights=w)
+    ref = _loop_reference(s, o, w, 10)
+    np.testing.assert_allclose(st_.count, ref[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(st_.mean_score, ref[:, 1] / ref[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(st_.mean_outcome, ref[:, 2] / ref[:, 0], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("binning", "bins"),
+    [
+        ("equal-width", 8),
+        ("equal-width", "sturges"),
+        ("equal-mass", 6),
+        ("points-per-bin", 9),
+        ("unique", None),
+    ],  # fmt: skip
+)
+def test_integer_weights_equal_repeated_rows(binning, bins):
+    rng = np.random.default_rng(7)
+    s = np.round(rng.random(120), 2)  # ties, so that equal-mass ties are exercised
+    o = (rng.random(120) < s).astype(float)
+    g = rng.integers(0, 3, 120)
+    w = rng.integers(0, 4, 120)
+    weighted = bin_statistics(s, o, g, n_groups=3, binning=binning, bins=bins, weights=w)
+    rows = np.repeat(np.arange(120), w)
+    repeated = bin_statistics(s[rows], o[rows], g[rows], n_groups=3, binning=binning, bins=bins)
+    np.testing.assert_array_equal(weighted.count, repeated.count)
+    np.testing.assert_array_equal(weighted.bin_group, repeated.bin_group)
+    np.testing.assert_allclose(weighted.mean_score, repeated.mean_score, rtol=1e-12)
+    np.testing.assert_allclose(weighted.mean_outcome, repeated.mean_outcome, rtol=1e-12)
+    np.testing.assert_array_equal(weighted.lower_edge, repeated.lower_edge)
+    assert weighted.n_rows == repeated.n_rows
+
+
+def test_weighted_report_sums_equal_repeated_rows():
+    preds = _preds(150, 3, seed=8)
+    w = np.random.default_rng(9).integers(0, 3, 150)
+    from calcore.report import binned_values, report_cell_specs, scoring_values
+
+    rows = np.repeat(np.arange(150), w)
+    repeated = preds.subset(rows)
+    specs = report_cell_specs(repeated, bins=6, binning="equal-width")
+    a = CalibrationStatistics.empty(preds.class_names, specs)
+    a.update(preds, weights=w)
+    b = CalibrationStatistics.empty(preds.class_names, specs)
+    b.update(repeated)
+    assert a.total() == b.total() == rows.size
+    va = scoring_values(a) | binned_values(a)[0]
+    vb = scoring_values(b) | binned_values(b)[0]
+    for k in vb:
+        assert va[k] == pytest.approx(vb[k], rel=1e-12, abs=1e-15), k
+
+
+def test_cell_sums_replicate_axis_equals_one_sum_per_replicate():
+    rng = np.random.default_rng(10)
+    cells = rng.integers(-1, 5, size=(40, 3))
+    scores = rng.random((40, 3))
+    w = rng.poisson(1.0, size=(4, 40)).astype(float)
+    rep = CellSums.zeros(5, replicates=4)
+    rep.add(cells, scores, w)
+    for r in range(4):
+        one = CellSums.zeros(5)
+        one.add(cells, scores, w[r])
+        np.testing.assert_allclose(rep.weight[r], one.weight, rtol=1e-13)
+        np.testing.assert_allclose(rep.score[r], one.score, rtol=1e-13)
+
+
+def test_edges_of_equal_mass_are_order_statistics():
+    s = np.array([0.1, 0.2, 0.2, 0.2, 0.5, 0.9])
+    e = edges_for(s, binning="equal-mass", bins=3)
+    # ranks floor(k 6 / 3) = 2, 4 -> the 2nd and 4th smallest scores
+    assert e.thresholds.tolist() == [0.2, 0.2]
+    # the tie block 0.2 (ranks 1-3) goes with its first member's bin: bin 0; bin 1 is empty
+    assert e.cell_of(s).tolist() == [0, 0, 0, 0, 2, 2]
+
+
+# --------------------------------------------------------------------------- streamed sources
+
+
+def _write_parts(tmp_path, preds, cuts, *, hive=False, row_group_size=37):
+    """Binary predictions as several Parquet files (optionally in hive folders)."""
+    p1 = preds.probs[:, 1]
+    bounds = [0, *cuts, preds.n_samples]
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        folder = tmp_path / (f"day=2026-11-{k + 1:02d}" if hive else "")
+        folder.mkdir(parents=True, exist_ok=True)
+        table = pa.table({"label": preds.labels[a:b], "p_fraud": p1[a:b]})
+        pq.write_table(table, folder / f"part-{k}.parquet", row_group_size=row_group_size)
+    (tmp_path / "_SUCCESS").write_text("")
+
+
+def _binary(n, seed):
+    rng = np.random.default_rng(seed)
+    p = rng.beta(0.6, 2.0, n)
+    y = (rng.random(n) < np.clip(1.2 * p, 0, 1)).astype(np.int64)
+    return calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    cuts=st.lists(st.integers(1, 499), max_size=4, unique=True),
+    batch_rows=st.integers(1, 600),
+    hive=st.booleans(),
+)
+def test_streamed_report_equals_in_memory(tmp_path_factory, cuts, batch_rows, hive):
+    tmp = tmp_path_factory.mktemp("parts")
+    preds = _binary(500, seed=11)
+    _write_parts(tmp, preds, sorted(cuts), hive=hive)
+    stream = calcore.scan(tmp, batch_rows=batch_rows)
+    assert stream.class_names == ("not fraud", "fraud") and stream.n_rows_in_files == 500
+    got = calcore.evaluate(stream, bins=12)
+    memory = calcore.evaluate(
+        calcore.Predictions.from_probs(preds.probs, preds.labels, ("not fraud", "fraud")), bins=12
+    )
+    assert got.n == 500
+    for k in STREAMED:
+        assert got.metrics[k] == pytest.approx(memory.metrics[k], rel=1e-12, abs=1e-15), k
+    for k in ("ace", "tace", "kde_ece", "kde_ece_classwise"):
+        assert got.metrics[k] is None
+    assert any("Not computed for a streamed source" in n for n in got.notes)
+
+
+def test_glob_and_single_file_and_split(tmp_path):
+    preds = _binary(300, seed=12)
+    split = np.where(np.arange(300) % 3 == 0, "calib", "test")
+    pq.write_table(
+        pa.table({"y": preds.labels, "p_1": preds.probs[:, 1], "split": split}),
+        tmp_path / "one.parquet",
+        row_group_size=50,
+    )
+    got = calcore.evaluate(calcore.scan(str(tmp_path / "*.parquet"), split="test"), bins=5)
+    test_rows = calcore.Predictions.from_probs(
+        preds.probs[split == "test"], preds.labels[split == "test"]
+    )
+    want = calcore.evaluate(test_rows, bins=5)
+    assert got.n == 200
+    assert got.top_label_ece == pytest.approx(want.top_label_ece, rel=1e-12)
+    assert got.nll == pytest.approx(want.nll, rel=1e-12)
+
+
+def test_stream_refuses_what_it_cannot_do_yet(tmp_path):
+    _write_parts(tmp_path, _binary(60, seed=13), [30])
+    stream = calcore.scan(tmp_path)
+    with pytest.raises(calcore.CalcoreError, match="equal-width bins and a fixed number"):
+        calcore.evaluate(stream, binning="equal-mass")
+    with pytest.raises(calcore.CalcoreError, match="bootstrap intervals of a streamed source"):
+        calcore.evaluate(stream, n_bootstrap=10)
+
+
+def test_bad_value_names_the_file_column_and_row(tmp_path):
+    preds = _binary(200, seed=14)
+    p1 = preds.probs[:, 1].copy()
+    p1[173] = 1.5  # in the second file, its row 73
+    pq.write_table(pa.table({"label": preds.labels[:100], "p_x": p1[:100]}), tmp_path / "a.parquet")
+    pq.write_table(
+        pa.table({"label": preds.labels[100:], "p_x": p1[100:]}),
+        tmp_path / "b.parquet",
+        row_group_size=30,
+    )
+    with pytest.raises(calcore.CalcoreError) as info:
+        calcore.evaluate(calcore.scan(tmp_path, batch_rows=16))
+    message = str(info.value)
+    assert "b.parquet" in message and "row 73" in message and "'p_x'" in message
+
+
+def test_type_change_between_files_is_named(tmp_path):
+    preds = _binary(40, seed=15)
+    pq.write_table(
+        pa.table({"label": preds.labels[:20], "p_x": preds.probs[:20, 1]}), tmp_path / "a.parquet"
+    )
+    pq.write_table(
+        pa.table({"label": preds.labels[20:].astype(str), "p_x": preds.probs[20:, 1]}),
+        tmp_path / "b.parquet",
+    )
+    with pytest.raises(calcore.CalcoreError, match=r"b\.parquet: column 'label' has type string"):
+        calcore.scan(tmp_path)
+
+
+def test_damaged_row_group_is_named_and_nothing_is_reported(tmp_path):
+    preds = _binary(400, seed=16)
+    path = tmp_path / "d.parquet"
+    pq.write_table(
+        pa.table({"label": preds.labels, "p_x": preds.probs[:, 1]}),
+        path,
+        row_group_size=100,
+        compression="snappy",
+    )
+    meta = pq.ParquetFile(path).metadata
+    chunk = meta.row_group(2).column(1)
+    start = chunk.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start + 10 : start + 60] = b"\xff" * 50  # damage the third row group's scores
+    path.write_bytes(bytes(data))
+    stream = calcore.scan(path)
+    with pytest.raises(calcore.CalcoreError, match=r"d\.parquet, row group 2 \(rows from 200\)"):
+        calcore.evaluate(stream)
+
+
+def test_missing_path_and_empty_directory(tmp_path):
+    with pytest.raises(calcore.CalcoreError, match="no such file or directory"):
+        calcore.scan(tmp_path / "nope")
+    with pytest.raises(calcore.CalcoreError, match="no Parquet files found"):
+        calcore.scan(tmp_path)
