@@ -121,12 +121,29 @@ def _plain(value):
     return int(value) if isinstance(value, np.integer) else value
 
 
-def report_cell_specs(preds: Predictions, *, bins, binning) -> dict:
+#: Which set of cells each binned metric of the report reads.
+CELLS_OF_METRIC = {
+    "conf_ece": "conf",
+    "conf_ece_l2": "conf",
+    "conf_mce": "conf",
+    "debiased_ece": "conf",
+    "top_label_ece": "top",
+    "top_label_ece_l2": "top",
+    "top_label_mce": "top",
+    "classwise_ece": "cw",
+    "classwise_ece_l2": "cw",
+    "classwise_mce": "cw",
+    "ace": "ace",
+    "tace": "tace",
+}
+
+
+def report_cell_specs(preds: Predictions, *, bins, binning, keys=None) -> dict:
     """The cells of a report, with the bins found from ``preds`` (exact order statistics).
 
     ``conf``, ``top`` and ``cw`` use the report's binning; ``ace`` and ``tace`` the
     class-wise equal-mass bins of :func:`calcore.registry.adaptive_bins_for` (TACE only
-    scores ``>= TACE_THRESHOLD``).
+    scores ``>= TACE_THRESHOLD``). ``keys`` limits them to some of these (all by default).
     """
     batch = RowBatch.of(preds)
     r = adaptive_bins_for(binning, bins)
@@ -143,6 +160,7 @@ def report_cell_specs(preds: Predictions, *, bins, binning) -> dict:
             reduction_edges(batch, reduction, binning=b, bins=k, min_score=threshold),
         )
         for key, (reduction, b, k, threshold) in requests.items()
+        if keys is None or key in keys
     }
 
 
@@ -211,7 +229,13 @@ def binned_values(stats: CalibrationStatistics) -> tuple[dict, ReportTemplates |
 
 
 def _point_metrics(
-    preds: Predictions, *, bins, binning, with_kde_classwise: bool, wanted=frozenset(METRICS)
+    preds: Predictions,
+    *,
+    bins,
+    binning,
+    with_kde_classwise: bool,
+    wanted=frozenset(METRICS),
+    templates_needed: bool = True,
 ):
     """Every metric of ``preds``, the bins they used, and the KDE problems by metric (or None).
 
@@ -232,7 +256,12 @@ def _point_metrics(
         else None,
     }
     binned = any(k not in BIN_FREE_METRICS for k in wanted)
-    specs = report_cell_specs(preds, bins=bins, binning=binning) if binned else {}
+    # The bootstrap keeps every set of cells as its templates; a point estimate only the
+    # cells of the wanted metrics (the conf-ECE alone needs no class-wise sort).
+    keys = (
+        None if templates_needed else {CELLS_OF_METRIC[k] for k in wanted if k in CELLS_OF_METRIC}
+    )
+    specs = report_cell_specs(preds, bins=bins, binning=binning, keys=keys) if binned else {}
     stats = CalibrationStatistics.empty(preds.class_names, specs)
     stats.update(preds)
     m = scoring_values(stats) | {
@@ -489,7 +518,12 @@ def evaluate(
     wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
     with_kde_cw = preds.n_classes <= kde_classwise_max_classes
     values, templates, kdes = _point_metrics(
-        preds, bins=bins, binning=binning, with_kde_classwise=with_kde_cw, wanted=wanted
+        preds,
+        bins=bins,
+        binning=binning,
+        with_kde_classwise=with_kde_cw,
+        wanted=wanted,
+        templates_needed=bool(n_bootstrap),
     )
     notes = _data_notes(preds.n_tied_rows, preds.normalized, preds.class_counts, preds.class_names)
     if not with_kde_cw and "kde_ece_classwise" in wanted:

@@ -471,6 +471,7 @@ def test_bad_evaluate_options(preds3):
     with pytest.raises(calcore.CalcoreError, match=r"binning must be one of .*; got 'nope'"):
         calcore.evaluate(preds3, binning="nope")
     with pytest.raises(
-        calcore.CalcoreError, match=r"evaluate expects a calcore\.Predictions; got list"
+        calcore.CalcoreError,
+        match=r"evaluate expects a calcore\.Predictions or a stream from calcore\.scan; got list",
     ):
         calcore.evaluate([[0.5, 0.5]])
