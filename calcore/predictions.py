@@ -256,6 +256,12 @@ class Predictions:
         # One blockwise pass: row max, the first column attaining it, and how many rows have a tie.
         # (max + first-True argmax is much faster than a float argmax on wide rows.)
         n = self.n_samples
+        if self.n_classes == 2:  # elementwise: a row reduction over 2 columns is ~10x slower
+            p0, p1 = self.probs[:, 0], self.probs[:, 1]
+            predicted = (p1 > p0).astype(np.int64)  # a tie goes to class 0, as below
+            confidence = np.maximum(p0, p1)
+            tied = int(np.count_nonzero(p0 == p1))
+            return _read_only(predicted), _read_only(confidence), tied
         predicted = np.empty(n, dtype=np.int64)
         confidence = np.empty(n)
         tied = 0

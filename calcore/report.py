@@ -27,6 +27,7 @@ from calcore._errors import CalcoreError
 from calcore.binned import BinStatistics, bin_statistics_from_sums
 from calcore.binning import resolve_binning
 from calcore.bootstrap import Interval, check_bootstrap_options, percentile_bounds
+from calcore.io._prefetch import prefetched
 from calcore.io.stream import PredictionStream
 from calcore.metrics_binned import (
     adaptive_errors_from_bins,
@@ -415,7 +416,7 @@ def _evaluate_stream(stream, *, bins, binning, seed, n_bootstrap, metrics) -> Ca
             "cw": CellSpec("class-wise", BinEdges(scheme, np.full(n_classes, b, dtype=np.int64))),
         }
     stats = CalibrationStatistics.empty(names, specs)
-    for batch in stream.batches():
+    for batch in prefetched(stream.batches()):  # the next batch is read during this update
         stats.update(batch.preds)
     if stats.n_rows == 0:
         raise CalcoreError(

@@ -321,3 +321,28 @@ def test_missing_path_and_empty_directory(tmp_path):
         calcore.scan(tmp_path / "nope")
     with pytest.raises(calcore.CalcoreError, match="no Parquet files found"):
         calcore.scan(tmp_path)
+
+
+def test_prefetch_keeps_order_and_raises_where_it_happened():
+    from calcore.io._prefetch import prefetched
+
+    assert list(prefetched(iter(range(50)), depth=3)) == list(range(50))
+
+    def failing():
+        yield 1
+        yield 2
+        raise calcore.CalcoreError("bad batch 3")
+
+    got = []
+    with pytest.raises(calcore.CalcoreError, match="bad batch 3"):
+        for x in prefetched(failing()):
+            got.append(x)
+    assert got == [1, 2]
+
+
+def test_binary_argmax_fast_path_matches_the_general_rule():
+    p = np.array([[0.5, 0.5], [0.2, 0.8], [0.7, 0.3], [1.0, 0.0]])
+    preds = calcore.Predictions.from_probs(p, [0, 1, 1, 0])
+    assert preds.predicted.tolist() == [0, 1, 0, 0]  # the tie goes to the lowest index
+    assert preds.confidence.tolist() == [0.5, 0.8, 0.7, 1.0]
+    assert preds.n_tied_rows == 1
