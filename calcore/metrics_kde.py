@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._bootstrap_kde import kde_problems, weighted_kde
-from calcore.kde import KDEReliabilityCurve, _check_inputs, kde_ece, kde_reliability_curve
+from calcore.kde import (
+    KDEReliabilityCurve,
+    _check_inputs,
+    kde_bandwidth,
+    kde_ece,
+    kde_reliability_curve,
+)
 from calcore.predictions import Predictions
+from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 from calcore.views import confidence_view
 
 __all__ = ["kde_ece_confidence", "kde_ece_classwise", "kde_confidence_curve"]
@@ -21,8 +27,8 @@ __all__ = ["kde_ece_confidence", "kde_ece_classwise", "kde_confidence_curve"]
 def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None) -> float:
     """KDE-ECE of the confidence view.
 
-    Evaluated in the moment form of :mod:`calcore._bootstrap_kde`, equal to
-    :func:`calcore.kde.kde_ece` on ``(max p, 1{y = argmax p})`` to ~1e-12 relative.
+    Evaluated from per-cell kernel moments (:mod:`calcore.statistics.kde_cells`), equal
+    to :func:`calcore.kde.kde_ece` on ``(max p, 1{y = argmax p})`` to ~1e-12 relative.
 
     Parameters
     ----------
@@ -44,19 +50,18 @@ def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None) -> float:
     v = confidence_view(preds)
     if preds.n_samples < 2:
         return kde_ece(v.scores, v.outcomes, order=order, bandwidth=bandwidth)  # raises
-    # Same checks and messages as kde_ece; then the moment form (as calcore.evaluate).
+    # Same checks and messages as kde_ece; then the statistics engine (as calcore.evaluate).
     _check_inputs(v.scores, v.outcomes, bandwidth, None, "kde_ece", order)
-    problem = weighted_kde(v.scores, v.outcomes, bandwidth=bandwidth)
-    return float(problem.kde_ece(order)[0])
+    return _engine_kde_ece(v.scores, v.outcomes, bandwidth, order)
 
 
 def kde_ece_classwise(preds: Predictions, *, order=1, bandwidth=None, classes=None) -> float:
     """Mean over classes of the KDE-ECE of ``(p_l, 1{y = l})``.
 
     Each class gets its own rule-of-thumb bandwidth unless ``bandwidth`` is given.
-    All classes are evaluated together in the moment form of
-    :mod:`calcore._bootstrap_kde` (equal to :func:`calcore.kde.kde_ece` per class to
-    ~1e-12 relative, tested; ~0.2 s for 100 classes at n = 10,000).
+    Each class is evaluated from per-cell kernel moments
+    (:mod:`calcore.statistics.kde_cells`; equal to :func:`calcore.kde.kde_ece` per class
+    to ~1e-12 relative, tested).
 
     Parameters
     ----------
@@ -87,11 +92,19 @@ def kde_ece_classwise(preds: Predictions, *, order=1, bandwidth=None, classes=No
     first = chosen[0]
     # Same checks and messages as kde_ece (bandwidth range, order); scores are valid already.
     _check_inputs(preds.probs[:, first], preds.labels == first, bandwidth, None, "kde_ece", order)
-    cols = np.asarray(chosen, dtype=np.intp)
-    problems = kde_problems(
-        preds.probs[:, cols], preds.labels[:, None] == cols[None, :], bandwidth=bandwidth
-    )
-    return float(np.mean(problems.kde_ece(order)))
+    values = [
+        _engine_kde_ece(preds.probs[:, c], preds.labels == c, bandwidth, order) for c in chosen
+    ]
+    return float(np.mean(values))
+
+
+def _engine_kde_ece(scores, outcomes, bandwidth, order) -> float:
+    """KDE-ECE of one binary problem from its per-cell kernel moments (calcore.statistics)."""
+    h = kde_bandwidth(scores) if bandwidth is None else float(bandwidth)
+    layout = KDELayout.for_bandwidth(h)
+    sums = KDESums.zeros(layout)
+    sums.add(layout, scores, outcomes)
+    return kde_ece_from_sums(layout, sums, order=order)
 
 
 def kde_confidence_curve(

@@ -29,6 +29,7 @@ from calcore.binning import resolve_binning
 from calcore.bootstrap import Interval, check_bootstrap_options, percentile_bounds
 from calcore.io._prefetch import prefetched
 from calcore.io.stream import PredictionStream
+from calcore.kde import kde_bandwidth
 from calcore.metrics_binned import (
     adaptive_errors_from_bins,
     calibration_error_from_bins,
@@ -36,7 +37,7 @@ from calcore.metrics_binned import (
 )
 from calcore.predictions import Predictions
 from calcore.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
-from calcore.statistics.accumulator import CalibrationStatistics, CellSpec
+from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
 from calcore.statistics.edges import BinEdges
 from calcore.statistics.reductions import RowBatch, reduction_edges
 
@@ -245,16 +246,16 @@ def _point_metrics(
     metric that uses them is wanted, and the KDE problems only for the wanted KDE-ECEs.
     """
     enough = preds.n_samples >= 2
-    # Both KDE-ECEs from the moment form of calcore._bootstrap_kde (what kde_ece_confidence
-    # and kde_ece_classwise use; equal to calcore.kde.kde_ece to ~1e-12, tested); the
-    # bootstrap reuses their sorted points and windows.
+    want_kde = enough and "kde_ece" in wanted
+    want_kde_cw = enough and with_kde_classwise and "kde_ece_classwise" in wanted
+    kde_specs = report_kde_specs(preds, confidence=want_kde, classwise=want_kde_cw)
+    # The bootstrap's KDE replicates still come from the row-weighted moment form of
+    # calcore._bootstrap_kde (same estimator, same bandwidths); built only when asked for.
     kdes = {
         "kde_ece": weighted_kde(preds.confidence, preds.correct)
-        if enough and "kde_ece" in wanted
+        if want_kde and templates_needed
         else None,
-        "kde_ece_classwise": classwise_kdes(preds)
-        if with_kde_classwise and enough and "kde_ece_classwise" in wanted
-        else None,
+        "kde_ece_classwise": classwise_kdes(preds) if want_kde_cw and templates_needed else None,
     }
     binned = any(k not in BIN_FREE_METRICS for k in wanted)
     # The bootstrap keeps every set of cells as its templates; a point estimate only the
@@ -263,12 +264,9 @@ def _point_metrics(
         None if templates_needed else {CELLS_OF_METRIC[k] for k in wanted if k in CELLS_OF_METRIC}
     )
     specs = report_cell_specs(preds, bins=bins, binning=binning, keys=keys) if binned else {}
-    stats = CalibrationStatistics.empty(preds.class_names, specs)
+    stats = CalibrationStatistics.empty(preds.class_names, specs, kde_specs)
     stats.update(preds)
-    m = scoring_values(stats) | {
-        "kde_ece": _mean_kde(kdes["kde_ece"]),
-        "kde_ece_classwise": _mean_kde(kdes["kde_ece_classwise"]),
-    }
+    m = scoring_values(stats) | kde_point_values(stats)
     templates = None
     if binned:
         values, templates = binned_values(stats)
@@ -278,8 +276,21 @@ def _point_metrics(
     return m, templates, kdes
 
 
-def _mean_kde(problems):
-    return None if problems is None else float(np.mean(problems.kde_ece()))
+def report_kde_specs(preds: Predictions, *, confidence: bool, classwise: bool) -> dict:
+    """The KDE-ECE problems of a report with their rule-of-thumb bandwidths from ``preds``."""
+    specs = {}
+    if confidence:
+        specs["kde_ece"] = KDESpec.confidence(kde_bandwidth(preds.confidence))
+    if classwise:
+        specs["kde_ece_classwise"] = KDESpec.classwise(
+            [kde_bandwidth(preds.probs[:, c]) for c in range(preds.n_classes)]
+        )
+    return specs
+
+
+def kde_point_values(stats: CalibrationStatistics) -> dict:
+    """KDE-ECE (confidence) and its class-wise mean, for the KDE problems ``stats`` keeps."""
+    return {key: float(np.mean(stats.kde_ece(key))) for key in stats.kde_specs}
 
 
 def _metric_keys(metrics) -> list[str]:

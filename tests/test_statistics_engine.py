@@ -346,3 +346,69 @@ def test_binary_argmax_fast_path_matches_the_general_rule():
     assert preds.predicted.tolist() == [0, 1, 0, 0]  # the tie goes to the lowest index
     assert preds.confidence.tolist() == [0.5, 0.8, 0.7, 1.0]
     assert preds.n_tied_rows == 1
+
+
+# --------------------------------------------------------------------------- KDE-ECE from cells
+
+
+def _kde_problem(kind, n, seed):
+    rng = np.random.default_rng(seed)
+    s = {
+        "uniform": lambda: rng.random(n),
+        "confident": lambda: 1.0 - rng.beta(0.3, 8.0, n),
+        "ties": lambda: np.round(rng.random(n), 1),
+        "u-shaped": lambda: rng.beta(0.2, 0.2, n),
+        "constant": lambda: np.full(n, 0.3),
+    }[kind]()
+    return s, (rng.random(n) < s**1.5).astype(float)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "confident", "ties", "u-shaped", "constant"])
+@pytest.mark.parametrize("bandwidth", [None, 1e-3, 0.05, 0.49, 0.5, 1.0])
+@pytest.mark.parametrize("order", [1, 2])
+def test_kde_cells_equal_the_exact_kernel_sums(kind, bandwidth, order):
+    from calcore.kde import kde_bandwidth, kde_ece
+    from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
+
+    s, o = _kde_problem(kind, 400, seed=20)
+    h = kde_bandwidth(s) if bandwidth is None else bandwidth
+    layout = KDELayout.for_bandwidth(h)
+    sums = KDESums.zeros(layout)
+    sums.add(layout, s, o)
+    want = kde_ece(s, o, bandwidth=h, order=order)
+    assert kde_ece_from_sums(layout, sums, order=order) == pytest.approx(want, rel=1e-10, abs=1e-14)
+
+
+def test_kde_sums_merge_weights_and_replicates():
+    from calcore.kde import kde_bandwidth, kde_ece
+    from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
+
+    s, o = _kde_problem("confident", 300, seed=21)
+    w = np.random.default_rng(22).integers(0, 3, 300)
+    rows = np.repeat(np.arange(300), w)
+    h = kde_bandwidth(s[rows])
+    layout = KDELayout.for_bandwidth(h)
+    weighted = KDESums.zeros(layout)
+    for a in range(0, 300, 37):  # batches, merged
+        part = KDESums.zeros(layout)
+        part.add(layout, s[a : a + 37], o[a : a + 37], w[a : a + 37])
+        weighted = weighted.merge(part)
+    want = kde_ece(s[rows], o[rows], bandwidth=h)
+    assert kde_ece_from_sums(layout, weighted) == pytest.approx(want, rel=1e-10)
+    reps = KDESums.zeros(layout, replicates=2)
+    reps.add(layout, s, o, np.vstack([w, np.ones(300)]))
+    got = kde_ece_from_sums(layout, reps)
+    assert got[0] == pytest.approx(want, rel=1e-10)
+    assert got[1] == pytest.approx(kde_ece(s, o, bandwidth=h), rel=1e-10)
+
+
+def test_score_moments_merge_to_the_bandwidth_rule():
+    from calcore.kde import kde_bandwidth
+    from calcore.statistics.kde_cells import ScoreMoments
+
+    s, _ = _kde_problem("confident", 1000, seed=23)
+    merged = ScoreMoments()
+    for a in range(0, 1000, 333):
+        merged = merged.merge(ScoreMoments.of(s[a : a + 333]))
+    assert merged.bandwidth() == pytest.approx(kde_bandwidth(s), rel=1e-12)
+    assert ScoreMoments.of(np.full(5, 0.2)).bandwidth() == 1e-3  # the floor

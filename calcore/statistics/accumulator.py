@@ -20,9 +20,10 @@ import numpy as np
 from calcore.metrics_scoring import brier_per_row, nll_per_row
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges
+from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 from calcore.statistics.reductions import RowBatch, add_rows
 
-__all__ = ["CellSpec", "CalibrationStatistics"]
+__all__ = ["CellSpec", "KDESpec", "CalibrationStatistics"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +36,28 @@ class CellSpec:
     reduction: str
     edges: BinEdges
     classes: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class KDESpec:
+    """KDE-ECE problems of a reduction: one layout (bandwidth) per group.
+
+    ``reduction`` is ``"confidence"`` (one problem: ``max p`` against correctness) or
+    ``"class-wise"`` (one problem per class in ``classes``, all classes by default).
+    """
+
+    reduction: str
+    layouts: tuple
+    classes: np.ndarray | None = None
+
+    @classmethod
+    def confidence(cls, bandwidth: float) -> "KDESpec":
+        return cls("confidence", (KDELayout.for_bandwidth(bandwidth),))
+
+    @classmethod
+    def classwise(cls, bandwidths, classes=None) -> "KDESpec":
+        chosen = None if classes is None else np.asarray(classes, dtype=np.intp)
+        return cls("class-wise", tuple(KDELayout.for_bandwidth(h) for h in bandwidths), chosen)
 
 
 @dataclass(eq=False)
@@ -56,6 +79,9 @@ class CalibrationStatistics:
         Rows whose top probability is shared by several classes.
     normalized : bool
         False when any batch was an unnormalised calibrator's output.
+    kde_specs, kde : dict of str to KDESpec, dict of str to list of KDESums
+        KDE-ECE problems and their per-cell kernel moments
+        (:mod:`calcore.statistics.kde_cells`).
 
     Examples
     --------
@@ -80,16 +106,27 @@ class CalibrationStatistics:
     label_weight: np.ndarray = field(default=None)
     n_tied_rows: int = 0
     normalized: bool = True
+    kde_specs: dict = field(default_factory=dict)
+    kde: dict = field(default_factory=dict)
 
     @classmethod
-    def empty(cls, class_names, specs: dict) -> "CalibrationStatistics":
-        """Zero statistics for the given cells (ranges kept for rank-based edges)."""
+    def empty(cls, class_names, specs: dict, kde_specs: dict | None = None):
+        """Zero statistics for the given cells (ranges kept for rank-based edges) and KDEs."""
         cells = {
             k: CellSums.zeros(s.edges.n_cells, ranges=s.edges.thresholds is not None)
             for k, s in specs.items()
         }
+        kde_specs = dict(kde_specs or {})
+        kde = {k: [KDESums.zeros(lay) for lay in s.layouts] for k, s in kde_specs.items()}
         names = tuple(class_names)
-        return cls(names, dict(specs), cells, label_weight=np.zeros(len(names)))
+        return cls(
+            names,
+            dict(specs),
+            cells,
+            label_weight=np.zeros(len(names)),
+            kde_specs=kde_specs,
+            kde=kde,
+        )
 
     def update(self, preds, weights=None) -> None:
         """Add a batch of rows (a :class:`~calcore.Predictions`), with optional row weights."""
@@ -99,6 +136,13 @@ class CalibrationStatistics:
             add_rows(
                 self.cells[key], spec.edges, batch, spec.reduction, weights=w, classes=spec.classes
             )
+        for key, spec in self.kde_specs.items():
+            if spec.reduction == "confidence":
+                self.kde[key][0].add(spec.layouts[0], batch.confidence, batch.correct, w)
+                continue
+            chosen = range(self.n_classes) if spec.classes is None else spec.classes
+            for sums, layout, c in zip(self.kde[key], spec.layouts, chosen, strict=True):
+                sums.add(layout, batch.probs[:, c], batch.labels == c, w)
         n = preds.n_samples
         self.n_rows += n
         self.n_tied_rows += preds.n_tied_rows
@@ -117,7 +161,11 @@ class CalibrationStatistics:
 
     def merge(self, other: "CalibrationStatistics") -> "CalibrationStatistics":
         """The statistics of both (a new object); built on the same cells and classes."""
-        if other.class_names != self.class_names or other.specs.keys() != self.specs.keys():
+        if (
+            other.class_names != self.class_names
+            or other.specs.keys() != self.specs.keys()
+            or other.kde_specs.keys() != self.kde_specs.keys()
+        ):
             raise ValueError("cannot merge statistics of different classes or cells")
         return CalibrationStatistics(
             self.class_names,
@@ -131,6 +179,11 @@ class CalibrationStatistics:
             self.label_weight + other.label_weight,
             self.n_tied_rows + other.n_tied_rows,
             self.normalized and other.normalized,
+            self.kde_specs,
+            {
+                k: [a.merge(b) for a, b in zip(self.kde[k], other.kde[k], strict=True)]
+                for k in self.kde
+            },
         )
 
     @property
@@ -140,3 +193,13 @@ class CalibrationStatistics:
     def total(self):
         """``n_rows`` for unit weights, else the total weight (the ``N`` of ``n_b / N``)."""
         return self.n_rows if self.weight == self.n_rows else self.weight
+
+    def kde_ece(self, key: str, *, order=1) -> np.ndarray:
+        """KDE-ECE of every problem of one KDE spec (one per group), shape (n_problems,)."""
+        spec = self.kde_specs[key]
+        return np.array(
+            [
+                kde_ece_from_sums(layout, sums, order=order)
+                for layout, sums in zip(spec.layouts, self.kde[key], strict=True)
+            ]
+        )
