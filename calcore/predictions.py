@@ -296,6 +296,15 @@ class Predictions:
         return _read_only((self.predicted == self.labels).astype(np.float64))
 
     @cached_property
+    def label_probability(self) -> np.ndarray:
+        """``p[i, y_i]``, the probability given to each row's label."""
+        if self.n_classes == 2:  # elementwise: no fancy indexing over (n, 2)
+            p = np.where(self.labels == 1, self.probs[:, 1], self.probs[:, 0])
+        else:
+            p = self.probs[np.arange(self.n_samples), self.labels]
+        return _read_only(p)
+
+    @cached_property
     def class_counts(self) -> np.ndarray:
         """Number of rows whose label is each class."""
         return _read_only(np.bincount(self.labels, minlength=self.n_classes))

@@ -412,3 +412,36 @@ def test_score_moments_merge_to_the_bandwidth_rule():
         merged = merged.merge(ScoreMoments.of(s[a : a + 333]))
     assert merged.bandwidth() == pytest.approx(kde_bandwidth(s), rel=1e-12)
     assert ScoreMoments.of(np.full(5, 0.2)).bandwidth() == 1e-3  # the floor
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_sorted_cuts_equal_searchsorted_at_and_around_every_cut(side):
+    from calcore.statistics.edges import SortedCuts
+
+    rng = np.random.default_rng(24)
+    cuts = np.sort(np.r_[-np.inf, rng.random(300), np.round(rng.random(50), 2), 0.5, 0.5, 1.0])
+    finite = cuts[np.isfinite(cuts)]
+    values = np.r_[
+        rng.random(5000), finite, np.nextafter(finite, 0.0), np.nextafter(finite, 1.0), 0.0, 1.0
+    ]
+    values = np.clip(values, 0.0, 1.0)
+    got = SortedCuts(cuts, side=side).count(values)
+    np.testing.assert_array_equal(got, np.searchsorted(cuts, values, side=side))
+
+
+def test_update_in_row_chunks_equals_one_chunk(monkeypatch):
+    import calcore.statistics.accumulator as acc
+    from calcore.report import report_cell_specs, report_kde_specs
+
+    preds = _preds(500, 4, seed=25)
+    specs = report_cell_specs(preds, bins=6, binning="equal-mass")
+    kdes = report_kde_specs(preds, confidence=True, classwise=True)
+    whole = CalibrationStatistics.empty(preds.class_names, specs, kdes)
+    whole.update(preds)
+    monkeypatch.setattr(acc, "_CHUNK_VALUES", 37 * 4)
+    chunked = CalibrationStatistics.empty(preds.class_names, specs, kdes)
+    chunked.update(preds)
+    _assert_same_stats(chunked, whole)
+    for key in whole.kde:
+        for a, b in zip(chunked.kde[key], whole.kde[key], strict=True):
+            np.testing.assert_allclose(a.moments, b.moments, rtol=1e-12, atol=1e-12)

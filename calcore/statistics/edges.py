@@ -40,7 +40,14 @@ import numpy as np
 
 from calcore.binning import BIN_COUNT_RULES, BinningScheme, equal_width_index, resolve_binning
 
-__all__ = ["BinEdges", "BinAssignment", "edges_for", "assign_bins", "bins_per_group"]
+__all__ = [
+    "BinEdges",
+    "BinAssignment",
+    "SortedCuts",
+    "edges_for",
+    "assign_bins",
+    "bins_per_group",
+]
 
 
 def bins_per_group(scheme: BinningScheme, group_sizes) -> np.ndarray:
@@ -59,6 +66,35 @@ def bins_per_group(scheme: BinningScheme, group_sizes) -> np.ndarray:
         else:
             out[g] = scheme.n_bins(m)
     return out
+
+
+class SortedCuts:
+    """``np.searchsorted(cuts, values, side)`` for many values against fixed sorted cuts.
+
+    Through a table over ``4 * len(cuts)`` (at least 64) equal-width buckets of [0, 1]:
+    each value's exact bucket (:func:`calcore.binning.equal_width_index`), the count of
+    cuts below the bucket from the table, then a few compares with the cuts inside the
+    bucket. Same result as ``searchsorted`` for values in [0, 1], several times faster on
+    long inputs (a binary search is a chain of dependent loads).
+    """
+
+    def __init__(self, cuts: np.ndarray, *, side: str):
+        self.cuts = np.asarray(cuts, dtype=np.float64)
+        self.side = side
+        m = max(64, 4 * self.cuts.size)
+        self._table = np.searchsorted(self.cuts, np.arange(m + 1) / m, side=side)
+        self._steps = int(np.max(np.diff(self._table), initial=0))
+        self._padded = np.append(self.cuts, np.inf)
+
+    def count(self, values: np.ndarray) -> np.ndarray:
+        """``#{cuts <= v}`` (side "right") or ``#{cuts < v}`` (side "left") of each value."""
+        idx = self._table[equal_width_index(values, self._table.size - 1)]
+        for _ in range(self._steps):
+            if self.side == "right":
+                idx += self._padded[idx] <= values
+            else:
+                idx += self._padded[idx] < values
+        return idx
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,6 +145,14 @@ class BinEdges:
         inner = np.maximum(self.bins_per_group - 1, 0)
         return np.concatenate(([0], np.cumsum(inner))).astype(np.intp)
 
+    def group_search(self, group: int) -> SortedCuts:
+        """``#{u_k < s}`` over one group's thresholds, for rank-based and unique bins."""
+        cache = self.__dict__.setdefault("_searches", {})
+        if group not in cache:
+            start = self._threshold_start
+            cache[group] = SortedCuts(self.thresholds[start[group] : start[group + 1]], side="left")
+        return cache[group]
+
     def fixed_edges(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Lower and upper edge of every cell for equal-width bins, else None."""
         if self.thresholds is not None:
@@ -139,7 +183,7 @@ class BinEdges:
             else:
                 local = equal_width_index(scores, np.maximum(nb, 1)[g])
         elif self.n_groups == 1:
-            local = np.searchsorted(self.thresholds, scores, side="left")
+            local = self.group_search(0).count(scores)
         else:
             local = self._ragged_search(scores, g)
         cell = local + self.offsets[g]

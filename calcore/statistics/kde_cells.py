@@ -44,6 +44,7 @@ import scipy.sparse as sp
 from scipy.special import comb
 
 from calcore.kde import MIN_BANDWIDTH, _grid_size
+from calcore.statistics.edges import SortedCuts
 
 __all__ = ["KDELayout", "KDESums", "ScoreMoments", "kde_ece_from_sums"]
 
@@ -146,8 +147,12 @@ class KDELayout:
         return int(self.edges.size + 1)
 
     def cell_of(self, scores: np.ndarray) -> np.ndarray:
-        """Cell of each score in [0, 1]."""
-        return np.searchsorted(self.edges, scores, side="right")
+        """Cell of each score in [0, 1]: ``np.searchsorted(edges, scores, side="right")``."""
+        return self._search.count(scores)
+
+    @cached_property
+    def _search(self) -> SortedCuts:
+        return SortedCuts(self.edges, side="right")
 
     @cached_property
     def centre(self) -> np.ndarray:
@@ -211,11 +216,14 @@ class KDESums:
                     )
                     self.moments[:, o, k] += np.asarray(onehot.T @ w.T).T
             return
-        pc = cells[pos]
+        # One bincount per power over (outcome, cell); "all points" is their sum, kept in
+        # row 0 of the outcome axis (negatives + positives), positives in row 1.
+        key = cells + n * pos
         for k in range(_N_POWERS):
             v = powers[k] if w is None else powers[k] * w
-            self.moments[0, k] += np.bincount(cells, weights=v, minlength=n)
-            self.moments[1, k] += np.bincount(pc, weights=v[pos], minlength=n)
+            split = np.bincount(key, weights=v, minlength=2 * n).reshape(2, n)
+            self.moments[0, k] += split[0] + split[1]
+            self.moments[1, k] += split[1]
 
     def merge(self, other: "KDESums") -> "KDESums":
         return KDESums(self.moments + other.moments)

@@ -213,11 +213,9 @@ def _classwise_cells(edges: BinEdges, block: np.ndarray) -> np.ndarray:
     if edges.thresholds is None:
         return edges.cell_of(block, np.arange(block.shape[1])[None, :])
     cells = np.empty(block.shape, dtype=np.intp)
-    start = edges._threshold_start
-    for c in range(block.shape[1]):  # one small sorted haystack per class
-        thr = edges.thresholds[start[c] : start[c + 1]]
-        col = block[:, c]
-        local = np.searchsorted(thr, col, side="left") + edges.offsets[c]
+    for c in range(block.shape[1]):  # one small sorted set of thresholds per class
+        col = np.ascontiguousarray(block[:, c])
+        local = edges.group_search(c).count(col) + edges.offsets[c]
         if edges.bins_per_group[c] == 0:
             local[:] = -1
         elif edges.min_score is not None:
