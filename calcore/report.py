@@ -27,7 +27,6 @@ from calcore._errors import CalcoreError
 from calcore.binned import BinStatistics, bin_statistics_from_sums
 from calcore.binning import resolve_binning
 from calcore.bootstrap import Interval, check_bootstrap_options, percentile_bounds
-from calcore.io._prefetch import prefetched
 from calcore.io.stream import PredictionStream
 from calcore.kde import kde_bandwidth
 from calcore.metrics_binned import (
@@ -38,7 +37,7 @@ from calcore.metrics_binned import (
 from calcore.predictions import Predictions
 from calcore.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
-from calcore.statistics.edges import BinEdges
+from calcore.statistics.passes import CellRequest, stream_statistics
 from calcore.statistics.reductions import RowBatch, reduction_edges
 
 __all__ = ["CalibrationReport", "evaluate", "KDE_CLASSWISE_MAX_CLASSES", "TACE_THRESHOLD"]
@@ -394,22 +393,10 @@ def _data_notes(n_tied_rows, normalized, label_weight, class_names) -> list[str]
     return notes
 
 
-#: Metrics a streamed source does not give yet: they need exact quantiles (ACE/TACE's
-#: equal-mass bins) or a score grid (KDE-ECE) over the whole stream.
-STREAM_UNSUPPORTED = ("ace", "tace", "kde_ece", "kde_ece_classwise")
-
-
 def _evaluate_stream(stream, *, bins, binning, seed, n_bootstrap, metrics) -> CalibrationReport:
-    """:func:`evaluate` of a :class:`~calcore.io.stream.PredictionStream`: one pass, one
-    :class:`CalibrationStatistics` updated batch by batch."""
+    """:func:`evaluate` of a :class:`~calcore.io.stream.PredictionStream`: the passes of
+    :func:`calcore.statistics.passes.stream_statistics`, then the same formulas."""
     scheme = resolve_binning(binning, bins)
-    if scheme.kind != "equal-width" or isinstance(scheme.bins, str):
-        raise CalcoreError(
-            f"{stream.name}: a streamed source is evaluated with equal-width bins and a fixed "
-            f"number of bins (got binning={binning!r}, bins={bins!r}); data-dependent bins need "
-            "a second pass over the data, which this version does not make yet. Use "
-            "binning='equal-width' with an integer bins, or load_predictions for smaller data."
-        )
     if n_bootstrap:
         raise CalcoreError(
             f"{stream.name}: bootstrap intervals of a streamed source are not available yet "
@@ -418,17 +405,23 @@ def _evaluate_stream(stream, *, bins, binning, seed, n_bootstrap, metrics) -> Ca
     wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
     names = stream.class_names
     n_classes = len(names)
-    specs = {}
-    if any(k not in BIN_FREE_METRICS for k in wanted):
-        b = int(scheme.bins)
-        specs = {
-            "conf": CellSpec("confidence", BinEdges(scheme, np.full(1, b, dtype=np.int64))),
-            "top": CellSpec("top-label", BinEdges(scheme, np.full(n_classes, b, dtype=np.int64))),
-            "cw": CellSpec("class-wise", BinEdges(scheme, np.full(n_classes, b, dtype=np.int64))),
-        }
-    stats = CalibrationStatistics.empty(names, specs)
-    for batch in prefetched(stream.batches()):  # the next batch is read during this update
-        stats.update(batch.preds)
+    adaptive = resolve_binning("equal-mass", adaptive_bins_for(binning, bins))
+    every = {
+        "conf": CellRequest("confidence", scheme),
+        "top": CellRequest("top-label", scheme),
+        "cw": CellRequest("class-wise", scheme),
+        "ace": CellRequest("class-wise", adaptive),
+        "tace": CellRequest("class-wise", adaptive, TACE_THRESHOLD),
+    }
+    keys = {CELLS_OF_METRIC[k] for k in wanted if k in CELLS_OF_METRIC}
+    kde = tuple(
+        k
+        for k in ("kde_ece", "kde_ece_classwise")
+        if k in wanted and (k == "kde_ece" or n_classes <= KDE_CLASSWISE_MAX_CLASSES)
+    )
+    stats = stream_statistics(
+        stream, requests={k: v for k, v in every.items() if k in keys}, kde=kde
+    )
     if stats.n_rows == 0:
         raise CalcoreError(
             f"{stream.name}: no rows"
@@ -436,14 +429,14 @@ def _evaluate_stream(stream, *, bins, binning, seed, n_bootstrap, metrics) -> Ca
             + ". Nothing to evaluate."
         )
     values = scoring_values(stats) | binned_values(stats)[0]
-    skipped = sorted(k for k in wanted if k in STREAM_UNSUPPORTED)
+    if stats.n_rows >= 2:
+        values |= kde_point_values(stats)
     m = {k: (values.get(k) if k in wanted else None) for k in METRICS}
     notes = _data_notes(stats.n_tied_rows, stats.normalized, stats.label_weight, names)
-    if skipped:
+    if "kde_ece_classwise" in wanted and "kde_ece_classwise" not in kde:
         notes.append(
-            f"Not computed for a streamed source in this version: {', '.join(skipped)} (they "
-            "need exact quantiles or a score grid over the whole stream); load the data with "
-            "load_predictions for them."
+            f"kde_ece_classwise was not computed: {n_classes} classes > "
+            f"{KDE_CLASSWISE_MAX_CLASSES} (one KDE per class)."
         )
     return CalibrationReport(
         stats.n_rows, n_classes, m, bins, binning, seed, 0, stats.n_tied_rows, {}, tuple(notes)

@@ -19,8 +19,6 @@ from calcore.binned import bin_statistics
 from calcore.statistics import CalibrationStatistics, CellSums
 from calcore.statistics.edges import edges_for
 
-STREAMED = [k for k in calcore.METRICS if k not in ("ace", "tace", "kde_ece", "kde_ece_classwise")]
-
 
 def _preds(n, n_classes, seed):
     rng = np.random.default_rng(seed)
@@ -219,25 +217,45 @@ def _binary(n, seed):
 @settings(max_examples=10, deadline=None)
 @given(
     cuts=st.lists(st.integers(1, 499), max_size=4, unique=True),
-    batch_rows=st.integers(1, 600),
+    batch_rows=st.integers(7, 600),
     hive=st.booleans(),
+    binning=st.sampled_from(
+        [("equal-width", 12), ("equal-mass", 9), ("points-per-bin", 40), ("equal-width", "sturges")]
+    ),
 )
-def test_streamed_report_equals_in_memory(tmp_path_factory, cuts, batch_rows, hive):
+def test_streamed_report_equals_in_memory(tmp_path_factory, cuts, batch_rows, hive, binning):
     tmp = tmp_path_factory.mktemp("parts")
     preds = _binary(500, seed=11)
     _write_parts(tmp, preds, sorted(cuts), hive=hive)
     stream = calcore.scan(tmp, batch_rows=batch_rows)
     assert stream.class_names == ("not fraud", "fraud") and stream.n_rows_in_files == 500
-    got = calcore.evaluate(stream, bins=12)
+    got = calcore.evaluate(stream, binning=binning[0], bins=binning[1])
     memory = calcore.evaluate(
-        calcore.Predictions.from_probs(preds.probs, preds.labels, ("not fraud", "fraud")), bins=12
+        calcore.Predictions.from_probs(preds.probs, preds.labels, ("not fraud", "fraud")),
+        binning=binning[0],
+        bins=binning[1],
     )
     assert got.n == 500
-    for k in STREAMED:
-        assert got.metrics[k] == pytest.approx(memory.metrics[k], rel=1e-12, abs=1e-15), k
-    for k in ("ace", "tace", "kde_ece", "kde_ece_classwise"):
-        assert got.metrics[k] is None
-    assert any("Not computed for a streamed source" in n for n in got.notes)
+    for k in calcore.METRICS:
+        assert got.metrics[k] == pytest.approx(memory.metrics[k], rel=1e-10, abs=1e-14), k
+
+
+def test_streamed_multiclass_with_ties_equals_in_memory(tmp_path):
+    rng = np.random.default_rng(30)
+    p = np.round(rng.dirichlet(np.full(4, 0.6), size=700), 2)
+    p[:, 0] = 1.0 - p[:, 1:].sum(axis=1)
+    p = np.clip(p, 0.0, None)
+    p /= p.sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(4, p=row) for row in p])
+    names = ["cat", "dog", "eel", "fox"]
+    columns = {"label": np.array(names)[y]} | {f"p_{c}": p[:, j] for j, c in enumerate(names)}
+    pq.write_table(pa.table(columns), tmp_path / "m.parquet", row_group_size=90)
+    got = calcore.evaluate(
+        calcore.scan(tmp_path / "m.parquet", batch_rows=64), binning="equal-mass"
+    )
+    want = calcore.evaluate(calcore.Predictions.from_probs(p, y, names), binning="equal-mass")
+    for k in calcore.METRICS:
+        assert got.metrics[k] == pytest.approx(want.metrics[k], rel=1e-10, abs=1e-14), k
 
 
 def test_glob_and_single_file_and_split(tmp_path):
@@ -261,8 +279,8 @@ def test_glob_and_single_file_and_split(tmp_path):
 def test_stream_refuses_what_it_cannot_do_yet(tmp_path):
     _write_parts(tmp_path, _binary(60, seed=13), [30])
     stream = calcore.scan(tmp_path)
-    with pytest.raises(calcore.CalcoreError, match="equal-width bins and a fixed number"):
-        calcore.evaluate(stream, binning="equal-mass")
+    with pytest.raises(calcore.CalcoreError, match="'unique' is not available for a streamed"):
+        calcore.evaluate(stream, binning="unique")
     with pytest.raises(calcore.CalcoreError, match="bootstrap intervals of a streamed source"):
         calcore.evaluate(stream, n_bootstrap=10)
 
@@ -445,3 +463,52 @@ def test_update_in_row_chunks_equals_one_chunk(monkeypatch):
     for key in whole.kde:
         for a, b in zip(chunked.kde[key], whole.kde[key], strict=True):
             np.testing.assert_allclose(a.moments, b.moments, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- exact ranks on streams
+
+
+@pytest.mark.parametrize(
+    "kind", ["uniform", "ties", "constant", "packed", "zeros", "subnormal-ish"]
+)
+@pytest.mark.parametrize("collect_limit", [1 << 20, 10])
+def test_exact_ranks_equal_a_sort(kind, collect_limit):
+    from calcore.statistics.quantiles import ExactRanks
+
+    rng = np.random.default_rng(31)
+    s = {
+        "uniform": lambda: rng.random(20_000),
+        "ties": lambda: np.round(rng.random(20_000), 2),
+        "constant": lambda: np.full(5_000, 0.3),
+        "packed": lambda: 0.9 + rng.random(20_000) * 1e-12,  # 4 passes: 48 bits shared
+        "zeros": lambda: np.r_[np.zeros(300), -np.zeros(10), rng.random(100)],
+        "subnormal-ish": lambda: rng.random(2_000) * 1e-300,
+    }[kind]()
+    g = rng.integers(0, 3, s.size)
+    ranks = []
+    for k in range(3):
+        m = int((g == k).sum())
+        ranks.append(np.r_[0, (np.arange(1, 15) * m) // 15, m])
+    finder = ExactRanks(ranks, collect_limit=collect_limit)
+    passes = 0
+    while finder.wants_pass():
+        for a in range(0, s.size, 777):
+            finder.observe(s[a : a + 777], g[a : a + 777])
+        finder.end_pass()
+        passes += 1
+    assert passes <= 4
+    for k in range(3):
+        ordered = np.sort(s[g == k] + 0.0)
+        want = np.where(ranks[k] > 0, ordered[np.maximum(ranks[k] - 1, 0)], -np.inf)
+        np.testing.assert_array_equal(finder.values()[k], want)
+
+
+def test_exact_ranks_notice_data_that_changed_between_passes():
+    from calcore.statistics.quantiles import ExactRanks
+
+    finder = ExactRanks([np.array([900])])
+    finder.observe(np.random.default_rng(32).random(1000))
+    finder.end_pass()
+    finder.observe(np.random.default_rng(33).random(10))  # the source shrank
+    with pytest.raises(calcore.CalcoreError, match="the data changed between two passes"):
+        finder.end_pass()

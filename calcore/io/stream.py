@@ -40,6 +40,7 @@ from calcore._errors import CalcoreError
 from calcore._validation import InputContext
 from calcore.io._columns import Roles, detect_roles
 from calcore.io._labels import class_labels, split_of_rows
+from calcore.io._prefetch import prefetched
 from calcore.io._table import LabelRowNames, RawTable, SelectedRowNames, columns_to_matrix
 from calcore.predictions import Predictions
 
@@ -106,8 +107,11 @@ class PredictionStream:
     batch_rows: int
     _options: dict = field(repr=False, default_factory=dict)
 
-    def batches(self) -> Iterator[StreamBatch]:
+    def batches(self, *, read_ahead: bool = True) -> Iterator[StreamBatch]:
         """Validated batches of rows, in a fixed order; reopens the files on every call.
+
+        With ``read_ahead`` the next batch is read and validated on a thread while the
+        caller works on this one (same batches, same order).
 
         Raises
         ------
@@ -115,6 +119,11 @@ class PredictionStream:
             A file that vanished or cannot be read (naming it and the row group), a
             value that fails validation (naming the file, column and row).
         """
+        if read_ahead:
+            return prefetched(self._batches())
+        return self._batches()
+
+    def _batches(self) -> Iterator[StreamBatch]:
         state = _KindState(self._options["scores"])
         position = 0
         for path in self.files:
@@ -285,7 +294,7 @@ def scan(
         _display(source, files), files, roles, names, n_rows, split, batch_rows, options
     )
     # The class names (and the scores' kind) come from the first batch with rows.
-    for b in stream.batches():
+    for b in stream.batches(read_ahead=False):
         names = b.preds.class_names
         break
     return PredictionStream(

@@ -1,0 +1,197 @@
+"""The passes over a stream that build a :class:`CalibrationStatistics` at bounded memory.
+
+In memory, the bins of every reduction come from the data at once (a sort). A stream
+is read as often as its bins need:
+
+* **one pass** when every set of cells has fixed equal-width bins and no KDE-ECE is
+  asked for;
+* **a profile pass** first when something depends on the whole data: group sizes
+  (count rules such as ``"sturges"``, points-per-bin), score moments (the KDE
+  bandwidths), and the first 16 bits of every wanted order statistic;
+* **one to three selection passes** for equal-mass and points-per-bin bins
+  (:class:`~calcore.statistics.quantiles.ExactRanks`; usually one);
+* then the pass that accumulates the statistics.
+
+The results are those of the in-memory path on the same rows (tested). A source that
+can be read only once (a pipe) cannot have data-dependent bins: :func:`stream_statistics`
+refuses them rather than approximating. ``binning="unique"`` is refused on streams too:
+its number of bins grows with the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.binning import BIN_COUNT_RULES, BinningScheme
+from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
+from calcore.statistics.edges import BinEdges, bins_per_group
+from calcore.statistics.kde_cells import KDELayout, ScoreMoments
+from calcore.statistics.quantiles import ExactRanks
+
+__all__ = ["CellRequest", "stream_statistics"]
+
+
+@dataclass(frozen=True)
+class CellRequest:
+    """A set of cells to build on a stream: a reduction, its binning, a score cut."""
+
+    reduction: str
+    scheme: BinningScheme
+    min_score: float | None = None
+
+    @property
+    def fixed(self) -> bool:
+        """Bins known before reading anything (equal-width with a number of bins)."""
+        return self.scheme.kind == "equal-width" and self.scheme.bins not in BIN_COUNT_RULES
+
+
+def _points(batch, reduction: str):
+    """``(scores, groups)`` of a batch's points in a reduction (flattened for class-wise)."""
+    if reduction == "confidence":
+        return batch.confidence, None
+    if reduction == "top-label":
+        return batch.confidence, batch.predicted
+    n, n_classes = batch.probs.shape
+    return batch.probs.reshape(-1), np.tile(np.arange(n_classes), n)
+
+
+def _n_groups(reduction: str, n_classes: int) -> int:
+    return 1 if reduction == "confidence" else n_classes
+
+
+def _batches(stream, progress):
+    for b in stream.batches():
+        if progress is not None:
+            progress(b)
+        yield b.preds
+
+
+def stream_statistics(
+    stream,
+    *,
+    requests: dict,
+    kde: tuple = (),
+    progress=None,
+) -> CalibrationStatistics:
+    """Statistics of a re-readable stream of Predictions batches.
+
+    Parameters
+    ----------
+    stream : object with ``batches()`` and ``class_names``
+        E.g. :class:`calcore.io.stream.PredictionStream`; ``batches()`` yields objects
+        with a ``preds`` attribute, in the same order on every call.
+    requests : dict of str to CellRequest
+    kde : tuple of str
+        KDE-ECE problems to keep: ``"kde_ece"`` (confidence) and/or
+        ``"kde_ece_classwise"`` (one per class), with rule-of-thumb bandwidths.
+    progress : callable, optional
+        Called with every batch read (all passes).
+
+    Returns
+    -------
+    CalibrationStatistics
+
+    Raises
+    ------
+    CalcoreError
+        ``binning="unique"`` requested, or the data changed between passes.
+    """
+    names = tuple(stream.class_names)
+    n_classes = len(names)
+    for key, req in requests.items():
+        if req.scheme.kind == "unique":
+            raise CalcoreError(
+                f"binning='unique' is not available for a streamed source ({key}): its number "
+                "of bins grows with the data. Use equal-width or equal-mass bins."
+            )
+    profile_needed = bool(kde) or any(not r.fixed for r in requests.values())
+    sizes: dict = {}
+    moments: dict = {}
+    if profile_needed:
+        sizes, moments = _profile(stream, requests, kde, n_classes, progress)
+    edges = {}
+    ranked = {}
+    for key, req in requests.items():
+        g = _n_groups(req.reduction, n_classes)
+        if req.fixed:
+            edges[key] = BinEdges(req.scheme, np.full(g, int(req.scheme.bins), dtype=np.int64))
+            continue
+        nb = bins_per_group(req.scheme, sizes[key])
+        if req.scheme.kind == "equal-width":
+            edges[key] = BinEdges(req.scheme, nb, None, req.min_score)
+            continue
+        ranks = [
+            (np.arange(1, max(int(b), 1), dtype=np.int64) * int(m)) // max(int(b), 1)
+            for b, m in zip(nb, sizes[key], strict=True)
+        ]
+        ranked[key] = (nb, ExactRanks(ranks))
+    _select(stream, requests, ranked, progress)
+    for key, (nb, finder) in ranked.items():
+        values = finder.values()
+        flat = np.concatenate(values) if values else np.empty(0)
+        edges[key] = BinEdges(requests[key].scheme, nb, flat, requests[key].min_score)
+    specs = {k: CellSpec(requests[k].reduction, edges[k]) for k in requests}
+    kde_specs = {}
+    if "kde_ece" in kde:
+        kde_specs["kde_ece"] = KDESpec("confidence", (_layout(moments["kde_ece"][0]),))
+    if "kde_ece_classwise" in kde:
+        kde_specs["kde_ece_classwise"] = KDESpec(
+            "class-wise", tuple(_layout(m) for m in moments["kde_ece_classwise"])
+        )
+    stats = CalibrationStatistics.empty(names, specs, kde_specs)
+    for preds in _batches(stream, progress):
+        stats.update(preds)
+    return stats
+
+
+def _layout(m: ScoreMoments) -> KDELayout:
+    return KDELayout.for_bandwidth(m.bandwidth())
+
+
+def _profile(stream, requests, kde, n_classes, progress):
+    """Group sizes of the data-dependent requests and score moments of the KDE problems."""
+    sizes = {
+        k: np.zeros(_n_groups(r.reduction, n_classes), dtype=np.int64)
+        for k, r in requests.items()
+        if not r.fixed
+    }
+    moments = {"kde_ece": [ScoreMoments()], "kde_ece_classwise": [ScoreMoments()] * n_classes}
+    for preds in _batches(stream, progress):
+        for key in sizes:
+            req = requests[key]
+            scores, groups = _points(preds, req.reduction)
+            keep = None if req.min_score is None else scores >= req.min_score
+            if groups is None:
+                sizes[key][0] += scores.size if keep is None else int(keep.sum())
+            else:
+                g = groups if keep is None else groups[keep]
+                sizes[key] += np.bincount(g, minlength=sizes[key].size)
+        if "kde_ece" in kde:
+            moments["kde_ece"][0] = moments["kde_ece"][0].merge(ScoreMoments.of(preds.confidence))
+        if "kde_ece_classwise" in kde:
+            per = moments["kde_ece_classwise"]
+            for c in range(n_classes):
+                per[c] = per[c].merge(ScoreMoments.of(preds.probs[:, c]))
+    return sizes, moments
+
+
+def _select(stream, requests, ranked, progress) -> None:
+    """Selection passes until every wanted order statistic is exact."""
+    while any(finder.wants_pass() for _, finder in ranked.values()):
+        for preds in _batches(stream, progress):
+            for key, (_, finder) in ranked.items():
+                if not finder.wants_pass():
+                    continue
+                req = requests[key]
+                scores, groups = _points(preds, req.reduction)
+                if req.min_score is not None:
+                    keep = scores >= req.min_score
+                    scores = scores[keep]
+                    groups = None if groups is None else groups[keep]
+                finder.observe(scores, groups)
+        for _, finder in ranked.values():
+            if finder.wants_pass():
+                finder.end_pass()

@@ -1,0 +1,209 @@
+"""Exact order statistics of grouped scores in a stream read several times (radix select).
+
+Equal-mass and points-per-bin bins need, per group, the scores at given ranks
+(:mod:`calcore.statistics.edges`). In memory a sort finds them; a stream larger than
+memory is read again instead. A score in [0, 1] is a non-negative float64, whose bit
+pattern read as an unsigned integer orders the same way as the value; so the scores
+at the wanted ranks are found 16 bits at a time:
+
+1. pass 1 counts, per group, the values of each top-16-bit prefix, and keeps the
+   prefix holding each wanted rank (and how many values lie below it);
+2. each later pass does the same for the next 16 bits among the values with a kept
+   prefix, until a kept prefix holds at most ``collect_limit`` values (or 48 bits are
+   fixed, which leaves at most 2^15 distinct values): then the values themselves are
+   gathered (with their counts) and the rank is read off them exactly.
+
+Memory is bounded by the distinct prefixes seen per pass (sparse counts) and by
+``collect_limit`` values per kept prefix; nothing scales with the number of rows.
+Typical data need two passes (a top-16-bit prefix of a million rows); scores packed
+within 2^-36 of each other need four. Results equal the in-memory sort (tested).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+
+__all__ = ["ExactRanks"]
+
+_BITS = 16
+_TOP_SHIFT = 63 - _BITS  # the sign bit of a score in [0, 1] is 0: skip it
+_LAST_SHIFT = _TOP_SHIFT - 2 * _BITS  # 48 bits fixed: at most 2^15 values remain
+
+
+def _keys(scores: np.ndarray) -> np.ndarray:
+    # + 0.0 turns -0.0 into 0.0, whose bits sort first
+    return (np.asarray(scores, dtype=np.float64) + 0.0).view(np.uint64)
+
+
+def _sparse_add(keys: np.ndarray, counts: np.ndarray, new: np.ndarray):
+    """Merge counts of ``new`` (unsorted uint64 keys) into the sorted ``keys``/``counts``."""
+    if new.size == 0:
+        return keys, counts
+    k, c = np.unique(new, return_counts=True)
+    if keys.size == 0:
+        return k, c.astype(np.int64)
+    allk = np.concatenate([keys, k])
+    allc = np.concatenate([counts, c])
+    merged, inverse = np.unique(allk, return_inverse=True)
+    return merged, np.bincount(inverse, weights=allc, minlength=merged.size).astype(np.int64)
+
+
+class ExactRanks:
+    """The scores at given ranks of every group, found over several passes of a stream.
+
+    Parameters
+    ----------
+    ranks : list of ndarray of int
+        ``ranks[g]`` are 1-based ranks of group ``g`` (the ``R``-th smallest score; ranks
+        ``<= 0`` give ``-inf``, as :func:`calcore.statistics.edges._order_statistics`).
+        Group sizes are known from an earlier pass.
+    collect_limit : int
+        A kept prefix with at most this many values is gathered outright.
+
+    Use: ``while ranks.wants_pass(): for batch: ranks.observe(scores, groups);
+    ranks.end_pass()``; then :meth:`values`.
+
+    Examples
+    --------
+    >>> s = np.array([0.3, 0.1, 0.2, 0.2, 0.9])
+    >>> r = ExactRanks([np.array([2, 4])])
+    >>> while r.wants_pass():
+    ...     r.observe(s[:2], np.zeros(2, int)); r.observe(s[2:], np.zeros(3, int)); r.end_pass()
+    >>> r.values()[0].tolist()
+    [0.2, 0.2]
+    """
+
+    def __init__(self, ranks, *, collect_limit: int = 1 << 20):
+        self.ranks = [np.asarray(r, dtype=np.int64) for r in ranks]
+        self.collect_limit = int(collect_limit)
+        self.result = [np.full(r.shape, -np.inf) for r in self.ranks]
+        # pending targets: group, index within the group's ranks, rank still wanted
+        # among the values of the kept prefix, the prefix and its shift
+        groups, idx = [], []
+        for g, r in enumerate(self.ranks):
+            keep = np.flatnonzero(r > 0)
+            groups.append(np.full(keep.size, g, dtype=np.int64))
+            idx.append(keep)
+        self.t_group = np.concatenate(groups) if groups else np.empty(0, np.int64)
+        self.t_index = np.concatenate(idx) if idx else np.empty(0, np.int64)
+        self.t_rank = np.array(
+            [self.ranks[g][i] for g, i in zip(self.t_group, self.t_index, strict=True)],
+            dtype=np.int64,
+        )
+        self.t_prefix = np.zeros(self.t_group.size, dtype=np.uint64)
+        self.t_count = np.full(self.t_group.size, -1, dtype=np.int64)  # values in the prefix
+        self.shift = None  # shift of the prefixes fixed so far (None: nothing fixed yet)
+        self.collecting = False
+        self._reset_pass()
+
+    # ------------------------------------------------------------------ passes
+    def wants_pass(self) -> bool:
+        """Whether another pass over the stream is needed."""
+        return self.t_group.size > 0
+
+    def _reset_pass(self):
+        self._keys = np.empty(0, dtype=np.uint64)
+        self._counts = np.empty(0, dtype=np.int64)
+        self._buffer = []
+        self._entry_prefix = None
+
+    def _entries(self):
+        """Distinct (group, prefix) of the pending targets, as sorted uint64 codes."""
+        if self._entry_prefix is None:
+            code = self._code(self.t_group, self.t_prefix)
+            self._entry_prefix = np.unique(code)
+        return self._entry_prefix
+
+    def _code(self, groups, prefix):
+        # group in the bits above the prefix: prefixes have at most 63 - shift bits
+        width = 0 if self.shift is None else 63 - self.shift
+        return (np.asarray(groups, dtype=np.uint64) << np.uint64(width)) | prefix
+
+    def observe(self, scores, groups=None) -> None:
+        """Count (or gather) a batch's scores; ``groups`` as in the constructor (0 if None)."""
+        keys = _keys(scores).ravel()
+        g = (
+            np.zeros(keys.size, dtype=np.uint64)
+            if groups is None
+            else np.asarray(groups).ravel().astype(np.uint64)
+        )
+        if self.shift is not None:  # only values inside a kept prefix matter now
+            code = self._code(g, keys >> np.uint64(self.shift))
+            entries = self._entries()
+            pos = np.searchsorted(entries, code)
+            hit = (pos < entries.size) & (entries[np.minimum(pos, entries.size - 1)] == code)
+            keys, g, pos = keys[hit], g[hit], pos[hit]
+        else:
+            pos = g.astype(np.int64)
+        if self.collecting:  # the remaining low bits, counted per distinct value
+            low = keys & np.uint64((1 << self.shift) - 1)
+            self._buffer.append((pos.astype(np.uint64) << np.uint64(self.shift)) | low)
+        else:
+            sub = (keys >> np.uint64(self._child_shift())) & np.uint64((1 << _BITS) - 1)
+            self._buffer.append((pos.astype(np.uint64) << np.uint64(_BITS)) | sub)
+        if sum(b.size for b in self._buffer) > (1 << 22):  # fold the buffer now and then
+            self._fold()
+
+    def _child_shift(self) -> int:
+        return _TOP_SHIFT if self.shift is None else self.shift - _BITS
+
+    def _fold(self):
+        new = np.concatenate(self._buffer) if self._buffer else np.empty(0, np.uint64)
+        self._buffer = []
+        self._keys, self._counts = _sparse_add(self._keys, self._counts, new)
+
+    def end_pass(self) -> None:
+        """Use what the pass counted: fix 16 more bits, or read the ranks off the values.
+
+        Raises
+        ------
+        CalcoreError
+            A wanted rank is beyond the values counted: the data changed between passes.
+        """
+        self._fold()
+        width = self.shift if self.collecting else _BITS
+        entry_of = self._keys >> np.uint64(width)
+        low = self._keys & np.uint64((1 << width) - 1)
+        t_entry = (
+            self.t_group
+            if self.shift is None
+            else np.searchsorted(self._entries(), self._code(self.t_group, self.t_prefix))
+        )
+        new_prefix = np.empty_like(self.t_prefix)
+        new_rank = np.empty_like(self.t_rank)
+        new_count = np.empty_like(self.t_count)
+        for j, e in enumerate(t_entry):
+            lo, hi = np.searchsorted(entry_of, [np.uint64(e), np.uint64(e + 1)])
+            cum = np.cumsum(self._counts[lo:hi])
+            if cum.size == 0 or cum[-1] < self.t_rank[j]:
+                raise CalcoreError(
+                    "the data changed between two passes over the source (fewer values than "
+                    "the first pass counted); read it again from an unchanging copy."
+                )
+            k = int(np.searchsorted(cum, self.t_rank[j], side="left"))
+            below = int(cum[k - 1]) if k > 0 else 0
+            base = np.uint64(0) if self.shift is None else self.t_prefix[j] << np.uint64(width)
+            new_prefix[j] = base | low[lo + k]
+            new_rank[j] = self.t_rank[j] - below
+            new_count[j] = int(self._counts[lo + k])
+        if self.collecting:  # every bit is fixed: the prefix is the value
+            for j in range(t_entry.size):
+                value = np.array([new_prefix[j]], dtype=np.uint64).view(np.float64)[0]
+                self.result[self.t_group[j]][self.t_index[j]] = value
+            self.t_group = self.t_group[:0]
+            self._reset_pass()
+            return
+        self.t_prefix, self.t_rank, self.t_count = new_prefix, new_rank, new_count
+        self.shift = self._child_shift()
+        self.collecting = bool(
+            self.shift <= _LAST_SHIFT or self.t_count.sum() <= self.collect_limit
+        )
+        self._reset_pass()
+
+    def values(self) -> list[np.ndarray]:
+        """The score at each wanted rank, per group (``-inf`` for ranks ``<= 0``)."""
+        if self.wants_pass():
+            raise RuntimeError("ExactRanks: passes are still needed")
+        return self.result
