@@ -30,6 +30,7 @@ __all__ = ["ExactRanks"]
 _BITS = 16
 _TOP_SHIFT = 63 - _BITS  # the sign bit of a score in [0, 1] is 0: skip it
 _LAST_SHIFT = _TOP_SHIFT - 2 * _BITS  # 48 bits fixed: at most 2^15 values remain
+_DENSE_LIMIT = 1 << 22  # prefixes counted in a dense table (32 MB) rather than sparsely
 
 
 def _keys(scores: np.ndarray) -> np.ndarray:
@@ -77,6 +78,7 @@ class ExactRanks:
 
     def __init__(self, ranks, *, collect_limit: int = 1 << 20):
         self.ranks = [np.asarray(r, dtype=np.int64) for r in ranks]
+        self.n_groups = len(self.ranks)
         self.collect_limit = int(collect_limit)
         self.result = [np.full(r.shape, -np.inf) for r in self.ranks]
         # pending targets: group, index within the group's ranks, rank still wanted
@@ -107,6 +109,7 @@ class ExactRanks:
         self._keys = np.empty(0, dtype=np.uint64)
         self._counts = np.empty(0, dtype=np.int64)
         self._buffer = []
+        self._dense = None
         self._entry_prefix = None
 
     def _entries(self):
@@ -142,7 +145,14 @@ class ExactRanks:
             self._buffer.append((pos.astype(np.uint64) << np.uint64(self.shift)) | low)
         else:
             sub = (keys >> np.uint64(self._child_shift())) & np.uint64((1 << _BITS) - 1)
-            self._buffer.append((pos.astype(np.uint64) << np.uint64(_BITS)) | sub)
+            code = (pos.astype(np.uint64) << np.uint64(_BITS)) | sub
+            n_entries = self.n_groups if self.shift is None else self._entries().size
+            if n_entries << _BITS <= _DENSE_LIMIT:  # few prefixes: count in a dense table
+                if self._dense is None:
+                    self._dense = np.zeros(n_entries << _BITS, dtype=np.int64)
+                self._dense += np.bincount(code.astype(np.intp), minlength=self._dense.size)
+                return
+            self._buffer.append(code)
         if sum(b.size for b in self._buffer) > (1 << 22):  # fold the buffer now and then
             self._fold()
 
@@ -153,6 +163,14 @@ class ExactRanks:
         new = np.concatenate(self._buffer) if self._buffer else np.empty(0, np.uint64)
         self._buffer = []
         self._keys, self._counts = _sparse_add(self._keys, self._counts, new)
+        if self._dense is not None:
+            used = np.flatnonzero(self._dense)
+            keys = used.astype(np.uint64)
+            merged = np.concatenate([self._keys, keys])
+            counts = np.concatenate([self._counts, self._dense[used]])
+            order = np.argsort(merged, kind="stable")
+            self._keys, self._counts = merged[order], counts[order]
+            self._dense = None
 
     def end_pass(self) -> None:
         """Use what the pass counted: fix 16 more bits, or read the ranks off the values.
