@@ -1,7 +1,9 @@
 """The ``calcore`` command line.
 
 * ``calcore metrics FILE``: every calibration metric of a predictions file, as
-  a table or as JSON (``--json``).
+  a table or as JSON (``--json``). A Parquet file, a directory of them or a glob is
+  streamed (:func:`calcore.scan`; progress on stderr when it takes more than two
+  seconds), unless ``--bootstrap`` asks for intervals, which need the rows in memory.
 * ``calcore calibrate --method NAME ...``: fit a calibrator on calibration
   data, print before/after metrics on test data, optionally write the
   recalibrated test predictions (``--out``) and the fitted calibrator (``--save``).
@@ -14,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 import warnings
 
 from calcore._errors import CalcoreError, CalcoreWarning
@@ -114,7 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("metrics", help="every calibration metric of a predictions file")
-    m.add_argument("file", help="CSV, Parquet or NPZ file of predictions")
+    m.add_argument(
+        "file",
+        help="CSV, Parquet or NPZ file of predictions; or a directory or glob of Parquet files",
+    )
     _add_loading_options(m)
     _add_estimation_options(m)
     m.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -186,12 +193,88 @@ def _evaluate(preds, args) -> CalibrationReport:
     )
 
 
+def _streamable(path: str, args) -> bool:
+    """A directory, a glob or a Parquet file, evaluated without the bootstrap: streamed."""
+    if args.bootstrap:
+        return False
+    if any(ch in path for ch in "*?[") or os.path.isdir(path):
+        return True
+    return path.lower().endswith((".parquet", ".pq"))
+
+
+def _stream(path: str, args, *, split=None):
+    from calcore.io.stream import scan
+
+    stream = scan(
+        path,
+        label_column=args.label_col,
+        scores=args.scores,
+        split_column=args.split_col,
+        split=split,
+        renormalize=args.renormalize,
+        positive_class=args.positive_class,
+    )
+    return stream.with_progress(Progress(stream.n_rows_in_files))
+
+
+class Progress:
+    """Rows read, rows/s and the time left in the current pass, on one stderr line.
+
+    Silent for the first two seconds (most runs finish before), then refreshed at most
+    twice a second; a pass is over when a batch starts again at position 0.
+    """
+
+    def __init__(self, rows_per_pass: int, *, stream=None, after: float = 2.0):
+        self.rows_per_pass = max(int(rows_per_pass), 1)
+        self.out = sys.stderr if stream is None else stream
+        self.after = after
+        self.start = time.monotonic()
+        self.pass_start = self.start
+        self.passes = 0
+        self.rows = 0
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, batch) -> None:
+        now = time.monotonic()
+        if batch.position == 0:
+            self.passes += 1
+            self.pass_start = now
+        done = batch.position + batch.preds.n_samples
+        self.rows += batch.preds.n_samples
+        if now - self.start < self.after or now - self.last < 0.5:
+            return
+        self.last = now
+        rate = self.rows / (now - self.start)
+        pass_rate = done / max(now - self.pass_start, 1e-9)
+        left = max(self.rows_per_pass - done, 0) / max(pass_rate, 1e-9)
+        self.out.write(
+            f"\rcalcore: pass {self.passes}: {done:,} of {self.rows_per_pass:,} rows "
+            f"({rate / 1e6:.1f}M rows/s), {left:.0f} s left in this pass   "
+        )
+        self.out.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.out.write("\n")
+            self.out.flush()
+
+
 def _metrics(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
-        preds = _load_one(args.file, args, split=args.split)
-        report = _evaluate(preds, args)
-    notes = _notes_of(preds, caught) + list(report.notes)
+        if _streamable(args.file, args):
+            preds = _stream(args.file, args, split=args.split)
+            try:
+                report = _evaluate(preds, args)
+            finally:
+                preds.progress.close()
+            notes = [str(w.message) for w in caught] + list(report.notes)
+        else:
+            preds = _load_one(args.file, args, split=args.split)
+            report = _evaluate(preds, args)
+            notes = _notes_of(preds, caught) + list(report.notes)
     if args.json:
         out = report.as_dict() | {"file": args.file, "notes": notes}
         print(json.dumps(out, indent=2, allow_nan=False))

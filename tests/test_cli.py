@@ -224,3 +224,73 @@ def test_error_is_one_line_even_when_the_file_name_has_a_line_break(tmp_path, ca
     assert main(["metrics", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "two lines.csv, line 3, column 'p_a'" in err
+
+
+# --------------------------------------------------------------------------- streamed sources
+
+
+@pytest.fixture()
+def parquet_dir(tmp_path):
+    """Binary predictions as three Parquet files in hive folders, with a split column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    p = rng.beta(0.7, 2.0, 900)
+    y = (rng.random(900) < p).astype(np.int64)
+    split = np.where(np.arange(900) % 4 == 0, "calib", "test")
+    for k in range(3):
+        folder = tmp_path / "logs" / f"day={k}"
+        folder.mkdir(parents=True)
+        rows = slice(300 * k, 300 * (k + 1))
+        table = pa.table({"label": y[rows], "p_spam": p[rows], "split": split[rows]})
+        pq.write_table(table, folder / "part.parquet", row_group_size=70)
+    return tmp_path / "logs", p, y, split
+
+
+@pytest.mark.parametrize("pattern", ["{d}", "{d}/*/*.parquet"])
+def test_metrics_streams_a_directory_or_glob(parquet_dir, pattern, capsys):
+    folder, p, y, split = parquet_dir
+    path = pattern.format(d=folder)
+    assert main(["metrics", path, "--split", "test", "--binning", "equal-mass", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    keep = split == "test"
+    want = calcore.evaluate(
+        calcore.Predictions.from_probs(np.column_stack([1 - p[keep], p[keep]]), y[keep]),
+        binning="equal-mass",
+    )
+    assert out["n"] == keep.sum() and out["file"] == path
+    for key in calcore.METRICS:
+        assert out[key] == pytest.approx(want.metrics[key], rel=1e-10, abs=1e-14), key
+
+
+def test_metrics_stream_errors_are_one_line_exit_2(tmp_path, capsys):
+    assert main(["metrics", str(tmp_path / "nothing" / "*.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no Parquet files found" in err
+
+
+def test_progress_line_says_rows_rate_and_time_left():
+    import io
+
+    from calcore.cli import Progress
+
+    class Batch:
+        def __init__(self, position, n):
+            self.position = position
+            self.preds = type("P", (), {"n_samples": n})()
+
+    out = io.StringIO()
+    progress = Progress(1000, stream=out, after=0.0)
+    progress(Batch(0, 400))
+    progress.last = 0.0  # allow the next refresh at once
+    progress(Batch(400, 400))
+    progress.close()
+    text = out.getvalue()
+    assert "pass 1: 800 of 1,000 rows" in text and "rows/s" in text and "s left" in text
+    assert text.endswith("\n")
+    quiet = io.StringIO()
+    slow_start = Progress(1000, stream=quiet)  # the default: silent for two seconds
+    slow_start(Batch(0, 10))
+    slow_start.close()
+    assert quiet.getvalue() == ""

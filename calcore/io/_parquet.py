@@ -113,6 +113,15 @@ def scan_parquet(src: Source, *, max_decoded_bytes: int, preview_rows: int = 100
     )
 
 
+def non_numeric_scores(source: str, column: str, type_name) -> CalcoreError:
+    """The error for a score column stored as text (or any non-numeric Arrow type)."""
+    return CalcoreError(
+        f"{source}, column {column!r}: has type {type_name}, but score columns must "
+        f"be numeric. Store the scores as numbers, e.g. "
+        f"df[{column!r}] = df[{column!r}].astype('float64') before df.to_parquet(...)."
+    )
+
+
 def read_parquet_columns(
     src: Source, layout: ParquetLayout, *, floats, texts
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -128,11 +137,7 @@ def read_parquet_columns(
     for col in floats:
         j = position[col]
         if not layout.numeric[j]:
-            raise CalcoreError(
-                f"{src.name}, column {col!r}: has type {layout.types[j]}, but score columns must "
-                f"be numeric. Store the scores as numbers, e.g. "
-                f"df[{col!r}] = df[{col!r}].astype('float64') before df.to_parquet(...)."
-            )
+            raise non_numeric_scores(src.name, col, layout.types[j])
     try:
         table = _open(src).read(columns=list(dict.fromkeys([*floats, *texts])))
         scores = columns_to_matrix(table, list(floats))

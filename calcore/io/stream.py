@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import glob as globlib
 import os
-from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from calcore._errors import CalcoreError
 from calcore._validation import InputContext
 from calcore.io._columns import Roles, detect_roles
 from calcore.io._labels import class_labels, split_of_rows
+from calcore.io._parquet import non_numeric_scores
 from calcore.io._prefetch import prefetched
 from calcore.io._table import LabelRowNames, RawTable, SelectedRowNames, columns_to_matrix
 from calcore.predictions import Predictions
@@ -106,6 +107,11 @@ class PredictionStream:
     split: str | None
     batch_rows: int
     _options: dict = field(repr=False, default_factory=dict)
+    progress: Callable[[StreamBatch], None] | None = field(default=None, repr=False)
+
+    def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
+        """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
+        return replace(self, progress=callback)
 
     def batches(self, *, read_ahead: bool = True) -> Iterator[StreamBatch]:
         """Validated batches of rows, in a fixed order; reopens the files on every call.
@@ -119,9 +125,15 @@ class PredictionStream:
             A file that vanished or cannot be read (naming it and the row group), a
             value that fails validation (naming the file, column and row).
         """
-        if read_ahead:
-            return prefetched(self._batches())
-        return self._batches()
+        batches = prefetched(self._batches()) if read_ahead else self._batches()
+        if self.progress is None:
+            return batches
+        return self._reporting(batches)
+
+    def _reporting(self, batches):
+        for b in batches:
+            self.progress(b)
+            yield b
 
     def _batches(self) -> Iterator[StreamBatch]:
         state = _KindState(self._options["scores"])
@@ -133,10 +145,14 @@ class PredictionStream:
 
 
 def _short(stream: PredictionStream, path: str) -> str:
-    if len(stream.files) == 1:
+    return _short_path(stream.files, path)
+
+
+def _short_path(files, path: str) -> str:
+    """A file's name in messages: its base name, or its path below the files' common folder."""
+    if len(files) == 1:
         return os.path.basename(path)
-    root = os.path.commonpath(stream.files)
-    return os.path.relpath(path, root)
+    return os.path.relpath(path, os.path.commonpath(files))
 
 
 def _files(source) -> tuple[str, ...]:
@@ -251,10 +267,7 @@ def scan(
     used = [roles.label, *roles.scores] + ([roles.split] if roles.split else [])
     for col in roles.scores:
         if not _numeric(types[col]):
-            raise CalcoreError(
-                f"{files[0]}: column {col!r} has type {types[col]}, not numbers. Write the "
-                f"scores as floating-point columns."
-            )
+            raise non_numeric_scores(_short_path(files, files[0]), col, types[col])
     if split is not None and roles.split is None:
         raise CalcoreError(
             f"{_display(source, files)}: split={split!r} was requested but there is no split "

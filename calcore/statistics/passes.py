@@ -110,8 +110,14 @@ def stream_statistics(
     profile_needed = bool(kde) or any(not r.fixed for r in requests.values())
     sizes: dict = {}
     moments: dict = {}
+    # Rank-based bins: their first selection pass (top 16 bits) runs with the profile.
+    finders = {
+        k: ExactRanks(n_groups=_n_groups(r.reduction, n_classes))
+        for k, r in requests.items()
+        if r.scheme.kind in ("equal-mass", "points-per-bin")
+    }
     if profile_needed:
-        sizes, moments = _profile(stream, requests, kde, n_classes, progress)
+        sizes, moments = _profile(stream, requests, kde, n_classes, finders, progress)
     edges = {}
     ranked = {}
     for key, req in requests.items():
@@ -127,7 +133,9 @@ def stream_statistics(
             (np.arange(1, max(int(b), 1), dtype=np.int64) * int(m)) // max(int(b), 1)
             for b, m in zip(nb, sizes[key], strict=True)
         ]
-        ranked[key] = (nb, ExactRanks(ranks))
+        finders[key].set_ranks(ranks)
+        finders[key].end_pass()
+        ranked[key] = (nb, finders[key])
     _select(stream, requests, ranked, progress)
     for key, (nb, finder) in ranked.items():
         values = finder.values()
@@ -151,8 +159,9 @@ def _layout(m: ScoreMoments) -> KDELayout:
     return KDELayout.for_bandwidth(m.bandwidth())
 
 
-def _profile(stream, requests, kde, n_classes, progress):
-    """Group sizes of the data-dependent requests and score moments of the KDE problems."""
+def _profile(stream, requests, kde, n_classes, finders, progress):
+    """Group sizes of the data-dependent requests and score moments of the KDE problems;
+    the ``finders`` (rank-based requests) count their first 16 bits on the way."""
     sizes = {
         k: np.zeros(_n_groups(r.reduction, n_classes), dtype=np.int64)
         for k, r in requests.items()
@@ -164,11 +173,15 @@ def _profile(stream, requests, kde, n_classes, progress):
             req = requests[key]
             scores, groups = _points(preds, req.reduction)
             keep = None if req.min_score is None else scores >= req.min_score
+            if keep is not None:
+                scores = scores[keep]
+                groups = None if groups is None else groups[keep]
             if groups is None:
-                sizes[key][0] += scores.size if keep is None else int(keep.sum())
+                sizes[key][0] += scores.size
             else:
-                g = groups if keep is None else groups[keep]
-                sizes[key] += np.bincount(g, minlength=sizes[key].size)
+                sizes[key] += np.bincount(groups, minlength=sizes[key].size)
+            if key in finders:
+                finders[key].observe(scores, groups)
         if "kde_ece" in kde:
             moments["kde_ece"][0] = moments["kde_ece"][0].merge(ScoreMoments.of(preds.confidence))
         if "kde_ece_classwise" in kde:

@@ -76,13 +76,26 @@ class ExactRanks:
     [0.2, 0.2]
     """
 
-    def __init__(self, ranks, *, collect_limit: int = 1 << 20):
-        self.ranks = [np.asarray(r, dtype=np.int64) for r in ranks]
-        self.n_groups = len(self.ranks)
+    def __init__(self, ranks=None, *, n_groups: int | None = None, collect_limit: int = 1 << 22):
+        self.n_groups = len(ranks) if n_groups is None else int(n_groups)
         self.collect_limit = int(collect_limit)
+        self.shift = None  # shift of the prefixes fixed so far (None: nothing fixed yet)
+        self.collecting = False
+        self.ranks = None
+        self.t_group = None
+        self._reset_pass()
+        if ranks is not None:
+            self.set_ranks(ranks)
+
+    def set_ranks(self, ranks) -> None:
+        """The ranks wanted per group. The first pass counts top-16-bit prefixes whatever
+        the ranks, so it can run before the group sizes (and so the ranks) are known."""
+        if len(ranks) != self.n_groups:
+            raise ValueError(f"ranks for {len(ranks)} groups, expected {self.n_groups}")
+        self.ranks = [np.asarray(r, dtype=np.int64) for r in ranks]
         self.result = [np.full(r.shape, -np.inf) for r in self.ranks]
         # pending targets: group, index within the group's ranks, rank still wanted
-        # among the values of the kept prefix, the prefix and its shift
+        # among the values of the kept prefix, and that prefix
         groups, idx = [], []
         for g, r in enumerate(self.ranks):
             keep = np.flatnonzero(r > 0)
@@ -96,14 +109,11 @@ class ExactRanks:
         )
         self.t_prefix = np.zeros(self.t_group.size, dtype=np.uint64)
         self.t_count = np.full(self.t_group.size, -1, dtype=np.int64)  # values in the prefix
-        self.shift = None  # shift of the prefixes fixed so far (None: nothing fixed yet)
-        self.collecting = False
-        self._reset_pass()
 
     # ------------------------------------------------------------------ passes
     def wants_pass(self) -> bool:
         """Whether another pass over the stream is needed."""
-        return self.t_group.size > 0
+        return self.t_group is None or self.t_group.size > 0
 
     def _reset_pass(self):
         self._keys = np.empty(0, dtype=np.uint64)
@@ -215,8 +225,10 @@ class ExactRanks:
             return
         self.t_prefix, self.t_rank, self.t_count = new_prefix, new_rank, new_count
         self.shift = self._child_shift()
+        # gather when the kept prefixes (each counted once) hold few enough values
+        _, first = np.unique(self._code(self.t_group, self.t_prefix), return_index=True)
         self.collecting = bool(
-            self.shift <= _LAST_SHIFT or self.t_count.sum() <= self.collect_limit
+            self.shift <= _LAST_SHIFT or self.t_count[first].sum() <= self.collect_limit
         )
         self._reset_pass()
 
