@@ -107,11 +107,13 @@ def bin_statistics_from_sums(
     fixed = edges.fixed_edges()
     if fixed is not None:
         lower, upper = fixed
+    elif sums.low is None:  # replicate sums keep no score ranges
+        lower = upper = np.full(edges.n_cells, np.nan)
     else:
         lower = np.where(np.isfinite(sums.low), sums.low, np.nan)
         upper = np.where(np.isfinite(sums.high), sums.high, np.nan)
     group = edges.cell_group if group_ids is None else np.asarray(group_ids)[edges.cell_group]
-    if isinstance(n_rows, float) and n_rows.is_integer():
+    if isinstance(n_rows, (float, np.floating)) and float(n_rows).is_integer():
         n_rows = int(n_rows)
     return BinStatistics(
         view,

@@ -3,7 +3,7 @@
 * ``calcore metrics FILE``: every calibration metric of a predictions file, as
   a table or as JSON (``--json``). A Parquet file, a directory of them or a glob is
   streamed (:func:`calcore.scan`; progress on stderr when it takes more than two
-  seconds), unless ``--bootstrap`` asks for intervals, which need the rows in memory.
+  seconds; ``--bootstrap`` intervals then come from the Poisson bootstrap).
 * ``calcore calibrate --method NAME ...``: fit a calibrator on calibration
   data, print before/after metrics on test data, optionally write the
   recalibrated test predictions (``--out``) and the fitted calibrator (``--save``).
@@ -193,10 +193,8 @@ def _evaluate(preds, args) -> CalibrationReport:
     )
 
 
-def _streamable(path: str, args) -> bool:
-    """A directory, a glob or a Parquet file, evaluated without the bootstrap: streamed."""
-    if args.bootstrap:
-        return False
+def _streamable(path: str) -> bool:
+    """A directory, a glob or a Parquet file: streamed (intervals by the Poisson bootstrap)."""
     if any(ch in path for ch in "*?[") or os.path.isdir(path):
         return True
     return path.lower().endswith((".parquet", ".pq"))
@@ -264,7 +262,7 @@ class Progress:
 def _metrics(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
-        if _streamable(args.file, args):
+        if _streamable(args.file):
             preds = _stream(args.file, args, split=args.split)
             try:
                 report = _evaluate(preds, args)

@@ -178,9 +178,9 @@ def scoring_values(stats: CalibrationStatistics) -> dict:
     """Accuracy, NLL and Brier score from the scoring sums."""
     total = stats.weight
     return {
-        "accuracy": stats.correct / total,
-        "nll": stats.nll / total + 0.0,  # + 0.0: no "-0.0" when every p_y = 1
-        "brier": stats.brier / total,
+        "accuracy": float(stats.correct / total),
+        "nll": float(stats.nll / total) + 0.0,  # + 0.0: no "-0.0" when every p_y = 1
+        "brier": float(stats.brier / total),
     }
 
 
@@ -393,15 +393,12 @@ def _data_notes(n_tied_rows, normalized, label_weight, class_names) -> list[str]
     return notes
 
 
-def _evaluate_stream(stream, *, bins, binning, seed, n_bootstrap, metrics) -> CalibrationReport:
+def _evaluate_stream(
+    stream, *, bins, binning, seed, n_bootstrap, confidence_level, metrics
+) -> CalibrationReport:
     """:func:`evaluate` of a :class:`~calcore.io.stream.PredictionStream`: the passes of
     :func:`calcore.statistics.passes.stream_statistics`, then the same formulas."""
     scheme = resolve_binning(binning, bins)
-    if n_bootstrap:
-        raise CalcoreError(
-            f"{stream.name}: bootstrap intervals of a streamed source are not available yet "
-            "(n_bootstrap must be 0). Load the data with load_predictions for intervals."
-        )
     wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
     names = stream.class_names
     n_classes = len(names)
@@ -419,9 +416,14 @@ def _evaluate_stream(stream, *, bins, binning, seed, n_bootstrap, metrics) -> Ca
         for k in ("kde_ece", "kde_ece_classwise")
         if k in wanted and (k == "kde_ece" or n_classes <= KDE_CLASSWISE_MAX_CLASSES)
     )
-    stats = stream_statistics(
-        stream, requests={k: v for k, v in every.items() if k in keys}, kde=kde
-    )
+    requests = {k: v for k, v in every.items() if k in keys}
+    boot = None
+    if n_bootstrap:
+        stats, boot = stream_statistics(
+            stream, requests=requests, kde=kde, bootstrap=(int(n_bootstrap), seed)
+        )
+    else:
+        stats = stream_statistics(stream, requests=requests, kde=kde)
     if stats.n_rows == 0:
         raise CalcoreError(
             f"{stream.name}: no rows"
@@ -438,9 +440,43 @@ def _evaluate_stream(stream, *, bins, binning, seed, n_bootstrap, metrics) -> Ca
             f"kde_ece_classwise was not computed: {n_classes} classes > "
             f"{KDE_CLASSWISE_MAX_CLASSES} (one KDE per class)."
         )
+    intervals = {}
+    if boot is not None:
+        intervals = _replicate_intervals(boot, m, confidence_level)
+        notes.append(
+            f"Intervals: Poisson bootstrap, {n_bootstrap} replicates (each row weighted "
+            "Poisson(1) by a generator keyed by its position, so any batching gives the same "
+            "intervals); bins and KDE bandwidths stay those of the full data, so the intervals "
+            "leave out their variability."
+        )
     return CalibrationReport(
-        stats.n_rows, n_classes, m, bins, binning, seed, 0, stats.n_tied_rows, {}, tuple(notes)
+        stats.n_rows,
+        n_classes,
+        m,
+        bins,
+        binning,
+        seed,
+        int(n_bootstrap),
+        stats.n_tied_rows,
+        intervals,
+        tuple(notes),
     )
+
+
+def _replicate_intervals(boot: CalibrationStatistics, estimates: dict, level: float) -> dict:
+    """Percentile intervals of every computed metric from replicate statistics."""
+    keys = [k for k, v in estimates.items() if v is not None]
+    reps = np.empty((boot.n_replicates, len(keys)))
+    for r in range(boot.n_replicates):
+        one = boot.replicate(r)
+        values = scoring_values(one) | binned_values(one)[0] | kde_point_values(one)
+        reps[r] = [values[k] for k in keys]
+    low, high = percentile_bounds(reps, level)
+    out = {}
+    for j, k in enumerate(keys):
+        lo, hi = np.clip([low[j], high[j]], *METRICS[k].bounds)
+        out[k] = Interval(float(estimates[k]), float(lo), float(hi), level, boot.n_replicates)
+    return out
 
 
 def evaluate(
@@ -496,16 +532,7 @@ def evaluate(
     >>> report.accuracy
     0.6666666666666666
     """
-    if isinstance(preds, PredictionStream):
-        return _evaluate_stream(
-            preds,
-            bins=bins,
-            binning=binning,
-            seed=seed,
-            n_bootstrap=n_bootstrap,
-            metrics=metrics,
-        )
-    if not isinstance(preds, Predictions):
+    if not isinstance(preds, (Predictions, PredictionStream)):
         raise CalcoreError(
             f"evaluate expects a calcore.Predictions or a stream from calcore.scan; got "
             f"{type(preds).__name__}. Build one with Predictions.from_probs, from_logits, "
@@ -520,6 +547,16 @@ def evaluate(
         raise CalcoreError(f"n_bootstrap must be a non-negative integer; got {n_bootstrap!r}.")
     if n_bootstrap:
         check_bootstrap_options(n_bootstrap, confidence_level)
+    if isinstance(preds, PredictionStream):
+        return _evaluate_stream(
+            preds,
+            bins=bins,
+            binning=binning,
+            seed=seed,
+            n_bootstrap=n_bootstrap,
+            confidence_level=confidence_level,
+            metrics=metrics,
+        )
     wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
     with_kde_cw = preds.n_classes <= kde_classwise_max_classes
     values, templates, kdes = _point_metrics(

@@ -281,8 +281,8 @@ def test_stream_refuses_what_it_cannot_do_yet(tmp_path):
     stream = calcore.scan(tmp_path)
     with pytest.raises(calcore.CalcoreError, match="'unique' is not available for a streamed"):
         calcore.evaluate(stream, binning="unique")
-    with pytest.raises(calcore.CalcoreError, match="bootstrap intervals of a streamed source"):
-        calcore.evaluate(stream, n_bootstrap=10)
+    with pytest.raises(calcore.CalcoreError, match="n_resamples must be an integer >= 2"):
+        calcore.evaluate(stream, n_bootstrap=1)
 
 
 def test_bad_value_names_the_file_column_and_row(tmp_path):
@@ -512,3 +512,61 @@ def test_exact_ranks_notice_data_that_changed_between_passes():
     finder.observe(np.random.default_rng(33).random(10))  # the source shrank
     with pytest.raises(calcore.CalcoreError, match="the data changed between two passes"):
         finder.end_pass()
+
+
+# --------------------------------------------------------------------------- Poisson bootstrap
+
+
+def test_poisson_weights_depend_only_on_position_and_have_poisson_moments():
+    from calcore.statistics.poisson import poisson_weights
+
+    w = poisson_weights(np.arange(200_000), 8, seed=3)
+    assert w.shape == (8, 200_000) and (w == np.round(w)).all() and w.min() == 0
+    # Poisson(1): mean 1, variance 1, P(0) = P(1) = 1/e (tolerances ~6 standard errors)
+    assert abs(w.mean() - 1.0) < 6 * np.sqrt(1 / w.size)
+    assert abs(w.var() - 1.0) < 6 * np.sqrt(2 / w.size)
+    freq = np.bincount(w.astype(int).ravel(), minlength=3)[:2] / w.size
+    assert np.all(np.abs(freq - np.exp(-1)) < 6 * np.sqrt(np.exp(-1) * (1 - np.exp(-1)) / w.size))
+    # independent of batching: any slice of positions gives the same columns
+    np.testing.assert_array_equal(poisson_weights(np.arange(500, 900), 8, seed=3), w[:, 500:900])
+    assert not np.array_equal(poisson_weights(np.arange(100), 8, seed=4), w[:, :100])
+    assert abs(np.corrcoef(w[0], w[1])[0, 1]) < 0.02  # replicates look independent
+
+
+def test_replicate_statistics_equal_weighted_statistics_one_by_one():
+    from calcore.report import binned_values, report_cell_specs, report_kde_specs, scoring_values
+    from calcore.statistics.poisson import poisson_weights
+
+    preds = _preds(300, 3, seed=26)
+    specs = report_cell_specs(preds, bins=5, binning="equal-mass")
+    kdes = report_kde_specs(preds, confidence=True, classwise=True)
+    w = poisson_weights(np.arange(300), 4, seed=9)
+    boot = CalibrationStatistics.empty(preds.class_names, specs, kdes, replicates=4)
+    boot.update(preds, weights=w)
+    for r in range(4):
+        one = CalibrationStatistics.empty(preds.class_names, specs, kdes)
+        one.update(preds, weights=w[r])
+        got, want = boot.replicate(r), one
+        a = scoring_values(got) | binned_values(got)[0]
+        b = scoring_values(want) | binned_values(want)[0]
+        for k in b:
+            assert a[k] == pytest.approx(b[k], rel=1e-12, abs=1e-15), k
+        assert got.kde_ece("kde_ece_classwise") == pytest.approx(
+            want.kde_ece("kde_ece_classwise"), rel=1e-10
+        )
+
+
+def test_streamed_bootstrap_does_not_depend_on_batching(tmp_path):
+    preds = _binary(400, seed=27)
+    _write_parts(tmp_path, preds, [150, 260])
+    a = calcore.evaluate(calcore.scan(tmp_path, batch_rows=31), n_bootstrap=12, seed=5)
+    b = calcore.evaluate(calcore.scan(tmp_path, batch_rows=400), n_bootstrap=12, seed=5)
+    c = calcore.evaluate(calcore.scan(tmp_path, batch_rows=400), n_bootstrap=12, seed=6)
+    assert set(a.intervals) == set(calcore.METRICS)
+    for k, iv in a.intervals.items():
+        assert iv.n_resamples == 12
+        assert iv.low == pytest.approx(b.intervals[k].low, rel=1e-10, abs=1e-14), k
+        assert iv.high == pytest.approx(b.intervals[k].high, rel=1e-10, abs=1e-14), k
+        assert iv.low <= iv.high
+    assert a.intervals["conf_ece"].low != c.intervals["conf_ece"].low  # the seed matters
+    assert "Poisson bootstrap, 12 replicates" in a.notes[-1]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from calcore.metrics_scoring import brier_per_row, nll_per_row
 from calcore.statistics.cells import CellSums
@@ -86,9 +87,9 @@ class CalibrationStatistics:
     cells : dict of str to CellSums
     n_rows : int
         Rows seen (whatever their weight).
-    weight, correct, nll, brier : float
+    weight, correct, nll, brier : float, or ndarray of shape (R,) with replicates
         ``sum w`` and the weighted sums of ``1{argmax = y}``, the NLL and the Brier terms.
-    label_weight : ndarray of shape (L,)
+    label_weight : ndarray of shape (L,) (or (R, L))
         ``sum w`` of the rows of each label.
     n_tied_rows : int
         Rows whose top probability is shared by several classes.
@@ -114,10 +115,10 @@ class CalibrationStatistics:
     specs: dict
     cells: dict
     n_rows: int = 0
-    weight: float = 0.0
-    correct: float = 0.0
-    nll: float = 0.0
-    brier: float = 0.0
+    weight: float | np.ndarray = 0.0
+    correct: float | np.ndarray = 0.0
+    nll: float | np.ndarray = 0.0
+    brier: float | np.ndarray = 0.0
     label_weight: np.ndarray = field(default=None)
     n_tied_rows: int = 0
     normalized: bool = True
@@ -125,22 +126,62 @@ class CalibrationStatistics:
     kde: dict = field(default_factory=dict)
 
     @classmethod
-    def empty(cls, class_names, specs: dict, kde_specs: dict | None = None):
-        """Zero statistics for the given cells (ranges kept for rank-based edges) and KDEs."""
+    def empty(cls, class_names, specs: dict, kde_specs: dict | None = None, *, replicates=None):
+        """Zero statistics for the given cells (ranges kept for rank-based edges) and KDEs.
+
+        With ``replicates=R`` every sum gets a leading axis of ``R`` bootstrap replicates,
+        and :meth:`update` takes ``(R, m)`` weights (e.g. :func:`poisson_weights`).
+        """
         cells = {
-            k: CellSums.zeros(s.edges.n_cells, ranges=s.edges.thresholds is not None)
+            k: CellSums.zeros(
+                s.edges.n_cells,
+                replicates=replicates,
+                ranges=s.edges.thresholds is not None and replicates is None,
+            )
             for k, s in specs.items()
         }
         kde_specs = dict(kde_specs or {})
-        kde = {k: [KDESums.zeros(lay) for lay in s.layouts] for k, s in kde_specs.items()}
+        kde = {
+            k: [KDESums.zeros(lay, replicates=replicates) for lay in s.layouts]
+            for k, s in kde_specs.items()
+        }
         names = tuple(class_names)
+        lead = () if replicates is None else (int(replicates),)
         return cls(
             names,
             dict(specs),
             cells,
-            label_weight=np.zeros(len(names)),
+            0,
+            np.zeros(lead),
+            np.zeros(lead),
+            np.zeros(lead),
+            np.zeros(lead),
+            np.zeros(lead + (len(names),)),
             kde_specs=kde_specs,
             kde=kde,
+        )
+
+    @property
+    def n_replicates(self) -> int | None:
+        """Number of bootstrap replicates (None for the statistics of the data themselves)."""
+        return None if np.ndim(self.weight) == 0 else int(np.shape(self.weight)[0])
+
+    def replicate(self, r: int) -> "CalibrationStatistics":
+        """The statistics of replicate ``r`` alone (views, no copies)."""
+        return CalibrationStatistics(
+            self.class_names,
+            self.specs,
+            {k: CellSums(c.weight[r], c.score[r], c.outcome[r]) for k, c in self.cells.items()},
+            self.n_rows,
+            self.weight[r],
+            self.correct[r],
+            self.nll[r],
+            self.brier[r],
+            self.label_weight[r],
+            self.n_tied_rows,
+            self.normalized,
+            self.kde_specs,
+            {k: [KDESums(s.moments[r]) for s in v] for k, v in self.kde.items()},
         )
 
     def update(self, preds, weights=None) -> None:
@@ -179,15 +220,22 @@ class CalibrationStatistics:
         self.normalized &= bool(preds.normalized)
         # One contiguous vector per term: np.sum / np.dot add them pairwise or blocked.
         terms = (batch.correct.astype(np.float64), nll_per_row(preds), brier_per_row(preds))
+        n_labels = len(self.class_names)
         if w is None:
             total, sums = float(n), [float(t.sum()) for t in terms]
-        else:
+            per_label = np.bincount(preds.labels, minlength=n_labels)
+        elif w.ndim == 1:
             total, sums = float(w.sum()), [float(w @ t) for t in terms]
-        self.weight += total
-        self.correct += sums[0]
-        self.nll += sums[1]
-        self.brier += sums[2]
-        self.label_weight += np.bincount(preds.labels, weights=w, minlength=len(self.class_names))
+            per_label = np.bincount(preds.labels, weights=w, minlength=n_labels)
+        else:  # (R, m) replicate weights
+            total, sums = w.sum(axis=1), [w @ t for t in terms]
+            onehot = sp.csr_matrix((np.ones(n), (np.arange(n), preds.labels)), shape=(n, n_labels))
+            per_label = np.asarray((onehot.T @ w.T).T)
+        self.weight = self.weight + total
+        self.correct = self.correct + sums[0]
+        self.nll = self.nll + sums[1]
+        self.brier = self.brier + sums[2]
+        self.label_weight = self.label_weight + per_label
 
     def merge(self, other: "CalibrationStatistics") -> "CalibrationStatistics":
         """The statistics of both (a new object); built on the same cells and classes."""
@@ -222,7 +270,9 @@ class CalibrationStatistics:
 
     def total(self):
         """``n_rows`` for unit weights, else the total weight (the ``N`` of ``n_b / N``)."""
-        return self.n_rows if self.weight == self.n_rows else self.weight
+        if np.ndim(self.weight) == 0 and float(self.weight) == self.n_rows:
+            return self.n_rows
+        return self.weight
 
     def kde_ece(self, key: str, *, order=1) -> np.ndarray:
         """KDE-ECE of every problem of one KDE spec (one per group), shape (n_problems,)."""

@@ -29,6 +29,7 @@ from calcore.binning import BIN_COUNT_RULES, BinningScheme
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
 from calcore.statistics.edges import BinEdges, bins_per_group
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
+from calcore.statistics.poisson import poisson_weights
 from calcore.statistics.quantiles import ExactRanks
 
 __all__ = ["CellRequest", "stream_statistics"]
@@ -62,11 +63,11 @@ def _n_groups(reduction: str, n_classes: int) -> int:
     return 1 if reduction == "confidence" else n_classes
 
 
-def _batches(stream, progress):
+def _batches(stream, progress, *, positions: bool = False):
     for b in stream.batches():
         if progress is not None:
             progress(b)
-        yield b.preds
+        yield (b.preds, b.position) if positions else b.preds
 
 
 def stream_statistics(
@@ -74,8 +75,9 @@ def stream_statistics(
     *,
     requests: dict,
     kde: tuple = (),
+    bootstrap: tuple[int, int] | None = None,
     progress=None,
-) -> CalibrationStatistics:
+):
     """Statistics of a re-readable stream of Predictions batches.
 
     Parameters
@@ -87,12 +89,18 @@ def stream_statistics(
     kde : tuple of str
         KDE-ECE problems to keep: ``"kde_ece"`` (confidence) and/or
         ``"kde_ece_classwise"`` (one per class), with rule-of-thumb bandwidths.
+    bootstrap : (int, int), optional
+        ``(R, seed)``: also accumulate ``R`` Poisson bootstrap replicates, each row
+        weighted by :func:`~calcore.statistics.poisson.poisson_weights` of its position
+        (so the replicates do not depend on the batching). The bins and KDE bandwidths
+        stay those of the full data.
     progress : callable, optional
         Called with every batch read (all passes).
 
     Returns
     -------
-    CalibrationStatistics
+    CalibrationStatistics, or (CalibrationStatistics, CalibrationStatistics)
+        The statistics, and with ``bootstrap`` their replicates (leading axis ``R``).
 
     Raises
     ------
@@ -150,9 +158,17 @@ def stream_statistics(
             "class-wise", tuple(_layout(m) for m in moments["kde_ece_classwise"])
         )
     stats = CalibrationStatistics.empty(names, specs, kde_specs)
-    for preds in _batches(stream, progress):
+    if bootstrap is None:
+        for preds in _batches(stream, progress):
+            stats.update(preds)
+        return stats
+    n_replicates, seed = bootstrap
+    boot = CalibrationStatistics.empty(names, specs, kde_specs, replicates=n_replicates)
+    for preds, position in _batches(stream, progress, positions=True):
         stats.update(preds)
-    return stats
+        rows = position + np.arange(preds.n_samples)
+        boot.update(preds, weights=poisson_weights(rows, n_replicates, seed))
+    return stats, boot
 
 
 def _layout(m: ScoreMoments) -> KDELayout:

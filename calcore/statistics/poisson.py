@@ -1,0 +1,93 @@
+"""Poisson bootstrap weights from a counter-based generator keyed by row position.
+
+A bootstrap resample of ``n`` rows draws each row ``Multinomial(n, 1/n)`` times; for
+large ``n`` the counts are nearly independent ``Poisson(1)``, which needs no knowledge
+of ``n`` and no coordination between batches or partitions (Hanley & MacGibbon 2006;
+TFMA's bootstrap does the same). Here replicate ``r`` of the row at position ``i`` gets
+the weight ``F^-1(u)``, with ``F`` the Poisson(1) distribution function and ``u`` a
+uniform made from ``(seed, i, r)`` alone by the SplitMix64 finaliser (a bijective
+64-bit mixer; Steele, Lea & Flood 2014). The weights therefore do not depend on how
+rows are batched, partitioned or merged: any split of the rows gives the same
+replicates.
+
+numpy's counter-based ``Philox`` could serve too, but its Poisson sampler consumes a
+variable number of draws, so a row's weights would depend on the rows before it;
+inverting the CDF of one uniform per (row, replicate) does not.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["poisson_weights"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+# Poisson(1) distribution function at 0..19 as 32-bit thresholds (a weight is the number
+# of thresholds at or below a 32-bit uniform); P(K > 19) < 1e-18 is never reached. The
+# 2^-32 rounding of the thresholds is far below any bootstrap's resolution.
+_THRESHOLDS = np.round(
+    np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(20)]) * 2.0**32
+).astype(np.uint64)
+_THRESHOLDS = np.minimum(_THRESHOLDS, np.uint64(2**32))
+# Weight at the start of each 2^16-wide bucket of uniforms, and whether a threshold falls
+# inside the bucket (then the few values there are settled by a search).
+_BUCKET_START = np.arange(1 << 16, dtype=np.uint64) << np.uint64(16)
+_LUT = np.searchsorted(_THRESHOLDS, _BUCKET_START, side="right").astype(np.float64)
+_AMBIGUOUS = np.searchsorted(_THRESHOLDS, _BUCKET_START + np.uint64((1 << 16) - 1), "right") > _LUT
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser (wrapping uint64 arithmetic)."""
+    x = (x ^ (x >> np.uint64(30))) * _M1
+    x = (x ^ (x >> np.uint64(27))) * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def poisson_weights(positions, n_replicates: int, seed: int) -> np.ndarray:
+    """Poisson(1) bootstrap weights of rows at the given stream positions.
+
+    Parameters
+    ----------
+    positions : ndarray of int, shape (m,)
+        Each row's position in the whole source (0-based, stable across reads).
+    n_replicates : int
+    seed : int
+
+    Returns
+    -------
+    ndarray of shape (n_replicates, m), float64
+        Integer weights; the same for a row whatever batch it arrives in.
+
+    Notes
+    -----
+    One 64-bit hash of ``(seed, position, pair of replicates)`` gives the 32-bit
+    uniforms of two replicates (its two halves as stored in memory).
+
+    Examples
+    --------
+    >>> w = poisson_weights(np.arange(5), 3, seed=0)
+    >>> w.shape, bool((poisson_weights(np.arange(2, 4), 3, seed=0) == w[:, 2:4]).all())
+    ((3, 5), True)
+    """
+    pos = np.asarray(positions, dtype=np.uint64)
+    pairs = (int(n_replicates) + 1) // 2
+    with np.errstate(over="ignore"):
+        key = _mix(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _GOLDEN + _GOLDEN)
+        r = np.arange(pairs, dtype=np.uint64)[:, None]
+        bits = _mix((pos[None, :] * np.uint64(pairs) + r) * _GOLDEN + key)
+    # The two 32-bit halves of each hash are the uniforms of replicates 2j and 2j + 1.
+    u = np.ascontiguousarray(
+        bits.view(np.uint32).reshape(pairs, pos.size, 2).transpose(0, 2, 1)
+    ).reshape(2 * pairs, pos.size)[:n_replicates]
+    bucket = u >> np.uint32(16)
+    weights = _LUT[bucket]
+    near = np.flatnonzero(_AMBIGUOUS[bucket])
+    if near.size:
+        flat = u.reshape(-1)[near].astype(np.uint64)
+        weights.reshape(-1)[near] = np.searchsorted(_THRESHOLDS, flat, side="right")
+    return weights
