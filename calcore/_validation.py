@@ -31,6 +31,7 @@ __all__ = [
     "check_class_names",
     "check_label_names",
     "check_binary_probs",
+    "check_sample_weight",
 ]
 
 
@@ -452,3 +453,30 @@ def check_binary_probs(p, *, ctx: InputContext = InputContext("probs")) -> np.nd
             f"(scores='logits')."
         )
     return np.column_stack([1.0 - col[:, 0], col[:, 0]])
+
+
+def check_sample_weight(weights, n_rows: int, *, source: str = "sample_weight") -> np.ndarray:
+    """Row weights as float64, or a CalcoreError naming the first bad one.
+
+    Weights are frequency weights: finite, non-negative, one per row, not all zero.
+    """
+    w = np.asarray(weights)
+    if w.dtype == bool or not (
+        np.issubdtype(w.dtype, np.floating) or np.issubdtype(w.dtype, np.integer)
+    ):
+        raise CalcoreError(f"{source}: weights must be numbers, got dtype {w.dtype}.")
+    if w.shape != (n_rows,):
+        raise CalcoreError(
+            f"{source}: one weight per row is needed, shape ({n_rows},); got shape {w.shape}."
+        )
+    w = w.astype(np.float64)
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CalcoreError(
+            f"{source}: row {i} (0-based) has weight {float(w[i])!r}; weights must be finite "
+            "and >= 0 (0 leaves a row out). Fix or drop that row."
+        )
+    if n_rows and not (w > 0).any():
+        raise CalcoreError(f"{source}: every weight is 0, so there is nothing to evaluate.")
+    return w

@@ -24,6 +24,7 @@ from calcore._bootstrap_engine import (
 )
 from calcore._bootstrap_kde import weighted_kde
 from calcore._errors import CalcoreError
+from calcore._validation import check_sample_weight
 from calcore.binned import BinStatistics, bin_statistics_from_sums
 from calcore.binning import resolve_binning
 from calcore.bootstrap import Interval, check_bootstrap_options, percentile_bounds
@@ -37,6 +38,7 @@ from calcore.metrics_binned import (
 from calcore.predictions import Predictions
 from calcore.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
+from calcore.statistics.kde_cells import ScoreMoments
 from calcore.statistics.passes import CellRequest, stream_statistics
 from calcore.statistics.reductions import RowBatch, reduction_edges
 
@@ -139,12 +141,13 @@ CELLS_OF_METRIC = {
 }
 
 
-def report_cell_specs(preds: Predictions, *, bins, binning, keys=None) -> dict:
+def report_cell_specs(preds: Predictions, *, bins, binning, keys=None, weights=None) -> dict:
     """The cells of a report, with the bins found from ``preds`` (exact order statistics).
 
     ``conf``, ``top`` and ``cw`` use the report's binning; ``ace`` and ``tace`` the
     class-wise equal-mass bins of :func:`calcore.registry.adaptive_bins_for` (TACE only
-    scores ``>= TACE_THRESHOLD``). ``keys`` limits them to some of these (all by default).
+    scores ``>= TACE_THRESHOLD``). ``keys`` limits them to some of these (all by default);
+    ``weights`` are row weights (equal-mass ranks count weight).
     """
     batch = RowBatch.of(preds)
     r = adaptive_bins_for(binning, bins)
@@ -158,7 +161,9 @@ def report_cell_specs(preds: Predictions, *, bins, binning, keys=None) -> dict:
     return {
         key: CellSpec(
             reduction,
-            reduction_edges(batch, reduction, binning=b, bins=k, min_score=threshold),
+            reduction_edges(
+                batch, reduction, binning=b, bins=k, min_score=threshold, weights=weights
+            ),
         )
         for key, (reduction, b, k, threshold) in requests.items()
         if keys is None or key in keys
@@ -237,6 +242,7 @@ def _point_metrics(
     with_kde_classwise: bool,
     wanted=frozenset(METRICS),
     templates_needed: bool = True,
+    weights=None,
 ):
     """Every metric of ``preds``, the bins they used, and the KDE problems by metric (or None).
 
@@ -247,7 +253,7 @@ def _point_metrics(
     enough = preds.n_samples >= 2
     want_kde = enough and "kde_ece" in wanted
     want_kde_cw = enough and with_kde_classwise and "kde_ece_classwise" in wanted
-    kde_specs = report_kde_specs(preds, confidence=want_kde, classwise=want_kde_cw)
+    kde_specs = report_kde_specs(preds, confidence=want_kde, classwise=want_kde_cw, weights=weights)
     # The bootstrap's KDE replicates still come from the row-weighted moment form of
     # calcore._bootstrap_kde (same estimator, same bandwidths); built only when asked for.
     kdes = {
@@ -262,9 +268,13 @@ def _point_metrics(
     keys = (
         None if templates_needed else {CELLS_OF_METRIC[k] for k in wanted if k in CELLS_OF_METRIC}
     )
-    specs = report_cell_specs(preds, bins=bins, binning=binning, keys=keys) if binned else {}
+    specs = (
+        report_cell_specs(preds, bins=bins, binning=binning, keys=keys, weights=weights)
+        if binned
+        else {}
+    )
     stats = CalibrationStatistics.empty(preds.class_names, specs, kde_specs)
-    stats.update(preds)
+    stats.update(preds, weights=weights)
     m = scoring_values(stats) | kde_point_values(stats)
     templates = None
     if binned:
@@ -275,14 +285,23 @@ def _point_metrics(
     return m, templates, kdes
 
 
-def report_kde_specs(preds: Predictions, *, confidence: bool, classwise: bool) -> dict:
-    """The KDE-ECE problems of a report with their rule-of-thumb bandwidths from ``preds``."""
+def report_kde_specs(
+    preds: Predictions, *, confidence: bool, classwise: bool, weights=None
+) -> dict:
+    """The KDE-ECE problems of a report with their rule-of-thumb bandwidths from ``preds``
+    (weighted moments with ``weights``, which for integer weights equal repeated rows)."""
+
+    def bandwidth(scores):
+        if weights is None:
+            return kde_bandwidth(scores)
+        return ScoreMoments.of(scores, weights).bandwidth()
+
     specs = {}
     if confidence:
-        specs["kde_ece"] = KDESpec.confidence(kde_bandwidth(preds.confidence))
+        specs["kde_ece"] = KDESpec.confidence(bandwidth(preds.confidence))
     if classwise:
         specs["kde_ece_classwise"] = KDESpec.classwise(
-            [kde_bandwidth(preds.probs[:, c]) for c in range(preds.n_classes)]
+            [bandwidth(preds.probs[:, c]) for c in range(preds.n_classes)]
         )
     return specs
 
@@ -424,10 +443,11 @@ def _evaluate_stream(
         )
     else:
         stats = stream_statistics(stream, requests=requests, kde=kde)
-    if stats.n_rows == 0:
+    if stats.n_rows == 0 or stats.weight == 0:
         raise CalcoreError(
             f"{stream.name}: no rows"
             + (f" in split {stream.split!r}" if stream.split else "")
+            + (" with a positive weight" if stats.n_rows else "")
             + ". Nothing to evaluate."
         )
     values = scoring_values(stats) | binned_values(stats)[0]
@@ -490,6 +510,7 @@ def evaluate(
     kde_classwise_max_classes: int = KDE_CLASSWISE_MAX_CLASSES,
     kde_max_work: int = KDE_MAX_WORK,
     metrics=None,
+    sample_weight=None,
 ) -> CalibrationReport:
     """Compute every registered metric of ``preds`` (or the ones named in ``metrics``).
 
@@ -509,6 +530,10 @@ def evaluate(
     kde_classwise_max_classes : int, default 100
         ``kde_ece_classwise`` costs one KDE per class; above this many classes
         it is left out (``None``, with a note). Raise it to force it.
+    sample_weight : array_like of shape (n,), optional
+        Row weights (frequency weights: an integer weight equals that many copies of the
+        row, exactly; a weight of 0 leaves the row out). Non-negative, finite, not all
+        zero. Not yet with ``n_bootstrap``.
     metrics : iterable of str, optional
         Keys of :data:`calcore.METRICS` to report; the others are ``None`` and get no
         interval (no note). E.g. :data:`calcore.BIN_FREE_METRICS` once, and the others per
@@ -558,6 +583,12 @@ def evaluate(
             metrics=metrics,
         )
     wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
+    weights = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
+    if weights is not None and n_bootstrap:
+        raise CalcoreError(
+            "sample_weight with n_bootstrap is not available yet for in-memory predictions; "
+            "evaluate a stream (calcore.scan) for weighted intervals, or drop one of them."
+        )
     with_kde_cw = preds.n_classes <= kde_classwise_max_classes
     values, templates, kdes = _point_metrics(
         preds,
@@ -566,8 +597,14 @@ def evaluate(
         with_kde_classwise=with_kde_cw,
         wanted=wanted,
         templates_needed=bool(n_bootstrap),
+        weights=weights,
     )
-    notes = _data_notes(preds.n_tied_rows, preds.normalized, preds.class_counts, preds.class_names)
+    label_weight = (
+        preds.class_counts
+        if weights is None
+        else np.bincount(preds.labels, weights=weights, minlength=preds.n_classes)
+    )
+    notes = _data_notes(preds.n_tied_rows, preds.normalized, label_weight, preds.class_names)
     if not with_kde_cw and "kde_ece_classwise" in wanted:
         notes.append(
             f"kde_ece_classwise was not computed: {preds.n_classes} classes > "

@@ -570,3 +570,76 @@ def test_streamed_bootstrap_does_not_depend_on_batching(tmp_path):
         assert iv.low <= iv.high
     assert a.intervals["conf_ece"].low != c.intervals["conf_ece"].low  # the seed matters
     assert "Poisson bootstrap, 12 replicates" in a.notes[-1]
+
+
+# --------------------------------------------------------------------------- weighted reports
+
+
+@pytest.mark.parametrize(("binning", "bins"), [("equal-width", 10), ("equal-mass", 7)])
+def test_weighted_evaluate_equals_repeated_rows_for_every_metric(binning, bins):
+    preds = _preds(240, 3, seed=28)
+    w = np.random.default_rng(29).integers(0, 4, 240)
+    rows = np.repeat(np.arange(240), w)
+    got = calcore.evaluate(preds, binning=binning, bins=bins, sample_weight=w)
+    want = calcore.evaluate(preds.subset(rows), binning=binning, bins=bins)
+    assert got.n == 240  # rows, not weight
+    for k in calcore.METRICS:
+        assert got.metrics[k] == pytest.approx(want.metrics[k], rel=1e-9, abs=1e-13), k
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        (np.r_[np.ones(5), -1.0, np.ones(4)], r"row 5 \(0-based\) has weight -1\.0"),
+        (np.r_[np.ones(3), np.nan, np.ones(6)], r"row 3 \(0-based\) has weight nan"),
+        (np.zeros(10), "every weight is 0"),
+        (np.ones(9), r"one weight per row is needed, shape \(10,\)"),
+        (np.array(["a"] * 10), "weights must be numbers"),
+    ],
+)
+def test_bad_sample_weights_are_named(weights, message):
+    with pytest.raises(calcore.CalcoreError, match=message):
+        calcore.evaluate(_preds(10, 2, seed=30), sample_weight=weights)
+
+
+def _weighted_parquet(tmp_path, name="w.parquet", column="Weight", weights=None):
+    rng = np.random.default_rng(34)
+    p = rng.beta(0.6, 2.0, 900)
+    y = (rng.random(900) < p).astype(np.int64)
+    w = rng.integers(0, 4, 900) if weights is None else weights
+    pq.write_table(pa.table({"label": y, "p_x": p, column: w}), tmp_path / name, row_group_size=200)
+    return p, y, w
+
+
+@pytest.mark.parametrize("binning", ["equal-width", "equal-mass"])
+def test_stream_weight_column_equals_repeated_rows(tmp_path, binning):
+    p, y, w = _weighted_parquet(tmp_path)
+    stream = calcore.scan(tmp_path, batch_rows=111)
+    assert stream.weight_column == "Weight" and stream.class_names == ("not x", "x")
+    got = calcore.evaluate(stream, binning=binning)
+    rows = np.repeat(np.arange(900), w)
+    want = calcore.evaluate(
+        calcore.Predictions.from_probs(np.column_stack([1 - p, p])[rows], y[rows]),
+        binning=binning,
+    )
+    for k in calcore.METRICS:
+        assert got.metrics[k] == pytest.approx(want.metrics[k], rel=1e-10, abs=1e-14), k
+
+
+def test_stream_bad_weight_names_file_row_and_column(tmp_path):
+    w = np.ones(900)
+    w[517] = -2.0
+    _weighted_parquet(tmp_path, column="importance", weights=w)
+    stream = calcore.scan(tmp_path, weight_column="importance")
+    with pytest.raises(
+        calcore.CalcoreError, match=r"w\.parquet, row 517 \(0-based\), column 'importance'"
+    ):
+        calcore.evaluate(stream)
+    with pytest.raises(calcore.CalcoreError, match="weight_column='nope' is not a column"):
+        calcore.scan(tmp_path, weight_column="nope")
+
+
+def test_stream_all_zero_weights_is_an_error(tmp_path):
+    _weighted_parquet(tmp_path, weights=np.zeros(900))
+    with pytest.raises(calcore.CalcoreError, match="no rows with a positive weight"):
+        calcore.evaluate(calcore.scan(tmp_path))

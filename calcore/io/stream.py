@@ -77,6 +77,7 @@ class StreamBatch:
     file: str
     first_row: int
     position: int
+    weights: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,6 +98,8 @@ class PredictionStream:
     split : str or None
         The split read (``"calib"``, ``"test"``) or None for every row.
     batch_rows : int
+    weight_column : str or None
+        Column of row weights (frequency weights), if any.
     """
 
     name: str
@@ -108,6 +111,7 @@ class PredictionStream:
     batch_rows: int
     _options: dict = field(repr=False, default_factory=dict)
     progress: Callable[[StreamBatch], None] | None = field(default=None, repr=False)
+    weight_column: str | None = None
 
     def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
         """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
@@ -139,9 +143,9 @@ class PredictionStream:
         state = _KindState(self._options["scores"])
         position = 0
         for path in self.files:
-            for batch in _file_batches(self, path, state):
-                yield StreamBatch(batch[0], _short(self, path), batch[1], position)
-                position += batch[0].n_samples
+            for preds, first_row, weights in _file_batches(self, path, state):
+                yield StreamBatch(preds, _short(self, path), first_row, position, weights)
+                position += preds.n_samples
 
 
 def _short(stream: PredictionStream, path: str) -> str:
@@ -208,6 +212,7 @@ def scan(
     renormalize: bool = False,
     positive_class: str | None = None,
     score_columns: Sequence[str] | None = None,
+    weight_column: str | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
 ) -> PredictionStream:
     """Open predictions stored as Parquet for streamed evaluation.
@@ -220,6 +225,9 @@ def scan(
         (``"logs/*.parquet"``, ``"logs/**/*.parquet"``).
     label_column, scores, split_column, split, renormalize, positive_class, score_columns :
         As in :func:`calcore.load_predictions`.
+    weight_column : str, optional
+        Column of row weights (frequency weights: finite, >= 0). Default: a column named
+        ``weight``, ``weights``, ``sample_weight`` or ``example_weight`` (any case), if any.
     batch_rows : int, default 2,000,000
         Rows per batch (memory is about ``batch_rows x columns x 8`` bytes, a few times).
 
@@ -253,8 +261,14 @@ def scan(
         ok = _numeric(types[col])
         return ok, "" if ok else f"not numeric (type {types[col]})"
 
+    weight = _pick_weight(columns, weight_column, _display(source, files))
+    if weight is not None and not _numeric(types[weight]):
+        raise CalcoreError(
+            f"{_short_path(files, files[0])}, column {weight!r}: has type {types[weight]}, but "
+            "weights must be numbers. Store them as floats or integers."
+        )
     roles = detect_roles(
-        columns,
+        tuple(c for c in columns if c != weight),
         source=_display(source, files),
         is_numeric=is_numeric,
         label_column=label_column,
@@ -265,6 +279,7 @@ def scan(
     if roles.problems:
         raise CalcoreError(roles.problems[0])
     used = [roles.label, *roles.scores] + ([roles.split] if roles.split else [])
+    used += [weight] if weight is not None else []
     for col in roles.scores:
         if not _numeric(types[col]):
             raise non_numeric_scores(_short_path(files, files[0]), col, types[col])
@@ -304,15 +319,39 @@ def scan(
         used=used,
     )
     stream = PredictionStream(
-        _display(source, files), files, roles, names, n_rows, split, batch_rows, options
+        _display(source, files),
+        files,
+        roles,
+        names,
+        n_rows,
+        split,
+        batch_rows,
+        options,
+        weight_column=weight,
     )
     # The class names (and the scores' kind) come from the first batch with rows.
     for b in stream.batches(read_ahead=False):
         names = b.preds.class_names
         break
-    return PredictionStream(
-        stream.name, files, roles, names, n_rows, split, batch_rows, {**options, "names": names}
-    )
+    return replace(stream, class_names=names, _options={**options, "names": names})
+
+
+WEIGHT_NAMES = ("weight", "weights", "sample_weight", "example_weight")
+
+
+def _pick_weight(columns, weight_column, source: str) -> str | None:
+    """The weight column: the one named, else the one with a weight name, else none."""
+    if weight_column is not None:
+        if weight_column not in columns:
+            raise CalcoreError(
+                f"{source}: weight_column={weight_column!r} is not a column; columns are "
+                f"{list(columns)[:20]}."
+            )
+        return weight_column
+    found = [c for c in columns if c.lower() in WEIGHT_NAMES]
+    if len(found) > 1:
+        raise CalcoreError(f"{source}: several weight columns {found}; pass weight_column=.")
+    return found[0] if found else None
 
 
 def _display(source, files) -> str:
@@ -381,7 +420,7 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
             first_row += m
             preds = _validate_batch(stream, raw, state, _decide_kind, _score_ctx, _validate_scores)
             if preds is not None:
-                yield preds, rows.first_row
+                yield preds, rows.first_row, _batch_weights(stream, table, raw, name)
 
 
 def _encoded_labels(column, source: str, name: str, first_row: int):
@@ -429,6 +468,25 @@ def _class_indices(raw: RawTable, selected, opts, ctx):
         class_labels(distinct[index], raw.roles.class_names, ctx=ctx, **options)  # names the row
         raise
     return names, per_value[index]
+
+
+def _batch_weights(stream, table, raw: RawTable, name: str):
+    """The weight column of a batch's selected rows (None without one), validated."""
+    column = stream.weight_column
+    if column is None:
+        return None
+    w = table[column].to_numpy(zero_copy_only=False).astype(np.float64)
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CalcoreError(
+            f"{name}, {raw.row_names(i)}, column {column!r}: weight {float(w[i])!r}; weights "
+            "must be finite and >= 0 (0 leaves a row out). Fix or drop that row."
+        )
+    if stream.split is not None:
+        ctx = InputContext(raw.source, row=LabelRowNames(raw.row_names, raw.roles.split))
+        w = w[split_of_rows(raw.split, ctx=ctx) == stream.split]
+    return w
 
 
 def _validate_batch(stream, raw: RawTable, state, decide_kind, score_ctx, validate_scores):

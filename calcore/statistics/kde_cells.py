@@ -87,7 +87,9 @@ class ScoreMoments:
         return ScoreMoments(n, mean, m2)
 
     def bandwidth(self) -> float:
-        sigma = np.sqrt(self.m2 / self.weight) if self.weight > 0 else 0.0
+        if self.weight <= 0:  # no data (e.g. every weight 0): callers report that
+            return MIN_BANDWIDTH
+        sigma = np.sqrt(self.m2 / self.weight)
         return max(1.06 * float(sigma) * self.weight**-0.2, MIN_BANDWIDTH)
 
 

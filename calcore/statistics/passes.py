@@ -63,11 +63,12 @@ def _n_groups(reduction: str, n_classes: int) -> int:
     return 1 if reduction == "confidence" else n_classes
 
 
-def _batches(stream, progress, *, positions: bool = False):
+def _batches(stream, progress):
+    """``(preds, position, weights)`` of every batch (weights None without a weight column)."""
     for b in stream.batches():
         if progress is not None:
             progress(b)
-        yield (b.preds, b.position) if positions else b.preds
+        yield b.preds, b.position, getattr(b, "weights", None)
 
 
 def stream_statistics(
@@ -137,8 +138,10 @@ def stream_statistics(
         if req.scheme.kind == "equal-width":
             edges[key] = BinEdges(req.scheme, nb, None, req.min_score)
             continue
+        # R_k = floor(k m / B), m the group's total weight (its size for unit weights)
         ranks = [
-            (np.arange(1, max(int(b), 1), dtype=np.int64) * int(m)) // max(int(b), 1)
+            (np.arange(1, max(int(b), 1), dtype=np.int64) * int(np.floor(m + 1e-9)))
+            // max(int(b), 1)
             for b, m in zip(nb, sizes[key], strict=True)
         ]
         finders[key].set_ranks(ranks)
@@ -159,15 +162,16 @@ def stream_statistics(
         )
     stats = CalibrationStatistics.empty(names, specs, kde_specs)
     if bootstrap is None:
-        for preds in _batches(stream, progress):
-            stats.update(preds)
+        for preds, _, w in _batches(stream, progress):
+            stats.update(preds, weights=w)
         return stats
     n_replicates, seed = bootstrap
     boot = CalibrationStatistics.empty(names, specs, kde_specs, replicates=n_replicates)
-    for preds, position in _batches(stream, progress, positions=True):
-        stats.update(preds)
+    for preds, position, w in _batches(stream, progress):
+        stats.update(preds, weights=w)
         rows = position + np.arange(preds.n_samples)
-        boot.update(preds, weights=poisson_weights(rows, n_replicates, seed))
+        replicate_weights = poisson_weights(rows, n_replicates, seed)
+        boot.update(preds, weights=replicate_weights if w is None else replicate_weights * w)
     return stats, boot
 
 
@@ -179,48 +183,58 @@ def _profile(stream, requests, kde, n_classes, finders, progress):
     """Group sizes of the data-dependent requests and score moments of the KDE problems;
     the ``finders`` (rank-based requests) count their first 16 bits on the way."""
     sizes = {
-        k: np.zeros(_n_groups(r.reduction, n_classes), dtype=np.int64)
-        for k, r in requests.items()
-        if not r.fixed
+        k: np.zeros(_n_groups(r.reduction, n_classes)) for k, r in requests.items() if not r.fixed
     }
     moments = {"kde_ece": [ScoreMoments()], "kde_ece_classwise": [ScoreMoments()] * n_classes}
-    for preds in _batches(stream, progress):
+    for preds, _, w in _batches(stream, progress):
         for key in sizes:
             req = requests[key]
             scores, groups = _points(preds, req.reduction)
-            keep = None if req.min_score is None else scores >= req.min_score
-            if keep is not None:
+            pw = _point_weights(w, req.reduction, n_classes)
+            if req.min_score is not None:
+                keep = scores >= req.min_score
                 scores = scores[keep]
                 groups = None if groups is None else groups[keep]
+                pw = None if pw is None else pw[keep]
             if groups is None:
-                sizes[key][0] += scores.size
+                sizes[key][0] += scores.size if pw is None else pw.sum()
             else:
-                sizes[key] += np.bincount(groups, minlength=sizes[key].size)
+                sizes[key] += np.bincount(groups, weights=pw, minlength=sizes[key].size)
             if key in finders:
-                finders[key].observe(scores, groups)
+                finders[key].observe(scores, groups, pw)
         if "kde_ece" in kde:
-            moments["kde_ece"][0] = moments["kde_ece"][0].merge(ScoreMoments.of(preds.confidence))
+            step = ScoreMoments.of(preds.confidence, w)
+            moments["kde_ece"][0] = moments["kde_ece"][0].merge(step)
         if "kde_ece_classwise" in kde:
             per = moments["kde_ece_classwise"]
             for c in range(n_classes):
-                per[c] = per[c].merge(ScoreMoments.of(preds.probs[:, c]))
+                per[c] = per[c].merge(ScoreMoments.of(preds.probs[:, c], w))
     return sizes, moments
+
+
+def _point_weights(w, reduction: str, n_classes: int):
+    """Row weights repeated for each of a row's points (class-wise: one per class)."""
+    if w is None or reduction != "class-wise":
+        return w
+    return np.repeat(w, n_classes)
 
 
 def _select(stream, requests, ranked, progress) -> None:
     """Selection passes until every wanted order statistic is exact."""
     while any(finder.wants_pass() for _, finder in ranked.values()):
-        for preds in _batches(stream, progress):
+        for preds, _, w in _batches(stream, progress):
             for key, (_, finder) in ranked.items():
                 if not finder.wants_pass():
                     continue
                 req = requests[key]
                 scores, groups = _points(preds, req.reduction)
+                pw = _point_weights(w, req.reduction, preds.n_classes)
                 if req.min_score is not None:
                     keep = scores >= req.min_score
                     scores = scores[keep]
                     groups = None if groups is None else groups[keep]
-                finder.observe(scores, groups)
+                    pw = None if pw is None else pw[keep]
+                finder.observe(scores, groups, pw)
         for _, finder in ranked.values():
             if finder.wants_pass():
                 finder.end_pass()

@@ -38,17 +38,14 @@ def _keys(scores: np.ndarray) -> np.ndarray:
     return (np.asarray(scores, dtype=np.float64) + 0.0).view(np.uint64)
 
 
-def _sparse_add(keys: np.ndarray, counts: np.ndarray, new: np.ndarray):
-    """Merge counts of ``new`` (unsorted uint64 keys) into the sorted ``keys``/``counts``."""
+def _sparse_add(keys: np.ndarray, counts: np.ndarray, new: np.ndarray, weights=None):
+    """Merge the counts (or weights) of ``new`` uint64 keys into sorted ``keys``/``counts``."""
     if new.size == 0:
         return keys, counts
-    k, c = np.unique(new, return_counts=True)
-    if keys.size == 0:
-        return k, c.astype(np.int64)
-    allk = np.concatenate([keys, k])
-    allc = np.concatenate([counts, c])
+    allk = np.concatenate([keys, new])
+    allc = np.concatenate([counts, np.ones(new.size) if weights is None else weights])
     merged, inverse = np.unique(allk, return_inverse=True)
-    return merged, np.bincount(inverse, weights=allc, minlength=merged.size).astype(np.int64)
+    return merged, np.bincount(inverse, weights=allc, minlength=merged.size)
 
 
 class ExactRanks:
@@ -105,10 +102,10 @@ class ExactRanks:
         self.t_index = np.concatenate(idx) if idx else np.empty(0, np.int64)
         self.t_rank = np.array(
             [self.ranks[g][i] for g, i in zip(self.t_group, self.t_index, strict=True)],
-            dtype=np.int64,
+            dtype=np.float64,
         )
         self.t_prefix = np.zeros(self.t_group.size, dtype=np.uint64)
-        self.t_count = np.full(self.t_group.size, -1, dtype=np.int64)  # values in the prefix
+        self.t_count = np.full(self.t_group.size, -1.0)  # weight in the kept prefix
 
     # ------------------------------------------------------------------ passes
     def wants_pass(self) -> bool:
@@ -117,7 +114,7 @@ class ExactRanks:
 
     def _reset_pass(self):
         self._keys = np.empty(0, dtype=np.uint64)
-        self._counts = np.empty(0, dtype=np.int64)
+        self._counts = np.empty(0)
         self._buffer = []
         self._dense = None
         self._entry_prefix = None
@@ -134,9 +131,14 @@ class ExactRanks:
         width = 0 if self.shift is None else 63 - self.shift
         return (np.asarray(groups, dtype=np.uint64) << np.uint64(width)) | prefix
 
-    def observe(self, scores, groups=None) -> None:
-        """Count (or gather) a batch's scores; ``groups`` as in the constructor (0 if None)."""
+    def observe(self, scores, groups=None, weights=None) -> None:
+        """Count (or gather) a batch's scores; ``groups`` as in the constructor (0 if None).
+
+        ``weights`` are frequency weights (ranks then count weight, as in
+        :func:`calcore.statistics.edges.edges_for`).
+        """
         keys = _keys(scores).ravel()
+        w = None if weights is None else np.asarray(weights, dtype=np.float64).ravel()
         g = (
             np.zeros(keys.size, dtype=np.uint64)
             if groups is None
@@ -148,38 +150,45 @@ class ExactRanks:
             pos = np.searchsorted(entries, code)
             hit = (pos < entries.size) & (entries[np.minimum(pos, entries.size - 1)] == code)
             keys, g, pos = keys[hit], g[hit], pos[hit]
+            w = None if w is None else w[hit]
         else:
             pos = g.astype(np.int64)
         if self.collecting:  # the remaining low bits, counted per distinct value
             low = keys & np.uint64((1 << self.shift) - 1)
-            self._buffer.append((pos.astype(np.uint64) << np.uint64(self.shift)) | low)
+            self._buffer.append(((pos.astype(np.uint64) << np.uint64(self.shift)) | low, w))
         else:
             sub = (keys >> np.uint64(self._child_shift())) & np.uint64((1 << _BITS) - 1)
             code = (pos.astype(np.uint64) << np.uint64(_BITS)) | sub
             n_entries = self.n_groups if self.shift is None else self._entries().size
             if n_entries << _BITS <= _DENSE_LIMIT:  # few prefixes: count in a dense table
                 if self._dense is None:
-                    self._dense = np.zeros(n_entries << _BITS, dtype=np.int64)
-                self._dense += np.bincount(code.astype(np.intp), minlength=self._dense.size)
+                    self._dense = np.zeros(n_entries << _BITS)
+                self._dense += np.bincount(
+                    code.astype(np.intp), weights=w, minlength=self._dense.size
+                )
                 return
-            self._buffer.append(code)
-        if sum(b.size for b in self._buffer) > (1 << 22):  # fold the buffer now and then
+            self._buffer.append((code, w))
+        if sum(b.size for b, _ in self._buffer) > (1 << 22):  # fold the buffer now and then
             self._fold()
 
     def _child_shift(self) -> int:
         return _TOP_SHIFT if self.shift is None else self.shift - _BITS
 
     def _fold(self):
-        new = np.concatenate(self._buffer) if self._buffer else np.empty(0, np.uint64)
-        self._buffer = []
-        self._keys, self._counts = _sparse_add(self._keys, self._counts, new)
+        if self._buffer:
+            codes = np.concatenate([c for c, _ in self._buffer])
+            weights = None
+            if any(w is not None for _, w in self._buffer):
+                weights = np.concatenate(
+                    [np.ones(c.size) if w is None else w for c, w in self._buffer]
+                )
+            self._buffer = []
+            self._keys, self._counts = _sparse_add(self._keys, self._counts, codes, weights)
         if self._dense is not None:
             used = np.flatnonzero(self._dense)
-            keys = used.astype(np.uint64)
-            merged = np.concatenate([self._keys, keys])
-            counts = np.concatenate([self._counts, self._dense[used]])
-            order = np.argsort(merged, kind="stable")
-            self._keys, self._counts = merged[order], counts[order]
+            self._keys, self._counts = _sparse_add(
+                self._keys, self._counts, used.astype(np.uint64), self._dense[used]
+            )
             self._dense = None
 
     def end_pass(self) -> None:
@@ -211,11 +220,11 @@ class ExactRanks:
                     "the first pass counted); read it again from an unchanging copy."
                 )
             k = int(np.searchsorted(cum, self.t_rank[j], side="left"))
-            below = int(cum[k - 1]) if k > 0 else 0
+            below = cum[k - 1] if k > 0 else 0.0
             base = np.uint64(0) if self.shift is None else self.t_prefix[j] << np.uint64(width)
             new_prefix[j] = base | low[lo + k]
             new_rank[j] = self.t_rank[j] - below
-            new_count[j] = int(self._counts[lo + k])
+            new_count[j] = self._counts[lo + k]
         if self.collecting:  # every bit is fixed: the prefix is the value
             for j in range(t_entry.size):
                 value = np.array([new_prefix[j]], dtype=np.uint64).view(np.float64)[0]
