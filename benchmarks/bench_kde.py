@@ -4,11 +4,11 @@ Scores mimic a deep net's top-label confidences, s = 1 - Beta(0.5, 10) (piled up
 near 1), with outcomes o ~ Bernoulli(s^2) (overconfident). Times are the best of
 5 runs of ``kde_ece`` with the default (rule-of-thumb) bandwidth and automatic grid.
 
-The ``moment_form`` section times the batched moment form of ``calcore._bootstrap_kde``
-(what ``calcore.evaluate``, ``kde_ece_confidence`` and ``kde_ece_classwise`` use) against
-this exact windowed evaluation, with the largest relative difference: one problem per
-sample above, and the 100 class-wise problems of ``assets/synthetic_wide100.npz``
-(10,000 x 100 test split).
+The ``cell_moments`` section times the per-cell kernel moments of
+``calcore.statistics.kde_cells`` (what ``calcore.evaluate``, ``kde_ece_confidence`` and
+``kde_ece_classwise`` use) against this exact windowed evaluation, with the largest
+relative difference: one problem per sample above, and the 100 class-wise problems of
+``assets/synthetic_wide100.npz`` (10,000 x 100 test split).
 
 Run: ``.venv/bin/python benchmarks/bench_kde.py``
 """
@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 import calcore
-from calcore._bootstrap_kde import kde_problems, weighted_kde
 from calcore.kde import kde_bandwidth, kde_ece, kde_reliability_curve
+from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 
 WIDE = Path(__file__).resolve().parents[1] / "assets" / "synthetic_wide100.npz"
 
@@ -75,31 +75,43 @@ def grid_vs_direct(n: int) -> dict:
     }
 
 
-def moment_form() -> list:
+def cells_kde_ece(s, o) -> float:
+    """KDE-ECE through the statistics engine: layout, one pass of moments, evaluation."""
+    layout = KDELayout.for_bandwidth(kde_bandwidth(s))
+    sums = KDESums.zeros(layout)
+    sums.add(layout, s, o)
+    return kde_ece_from_sums(layout, sums)
+
+
+def cell_moments() -> list:
     out = []
     for n in (10_000, 50_000):
         s, o = sample(n)
         exact = kde_ece(s, o)
-        fast = float(weighted_kde(s, o).kde_ece()[0])
+        fast = cells_kde_ece(s, o)
         out.append(
             {
                 "problem": f"one binary problem, n = {n}",
                 "seconds_exact_best_of_5": best_of(lambda s=s, o=o: kde_ece(s, o)),
-                "seconds_moment_best_of_5": best_of(lambda s=s, o=o: weighted_kde(s, o).kde_ece()),
+                "seconds_cells_best_of_5": best_of(lambda s=s, o=o: cells_kde_ece(s, o)),
                 "rel_diff": abs(fast - exact) / exact,
             }
         )
     preds = calcore.io.load_splits(WIDE)["test"]
     outcomes = preds.labels[:, None] == np.arange(preds.n_classes)[None, :]
     exact = np.array([kde_ece(preds.probs[:, c], outcomes[:, c]) for c in range(preds.n_classes)])
-    fast = kde_problems(preds.probs, outcomes).kde_ece()
+    fast = np.array(
+        [cells_kde_ece(preds.probs[:, c], outcomes[:, c]) for c in range(preds.n_classes)]
+    )
     out.append(
         {
             "problem": "class-wise, 10,000 x 100 (synthetic_wide100 test)",
             "seconds_exact_best_of_5": best_of(
                 lambda: [kde_ece(preds.probs[:, c], outcomes[:, c]) for c in range(100)]
             ),
-            "seconds_moment_best_of_5": best_of(lambda: kde_problems(preds.probs, outcomes)),
+            "seconds_cells_best_of_5": best_of(
+                lambda: [cells_kde_ece(preds.probs[:, c], outcomes[:, c]) for c in range(100)]
+            ),
             "max_rel_diff": float(np.max(np.abs(fast - exact) / exact)),
         }
     )
@@ -136,7 +148,7 @@ def main() -> None:
         "python": platform.python_version(),
         "timings": timings,
         "grid_vs_direct": [grid_vs_direct(1_000), grid_vs_direct(10_000)],
-        "moment_form": moment_form(),
+        "cell_moments": cell_moments(),
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(report, indent=2))

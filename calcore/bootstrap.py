@@ -77,7 +77,7 @@ def bootstrap_intervals(
     Rows are resampled with replacement and the statistics see
     ``preds.subset(rows)`` for each resample: any callable works, at the price
     of one full evaluation per resample. :func:`calcore.evaluate` uses the fast
-    count-vector engine instead (:mod:`calcore._bootstrap_engine`), which draws
+    count-vector bootstrap instead (:mod:`calcore.statistics.replicates`), which draws
     the same resamples for the same seed.
 
     The resamples are ``default_rng(seed).integers(0, n, (n_resamples, n))``

@@ -13,16 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calcore._bootstrap_engine import (
-    KDE_MAX_WORK,
-    ReportTemplates,
-    classwise_kdes,
-    kde_resamples,
-    kde_values,
-    metric_replicates,
-    resample_counts,
-)
-from calcore._bootstrap_kde import weighted_kde
 from calcore._errors import CalcoreError
 from calcore._validation import check_sample_weight
 from calcore.binned import BinStatistics, bin_statistics_from_sums
@@ -41,6 +31,12 @@ from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDES
 from calcore.statistics.kde_cells import ScoreMoments
 from calcore.statistics.passes import CellRequest, stream_statistics
 from calcore.statistics.reductions import RowBatch, reduction_edges
+from calcore.statistics.replicates import (
+    KDE_MAX_WORK,
+    kde_resamples,
+    kde_work_per_resample,
+    resample_counts,
+)
 
 __all__ = ["CalibrationReport", "evaluate", "KDE_CLASSWISE_MAX_CLASSES", "TACE_THRESHOLD"]
 
@@ -189,12 +185,9 @@ def scoring_values(stats: CalibrationStatistics) -> dict:
     }
 
 
-def binned_values(stats: CalibrationStatistics) -> tuple[dict, ReportTemplates | None]:
-    """The binned metrics of the report from the cells of :func:`report_cell_specs`.
-
-    Metrics whose cells ``stats`` does not keep are left out; the bootstrap templates
-    are returned only when all five sets of cells are there.
-    """
+def binned_values(stats: CalibrationStatistics) -> dict:
+    """The binned metrics of the report from the cells of :func:`report_cell_specs`
+    (the metrics whose cells ``stats`` keeps)."""
     got = {
         k: statistics_bins(stats, k)
         for k in ("conf", "top", "cw", "ace", "tace")
@@ -226,12 +219,7 @@ def binned_values(stats: CalibrationStatistics) -> tuple[dict, ReportTemplates |
     for key in ("ace", "tace"):
         if key in got:
             values[key] = adaptive_errors_from_bins(got[key])
-    templates = None
-    if len(got) == 5:
-        templates = ReportTemplates(
-            got["conf"], got["top"], got["cw"], got["ace"], got["tace"], TACE_THRESHOLD
-        )
-    return values, templates
+    return values
 
 
 def _point_metrics(
@@ -241,48 +229,29 @@ def _point_metrics(
     binning,
     with_kde_classwise: bool,
     wanted=frozenset(METRICS),
-    templates_needed: bool = True,
     weights=None,
 ):
-    """Every metric of ``preds``, the bins they used, and the KDE problems by metric (or None).
+    """Every wanted metric of ``preds`` and the statistics they came from.
 
-    The scoring and binned metrics come from one :class:`CalibrationStatistics` pass.
-    Metrics outside ``wanted`` are None. The bins (templates None) are only built when a
-    metric that uses them is wanted, and the KDE problems only for the wanted KDE-ECEs.
+    One :class:`CalibrationStatistics` pass over the cells and KDE problems of the wanted
+    metrics only (the conf-ECE alone needs no class-wise sort); the others are None.
     """
     enough = preds.n_samples >= 2
     want_kde = enough and "kde_ece" in wanted
     want_kde_cw = enough and with_kde_classwise and "kde_ece_classwise" in wanted
     kde_specs = report_kde_specs(preds, confidence=want_kde, classwise=want_kde_cw, weights=weights)
-    # The bootstrap's KDE replicates still come from the row-weighted moment form of
-    # calcore._bootstrap_kde (same estimator, same bandwidths); built only when asked for.
-    kdes = {
-        "kde_ece": weighted_kde(preds.confidence, preds.correct)
-        if want_kde and templates_needed
-        else None,
-        "kde_ece_classwise": classwise_kdes(preds) if want_kde_cw and templates_needed else None,
-    }
-    binned = any(k not in BIN_FREE_METRICS for k in wanted)
-    # The bootstrap keeps every set of cells as its templates; a point estimate only the
-    # cells of the wanted metrics (the conf-ECE alone needs no class-wise sort).
-    keys = (
-        None if templates_needed else {CELLS_OF_METRIC[k] for k in wanted if k in CELLS_OF_METRIC}
-    )
+    keys = {CELLS_OF_METRIC[k] for k in wanted if k in CELLS_OF_METRIC}
     specs = (
         report_cell_specs(preds, bins=bins, binning=binning, keys=keys, weights=weights)
-        if binned
+        if keys
         else {}
     )
     stats = CalibrationStatistics.empty(preds.class_names, specs, kde_specs)
     stats.update(preds, weights=weights)
-    m = scoring_values(stats) | kde_point_values(stats)
-    templates = None
-    if binned:
-        values, templates = binned_values(stats)
-        m |= values
+    m = scoring_values(stats) | binned_values(stats) | kde_point_values(stats)
     # every key, in the order of METRICS (tests/test_report.py); None where not wanted
     m = {k: (m.get(k) if k in wanted else None) for k in METRICS}
-    return m, templates, kdes
+    return m, stats
 
 
 def report_kde_specs(
@@ -322,11 +291,50 @@ def _metric_keys(metrics) -> list[str]:
     return keys
 
 
+def bootstrap_replicates(
+    preds: Predictions,
+    stats: CalibrationStatistics,
+    counts: np.ndarray,
+    *,
+    kde_max_work: int,
+    weights=None,
+):
+    """Every metric of ``stats`` for each resample (row counts ``counts``, shape (R, n)).
+
+    The replicate statistics are the same sums as the point estimate's, weighted by the
+    counts (times the row weights), on the same cells and KDE bandwidths. The KDE-ECEs
+    get the first ``r`` resamples only when their kernel moments would cost more than
+    ``kde_max_work`` (14 weighted sums per point, per problem and per resample).
+
+    Returns
+    -------
+    (dict of str to ndarray, dict of str to int)
+        Replicates per metric key and the number of resamples each used.
+    """
+    n_resamples = counts.shape[0]
+    w = counts if weights is None else counts * weights
+    boot = CalibrationStatistics.empty(stats.class_names, stats.specs, {}, replicates=n_resamples)
+    boot.update(preds, weights=w)
+    reps: dict = {}
+    for r in range(n_resamples):
+        one = boot.replicate(r)
+        for key, value in (scoring_values(one) | binned_values(one)).items():
+            reps.setdefault(key, np.empty(n_resamples))[r] = value
+    used = dict.fromkeys(reps, n_resamples)
+    for key, spec in stats.kde_specs.items():
+        work = kde_work_per_resample(spec, preds.n_samples)
+        r = kde_resamples(work, n_resamples, kde_max_work)
+        kboot = CalibrationStatistics.empty(stats.class_names, {}, {key: spec}, replicates=r)
+        kboot.update(preds, weights=w[:r])
+        reps[key] = np.array([float(np.mean(kboot.replicate(i).kde_ece(key))) for i in range(r)])
+        used[key] = r
+    return reps, used
+
+
 def _fast_intervals(
     preds: Predictions,
     metrics: dict,
-    templates: ReportTemplates,
-    kdes,
+    stats: CalibrationStatistics,
     *,
     n_bootstrap: int,
     confidence_level: float,
@@ -334,11 +342,14 @@ def _fast_intervals(
     binning: str,
     bins,
     kde_max_work: int,
+    weights=None,
 ) -> tuple[dict[str, Interval], list[str]]:
     """Percentile intervals of every computed metric from one set of count vectors.
 
-    See :mod:`calcore._bootstrap_engine`: all metrics share the resamples and one
-    sparse product; bins (and KDE bandwidths) are the full sample's.
+    The resamples are multinomial row counts (:func:`resample_counts`, the draws of
+    :func:`scipy.stats.bootstrap`); every metric's replicates come from the statistics
+    engine with the counts as weights (:func:`bootstrap_replicates`); bins and KDE
+    bandwidths are the full sample's.
     """
     keys = [k for k, v in metrics.items() if v is not None]
     notes = []
@@ -348,17 +359,14 @@ def _fast_intervals(
             k: Interval(float(metrics[k]), np.nan, np.nan, confidence_level, 0) for k in keys
         }, (notes)
     counts = resample_counts(preds.n_samples, int(n_bootstrap), seed)
-    reps = metric_replicates(preds, counts, templates)
-    used = dict.fromkeys(reps, int(n_bootstrap))
-    for key, group in kdes.items():
-        if group is None:
-            continue
-        r = kde_resamples(group, int(n_bootstrap), kde_max_work)
-        reps[key], used[key] = kde_values(group, np.ascontiguousarray(counts[:r].T)), r
-        if r < n_bootstrap:
+    reps, used = bootstrap_replicates(
+        preds, stats, counts, kde_max_work=kde_max_work, weights=weights
+    )
+    for key, spec in stats.kde_specs.items():
+        if used[key] < n_bootstrap:
             notes.append(
-                f"The {key} interval uses the first {r} of the {n_bootstrap} resamples "
-                f"(its kernel sums cost {group.work_per_resample:,} "
+                f"The {key} interval uses the first {used[key]} of the {n_bootstrap} resamples "
+                f"(its kernel moments cost {kde_work_per_resample(spec, preds.n_samples):,} "
                 f"multiply-adds per resample, capped at {kde_max_work:,} in all)."
             )
     # One note per kind of conditioning, so reports of disjoint metric sets (evaluate's
@@ -375,7 +383,7 @@ def _fast_intervals(
             + "; ACE/TACE (equal-mass) are conditional on the full sample's bins too, so their "
             "intervals leave out the variability of the bin edges."
         )
-    if any(kdes.get(k) is not None for k in keys):
+    if stats.kde_specs:
         notes.append(
             "The KDE-ECE intervals keep the full sample's bandwidth, so they leave out its "
             "variability."
@@ -450,7 +458,7 @@ def _evaluate_stream(
             + (" with a positive weight" if stats.n_rows else "")
             + ". Nothing to evaluate."
         )
-    values = scoring_values(stats) | binned_values(stats)[0]
+    values = scoring_values(stats) | binned_values(stats)
     if stats.n_rows >= 2:
         values |= kde_point_values(stats)
     m = {k: (values.get(k) if k in wanted else None) for k in METRICS}
@@ -489,7 +497,7 @@ def _replicate_intervals(boot: CalibrationStatistics, estimates: dict, level: fl
     reps = np.empty((boot.n_replicates, len(keys)))
     for r in range(boot.n_replicates):
         one = boot.replicate(r)
-        values = scoring_values(one) | binned_values(one)[0] | kde_point_values(one)
+        values = scoring_values(one) | binned_values(one) | kde_point_values(one)
         reps[r] = [values[k] for k in keys]
     low, high = percentile_bounds(reps, level)
     out = {}
@@ -584,19 +592,13 @@ def evaluate(
         )
     wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
     weights = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
-    if weights is not None and n_bootstrap:
-        raise CalcoreError(
-            "sample_weight with n_bootstrap is not available yet for in-memory predictions; "
-            "evaluate a stream (calcore.scan) for weighted intervals, or drop one of them."
-        )
     with_kde_cw = preds.n_classes <= kde_classwise_max_classes
-    values, templates, kdes = _point_metrics(
+    values, stats = _point_metrics(
         preds,
         bins=bins,
         binning=binning,
         with_kde_classwise=with_kde_cw,
         wanted=wanted,
-        templates_needed=bool(n_bootstrap),
         weights=weights,
     )
     label_weight = (
@@ -616,14 +618,14 @@ def evaluate(
         intervals, boot_notes = _fast_intervals(
             preds,
             values,
-            templates,
-            kdes,
+            stats,
             n_bootstrap=n_bootstrap,
             confidence_level=confidence_level,
             seed=seed,
             binning=binning,
             bins=bins,
             kde_max_work=kde_max_work,
+            weights=weights,
         )
         notes.extend(boot_notes)
     return CalibrationReport(

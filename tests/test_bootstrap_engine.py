@@ -1,8 +1,10 @@
-"""The count-vector bootstrap engine of ``calcore.evaluate`` against brute-force resampling.
+"""The count-vector bootstrap of ``calcore.evaluate`` against brute-force resampling.
 
-For equal-width bins the fast replicates must equal ``metric(preds.subset(rows))`` on the
-rows each count vector describes (to ~1e-12); the KDE replicates must equal ``kde_ece`` on
-the resampled rows with the full sample's bandwidth (the engine's stated conditioning).
+The replicates are the statistics engine's sums weighted by the resample counts
+(:func:`calcore.report.bootstrap_replicates`). For equal-width bins they must equal
+``metric(preds.subset(rows))`` on the rows each count vector describes (to ~1e-12); the
+KDE replicates must equal ``kde_ece`` on the resampled rows with the full sample's
+bandwidth (the stated conditioning).
 """
 
 from __future__ import annotations
@@ -13,16 +15,11 @@ import numpy as np
 import pytest
 
 import calcore
-from calcore._bootstrap_engine import (
-    classwise_kdes,
-    kde_values,
-    metric_replicates,
-    resample_counts,
-)
-from calcore._bootstrap_kde import kde_problems, weighted_kde
 from calcore._errors import CalcoreError
 from calcore.kde import kde_ece
-from calcore.report import _point_metrics
+from calcore.report import _point_metrics, bootstrap_replicates
+from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
+from calcore.statistics.replicates import KDE_MAX_WORK, resample_counts
 
 
 def _data(n, n_classes, seed, *, ties):
@@ -61,11 +58,9 @@ def _rows(w):
 @pytest.mark.parametrize("bins", [4, 15])
 def test_equal_width_replicates_equal_brute_force(n_classes, ties, bins):
     preds = _data(60, n_classes, 3 + n_classes, ties=ties)
-    _, templates, _ = _point_metrics(
-        preds, bins=bins, binning="equal-width", with_kde_classwise=False
-    )
+    _, stats = _point_metrics(preds, bins=bins, binning="equal-width", with_kde_classwise=False)
     counts = resample_counts(preds.n_samples, 12, seed=1)
-    reps = metric_replicates(preds, counts, templates)
+    reps, _ = bootstrap_replicates(preds, stats, counts, kde_max_work=KDE_MAX_WORK)
     for r, w in enumerate(counts):
         sub = preds.subset(_rows(w))
         for key, metric in BINNED.items():
@@ -75,9 +70,9 @@ def test_equal_width_replicates_equal_brute_force(n_classes, ties, bins):
 def test_nll_replicates_from_logits_equal_brute_force():
     rng = np.random.default_rng(4)
     preds = calcore.Predictions.from_logits(rng.normal(0, 4, (50, 3)), rng.integers(0, 3, 50))
-    _, templates, _ = _point_metrics(preds, bins=5, binning="equal-width", with_kde_classwise=False)
+    _, stats = _point_metrics(preds, bins=5, binning="equal-width", with_kde_classwise=False)
     counts = resample_counts(50, 5, seed=2)
-    reps = metric_replicates(preds, counts, templates)
+    reps, _ = bootstrap_replicates(preds, stats, counts, kde_max_work=KDE_MAX_WORK)
     for r, w in enumerate(counts):
         sub = preds.subset(_rows(w))
         assert reps["nll"][r] == pytest.approx(calcore.negative_log_likelihood(sub), rel=1e-12)
@@ -88,10 +83,9 @@ def test_data_dependent_bins_are_conditional_on_the_full_sample(n_classes, ties)
     # With all counts 1 the replicate is the full-sample metric; ACE/TACE use fixed bins.
     preds = _data(80, n_classes, 9, ties=ties)
     for binning, bins in [("equal-mass", 6), ("points-per-bin", 10), ("unique", None)]:
-        metrics, templates, _ = _point_metrics(
-            preds, bins=bins, binning=binning, with_kde_classwise=False
-        )
-        reps = metric_replicates(preds, np.ones((1, preds.n_samples)), templates)
+        metrics, stats = _point_metrics(preds, bins=bins, binning=binning, with_kde_classwise=False)
+        ones = np.ones((1, preds.n_samples))
+        reps, _ = bootstrap_replicates(preds, stats, ones, kde_max_work=KDE_MAX_WORK)
         for key, values in reps.items():
             assert values[0] == pytest.approx(metrics[key], rel=1e-12, abs=1e-13), (binning, key)
 
@@ -104,38 +98,44 @@ def test_counts_are_the_scipy_resamples():
     assert counts.sum(axis=1).tolist() == [30.0] * 4
 
 
+def _kde_bandwidths(stats):
+    conf = stats.kde_specs["kde_ece"].layouts[0].bandwidth
+    per_class = [lay.bandwidth for lay in stats.kde_specs["kde_ece_classwise"].layouts]
+    return conf, per_class
+
+
 @pytest.mark.parametrize("ties", [False, True])
 def test_kde_replicates_equal_weighted_kde_with_the_full_bandwidth(ties):
     # Stated tolerance: 1e-10 relative against kde_ece on the resampled rows with the full
     # sample's bandwidth; within 15% of the subset metric (which re-derives the bandwidth).
     preds = _data(300, 4, 5, ties=ties)
     counts = resample_counts(preds.n_samples, 6, seed=3)
-    wt = np.ascontiguousarray(counts.T)
-    conf = weighted_kde(preds.confidence, preds.correct)
-    kdes = classwise_kdes(preds)
-    conf_reps = kde_values(conf, wt)
-    cw_reps = kde_values(kdes, wt)
+    _, stats = _point_metrics(preds, bins=15, binning="equal-width", with_kde_classwise=True)
+    reps, _ = bootstrap_replicates(preds, stats, counts, kde_max_work=KDE_MAX_WORK)
+    h_conf, h_class = _kde_bandwidths(stats)
     for r, w in enumerate(counts):
         rows = _rows(w)
-        want = kde_ece(preds.confidence[rows], preds.correct[rows], bandwidth=conf.bandwidth[0])
-        assert conf_reps[r] == pytest.approx(want, rel=1e-10)
+        want = kde_ece(preds.confidence[rows], preds.correct[rows], bandwidth=h_conf)
+        assert reps["kde_ece"][r] == pytest.approx(want, rel=1e-10)
         per_class = [
             kde_ece(
                 preds.probs[rows, c],
                 (preds.labels[rows] == c).astype(float),
                 bandwidth=h,
             )
-            for c, h in enumerate(kdes.bandwidth)
+            for c, h in enumerate(h_class)
         ]
-        assert cw_reps[r] == pytest.approx(np.mean(per_class), rel=1e-10)
+        assert reps["kde_ece_classwise"][r] == pytest.approx(np.mean(per_class), rel=1e-10)
         sub = preds.subset(rows)
-        assert conf_reps[r] == pytest.approx(calcore.kde_ece_confidence(sub), rel=0.15)
+        assert reps["kde_ece"][r] == pytest.approx(calcore.kde_ece_confidence(sub), rel=0.15)
 
 
 def test_kde_classwise_point_estimate_equals_standalone():
     preds = _data(500, 3, 8, ties=False)
-    got = kde_values(classwise_kdes(preds), np.ones((500, 1)))[0]
-    assert got == pytest.approx(calcore.kde_ece_classwise(preds), rel=1e-12)
+    metrics, _ = _point_metrics(preds, bins=15, binning="equal-width", with_kde_classwise=True)
+    assert metrics["kde_ece_classwise"] == pytest.approx(
+        calcore.kde_ece_classwise(preds), rel=1e-12
+    )
 
 
 # (n, classes, ties, seed): tiny n, 2/7/100 classes, ties and exact 0/1 (multiples of 0.1).
@@ -156,7 +156,6 @@ def test_kde_batch_point_estimates_equal_kde_ece(n, n_classes, ties, seed):
     # Stated tolerance of the moment form: 1e-10 relative to the exact windowed sums.
     preds = _data(n, n_classes, seed, ties=ties)
     want = [kde_ece(preds.probs[:, c], preds.labels == c) for c in range(n_classes)]
-    np.testing.assert_allclose(classwise_kdes(preds).kde_ece(), want, rtol=1e-10, atol=1e-15)
     assert calcore.kde_ece_classwise(preds) == pytest.approx(np.mean(want), rel=1e-10)
     conf = kde_ece(preds.confidence, preds.correct)
     assert calcore.kde_ece_confidence(preds) == pytest.approx(conf, rel=1e-10, abs=1e-15)
@@ -178,25 +177,14 @@ def test_kde_batch_constant_and_boundary_scores():
         np.zeros(50, bool),
         rng.random(50) < 0.1,
     ]
-    got = kde_problems(np.stack(cols, axis=1), np.stack(outcomes, axis=1)).kde_ece()
+    got = []
+    for s, o in zip(cols, outcomes, strict=True):
+        layout = KDELayout.for_bandwidth(calcore.kde_bandwidth(s))
+        sums = KDESums.zeros(layout)
+        sums.add(layout, s, o)
+        got.append(kde_ece_from_sums(layout, sums))
     want = [kde_ece(s, o) for s, o in zip(cols, outcomes, strict=True)]
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-15)
-
-
-def test_kde_batches_equal_one_batch(monkeypatch):
-    # Large inputs are prepared in batches of problems (bounded memory); same values.
-    preds = _data(300, 9, 3, ties=True)
-    outcomes = preds.labels[:, None] == np.arange(9)[None, :]
-    one = kde_problems(preds.probs, outcomes)
-    monkeypatch.setattr("calcore._bootstrap_kde._MAX_BATCH_POINTS", 1000)
-    many = kde_problems(preds.probs, outcomes)
-    assert len(many.parts) == 3 and many.n_problems == 9
-    np.testing.assert_allclose(many.kde_ece(), one.kde_ece(), rtol=1e-12)
-    wt = np.ascontiguousarray(resample_counts(300, 3, seed=1).T)
-    np.testing.assert_allclose(many.replicates(wt), one.replicates(wt), rtol=1e-12)
-    assert many.work_per_resample == one.work_per_resample
-    want = np.mean([kde_ece(preds.probs[:, c], preds.labels == c) for c in range(9)])
-    assert calcore.kde_ece_classwise(preds) == pytest.approx(want, rel=1e-10)
 
 
 @pytest.mark.parametrize(
@@ -228,15 +216,17 @@ def test_kde_replicates_many_classes_equal_reference():
     # 100 classes on 150 rows: many problems without positives in a resample.
     preds = _data(150, 100, 10, ties=False)
     counts = resample_counts(preds.n_samples, 2, seed=4)
-    kdes = classwise_kdes(preds)
-    reps = kdes.replicates(np.ascontiguousarray(counts.T))
+    _, stats = _point_metrics(preds, bins=15, binning="equal-width", with_kde_classwise=True)
+    reps, used = bootstrap_replicates(preds, stats, counts, kde_max_work=KDE_MAX_WORK)
+    _, h_class = _kde_bandwidths(stats)
+    assert used["kde_ece_classwise"] == 2
     for r, w in enumerate(counts):
         rows = _rows(w)
         want = [
             kde_ece(preds.probs[rows, c], preds.labels[rows] == c, bandwidth=h)
-            for c, h in enumerate(kdes.bandwidth)
+            for c, h in enumerate(h_class)
         ]
-        np.testing.assert_allclose(reps[r], want, rtol=1e-10, atol=1e-15)
+        assert reps["kde_ece_classwise"][r] == pytest.approx(np.mean(want), rel=1e-10, abs=1e-15)
 
 
 @functools.lru_cache(maxsize=None)

@@ -163,8 +163,8 @@ def test_weighted_report_sums_equal_repeated_rows():
     b = CalibrationStatistics.empty(preds.class_names, specs)
     b.update(repeated)
     assert a.total() == b.total() == rows.size
-    va = scoring_values(a) | binned_values(a)[0]
-    vb = scoring_values(b) | binned_values(b)[0]
+    va = scoring_values(a) | binned_values(a)
+    vb = scoring_values(b) | binned_values(b)
     for k in vb:
         assert va[k] == pytest.approx(vb[k], rel=1e-12, abs=1e-15), k
 
@@ -547,8 +547,8 @@ def test_replicate_statistics_equal_weighted_statistics_one_by_one():
         one = CalibrationStatistics.empty(preds.class_names, specs, kdes)
         one.update(preds, weights=w[r])
         got, want = boot.replicate(r), one
-        a = scoring_values(got) | binned_values(got)[0]
-        b = scoring_values(want) | binned_values(want)[0]
+        a = scoring_values(got) | binned_values(got)
+        b = scoring_values(want) | binned_values(want)
         for k in b:
             assert a[k] == pytest.approx(b[k], rel=1e-12, abs=1e-15), k
         assert got.kde_ece("kde_ece_classwise") == pytest.approx(

@@ -17,7 +17,7 @@ cell's centre) whose coefficients depend only on ``a = (z - c) / h``: seven mome
 error), additive over rows (so mergeable), and independent of ``n``. A row costs one
 ``searchsorted`` among the cell edges and fourteen weighted ``bincount`` entries.
 
-**Evaluation.** As in :mod:`calcore._bootstrap_kde`: cells are grouped in blocks of
+**Evaluation.** Cells are grouped in blocks of
 width ``2h`` centred at ``2jh``; cell moments are moved to their block's centre
 (binomial shift, ``|b| <= 1``), summed cumulatively within each block, and a window,
 which meets at most two blocks, is two differences of those sums: ``O(cells + grid)``.

@@ -1,0 +1,61 @@
+"""Bootstrap resamples of in-memory rows, and the cost cap of the KDE replicates.
+
+A bootstrap resample of ``n`` rows is a vector of row counts ``w`` (``w_i`` = how often
+row ``i`` was drawn, ``sum w = n``). Every metric of a report is a function of weighted
+sums over rows (:mod:`calcore.statistics`), so a replicate is the same statistics with
+the counts as weights: :class:`~calcore.statistics.accumulator.CalibrationStatistics`
+with a replicate axis. The bins and KDE bandwidths stay the full sample's: for
+equal-width bins with a fixed count that is what re-binning the resample would give;
+for data-dependent bins and the KDE it is a bootstrap conditional on them (the report
+says so).
+
+Streams use Poisson(1) weights instead (:mod:`calcore.statistics.poisson`); here the
+counts are the multinomial draws of :func:`scipy.stats.bootstrap`, so intervals did not
+move when the engine changed.
+
+References
+----------
+Efron & Tibshirani (1993), "An Introduction to the Bootstrap", Ch. 6 and 13.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["KDE_MAX_WORK", "resample_counts", "kde_work_per_resample", "kde_resamples"]
+
+#: Weighted sums allowed for the KDE replicates of one metric: 14 per point (seven kernel
+#: moments, all points and positives), per problem, per resample. 10 classes at
+#: n = 10,000 cost 1.4M per resample (all 200 resamples); 100 classes 14M (57 resamples).
+KDE_MAX_WORK = 800_000_000
+_MIN_KDE_RESAMPLES = 25
+
+
+def resample_counts(n: int, n_resamples: int, seed) -> np.ndarray:
+    """Row counts of ``n_resamples`` bootstrap resamples of ``n`` rows, shape (R, n), float64.
+
+    The rows are drawn as ``default_rng(seed).integers(0, n, (R, n))`` -- the draw
+    :func:`scipy.stats.bootstrap` makes -- and counted, so each row of the result is a
+    Multinomial(n, 1/n) vector and the resamples are the ones the generic subset path
+    (:func:`calcore.bootstrap_intervals`) sees for the same seed.
+
+    Examples
+    --------
+    >>> resample_counts(4, 2, seed=0).sum(axis=1).tolist()
+    [4.0, 4.0]
+    """
+    idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+    idx += (np.arange(n_resamples, dtype=idx.dtype) * n)[:, None]
+    counts = np.bincount(idx.reshape(-1), minlength=n_resamples * n)
+    return counts.reshape(n_resamples, n).astype(np.float64)
+
+
+def kde_work_per_resample(spec, n_rows: int) -> int:
+    """Weighted sums per resample of a KDE spec's replicates (14 per point and problem)."""
+    return 14 * int(n_rows) * len(spec.layouts)
+
+
+def kde_resamples(work_per_resample: int, n_resamples: int, max_work: int) -> int:
+    """How many resamples a KDE metric gets within ``max_work`` (at least 25, or all)."""
+    affordable = max_work // max(work_per_resample, 1)
+    return int(min(n_resamples, max(affordable, min(_MIN_KDE_RESAMPLES, n_resamples))))
