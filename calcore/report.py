@@ -326,7 +326,7 @@ def bootstrap_replicates(
         r = kde_resamples(work, n_resamples, kde_max_work)
         kboot = CalibrationStatistics.empty(stats.class_names, {}, {key: spec}, replicates=r)
         kboot.update(preds, weights=w[:r])
-        reps[key] = np.array([float(np.mean(kboot.replicate(i).kde_ece(key))) for i in range(r)])
+        reps[key] = np.atleast_2d(kboot.kde_ece(key)).mean(axis=-1)
         used[key] = r
     return reps, used
 
@@ -495,9 +495,10 @@ def _replicate_intervals(boot: CalibrationStatistics, estimates: dict, level: fl
     """Percentile intervals of every computed metric from replicate statistics."""
     keys = [k for k, v in estimates.items() if v is not None]
     reps = np.empty((boot.n_replicates, len(keys)))
+    kde = {k: np.atleast_2d(boot.kde_ece(k)).mean(axis=-1) for k in boot.kde_specs}
     for r in range(boot.n_replicates):
         one = boot.replicate(r)
-        values = scoring_values(one) | binned_values(one) | kde_point_values(one)
+        values = scoring_values(one) | binned_values(one) | {k: v[r] for k, v in kde.items()}
         reps[r] = [values[k] for k in keys]
     low, high = percentile_bounds(reps, level)
     out = {}

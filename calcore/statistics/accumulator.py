@@ -275,11 +275,11 @@ class CalibrationStatistics:
         return self.weight
 
     def kde_ece(self, key: str, *, order=1) -> np.ndarray:
-        """KDE-ECE of every problem of one KDE spec (one per group), shape (n_problems,)."""
+        """KDE-ECE of every problem of one KDE spec (one per group): shape (n_problems,),
+        or (R, n_problems) with replicates (all replicates evaluated at once)."""
         spec = self.kde_specs[key]
-        return np.array(
-            [
-                kde_ece_from_sums(layout, sums, order=order)
-                for layout, sums in zip(spec.layouts, self.kde[key], strict=True)
-            ]
-        )
+        values = [
+            kde_ece_from_sums(layout, sums, order=order)
+            for layout, sums in zip(spec.layouts, self.kde[key], strict=True)
+        ]
+        return np.stack(values, axis=-1) if values else np.empty(0)
