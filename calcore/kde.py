@@ -21,6 +21,7 @@ from calcore._errors import CalcoreError
 
 __all__ = [
     "MIN_BANDWIDTH",
+    "default_grid_size",
     "KDEReliabilityCurve",
     "kde_bandwidth",
     "kde_ece",
@@ -130,9 +131,14 @@ def _rule_of_thumb(s: np.ndarray) -> float:
     return max(1.06 * float(np.std(s)) * s.size**-0.2, MIN_BANDWIDTH)
 
 
+def default_grid_size(bandwidth: float) -> int:
+    """Grid points of the automatic grid for a bandwidth: ``max(2001, ceil(8 / h) + 1)``."""
+    return max(_BASE_GRID_SIZE, math.ceil(_GRID_POINTS_PER_BANDWIDTH / bandwidth) + 1)
+
+
 def _grid_size(grid_size, h: float, caller: str, *, integrate: bool) -> int:
     if grid_size is None:
-        return max(_BASE_GRID_SIZE, math.ceil(_GRID_POINTS_PER_BANDWIDTH / h) + 1)
+        return default_grid_size(h)
     if not isinstance(grid_size, numbers.Integral) or isinstance(grid_size, bool) or grid_size < 2:
         raise CalcoreError(
             f"{caller}: 'grid_size' must be an integer >= 2 or None, got {grid_size!r}. "

@@ -36,6 +36,13 @@ class MetricSpec:
     bounds : tuple of float
         The range of possible values.
     description : str
+    cells : str or None
+        Which set of cells of the statistics engine the metric reads (``"conf"``,
+        ``"top"``, ``"cw"``, ``"ace"``, ``"tace"``; see
+        :func:`calcore.report.report_cell_specs`), None for scoring and KDE metrics.
+    from_bins : callable or None
+        ``from_bins(BinStatistics) -> float``: the metric from its cells' per-bin
+        statistics (what :func:`calcore.evaluate` and its bootstrap compute).
     """
 
     key: str
@@ -45,10 +52,32 @@ class MetricSpec:
     higher_is_better: bool
     bounds: tuple[float, float]
     description: str
+    cells: str | None = None
+    from_bins: Callable | None = None
 
 
-def _spec(key, label, function, binned, bounds, description, higher_is_better=False):
-    return MetricSpec(key, label, function, binned, higher_is_better, bounds, description)
+def _spec(
+    key,
+    label,
+    function,
+    binned,
+    bounds,
+    description,
+    higher_is_better=False,
+    cells=None,
+    from_bins=None,
+):
+    return MetricSpec(
+        key, label, function, binned, higher_is_better, bounds, description, cells, from_bins
+    )
+
+
+def _error(**kw):
+    return lambda stats: mb.calibration_error_from_bins(stats, **kw)
+
+
+def _debiased(stats) -> float:
+    return float(np.sqrt(max(mb.debiased_squared_error_from_bins(stats), 0.0)))
 
 
 def _l2(f):
@@ -83,7 +112,16 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 2.0),
             "Multiclass Brier score (sum over classes).",
         ),
-        _spec("conf_ece", "conf-ECE", mb.confidence_ece, True, (0.0, 1.0), "Confidence ECE (l1)."),
+        _spec(
+            "conf_ece",
+            "conf-ECE",
+            mb.confidence_ece,
+            True,
+            (0.0, 1.0),
+            "Confidence ECE (l1).",
+            cells="conf",
+            from_bins=_error(),
+        ),
         _spec(
             "conf_ece_l2",
             "conf-ECE (l2)",
@@ -91,6 +129,8 @@ METRICS: dict[str, MetricSpec] = {
             True,
             (0.0, 1.0),
             "Confidence l2-ECE.",
+            cells="conf",
+            from_bins=_error(p=2),
         ),
         _spec(
             "conf_mce",
@@ -99,6 +139,8 @@ METRICS: dict[str, MetricSpec] = {
             True,
             (0.0, 1.0),
             "Largest confidence bin gap.",
+            cells="conf",
+            from_bins=_error(p=np.inf),
         ),
         _spec(
             "top_label_ece",
@@ -107,6 +149,8 @@ METRICS: dict[str, MetricSpec] = {
             True,
             (0.0, 1.0),
             "Top-label ECE (bins within each predicted class).",
+            cells="top",
+            from_bins=_error(),
         ),
         _spec(
             "top_label_ece_l2",
@@ -115,6 +159,8 @@ METRICS: dict[str, MetricSpec] = {
             True,
             (0.0, 1.0),
             "Top-label l2-ECE.",
+            cells="top",
+            from_bins=_error(p=2),
         ),
         _spec(
             "top_label_mce",
@@ -123,6 +169,8 @@ METRICS: dict[str, MetricSpec] = {
             True,
             (0.0, 1.0),
             "Largest (predicted class, bin) gap.",
+            cells="top",
+            from_bins=_error(p=np.inf),
         ),
         _spec(
             "classwise_ece",
@@ -131,6 +179,8 @@ METRICS: dict[str, MetricSpec] = {
             True,
             (0.0, 1.0),
             "Class-wise ECE, mean over classes.",
+            cells="cw",
+            from_bins=_error(per_group=True),
         ),
         _spec(
             "classwise_ece_l2",
@@ -139,6 +189,8 @@ METRICS: dict[str, MetricSpec] = {
             True,
             (0.0, 1.0),
             "Class-wise l2-ECE, mean over classes.",
+            cells="cw",
+            from_bins=_error(p=2, per_group=True),
         ),
         _spec(
             "classwise_mce",
@@ -147,6 +199,8 @@ METRICS: dict[str, MetricSpec] = {
             True,
             (0.0, 1.0),
             "Mean over classes of the largest bin gap.",
+            cells="cw",
+            from_bins=_error(p=np.inf, per_group=True),
         ),
         _spec(
             "ace",
@@ -155,6 +209,8 @@ METRICS: dict[str, MetricSpec] = {
             False,
             (0.0, 1.0),
             "Adaptive calibration error (Nixon et al.).",
+            cells="ace",
+            from_bins=mb.adaptive_errors_from_bins,
         ),
         _spec(
             "tace",
@@ -163,6 +219,8 @@ METRICS: dict[str, MetricSpec] = {
             False,
             (0.0, 1.0),
             "Thresholded ACE, scores >= 1e-3.",
+            cells="tace",
+            from_bins=mb.adaptive_errors_from_bins,
         ),
         _spec(
             "debiased_ece",
@@ -171,6 +229,8 @@ METRICS: dict[str, MetricSpec] = {
             True,
             (0.0, 1.0),
             "Kumar et al.'s debiased confidence l2-ECE.",
+            cells="conf",
+            from_bins=_debiased,
         ),
         _spec(
             "kde_ece",

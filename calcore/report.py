@@ -20,11 +20,6 @@ from calcore.binning import resolve_binning
 from calcore.bootstrap import Interval, check_bootstrap_options, percentile_bounds
 from calcore.io.stream import PredictionStream
 from calcore.kde import kde_bandwidth
-from calcore.metrics_binned import (
-    adaptive_errors_from_bins,
-    calibration_error_from_bins,
-    debiased_squared_error_from_bins,
-)
 from calcore.predictions import Predictions
 from calcore.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
@@ -120,21 +115,8 @@ def _plain(value):
     return int(value) if isinstance(value, np.integer) else value
 
 
-#: Which set of cells each binned metric of the report reads.
-CELLS_OF_METRIC = {
-    "conf_ece": "conf",
-    "conf_ece_l2": "conf",
-    "conf_mce": "conf",
-    "debiased_ece": "conf",
-    "top_label_ece": "top",
-    "top_label_ece_l2": "top",
-    "top_label_mce": "top",
-    "classwise_ece": "cw",
-    "classwise_ece_l2": "cw",
-    "classwise_mce": "cw",
-    "ace": "ace",
-    "tace": "tace",
-}
+#: Which set of cells each binned metric of the report reads (from :data:`METRICS`).
+CELLS_OF_METRIC = {k: spec.cells for k, spec in METRICS.items() if spec.cells is not None}
 
 
 def report_cell_specs(preds: Predictions, *, bins, binning, keys=None, weights=None) -> dict:
@@ -176,50 +158,24 @@ def statistics_bins(stats: CalibrationStatistics, key: str) -> BinStatistics:
 
 
 def scoring_values(stats: CalibrationStatistics) -> dict:
-    """Accuracy, NLL and Brier score from the scoring sums."""
+    """Accuracy, and NLL and Brier score when ``stats`` kept them, from the scoring sums."""
     total = stats.weight
-    return {
-        "accuracy": float(stats.correct / total),
-        "nll": float(stats.nll / total) + 0.0,  # + 0.0: no "-0.0" when every p_y = 1
-        "brier": float(stats.brier / total),
-    }
+    out = {"accuracy": float(stats.correct / total)}
+    if stats.proper_scores:
+        out["nll"] = float(stats.nll / total) + 0.0  # + 0.0: no "-0.0" when every p_y = 1
+        out["brier"] = float(stats.brier / total)
+    return out
 
 
 def binned_values(stats: CalibrationStatistics) -> dict:
-    """The binned metrics of the report from the cells of :func:`report_cell_specs`
-    (the metrics whose cells ``stats`` keeps)."""
-    got = {
-        k: statistics_bins(stats, k)
-        for k in ("conf", "top", "cw", "ace", "tace")
-        if k in stats.specs
+    """The binned metrics whose cells ``stats`` keeps, each by its registry entry's
+    ``from_bins`` (:data:`calcore.registry.METRICS`: the one table of metrics)."""
+    bins = {key: statistics_bins(stats, key) for key in stats.specs}
+    return {
+        k: float(spec.from_bins(bins[spec.cells]))
+        for k, spec in METRICS.items()
+        if spec.cells in bins
     }
-    values = {}
-    if "conf" in got:
-        conf = got["conf"]
-        values |= {
-            "conf_ece": calibration_error_from_bins(conf),
-            "conf_ece_l2": calibration_error_from_bins(conf, p=2),
-            "conf_mce": calibration_error_from_bins(conf, p=np.inf),
-            "debiased_ece": float(np.sqrt(max(debiased_squared_error_from_bins(conf), 0.0))),
-        }
-    if "top" in got:
-        top = got["top"]
-        values |= {
-            "top_label_ece": calibration_error_from_bins(top),
-            "top_label_ece_l2": calibration_error_from_bins(top, p=2),
-            "top_label_mce": calibration_error_from_bins(top, p=np.inf),
-        }
-    if "cw" in got:
-        cw = got["cw"]
-        values |= {
-            "classwise_ece": calibration_error_from_bins(cw, per_group=True),
-            "classwise_ece_l2": calibration_error_from_bins(cw, p=2, per_group=True),
-            "classwise_mce": calibration_error_from_bins(cw, p=np.inf, per_group=True),
-        }
-    for key in ("ace", "tace"):
-        if key in got:
-            values[key] = adaptive_errors_from_bins(got[key])
-    return values
 
 
 def _point_metrics(
@@ -246,7 +202,8 @@ def _point_metrics(
         if keys
         else {}
     )
-    stats = CalibrationStatistics.empty(preds.class_names, specs, kde_specs)
+    proper = bool({"nll", "brier"} & wanted)
+    stats = CalibrationStatistics.empty(preds.class_names, specs, kde_specs, proper_scores=proper)
     stats.update(preds, weights=weights)
     m = scoring_values(stats) | binned_values(stats) | kde_point_values(stats)
     # every key, in the order of METRICS (tests/test_report.py); None where not wanted
@@ -313,7 +270,13 @@ def bootstrap_replicates(
     """
     n_resamples = counts.shape[0]
     w = counts if weights is None else counts * weights
-    boot = CalibrationStatistics.empty(stats.class_names, stats.specs, {}, replicates=n_resamples)
+    boot = CalibrationStatistics.empty(
+        stats.class_names,
+        stats.specs,
+        {},
+        replicates=n_resamples,
+        proper_scores=stats.proper_scores,
+    )
     boot.update(preds, weights=w)
     reps: dict = {}
     for r in range(n_resamples):

@@ -124,13 +124,23 @@ class CalibrationStatistics:
     normalized: bool = True
     kde_specs: dict = field(default_factory=dict)
     kde: dict = field(default_factory=dict)
+    proper_scores: bool = True
 
     @classmethod
-    def empty(cls, class_names, specs: dict, kde_specs: dict | None = None, *, replicates=None):
+    def empty(
+        cls,
+        class_names,
+        specs: dict,
+        kde_specs: dict | None = None,
+        *,
+        replicates=None,
+        proper_scores: bool = True,
+    ):
         """Zero statistics for the given cells (ranges kept for rank-based edges) and KDEs.
 
         With ``replicates=R`` every sum gets a leading axis of ``R`` bootstrap replicates,
         and :meth:`update` takes ``(R, m)`` weights (e.g. :func:`poisson_weights`).
+        ``proper_scores=False`` skips the NLL and Brier sums (a report without them).
         """
         cells = {
             k: CellSums.zeros(
@@ -159,6 +169,7 @@ class CalibrationStatistics:
             np.zeros(lead + (len(names),)),
             kde_specs=kde_specs,
             kde=kde,
+            proper_scores=proper_scores,
         )
 
     @property
@@ -182,6 +193,7 @@ class CalibrationStatistics:
             self.normalized,
             self.kde_specs,
             {k: [KDESums(s.moments[r]) for s in v] for k, v in self.kde.items()},
+            self.proper_scores,
         )
 
     def update(self, preds, weights=None) -> None:
@@ -219,7 +231,9 @@ class CalibrationStatistics:
         self.n_tied_rows += preds.n_tied_rows
         self.normalized &= bool(preds.normalized)
         # One contiguous vector per term: np.sum / np.dot add them pairwise or blocked.
-        terms = (batch.correct.astype(np.float64), nll_per_row(preds), brier_per_row(preds))
+        terms = (batch.correct.astype(np.float64),)
+        if self.proper_scores:
+            terms += (nll_per_row(preds), brier_per_row(preds))
         n_labels = len(self.class_names)
         if w is None:
             total, sums = float(n), [float(t.sum()) for t in terms]
@@ -233,8 +247,9 @@ class CalibrationStatistics:
             per_label = np.asarray((onehot.T @ w.T).T)
         self.weight = self.weight + total
         self.correct = self.correct + sums[0]
-        self.nll = self.nll + sums[1]
-        self.brier = self.brier + sums[2]
+        if self.proper_scores:
+            self.nll = self.nll + sums[1]
+            self.brier = self.brier + sums[2]
         self.label_weight = self.label_weight + per_label
 
     def merge(self, other: "CalibrationStatistics") -> "CalibrationStatistics":
@@ -262,6 +277,7 @@ class CalibrationStatistics:
                 k: [a.merge(b) for a, b in zip(self.kde[k], other.kde[k], strict=True)]
                 for k in self.kde
             },
+            self.proper_scores and other.proper_scores,
         )
 
     @property

@@ -45,6 +45,7 @@ __all__ = [
     "BinAssignment",
     "SortedCuts",
     "edges_for",
+    "group_thresholds",
     "assign_bins",
     "bins_per_group",
 ]
@@ -229,7 +230,12 @@ def _order_statistics(sorted_scores: np.ndarray, cum_weight, ranks: np.ndarray) 
     return out
 
 
-def _group_thresholds(scheme, sorted_scores, weights_sorted, n_bins: int) -> np.ndarray:
+def group_thresholds(scheme, sorted_scores, weights_sorted, n_bins: int) -> np.ndarray:
+    """The ``B - 1`` thresholds of one group from its sorted scores (and their weights).
+
+    Equal-mass: the order statistics at the ranks ``floor(k m / B)``; unique: the
+    distinct scores but the largest; ``-inf`` for every threshold of an empty group.
+    """
     if n_bins <= 1:
         return np.empty(0)
     if sorted_scores.size == 0:  # B empty bins (a fixed count): -inf keeps the layout aligned
@@ -315,7 +321,7 @@ def edges_for(
             for g in range(n_groups)
             if bounds[g + 1] > bounds[g]
         ]
-    thresholds = [_group_thresholds(scheme, np.empty(0), None, int(b)) for b in nb]
+    thresholds = [group_thresholds(scheme, np.empty(0), None, int(b)) for b in nb]
     for g, rows in per_group:
         s = scores[rows] if n_groups > 1 else scores
         if w is None:
@@ -325,7 +331,7 @@ def edges_for(
             s_sorted, w_sorted = s[o], (w[rows] if n_groups > 1 else w)[o]
         if scheme.kind == "unique":
             nb[g] = np.unique(s_sorted).size
-        thresholds[g] = _group_thresholds(scheme, s_sorted, w_sorted, int(nb[g]))
+        thresholds[g] = group_thresholds(scheme, s_sorted, w_sorted, int(nb[g]))
     flat = np.concatenate(thresholds) if thresholds else np.empty(0)
     return BinEdges(scheme, nb, flat, min_score)
 

@@ -45,7 +45,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from calcore.kde import MIN_BANDWIDTH, _grid_size
+from calcore.kde import MIN_BANDWIDTH, default_grid_size
 from calcore.statistics.edges import SortedCuts
 
 __all__ = ["KDELayout", "KDESums", "ScoreMoments", "kde_ece_from_sums"]
@@ -133,7 +133,7 @@ class KDELayout:
     @classmethod
     def for_bandwidth(cls, bandwidth: float) -> "KDELayout":
         h = float(bandwidth)
-        grid = np.linspace(0.0, 1.0, _grid_size(None, h, "kde", integrate=True))
+        grid = np.linspace(0.0, 1.0, default_grid_size(h))
         n_blocks = int(np.ceil(1.0 / (2.0 * h))) + 1
         cuts = [
             grid - h,

@@ -20,7 +20,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore.binning import BinningScheme, resolve_binning
 from calcore.statistics.cells import CellSums
-from calcore.statistics.edges import BinEdges, _group_thresholds, bins_per_group, edges_for
+from calcore.statistics.edges import BinEdges, bins_per_group, edges_for, group_thresholds
 
 __all__ = ["REDUCTIONS", "RowBatch", "reduction_edges", "add_rows"]
 
@@ -153,7 +153,7 @@ def _classwise_edges(probs: np.ndarray, scheme: BinningScheme, *, weights, min_s
                 size = kept.size if wk is None else wk.sum()
                 b = int(bins_per_group(scheme, [size])[0])
             nb[c0 + j] = b
-            thresholds.append(_group_thresholds(scheme, kept, wk, b))
+            thresholds.append(group_thresholds(scheme, kept, wk, b))
     flat = np.concatenate(thresholds) if thresholds else np.empty(0)
     return BinEdges(scheme, nb, flat, min_score)
 
