@@ -565,12 +565,7 @@ def evaluate(
         wanted=wanted,
         weights=weights,
     )
-    label_weight = (
-        preds.class_counts
-        if weights is None
-        else np.bincount(preds.labels, weights=weights, minlength=preds.n_classes)
-    )
-    notes = _data_notes(preds.n_tied_rows, preds.normalized, label_weight, preds.class_names)
+    notes = _data_notes(stats.n_tied_rows, stats.normalized, stats.label_weight, preds.class_names)
     if not with_kde_cw and "kde_ece_classwise" in wanted:
         notes.append(
             f"kde_ece_classwise was not computed: {preds.n_classes} classes > "

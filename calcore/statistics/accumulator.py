@@ -206,15 +206,26 @@ class CalibrationStatistics:
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
         step = max(1, _CHUNK_VALUES // max(preds.n_classes, 1))
         if preds.n_samples <= step:
-            self._update(preds, w)
+            self._update(preds, w, RowBatch.of(preds), preds.n_tied_rows)
             return
+        # The argmax already computed on all rows (a cached property) is sliced, not redone.
+        cached = "_top" in preds.__dict__
         for a in range(0, preds.n_samples, step):
-            self._update(
-                _row_slice(preds, a, a + step), None if w is None else w[..., a : a + step]
-            )
+            part = _row_slice(preds, a, a + step)
+            if cached:
+                batch = RowBatch(
+                    part.probs,
+                    part.labels,
+                    preds.confidence[a : a + step],
+                    preds.predicted[a : a + step],
+                    preds.predicted[a : a + step] == part.labels,
+                )
+                tied = preds.n_tied_rows if a == 0 else 0
+            else:
+                batch, tied = RowBatch.of(part), part.n_tied_rows
+            self._update(part, None if w is None else w[..., a : a + step], batch, tied)
 
-    def _update(self, preds, w) -> None:
-        batch = RowBatch.of(preds)
+    def _update(self, preds, w, batch: RowBatch, n_tied_rows: int) -> None:
         for key, spec in self.specs.items():
             add_rows(
                 self.cells[key], spec.edges, batch, spec.reduction, weights=w, classes=spec.classes
@@ -228,7 +239,7 @@ class CalibrationStatistics:
                 sums.add(layout, batch.probs[:, c], batch.labels == c, w)
         n = preds.n_samples
         self.n_rows += n
-        self.n_tied_rows += preds.n_tied_rows
+        self.n_tied_rows += n_tied_rows
         self.normalized &= bool(preds.normalized)
         # One contiguous vector per term: np.sum / np.dot add them pairwise or blocked.
         terms = (batch.correct.astype(np.float64),)
