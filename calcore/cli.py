@@ -56,6 +56,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_rows(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number of rows; got {text!r}")
+    return value
+
+
 def parse_param(text: str) -> tuple[str, object]:
     """``"k=v"`` -> ``(k, v)``, ``v`` read as JSON when it parses (``15``, ``true``), else text.
 
@@ -134,14 +144,28 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--param", action="append", default=[], metavar="K=V", help="repeatable")
     _add_loading_options(c, with_split_value=False)
     _add_estimation_options(c)
-    c.add_argument("--out", metavar="CSV", help="write the recalibrated test predictions")
+    c.add_argument(
+        "--out", metavar="FILE", help="write the recalibrated test predictions (.csv or .parquet)"
+    )
+    c.add_argument(
+        "--max-fit-rows",
+        type=_positive_rows,
+        default=1_000_000,
+        metavar="N",
+        help="streamed sources: fit on a seeded uniform sample of at most N calibration rows "
+        "(default 1,000,000; stated in fit_info)",
+    )
     c.add_argument("--save", metavar="JSON", help="write the fitted calibrator")
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     a = sub.add_parser("apply", help="apply a saved calibrator to a predictions file")
     a.add_argument("calibrator", help="JSON written by 'calcore calibrate --save'")
-    a.add_argument("file", help="CSV, Parquet or NPZ file of predictions")
-    a.add_argument("--out", metavar="CSV", required=True, help="recalibrated predictions (CSV)")
+    a.add_argument(
+        "file", help="CSV, Parquet or NPZ file; or a directory or glob of Parquet files (streamed)"
+    )
+    a.add_argument(
+        "--out", metavar="FILE", required=True, help="recalibrated predictions (.csv or .parquet)"
+    )
     _add_loading_options(a)
     return parser
 
@@ -308,22 +332,54 @@ def _calibration_data(args):
     return _load_one(args.calib, args), _load_one(args.test, args)
 
 
+def _streamed_calibration(args, calibrator, caught):
+    """Fit on a seeded sample of the calibration stream; evaluate and write the test stream."""
+    from calcore.io.stream_write import write_stream
+
+    if args.file:
+        calib = _stream(args.file, args, split="calib")
+        test = _stream(args.file, args, split="test")
+    else:
+        calib, test = _stream(args.calib, args), _stream(args.test, args)
+    sample, n_calib = calib.sample(args.max_fit_rows, seed=args.seed)
+    calibrator.fit(sample)
+    if sample.n_samples < n_calib:
+        calibrator.note_fit(
+            fit_sample=f"fitted on a seeded uniform sample of {sample.n_samples:,} of the "
+            f"{n_calib:,} calibration rows (seed {args.seed}; --max-fit-rows)"
+        )
+    calibrated = test.with_transform(calibrator.transform)
+    before, after = _evaluate(test, args), _evaluate(calibrated, args)
+    if args.out:
+        write_stream(calibrated, args.out)
+    for s in (calib, test):
+        s.progress.close()
+    notes = [str(w.message) for w in caught] + list(after.notes)
+    return sample, before, after, notes
+
+
 def _calibrate(args) -> int:
     from calcore.calibrators import make_calibrator
     from calcore.export import write_json, write_predictions_csv
 
     params = dict(parse_param(p) for p in args.param)
     calibrator = make_calibrator(args.method, **params)  # fail on bad names before loading data
+    streamed = any(_streamable(f) for f in (args.file, args.calib, args.test) if f)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
-        calib, test = _calibration_data(args)
-        calibrated = calibrator.fit(calib).transform(test)
-        before, after = _evaluate(test, args), _evaluate(calibrated, args)
-    if args.out:
+        if streamed:
+            calib, before, after, notes = _streamed_calibration(args, calibrator, caught)
+            test = None
+        else:
+            calib, test = _calibration_data(args)
+            calibrated = calibrator.fit(calib).transform(test)
+            before, after = _evaluate(test, args), _evaluate(calibrated, args)
+    if args.out and not streamed:
         write_predictions_csv(calibrated, args.out)
     if args.save:
         write_json(calibrator.to_dict(), args.save)
-    notes = _notes_of(test, caught) + list(after.notes)
+    if not streamed:
+        notes = _notes_of(test, caught) + list(after.notes)
     if args.json:
         out = {
             "method": calibrator.name,
@@ -338,7 +394,7 @@ def _calibrate(args) -> int:
     width = max(len(spec.label) for spec in METRICS.values())
     lines = [
         f"{calibrator.name} {calibrator.params}: fitted on {calib.n_samples} rows, "
-        f"evaluated on {test.n_samples} test rows; bins: {args.binning}, {args.bins}",
+        f"evaluated on {after.n} test rows; bins: {args.binning}, {args.bins}",
         f"fit: {calibrator.fit_info}",
         "",
         f"  {'metric':<{width}}  {'before':>10}  {'after':>10}",
@@ -367,11 +423,26 @@ def _apply(args) -> int:
             f"{args.calibrator}: not valid JSON ({exc.msg}, line {exc.lineno})."
         ) from None
     calibrator = Calibrator.from_dict(saved)
+    if _streamable(args.file):
+        from calcore.io.stream_write import write_stream
+
+        stream = _stream(args.file, args, split=args.split)
+        try:
+            rows = write_stream(stream.with_transform(calibrator.transform), args.out)
+        finally:
+            stream.progress.close()
+        print(f"{calibrator.name}: recalibrated {rows} rows of {args.file} -> {args.out}")
+        return 0
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always", CalcoreWarning)
         preds = _load_one(args.file, args, split=args.split)
     out = calibrator.transform(preds)
-    write_predictions_csv(out, args.out)
+    if args.out.lower().endswith((".parquet", ".pq")):
+        from calcore.io.stream_write import write_predictions
+
+        write_predictions(out, args.out)
+    else:
+        write_predictions_csv(out, args.out)
     print(f"{calibrator.name}: recalibrated {out.n_samples} rows of {args.file} -> {args.out}")
     return 0
 

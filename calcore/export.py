@@ -47,7 +47,9 @@ def safe_cell(text: str) -> str:
     return "'" + text if risky else text
 
 
-def predictions_to_csv(preds: Predictions, out: IO[str], *, prefix: str = "p_") -> None:
+def predictions_to_csv(
+    preds: Predictions, out: IO[str], *, prefix: str = "p_", header: bool = True
+) -> None:
     """Write ``label,<prefix><class>...`` rows: the label's class index, then the probabilities.
 
     Labels are written as integer class indices, which no spreadsheet runs as a
@@ -55,12 +57,13 @@ def predictions_to_csv(preds: Predictions, out: IO[str], *, prefix: str = "p_") 
     behind ``prefix``. A prefix that could start a formula is refused, and
     header cells still go through :func:`safe_cell`. The file reads back with
     :func:`calcore.load_predictions` to the same probabilities, labels and
-    class names.
+    class names. ``header=False`` writes the rows only (the next batch of a stream).
     """
     if not prefix or prefix.startswith(_FORMULA_START):
         raise CalcoreError(f"prefix must be non-empty and not start a formula; got {prefix!r}.")
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["label", *(safe_cell(prefix + name) for name in preds.class_names)])
+    if header:
+        writer.writerow(["label", *(safe_cell(prefix + name) for name in preds.class_names)])
     step = max(1, 1_000_000 // max(preds.n_classes, 1))
     for start in range(0, preds.n_samples, step):
         probs = preds.probs[start : start + step].tolist()

@@ -294,3 +294,67 @@ def test_progress_line_says_rows_rate_and_time_left():
     slow_start(Batch(0, 10))
     slow_start.close()
     assert quiet.getvalue() == ""
+
+
+def test_apply_streams_a_directory_to_parquet_and_csv(parquet_dir, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    folder, p, y, split = parquet_dir
+    preds = calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y, ("not spam", "spam"))
+    cal = calcore.make_calibrator("platt").fit(preds)
+    saved = tmp_path / "platt.json"
+    saved.write_text(json.dumps(cal.to_dict()))
+    want = cal.transform(preds)
+    for out in (tmp_path / "out.parquet", tmp_path / "out.csv"):
+        assert main(["apply", str(saved), str(folder), "--out", str(out)]) == 0
+        assert "recalibrated 900 rows" in capsys.readouterr().out
+        back = calcore.load_predictions(out)
+        np.testing.assert_allclose(back.probs, want.probs, rtol=1e-15, atol=0)
+        np.testing.assert_array_equal(back.labels, y)
+    assert pq.ParquetFile(tmp_path / "out.parquet").metadata.num_row_groups >= 3
+    leftovers = [f.name for f in tmp_path.iterdir() if f.name.endswith(".partial")]
+    assert leftovers == []
+
+
+def test_apply_leaves_no_partial_file_when_a_batch_is_bad(parquet_dir, tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder, p, y, _ = parquet_dir
+    bad = folder / "day=9"
+    bad.mkdir()
+    pq.write_table(
+        pa.table({"label": [0, 1], "p_spam": [0.5, 1.5], "split": ["test", "test"]}),
+        bad / "part.parquet",
+    )
+    cal = calcore.make_calibrator("platt").fit(
+        calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y, ("not spam", "spam"))
+    )
+    saved = tmp_path / "platt.json"
+    saved.write_text(json.dumps(cal.to_dict()))
+    out = tmp_path / "out.parquet"
+    assert main(["apply", str(saved), str(folder), "--out", str(out)]) == 2
+    assert "day=9/part.parquet" in capsys.readouterr().err
+    assert not out.exists() and not [f for f in tmp_path.iterdir() if ".partial" in f.name]
+
+
+def test_calibrate_streams_fits_on_a_seeded_sample(parquet_dir, tmp_path, capsys):
+    folder, p, y, split = parquet_dir
+    out = tmp_path / "test_out.parquet"
+    argv = ["calibrate", str(folder), "--method", "platt", "--max-fit-rows", "100", "--json"]
+    assert main([*argv, "--out", str(out)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert "sample of 100 of the 225 calibration rows" in got["fit_info"]["fit_sample"]
+    assert got["before"]["n"] == got["after"]["n"] == (split == "test").sum()
+    # the same fit in memory: the sample is the same rows whatever the batching
+    keep = split == "calib"
+    calib = calcore.Predictions.from_probs(np.column_stack([1 - p, p])[keep], y[keep])
+    stream = calcore.scan(folder, split="calib", batch_rows=17)
+    sample, n = stream.sample(100, seed=0)
+    assert n == keep.sum() and sample.n_samples == 100
+    again, _ = calcore.scan(folder, split="calib", batch_rows=1000).sample(100, seed=0)
+    np.testing.assert_array_equal(sample.probs, again.probs)
+    assert set(map(tuple, sample.probs.round(12))) <= set(map(tuple, calib.probs.round(12)))
+    fitted = calcore.make_calibrator("platt").fit(sample)
+    assert got["params"] == fitted.to_dict()["params"]
+    assert calcore.load_predictions(out).n_samples == got["after"]["n"]

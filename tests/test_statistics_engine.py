@@ -643,3 +643,45 @@ def test_stream_all_zero_weights_is_an_error(tmp_path):
     _weighted_parquet(tmp_path, weights=np.zeros(900))
     with pytest.raises(calcore.CalcoreError, match="no rows with a positive weight"):
         calcore.evaluate(calcore.scan(tmp_path))
+
+
+def test_stream_sample_is_uniform_and_independent_of_batching(tmp_path):
+    preds = _binary(2_000, seed=35)
+    _write_parts(tmp_path, preds, [700, 1300])
+    a, n = calcore.scan(tmp_path, batch_rows=97).sample(500, seed=2)
+    b, _ = calcore.scan(tmp_path, batch_rows=2_000).sample(500, seed=2)
+    c, _ = calcore.scan(tmp_path, batch_rows=97).sample(500, seed=3)
+    assert n == 2_000 and a.n_samples == 500
+    np.testing.assert_array_equal(a.probs, b.probs)
+    assert not np.array_equal(a.probs, c.probs)
+    # rows of the source, in its order; roughly uniform over the three files
+    rows = np.array([np.flatnonzero(preds.probs[:, 1] == v)[0] for v in a.probs[:, 1]])
+    assert (np.diff(rows) > 0).all()
+    thirds = np.bincount(np.digitize(rows, [700, 1300]), minlength=3) / 500
+    np.testing.assert_allclose(thirds, [0.35, 0.3, 0.35], atol=0.07)
+    whole, _ = calcore.scan(tmp_path).sample(5_000, seed=2)  # more than there is: everything
+    np.testing.assert_array_equal(whole.probs, preds.probs)
+
+
+def test_write_stream_round_trips_and_is_atomic(tmp_path):
+    from calcore.io.stream_write import write_stream
+
+    preds = _binary(300, seed=36)
+    _write_parts(tmp_path, preds, [100])
+    stream = calcore.scan(tmp_path, batch_rows=64)
+    for name in ("out.parquet", "out.csv"):
+        assert write_stream(stream, tmp_path / name) == 300
+        back = calcore.load_predictions(tmp_path / name)
+        np.testing.assert_array_equal(back.probs, preds.probs)
+        assert back.class_names == ("not fraud", "fraud")
+    with pytest.raises(calcore.CalcoreError, match=r"must end in \.parquet, \.pq or \.csv"):
+        write_stream(stream, tmp_path / "out.txt")
+
+    def boom(p):
+        raise calcore.CalcoreError("bad batch")
+
+    (tmp_path / "keep.parquet").write_bytes(b"old")
+    with pytest.raises(calcore.CalcoreError, match="bad batch"):
+        write_stream(stream.with_transform(boom), tmp_path / "keep.parquet")
+    assert (tmp_path / "keep.parquet").read_bytes() == b"old"
+    assert not [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]

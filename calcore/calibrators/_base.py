@@ -201,6 +201,16 @@ class Calibrator:
         """What the fit did, for people: convergence, fitted values, classes left unchanged, ..."""
         return dict(self._fit_info)
 
+    def note_fit(self, **facts) -> "Calibrator":
+        """Add facts about how the calibrator was fitted to ``fit_info`` (kept when saved),
+        e.g. that it saw a sample of the calibration rows. Returns ``self``."""
+        if not self.is_fitted:
+            raise CalcoreError(
+                f"{self.name}: fit the calibrator before noting facts about the fit."
+            )
+        self._fit_info.update(to_jsonable(facts))
+        return self
+
     @property
     def class_names(self) -> tuple[str, ...] | None:
         return self._class_names

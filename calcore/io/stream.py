@@ -112,10 +112,50 @@ class PredictionStream:
     _options: dict = field(repr=False, default_factory=dict)
     progress: Callable[[StreamBatch], None] | None = field(default=None, repr=False)
     weight_column: str | None = None
+    transform: Callable | None = field(default=None, repr=False)
 
     def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
         """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
         return replace(self, progress=callback)
+
+    def with_transform(self, transform: Callable) -> "PredictionStream":
+        """The stream of ``transform(preds)`` for every batch, e.g. a fitted calibrator's
+        ``transform``: recalibrated predictions evaluated or written at bounded memory."""
+        return replace(self, transform=transform)
+
+    def sample(self, max_rows: int, *, seed: int = 0) -> tuple[Predictions, int]:
+        """A seeded uniform sample of at most ``max_rows`` rows, and the number of rows read.
+
+        Every row gets a uniform from ``(seed, position)``
+        (:func:`calcore.statistics.poisson.row_uniforms`); the ``max_rows`` rows with the
+        smallest are kept (bottom-k sampling), so the sample does not depend on the
+        batching and memory holds at most ``max_rows`` rows (plus one batch). The sample
+        keeps the stream's order. Weights, if any, are not used.
+        """
+        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+            raise CalcoreError(f"max_rows must be a positive integer; got {max_rows!r}.")
+        from calcore.statistics.poisson import row_uniforms
+
+        keep_u = np.empty(0)
+        keep_pos = np.empty(0, dtype=np.int64)
+        parts: list = []
+        n_read = 0
+        for b in self.batches():
+            n = b.preds.n_samples
+            pos = b.position + np.arange(n, dtype=np.int64)
+            parts.append((pos, b.preds))
+            keep_u = np.concatenate([keep_u, row_uniforms(pos, seed)])
+            keep_pos = np.concatenate([keep_pos, pos])
+            n_read += n
+            if keep_u.size > max_rows:
+                chosen = np.argpartition(keep_u, max_rows - 1)[:max_rows]
+                keep_u, keep_pos = keep_u[chosen], keep_pos[chosen]
+                # drop the rows that left the sample, batch by batch
+                parts = [_rows_at(p, q, keep_pos) for p, q in parts]
+                parts = [(p, q) for p, q in parts if p.size]
+        if not parts:
+            raise CalcoreError(f"{self.name}: no rows to sample.")
+        return _concatenate([q for _, q in parts]), n_read
 
     def batches(self, *, read_ahead: bool = True) -> Iterator[StreamBatch]:
         """Validated batches of rows, in a fixed order; reopens the files on every call.
@@ -130,13 +170,16 @@ class PredictionStream:
             value that fails validation (naming the file, column and row).
         """
         batches = prefetched(self._batches()) if read_ahead else self._batches()
-        if self.progress is None:
+        if self.progress is None and self.transform is None:
             return batches
         return self._reporting(batches)
 
     def _reporting(self, batches):
         for b in batches:
-            self.progress(b)
+            if self.progress is not None:
+                self.progress(b)
+            if self.transform is not None:
+                b = replace(b, preds=self.transform(b.preds))
             yield b
 
     def _batches(self) -> Iterator[StreamBatch]:
@@ -532,3 +575,26 @@ def _validate_batch(stream, raw: RawTable, state, decide_kind, score_ctx, valida
         got,
         logits,
     )
+
+
+def _rows_at(positions: np.ndarray, preds: Predictions, keep: np.ndarray):
+    """The rows of a batch whose positions are in ``keep`` (sorted or not)."""
+    inside = np.isin(positions, keep)
+    if inside.all():
+        return positions, preds
+    return positions[inside], preds.subset(np.flatnonzero(inside))
+
+
+def _concatenate(parts: list) -> Predictions:
+    """Batches of one stream (same classes) as one Predictions, in order."""
+    if len(parts) == 1:
+        return parts[0]
+    logits = None
+    if all(p.logits is not None for p in parts):
+        logits = np.concatenate([p.logits for p in parts])
+        logits.setflags(write=False)
+    probs = np.concatenate([p.probs for p in parts])
+    labels = np.concatenate([p.labels for p in parts])
+    probs.setflags(write=False)
+    labels.setflags(write=False)
+    return Predictions(probs, labels, parts[0].class_names, logits, None, parts[0].normalized)

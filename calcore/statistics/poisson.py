@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-__all__ = ["poisson_weights"]
+__all__ = ["poisson_weights", "row_uniforms"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -91,3 +91,22 @@ def poisson_weights(positions, n_replicates: int, seed: int) -> np.ndarray:
         flat = u.reshape(-1)[near].astype(np.uint64)
         weights.reshape(-1)[near] = np.searchsorted(_THRESHOLDS, flat, side="right")
     return weights
+
+
+def row_uniforms(positions, seed: int) -> np.ndarray:
+    """A uniform in [0, 1) per row, from ``(seed, position)`` alone (SplitMix64).
+
+    Used to draw a seeded uniform sample of a stream independent of its batching: the
+    rows with the ``k`` smallest values are a uniform sample of ``k`` rows.
+
+    Examples
+    --------
+    >>> u = row_uniforms(np.arange(4), seed=1)
+    >>> bool(((0 <= u) & (u < 1)).all()), bool((row_uniforms(np.arange(2, 4), 1) == u[2:]).all())
+    (True, True)
+    """
+    pos = np.asarray(positions, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        key = _mix(np.uint64(~seed & 0xFFFFFFFFFFFFFFFF) * _GOLDEN + _GOLDEN)
+        bits = _mix(pos * _GOLDEN + key)
+    return (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)

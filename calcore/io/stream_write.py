@@ -1,0 +1,115 @@
+"""Writing a stream of predictions (e.g. recalibrated batches) to Parquet or CSV.
+
+The output has the layout of :func:`calcore.export.predictions_to_csv`: a ``label``
+column of class indices, then one probability column ``p_<class>`` per class, so it
+reads back with :func:`calcore.load_predictions` or :func:`calcore.scan`. Batches are
+written as they come (bounded memory) to a temporary file beside the target, which
+replaces the target only when every batch was written: a failure leaves no partial
+file behind, and never one that looks complete.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from calcore._errors import CalcoreError
+from calcore.export import predictions_to_csv
+
+__all__ = ["write_stream", "write_predictions", "OUTPUT_FORMATS"]
+
+OUTPUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+
+
+def _format(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in OUTPUT_FORMATS:
+        raise CalcoreError(
+            f"{path}: the output must end in .parquet, .pq or .csv (the format follows the name)."
+        )
+    return OUTPUT_FORMATS[ext]
+
+
+def write_stream(stream, path, *, prefix: str = "p_") -> int:
+    """Write every batch of ``stream`` to ``path``; return the number of rows written.
+
+    Parameters
+    ----------
+    stream : PredictionStream
+        E.g. ``calcore.scan(...).with_transform(calibrator.transform)``.
+    path : str or os.PathLike
+        ``.parquet``/``.pq`` (Parquet, one row group per batch) or ``.csv``.
+    prefix : str, default "p_"
+        Prefix of the probability columns.
+
+    Raises
+    ------
+    CalcoreError
+        An unknown output extension, or whatever reading the stream raises (the target is
+        then left untouched).
+
+    Examples
+    --------
+    >>> # write_stream(calcore.scan("logs/").with_transform(cal.transform), "out.parquet")
+    """
+    path = os.fspath(path)
+    kind = _format(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".calcore-", suffix=".partial", dir=folder)
+    os.close(fd)
+    rows = 0
+    try:
+        if kind == "parquet":
+            rows = _write_parquet(stream, tmp, prefix)
+        else:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                for b in stream.batches():
+                    predictions_to_csv(b.preds, fh, prefix=prefix, header=rows == 0)
+                    rows += b.preds.n_samples
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return rows
+
+
+def _write_parquet(stream, tmp: str, prefix: str) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    rows = 0
+    try:
+        for b in stream.batches():
+            preds = b.preds
+            columns = {"label": pa.array(preds.labels)}
+            for j, name in enumerate(preds.class_names):
+                columns[prefix + name] = pa.array(preds.probs[:, j])
+            table = pa.table(columns)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table)
+            rows += preds.n_samples
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        raise CalcoreError(f"{stream.name}: no rows to write.")
+    return rows
+
+
+class _OneBatch:
+    """In-memory predictions seen as a stream of one batch."""
+
+    def __init__(self, preds):
+        self.name = "predictions"
+        self._batch = type("Batch", (), {"preds": preds})()
+
+    def batches(self):
+        return iter([self._batch])
+
+
+def write_predictions(preds, path, *, prefix: str = "p_") -> int:
+    """:func:`write_stream` of in-memory predictions (Parquet or CSV by the extension)."""
+    return write_stream(_OneBatch(preds), path, prefix=prefix)
