@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calcore._validation import check_sample_weight
 from calcore.binning import BinningScheme
 from calcore.predictions import Predictions
 from calcore.statistics.cells import CellSums
@@ -188,8 +189,10 @@ def bin_statistics(
     return bin_statistics_from_sums(sums, edges, view=view, group_names=group_names, n_rows=n_rows)
 
 
-def view_bin_statistics(view: BinaryView, *, binning="equal-width", bins=15) -> BinStatistics:
-    """:func:`bin_statistics` of a :class:`~calcore.views.BinaryView`."""
+def view_bin_statistics(
+    view: BinaryView, *, binning="equal-width", bins=15, weights=None
+) -> BinStatistics:
+    """:func:`bin_statistics` of a :class:`~calcore.views.BinaryView` (row weights optional)."""
     return bin_statistics(
         view.scores,
         view.outcomes,
@@ -199,7 +202,8 @@ def view_bin_statistics(view: BinaryView, *, binning="equal-width", bins=15) -> 
         bins=bins,
         view=view.name,
         group_names=view.group_names,
-        n_rows=view.n_rows,
+        n_rows=None if weights is not None else view.n_rows,
+        weights=weights,
     )
 
 
@@ -221,7 +225,7 @@ def reduction_statistics(
     """
     batch = RowBatch.of(preds)
     chosen = None if classes is None else np.asarray(classes, dtype=np.intp)
-    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    w = None if weights is None else check_sample_weight(weights, preds.n_samples)
     edges = reduction_edges(
         batch, reduction, binning=binning, bins=bins, weights=w, min_score=threshold, classes=chosen
     )
@@ -241,13 +245,20 @@ def classwise_bin_statistics(
     bins=15,
     classes=None,
     threshold: float | None = None,
+    sample_weight=None,
 ) -> BinStatistics:
     """Bin statistics of the class-wise view, computed blockwise (the ``n * L`` view is
     never built). ``threshold`` keeps only scores ``>= threshold`` (as TACE does);
-    ``classes`` restricts to some classes.
+    ``classes`` restricts to some classes; ``sample_weight`` are row weights.
     """
     return reduction_statistics(
-        preds, "class-wise", binning=binning, bins=bins, threshold=threshold, classes=classes
+        preds,
+        "class-wise",
+        binning=binning,
+        bins=bins,
+        threshold=threshold,
+        classes=classes,
+        weights=sample_weight,
     )
 
 
@@ -262,11 +273,11 @@ def classwise_bin_statistics_many(
 
 
 def statistics_for(
-    preds: Predictions, view: str, *, binning="equal-width", bins=15
+    preds: Predictions, view: str, *, binning="equal-width", bins=15, sample_weight=None
 ) -> BinStatistics:
     """Bin statistics of ``preds`` under the named view (``"confidence"``, ``"top-label"``,
-    ``"class-wise"``)."""
+    ``"class-wise"``), with optional row weights (frequency weights)."""
     binary_view_name_is_valid = view in ("confidence", "top-label", "class-wise")
     if not binary_view_name_is_valid:
         binary_view(preds, view)  # raises the CalcoreError listing the views
-    return reduction_statistics(preds, view, binning=binning, bins=bins)
+    return reduction_statistics(preds, view, binning=binning, bins=bins, weights=sample_weight)

@@ -16,6 +16,9 @@ and ``acc_b`` the mean outcome,
 * class-wise: one problem per class over all ``n`` rows, ``CW = mean_l ECE_l``; the
   max version is ``mean_l MCE_l`` (the l-infinity norm inside the average);
 * top-K: the mean over ranks ``k = 1..K`` of the rank-k confidence (or label) ECE.
+
+Every metric takes ``sample_weight=`` (one non-negative weight per row): frequency
+weights, so an integer weight counts the row that many times (exactly: tested).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._validation import check_sample_weight
 from calcore.binned import (
     BinStatistics,
     classwise_bin_statistics,
@@ -100,7 +104,9 @@ def calibration_error_from_bins(stats: BinStatistics, *, p=1, per_group=False) -
     return float(per.mean())
 
 
-def confidence_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) -> float:
+def confidence_ece(
+    preds: Predictions, *, bins=15, binning="equal-width", p=1, sample_weight=None
+) -> float:
     """Confidence ECE: ``max p`` against accuracy, ignoring which class was predicted.
 
     Parameters
@@ -111,6 +117,8 @@ def confidence_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) -
         See :mod:`calcore.binning`.
     p : float or np.inf, default 1
         Norm order (2 for the l2-ECE, ``np.inf`` for the MCE).
+    sample_weight : array_like of shape (n,), optional
+        Row weights (frequency weights; see the module docstring).
 
     Returns
     -------
@@ -128,16 +136,23 @@ def confidence_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) -
     0.30000000000000004
     """
     return calibration_error_from_bins(
-        statistics_for(preds, "confidence", binning=binning, bins=bins), p=p
+        statistics_for(
+            preds, "confidence", binning=binning, bins=bins, sample_weight=sample_weight
+        ),
+        p=p,
     )
 
 
-def confidence_mce(preds: Predictions, *, bins=15, binning="equal-width") -> float:
+def confidence_mce(
+    preds: Predictions, *, bins=15, binning="equal-width", sample_weight=None
+) -> float:
     """Maximum calibration error of the confidence view (largest bin gap)."""
-    return confidence_ece(preds, bins=bins, binning=binning, p=np.inf)
+    return confidence_ece(preds, bins=bins, binning=binning, p=np.inf, sample_weight=sample_weight)
 
 
-def top_label_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) -> float:
+def top_label_ece(
+    preds: Predictions, *, bins=15, binning="equal-width", p=1, sample_weight=None
+) -> float:
     """Top-label ECE: ``E |P(Y = c | c, h) - h|``, binned within each predicted class.
 
     Always at least the confidence ECE with the same bins (Jensen; Gupta &
@@ -148,16 +163,21 @@ def top_label_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) ->
     Gupta & Ramdas (2022), Eq. 4 and Sec. 4.
     """
     return calibration_error_from_bins(
-        statistics_for(preds, "top-label", binning=binning, bins=bins), p=p
+        statistics_for(preds, "top-label", binning=binning, bins=bins, sample_weight=sample_weight),
+        p=p,
     )
 
 
-def top_label_mce(preds: Predictions, *, bins=15, binning="equal-width") -> float:
+def top_label_mce(
+    preds: Predictions, *, bins=15, binning="equal-width", sample_weight=None
+) -> float:
     """Top-label MCE: the largest gap over (predicted class, bin) pairs."""
-    return top_label_ece(preds, bins=bins, binning=binning, p=np.inf)
+    return top_label_ece(preds, bins=bins, binning=binning, p=np.inf, sample_weight=sample_weight)
 
 
-def classwise_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) -> float:
+def classwise_ece(
+    preds: Predictions, *, bins=15, binning="equal-width", p=1, sample_weight=None
+) -> float:
     """Class-wise ECE: ``(1/L) sum_l ECE(p_l, 1{y = l})`` over all rows for each class.
 
     References
@@ -165,13 +185,19 @@ def classwise_ece(preds: Predictions, *, bins=15, binning="equal-width", p=1) ->
     Kull et al. (2019); Gupta & Ramdas (2022), Sec. 4 ("CW-ECE").
     """
     return calibration_error_from_bins(
-        statistics_for(preds, "class-wise", binning=binning, bins=bins), p=p, per_group=True
+        statistics_for(
+            preds, "class-wise", binning=binning, bins=bins, sample_weight=sample_weight
+        ),
+        p=p,
+        per_group=True,
     )
 
 
-def classwise_mce(preds: Predictions, *, bins=15, binning="equal-width") -> float:
+def classwise_mce(
+    preds: Predictions, *, bins=15, binning="equal-width", sample_weight=None
+) -> float:
     """Class-wise MCE: the mean over classes of each class's largest bin gap."""
-    return classwise_ece(preds, bins=bins, binning=binning, p=np.inf)
+    return classwise_ece(preds, bins=bins, binning=binning, p=np.inf, sample_weight=sample_weight)
 
 
 def _check_k(preds: Predictions, k) -> int:
@@ -187,18 +213,24 @@ def _check_k(preds: Predictions, k) -> int:
     return int(k)
 
 
-def _mean_over_ranks(preds: Predictions, make_view, *, k, bins, binning, p) -> float:
+def _mean_over_ranks(
+    preds: Predictions, make_view, *, k, bins, binning, p, sample_weight=None
+) -> float:
     k = _check_k(preds, k)
+    w = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
     errors = [
         calibration_error_from_bins(
-            view_bin_statistics(make_view(preds, rank), binning=binning, bins=bins), p=p
+            view_bin_statistics(make_view(preds, rank), binning=binning, bins=bins, weights=w),
+            p=p,
         )
         for rank in range(1, k + 1)
     ]
     return float(np.mean(errors))
 
 
-def top_k_confidence_ece(preds: Predictions, *, k=2, bins=15, binning="equal-width", p=1) -> float:
+def top_k_confidence_ece(
+    preds: Predictions, *, k=2, bins=15, binning="equal-width", p=1, sample_weight=None
+) -> float:
     """Top-K-confidence ECE: the mean over ranks 1..k of the rank's confidence ECE.
 
     References
@@ -206,12 +238,24 @@ def top_k_confidence_ece(preds: Predictions, *, k=2, bins=15, binning="equal-wid
     Gupta & Ramdas (2022), Eq. 6 (top-K-confidence calibration); averaging
     over ranks is our choice of summary, as the paper defines no single number.
     """
-    return _mean_over_ranks(preds, top_k_confidence_view, k=k, bins=bins, binning=binning, p=p)
+    return _mean_over_ranks(
+        preds,
+        top_k_confidence_view,
+        k=k,
+        bins=bins,
+        binning=binning,
+        p=p,
+        sample_weight=sample_weight,
+    )
 
 
-def top_k_label_ece(preds: Predictions, *, k=2, bins=15, binning="equal-width", p=1) -> float:
+def top_k_label_ece(
+    preds: Predictions, *, k=2, bins=15, binning="equal-width", p=1, sample_weight=None
+) -> float:
     """Top-K-label ECE: the mean over ranks 1..k of the rank's top-label-style ECE (Eq. 7)."""
-    return _mean_over_ranks(preds, top_k_label_view, k=k, bins=bins, binning=binning, p=p)
+    return _mean_over_ranks(
+        preds, top_k_label_view, k=k, bins=bins, binning=binning, p=p, sample_weight=sample_weight
+    )
 
 
 def adaptive_errors_from_bins(stats: BinStatistics) -> float:
@@ -220,14 +264,20 @@ def adaptive_errors_from_bins(stats: BinStatistics) -> float:
     return float(stats.gap[ok].mean()) if ok.any() else 0.0
 
 
-def _adaptive(preds: Predictions, *, bins: int, threshold: float | None) -> float:
+def _adaptive(preds: Predictions, *, bins: int, threshold: float | None, sample_weight) -> float:
     resolve_binning("equal-mass", bins)  # a positive integer or a count rule such as "sturges"
     return adaptive_errors_from_bins(
-        classwise_bin_statistics(preds, binning="equal-mass", bins=bins, threshold=threshold)
+        classwise_bin_statistics(
+            preds,
+            binning="equal-mass",
+            bins=bins,
+            threshold=threshold,
+            sample_weight=sample_weight,
+        )
     )
 
 
-def adaptive_ece(preds: Predictions, *, bins=15) -> float:
+def adaptive_ece(preds: Predictions, *, bins=15, sample_weight=None) -> float:
     """Adaptive calibration error (ACE): class-wise, equal-mass bins, unweighted mean gap.
 
     ``ACE = 1/(L R) sum_l sum_r |acc(r, l) - conf(r, l)|`` with ``R`` equal-mass
@@ -237,10 +287,12 @@ def adaptive_ece(preds: Predictions, *, bins=15) -> float:
     ----------
     Nixon et al. (2019), "Measuring calibration in deep learning", Sec. 4.
     """
-    return _adaptive(preds, bins=bins, threshold=None)
+    return _adaptive(preds, bins=bins, threshold=None, sample_weight=sample_weight)
 
 
-def thresholded_adaptive_ece(preds: Predictions, *, bins=15, threshold=1e-3) -> float:
+def thresholded_adaptive_ece(
+    preds: Predictions, *, bins=15, threshold=1e-3, sample_weight=None
+) -> float:
     """Thresholded ACE (TACE): ACE over class-wise scores ``>= threshold`` only.
 
     ``threshold`` defaults to 1e-3 (Nixon et al. 2019); ``1/L`` is another common choice.
@@ -248,7 +300,7 @@ def thresholded_adaptive_ece(preds: Predictions, *, bins=15, threshold=1e-3) -> 
     """
     if not 0 <= threshold < 1:
         raise CalcoreError(f"threshold must be in [0, 1); got {threshold!r}.")
-    return _adaptive(preds, bins=bins, threshold=threshold)
+    return _adaptive(preds, bins=bins, threshold=threshold, sample_weight=sample_weight)
 
 
 def debiased_squared_error_from_bins(stats: BinStatistics, *, per_group: bool = False) -> float:
@@ -267,7 +319,9 @@ def debiased_squared_error_from_bins(stats: BinStatistics, *, per_group: bool = 
     return squared / len(stats.group_names) if per_group else squared
 
 
-def debiased_ece(preds: Predictions, *, bins=15, binning="equal-width", view="confidence") -> float:
+def debiased_ece(
+    preds: Predictions, *, bins=15, binning="equal-width", view="confidence", sample_weight=None
+) -> float:
     """Debiased l2-ECE of Kumar et al. (2019), ``sqrt(max(ECE^2_debiased, 0))``.
 
     The plug-in l2-ECE is biased upwards by the sampling noise of each bin's
@@ -284,7 +338,7 @@ def debiased_ece(preds: Predictions, *, bins=15, binning="equal-width", view="co
     ----------
     Kumar, Liang, Ma (2019), "Verified uncertainty calibration", NeurIPS, Sec. 5.
     """
-    stats = statistics_for(preds, view, binning=binning, bins=bins)
+    stats = statistics_for(preds, view, binning=binning, bins=bins, sample_weight=sample_weight)
     return float(
         np.sqrt(max(debiased_squared_error_from_bins(stats, per_group=view == "class-wise"), 0.0))
     )

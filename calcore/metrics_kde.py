@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calcore._validation import check_sample_weight
 from calcore.kde import (
     KDEReliabilityCurve,
     _check_inputs,
@@ -18,13 +19,13 @@ from calcore.kde import (
     kde_reliability_curve,
 )
 from calcore.predictions import Predictions
-from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
+from calcore.statistics.kde_cells import KDELayout, KDESums, ScoreMoments, kde_ece_from_sums
 from calcore.views import confidence_view
 
 __all__ = ["kde_ece_confidence", "kde_ece_classwise", "kde_confidence_curve"]
 
 
-def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None) -> float:
+def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None, sample_weight=None) -> float:
     """KDE-ECE of the confidence view.
 
     Evaluated from per-cell kernel moments (:mod:`calcore.statistics.kde_cells`), equal
@@ -37,7 +38,10 @@ def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None) -> float:
         The power ``d`` in ``integral |z - pi(z)|^d p(z) dz`` (no d-th root, as in
         the paper).
     bandwidth : float, optional
-        Kernel half-width; the rule of thumb of :func:`calcore.kde.kde_bandwidth` by default.
+        Kernel half-width; the rule of thumb of :func:`calcore.kde.kde_bandwidth` by default
+        (of the weighted scores with ``sample_weight``).
+    sample_weight : array_like of shape (n,), optional
+        Row weights (frequency weights: an integer weight equals repeating the row).
 
     Returns
     -------
@@ -52,10 +56,13 @@ def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None) -> float:
         return kde_ece(v.scores, v.outcomes, order=order, bandwidth=bandwidth)  # raises
     # Same checks and messages as kde_ece; then the statistics engine (as calcore.evaluate).
     _check_inputs(v.scores, v.outcomes, bandwidth, None, "kde_ece", order)
-    return _engine_kde_ece(v.scores, v.outcomes, bandwidth, order)
+    w = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
+    return _engine_kde_ece(v.scores, v.outcomes, bandwidth, order, w)
 
 
-def kde_ece_classwise(preds: Predictions, *, order=1, bandwidth=None, classes=None) -> float:
+def kde_ece_classwise(
+    preds: Predictions, *, order=1, bandwidth=None, classes=None, sample_weight=None
+) -> float:
     """Mean over classes of the KDE-ECE of ``(p_l, 1{y = l})``.
 
     Each class gets its own rule-of-thumb bandwidth unless ``bandwidth`` is given.
@@ -72,6 +79,8 @@ def kde_ece_classwise(preds: Predictions, *, order=1, bandwidth=None, classes=No
         One kernel half-width for every class.
     classes : sequence of int, optional
         Average over these classes only (all by default).
+    sample_weight : array_like of shape (n,), optional
+        Row weights (frequency weights).
 
     Returns
     -------
@@ -92,18 +101,24 @@ def kde_ece_classwise(preds: Predictions, *, order=1, bandwidth=None, classes=No
     first = chosen[0]
     # Same checks and messages as kde_ece (bandwidth range, order); scores are valid already.
     _check_inputs(preds.probs[:, first], preds.labels == first, bandwidth, None, "kde_ece", order)
+    w = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
     values = [
-        _engine_kde_ece(preds.probs[:, c], preds.labels == c, bandwidth, order) for c in chosen
+        _engine_kde_ece(preds.probs[:, c], preds.labels == c, bandwidth, order, w) for c in chosen
     ]
     return float(np.mean(values))
 
 
-def _engine_kde_ece(scores, outcomes, bandwidth, order) -> float:
+def _engine_kde_ece(scores, outcomes, bandwidth, order, weights=None) -> float:
     """KDE-ECE of one binary problem from its per-cell kernel moments (calcore.statistics)."""
-    h = kde_bandwidth(scores) if bandwidth is None else float(bandwidth)
+    if bandwidth is not None:
+        h = float(bandwidth)
+    elif weights is None:
+        h = kde_bandwidth(scores)
+    else:
+        h = ScoreMoments.of(scores, weights).bandwidth()
     layout = KDELayout.for_bandwidth(h)
     sums = KDESums.zeros(layout)
-    sums.add(layout, scores, outcomes)
+    sums.add(layout, scores, outcomes, weights)
     return kde_ece_from_sums(layout, sums, order=order)
 
 

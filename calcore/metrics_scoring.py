@@ -8,6 +8,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from calcore._errors import CalcoreError
+from calcore._validation import check_sample_weight
 from calcore.predictions import Predictions
 
 __all__ = [
@@ -25,12 +26,22 @@ _ROW_BLOCK_VALUES = 4_000_000
 NLL_CLIP = np.finfo(np.float64).eps
 
 
-def accuracy(preds: Predictions) -> float:
-    """Fraction of rows whose predicted class (argmax, ties to the lowest index) is the label."""
-    return float(preds.correct.mean())
+def _weights(preds: Predictions, sample_weight):
+    return None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
 
 
-def negative_log_likelihood(preds: Predictions, *, clip: float = NLL_CLIP) -> float:
+def accuracy(preds: Predictions, *, sample_weight=None) -> float:
+    """Fraction of rows whose predicted class (argmax, ties to the lowest index) is the label.
+
+    ``sample_weight``: row weights (frequency weights), as every metric takes.
+    """
+    w = _weights(preds, sample_weight)
+    return float(np.average(preds.correct, weights=w))
+
+
+def negative_log_likelihood(
+    preds: Predictions, *, clip: float = NLL_CLIP, sample_weight=None
+) -> float:
     """Mean negative log-likelihood of the labels, ``-mean log p_{i, y_i}``.
 
     When the predictions carry logits, ``log p`` is taken as ``log_softmax(z)``
@@ -45,6 +56,9 @@ def negative_log_likelihood(preds: Predictions, *, clip: float = NLL_CLIP) -> fl
     """
     if not 0 <= clip < 1:
         raise CalcoreError(f"clip must be in [0, 1); got {clip!r}.")
+    w = _weights(preds, sample_weight)
+    if w is not None:
+        return float(np.average(nll_per_row(preds, clip=clip), weights=w)) + 0.0
     rows = np.arange(preds.n_samples)
     if preds.logits is not None:
         step = max(1, _ROW_BLOCK_VALUES // preds.n_classes)
@@ -78,7 +92,7 @@ def brier_per_row(preds: Predictions) -> np.ndarray:
     return _row_sq_norms(preds.probs) - 2.0 * preds.label_probability + 1.0
 
 
-def brier_score(preds: Predictions) -> float:
+def brier_score(preds: Predictions, *, sample_weight=None) -> float:
     """Multiclass Brier score, ``mean_i sum_j (p_ij - 1{y_i = j})^2``, in [0, 2].
 
     This is the convention of Brier (1950) and of the Mix-n-Match paper (sum
@@ -89,7 +103,7 @@ def brier_score(preds: Predictions) -> float:
     ----------
     Brier (1950); Zhang et al. (2020), Eq. 7.
     """
-    return float(brier_per_row(preds).mean())
+    return float(np.average(brier_per_row(preds), weights=_weights(preds, sample_weight)))
 
 
 @dataclass(frozen=True)

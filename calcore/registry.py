@@ -268,11 +268,14 @@ def adaptive_bins_for(binning, bins):
     return bins if binning in ("equal-width", "equal-mass") else 15
 
 
-def compute_metric(key: str, preds: Predictions, *, bins=15, binning="equal-width") -> float:
+def compute_metric(
+    key: str, preds: Predictions, *, bins=15, binning="equal-width", sample_weight=None
+) -> float:
     """Compute one registered metric by key.
 
     Binned metrics get ``bins`` and ``binning``; ACE and TACE (always equal-mass)
-    get the number of bins of :func:`adaptive_bins_for`.
+    get the number of bins of :func:`adaptive_bins_for`; every metric takes
+    ``sample_weight`` (row weights).
 
     Raises
     ------
@@ -282,8 +285,9 @@ def compute_metric(key: str, preds: Predictions, *, bins=15, binning="equal-widt
     if key not in METRICS:
         raise CalcoreError(f"Unknown metric {key!r}; the metrics are {sorted(METRICS)}.")
     spec = METRICS[key]
+    w = {"sample_weight": sample_weight}
     if spec.binned:
-        return float(spec.function(preds, bins=bins, binning=binning))
+        return float(spec.function(preds, bins=bins, binning=binning, **w))
     if key in ("ace", "tace"):
-        return float(spec.function(preds, bins=adaptive_bins_for(binning, bins)))
-    return float(spec.function(preds))
+        return float(spec.function(preds, bins=adaptive_bins_for(binning, bins), **w))
+    return float(spec.function(preds, **w))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._validation import check_sample_weight
 from calcore.binned import (
     BinStatistics,
     classwise_bin_statistics,
@@ -118,18 +119,24 @@ def _diagram(
         stats.lower_edge[mask],
         stats.upper_edge[mask],
         ece,
-        int(n),
+        int(n) if float(n).is_integer() else float(n),
         stats.scheme.describe(),
     )
 
 
 def reliability_diagram(
-    preds: Predictions, *, view: str = "confidence", bins=15, binning="equal-width"
+    preds: Predictions,
+    *,
+    view: str = "confidence",
+    bins=15,
+    binning="equal-width",
+    sample_weight=None,
 ) -> ReliabilityDiagram:
     """The confidence reliability diagram (``view="confidence"``).
 
     For the top-label view use :func:`top_label_reliability_diagram`, for the
-    class-wise view :func:`classwise_reliability_diagrams`.
+    class-wise view :func:`classwise_reliability_diagrams`. Every diagram takes
+    ``sample_weight`` (row weights): counts are then total weights.
 
     Returns
     -------
@@ -141,13 +148,15 @@ def reliability_diagram(
             f"reliability_diagram draws the confidence view; got view={view!r}. Use "
             f"top_label_reliability_diagram or classwise_reliability_diagrams for the other views."
         )
-    stats = statistics_for(preds, "confidence", binning=binning, bins=bins)
+    stats = statistics_for(
+        preds, "confidence", binning=binning, bins=bins, sample_weight=sample_weight
+    )
     return _diagram(
         stats,
         np.ones(stats.count.size, dtype=bool),
         view="confidence",
         group=None,
-        n=preds.n_samples,
+        n=stats.n_rows,
     )
 
 
@@ -205,7 +214,7 @@ class TopLabelReliabilityDiagram:
 
 
 def top_label_reliability_diagram(
-    preds: Predictions, *, bins=15, binning="equal-width"
+    preds: Predictions, *, bins=15, binning="equal-width", sample_weight=None
 ) -> TopLabelReliabilityDiagram:
     """Data for the top-label reliability diagram and its per-class drill-down.
 
@@ -218,22 +227,29 @@ def top_label_reliability_diagram(
     Gupta & Ramdas (2022), Sec. 2.1, Fig. 1 and Fig. 4.
     """
     view = top_label_view(preds)
-    overall = view_bin_statistics(binary_view(preds, "confidence"), binning=binning, bins=bins)
+    w = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
+    overall = view_bin_statistics(
+        binary_view(preds, "confidence"), binning=binning, bins=bins, weights=w
+    )
     conf_diagram = _diagram(
         overall,
         np.ones(overall.count.size, dtype=bool),
         view="confidence",
         group=None,
-        n=view.n_rows,
+        n=overall.n_rows,
     )
     # Re-derive each row's overall bin, then cross it with the predicted class.
-    point_bin = assign_bins(view.scores, binning=binning, bins=bins).point_bin
+    point_bin = assign_bins(view.scores, binning=binning, bins=bins, weights=w).point_bin
     n_bins, n_classes = overall.count.size, preds.n_classes
     cell = point_bin * n_classes + view.groups
     size = n_bins * n_classes
-    count = np.bincount(cell, minlength=size).reshape(n_bins, n_classes)
-    sum_s = np.bincount(cell, weights=view.scores, minlength=size).reshape(n_bins, n_classes)
-    sum_o = np.bincount(cell, weights=view.outcomes, minlength=size).reshape(n_bins, n_classes)
+    count = np.bincount(cell, weights=w, minlength=size).reshape(n_bins, n_classes)
+    ws = view.scores if w is None else w * view.scores
+    wo = view.outcomes if w is None else w * view.outcomes
+    sum_s = np.bincount(cell, weights=ws, minlength=size).reshape(n_bins, n_classes)
+    sum_o = np.bincount(cell, weights=wo, minlength=size).reshape(n_bins, n_classes)
+    if w is None or np.array_equal(count, np.rint(count)):
+        count = np.rint(count).astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         conf_bl, acc_bl = sum_s / count, sum_o / count
         gap_bl = np.abs(acc_bl - conf_bl)
@@ -242,11 +258,11 @@ def top_label_reliability_diagram(
     conf_b, acc_b = overall.mean_score, overall.mean_outcome
     signed = np.where(acc_b > conf_b, conf_b + delta, conf_b - delta)
     ok = overall.count > 0
-    tl_ece = float(np.sum(overall.count[ok] / view.n_rows * delta[ok]))
+    tl_ece = float(np.sum(overall.count[ok] / overall.n_rows * delta[ok]))
 
-    within = view_bin_statistics(view, binning=binning, bins=bins)
+    within = view_bin_statistics(view, binning=binning, bins=bins, weights=w)
     per_class = tuple(
-        _diagram(within, within.bin_group == g, view="top-label", group=name, n=view.n_rows)
+        _diagram(within, within.bin_group == g, view="top-label", group=name, n=within.n_rows)
         for g, name in enumerate(preds.class_names)
     )
     return TopLabelReliabilityDiagram(
@@ -264,7 +280,7 @@ def top_label_reliability_diagram(
 
 
 def classwise_reliability_diagrams(
-    preds: Predictions, *, bins=15, binning="equal-width", classes=None
+    preds: Predictions, *, bins=15, binning="equal-width", classes=None, sample_weight=None
 ) -> tuple[ReliabilityDiagram, ...]:
     """One reliability diagram per class of the class-wise view (``p_l`` vs ``1{y = l}``).
 
@@ -278,7 +294,9 @@ def classwise_reliability_diagrams(
     tuple of ReliabilityDiagram
         The mean of their ``ece`` over all classes is the CW-ECE.
     """
-    stats = classwise_bin_statistics(preds, binning=binning, bins=bins, classes=classes)
+    stats = classwise_bin_statistics(
+        preds, binning=binning, bins=bins, classes=classes, sample_weight=sample_weight
+    )
     chosen = np.arange(preds.n_classes) if classes is None else np.asarray(classes)
     return tuple(
         _diagram(
@@ -286,7 +304,7 @@ def classwise_reliability_diagrams(
             stats.bin_group == c,
             view="class-wise",
             group=preds.class_names[c],
-            n=preds.n_samples,
+            n=stats.n_rows,
         )
         for c in chosen
     )

@@ -685,3 +685,60 @@ def test_write_stream_round_trips_and_is_atomic(tmp_path):
         write_stream(stream.with_transform(boom), tmp_path / "keep.parquet")
     assert (tmp_path / "keep.parquet").read_bytes() == b"old"
     assert not [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
+
+
+@pytest.mark.parametrize("key", list(calcore.METRICS))
+@pytest.mark.parametrize(("binning", "bins"), [("equal-width", 8), ("equal-mass", 5)])
+def test_every_metric_function_takes_weights_equal_to_repeated_rows(key, binning, bins):
+    preds = _preds(150, 3, seed=37)
+    w = np.random.default_rng(38).integers(0, 4, 150)
+    rows = np.repeat(np.arange(150), w)
+    got = calcore.compute_metric(key, preds, bins=bins, binning=binning, sample_weight=w)
+    want = calcore.compute_metric(key, preds.subset(rows), bins=bins, binning=binning)
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-13)
+
+
+def test_weighted_top_k_and_debiased_views_equal_repeated_rows():
+    preds = _preds(120, 4, seed=39)
+    w = np.random.default_rng(40).integers(0, 3, 120)
+    rep = preds.subset(np.repeat(np.arange(120), w))
+    for f in (calcore.top_k_confidence_ece, calcore.top_k_label_ece):
+        assert f(preds, k=3, sample_weight=w) == pytest.approx(f(rep, k=3), rel=1e-12)
+    for view in ("top-label", "class-wise"):
+        got = calcore.debiased_ece(preds, view=view, sample_weight=w)
+        assert got == pytest.approx(calcore.debiased_ece(rep, view=view), rel=1e-12, abs=1e-15)
+    with pytest.raises(calcore.CalcoreError, match="row 2 \\(0-based\\) has weight -1"):
+        calcore.confidence_ece(preds, sample_weight=np.r_[1, 1, -1, np.ones(117)])
+
+
+@pytest.mark.parametrize("binning", ["equal-width", "equal-mass"])
+def test_weighted_diagrams_equal_repeated_rows(binning):
+    preds = _preds(160, 3, seed=41)
+    w = np.random.default_rng(42).integers(0, 4, 160)
+    rep = preds.subset(np.repeat(np.arange(160), w))
+
+    def same(a, b):
+        np.testing.assert_array_equal(a.count, b.count)
+        np.testing.assert_allclose(a.confidence, b.confidence, rtol=1e-12)
+        np.testing.assert_allclose(a.accuracy, b.accuracy, rtol=1e-12)
+        np.testing.assert_allclose(a.ci_lower, b.ci_lower, rtol=1e-12)
+        assert a.ece == pytest.approx(b.ece, rel=1e-12) and a.n == b.n
+
+    kw = {"bins": 6, "binning": binning}
+    same(
+        calcore.reliability_diagram(preds, sample_weight=w, **kw),
+        calcore.reliability_diagram(rep, **kw),
+    )
+    for a, b in zip(
+        calcore.classwise_reliability_diagrams(preds, sample_weight=w, **kw),
+        calcore.classwise_reliability_diagrams(rep, **kw),
+        strict=True,
+    ):
+        same(a, b)
+    ta = calcore.top_label_reliability_diagram(preds, sample_weight=w, **kw)
+    tb = calcore.top_label_reliability_diagram(rep, **kw)
+    same(ta.confidence_diagram, tb.confidence_diagram)
+    np.testing.assert_array_equal(ta.class_count, tb.class_count)
+    assert ta.top_label_ece == pytest.approx(tb.top_label_ece, rel=1e-12)
+    for a, b in zip(ta.per_class, tb.per_class, strict=True):
+        same(a, b)

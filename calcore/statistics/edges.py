@@ -367,7 +367,13 @@ class BinAssignment:
 
 
 def assign_bins(
-    scores, groups=None, *, n_groups: int | None = None, binning="equal-width", bins=15
+    scores,
+    groups=None,
+    *,
+    n_groups: int | None = None,
+    binning="equal-width",
+    bins=15,
+    weights=None,
 ) -> BinAssignment:
     """Assign each score to a bin within its group.
 
@@ -384,6 +390,9 @@ def assign_bins(
     binning : str or BinningScheme
     bins : int or str
         See :mod:`calcore.binning`.
+    weights : ndarray of shape (m,), optional
+        Frequency weights: equal-mass ranks count weight (rows of weight 0 still get
+        the bin their score falls in).
 
     Returns
     -------
@@ -401,7 +410,7 @@ def assign_bins(
     """
     scores = np.asarray(scores, dtype=np.float64)
     g = None if groups is None else np.asarray(groups, dtype=np.intp)
-    edges = edges_for(scores, g, n_groups=n_groups, binning=binning, bins=bins)
+    edges = edges_for(scores, g, n_groups=n_groups, binning=binning, bins=bins, weights=weights)
     point_bin = edges.cell_of(scores, g).astype(np.int64, copy=False)
     fixed = edges.fixed_edges()
     if fixed is not None:
