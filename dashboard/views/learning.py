@@ -57,3 +57,7 @@ def render(ctx) -> None:
         result = curve(ctx, metric=metric, n_repeats=int(n_repeats))
     if result is not None:
         chart(learning_curve_figure(result, theme=ctx.theme), "figure.learning")
+        for which, preds in (("calibration", ctx.split.calib), ("test", ctx.split.test)):
+            note = compute.sample_note(preds.n_samples)
+            if note:
+                st.caption(f"{which.capitalize()} rows: {note}")

@@ -31,7 +31,8 @@ def theory(ctx) -> tuple[np.ndarray, np.ndarray, str] | None:
                 data_rows = ctx.split.calib.n_samples + (
                     0 if ctx.split.calib is ctx.split.test else ctx.split.test.n_samples
                 )
-                n_calib, bins = data_rows // 2, int(params["bins"])
+                n_calib = min(data_rows, compute.RESAMPLING_MAX_ROWS) // 2
+                bins = int(params["bins"])
                 eps = np.linspace(0.0, 0.2, 201)
                 return eps, (n_calib, bins), choice.label
     return None
@@ -73,6 +74,12 @@ def render(ctx) -> None:
         validity_figure(results, theory=bound_c, conditional=True, theme=ctx.theme),
         "figure.validity_conditional",
     )
+    rows = ctx.split.calib.n_samples + (
+        0 if ctx.split.calib is ctx.split.test else ctx.split.test.n_samples
+    )
+    note = compute.sample_note(rows)
+    if note:
+        st.caption(note)
     if th is not None:
         st.caption(
             f"Dashed: UMD's guarantee with {th[1][1]} bins and {th[1][0]:,} calibration rows "
