@@ -218,10 +218,10 @@ def _evaluate(preds, args) -> CalibrationReport:
 
 
 def _streamable(path: str) -> bool:
-    """A directory, a glob or a Parquet file: streamed (intervals by the Poisson bootstrap)."""
+    """A directory, a glob, a Parquet or Arrow IPC file: streamed (Poisson bootstrap intervals)."""
     if any(ch in path for ch in "*?[") or os.path.isdir(path):
         return True
-    return path.lower().endswith((".parquet", ".pq"))
+    return path.lower().endswith((".parquet", ".pq", ".arrow", ".feather", ".ipc"))
 
 
 def _stream(path: str, args, *, split=None):

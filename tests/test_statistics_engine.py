@@ -742,3 +742,27 @@ def test_weighted_diagrams_equal_repeated_rows(binning):
     assert ta.top_label_ece == pytest.approx(tb.top_label_ece, rel=1e-12)
     for a, b in zip(ta.per_class, tb.per_class, strict=True):
         same(a, b)
+
+
+def test_arrow_ipc_files_stream_like_parquet(tmp_path):
+    import pyarrow.feather as feather
+    import pyarrow.ipc as ipc
+
+    preds = _binary(1_200, seed=43)
+    table = pa.table({"label": preds.labels, "p_fraud": preds.probs[:, 1]})
+    with ipc.new_file(tmp_path / "a.arrow", table.schema) as writer:
+        for batch in table.slice(0, 800).to_batches(max_chunksize=170):
+            writer.write_batch(batch)
+    feather.write_feather(table.slice(800), tmp_path / "b.feather")  # lz4-compressed IPC
+    (tmp_path / "README.txt").write_text("not data")  # other files are skipped
+    (tmp_path / "_SUCCESS").write_text("")
+    stream = calcore.scan(tmp_path, batch_rows=99)
+    assert [f.rsplit("/", 1)[-1] for f in stream.files] == ["a.arrow", "b.feather"]
+    assert stream.n_rows_in_files == 1_200
+    got = calcore.evaluate(stream, binning="equal-mass")
+    want = calcore.evaluate(
+        calcore.Predictions.from_probs(preds.probs, preds.labels, ("not fraud", "fraud")),
+        binning="equal-mass",
+    )
+    for k in calcore.METRICS:
+        assert got.metrics[k] == pytest.approx(want.metrics[k], rel=1e-10, abs=1e-14), k

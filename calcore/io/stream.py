@@ -1,6 +1,6 @@
 """Streamed sources: predictions read batch by batch at bounded memory.
 
-``calcore.scan(path)`` opens a Parquet file, a directory of Parquet files
+``calcore.scan(path)`` opens a Parquet or Arrow IPC file, a directory of them
 (hive-partitioned or not) or a glob, and returns a :class:`PredictionStream`:
 its :meth:`~PredictionStream.batches` yields validated :class:`~calcore.Predictions`
 of at most ``batch_rows`` rows, in a fixed order (files sorted by path, then row
@@ -8,10 +8,12 @@ groups, then rows), so that every row has a stable position. The stream can be r
 any number of times (each call reopens the files). :func:`calcore.evaluate`
 accumulates the statistics of a report over it (:mod:`calcore.statistics`).
 
-Reading: ``pyarrow.dataset`` lists the files of a directory (it understands hive
-partition folders and skips hidden and ``_``-prefixed files such as ``_SUCCESS``);
-each file is then read one row group at a time with ``pyarrow.parquet`` (threaded
-column decoding), only the label, split and score columns. pyarrow was chosen over
+Reading: the files of a directory are its ``.parquet``/``.pq`` and Arrow IPC
+(``.arrow``, ``.feather``, ``.ipc``) files at any depth (hive partition folders such as
+``date=2026-11-01/`` are folders like any other; hidden and ``_``-prefixed files and
+folders such as ``_SUCCESS`` are skipped); each file is then read one row group (Parquet)
+or record batch (IPC) at a time with pyarrow, only the label, split, weight and score
+columns. pyarrow was chosen over
 DuckDB for this because calcore already depends on it, and the row-group loop names
 the file and row group of a damaged chunk. Measured on this 2-core machine for
 100 million binary rows in one 1 GB file: see ``benchmarks/bench_scale.py``.
@@ -209,33 +211,99 @@ def _files(source) -> tuple[str, ...]:
         found = sorted(p for p in globlib.glob(text, recursive=True) if os.path.isfile(p))
         found = [p for p in found if not os.path.basename(p).startswith((".", "_"))]
     elif os.path.isdir(text):
-        import pyarrow.dataset as ds
-
-        found = sorted(ds.dataset(text, format="parquet", partitioning="hive").files)
+        found = _data_files(text)
     elif os.path.isfile(text):
         found = [text]
     else:
         raise CalcoreError(f"{text}: no such file or directory.")
     if not found:
         raise CalcoreError(
-            f"{text}: no Parquet files found. Give a .parquet file, a directory of them or a glob "
-            f"such as 'logs/*.parquet'."
+            f"{text}: no Parquet files found. Give a .parquet (or Arrow .arrow/.feather) file, a "
+            f"directory of them or a glob such as 'logs/*.parquet'."
         )
     return tuple(found)
 
 
-def _schema(path: str):
-    import pyarrow as pa
+IPC_EXTENSIONS = (".arrow", ".feather", ".ipc")
+DATA_EXTENSIONS = (".parquet", ".pq", *IPC_EXTENSIONS)
+
+
+def _is_ipc(path: str) -> bool:
+    return path.lower().endswith(IPC_EXTENSIONS)
+
+
+def _n_rows(path: str) -> int:
+    import pyarrow.ipc as ipc
     import pyarrow.parquet as pq
 
     try:
+        if _is_ipc(path):
+            with ipc.open_file(path) as reader:
+                return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        return pq.ParquetFile(path).metadata.num_rows
+    except FileNotFoundError:
+        raise CalcoreError(f"{path}: the file disappeared while it was being read.") from None
+
+
+def _chunks(path: str, columns, batch_rows: int):
+    """``(what, batches)`` per independently readable chunk of a file: Parquet row groups,
+    Arrow IPC record batches; ``batches`` yields record batches of at most ``batch_rows``."""
+    import pyarrow.ipc as ipc
+    import pyarrow.parquet as pq
+
+    if _is_ipc(path):
+        reader = ipc.open_file(path)
+        for i in range(reader.num_record_batches):
+            yield f"record batch {i}", _sliced(lambda i=i: reader.get_batch(i), columns, batch_rows)
+        return
+    handle = pq.ParquetFile(path)
+    for group in range(handle.num_row_groups):
+        yield (
+            f"row group {group}",
+            handle.iter_batches(batch_size=batch_rows, row_groups=[group], columns=columns),
+        )
+
+
+def _sliced(read, columns, batch_rows: int):
+    batch = read().select(columns)
+    for start in range(0, batch.num_rows, batch_rows):
+        yield batch.slice(start, batch_rows)
+
+
+def _data_files(folder: str) -> list[str]:
+    """Every Parquet / Arrow IPC file below ``folder``, by name, sorted.
+
+    Hidden and ``_``-prefixed files and folders (``_SUCCESS``, ``.crc``, ``_temporary``)
+    are skipped, and other files are not ours to read. Listed by name rather than with
+    ``pyarrow.dataset``, which opens every file to unify schemas and fails on a stray one.
+    """
+    out = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        out += [
+            os.path.join(root, f)
+            for f in names
+            if f.lower().endswith(DATA_EXTENSIONS) and not f.startswith((".", "_"))
+        ]
+    return sorted(out)
+
+
+def _schema(path: str):
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+    import pyarrow.parquet as pq
+
+    try:
+        if _is_ipc(path):
+            with ipc.open_file(path) as reader:
+                return reader.schema
         return pq.read_schema(path)
     except FileNotFoundError:
         raise CalcoreError(f"{path}: the file disappeared while it was being read.") from None
     except (pa.ArrowException, OSError) as exc:
         raise CalcoreError(
-            f"{path}: not a readable Parquet file ({' '.join(str(exc).split())[:200]}). "
-            f"Re-export it or remove it from the directory."
+            f"{path}: not a readable {'Arrow IPC' if _is_ipc(path) else 'Parquet'} file "
+            f"({' '.join(str(exc).split())[:200]}). Re-export it or remove it from the directory."
         ) from None
 
 
@@ -263,9 +331,10 @@ def scan(
     Parameters
     ----------
     source : str or os.PathLike
-        A ``.parquet`` file, a directory of Parquet files (searched recursively;
-        hive partition folders such as ``date=2026-11-01/`` are fine) or a glob
-        (``"logs/*.parquet"``, ``"logs/**/*.parquet"``).
+        A ``.parquet`` or Arrow IPC (``.arrow``, ``.feather``, ``.ipc``) file, a directory
+        of them (searched recursively; hive partition folders such as
+        ``date=2026-11-01/`` are fine) or a glob (``"logs/*.parquet"``,
+        ``"logs/**/*.parquet"``).
     label_column, scores, split_column, split, renormalize, positive_class, score_columns :
         As in :func:`calcore.load_predictions`.
     weight_column : str, optional
@@ -332,7 +401,6 @@ def scan(
             f"column (name one with split_column=)."
         )
     n_rows = 0
-    import pyarrow.parquet as pq
 
     for path in files:
         schema = _schema(path) if path != files[0] else first
@@ -348,10 +416,7 @@ def scan(
                     f"{path}: column {col!r} has type {got}, but {types[col]} in {files[0]}. "
                     f"Write every file with the same column types."
                 )
-        try:
-            n_rows += pq.ParquetFile(path).metadata.num_rows
-        except FileNotFoundError:
-            raise CalcoreError(f"{path}: the file disappeared while it was being read.") from None
+        n_rows += _n_rows(path)
     binary = len(roles.scores) == 1
     names = roles.class_names
     options = dict(
@@ -411,7 +476,6 @@ class _KindState:
 
 def _file_batches(stream: PredictionStream, path: str, state: _KindState):
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from calcore.io._load import _decide_kind, _score_ctx, _validate_scores
     from calcore.io._parquet import text_column
@@ -419,15 +483,16 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
     opts = stream._options
     roles = stream.roles
     name = _short(stream, path)
+    first_row = 0
     try:
-        handle = pq.ParquetFile(path)
+        chunks = list(_chunks(path, opts["used"], stream.batch_rows))
     except FileNotFoundError:
         raise CalcoreError(f"{path}: the file disappeared while it was being read.") from None
-    first_row = 0
-    for group in range(handle.num_row_groups):
-        reader = handle.iter_batches(
-            batch_size=stream.batch_rows, row_groups=[group], columns=opts["used"]
-        )
+    except (pa.ArrowException, OSError) as exc:
+        raise CalcoreError(
+            f"{name}: cannot be read ({' '.join(str(exc).split())[:200]}). Re-export it."
+        ) from None
+    for what, reader in chunks:
         while True:
             try:
                 batch = next(reader)
@@ -437,7 +502,7 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
                 raise CalcoreError(f"{path}: the file disappeared while it was read.") from None
             except (pa.ArrowException, OSError) as exc:
                 raise CalcoreError(
-                    f"{name}, row group {group} (rows from {first_row}): cannot be read "
+                    f"{name}, {what} (rows from {first_row}): cannot be read "
                     f"({' '.join(str(exc).split())[:200]}). The file is damaged: re-export it. "
                     f"No result was computed."
                 ) from None
@@ -446,7 +511,7 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
             rows = _FileRows(first_row)
             raw = RawTable(
                 name,
-                "parquet",
+                "arrow" if _is_ipc(path) else "parquet",
                 None,
                 tuple(table.column_names),
                 roles,
