@@ -766,3 +766,17 @@ def test_arrow_ipc_files_stream_like_parquet(tmp_path):
     )
     for k in calcore.METRICS:
         assert got.metrics[k] == pytest.approx(want.metrics[k], rel=1e-10, abs=1e-14), k
+
+
+def test_a_file_rewritten_or_removed_after_scan_is_refused(tmp_path):
+    preds = _binary(400, seed=44)
+    _write_parts(tmp_path, preds, [200])
+    stream = calcore.scan(tmp_path)
+    target = sorted(tmp_path.rglob("part-1.parquet"))[0]
+    pq.write_table(pa.table({"label": preds.labels[:5], "p_fraud": preds.probs[:5, 1]}), target)
+    with pytest.raises(calcore.CalcoreError, match="the file changed since the stream was opened"):
+        calcore.evaluate(stream)
+    stream = calcore.scan(tmp_path)
+    target.unlink()
+    with pytest.raises(calcore.CalcoreError, match="disappeared while it was being read"):
+        calcore.evaluate(stream)

@@ -115,6 +115,7 @@ class PredictionStream:
     progress: Callable[[StreamBatch], None] | None = field(default=None, repr=False)
     weight_column: str | None = None
     transform: Callable | None = field(default=None, repr=False)
+    fingerprints: tuple = field(default=(), repr=False)
 
     def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
         """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
@@ -270,6 +271,28 @@ def _sliced(read, columns, batch_rows: int):
         yield batch.slice(start, batch_rows)
 
 
+def _fingerprint(path: str) -> tuple[int, int]:
+    """Size and modification time of a file (ns): what a rewrite changes."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise CalcoreError(f"{path}: the file disappeared while it was being read.") from None
+    return st.st_size, st.st_mtime_ns
+
+
+def _check_unchanged(stream: "PredictionStream", path: str) -> None:
+    """Refuse a file rewritten since :func:`scan` looked at it: the passes over a stream
+    (profile, ranks, sums) must all see the same rows, or the result would mix two files."""
+    if not stream.fingerprints:
+        return
+    before = stream.fingerprints[stream.files.index(path)]
+    if _fingerprint(path) != before:
+        raise CalcoreError(
+            f"{path}: the file changed since the stream was opened (size or modification "
+            "time); no result was computed. Scan it again once it is no longer being written."
+        )
+
+
 def _data_files(folder: str) -> list[str]:
     """Every Parquet / Arrow IPC file below ``folder``, by name, sorted.
 
@@ -417,6 +440,7 @@ def scan(
                     f"Write every file with the same column types."
                 )
         n_rows += _n_rows(path)
+    fingerprints = tuple(_fingerprint(path) for path in files)
     binary = len(roles.scores) == 1
     names = roles.class_names
     options = dict(
@@ -436,6 +460,7 @@ def scan(
         batch_rows,
         options,
         weight_column=weight,
+        fingerprints=fingerprints,
     )
     # The class names (and the scores' kind) come from the first batch with rows.
     for b in stream.batches(read_ahead=False):
@@ -483,6 +508,7 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
     opts = stream._options
     roles = stream.roles
     name = _short(stream, path)
+    _check_unchanged(stream, path)
     first_row = 0
     try:
         chunks = list(_chunks(path, opts["used"], stream.batch_rows))
