@@ -455,10 +455,20 @@ def check_binary_probs(p, *, ctx: InputContext = InputContext("probs")) -> np.nd
     return np.column_stack([1.0 - col[:, 0], col[:, 0]])
 
 
-def check_sample_weight(weights, n_rows: int, *, source: str = "sample_weight") -> np.ndarray:
+def check_sample_weight(
+    weights,
+    n_rows: int,
+    *,
+    source: str = "sample_weight",
+    row=_default_row,
+    column: str | None = None,
+    allow_all_zero: bool = False,
+) -> np.ndarray:
     """Row weights as float64, or a CalcoreError naming the first bad one.
 
-    Weights are frequency weights: finite, non-negative, one per row, not all zero.
+    Weights are frequency weights: finite, non-negative, one per row, not all zero
+    (``allow_all_zero`` for one batch of a stream, checked on the whole stream instead).
+    ``row(i)`` and ``column`` name the offending cell in messages.
     """
     w = np.asarray(weights)
     if w.dtype == bool or not (
@@ -473,10 +483,16 @@ def check_sample_weight(weights, n_rows: int, *, source: str = "sample_weight") 
     bad = ~np.isfinite(w) | (w < 0)
     if bad.any():
         i = int(np.argmax(bad))
-        raise CalcoreError(
-            f"{source}: row {i} (0-based) has weight {float(w[i])!r}; weights must be finite "
-            "and >= 0 (0 leaves a row out). Fix or drop that row."
+        value = float(w[i])
+        # a file's cell as the loader names it ("file, row k, column 'c': ..."), else the row
+        where = (
+            f"{source}, {row(i)}, column {column!r}: weight {value!r}"
+            if column is not None
+            else f"{source}: {row(i)} has weight {value!r}"
         )
-    if n_rows and not (w > 0).any():
+        raise CalcoreError(
+            f"{where}; weights must be finite and >= 0 (0 leaves a row out). Fix or drop that row."
+        )
+    if n_rows and not allow_all_zero and not (w > 0).any():
         raise CalcoreError(f"{source}: every weight is 0, so there is nothing to evaluate.")
     return w

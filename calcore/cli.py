@@ -46,24 +46,21 @@ def _bins(text: str):
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive whole number of bytes; got {text!r}")
-    return value
+def _positive(unit: str):
+    """An argparse type: a positive whole number of ``unit``."""
 
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise argparse.ArgumentTypeError(
+                f"must be a positive whole number of {unit}; got {text!r}"
+            )
+        return value
 
-def _positive_rows(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive whole number of rows; got {text!r}")
-    return value
+    return parse
 
 
 def parse_param(text: str) -> tuple[str, object]:
@@ -104,7 +101,7 @@ def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool =
     )
     g.add_argument(
         "--max-decoded-bytes",
-        type=_positive_int,
+        type=_positive("bytes"),
         metavar="N",
         help="refuse files whose decoded values would exceed N bytes "
         "(default: $CALCORE_MAX_DECODED_BYTES, else 512 MiB)",
@@ -149,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--max-fit-rows",
-        type=_positive_rows,
+        type=_positive("rows"),
         default=1_000_000,
         metavar="N",
         help="streamed sources: fit on a seeded uniform sample of at most N calibration rows "

@@ -39,7 +39,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore._validation import InputContext
+from calcore._validation import InputContext, check_sample_weight
 from calcore.io._columns import Roles, detect_roles
 from calcore.io._labels import class_labels, split_of_rows
 from calcore.io._parquet import non_numeric_scores
@@ -243,7 +243,7 @@ def _n_rows(path: str) -> int:
                 return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
         return pq.ParquetFile(path).metadata.num_rows
     except FileNotFoundError:
-        raise CalcoreError(f"{path}: the file disappeared while it was being read.") from None
+        raise _gone(path) from None
 
 
 def _chunks(path: str, columns, batch_rows: int):
@@ -271,12 +271,16 @@ def _sliced(read, columns, batch_rows: int):
         yield batch.slice(start, batch_rows)
 
 
+def _gone(path: str) -> CalcoreError:
+    return CalcoreError(f"{path}: the file disappeared while it was being read.")
+
+
 def _fingerprint(path: str) -> tuple[int, int]:
     """Size and modification time of a file (ns): what a rewrite changes."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise CalcoreError(f"{path}: the file disappeared while it was being read.") from None
+        raise _gone(path) from None
     return st.st_size, st.st_mtime_ns
 
 
@@ -322,7 +326,7 @@ def _schema(path: str):
                 return reader.schema
         return pq.read_schema(path)
     except FileNotFoundError:
-        raise CalcoreError(f"{path}: the file disappeared while it was being read.") from None
+        raise _gone(path) from None
     except (pa.ArrowException, OSError) as exc:
         raise CalcoreError(
             f"{path}: not a readable {'Arrow IPC' if _is_ipc(path) else 'Parquet'} file "
@@ -381,10 +385,9 @@ def scan(
     >>> import calcore
     >>> # report = calcore.evaluate(calcore.scan("logs/*.parquet"), bins=15)
     """
-    if scores not in ("auto", "probs", "logits"):
-        raise CalcoreError(f"scores must be 'auto', 'probs' or 'logits', got {scores!r}.")
-    if split not in (None, "calib", "test"):
-        raise CalcoreError(f"split must be None, 'calib' or 'test', got {split!r}.")
+    from calcore.io._load import _check_options
+
+    _check_options(scores, split, None)  # the checks of load_predictions
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise CalcoreError(f"batch_rows must be a positive integer; got {batch_rows!r}.")
     files = _files(source)
@@ -513,7 +516,7 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
     try:
         chunks = list(_chunks(path, opts["used"], stream.batch_rows))
     except FileNotFoundError:
-        raise CalcoreError(f"{path}: the file disappeared while it was being read.") from None
+        raise _gone(path) from None
     except (pa.ArrowException, OSError) as exc:
         raise CalcoreError(
             f"{name}: cannot be read ({' '.join(str(exc).split())[:200]}). Re-export it."
@@ -525,7 +528,7 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
             except StopIteration:
                 break
             except FileNotFoundError:
-                raise CalcoreError(f"{path}: the file disappeared while it was read.") from None
+                raise _gone(path) from None
             except (pa.ArrowException, OSError) as exc:
                 raise CalcoreError(
                     f"{name}, {what} (rows from {first_row}): cannot be read "
@@ -609,14 +612,14 @@ def _batch_weights(stream, table, raw: RawTable, name: str):
     column = stream.weight_column
     if column is None:
         return None
-    w = table[column].to_numpy(zero_copy_only=False).astype(np.float64)
-    bad = ~np.isfinite(w) | (w < 0)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise CalcoreError(
-            f"{name}, {raw.row_names(i)}, column {column!r}: weight {float(w[i])!r}; weights "
-            "must be finite and >= 0 (0 leaves a row out). Fix or drop that row."
-        )
+    w = check_sample_weight(
+        table[column].to_numpy(zero_copy_only=False),
+        table.num_rows,
+        source=name,
+        row=raw.row_names,
+        column=column,
+        allow_all_zero=True,  # checked on the whole stream
+    )
     if stream.split is not None:
         ctx = InputContext(raw.source, row=LabelRowNames(raw.row_names, raw.roles.split))
         w = w[split_of_rows(raw.split, ctx=ctx) == stream.split]
