@@ -8,18 +8,34 @@ Layers, bottom up:
   merged by addition;
 * :mod:`~calcore.statistics.reductions` -- how a batch of multiclass rows falls into
   the cells of the confidence, top-label and class-wise reductions;
+* :mod:`~calcore.statistics.kde_cells` -- KDE-ECE from per-cell kernel moments
+  (exact, mergeable);
 * :mod:`~calcore.statistics.accumulator` -- :class:`CalibrationStatistics`, every sum
-  of a report, updated batch by batch and merged.
+  of a report, updated batch by batch and merged;
+* :mod:`~calcore.statistics.quantiles`, :mod:`~calcore.statistics.passes` -- exact
+  order statistics and the passes over a stream that builds the statistics;
+* :mod:`~calcore.statistics.poisson`, :mod:`~calcore.statistics.replicates` --
+  bootstrap weights (Poisson, keyed by row position; multinomial counts in memory).
 """
 
-from calcore.statistics.accumulator import CalibrationStatistics, CellSpec
+from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, edges_for
+from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
+from calcore.statistics.passes import CellRequest, stream_statistics
+from calcore.statistics.poisson import poisson_weights
 from calcore.statistics.reductions import REDUCTIONS, RowBatch, add_rows, reduction_edges
 
 __all__ = [
     "CalibrationStatistics",
     "CellSpec",
+    "KDESpec",
+    "KDELayout",
+    "KDESums",
+    "kde_ece_from_sums",
+    "CellRequest",
+    "stream_statistics",
+    "poisson_weights",
     "BinEdges",
     "edges_for",
     "CellSums",
