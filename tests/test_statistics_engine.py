@@ -780,3 +780,18 @@ def test_a_file_rewritten_or_removed_after_scan_is_refused(tmp_path):
     target.unlink()
     with pytest.raises(calcore.CalcoreError, match="disappeared while it was being read"):
         calcore.evaluate(stream)
+
+
+def test_wide_files_get_shorter_batches(tmp_path, monkeypatch):
+    import calcore.io.stream as stream_module
+
+    monkeypatch.setattr(stream_module, "MAX_BATCH_VALUES", 40)
+    preds = _preds(60, 4, seed=45)
+    columns = {"label": preds.labels} | {f"p_{c}": preds.probs[:, c] for c in range(4)}
+    pq.write_table(pa.table(columns), tmp_path / "wide.parquet")
+    stream = calcore.scan(tmp_path / "wide.parquet", batch_rows=1_000)
+    assert stream.batch_rows == 10  # 40 values / 4 score columns
+    assert max(b.preds.n_samples for b in stream.batches()) == 10
+    got = calcore.evaluate(stream)
+    want = calcore.evaluate(preds)
+    assert got.top_label_ece == pytest.approx(want.top_label_ece, rel=1e-12)

@@ -51,6 +51,8 @@ __all__ = ["PredictionStream", "StreamBatch", "scan", "DEFAULT_BATCH_ROWS"]
 
 #: Rows per batch: ~16 MB per float64 score column, big enough for numpy to run at speed.
 DEFAULT_BATCH_ROWS = 2_000_000
+#: Score values per batch at most (128 MB of float64): wide files get shorter batches.
+MAX_BATCH_VALUES = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -368,7 +370,10 @@ def scan(
         Column of row weights (frequency weights: finite, >= 0). Default: a column named
         ``weight``, ``weights``, ``sample_weight`` or ``example_weight`` (any case), if any.
     batch_rows : int, default 2,000,000
-        Rows per batch (memory is about ``batch_rows x columns x 8`` bytes, a few times).
+        Rows per batch, at most ``MAX_BATCH_VALUES / n_score_columns`` (16.7M values, so a
+        1,000-class file reads 16,777 rows at a time); memory is a few times
+        ``rows x columns x 8`` bytes. Arrow IPC files are read a record batch at a time, so
+        their record batches should be of a similar size.
 
     Returns
     -------
@@ -460,7 +465,7 @@ def scan(
         names,
         n_rows,
         split,
-        batch_rows,
+        max(1, min(batch_rows, MAX_BATCH_VALUES // max(len(roles.scores), 1))),
         options,
         weight_column=weight,
         fingerprints=fingerprints,
