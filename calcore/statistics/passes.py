@@ -9,7 +9,9 @@ is read as often as its bins need:
   (count rules such as ``"sturges"``, points-per-bin), score moments (the KDE
   bandwidths), and the first 16 bits of every wanted order statistic;
 * **one to three selection passes** for equal-mass and points-per-bin bins
-  (:class:`~calcore.statistics.quantiles.ExactRanks`; usually one);
+  (:class:`~calcore.statistics.quantiles.ExactRanks`; usually two). The rank-based
+  requests of one reduction share one search over its points: ACE's and TACE's
+  class-wise bins are the same points, TACE's ranks shifted past its score cut;
 * then the pass that accumulates the statistics.
 
 The results are those of the in-memory path on the same rows (tested). A source that
@@ -119,16 +121,19 @@ def stream_statistics(
     profile_needed = bool(kde) or any(not r.fixed for r in requests.values())
     sizes: dict = {}
     moments: dict = {}
-    # Rank-based bins: their first selection pass (top 16 bits) runs with the profile.
+    # Rank-based bins share one finder per reduction over all its points (a request with a
+    # score cut, TACE's, asks for its ranks shifted by the weight below the cut); its first
+    # selection pass (top 16 bits) runs with the profile.
+    rank_based = {k for k, r in requests.items() if r.scheme.kind in _RANK_BASED}
     finders = {
-        k: ExactRanks(n_groups=_n_groups(r.reduction, n_classes))
-        for k, r in requests.items()
-        if r.scheme.kind in ("equal-mass", "points-per-bin")
+        requests[k].reduction: ExactRanks(n_groups=_n_groups(requests[k].reduction, n_classes))
+        for k in rank_based
     }
     if profile_needed:
         sizes, moments = _profile(stream, requests, kde, n_classes, finders, progress)
     edges = {}
-    ranked = {}
+    wanted: dict = {red: [[] for _ in range(f.n_groups)] for red, f in finders.items()}
+    layout: dict = {}  # request -> (bins per group, [(group, slice of its ranks)])
     for key, req in requests.items():
         g = _n_groups(req.reduction, n_classes)
         if req.fixed:
@@ -138,19 +143,26 @@ def stream_statistics(
         if req.scheme.kind == "equal-width":
             edges[key] = BinEdges(req.scheme, nb, None, req.min_score)
             continue
-        # R_k = floor(k m / B), m the group's total weight (its size for unit weights)
-        ranks = [
-            (np.arange(1, max(int(b), 1), dtype=np.int64) * int(np.floor(m + 1e-9)))
-            // max(int(b), 1)
-            for b, m in zip(nb, sizes[key], strict=True)
-        ]
-        finders[key].set_ranks(ranks)
-        finders[key].end_pass()
-        ranked[key] = (nb, finders[key])
-    _select(stream, requests, ranked, progress)
-    for key, (nb, finder) in ranked.items():
-        values = finder.values()
-        flat = np.concatenate(values) if values else np.empty(0)
+        below = sizes[_ALL, req.reduction] - sizes[key]  # weight under the score cut
+        places = []
+        for group, (b, m) in enumerate(zip(nb, sizes[key], strict=True)):
+            # R_k = floor(k m / B), m the group's total weight (its size for unit weights);
+            # R_k = 0 stays 0 (a threshold of -inf), others move past the cut.
+            b, m = max(int(b), 1), int(np.floor(m + 1e-9))
+            ranks = (np.arange(1, b, dtype=np.int64) * m) // b
+            shifted = np.where(ranks > 0, ranks + below[group], 0.0)
+            start = sum(r.size for r in wanted[req.reduction][group])
+            wanted[req.reduction][group].append(shifted)
+            places.append((group, slice(start, start + shifted.size)))
+        layout[key] = (nb, places)
+    for red, finder in finders.items():
+        finder.set_ranks([np.concatenate(r) if r else np.empty(0) for r in wanted[red]])
+        finder.end_pass()
+    _select(stream, finders, n_classes, progress)
+    for key, (nb, places) in layout.items():
+        values = finders[requests[key].reduction].values()
+        flat = [values[group][where] for group, where in places]
+        flat = np.concatenate(flat) if flat else np.empty(0)
         edges[key] = BinEdges(requests[key].scheme, nb, flat, requests[key].min_score)
     specs = {k: CellSpec(requests[k].reduction, edges[k]) for k in requests}
     kde_specs = {}
@@ -179,20 +191,31 @@ def _layout(m: ScoreMoments) -> KDELayout:
     return KDELayout.for_bandwidth(m.bandwidth())
 
 
+_RANK_BASED = ("equal-mass", "points-per-bin")
+_ALL = "all points"  # sizes[_ALL, reduction]: every point of a reduction, per group
+
+
 def _profile(stream, requests, kde, n_classes, finders, progress):
-    """Group sizes of the data-dependent requests and score moments of the KDE problems;
-    the ``finders`` (rank-based requests) count their first 16 bits on the way."""
+    """Group sizes of the data-dependent requests (and of all points of the reductions with
+    rank-based bins) and score moments of the KDE problems; the ``finders`` count their
+    first 16 bits on the way."""
     sizes = {
         k: np.zeros(_n_groups(r.reduction, n_classes)) for k, r in requests.items() if not r.fixed
     }
+    for red in finders:
+        sizes[_ALL, red] = np.zeros(_n_groups(red, n_classes))
     moments = {"kde_ece": [ScoreMoments()], "kde_ece_classwise": [ScoreMoments()] * n_classes}
     for preds, _, w in _batches(stream, progress):
+        points = {}
         for key in sizes:
-            req = requests[key]
-            scores, groups = _points(preds, req.reduction)
-            pw = _point_weights(w, req.reduction, n_classes)
-            if req.min_score is not None:
-                keep = scores >= req.min_score
+            red = key[1] if isinstance(key, tuple) else requests[key].reduction
+            if red not in points:
+                scores, groups = _points(preds, red)
+                points[red] = (scores, groups, _point_weights(w, red, n_classes))
+            scores, groups, pw = points[red]
+            cut = None if isinstance(key, tuple) else requests[key].min_score
+            if cut is not None:
+                keep = scores >= cut
                 scores = scores[keep]
                 groups = None if groups is None else groups[keep]
                 pw = None if pw is None else pw[keep]
@@ -200,8 +223,8 @@ def _profile(stream, requests, kde, n_classes, finders, progress):
                 sizes[key][0] += scores.size if pw is None else pw.sum()
             else:
                 sizes[key] += np.bincount(groups, weights=pw, minlength=sizes[key].size)
-            if key in finders:
-                finders[key].observe(scores, groups, pw)
+        for red, finder in finders.items():
+            finder.observe(*points[red])
         if "kde_ece" in kde:
             step = ScoreMoments.of(preds.confidence, w)
             moments["kde_ece"][0] = moments["kde_ece"][0].merge(step)
@@ -219,22 +242,14 @@ def _point_weights(w, reduction: str, n_classes: int):
     return np.repeat(w, n_classes)
 
 
-def _select(stream, requests, ranked, progress) -> None:
+def _select(stream, finders, n_classes, progress) -> None:
     """Selection passes until every wanted order statistic is exact."""
-    while any(finder.wants_pass() for _, finder in ranked.values()):
+    while any(finder.wants_pass() for finder in finders.values()):
         for preds, _, w in _batches(stream, progress):
-            for key, (_, finder) in ranked.items():
-                if not finder.wants_pass():
-                    continue
-                req = requests[key]
-                scores, groups = _points(preds, req.reduction)
-                pw = _point_weights(w, req.reduction, preds.n_classes)
-                if req.min_score is not None:
-                    keep = scores >= req.min_score
-                    scores = scores[keep]
-                    groups = None if groups is None else groups[keep]
-                    pw = None if pw is None else pw[keep]
-                finder.observe(scores, groups, pw)
-        for _, finder in ranked.values():
+            for red, finder in finders.items():
+                if finder.wants_pass():
+                    scores, groups = _points(preds, red)
+                    finder.observe(scores, groups, _point_weights(w, red, n_classes))
+        for finder in finders.values():
             if finder.wants_pass():
                 finder.end_pass()

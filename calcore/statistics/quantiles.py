@@ -53,9 +53,10 @@ class ExactRanks:
 
     Parameters
     ----------
-    ranks : list of ndarray of int
-        ``ranks[g]`` are 1-based ranks of group ``g`` (the ``R``-th smallest score; ranks
-        ``<= 0`` give ``-inf``, as :func:`calcore.statistics.edges._order_statistics`).
+    ranks : list of ndarray
+        ``ranks[g]`` are 1-based ranks of group ``g``: the smallest score whose cumulative
+        count (or weight) reaches ``R``; ranks ``<= 0`` give ``-inf`` (as
+        :func:`calcore.statistics.edges.edges_for`).
         Group sizes are known from an earlier pass.
     collect_limit : int
         A kept prefix with at most this many values is gathered outright.
@@ -89,7 +90,7 @@ class ExactRanks:
         the ranks, so it can run before the group sizes (and so the ranks) are known."""
         if len(ranks) != self.n_groups:
             raise ValueError(f"ranks for {len(ranks)} groups, expected {self.n_groups}")
-        self.ranks = [np.asarray(r, dtype=np.int64) for r in ranks]
+        self.ranks = [np.asarray(r, dtype=np.float64) for r in ranks]
         self.result = [np.full(r.shape, -np.inf) for r in self.ranks]
         # pending targets: group, index within the group's ranks, rank still wanted
         # among the values of the kept prefix, and that prefix
