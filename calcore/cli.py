@@ -103,7 +103,7 @@ def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool =
         "--max-decoded-bytes",
         type=_positive("bytes"),
         metavar="N",
-        help="refuse files whose decoded values would exceed N bytes "
+        help="load a CSV or NPZ file whole up to N bytes, stream a larger one "
         "(default: $CALCORE_MAX_DECODED_BYTES, else 512 MiB)",
     )
 
@@ -214,11 +214,21 @@ def _evaluate(preds, args) -> CalibrationReport:
     )
 
 
-def _streamable(path: str) -> bool:
-    """A directory, a glob, a Parquet or Arrow IPC file: streamed (Poisson bootstrap intervals)."""
+def _streamable(path: str, budget: int | None = None) -> bool:
+    """Whether a source is streamed (Poisson bootstrap intervals) rather than loaded whole.
+
+    Streamed: a directory, a glob, a Parquet or Arrow IPC file, and a CSV or NPZ file
+    larger than the loader's size budget (``budget``, else ``CALCORE_MAX_DECODED_BYTES``,
+    else 512 MiB; a CSV's text is about as large as its decoded values). Smaller CSV and
+    NPZ files are loaded whole, as the dashboard loads them (multinomial bootstrap).
+    """
+    from calcore.io._budget import resolve_budget
+
     if any(ch in path for ch in "*?[") or os.path.isdir(path):
         return True
-    return path.lower().endswith((".parquet", ".pq", ".arrow", ".feather", ".ipc"))
+    if path.lower().endswith((".parquet", ".pq", ".arrow", ".feather", ".ipc")):
+        return True
+    return os.path.isfile(path) and os.path.getsize(path) > resolve_budget(budget)
 
 
 def _stream(path: str, args, *, split=None):
@@ -283,7 +293,7 @@ class Progress:
 def _metrics(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
-        if _streamable(args.file):
+        if _streamable(args.file, args.max_decoded_bytes):
             preds = _stream(args.file, args, split=args.split)
             try:
                 report = _evaluate(preds, args)
@@ -361,7 +371,9 @@ def _calibrate(args) -> int:
 
     params = dict(parse_param(p) for p in args.param)
     calibrator = make_calibrator(args.method, **params)  # fail on bad names before loading data
-    streamed = any(_streamable(f) for f in (args.file, args.calib, args.test) if f)
+    streamed = any(
+        _streamable(f, args.max_decoded_bytes) for f in (args.file, args.calib, args.test) if f
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
         if streamed:
@@ -420,7 +432,7 @@ def _apply(args) -> int:
             f"{args.calibrator}: not valid JSON ({exc.msg}, line {exc.lineno})."
         ) from None
     calibrator = Calibrator.from_dict(saved)
-    if _streamable(args.file):
+    if _streamable(args.file, args.max_decoded_bytes):
         from calcore.io.stream_write import write_stream
 
         stream = _stream(args.file, args, split=args.split)

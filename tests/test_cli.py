@@ -207,12 +207,15 @@ def test_apply_rejects_a_non_calibrator_json(csv_file, tmp_path, capsys):
     assert "not valid JSON" in capsys.readouterr().err
 
 
-def test_max_decoded_bytes_option_refuses_a_file(csv_file, capsys):
+def test_a_file_over_max_decoded_bytes_is_streamed(csv_file, capsys):
     path, _, _ = csv_file
-    assert main(["metrics", str(path), "--max-decoded-bytes", "1000"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "max_decoded_bytes=1,000" in err and "refusing" in err
     assert main(["metrics", str(path), "--max-decoded-bytes", "100000", "--json"]) == 0
+    loaded = json.loads(capsys.readouterr().out)
+    assert main(["metrics", str(path), "--max-decoded-bytes", "1000", "--json"]) == 0
+    streamed = json.loads(capsys.readouterr().out)
+    assert streamed["n"] == loaded["n"]
+    for key in ("conf_ece", "tace", "nll", "brier"):
+        assert streamed[key] == pytest.approx(loaded[key], rel=1e-12)
     with pytest.raises(SystemExit) as exc:
         main(["metrics", str(path), "--max-decoded-bytes", "lots"])
     assert exc.value.code == 2
@@ -267,7 +270,7 @@ def test_metrics_streams_a_directory_or_glob(parquet_dir, pattern, capsys):
 def test_metrics_stream_errors_are_one_line_exit_2(tmp_path, capsys):
     assert main(["metrics", str(tmp_path / "nothing" / "*.parquet")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no Parquet files found" in err
+    assert err.count("\n") == 1 and "no data files found" in err
 
 
 def test_progress_line_says_rows_rate_and_time_left():

@@ -337,7 +337,7 @@ def test_damaged_row_group_is_named_and_nothing_is_reported(tmp_path):
 def test_missing_path_and_empty_directory(tmp_path):
     with pytest.raises(calcore.CalcoreError, match="no such file or directory"):
         calcore.scan(tmp_path / "nope")
-    with pytest.raises(calcore.CalcoreError, match="no Parquet files found"):
+    with pytest.raises(calcore.CalcoreError, match="no data files found"):
         calcore.scan(tmp_path)
 
 

@@ -83,6 +83,12 @@ class CsvLayout:
     preview : tuple of tuple of str
         The first data rows as text (at most ``preview_rows``).
     n_rows : int
+    first_line : int
+        The file line of the body's first line: 2, or further down for a piece of a
+        streamed file (whose bytes are the header followed by that piece).
+    ends_file : bool
+        Whether the body ends where the file ends (a short last line then means a cut
+        file).
     """
 
     body_start: int
@@ -91,6 +97,13 @@ class CsvLayout:
     columns: tuple[str, ...]
     preview: tuple[tuple[str, ...], ...]
     n_rows: int
+    first_line: int = 2
+    ends_file: bool = True
+
+    @property
+    def line_shift(self) -> int:
+        """What to add to a line counted in the bytes (header on line 1) to get the file's."""
+        return self.first_line - 2
 
 
 def _utf8_error(
@@ -98,6 +111,8 @@ def _utf8_error(
 ) -> CalcoreError:
     offset = base + exc.start
     line = data.count(b"\n", 0, offset) + 1
+    if isinstance(layout, CsvLayout) and offset >= layout.body_start:  # a streamed piece
+        line += layout.line_shift
     where = f"line {line}"
     if layout is not None:  # name the column when the line has no quotes to miscount
         begin = data.rfind(b"\n", 0, offset) + 1
@@ -463,7 +478,7 @@ def record_lines(src: Source, layout: CsvLayout, n_records: int) -> np.ndarray |
     if n_records == layout.n_rows:
         return None
     text = _decode(src.name, src.data, layout.body_start, layout.body_end, layout)
-    starts = [line for line, _ in _records(src.name, text, layout.delimiter, 2)]
+    starts = [line for line, _ in _records(src.name, text, layout.delimiter, layout.first_line)]
     return np.array(starts[:n_records], dtype=np.int64)
 
 
@@ -481,7 +496,7 @@ def _first_row_fields(src: Source, layout: CsvLayout, start: int) -> int:
     try:
         return len(next(csv.reader([line], delimiter=layout.delimiter)))
     except csv.Error:  # e.g. an over-long field: the same error, with its line number
-        line_no = src.data.count(b"\n", 0, start) + 1
+        line_no = src.data.count(b"\n", 0, start) + 1 + layout.line_shift
         (_, fields), *_ = _records(src.name, line, layout.delimiter, line_no)
         return len(fields)
 
@@ -503,7 +518,7 @@ def _check_bare_cr(src: Source, layout: CsvLayout) -> None:
     """
     found = _BARE_CR.search(src.data, layout.body_start, layout.body_end)
     if found is not None:
-        line = src.data.count(b"\n", 0, found.start()) + 1
+        line = src.data.count(b"\n", 0, found.start()) + 1 + layout.line_shift
         raise CalcoreError(
             f"{src.name}, line {line}: a carriage return (CR) that is not part of a CRLF line "
             f"end splits this line. Remove it, or re-save the file with LF or CRLF line ends."
@@ -530,24 +545,20 @@ def _check_fields(src: Source, layout: CsvLayout) -> None:
             if not blank:
                 actual = data.count(delimiter, pos, stop) + 1
                 if actual != expected:
-                    _raise_field_count(
-                        src.name, layout, row + 2, actual, expected, layout.n_rows + 1
-                    )
+                    _raise_field_count(src.name, layout, row + layout.first_line, actual, expected)
             if nl < 0:
                 return
             pos, row = nl + 1, row + 1
     text = _decode(src.name, data, start, end, layout)
-    last_line = layout.n_rows + 1
-    for line, fields in _records(src.name, text, layout.delimiter, 2):
+    for line, fields in _records(src.name, text, layout.delimiter, layout.first_line):
         if fields and len(fields) != expected:
-            _raise_field_count(src.name, layout, line, len(fields), expected, last_line)
+            _raise_field_count(src.name, layout, line, len(fields), expected)
 
 
-def _raise_field_count(
-    source: str, layout: CsvLayout, line: int, actual: int, expected: int, last_line: int
-):
+def _raise_field_count(source: str, layout: CsvLayout, line: int, actual: int, expected: int):
     if actual < expected:
-        last = " It is the last line: the file may have been cut off." if line == last_line else ""
+        cut = layout.ends_file and line == layout.n_rows + layout.first_line - 1
+        last = " It is the last line: the file may have been cut off." if cut else ""
         missing = layout.columns[actual:]
         names = ", ".join(repr(c) for c in missing[:5]) + (", ..." if len(missing) > 5 else "")
         raise CalcoreError(
@@ -598,7 +609,7 @@ def _parse_text_columns(
     if first is not None:
         i, j, value = first
         lines = record_lines(src, layout, len(df))
-        line = i + 2 if lines is None else int(lines[i])
+        line = i + layout.first_line if lines is None else int(lines[i])
         raise CalcoreError(
             f"{src.name}, line {line}, column {layout.columns[j]!r}: value {value!r} is not a "
             f"number. Score cells must be plain numbers with a '.' decimal point: no thousands "

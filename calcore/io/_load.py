@@ -138,12 +138,14 @@ def _decide_kind(table: RawTable, scores: str) -> tuple[str, str]:
 
 
 _ALL_IN_RANGE = "scores='auto' saw every value in [0, 1]"
+#: How a stream qualifies a kind decided from its first batch (later rows may differ).
+FIRST_ROWS = " (in the first rows read, which decide for the whole stream)"
 
 
 def _basis(reason: str) -> str:
     """The part of a probabilities ``reason`` that an error message repeats."""
     if reason.startswith(_ALL_IN_RANGE):
-        return "every value is in [0, 1]"
+        return "every value is in [0, 1]" + (FIRST_ROWS if reason.endswith(FIRST_ROWS) else "")
     return reason.split(" (although")[0].replace(", which means probabilities", "")
 
 

@@ -115,8 +115,10 @@ def _get(src: Source, npz, key: str) -> np.ndarray:
 
 
 def _full_shape(npz, key: str, arr: np.ndarray) -> tuple:
-    """``arr``'s shape, or for :class:`_FirstRows` the shape of the whole array."""
-    return npz.shapes[key] if isinstance(npz, _FirstRows) else arr.shape
+    """``arr``'s shape, or for a window of rows (:class:`_FirstRows`, a streamed
+    window) the shape of the whole array."""
+    shapes = getattr(npz, "shapes", None)
+    return arr.shape if shapes is None else shapes[key]
 
 
 def _scores(src: Source, npz, names) -> tuple[str, np.ndarray]:
@@ -153,8 +155,9 @@ def _text(src: Source, npz, key: str, n: int) -> np.ndarray:
         ok = np.isfinite(arr) & (arr == np.round(arr))
         if not ok.all():
             i = int(np.argmax(~ok))
+            row = i + getattr(npz, "first_row", 0)  # a streamed window starts further down
             raise CalcoreError(
-                f"{src.name}, row {i} (0-based), array {key!r}: {float(arr[i])!r} is not an "
+                f"{src.name}, row {row} (0-based), array {key!r}: {float(arr[i])!r} is not an "
                 f"integer. Use integer class indices or class names."
             )
         arr = arr.astype(np.int64)

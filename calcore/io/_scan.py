@@ -14,7 +14,7 @@ from calcore.io._parquet import read_parquet_columns, scan_parquet
 from calcore.io._source import Source
 from calcore.io._table import RawTable, RowNames
 
-__all__ = ["Scan", "scan", "read_table"]
+__all__ = ["Scan", "scan", "read_table", "npz_roles", "numeric_in_preview"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,7 +30,7 @@ class Scan:
     layout: Any  # CsvLayout, ParquetLayout or NpzContent
 
 
-def _numeric_in_preview(columns, preview, csv: bool):
+def numeric_in_preview(columns, preview, csv: bool):
     position = {c: j for j, c in enumerate(columns)}
 
     def is_numeric(col: str) -> tuple[bool, str]:
@@ -66,24 +66,31 @@ def _parquet_numeric(layout, preview_check):
     return is_numeric
 
 
-def _npz_scan(src: Source, options: dict, *, peek: bool) -> Scan:
-    read = peek_npz if peek else read_npz
-    content = read(
-        src, max_decoded_bytes=options["max_decoded_bytes"], label_column=options["label_column"]
-    )
-    n, k = content.n_rows, content.scores.shape[1]
+def npz_roles(content, *, weight: str | None = None) -> Roles:
+    """The roles of an archive's arrays (``weight``: the array of row weights, if any)."""
+    k = content.scores.shape[1]
     names = content.class_names or (tuple(str(j) for j in range(k)) if k > 1 else ("1",))
-    roles = Roles(
+    ignored = tuple(a for a in content.ignored if a != weight)
+    return Roles(
         content.label_name,
         (content.label_name,),
         "split" if content.split is not None else None,
         (content.score_name,),
         None,
         names,
-        content.ignored,
-        ("not a probs/logits/labels/class_names/split array",) * len(content.ignored),
+        ignored,
+        ("not a probs/logits/labels/class_names/split array",) * len(ignored),
         (),
     )
+
+
+def _npz_scan(src: Source, options: dict, *, peek: bool) -> Scan:
+    read = peek_npz if peek else read_npz
+    content = read(
+        src, max_decoded_bytes=options["max_decoded_bytes"], label_column=options["label_column"]
+    )
+    n = content.n_rows
+    roles = npz_roles(content)
     preview = tuple(
         (str(content.labels[i]), *(repr(float(v)) for v in content.scores[i]))
         for i in range(min(n, 5))
@@ -115,12 +122,12 @@ def scan(
     if src.file_format == "parquet":
         layout = scan_parquet(src, max_decoded_bytes=max_decoded_bytes)
         is_numeric = _parquet_numeric(
-            layout, _numeric_in_preview(layout.columns, layout.preview, False)
+            layout, numeric_in_preview(layout.columns, layout.preview, False)
         )
         delimiter = None
     else:
         layout = scan_csv(src)
-        is_numeric = _numeric_in_preview(layout.columns, layout.preview, True)
+        is_numeric = numeric_in_preview(layout.columns, layout.preview, True)
         delimiter = layout.delimiter
     roles = detect_roles(layout.columns, source=src.name, is_numeric=is_numeric, **options)
     return Scan(src, delimiter, layout.columns, layout.n_rows, layout.preview, roles, layout)

@@ -24,11 +24,16 @@ class RowNames:
 
     csv: bool
     lines: np.ndarray | None = field(default=None, compare=False, repr=False)
+    #: The file line of row 0 (a piece of a streamed CSV starts further down), or for
+    #: other formats the file's 0-based index of row 0.
+    first: int | None = None
 
     def __call__(self, i: int) -> str:
         if not self.csv:
-            return f"row {i} (0-based)"
-        return f"line {i + 2 if self.lines is None else int(self.lines[i])}"
+            return f"row {i + (self.first or 0)} (0-based)"
+        if self.lines is not None:
+            return f"line {int(self.lines[i])}"
+        return f"line {i + (2 if self.first is None else self.first)}"
 
     @property
     def numbering(self) -> str:

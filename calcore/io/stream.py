@@ -1,22 +1,25 @@
 """Streamed sources: predictions read batch by batch at bounded memory.
 
-``calcore.scan(path)`` opens a Parquet or Arrow IPC file, a directory of them
-(hive-partitioned or not) or a glob, and returns a :class:`PredictionStream`:
+``calcore.scan(path)`` opens a Parquet, Arrow IPC, CSV or NPZ file, a directory of
+them (hive-partitioned or not) or a glob, and returns a :class:`PredictionStream`:
 its :meth:`~PredictionStream.batches` yields validated :class:`~calcore.Predictions`
 of at most ``batch_rows`` rows, in a fixed order (files sorted by path, then row
 groups, then rows), so that every row has a stable position. The stream can be read
 any number of times (each call reopens the files). :func:`calcore.evaluate`
 accumulates the statistics of a report over it (:mod:`calcore.statistics`).
 
-Reading: the files of a directory are its ``.parquet``/``.pq`` and Arrow IPC
-(``.arrow``, ``.feather``, ``.ipc``) files at any depth (hive partition folders such as
-``date=2026-11-01/`` are folders like any other; hidden and ``_``-prefixed files and
-folders such as ``_SUCCESS`` are skipped); each file is then read one row group (Parquet)
-or record batch (IPC) at a time with pyarrow, only the label, split, weight and score
-columns. pyarrow was chosen over
-DuckDB for this because calcore already depends on it, and the row-group loop names
-the file and row group of a damaged chunk. Measured on this 2-core machine for
-100 million binary rows in one 1 GB file: see ``benchmarks/bench_scale.py``.
+Reading: the files of a directory are its ``.parquet``/``.pq``, Arrow IPC (``.arrow``,
+``.feather``, ``.ipc``), ``.csv``/``.tsv`` and ``.npz`` files at any depth (hive
+partition folders such as ``date=2026-11-01/`` are folders like any other; hidden and
+``_``-prefixed files and folders such as ``_SUCCESS`` are skipped); one stream holds one
+format (Parquet and IPC may mix). Parquet and IPC files are read one row group or record
+batch at a time with pyarrow, only the label, split, weight and score columns. pyarrow
+was chosen over DuckDB for this because calcore already depends on it, and the
+row-group loop names the file and row group of a damaged chunk. Measured on this
+2-core machine for 100 million binary rows in one 1 GB file: see
+``benchmarks/bench_scale.py``. CSV files are read in pieces of whole lines by the
+loader's own CSV reader (:mod:`calcore.io._csv_stream`), so messages name file lines;
+NPZ archives a window of rows at a time (:mod:`calcore.io._npz_stream`).
 
 Columns are detected as :func:`calcore.load_predictions` detects them (same rules,
 same messages), from the first file's schema; every other file must have the same
@@ -44,7 +47,13 @@ from calcore.io._columns import Roles, detect_roles
 from calcore.io._labels import class_labels, split_of_rows
 from calcore.io._parquet import non_numeric_scores
 from calcore.io._prefetch import prefetched
-from calcore.io._table import LabelRowNames, RawTable, SelectedRowNames, columns_to_matrix
+from calcore.io._table import (
+    LabelRowNames,
+    RawTable,
+    RowNames,
+    SelectedRowNames,
+    columns_to_matrix,
+)
 from calcore.predictions import Predictions
 
 __all__ = ["PredictionStream", "StreamBatch", "scan", "DEFAULT_BATCH_ROWS"]
@@ -55,26 +64,14 @@ DEFAULT_BATCH_ROWS = 2_000_000
 MAX_BATCH_VALUES = 1 << 24
 
 
-@dataclass(frozen=True)
-class _FileRows:
-    """Row names of a batch: the file's name and 0-based row numbers."""
-
-    first_row: int
-
-    def __call__(self, i: int) -> str:
-        return f"row {self.first_row + i} (0-based)"
-
-    @property
-    def numbering(self) -> str:
-        return "0-based row indices within each file"
-
-
 @dataclass(frozen=True, eq=False)
 class StreamBatch:
     """One batch of a stream: validated rows and where they come from.
 
     ``position`` is the index of the batch's first row in the whole stream (files in
     order, rows of the split selected or not), the key of per-row randomness.
+    ``first_row`` is where the batch starts in its file: a 0-based row, or for CSV the
+    file line (the header is line 1).
     """
 
     preds: Predictions
@@ -221,18 +218,59 @@ def _files(source) -> tuple[str, ...]:
         raise CalcoreError(f"{text}: no such file or directory.")
     if not found:
         raise CalcoreError(
-            f"{text}: no Parquet files found. Give a .parquet (or Arrow .arrow/.feather) file, a "
+            f"{text}: no data files found. Give a Parquet, Arrow IPC, CSV or NPZ file, a "
             f"directory of them or a glob such as 'logs/*.parquet'."
         )
     return tuple(found)
 
 
 IPC_EXTENSIONS = (".arrow", ".feather", ".ipc")
-DATA_EXTENSIONS = (".parquet", ".pq", *IPC_EXTENSIONS)
+CSV_EXTENSIONS = (".csv", ".tsv", ".txt")
+DATA_EXTENSIONS = (".parquet", ".pq", *IPC_EXTENSIONS, ".csv", ".tsv", ".npz")
 
 
 def _is_ipc(path: str) -> bool:
     return path.lower().endswith(IPC_EXTENSIONS)
+
+
+def _format(path: str) -> str:
+    """``"parquet"``, ``"arrow"`` (IPC), ``"csv"`` or ``"npz"``: by extension, else by the
+    first bytes (as :func:`calcore.load_predictions` does)."""
+    low = path.lower()
+    if low.endswith((".parquet", ".pq")):
+        return "parquet"
+    if low.endswith(IPC_EXTENSIONS):
+        return "arrow"
+    if low.endswith(CSV_EXTENSIONS):
+        return "csv"
+    if low.endswith(".npz"):
+        return "npz"
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except FileNotFoundError:
+        raise _gone(path) from None
+    if magic.startswith(b"PAR1"):
+        return "parquet"
+    if magic.startswith(b"ARROW1"):
+        return "arrow"
+    return "npz" if magic.startswith(b"PK\x03\x04") else "csv"
+
+
+#: Formats whose files can share a stream: Arrow-typed files together, else one format.
+_FAMILY = {"parquet": "arrow", "arrow": "arrow", "csv": "csv", "npz": "npz"}
+
+
+def _family(files: Sequence[str], display: str) -> str:
+    families = {_FAMILY[_format(p)] for p in files}
+    if len(families) > 1:
+        kinds = sorted({_format(p) for p in files})
+        raise CalcoreError(
+            f"{display}: the files mix formats ({', '.join(kinds)}). Scan one format at a "
+            f"time (Parquet and Arrow IPC files may be mixed), e.g. with a glob such as "
+            f"'logs/*.parquet'."
+        )
+    return families.pop()
 
 
 def _n_rows(path: str) -> int:
@@ -355,25 +393,28 @@ def scan(
     weight_column: str | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
 ) -> PredictionStream:
-    """Open predictions stored as Parquet for streamed evaluation.
+    """Open predictions stored as Parquet, Arrow IPC, CSV or NPZ for streamed evaluation.
 
     Parameters
     ----------
     source : str or os.PathLike
-        A ``.parquet`` or Arrow IPC (``.arrow``, ``.feather``, ``.ipc``) file, a directory
-        of them (searched recursively; hive partition folders such as
-        ``date=2026-11-01/`` are fine) or a glob (``"logs/*.parquet"``,
-        ``"logs/**/*.parquet"``).
+        A ``.parquet``, Arrow IPC (``.arrow``, ``.feather``, ``.ipc``), ``.csv``/``.tsv``
+        or ``.npz`` file, a directory of them (searched recursively; hive partition
+        folders such as ``date=2026-11-01/`` are fine) or a glob (``"logs/*.parquet"``,
+        ``"logs/**/*.csv"``). The files of one stream share a format (Parquet and IPC
+        may mix) and the used columns.
     label_column, scores, split_column, split, renormalize, positive_class, score_columns :
         As in :func:`calcore.load_predictions`.
     weight_column : str, optional
-        Column of row weights (frequency weights: finite, >= 0). Default: a column named
-        ``weight``, ``weights``, ``sample_weight`` or ``example_weight`` (any case), if any.
+        Column (NPZ: array) of row weights (frequency weights: finite, >= 0). Default: a
+        column named ``weight``, ``weights``, ``sample_weight`` or ``example_weight`` (any
+        case), if any.
     batch_rows : int, default 2,000,000
         Rows per batch, at most ``MAX_BATCH_VALUES / n_score_columns`` (16.7M values, so a
         1,000-class file reads 16,777 rows at a time); memory is a few times
         ``rows x columns x 8`` bytes. Arrow IPC files are read a record batch at a time, so
-        their record batches should be of a similar size.
+        their record batches should be of a similar size; CSV files in pieces of about
+        ``batch_rows`` lines (64 KiB to 256 MiB).
 
     Returns
     -------
@@ -382,8 +423,9 @@ def scan(
     Raises
     ------
     CalcoreError
-        No such path, no Parquet file, an unreadable file, undetectable columns, or a
-        column whose type differs between files (naming both files and the column).
+        No such path, no data file, files of several formats, an unreadable file,
+        undetectable columns, or a column missing from a file or whose type differs between
+        files (naming both files and the column).
 
     Examples
     --------
@@ -396,44 +438,96 @@ def scan(
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise CalcoreError(f"batch_rows must be a positive integer; got {batch_rows!r}.")
     files = _files(source)
+    display = _display(source, files)
+    family = _family(files, display)
+    if family == "npz":
+        roles, weight, n_rows, n_score_columns = _npz_roles(
+            files, display, label_column, weight_column
+        )
+    else:
+        layout = (_arrow_columns if family == "arrow" else _csv_columns)(files)
+        weight = _pick_weight(layout.columns, weight_column, display)
+        roles = detect_roles(
+            tuple(c for c in layout.columns if c != weight),
+            source=display,
+            is_numeric=layout.is_numeric,
+            label_column=label_column,
+            split_column=split_column,
+            score_columns=score_columns,
+            scores_kind=scores,
+        )
+        if roles.problems:
+            raise CalcoreError(roles.problems[0])
+        layout.check_types(roles, weight)
+        n_rows = sum(layout.rows_of(path, _used(roles, weight)) for path in files)
+        n_score_columns = len(roles.scores)
+    if split is not None and roles.split is None:
+        raise CalcoreError(
+            f"{display}: split={split!r} was requested but there is no split "
+            f"column (name one with split_column=)."
+        )
+    used = _used(roles, weight)
+    fingerprints = tuple(_fingerprint(path) for path in files)
+    # NPZ: 1-D scores with both class names are a two-class file (as in load_predictions)
+    binary = n_score_columns == 1 and len(roles.class_names) < 2
+    names = roles.class_names
+    options = dict(
+        scores=scores,
+        renormalize=renormalize,
+        positive_class=positive_class,
+        binary=binary,
+        used=used,
+        family=family,
+        label_column=label_column,
+    )
+    stream = PredictionStream(
+        display,
+        files,
+        roles,
+        names,
+        n_rows,
+        split,
+        max(1, min(batch_rows, MAX_BATCH_VALUES // max(n_score_columns, 1))),
+        options,
+        weight_column=weight,
+        fingerprints=fingerprints,
+    )
+    # The class names (and the scores' kind) come from the first batch with rows.
+    for b in stream.batches(read_ahead=False):
+        names = b.preds.class_names
+        break
+    return replace(stream, class_names=names, _options={**options, "names": names})
+
+
+def _used(roles: Roles, weight: str | None) -> list[str]:
+    """The columns read: label, scores, split and weight."""
+    used = [roles.label, *roles.scores] + ([roles.split] if roles.split else [])
+    return used + ([weight] if weight is not None else [])
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What :func:`scan` needs of a family of files to detect the roles of their columns."""
+
+    columns: tuple[str, ...]
+    is_numeric: Callable[[str], tuple[bool, str]]
+    #: Checks that a file has the used columns (same types); returns its rows.
+    rows_of: Callable[[str, list], int]
+    #: Checks the types of the score and weight columns (Arrow files only).
+    check_types: Callable = lambda roles, weight: None
+
+
+def _arrow_columns(files):
+    """Columns and a numeric test from the first file's schema, and a check of each file
+    (same types for the used columns) returning its rows."""
     first = _schema(files[0])
-    columns = tuple(first.names)
     types = {f.name: f.type for f in first}
 
     def is_numeric(col: str) -> tuple[bool, str]:
         ok = _numeric(types[col])
         return ok, "" if ok else f"not numeric (type {types[col]})"
 
-    weight = _pick_weight(columns, weight_column, _display(source, files))
-    if weight is not None and not _numeric(types[weight]):
-        raise CalcoreError(
-            f"{_short_path(files, files[0])}, column {weight!r}: has type {types[weight]}, but "
-            "weights must be numbers. Store them as floats or integers."
-        )
-    roles = detect_roles(
-        tuple(c for c in columns if c != weight),
-        source=_display(source, files),
-        is_numeric=is_numeric,
-        label_column=label_column,
-        split_column=split_column,
-        score_columns=score_columns,
-        scores_kind=scores,
-    )
-    if roles.problems:
-        raise CalcoreError(roles.problems[0])
-    used = [roles.label, *roles.scores] + ([roles.split] if roles.split else [])
-    used += [weight] if weight is not None else []
-    for col in roles.scores:
-        if not _numeric(types[col]):
-            raise non_numeric_scores(_short_path(files, files[0]), col, types[col])
-    if split is not None and roles.split is None:
-        raise CalcoreError(
-            f"{_display(source, files)}: split={split!r} was requested but there is no split "
-            f"column (name one with split_column=)."
-        )
-    n_rows = 0
-
-    for path in files:
+    def check_file(path: str, used) -> int:
         schema = _schema(path) if path != files[0] else first
         for col in used:
             if col not in schema.names:
@@ -447,34 +541,85 @@ def scan(
                     f"{path}: column {col!r} has type {got}, but {types[col]} in {files[0]}. "
                     f"Write every file with the same column types."
                 )
-        n_rows += _n_rows(path)
-    fingerprints = tuple(_fingerprint(path) for path in files)
-    binary = len(roles.scores) == 1
-    names = roles.class_names
-    options = dict(
-        scores=scores,
-        renormalize=renormalize,
-        positive_class=positive_class,
-        binary=binary,
-        used=used,
-    )
-    stream = PredictionStream(
-        _display(source, files),
-        files,
-        roles,
-        names,
-        n_rows,
-        split,
-        max(1, min(batch_rows, MAX_BATCH_VALUES // max(len(roles.scores), 1))),
-        options,
-        weight_column=weight,
-        fingerprints=fingerprints,
-    )
-    # The class names (and the scores' kind) come from the first batch with rows.
-    for b in stream.batches(read_ahead=False):
-        names = b.preds.class_names
-        break
-    return replace(stream, class_names=names, _options={**options, "names": names})
+        return _n_rows(path)
+
+    def check_numeric(roles: Roles, weight: str | None) -> None:
+        name = _short_path(files, files[0])
+        if weight is not None and not _numeric(types[weight]):
+            raise CalcoreError(
+                f"{name}, column {weight!r}: has type {types[weight]}, but weights must be "
+                "numbers. Store them as floats or integers."
+            )
+        for col in roles.scores:
+            if not _numeric(types[col]):
+                raise non_numeric_scores(name, col, types[col])
+
+    return _Layout(tuple(first.names), is_numeric, check_file, check_numeric)
+
+
+def _csv_columns(files):
+    """Columns and a numeric test from the first file's header and first rows, and a check
+    of each file's header returning its estimated rows (CSV files have no row count)."""
+    from calcore.io._scan import numeric_in_preview
+
+    first = _csv_head(files, files[0])
+    layout = first.layout
+
+    def check_file(path: str, used) -> int:
+        head = first if path == files[0] else _csv_head(files, path)
+        missing = [c for c in used if c not in head.layout.columns]
+        if missing:
+            raise CalcoreError(
+                f"{path}: column {missing[0]!r} is missing (it is in {files[0]}). Every file "
+                f"must have the same columns."
+            )
+        return head.estimated_rows()
+
+    is_numeric = numeric_in_preview(layout.columns, layout.preview, True)
+    return _Layout(layout.columns, is_numeric, check_file)
+
+
+def _csv_head(files, path: str):
+    from calcore.io._csv_stream import csv_head
+
+    try:
+        return csv_head(path, _short_path(files, path))
+    except FileNotFoundError:
+        raise _gone(path) from None
+
+
+def _npz_roles(files, display: str, label_column, weight_column):
+    """Roles, weight array, rows and score columns of NPZ archives (every archive must
+    have the first one's arrays, class names and score width)."""
+    from calcore.io._npz_stream import NpzArchive
+    from calcore.io._scan import npz_roles
+
+    archives = [NpzArchive(p, _short_path(files, p), label_column=label_column) for p in files]
+    first = archives[0]
+    weight = _pick_weight(tuple(first.files), weight_column, display)
+    if weight is not None:
+        if weight in first.row_arrays(None) or weight == "class_names":
+            raise CalcoreError(f"{display}: array {weight!r} cannot be the weights.")
+    width = first.head.scores.shape[1]
+    for a in archives:
+        if weight is not None:
+            if weight not in a.files:
+                raise CalcoreError(f"{a.path}: no weight array {weight!r} (it is in {files[0]}).")
+            a.check_weight(weight)
+        same = (
+            a.head.score_name == first.head.score_name
+            and a.head.scores.shape[1] == width
+            and a.head.class_names == first.head.class_names
+        )
+        if not same:
+            raise CalcoreError(
+                f"{a.path}: its scores ({a.head.score_name!r}, {a.head.scores.shape[1]} "
+                f"columns, class names {a.head.class_names}) differ from {files[0]}'s "
+                f"({first.head.score_name!r}, {width} columns, {first.head.class_names}). "
+                f"Save every archive with the same arrays."
+            )
+    roles = npz_roles(first.head, weight=weight)
+    return roles, weight, sum(a.n_rows for a in archives), width
 
 
 WEIGHT_NAMES = ("weight", "weights", "sample_weight", "example_weight")
@@ -508,15 +653,25 @@ class _KindState:
 
 
 def _file_batches(stream: PredictionStream, path: str, state: _KindState):
+    """``(preds, first row, weights)`` of the file's batches, validated."""
+    from calcore.io._load import _decide_kind, _score_ctx, _validate_scores
+
+    _check_unchanged(stream, path)
+    read = {"arrow": _arrow_tables, "csv": _csv_tables, "npz": _npz_tables}
+    for raw, weights in read[stream._options["family"]](stream, path):
+        preds = _validate_batch(stream, raw, state, _decide_kind, _score_ctx, _validate_scores)
+        if preds is not None:
+            yield preds, raw.row_names.first, _batch_weights(stream, weights, raw)
+
+
+def _arrow_tables(stream: PredictionStream, path: str):
+    """``(raw table, weights or None)`` per record batch of a Parquet or Arrow IPC file."""
     import pyarrow as pa
 
-    from calcore.io._load import _decide_kind, _score_ctx, _validate_scores
     from calcore.io._parquet import text_column
 
-    opts = stream._options
-    roles = stream.roles
+    opts, roles = stream._options, stream.roles
     name = _short(stream, path)
-    _check_unchanged(stream, path)
     first_row = 0
     try:
         chunks = list(_chunks(path, opts["used"], stream.batch_rows))
@@ -541,15 +696,13 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
                     f"No result was computed."
                 ) from None
             table = pa.Table.from_batches([batch])
-            m = table.num_rows
-            rows = _FileRows(first_row)
             raw = RawTable(
                 name,
                 "arrow" if _is_ipc(path) else "parquet",
                 None,
                 tuple(table.column_names),
                 roles,
-                m,
+                table.num_rows,
                 columns_to_matrix(table, roles.scores),
                 _encoded_labels(table[roles.label], name, roles.label, first_row),
                 None
@@ -557,12 +710,77 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
                 else text_column(
                     table[roles.split], source=name, name=roles.split, first_row=first_row
                 ),
-                rows,
+                RowNames(csv=False, first=first_row),
             )
-            first_row += m
-            preds = _validate_batch(stream, raw, state, _decide_kind, _score_ctx, _validate_scores)
-            if preds is not None:
-                yield preds, rows.first_row, _batch_weights(stream, table, raw, name)
+            first_row += table.num_rows
+            weights = None
+            if stream.weight_column is not None:
+                weights = table[stream.weight_column].to_numpy(zero_copy_only=False)
+            yield raw, weights
+
+
+def _csv_tables(stream: PredictionStream, path: str):
+    """``(raw table, weights or None)`` per piece of a CSV file (see
+    :mod:`calcore.io._csv_stream`): rows named by their file line."""
+    from calcore.io._csv_stream import csv_pieces, read_piece
+
+    roles, weight = stream.roles, stream.weight_column
+    head = _csv_head(stream.files, path)
+    floats = [*roles.scores] + ([weight] if weight is not None else [])
+    texts = [roles.label] + ([roles.split] if roles.split else [])
+    name = _short(stream, path)
+    pieces = csv_pieces(path, name, head, head.piece_bytes(stream.batch_rows))
+    try:
+        for src, layout in pieces:
+            values, text, lines = read_piece(src, layout, floats=floats, texts=texts)
+            k = len(roles.scores)
+            raw = RawTable(
+                name,
+                "csv",
+                layout.delimiter,
+                layout.columns,
+                roles,
+                values.shape[0],
+                values if weight is None else np.ascontiguousarray(values[:, :k]),
+                _factorized(text[roles.label]),
+                None if roles.split is None else np.asarray(text[roles.split]),
+                RowNames(csv=True, lines=lines, first=layout.first_line),
+            )
+            yield raw, None if weight is None else values[:, k]
+    except FileNotFoundError:
+        raise _gone(path) from None
+
+
+def _npz_tables(stream: PredictionStream, path: str):
+    """``(raw table, weights or None)`` per window of rows of an NPZ archive."""
+    from calcore.io._npz_stream import NpzArchive
+
+    name = _short(stream, path)
+    archive = NpzArchive(path, name, label_column=stream._options["label_column"])
+    for c, weights, first_row in archive.windows(stream.batch_rows, weight=stream.weight_column):
+        raw = RawTable(
+            name,
+            "npz",
+            None,
+            tuple(archive.files),
+            stream.roles,
+            c.scores.shape[0],
+            c.scores,
+            _factorized(c.labels),
+            c.split,
+            RowNames(csv=False, first=first_row),
+            (c.score_name, f"the archive's array is named {c.score_name!r}"),
+        )
+        yield raw, weights
+
+
+def _factorized(values: np.ndarray):
+    """``(distinct texts, index of each row's text)``: labels by hashing rather than a sort
+    of millions of strings (pandas' factorize; 2M labels in ~0.1 s)."""
+    import pandas as pd
+
+    index, distinct = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    return np.asarray(distinct, dtype=object), index.astype(np.intp)
 
 
 def _encoded_labels(column, source: str, name: str, first_row: int):
@@ -612,15 +830,15 @@ def _class_indices(raw: RawTable, selected, opts, ctx):
     return names, per_value[index]
 
 
-def _batch_weights(stream, table, raw: RawTable, name: str):
-    """The weight column of a batch's selected rows (None without one), validated."""
+def _batch_weights(stream, weights, raw: RawTable):
+    """The weights of a batch's selected rows (None without a weight column), validated."""
     column = stream.weight_column
     if column is None:
         return None
     w = check_sample_weight(
-        table[column].to_numpy(zero_copy_only=False),
-        table.num_rows,
-        source=name,
+        weights,
+        raw.n_rows,
+        source=raw.source,
         row=raw.row_names,
         column=column,
         allow_all_zero=True,  # checked on the whole stream
@@ -654,7 +872,12 @@ def _validate_batch(stream, raw: RawTable, state, decide_kind, score_ctx, valida
             f"positive_class= (binary files with text labels) so that every batch agrees."
         )
     if state.decided is None:
-        state.decided = decide_kind(raw, opts["scores"])
+        from calcore.io._load import FIRST_ROWS
+
+        kind, reason = decide_kind(raw, opts["scores"])
+        if reason.startswith("scores='auto' saw"):  # from values: those of this batch
+            reason += FIRST_ROWS
+        state.decided = kind, reason
     kind, reason = state.decided
     scores = raw.scores if selected is None else raw.scores[selected]
     probs, logits, _, _ = validate_scores(

@@ -1,0 +1,193 @@
+"""CSV files read piece by piece: the loader's reader and messages on bounded memory.
+
+A piece is a run of whole lines (cut at a line end outside quotes) that is read
+like a small CSV file: the header's bytes followed by the piece, parsed by
+:func:`calcore.io._csv.read_csv_columns` with the piece's first file line in its
+layout, so every message names the line of the whole file (``line 73,000,002``)
+and the checks are those of :func:`calcore.load_predictions`. The pieces are read
+with Python's buffered file reads; nothing is held beyond one piece and the bytes
+of a line that crosses its end.
+
+pyarrow's streaming CSV reader was not used: its errors do not name the file
+line, and its per-block type inference disagrees with the loader's rules on
+cells such as ``1,234`` or ``nan``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterator
+
+from calcore._errors import CalcoreError
+from calcore.io._csv import CsvLayout, read_csv_columns, record_lines, scan_csv
+from calcore.io._source import Source
+
+__all__ = ["CsvHead", "csv_head", "csv_pieces", "read_piece"]
+
+#: Bytes read to find the header and the preview rows.
+HEAD_BYTES = 1 << 20
+#: Smallest and largest piece: small ones for tests of line numbering, large ones
+#: bounded so that a wide file's piece stays a few hundred MB once parsed.
+MIN_PIECE_BYTES = 1 << 16
+MAX_PIECE_BYTES = 256 << 20
+#: A quoted value may hold line breaks; one longer than this many pieces is an
+#: unclosed quote rather than data.
+MAX_PIECES_PER_RECORD = 4
+
+_WHITESPACE = b" \t\r\n"
+
+
+@dataclass(frozen=True)
+class CsvHead:
+    """A CSV file's header and first rows.
+
+    Attributes
+    ----------
+    header : bytes
+        The file's bytes up to the first data line (byte order mark and header line).
+    layout : CsvLayout
+        Columns, delimiter and preview, from the first :data:`HEAD_BYTES`.
+    bytes_per_row : float
+        Average bytes of the preview's lines, to size pieces and estimate rows.
+    size : int
+        The file's size in bytes.
+    """
+
+    header: bytes
+    layout: CsvLayout
+    bytes_per_row: float
+    size: int
+
+    def estimated_rows(self) -> int:
+        return max(1, round((self.size - len(self.header)) / self.bytes_per_row))
+
+    def piece_bytes(self, batch_rows: int) -> int:
+        wanted = int(batch_rows * self.bytes_per_row)
+        return max(MIN_PIECE_BYTES, min(MAX_PIECE_BYTES, wanted))
+
+
+def csv_head(path: str, name: str) -> CsvHead:
+    """Read the header and the first rows of the CSV file at ``path``.
+
+    Raises
+    ------
+    CalcoreError
+        As :func:`calcore.io._csv.scan_csv` (empty file, a binary file named .csv, a
+        bad header, no data rows).
+    """
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        data = f.read(HEAD_BYTES)
+        # at least the header and one whole data line (or the whole file)
+        while data.count(b"\n") < 2 and len(data) < size:
+            more = f.read(HEAD_BYTES)
+            if not more:
+                break
+            data += more
+    if len(data) < size:  # cut after the last whole line
+        data = data[: data.rfind(b"\n") + 1]
+    layout = scan_csv(Source(name, data, "csv"))
+    lines = data.count(b"\n", layout.body_start)
+    body = len(data) - layout.body_start
+    per_row = body / max(lines, 1) if lines else max(body, 1)
+    return CsvHead(data[: layout.body_start], layout, max(per_row, 1.0), size)
+
+
+def _cut(data: bytes) -> int:
+    """The end of the last whole record of ``data`` (which starts a record): after its last
+    line end outside quotes, ``-1`` if none."""
+    nl = data.rfind(b"\n")
+    if nl < 0 or b'"' not in data:
+        return nl + 1 if nl >= 0 else -1
+    quotes = data.count(b'"', 0, nl)
+    while nl >= 0 and quotes % 2:  # inside a quoted value: an earlier line end
+        prev = data.rfind(b"\n", 0, nl)
+        quotes -= data.count(b'"', max(prev, 0), nl)
+        nl = prev
+    return nl + 1 if nl >= 0 else -1
+
+
+def csv_pieces(
+    path: str, name: str, head: CsvHead, piece_bytes: int
+) -> Iterator[tuple[Source, CsvLayout]]:
+    """The file's data as pieces of whole lines, each a small CSV ``(source, layout)``.
+
+    Trailing blank lines of the file are dropped (as :func:`scan_csv` does); blank
+    lines elsewhere stay rows, as in the loader.
+
+    Raises
+    ------
+    CalcoreError
+        A quoted value spanning more than :data:`MAX_PIECES_PER_RECORD` pieces (an
+        unclosed quote), naming the line where it starts.
+    """
+    header, base = head.header, head.layout
+    first_line = 2
+    pending: bytes | None = None  # the previous piece, yielded once more data follows
+    with open(path, "rb") as f:
+        f.seek(len(header))
+        carry = b""
+        while True:
+            chunk = f.read(piece_bytes)
+            if not chunk:
+                break
+            data = carry + chunk
+            end = _cut(data)
+            if end <= 0:
+                if len(data) > MAX_PIECES_PER_RECORD * piece_bytes:
+                    line = first_line + (pending or b"").count(b"\n")
+                    raise CalcoreError(
+                        f"{name}, line {line}: the record starting here runs over "
+                        f"{len(data):,} bytes without a line end outside quotes. Check for an "
+                        f'unclosed quote (").'
+                    )
+                carry = data
+                continue
+            piece, carry = data[:end], data[end:]
+            if pending is not None and not piece.strip(_WHITESPACE):
+                pending += piece  # blank lines: rows only if data follows them
+                continue
+            if pending is not None:
+                yield _piece(name, header, base, pending, first_line, ends_file=False)
+                first_line += pending.count(b"\n")
+            pending = piece
+    rest = carry.rstrip(_WHITESPACE)
+    if pending is not None and rest:
+        yield _piece(name, header, base, pending, first_line, ends_file=False)
+        first_line += pending.count(b"\n")
+        pending = carry
+    elif pending is None:
+        pending = carry
+    if pending.rstrip(_WHITESPACE):
+        yield _piece(name, header, base, pending, first_line, ends_file=True)
+
+
+def _piece(name, header: bytes, base: CsvLayout, piece: bytes, first_line: int, *, ends_file: bool):
+    data = header + piece
+    start, end = len(header), len(data)
+    if ends_file:
+        while end > start and data[end - 1] in _WHITESPACE:
+            end -= 1
+    else:  # the piece ends with its last line's end
+        end -= 1
+        if end > start and data[end - 1] == 0x0D:
+            end -= 1
+    layout = CsvLayout(
+        start,
+        end,
+        base.delimiter,
+        base.columns,
+        (),
+        data.count(b"\n", start, end) + 1,
+        first_line=first_line,
+        ends_file=ends_file,
+    )
+    return Source(name, data, "csv"), layout
+
+
+def read_piece(src: Source, layout: CsvLayout, *, floats, texts):
+    """The float and text columns of a piece (as :func:`read_csv_columns`) and the file
+    line of each row when a quoted line break makes rows and lines differ (else None)."""
+    scores, text = read_csv_columns(src, layout, floats=floats, texts=texts)
+    return scores, text, record_lines(src, layout, scores.shape[0])
