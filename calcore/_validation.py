@@ -455,6 +455,26 @@ def check_binary_probs(p, *, ctx: InputContext = InputContext("probs")) -> np.nd
     return np.column_stack([1.0 - col[:, 0], col[:, 0]])
 
 
+def refuse_weights(preds, what: str) -> None:
+    """Raise for weighted predictions in a function that does not take row weights yet,
+    rather than silently compute an unweighted result."""
+    if getattr(preds, "sample_weight", None) is not None:
+        raise CalcoreError(
+            f"{what} does not use row weights yet, and these predictions carry them "
+            f"(sample_weight, e.g. from a weight column). To compute it on the rows "
+            f"unweighted, pass preds.with_sample_weight(None)."
+        )
+
+
+def row_weights(preds, sample_weight) -> np.ndarray | None:
+    """The weights a function uses: ``sample_weight`` if given (checked), else the
+    predictions' own (``preds.sample_weight``, from a weight column or
+    :meth:`~calcore.Predictions.with_sample_weight`, checked when attached), else None."""
+    if sample_weight is None:
+        return preds.sample_weight
+    return check_sample_weight(sample_weight, preds.n_samples)
+
+
 def check_sample_weight(
     weights,
     n_rows: int,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._validation import check_sample_weight
+from calcore._validation import row_weights
 from calcore.binning import BinningScheme
 from calcore.predictions import Predictions
 from calcore.statistics.cells import CellSums
@@ -225,7 +225,7 @@ def reduction_statistics(
     """
     batch = RowBatch.of(preds)
     chosen = None if classes is None else np.asarray(classes, dtype=np.intp)
-    w = None if weights is None else check_sample_weight(weights, preds.n_samples)
+    w = row_weights(preds, weights)
     edges = reduction_edges(
         batch, reduction, binning=binning, bins=bins, weights=w, min_score=threshold, classes=chosen
     )

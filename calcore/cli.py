@@ -91,6 +91,12 @@ def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool =
         help="score columns hold probabilities or logits (default: auto, reported)",
     )
     g.add_argument("--split-col", metavar="NAME", help="calib/test column (default: 'split')")
+    g.add_argument(
+        "--weight-col",
+        metavar="NAME",
+        help="row weights column (default: a column named weight, weights, sample_weight "
+        "or example_weight, if any)",
+    )
     if with_split_value:
         g.add_argument("--split", metavar="VALUE", help="only rows of this split (calib or test)")
     g.add_argument(
@@ -175,6 +181,7 @@ def _load_kwargs(args) -> dict:
         "renormalize": args.renormalize,
         "positive_class": args.positive_class,
         "max_decoded_bytes": args.max_decoded_bytes,
+        "weight_column": args.weight_col,
     }
 
 
@@ -242,6 +249,7 @@ def _stream(path: str, args, *, split=None):
         split=split,
         renormalize=args.renormalize,
         positive_class=args.positive_class,
+        weight_column=args.weight_col,
     )
     return stream.with_progress(Progress(stream.n_rows_in_files))
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._validation import refuse_weights
 from calcore.predictions import Predictions
 from calcore.statistics.edges import assign_bins
 from calcore.views import binary_view
@@ -87,6 +88,7 @@ def consistency_bands(
     CalcoreError
         Invalid ``n_resamples`` or ``level``.
     """
+    refuse_weights(preds, "consistency_bands (resampling labels under perfect calibration)")
     if (
         isinstance(n_resamples, bool)
         or not isinstance(n_resamples, (int, np.integer))

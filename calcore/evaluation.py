@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._validation import refuse_weights
 from calcore.bootstrap import Interval
 from calcore.calibrators import Calibrator, make_calibrator
 from calcore.metrics_scoring import calibration_gain
@@ -80,12 +81,19 @@ def concatenate(parts) -> Predictions:
         _check_same_classes(parts[0], part)
     labels = np.concatenate([p.labels for p in parts])
     names = parts[0].class_names
+    weighted = [p.sample_weight is not None for p in parts]
+    if any(weighted) and not all(weighted):
+        raise CalcoreError(
+            "concatenate: some parts have row weights (sample_weight) and others do not; "
+            "give every part weights (with_sample_weight) or none."
+        )
+    w = np.concatenate([p.sample_weight for p in parts]) if all(weighted) else None
     if all(p.logits is not None for p in parts):
         return Predictions.from_logits(
-            np.concatenate([p.logits for p in parts]), labels, class_names=names
+            np.concatenate([p.logits for p in parts]), labels, class_names=names, sample_weight=w
         )
     return Predictions.from_probs(
-        np.concatenate([p.probs for p in parts]), labels, class_names=names
+        np.concatenate([p.probs for p in parts]), labels, class_names=names, sample_weight=w
     )
 
 
@@ -327,6 +335,8 @@ def learning_curve(
     ----------
     Zhang, Kailkhura, Han (2020), "Mix-n-Match", Sec. 5.2 and Fig. 6.
     """
+    refuse_weights(calib, "learning_curve")
+    refuse_weights(test, "learning_curve")
     _check_same_classes(calib, test)
     if metric not in METRICS:
         raise CalcoreError(f"Unknown metric {metric!r}; the metrics are {sorted(METRICS)}.")
@@ -403,6 +413,7 @@ def calibrator_validity(
     ----------
     Gupta & Ramdas (2021), Sec. 2.2 (protocol) and Sec. 4 (conditional validity).
     """
+    refuse_weights(data, "calibrator_validity")
     if n_calib < 2 or n_test < 1 or n_calib + n_test > data.n_samples:
         raise CalcoreError(
             f"need n_calib >= 2, n_test >= 1 and n_calib + n_test <= {data.n_samples}; "

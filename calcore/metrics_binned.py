@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore._validation import check_sample_weight
+from calcore._validation import row_weights
 from calcore.binned import (
     BinStatistics,
     classwise_bin_statistics,
@@ -217,7 +217,7 @@ def _mean_over_ranks(
     preds: Predictions, make_view, *, k, bins, binning, p, sample_weight=None
 ) -> float:
     k = _check_k(preds, k)
-    w = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
+    w = row_weights(preds, sample_weight)
     errors = [
         calibration_error_from_bins(
             view_bin_statistics(make_view(preds, rank), binning=binning, bins=bins, weights=w),

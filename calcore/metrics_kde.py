@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._validation import check_sample_weight
+from calcore._validation import refuse_weights, row_weights
 from calcore.kde import (
     KDEReliabilityCurve,
     _check_inputs,
@@ -56,7 +56,7 @@ def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None, sample_we
         return kde_ece(v.scores, v.outcomes, order=order, bandwidth=bandwidth)  # raises
     # Same checks and messages as kde_ece; then the statistics engine (as calcore.evaluate).
     _check_inputs(v.scores, v.outcomes, bandwidth, None, "kde_ece", order)
-    w = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
+    w = row_weights(preds, sample_weight)
     return _engine_kde_ece(v.scores, v.outcomes, bandwidth, order, w)
 
 
@@ -101,7 +101,7 @@ def kde_ece_classwise(
     first = chosen[0]
     # Same checks and messages as kde_ece (bandwidth range, order); scores are valid already.
     _check_inputs(preds.probs[:, first], preds.labels == first, bandwidth, None, "kde_ece", order)
-    w = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
+    w = row_weights(preds, sample_weight)
     values = [
         _engine_kde_ece(preds.probs[:, c], preds.labels == c, bandwidth, order, w) for c in chosen
     ]
@@ -126,5 +126,6 @@ def kde_confidence_curve(
     preds: Predictions, *, bandwidth=None, grid_size=None
 ) -> KDEReliabilityCurve:
     """The smooth KDE reliability curve of the confidence view (drawn over the binned points)."""
+    refuse_weights(preds, "kde_confidence_curve")
     v = confidence_view(preds)
     return kde_reliability_curve(v.scores, v.outcomes, bandwidth=bandwidth, grid_size=grid_size)

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from calcore._errors import CalcoreError
-from calcore._validation import check_sample_weight
+from calcore._validation import row_weights
 from calcore.predictions import Predictions
 
 __all__ = [
@@ -27,7 +27,7 @@ NLL_CLIP = np.finfo(np.float64).eps
 
 
 def _weights(preds: Predictions, sample_weight):
-    return None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
+    return row_weights(preds, sample_weight)
 
 
 def accuracy(preds: Predictions, *, sample_weight=None) -> float:
@@ -135,7 +135,8 @@ def calibration_gain(
     Parameters
     ----------
     before, after : Predictions
-        The same rows before and after recalibration (same labels).
+        The same rows before and after recalibration (same labels). Row weights of
+        ``before`` (``sample_weight``), if any, weight the means.
     injective_accuracy_preserving : bool, default False
         Whether the map is known to be injective and to preserve the argmax
         (e.g. temperature scaling). Only then is the gain the exact reduction
@@ -159,7 +160,8 @@ def calibration_gain(
             "calibration_gain needs the same rows before and after recalibration "
             f"(got shapes {before.probs.shape} and {after.probs.shape}, or different labels)."
         )
-    value = float(brier_per_row(before).mean() - brier_per_row(after).mean())
+    w = row_weights(before, None)  # rows weighted as ``before`` is (a calibrator keeps them)
+    value = float(np.average(brier_per_row(before) - brier_per_row(after), weights=w))
     same_argmax = bool(np.array_equal(before.predicted, after.predicted))
     exact = injective_accuracy_preserving and same_argmax
     if exact:

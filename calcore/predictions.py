@@ -16,6 +16,7 @@ from calcore._validation import (
     check_labels,
     check_logits,
     check_probs,
+    check_sample_weight,
     check_unit_interval,
 )
 
@@ -71,6 +72,11 @@ class Predictions:
         False only for the outputs of an explicitly unnormalised calibrator
         (e.g. class-wise histogram binning): each entry is then a calibrated
         probability in [0, 1] of its own class, and rows need not sum to 1.
+    sample_weight : ndarray of shape (n_samples,), float64, or None
+        Row weights (frequency weights: finite, >= 0, not all 0), from a file's weight
+        column or :meth:`with_sample_weight`. Every metric, diagram and report of these
+        predictions uses them unless given ``sample_weight=`` explicitly; subsets and
+        calibrated outputs keep them.
     """
 
     probs: np.ndarray
@@ -79,6 +85,7 @@ class Predictions:
     logits: np.ndarray | None = None
     load_report: Any = field(default=None, repr=False)
     normalized: bool = True
+    sample_weight: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def from_probs(
@@ -89,6 +96,7 @@ class Predictions:
         *,
         renormalize: bool = False,
         source: str = "probs",
+        sample_weight=None,
     ) -> "Predictions":
         """Validate probabilities and labels.
 
@@ -105,6 +113,8 @@ class Predictions:
             raising.
         source : str
             Name used in error messages.
+        sample_weight : array_like of shape (n_samples,), optional
+            Row weights, as :meth:`with_sample_weight`.
 
         Returns
         -------
@@ -127,11 +137,12 @@ class Predictions:
             probs64 = probs64.copy()  # never alias (or freeze) the caller's array
         labels64 = check_labels(labels, probs64.shape[1], n_rows=probs64.shape[0], ctx=ctx)
         names = check_class_names(class_names, probs64.shape[1], ctx=ctx)
-        return cls(_read_only(probs64), _read_only(labels64), names)
+        preds = cls(_read_only(probs64), _read_only(labels64), names)
+        return preds if sample_weight is None else preds.with_sample_weight(sample_weight)
 
     @classmethod
     def from_logits(
-        cls, logits, labels, class_names=None, *, source: str = "logits"
+        cls, logits, labels, class_names=None, *, source: str = "logits", sample_weight=None
     ) -> "Predictions":
         """Validate logits and labels; probabilities are their softmax.
 
@@ -148,6 +159,8 @@ class Predictions:
             Defaults to ``("0", "1", ...)``.
         source : str
             Name used in error messages.
+        sample_weight : array_like of shape (n_samples,), optional
+            Row weights, as :meth:`with_sample_weight`.
 
         Returns
         -------
@@ -167,7 +180,8 @@ class Predictions:
         names = check_class_names(class_names, z.shape[1], ctx=ctx)
         probs = log_softmax_rows(z)  # scipy.special.log_softmax, in row blocks
         np.exp(probs, out=probs)
-        return cls(_read_only(probs), _read_only(labels64), names, logits=_read_only(z))
+        preds = cls(_read_only(probs), _read_only(labels64), names, logits=_read_only(z))
+        return preds if sample_weight is None else preds.with_sample_weight(sample_weight)
 
     @classmethod
     def _calibrated(
@@ -240,7 +254,7 @@ class Predictions:
                     f"calibrated logits: shape {z.shape} differs from the input's {probs64.shape}."
                 )
             z = _frozen(z, fresh=z is not logits or owned)
-        return cls(probs64, like.labels, like.class_names, z, None, normalized)
+        return cls(probs64, like.labels, like.class_names, z, None, normalized, like.sample_weight)
 
     # -- derived quantities, computed once ----------------------------------
     @property
@@ -313,6 +327,7 @@ class Predictions:
         """The predictions at ``rows`` (an index array or boolean mask), same classes."""
         rows = np.asarray(rows)
         logits = None if self.logits is None else _read_only(self.logits[rows])
+        weights = None if self.sample_weight is None else _read_only(self.sample_weight[rows])
         return Predictions(
             _read_only(self.probs[rows]),
             _read_only(self.labels[rows]),
@@ -320,7 +335,41 @@ class Predictions:
             logits,
             self.load_report,
             self.normalized,
+            weights,
         )
+
+    def with_sample_weight(self, sample_weight, *, source: str = "sample_weight") -> "Predictions":
+        """The same predictions with row weights (``None`` removes them).
+
+        Parameters
+        ----------
+        sample_weight : array_like of shape (n_samples,) or None
+            Frequency weights: finite, >= 0, not all 0. Integer weights equal repeated
+            rows in every metric.
+        source : str
+            Name used in error messages.
+
+        Returns
+        -------
+        Predictions
+
+        Raises
+        ------
+        CalcoreError
+            Wrong shape, a negative, NaN or infinite weight (naming its row), all zero.
+
+        Examples
+        --------
+        >>> p = Predictions.from_probs([[0.9, 0.1], [0.3, 0.7]], [0, 1])
+        >>> p.with_sample_weight([2, 1]).sample_weight
+        array([2., 1.])
+        """
+        from dataclasses import replace
+
+        if sample_weight is None:
+            return replace(self, sample_weight=None)
+        w = check_sample_weight(sample_weight, self.n_samples, source=source)
+        return replace(self, sample_weight=_read_only(w if w is not sample_weight else w.copy()))
 
     def __repr__(self) -> str:
         kind = "logits" if self.logits is not None else "probs"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore._validation import check_sample_weight
+from calcore._validation import row_weights
 from calcore.binned import (
     BinStatistics,
     classwise_bin_statistics,
@@ -227,7 +227,7 @@ def top_label_reliability_diagram(
     Gupta & Ramdas (2022), Sec. 2.1, Fig. 1 and Fig. 4.
     """
     view = top_label_view(preds)
-    w = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
+    w = row_weights(preds, sample_weight)
     overall = view_bin_statistics(
         binary_view(preds, "confidence"), binning=binning, bins=bins, weights=w
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore._validation import check_sample_weight
+from calcore._validation import row_weights
 from calcore.binned import BinStatistics, bin_statistics_from_sums
 from calcore.binning import resolve_binning
 from calcore.bootstrap import Interval, check_bootstrap_options, percentile_bounds
@@ -555,7 +555,7 @@ def evaluate(
             metrics=metrics,
         )
     wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
-    weights = None if sample_weight is None else check_sample_weight(sample_weight, preds.n_samples)
+    weights = row_weights(preds, sample_weight)
     with_kde_cw = preds.n_classes <= kde_classwise_max_classes
     values, stats = _point_metrics(
         preds,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._validation import refuse_weights
 from calcore.binned import statistics_for
 from calcore.metrics_binned import calibration_error_from_bins
 from calcore.predictions import Predictions
@@ -68,6 +69,7 @@ def ece_by_bins(
     ----------
     Gupta & Ramdas (2022), Fig. 2; Zhang et al. (2020), Sec. 4.1.
     """
+    refuse_weights(preds, "ece_by_bins")
     counts = np.asarray(list(bins))
     if counts.size == 0 or not np.issubdtype(counts.dtype, np.integer) or (counts < 1).any():
         raise CalcoreError(

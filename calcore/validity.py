@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._validation import refuse_weights
 from calcore.binned import bin_statistics
 from calcore.predictions import Predictions
 from calcore.views import binary_view
@@ -111,6 +112,7 @@ def validity_curve(
     histogram binning without sample splitting", Sec. 2.1 (validity plots) and
     Sec. 4 (conditional validity plots).
     """
+    refuse_weights(preds, "validity_curve")
     if (
         isinstance(n_resamples, bool)
         or not isinstance(n_resamples, (int, np.integer))

@@ -16,7 +16,7 @@ import streamlit as st
 import calcore
 from dashboard import controls
 from dashboard.context import build_context
-from dashboard.data import LoadOptions, choose_split, inspect, load
+from dashboard.data import LoadOptions, choose_split, inspect, load, rows_key
 from dashboard.downloads import downloads
 from dashboard.lab.page import render_lab
 from dashboard.preview import load_options
@@ -124,8 +124,8 @@ def main() -> None:
             second = load(test_file.data, test_file.digest, test_file.name, LoadOptions())
             second_digest = test_file.digest
         split = choose_split(
-            loaded, mode=mode, test_fraction=fraction, seed=seed, digest=file.digest,
-            second=second, second_digest=second_digest,
+            loaded, mode=mode, test_fraction=fraction, seed=seed,
+            digest=rows_key(file.digest, options), second=second, second_digest=second_digest,
         )  # fmt: skip
     except calcore.CalcoreError as err:
         st.error(esc(err))
@@ -134,9 +134,11 @@ def main() -> None:
     if split.warning:
         st.warning(esc(split.warning))  # may quote the file name
     test = split.test
+    weighted_by = test.load_report.weight_column if test.load_report is not None else None
     st.caption(
         f"{esc(split.description)} · {test.n_classes} classes · evaluated on "
         f"{test.n_samples:,} test rows"
+        + ("" if test.sample_weight is None else f", weighted by column {esc(weighted_by)}")
     )
 
     st.session_state[KEY_LAST] = settings

@@ -157,10 +157,29 @@ def confidence_diagram(key: str, binning: str, bins, _preds) -> calcore.Reliabil
     return calcore.reliability_diagram(_preds, view="confidence", bins=k, binning=b)
 
 
+#: Said under the views that calcore cannot weight yet, when the rows carry weights.
+UNWEIGHTED_NOTE = (
+    "The rows carry weights (a weight column), which this view does not use yet: it is "
+    "computed on the rows unweighted. The metrics table and the reliability diagrams use them."
+)
+
+
+def unweighted(preds: calcore.Predictions) -> calcore.Predictions:
+    """``preds`` without row weights, for the views that do not take them yet."""
+    return preds if preds.sample_weight is None else preds.with_sample_weight(None)
+
+
+def weights_note(*preds: calcore.Predictions) -> str | None:
+    """:data:`UNWEIGHTED_NOTE` when any of ``preds`` carries row weights."""
+    return UNWEIGHTED_NOTE if any(p.sample_weight is not None for p in preds) else None
+
+
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def confidence_bands(key: str, binning: str, bins, _preds) -> calcore.ConsistencyBands:
     b, k = calcore_binning(binning, bins)
-    return calcore.consistency_bands(_preds, view="confidence", bins=k, binning=b, seed=0)
+    return calcore.consistency_bands(
+        unweighted(_preds), view="confidence", bins=k, binning=b, seed=0
+    )
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
@@ -179,7 +198,7 @@ def classwise_diagrams(key: str, binning: str, bins, classes: tuple[int, ...], _
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def kde_curve(key: str, _preds) -> calcore.KDEReliabilityCurve:
-    return calcore.kde_confidence_curve(_preds)
+    return calcore.kde_confidence_curve(unweighted(_preds))
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
@@ -189,7 +208,7 @@ def ece_sweep(key: str, binning: str, _preds) -> calcore.EceByBins:
         b = "equal-mass"
     # the figure draws conf-ECE; class-wise would cost 30x more on 100 classes
     return calcore.ece_by_bins(
-        _preds, bins=range(5, 26), binning=b, views=("confidence", "top-label")
+        unweighted(_preds), bins=range(5, 26), binning=b, views=("confidence", "top-label")
     )
 
 
@@ -228,7 +247,7 @@ def validity(
 ) -> calcore.ValidityCurve:
     """The histogram-binning paper's protocol on all rows: half calibration, half test;
     ``group`` (a class index or None) restricts the test rows to one predicted class."""
-    data = sampled_rows(_all_rows(key.split("|")[0], _calib, _test))
+    data = unweighted(sampled_rows(_all_rows(key.split("|")[0], _calib, _test)))
     n_calib = data.n_samples // 2
     binning = "unique" if calcore.CALIBRATORS[name].family in ("binning", "canonical") else None
     options = {"binning": binning} if binning else {"binning": "equal-width", "bins": 15}
@@ -253,7 +272,8 @@ def learning(
     """One method's learning curve; the same seed draws the same subsets for every method."""
     b, k = calcore_binning(binning, bins)
     return calcore.learning_curve(
-        sampled_rows(_calib), sampled_rows(_test), [(name, dict(params))], sizes=list(sizes),
+        unweighted(sampled_rows(_calib)), unweighted(sampled_rows(_test)), [(name, dict(params))],
+        sizes=list(sizes),
         metric=metric, n_repeats=n_repeats, bins=k, binning=b, seed=0,
     )  # fmt: skip
 

@@ -8,6 +8,7 @@ are immutable with read-only arrays), so a 400 MB upload is not pickled on every
 
 from __future__ import annotations
 
+import hashlib
 import io
 from dataclasses import dataclass
 
@@ -30,6 +31,8 @@ class LoadOptions:
     scores: str = "auto"  # "auto", "probs" or "logits"
     split_column: str | None = None
     renormalize: bool = False
+    weight_column: str | None = None
+    unweighted: bool = False  # ignore a detected weight column
 
     def kwargs(self) -> dict:
         return {
@@ -38,6 +41,7 @@ class LoadOptions:
             "scores": self.scores,
             "split_column": self.split_column,
             "renormalize": self.renormalize,
+            "weight_column": self.weight_column,
         }
 
 
@@ -70,6 +74,15 @@ class Split:
     warning: str | None = None
 
 
+def rows_key(digest: str, options: LoadOptions) -> str:
+    """The cache key of the rows a file gives with ``options``: its digest, plus a digest of
+    the options when they differ from detection (another label, score or weight column
+    gives other rows, so results computed for one must not be reused for the other)."""
+    if options == LoadOptions():
+        return digest
+    return f"{digest}+{hashlib.blake2b(repr(options).encode(), digest_size=8).hexdigest()}"
+
+
 def _buffer(data: bytes, name: str) -> io.BytesIO:
     buffer = io.BytesIO(data)
     buffer.name = name
@@ -96,6 +109,8 @@ def load(_data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
     sessions, so the page reads calcore's messages from ``Predictions.load_report``.
     """
     splits = calcore.io.load_splits(_buffer(_data, name), name=name, **options.kwargs())
+    if options.unweighted:
+        splits = {k: p.with_sample_weight(None) for k, p in splits.items()}
     notes, warns = [], []
     for preds in splits.values():
         report = preds.load_report

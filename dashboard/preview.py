@@ -83,7 +83,17 @@ def load_options(schema, digest: str, *, expanded: bool) -> LoadOptions:
             default=[col for col in schema.class_columns if col in cols],
             key=_key(digest, "score_columns"),
         )
-        renormalize = st.checkbox(
+        left, right = st.columns(2)
+        weight = left.selectbox(
+            "Weight column (row weights)",
+            [DETECT, NONE, *cols],
+            format_func=lambda v: (
+                f"{DETECT}: {schema.weight_column or 'none'}" if v == DETECT else v
+            ),
+            key=_key(digest, "weight"),
+            help="Frequency weights: every metric counts a row as often as its weight.",
+        )
+        renormalize = right.checkbox(
             "Renormalise probability rows that do not sum to 1 (reported)",
             key=_key(digest, "renormalize"),
         )
@@ -106,4 +116,6 @@ def load_options(schema, digest: str, *, expanded: bool) -> LoadOptions:
         scores=kind,
         split_column=None if split in (DETECT, NONE) else split,
         renormalize=bool(renormalize),
+        weight_column=None if weight in (DETECT, NONE) else weight,
+        unweighted=weight == NONE,
     )

@@ -464,3 +464,31 @@ def test_figures_are_reused_until_something_they_show_changes(monkeypatch):
     at.number_input(key=controls.KEY_BINS).set_value(7).run()
     assert_clean(at)
     assert len(built) == 3  # new bins: new diagrams, new figure
+
+
+def test_a_weight_column_weights_the_metrics_and_can_be_turned_off():
+    rng = np.random.default_rng(7)
+    n = 300
+    p = rng.beta(2, 2, n)
+    y = (rng.random(n) < p).astype(int)
+    w = rng.integers(1, 4, n)
+    lines = ["label,p_yes,weight"] + [f"{y[i]},{p[i]:.6f},{w[i]}" for i in range(n)]
+    data = ("\n".join(lines) + "\n").encode()
+    at = upload(run_app({"m": "none"}), "weighted.csv", data)
+    assert_clean(at)
+    assert any("weighted by column weight" in unescape_markdown(c.value) for c in at.caption)
+    # the app's random split of the rows; each test row repeated as often as its weight
+    from calcore.evaluation import random_split
+
+    loaded = calcore.load_predictions(io.BytesIO(data), name="weighted.csv")
+    _, test = random_split(loaded, test_fraction=0.5, seed=0)
+    counts = test.sample_weight.astype(int)
+    repeated = test.with_sample_weight(None).subset(np.repeat(np.arange(test.n_samples), counts))
+    expected = calcore.evaluate(repeated, bins=15).metrics["conf_ece"]
+    assert metrics_table(at).loc["uncalibrated", "conf-ECE"] == f"{expected:.4f}"
+    (weight_box,) = [k for k in at.session_state if str(k).endswith(".weight")]
+    at.selectbox(key=weight_box).set_value("(none)").run()
+    assert_clean(at)
+    unweighted = calcore.evaluate(test.with_sample_weight(None), bins=15).metrics["conf_ece"]
+    assert metrics_table(at).loc["uncalibrated", "conf-ECE"] == f"{unweighted:.4f}"
+    assert f"{unweighted:.4f}" != f"{expected:.4f}"

@@ -11,12 +11,13 @@ bit-identical outputs. Nothing is ever pickled.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._validation import row_weights
 from calcore.predictions import Predictions
 
 __all__ = ["Param", "Calibrator", "FORMAT_VERSION", "MAX_ITER", "to_jsonable"]
@@ -113,6 +114,36 @@ def to_jsonable(value):
     return value
 
 
+#: Most score values a fit on repeated rows may hold (2**26: 512 MiB of float64).
+MAX_REPEATED_VALUES = 1 << 26
+
+
+def _repeated_rows(weights: np.ndarray, n_classes: int, *, owner: str) -> np.ndarray:
+    """Row indices, each repeated as often as its integer weight says.
+
+    Raises
+    ------
+    CalcoreError
+        A fractional weight, or more repeated values than :data:`MAX_REPEATED_VALUES`.
+    """
+    fractional = weights != np.round(weights)
+    if fractional.any():
+        i = int(np.argmax(fractional))
+        raise CalcoreError(
+            f"{owner}: row {i} has weight {float(weights[i])!r}, but this method fits weighted "
+            f"rows by repeating them, which needs integer weights. Round the weights, or use "
+            f"a method that takes any weights (ts)."
+        )
+    total = float(weights.sum())
+    if total * n_classes > MAX_REPEATED_VALUES:
+        raise CalcoreError(
+            f"{owner}: the weights repeat the rows into {total:,.0f} rows x {n_classes} "
+            f"classes, more than {MAX_REPEATED_VALUES:,} values. Fit on a sample of the rows "
+            f"or scale the weights down."
+        )
+    return np.repeat(np.arange(weights.size), weights.astype(np.int64))
+
+
 class Calibrator:
     """Base class of calcore's post-hoc calibrators.
 
@@ -141,6 +172,11 @@ class Calibrator:
         Refuses problems with more than two classes.
     slow : bool
         Whether a fit can take more than a few seconds on 10^4 x 10^2 data.
+    weighted : bool
+        Whether :meth:`_fit` uses row weights (``preds.sample_weight``) itself, so any
+        non-negative weights work. Other methods fit weighted rows by repeating each
+        row as often as its weight says, which is exact for integer weights and
+        refused for fractional ones (see :meth:`fit`).
     """
 
     name: ClassVar[str] = ""
@@ -152,6 +188,7 @@ class Calibrator:
     parameters: ClassVar[tuple[Param, ...]] = ()
     binary_only: ClassVar[bool] = False
     slow: ClassVar[bool] = False
+    weighted: ClassVar[bool] = False
 
     def __init__(self, **params):
         known = {p.name: p for p in self.parameters}
@@ -215,8 +252,26 @@ class Calibrator:
     def class_names(self) -> tuple[str, ...] | None:
         return self._class_names
 
-    def fit(self, preds: Predictions) -> "Calibrator":
-        """Learn the calibration map from ``preds`` (the calibration split). Returns ``self``."""
+    def fit(self, preds: Predictions, *, sample_weight=None) -> "Calibrator":
+        """Learn the calibration map from ``preds`` (the calibration split). Returns ``self``.
+
+        Parameters
+        ----------
+        preds : Predictions
+        sample_weight : array_like of shape (n_samples,), optional
+            Row weights (frequency weights); default ``preds.sample_weight`` (a file's
+            weight column). Methods with ``weighted = True`` (temperature scaling) use
+            them in their objective; the others are fitted on each row repeated as
+            often as its weight, which equals fitting on repeated rows exactly and
+            needs integer weights (at most :data:`MAX_REPEATED_VALUES` values once
+            repeated). ``fit_info["sample_weight"]`` says which was done.
+
+        Raises
+        ------
+        CalcoreError
+            Not Predictions, a binary-only method on more classes, bad weights, or
+            fractional weights for a method that can only repeat rows.
+        """
         if not isinstance(preds, Predictions):
             raise CalcoreError(
                 f"{self.name}.fit expects calcore.Predictions; got {type(preds).__name__}."
@@ -226,7 +281,16 @@ class Calibrator:
                 f"{self.name} is a binary calibrator and the data has {preds.n_classes} classes; "
                 f"wrap it in an M2B reduction such as 'tl-{self.name}' or 'cw-{self.name}'."
             )
-        state, info = self._fit(preds)
+        weights = row_weights(preds, sample_weight)
+        if weights is None:
+            state, info = self._fit(preds)
+        elif self.weighted:
+            state, info = self._fit(replace(preds, sample_weight=weights))
+            info = {**info, "sample_weight": "row weights in the fit's objective"}
+        else:
+            rows = _repeated_rows(weights, preds.n_classes, owner=self.name)
+            state, info = self._fit(replace(preds.subset(rows), sample_weight=None))
+            info = {**info, "sample_weight": "integer row weights: each row repeated that often"}
         self._state = to_jsonable(state)
         self._fit_info = to_jsonable(info)
         self._class_names = preds.class_names

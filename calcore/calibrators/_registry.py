@@ -29,6 +29,7 @@ class CalibratorInfo:
     binary_only: bool
     slow: bool
     parameters: tuple[Param, ...]
+    weighted: bool = False  # fits any row weights itself (else integer weights, repeated)
 
     @property
     def defaults(self) -> dict:
@@ -51,6 +52,7 @@ def _info(name: str, cls) -> CalibratorInfo:
         cls.binary_only,
         cls.slow,
         tuple(cls.parameters),
+        cls.weighted,
     )
 
 

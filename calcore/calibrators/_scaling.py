@@ -59,8 +59,14 @@ class TemperatureFit:
     at_bound: str | None = None
 
 
-def _temperature_terms(z, zmax, d_label, beta):
-    """Mean NLL of softmax(beta z) and its first two derivatives in beta (one blocked pass)."""
+def _mean(x, weights):
+    """``mean(x)``, or with row weights normalised to mean 1, ``sum(w x) / sum(w)``."""
+    return float(np.mean(x) if weights is None else np.dot(x, weights) / x.size)
+
+
+def _temperature_terms(z, zmax, d_label, beta, weights=None):
+    """Mean NLL of softmax(beta z) and its first two derivatives in beta (one blocked pass);
+    weighted means with ``weights`` (normalised to mean 1)."""
     n, n_classes = z.shape
     step = max(1, _BLOCK_ELEMENTS // n_classes)
     d = np.empty((min(step, n), n_classes))
@@ -78,13 +84,13 @@ def _temperature_terms(z, zmax, d_label, beta):
         m1[rows] = np.einsum("ij,ij->i", ee, dd) / s
         ee *= dd
         m2[rows] = np.einsum("ij,ij->i", ee, dd) / s
-    nll = float(np.mean(log_s - beta * d_label))
-    grad = float(np.mean(m1 - d_label))
-    hess = float(np.mean(m2 - m1 * m1))
+    nll = _mean(log_s - beta * d_label, weights)
+    grad = _mean(m1 - d_label, weights)
+    hess = _mean(m2 - m1 * m1, weights)
     return nll, grad, hess
 
 
-def _newton_on_beta(z, labels, beta0, lo, hi, *, xtol, max_iter, zmax=None):
+def _newton_on_beta(z, labels, beta0, lo, hi, *, xtol, max_iter, zmax=None, weights=None):
     """Safeguarded Newton on the convex NLL(beta) inside the bracket [lo, hi].
 
     Stops when the Newton step is at most ``xtol * beta``, or when the next step,
@@ -99,7 +105,7 @@ def _newton_on_beta(z, labels, beta0, lo, hi, *, xtol, max_iter, zmax=None):
     beta, nll = float(np.clip(beta0, lo, hi)), np.nan
     prev_step = None  # the last Newton step actually taken (None after a bisection/bound try)
     for it in range(1, max_iter + 1):
-        nll, grad, hess = _temperature_terms(z, zmax, d_label, beta)
+        nll, grad, hess = _temperature_terms(z, zmax, d_label, beta, weights)
         tried_min |= beta == b_min
         tried_max |= beta == b_max
         if grad > 0:
@@ -169,8 +175,13 @@ def _bound_message(which: str, t_bound: float) -> str:
     )
 
 
-def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100, owner="ts"):
+def fit_inverse_temperature(
+    z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100, owner="ts", weights=None
+):
     """NLL-optimal ``beta = 1/T`` for ``softmax(beta * z)``, bracketed by ``[1/t_max, 1/t_min]``.
+
+    With row ``weights`` (frequency weights) the NLL is the weighted mean, so integer
+    weights give the temperature of the repeated rows; rows of weight 0 are left out.
 
     The mean NLL is convex in ``beta`` (its second derivative is the mean
     variance of ``z`` under ``softmax(beta z)``), strictly so unless every row
@@ -185,6 +196,11 @@ def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100,
     constant the NLL does not depend on ``T``; ``T = 1`` (clipped into the bounds) is
     returned with a message.
     """
+    if weights is not None:
+        keep = weights > 0
+        if not keep.all():
+            z, labels, weights = z[keep], labels[keep], weights[keep]
+        weights = weights / weights.mean()
     n, n_classes = z.shape
     zmax = z.max(axis=1)
     if not _any_varying_row(z, zmax):
@@ -202,10 +218,20 @@ def fit_inverse_temperature(z, labels, *, t_min, t_max, xtol=1e-9, max_iter=100,
     stride = max(1, (n * n_classes) // 5_000_000)
     if stride > 1:  # cheap warm start on every stride-th row
         sub = _newton_on_beta(
-            z[::stride], labels[::stride], 1.0, lo, hi, xtol=1e-4, max_iter=60, zmax=zmax[::stride]
+            z[::stride],
+            labels[::stride],
+            1.0,
+            lo,
+            hi,
+            xtol=1e-4,
+            max_iter=60,
+            zmax=zmax[::stride],
+            weights=None if weights is None else weights[::stride] / weights[::stride].mean(),
         )
         beta0, iters = sub.beta, sub.iterations
-    fit = _newton_on_beta(z, labels, beta0, lo, hi, xtol=xtol, max_iter=max_iter, zmax=zmax)
+    fit = _newton_on_beta(
+        z, labels, beta0, lo, hi, xtol=xtol, max_iter=max_iter, zmax=zmax, weights=weights
+    )
     if fit.message.startswith("bound:"):
         which = fit.message.split(":")[1]
         t_bound = t_min if which == "min_temperature" else t_max

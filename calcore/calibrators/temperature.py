@@ -54,6 +54,7 @@ def _fit_temperature(preds, params, owner):
         t_min=params["min_temperature"],
         t_max=params["max_temperature"],
         owner=owner,
+        weights=preds.sample_weight,
     )
     temperature = 1.0 / fit.beta
     info = {
@@ -118,6 +119,7 @@ class TemperatureScaling(Calibrator):
     name = "ts"
     family = "parametric"
     description = "Temperature scaling (one temperature, NLL-optimal; keeps the argmax)."
+    weighted = True  # the weighted mean NLL
     accuracy_preserving = True
     injective = True  # p -> softmax(log p / T) is one-to-one on the simplex for T > 0
     parameters = _temperature_params()

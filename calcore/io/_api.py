@@ -25,6 +25,7 @@ def load_predictions(
     name: str | None = None,
     score_columns: Sequence[str] | None = None,
     max_decoded_bytes: int | None = None,
+    weight_column: str | None = None,
 ) -> Predictions:
     """Load predicted scores and true labels from a CSV, Parquet or NPZ file.
 
@@ -74,6 +75,12 @@ def load_predictions(
         decoding: CSV, data lines x columns x 8 bytes; Parquet, the metadata's
         uncompressed size and rows x columns read x 8 bytes; NPZ, the members'
         declared sizes and the array shapes from the ``.npy`` headers.
+    weight_column : str, optional
+        Column (NPZ: array) of row weights: frequency weights, finite and >= 0, not all
+        0 (integer weights equal repeated rows). Default: the one column named
+        ``weight``, ``weights``, ``sample_weight`` or ``example_weight`` (any case), if
+        any. The predictions carry them as ``sample_weight``, which every metric,
+        diagram and report uses.
 
     Returns
     -------
@@ -90,7 +97,7 @@ def load_predictions(
         ``renormalize``), logits given as probabilities, labels that are not
         classes, fewer than 2 classes, unknown split values, non-UTF-8 bytes,
         lines with missing or extra fields, pickled NPZ arrays, files over the
-        ``max_decoded_bytes`` budget.
+        ``max_decoded_bytes`` budget, negative, NaN or all-zero weights.
 
     Warns
     -----
@@ -142,6 +149,7 @@ def load_predictions(
         scores=scores,
         max_decoded_bytes=max_decoded_bytes,
         positive_class=positive_class,
+        weight_column=weight_column,
     )
     rows = None
     if split is not None:
@@ -180,6 +188,7 @@ def load_splits(
     name: str | None = None,
     score_columns: Sequence[str] | None = None,
     max_decoded_bytes: int | None = None,
+    weight_column: str | None = None,
 ) -> dict[str, Predictions]:
     """Load a file once and return its calibration and test rows separately.
 
@@ -187,7 +196,7 @@ def load_splits(
     ----------
     path_or_buffer, label_column, scores, split_column, renormalize, positive_class, name
         As in :func:`load_predictions`.
-    score_columns, max_decoded_bytes
+    score_columns, max_decoded_bytes, weight_column
         As in :func:`load_predictions`.
 
     Returns
@@ -213,6 +222,7 @@ def load_splits(
         scores=scores,
         max_decoded_bytes=max_decoded_bytes,
         positive_class=positive_class,
+        weight_column=weight_column,
     )
     common = dict(
         auto=scores == "auto" and table.kind_hint is None,

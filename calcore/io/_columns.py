@@ -6,6 +6,9 @@ Rules (documented in :func:`calcore.io.load_predictions`):
   ``y``, ``target``, ``true_label`` or ``class`` (case-insensitive).
 * **Split**: ``split_column`` if given, else a column named ``split``
   (case-insensitive), else none.
+* **Weight**: ``weight_column`` if given, else the one column named ``weight``,
+  ``weights``, ``sample_weight`` or ``example_weight`` (case-insensitive), else none;
+  it is never a score column.
 * **Scores**: ``score_columns`` if given. Else, if some remaining columns start
   with a known prefix (``p_``, ``prob_``, ``proba_``, ``probs_``, ``score_``,
   ``logit_``, ``logits_``; case-insensitive), the score columns are the
@@ -30,6 +33,8 @@ __all__ = [
     "Roles",
     "detect_roles",
     "check_header_names",
+    "pick_weight",
+    "WEIGHT_NAMES",
     "LABEL_NAMES",
     "PREFIXES",
     "PROB_PREFIXES",
@@ -44,6 +49,30 @@ ID_NAMES = frozenset({"id", "index", "idx", "sample_id", "image_id", "file", "fi
 PREFIXES = ("probs_", "proba_", "prob_", "p_", "logits_", "logit_", "score_")
 PROB_PREFIXES = frozenset({"probs_", "proba_", "prob_", "p_"})
 LOGIT_PREFIXES = frozenset({"logits_", "logit_"})
+
+
+WEIGHT_NAMES = ("weight", "weights", "sample_weight", "example_weight")
+
+
+def pick_weight(columns, weight_column: str | None, source: str) -> str | None:
+    """The weight column: the one named, else the one with a weight name, else none.
+
+    Raises
+    ------
+    CalcoreError
+        ``weight_column`` is not a column, or several columns have a weight name.
+    """
+    if weight_column is not None:
+        if weight_column not in columns:
+            raise CalcoreError(
+                f"{source}: weight_column={weight_column!r} is not a column; columns are "
+                f"{list(columns)[:20]}."
+            )
+        return weight_column
+    found = [c for c in columns if c.lower() in WEIGHT_NAMES]
+    if len(found) > 1:
+        raise CalcoreError(f"{source}: several weight columns {found}; pass weight_column=.")
+    return found[0] if found else None
 
 
 @dataclass(frozen=True)

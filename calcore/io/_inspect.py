@@ -52,6 +52,7 @@ def inspect_table(
     split_column: str | None = None,
     score_columns: Sequence[str] | None = None,
     max_decoded_bytes: int | None = None,
+    weight_column: str | None = None,
 ) -> TableSchema:
     """Describe a file's columns and what :func:`load_predictions` would detect.
 
@@ -64,7 +65,7 @@ def inspect_table(
         As in :func:`load_predictions`.
     name : str, optional
         Name used in messages.
-    label_column, split_column, score_columns : optional
+    label_column, split_column, score_columns, weight_column : optional
         The user's corrections, as in :func:`load_predictions`.
     max_decoded_bytes : int, optional
         Size budget, as in :func:`load_predictions` (NPZ and Parquet are
@@ -93,6 +94,7 @@ def inspect_table(
         score_columns=score_columns,
         scores="auto",
         max_decoded_bytes=max_decoded_bytes,
+        weight_column=weight_column,
         peek=True,  # NPZ: headers and the preview rows only; loading checks every value
     )
     guess, why = _guess(sc)
@@ -124,4 +126,5 @@ def inspect_table(
         scores_reason=why,
         preview=preview,
         problems=roles.problems,
+        weight_column=sc.weight,
     )

@@ -15,6 +15,7 @@ from calcore._validation import (
     check_class_names,
     check_logits,
     check_probs,
+    check_sample_weight,
     probability_sum_tolerance,
 )
 from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_budget
@@ -52,7 +53,7 @@ def _check_decoded_size(sc, budget: int) -> None:
     if sc.source.file_format == "csv":
         n_columns = len(sc.columns)  # pandas parses every column
     else:
-        n_columns = len({*sc.roles.scores, sc.roles.label, sc.roles.split} - {None})
+        n_columns = len({*sc.roles.scores, sc.roles.label, sc.roles.split, sc.weight} - {None})
     size = sc.n_rows * n_columns * 8
     if size > budget:
         what = f"{sc.n_rows:,} rows x {n_columns:,} columns x 8 bytes"
@@ -60,7 +61,15 @@ def _check_decoded_size(sc, budget: int) -> None:
 
 
 def _open_table(
-    path_or_buffer, *, name, label_column, split_column, score_columns, scores, max_decoded_bytes
+    path_or_buffer,
+    *,
+    name,
+    label_column,
+    split_column,
+    score_columns,
+    scores,
+    max_decoded_bytes,
+    weight_column=None,
 ):
     src = open_source(path_or_buffer, name=name)
     sc = scan(
@@ -70,6 +79,7 @@ def _open_table(
         score_columns=score_columns,
         scores=scores,
         max_decoded_bytes=max_decoded_bytes,
+        weight_column=weight_column,
     )
     if sc.roles.problems:
         raise CalcoreError(sc.roles.problems[0])
@@ -213,6 +223,7 @@ def _build(
         reason = reason.replace(" and rows that sum to 1", f"; {n_renorm} row(s) renormalised")
     counts = np.bincount(labels, minlength=len(classes.names))
     roles = table.roles
+    weights = _row_weights(table, rows)
     split_counts = ()
     if split_values is not None:
         split_counts = tuple(
@@ -241,6 +252,8 @@ def _build(
         max_row_deviation=deviation,
         absent_classes=tuple(n for n, c in zip(classes.names, counts, strict=True) if c == 0),
         row_numbering=table.row_names.numbering,
+        weight_column=table.weight_column if weights is not None else None,
+        total_weight=None if weights is None else float(weights.sum()),
     )
     for message in report.warnings():
         warnings.warn(message, CalcoreWarning, stacklevel=3)  # the caller of load_*
@@ -250,7 +263,17 @@ def _build(
         classes.names,
         _frozen(logits),
         report,
+        sample_weight=_frozen(weights),
     )
+
+
+def _row_weights(table: RawTable, rows) -> np.ndarray | None:
+    """The selected rows' weights, checked (finite, >= 0, not all 0), naming a bad cell."""
+    if table.weights is None:
+        return None
+    w = table.weights if rows is None else table.weights[rows]
+    row = table.row_names if rows is None else SelectedRowNames(table.row_names, rows)
+    return check_sample_weight(w, len(w), source=table.source, row=row, column=table.weight_column)
 
 
 def _split_values(table: RawTable) -> np.ndarray | None:
@@ -270,6 +293,7 @@ def _prepare(
     scores,
     max_decoded_bytes,
     positive_class,
+    weight_column=None,
 ):
     table = _open_table(
         path_or_buffer,
@@ -279,6 +303,7 @@ def _prepare(
         score_columns=score_columns,
         scores=scores,
         max_decoded_bytes=max_decoded_bytes,
+        weight_column=weight_column,
     )
     split_values = _split_values(table)
     classes = _classes(table, positive_class)

@@ -44,7 +44,7 @@ class TableSchema:
         The prefix stripped from ``class_columns`` (e.g. ``"p_"``).
     split_column : str or None
     ignored_columns : tuple of str
-        Columns that are neither label, split nor score columns.
+        Columns that are neither label, split, weight nor score columns.
     ignored_reasons : tuple of str
         Why each ignored column was ignored (same order).
     scores_guess : {"probs", "logits"} or None
@@ -55,6 +55,8 @@ class TableSchema:
         The first rows, cells as text.
     problems : tuple of str
         Detection problems that loading would raise as errors (e.g. no label column).
+    weight_column : str or None
+        The column (NPZ: array) of row weights, if any.
     """
 
     source: str
@@ -74,6 +76,7 @@ class TableSchema:
     scores_reason: str
     preview: tuple[dict[str, str], ...]
     problems: tuple[str, ...]
+    weight_column: str | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,11 @@ class LoadReport:
         Classes that no loaded row has as its label.
     row_numbering : str
         How rows are numbered in messages (CSV: file lines, header = line 1).
+    weight_column : str or None
+        Column (NPZ: array) of row weights, if any; the predictions then carry them
+        as ``sample_weight``.
+    total_weight : float or None
+        Sum of the loaded rows' weights.
     """
 
     source: str
@@ -143,6 +151,8 @@ class LoadReport:
     max_row_deviation: float | None
     absent_classes: tuple[str, ...]
     row_numbering: str
+    weight_column: str | None = None
+    total_weight: float | None = None
 
     def warnings(self) -> list[str]:
         """The notes that also went out as :class:`~calcore.CalcoreWarning`."""
@@ -185,6 +195,11 @@ class LoadReport:
                 else f"'{self.split_selected}' rows loaded"
             )
             out.append(f"Split column {self.split_column!r} ({counts}); {chosen}.")
+        if self.weight_column is not None:
+            out.append(
+                f"Rows weighted by column {self.weight_column!r} (total weight "
+                f"{self.total_weight:,.6g}); every metric and diagram uses the weights."
+            )
         if self.max_row_deviation is not None and not self.renormalized_rows:
             out.append(f"Largest |row sum - 1|: {self.max_row_deviation:.3g}.")
         out.append(f"Rows are numbered as {self.row_numbering}.")

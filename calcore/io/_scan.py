@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from calcore.io._columns import Roles, detect_roles
+from calcore._errors import CalcoreError
+from calcore.io._columns import Roles, detect_roles, pick_weight
 from calcore.io._csv import read_csv_columns, record_lines, scan_csv
 from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
@@ -28,6 +29,7 @@ class Scan:
     preview: tuple[tuple[str, ...], ...]
     roles: Roles
     layout: Any  # CsvLayout, ParquetLayout or NpzContent
+    weight: str | None = None  # the weight column (NPZ: array), if any
 
 
 def numeric_in_preview(columns, preview, csv: bool):
@@ -90,12 +92,18 @@ def _npz_scan(src: Source, options: dict, *, peek: bool) -> Scan:
         src, max_decoded_bytes=options["max_decoded_bytes"], label_column=options["label_column"]
     )
     n = content.n_rows
-    roles = npz_roles(content)
+    weight = pick_weight(content.names, options["weight_column"], src.name)
+    if weight is not None and weight not in content.ignored:
+        raise CalcoreError(
+            f"{src.name}: array {weight!r} holds scores, labels, class names or the split; "
+            f"it cannot be the weights."
+        )
+    roles = npz_roles(content, weight=weight)
     preview = tuple(
         (str(content.labels[i]), *(repr(float(v)) for v in content.scores[i]))
         for i in range(min(n, 5))
     )
-    return Scan(src, None, content.names, n, preview, roles, content)
+    return Scan(src, None, content.names, n, preview, roles, content, weight)
 
 
 def scan(
@@ -106,6 +114,7 @@ def scan(
     score_columns,
     scores,
     max_decoded_bytes,
+    weight_column=None,
     peek: bool = False,
 ) -> Scan:
     """Detect layout and column roles; read values only for NPZ (whole arrays, or with
@@ -117,7 +126,11 @@ def scan(
         scores_kind=scores,
     )
     if src.file_format == "npz":
-        options = dict(max_decoded_bytes=max_decoded_bytes, label_column=label_column)
+        options = dict(
+            max_decoded_bytes=max_decoded_bytes,
+            label_column=label_column,
+            weight_column=weight_column,
+        )
         return _npz_scan(src, options, peek=peek)
     if src.file_format == "parquet":
         layout = scan_parquet(src, max_decoded_bytes=max_decoded_bytes)
@@ -129,8 +142,12 @@ def scan(
         layout = scan_csv(src)
         is_numeric = numeric_in_preview(layout.columns, layout.preview, True)
         delimiter = layout.delimiter
-    roles = detect_roles(layout.columns, source=src.name, is_numeric=is_numeric, **options)
-    return Scan(src, delimiter, layout.columns, layout.n_rows, layout.preview, roles, layout)
+    weight = pick_weight(layout.columns, weight_column, src.name)
+    columns = tuple(c for c in layout.columns if c != weight)
+    roles = detect_roles(columns, source=src.name, is_numeric=is_numeric, **options)
+    return Scan(
+        src, delimiter, layout.columns, layout.n_rows, layout.preview, roles, layout, weight
+    )
 
 
 def read_table(sc: Scan) -> RawTable:
@@ -139,6 +156,7 @@ def read_table(sc: Scan) -> RawTable:
     if src.file_format == "npz":
         c = sc.layout
         hint = (c.score_name, f"the archive's array is named {c.score_name!r}")
+        weights = None if sc.weight is None else _npz_weights(src, sc.weight, sc.n_rows)
         return RawTable(
             src.name,
             "npz",
@@ -151,14 +169,21 @@ def read_table(sc: Scan) -> RawTable:
             c.split,
             RowNames(csv=False),
             hint,
+            weights,
+            sc.weight,
         )
     texts = [roles.label] + ([roles.split] if roles.split else [])
+    floats = [*roles.scores] + ([sc.weight] if sc.weight is not None else [])
     lines = None
     if src.file_format == "parquet":
-        scores, text = read_parquet_columns(src, sc.layout, floats=roles.scores, texts=texts)
+        _check_weight_type(src, sc.layout, sc.weight)
+        scores, text = read_parquet_columns(src, sc.layout, floats=floats, texts=texts)
     else:
-        scores, text = read_csv_columns(src, sc.layout, floats=roles.scores, texts=texts)
+        scores, text = read_csv_columns(src, sc.layout, floats=floats, texts=texts)
         lines = record_lines(src, sc.layout, scores.shape[0])
+    weights = None
+    if sc.weight is not None:
+        weights, scores = scores[:, -1].copy(), np.ascontiguousarray(scores[:, :-1])
     split = np.asarray(text[roles.split]) if roles.split else None
     return RawTable(
         src.name,
@@ -171,4 +196,34 @@ def read_table(sc: Scan) -> RawTable:
         np.asarray(text[roles.label]),
         split,
         RowNames(csv=src.file_format == "csv", lines=lines),
+        None,
+        weights,
+        sc.weight,
     )
+
+
+def _check_weight_type(src: Source, layout, weight: str | None) -> None:
+    if weight is None:
+        return
+    j = layout.columns.index(weight)
+    if not layout.numeric[j]:
+        raise CalcoreError(
+            f"{src.name}, column {weight!r}: has type {layout.types[j]}, but weights must be "
+            "numbers. Store them as floats or integers."
+        )
+
+
+def _npz_weights(src: Source, key: str, n_rows: int) -> np.ndarray:
+    """The archive's weight array (checked to be one number per row; values later)."""
+    import io
+
+    with np.load(io.BytesIO(src.data), allow_pickle=False) as npz:
+        w = npz[key]
+    if w.shape != (n_rows,) or not (
+        np.issubdtype(w.dtype, np.floating) or np.issubdtype(w.dtype, np.integer)
+    ):
+        raise CalcoreError(
+            f"{src.name}: array {key!r} has shape {w.shape} and dtype {w.dtype}; row weights "
+            f"need shape ({n_rows},) and a numeric dtype."
+        )
+    return w

@@ -82,6 +82,10 @@ class RawTable:
     row_names : RowNames
     kind_hint : tuple of (str, str) or None
         ``(kind, reason)`` when the format fixes the kind (NPZ array names).
+    weights : ndarray of shape (n_rows,) or None
+        The weight column's values (not yet validated), if the file has one.
+    weight_column : str or None
+        Its name (NPZ: the array's).
     """
 
     source: str
@@ -95,6 +99,8 @@ class RawTable:
     split: np.ndarray | None
     row_names: RowNames
     kind_hint: tuple[str, str] | None = None
+    weights: np.ndarray | None = None
+    weight_column: str | None = None
 
 
 def columns_to_matrix(table: pa.Table, names) -> np.ndarray:

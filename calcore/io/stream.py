@@ -43,7 +43,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._validation import InputContext, check_sample_weight
-from calcore.io._columns import Roles, detect_roles
+from calcore.io._columns import Roles, detect_roles, pick_weight
 from calcore.io._labels import class_labels, split_of_rows
 from calcore.io._parquet import non_numeric_scores
 from calcore.io._prefetch import prefetched
@@ -78,7 +78,11 @@ class StreamBatch:
     file: str
     first_row: int
     position: int
-    weights: np.ndarray | None = None
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        """The rows' weights (``preds.sample_weight``), None without a weight column."""
+        return self.preds.sample_weight
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,7 +136,8 @@ class PredictionStream:
         (:func:`calcore.statistics.poisson.row_uniforms`); the ``max_rows`` rows with the
         smallest are kept (bottom-k sampling), so the sample does not depend on the
         batching and memory holds at most ``max_rows`` rows (plus one batch). The sample
-        keeps the stream's order. Weights, if any, are not used.
+        keeps the stream's order and the rows' weights (``sample_weight``), if any; rows
+        are drawn without regard to them.
         """
         if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
             raise CalcoreError(f"max_rows must be a positive integer; got {max_rows!r}.")
@@ -188,8 +193,8 @@ class PredictionStream:
         state = _KindState(self._options["scores"])
         position = 0
         for path in self.files:
-            for preds, first_row, weights in _file_batches(self, path, state):
-                yield StreamBatch(preds, _short(self, path), first_row, position, weights)
+            for preds, first_row in _file_batches(self, path, state):
+                yield StreamBatch(preds, _short(self, path), first_row, position)
                 position += preds.n_samples
 
 
@@ -446,7 +451,7 @@ def scan(
         )
     else:
         layout = (_arrow_columns if family == "arrow" else _csv_columns)(files)
-        weight = _pick_weight(layout.columns, weight_column, display)
+        weight = pick_weight(layout.columns, weight_column, display)
         roles = detect_roles(
             tuple(c for c in layout.columns if c != weight),
             source=display,
@@ -596,7 +601,7 @@ def _npz_roles(files, display: str, label_column, weight_column):
 
     archives = [NpzArchive(p, _short_path(files, p), label_column=label_column) for p in files]
     first = archives[0]
-    weight = _pick_weight(tuple(first.files), weight_column, display)
+    weight = pick_weight(tuple(first.files), weight_column, display)
     if weight is not None:
         if weight in first.row_arrays(None) or weight == "class_names":
             raise CalcoreError(f"{display}: array {weight!r} cannot be the weights.")
@@ -622,24 +627,6 @@ def _npz_roles(files, display: str, label_column, weight_column):
     return roles, weight, sum(a.n_rows for a in archives), width
 
 
-WEIGHT_NAMES = ("weight", "weights", "sample_weight", "example_weight")
-
-
-def _pick_weight(columns, weight_column, source: str) -> str | None:
-    """The weight column: the one named, else the one with a weight name, else none."""
-    if weight_column is not None:
-        if weight_column not in columns:
-            raise CalcoreError(
-                f"{source}: weight_column={weight_column!r} is not a column; columns are "
-                f"{list(columns)[:20]}."
-            )
-        return weight_column
-    found = [c for c in columns if c.lower() in WEIGHT_NAMES]
-    if len(found) > 1:
-        raise CalcoreError(f"{source}: several weight columns {found}; pass weight_column=.")
-    return found[0] if found else None
-
-
 def _display(source, files) -> str:
     return os.fspath(source) if len(files) > 1 else os.path.basename(files[0])
 
@@ -661,7 +648,11 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
     for raw, weights in read[stream._options["family"]](stream, path):
         preds = _validate_batch(stream, raw, state, _decide_kind, _score_ctx, _validate_scores)
         if preds is not None:
-            yield preds, raw.row_names.first, _batch_weights(stream, weights, raw)
+            w = _batch_weights(stream, weights, raw)
+            if w is not None:
+                w.setflags(write=False)
+                preds = replace(preds, sample_weight=w)
+            yield preds, raw.row_names.first
 
 
 def _arrow_tables(stream: PredictionStream, path: str):
@@ -917,6 +908,11 @@ def _concatenate(parts: list) -> Predictions:
         logits.setflags(write=False)
     probs = np.concatenate([p.probs for p in parts])
     labels = np.concatenate([p.labels for p in parts])
+    weights = None
+    if parts[0].sample_weight is not None:  # a stream's batches all have weights or none
+        weights = np.concatenate([p.sample_weight for p in parts])
+        weights.setflags(write=False)
     probs.setflags(write=False)
     labels.setflags(write=False)
-    return Predictions(probs, labels, parts[0].class_names, logits, None, parts[0].normalized)
+    first = parts[0]
+    return Predictions(probs, labels, first.class_names, logits, None, first.normalized, weights)

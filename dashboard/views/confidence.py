@@ -39,3 +39,6 @@ def diagram_with_options(ctx) -> None:
         "confidence", lambda: figure(ctx, bands=bands, intervals=intervals), bands, intervals
     )
     chart(fig, "figure.confidence")
+    note = compute.weights_note(ctx.split.test) if bands else None
+    if note:
+        st.caption(f"Consistency bands: {note}")

@@ -30,3 +30,6 @@ def render(ctx) -> None:
     curve_fig, sweep_fig = ctx.figure("kde", lambda: figures(ctx))
     chart(curve_fig, "figure.kde")
     chart(sweep_fig, "figure.ece_by_bins")
+    note = compute.weights_note(ctx.split.test)
+    if note:
+        st.caption(f"KDE curve and bin sweep: {note}")

@@ -61,3 +61,6 @@ def render(ctx) -> None:
             note = compute.sample_note(preds.n_samples)
             if note:
                 st.caption(f"{which.capitalize()} rows: {note}")
+        note = compute.weights_note(ctx.split.calib, ctx.split.test)
+        if note:
+            st.caption(note)

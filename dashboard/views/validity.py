@@ -80,6 +80,9 @@ def render(ctx) -> None:
     note = compute.sample_note(rows)
     if note:
         st.caption(note)
+    note = compute.weights_note(ctx.split.calib, ctx.split.test)
+    if note:
+        st.caption(note)
     if th is not None:
         st.caption(
             f"Dashed: UMD's guarantee with {th[1][1]} bins and {th[1][0]:,} calibration rows "

@@ -1,0 +1,228 @@
+"""Row weights end to end: a file's weight column, Predictions that carry weights, and
+calibrator fits. The reference is always the same rows repeated as often as their
+integer weight, or, for fractional weights, an objective minimised independently."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy.optimize import minimize_scalar
+from scipy.special import log_softmax
+
+import calcore
+from calcore.calibrators._registry import CALIBRATORS
+from calcore.cli import main
+from calcore.evaluation import concatenate
+
+
+def _logits(n, n_classes, seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, n_classes, n)
+    z = (
+        rng.normal(size=(n, n_classes)) + 2.5 * np.eye(n_classes)[y]
+    )  # informative, overconfident x2
+    return 2.0 * z, y
+
+
+def test_a_weight_column_is_detected_checked_and_carried():
+    text = b"label,p_cat,p_dog,Weight\ncat,0.8,0.2,2\ndog,0.4,0.6,1\ncat,0.3,0.7,0\n"
+    preds = calcore.load_predictions(io.BytesIO(text), name="w.csv")
+    np.testing.assert_array_equal(preds.sample_weight, [2.0, 1.0, 0.0])
+    assert preds.load_report.weight_column == "Weight" and preds.load_report.total_weight == 3
+    assert any("weighted by column 'Weight'" in m for m in preds.load_report.messages())
+    # accuracy over rows 2 x correct, 1 x wrong (0.4 < 0.6 but label dog: correct), 0 x wrong
+    assert calcore.evaluate(preds).metrics["accuracy"] == pytest.approx(1.0)
+    assert calcore.evaluate(preds, sample_weight=[1, 1, 1]).metrics["accuracy"] == pytest.approx(
+        2 / 3
+    )
+    bad = b"label,p_cat,p_dog,weight\ncat,0.8,0.2,2\ndog,0.4,0.6,-1\n"
+    with pytest.raises(calcore.CalcoreError, match=r"w\.csv, line 3, column 'weight': weight -1"):
+        calcore.load_predictions(io.BytesIO(bad), name="w.csv")
+    zero = b"label,p_cat,p_dog,weight\ncat,0.8,0.2,0\ndog,0.4,0.6,0\n"
+    with pytest.raises(calcore.CalcoreError, match="every weight is 0"):
+        calcore.load_predictions(io.BytesIO(zero), name="w.csv")
+
+
+def test_weight_column_by_name_without_prefix_is_not_a_class():
+    text = b"y,a,b,importance\na,0.8,0.2,3\nb,0.4,0.6,1\n"
+    preds = calcore.load_predictions(io.BytesIO(text), name="n.csv", weight_column="importance")
+    assert preds.class_names == ("a", "b")
+    np.testing.assert_array_equal(preds.sample_weight, [3.0, 1.0])
+    schema = calcore.inspect_table(io.BytesIO(text), name="n.csv", weight_column="importance")
+    assert schema.weight_column == "importance" and schema.class_columns == ("a", "b")
+    unweighted = calcore.load_predictions(io.BytesIO(text), name="n.csv")
+    assert unweighted.class_names == ("a", "b", "importance")  # a score column (logits)
+
+
+def test_parquet_and_npz_weights_and_split_selection(tmp_path):
+    pq.write_table(
+        pa.table(
+            {
+                "y": [0, 1, 1, 0],
+                "p_x": [0.2, 0.7, 0.4, 0.1],
+                "sample_weight": [1.0, 2.0, 0.5, 4.0],
+                "split": ["calib", "test", "test", "calib"],
+            }
+        ),
+        tmp_path / "w.parquet",
+    )
+    test = calcore.load_predictions(tmp_path / "w.parquet", split="test")
+    np.testing.assert_array_equal(test.sample_weight, [2.0, 0.5])
+    splits = calcore.load_splits(tmp_path / "w.parquet")
+    np.testing.assert_array_equal(splits["calib"].sample_weight, [1.0, 4.0])
+    np.savez(
+        tmp_path / "w.npz",
+        probs=np.array([[0.2, 0.8], [0.6, 0.4]]),
+        labels=np.array([1, 0]),
+        weight=np.array([3, 1]),
+    )
+    np.testing.assert_array_equal(
+        calcore.load_predictions(tmp_path / "w.npz").sample_weight, [3, 1]
+    )
+    pq.write_table(
+        pa.table({"y": [0, 1], "p_x": [0.2, 0.7], "weight": ["a", "b"]}), tmp_path / "s.parquet"
+    )
+    with pytest.raises(calcore.CalcoreError, match=r"s\.parquet, column 'weight': has type string"):
+        calcore.load_predictions(tmp_path / "s.parquet")
+
+
+def test_weighted_predictions_equal_repeated_rows_in_every_metric():
+    z, y = _logits(800, 3, seed=1)
+    w = np.random.default_rng(1).integers(0, 4, 800)
+    weighted = calcore.Predictions.from_logits(z, y, sample_weight=w)
+    rows = np.repeat(np.arange(800), w)
+    repeated = calcore.Predictions.from_logits(z[rows], y[rows])
+    got, want = calcore.evaluate(weighted), calcore.evaluate(repeated)
+    for k in calcore.METRICS:
+        assert got.metrics[k] == pytest.approx(want.metrics[k], rel=1e-9, abs=1e-13), k
+    # subsets and concatenation keep the weights; mixing weighted and unweighted is an error
+    half = weighted.subset(np.arange(400))
+    np.testing.assert_array_equal(half.sample_weight, w[:400])
+    both = concatenate([half, weighted.subset(np.arange(400, 800))])
+    np.testing.assert_array_equal(both.sample_weight, w)
+    with pytest.raises(calcore.CalcoreError, match="some parts have row weights"):
+        concatenate([half, calcore.Predictions.from_logits(z[:5], y[:5])])
+    assert weighted.with_sample_weight(None).sample_weight is None
+
+
+def test_temperature_scaling_takes_fractional_weights_in_its_objective():
+    z, y = _logits(3_000, 4, seed=2)
+    w = np.random.default_rng(2).random(3_000)
+    preds = calcore.Predictions.from_logits(z, y)
+    ts = calcore.make_calibrator("ts").fit(preds, sample_weight=w)
+
+    def weighted_nll(t):
+        return -(w * log_softmax(z / t, axis=1)[np.arange(3_000), y]).sum() / w.sum()
+
+    best = minimize_scalar(
+        weighted_nll, bounds=(0.05, 20), method="bounded", options={"xatol": 1e-10}
+    )
+    assert ts.fit_info["temperature"] == pytest.approx(best.x, rel=1e-6)
+    assert ts.fit_info["sample_weight"] == "row weights in the fit's objective"
+    unweighted = calcore.make_calibrator("ts").fit(preds).fit_info["temperature"]
+    assert abs(unweighted - best.x) > 1e-4  # the weights matter
+
+
+def _fit_cases():
+    for name, info in sorted(CALIBRATORS.items()):
+        if info.slow or name in ("compose",):
+            continue
+        yield name
+
+
+@pytest.mark.parametrize("name", list(_fit_cases()))
+def test_every_calibrator_fits_integer_weights_as_repeated_rows(name):
+    n_classes = 2 if CALIBRATORS[name].binary_only else 3
+    z, y = _logits(600, n_classes, seed=3)
+    w = np.random.default_rng(3).integers(0, 3, 600)
+    preds = calcore.Predictions.from_logits(z, y)
+    rows = np.repeat(np.arange(600), w)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            weighted = calcore.make_calibrator(name).fit(preds.with_sample_weight(w))
+            repeated = calcore.make_calibrator(name).fit(preds.subset(rows))
+    assert "sample_weight" in weighted.fit_info
+    tol = 1e-7 if CALIBRATORS[name].weighted else 1e-12
+    np.testing.assert_allclose(
+        weighted.transform(preds).probs, repeated.transform(preds).probs, rtol=tol, atol=tol
+    )
+
+
+def test_fractional_weights_are_refused_where_rows_can_only_be_repeated():
+    z, y = _logits(100, 2, seed=4)
+    preds = calcore.Predictions.from_logits(z, y, sample_weight=np.full(100, 0.5))
+    with pytest.raises(calcore.CalcoreError, match=r"hb: row 0 has weight 0\.5.*integer weights"):
+        calcore.make_calibrator("hb").fit(preds)
+    calcore.make_calibrator("ts").fit(preds)  # takes them
+
+
+def test_cli_weight_col_for_metrics_and_calibrate(tmp_path, capsys):
+    z, y = _logits(400, 2, seed=5)
+    p = np.exp(log_softmax(z, axis=1))[:, 1]
+    w = np.random.default_rng(5).integers(1, 4, 400)
+    split = np.where(np.arange(400) % 2 == 0, "calib", "test")
+    lines = ["label,p_pos,imp,split"] + [
+        f"{y[i]},{float(p[i])!r},{w[i]},{split[i]}" for i in range(400)
+    ]
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    assert main(["metrics", str(tmp_path / "d.csv"), "--weight-col", "imp", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    rows = np.repeat(np.arange(400), w)
+    want = calcore.evaluate(
+        calcore.Predictions.from_probs(np.column_stack([1 - p, p])[rows], y[rows])
+    )
+    assert got["conf_ece"] == pytest.approx(want.metrics["conf_ece"], rel=1e-10)
+    assert (
+        main(
+            [
+                "calibrate",
+                str(tmp_path / "d.csv"),
+                "--method",
+                "hb",
+                "--weight-col",
+                "imp",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "each row repeated" in out, out[:2000]
+
+
+def test_calibration_gain_is_weighted_like_repeated_rows():
+    z, y = _logits(500, 3, seed=6)
+    w = np.random.default_rng(6).integers(0, 4, 500)
+    preds = calcore.Predictions.from_logits(z, y, sample_weight=w)
+    ts = calcore.make_calibrator("ts").fit(preds)
+    gain = calcore.calibration_gain(preds, ts.transform(preds)).value
+    rows = np.repeat(np.arange(500), w)
+    plain = preds.with_sample_weight(None)
+    want = calcore.calibration_gain(plain.subset(rows), ts.transform(plain).subset(rows)).value
+    assert gain == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: calcore.consistency_bands(p, n_resamples=5),
+        lambda p: calcore.ece_by_bins(p, bins=[5, 10]),
+        lambda p: calcore.kde_confidence_curve(p),
+        lambda p: calcore.validity_curve(p, n_resamples=2),
+    ],
+    ids=["consistency_bands", "ece_by_bins", "kde_confidence_curve", "validity_curve"],
+)
+def test_functions_without_weights_refuse_weighted_rows_instead_of_ignoring_them(call):
+    z, y = _logits(200, 2, seed=7)
+    preds = calcore.Predictions.from_logits(z, y, sample_weight=np.full(200, 2.0))
+    with pytest.raises(calcore.CalcoreError, match="does not use row weights yet"):
+        call(preds)
+    call(preds.with_sample_weight(None))  # unweighted on request
