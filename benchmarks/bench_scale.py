@@ -4,12 +4,18 @@ Prints one JSON object. Cases (binary predictions, a deterministic generator):
 
 * ``memory``: ``evaluate`` of N rows already in memory, all metrics and the confidence
   ECE alone, beside DuckDB's 15-bin confidence-ECE query over the same arrays;
-* ``stream``: the same rows written as one Parquet file, ``evaluate(scan(file))``
-  (what ``calcore metrics FILE`` runs), beside the DuckDB query straight from the file;
-  peak RSS of each measured in a fresh child process.
+* ``stream``: the rows written as one Parquet file: ``calcore metrics FILE --json``
+  (every metric) and ``--metric conf_ece`` (the query's metric), beside the DuckDB query
+  straight from the file; peak RSS of each measured in a fresh child process;
+* ``bootstrap``: 20 Poisson bootstrap replicates over a streamed 10M-row Parquet file,
+  the confidence ECE alone and every metric;
+* ``csv``: a 10M-row CSV file streamed (``calcore metrics`` of a CSV over the size
+  budget) beside DuckDB's ``read_csv`` query;
+* ``directory`` (only with ``--dir-rows``, e.g. 1,000,000,000: ~10 GB, not in CI):
+  a directory of 50M-row Parquet files, ``calcore metrics DIR --json``.
 
-Usage: ``python benchmarks/bench_scale.py [--rows 10000000] [--stream-rows 100000000]``
-(the 100M-row file is ~1.2 GB, written to a temporary directory and removed).
+Usage: ``python benchmarks/bench_scale.py [--rows 10000000] [--stream-rows 100000000]
+[--dir-rows 0]`` (files are written to a temporary directory and removed).
 """
 
 from __future__ import annotations
@@ -102,40 +108,127 @@ def memory_case(n: int, repeats: int) -> dict:
     }
 
 
-def stream_case(n: int, folder: str) -> dict:
+def _write_parquet(path: str, n: int, *, first_seed: int = 0) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = os.path.join(folder, "preds.parquet")
     writer = None
     step = 10_000_000
     for start in range(0, n, step):  # write in pieces: the generator's memory stays bounded
-        p, y = _data(min(step, n - start), seed=start)
+        p, y = _data(min(step, n - start), seed=first_seed + start)
         table = pa.table({"label": y, "p_click": p})
         writer = writer or pq.ParquetWriter(path, table.schema)
         writer.write_table(table, row_group_size=1_000_000)
     writer.close()
-    ours = _child(
-        "import time, json, calcore\n"
-        f"t = time.perf_counter(); r = calcore.evaluate(calcore.scan({path!r}))\n"
-        "print(json.dumps({'seconds': time.perf_counter() - t, 'conf_ece': r.conf_ece, "
-        "'n': r.n}))"
+
+
+def _cli(source: str, *extra: str, env: dict | None = None) -> dict:
+    """``calcore metrics SOURCE --json`` in a fresh interpreter: seconds, peak RSS, result."""
+    args = ["metrics", source, "--json", *extra]
+    return _child(
+        "import contextlib, io, json, os, time\n"
+        f"os.environ.update({env or {}!r})\n"
+        "from calcore.cli import main\n"
+        "buf = io.StringIO()\n"
+        "t = time.perf_counter()\n"
+        f"with contextlib.redirect_stdout(buf): code = main({args!r})\n"
+        "s = time.perf_counter() - t\n"
+        "r = json.loads(buf.getvalue())\n"
+        "print(json.dumps({'seconds': s, 'code': code, 'conf_ece': r['conf_ece'], 'n': r['n']}))"
     )
-    duck = _child(
+
+
+def _duck(src: str) -> dict:
+    return _child(
         "import time, json, duckdb\n"
-        f"q = '''{QUERY.format(src=f'(select p_click as p, label from {path!r})')}'''\n"
+        f"q = '''{QUERY.format(src=src)}'''\n"
         "t = time.perf_counter(); v = duckdb.connect().execute(q).fetchone()[0]\n"
         "print(json.dumps({'seconds': time.perf_counter() - t, 'conf_ece': v}))"
     )
+
+
+def stream_case(n: int, folder: str) -> dict:
+    path = os.path.join(folder, "preds.parquet")
+    _write_parquet(path, n)
+    every = _cli(path)
+    conf = _cli(path, "--metric", "conf_ece")
+    duck = _duck(f"(select p_click as p, label from {path!r})")
     return {
         "rows": n,
         "file_mb": round(os.path.getsize(path) / 2**20, 1),
-        "calcore_evaluate_scan_s": round(ours["seconds"], 3),
-        "calcore_peak_rss_mb": round(ours["peak_rss_mb"]),
+        "calcore_metrics_all_s": round(every["seconds"], 3),
+        "calcore_metrics_all_peak_rss_mb": round(every["peak_rss_mb"]),
+        "calcore_metrics_conf_ece_s": round(conf["seconds"], 3),
+        "calcore_metrics_conf_ece_peak_rss_mb": round(conf["peak_rss_mb"]),
         "duckdb_query_s": round(duck["seconds"], 3),
         "duckdb_peak_rss_mb": round(duck["peak_rss_mb"]),
-        "ratio_to_duckdb": round(ours["seconds"] / duck["seconds"], 2),
-        "conf_ece": ours["conf_ece"],
+        "all_ratio_to_duckdb": round(every["seconds"] / duck["seconds"], 2),
+        "conf_ece_ratio_to_duckdb": round(conf["seconds"] / duck["seconds"], 2),
+        "conf_ece": conf["conf_ece"],
+        "all_metrics_conf_ece": every["conf_ece"],
+        "duckdb_conf_ece": duck["conf_ece"],
+    }
+
+
+def bootstrap_case(n: int, folder: str) -> dict:
+    path = os.path.join(folder, "boot.parquet")
+    _write_parquet(path, n)
+    conf = _cli(path, "--metric", "conf_ece", "--bootstrap", "20")
+    every = _cli(path, "--bootstrap", "20")
+    plain = _cli(path, "--metric", "conf_ece")
+    return {
+        "rows": n,
+        "replicates": 20,
+        "conf_ece_with_replicates_s": round(conf["seconds"], 3),
+        "conf_ece_without_s": round(plain["seconds"], 3),
+        "all_metrics_with_replicates_s": round(every["seconds"], 3),
+        "peak_rss_mb": round(max(conf["peak_rss_mb"], every["peak_rss_mb"])),
+    }
+
+
+def csv_case(n: int, folder: str) -> dict:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    p, y = _data(n, seed=7)
+    path = os.path.join(folder, "preds.csv")
+    pacsv.write_csv(pa.table({"label": y, "p_click": p}), path)
+    env = {"CALCORE_MAX_DECODED_BYTES": "1000000"}  # streamed, as a file over the budget
+    conf = _cli(path, "--metric", "conf_ece", env=env)
+    every = _cli(path, env=env)
+    duck = _duck(f"(select p_click as p, label from read_csv({path!r}))")
+    return {
+        "rows": n,
+        "file_mb": round(os.path.getsize(path) / 2**20, 1),
+        "calcore_metrics_conf_ece_s": round(conf["seconds"], 3),
+        "calcore_metrics_all_s": round(every["seconds"], 3),
+        "calcore_peak_rss_mb": round(max(conf["peak_rss_mb"], every["peak_rss_mb"])),
+        "duckdb_read_csv_query_s": round(duck["seconds"], 3),
+        "conf_ece_ratio_to_duckdb": round(conf["seconds"] / duck["seconds"], 2),
+        "conf_ece": conf["conf_ece"],
+        "duckdb_conf_ece": duck["conf_ece"],
+    }
+
+
+def directory_case(n: int, folder: str) -> dict:
+    per_file = 50_000_000
+    files = 0
+    for k, start in enumerate(range(0, n, per_file)):
+        sub = os.path.join(folder, f"day={k:03d}")
+        os.makedirs(sub)
+        rows = min(per_file, n - start)
+        _write_parquet(os.path.join(sub, "part.parquet"), rows, first_seed=start)
+        files += 1
+    every = _cli(folder)
+    duck = _duck(f"(select p_click as p, label from read_parquet({folder + '/*/*.parquet'!r}))")
+    return {
+        "rows": n,
+        "files": files,
+        "calcore_metrics_all_s": round(every["seconds"], 1),
+        "calcore_peak_rss_mb": round(every["peak_rss_mb"]),
+        "duckdb_query_s": round(duck["seconds"], 2),
+        "duckdb_peak_rss_mb": round(duck["peak_rss_mb"]),
+        "conf_ece": every["conf_ece"],
         "duckdb_conf_ece": duck["conf_ece"],
     }
 
@@ -144,11 +237,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--stream-rows", type=int, default=100_000_000)
+    parser.add_argument("--boot-rows", type=int, default=10_000_000)
+    parser.add_argument("--csv-rows", type=int, default=10_000_000)
+    parser.add_argument("--dir-rows", type=int, default=0, help="0: skip the directory case")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--only", choices=("memory", "stream", "bootstrap", "csv", "directory"), action="append"
+    )
     args = parser.parse_args()
-    out = {"memory": memory_case(args.rows, args.repeats)}
-    with tempfile.TemporaryDirectory() as folder:
-        out["stream"] = stream_case(args.stream_rows, folder)
+    cases = {
+        "memory": lambda folder: memory_case(args.rows, args.repeats),
+        "stream": lambda folder: stream_case(args.stream_rows, folder),
+        "bootstrap": lambda folder: bootstrap_case(args.boot_rows, folder),
+        "csv": lambda folder: csv_case(args.csv_rows, folder),
+    }
+    if args.dir_rows:
+        cases["directory"] = lambda folder: directory_case(args.dir_rows, folder)
+    out = {}
+    for name, run in cases.items():
+        if args.only and name not in args.only:
+            continue
+        with tempfile.TemporaryDirectory() as folder:
+            out[name] = run(folder)
+        print(json.dumps({name: out[name]}), file=sys.stderr, flush=True)  # progress
     print(json.dumps(out, indent=2))
 
 

@@ -133,10 +133,17 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("metrics", help="every calibration metric of a predictions file")
     m.add_argument(
         "file",
-        help="CSV, Parquet or NPZ file of predictions; or a directory or glob of Parquet files",
+        help="CSV, Parquet, Arrow IPC or NPZ file of predictions; or a directory or glob of them",
     )
     _add_loading_options(m)
     _add_estimation_options(m)
+    m.add_argument(
+        "--metric",
+        action="append",
+        choices=tuple(METRICS),
+        metavar="KEY",
+        help="compute only this metric (repeatable; default: every metric): " + ", ".join(METRICS),
+    )
     m.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     c = sub.add_parser("calibrate", help="fit a calibrator; before/after metrics on test data")
@@ -217,7 +224,12 @@ def _with_notes(lines: list[str], notes: list[str]) -> str:
 
 def _evaluate(preds, args) -> CalibrationReport:
     return evaluate(
-        preds, bins=args.bins, binning=args.binning, seed=args.seed, n_bootstrap=args.bootstrap
+        preds,
+        bins=args.bins,
+        binning=args.binning,
+        seed=args.seed,
+        n_bootstrap=args.bootstrap,
+        metrics=getattr(args, "metric", None),
     )
 
 

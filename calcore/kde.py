@@ -277,6 +277,13 @@ def kde_bandwidth(scores) -> float:
     return _rule_of_thumb(_check_scores(scores, "kde_bandwidth"))
 
 
+def validated_scores_bandwidth(scores: np.ndarray) -> float:
+    """:func:`kde_bandwidth` of scores that are already checked (a ``Predictions``'
+    probabilities: finite, in [0, 1]), without checking them again (on 10M scores
+    the checks cost more than the standard deviation)."""
+    return _rule_of_thumb(np.asarray(scores, dtype=np.float64))
+
+
 def kde_reliability_curve(
     scores, outcomes, *, bandwidth=None, grid_size=None
 ) -> KDEReliabilityCurve:

@@ -19,7 +19,7 @@ from calcore.binned import BinStatistics, bin_statistics_from_sums
 from calcore.binning import resolve_binning
 from calcore.bootstrap import Interval, check_bootstrap_options, percentile_bounds
 from calcore.io.stream import PredictionStream
-from calcore.kde import kde_bandwidth
+from calcore.kde import validated_scores_bandwidth
 from calcore.predictions import Predictions
 from calcore.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
@@ -219,7 +219,7 @@ def report_kde_specs(
 
     def bandwidth(scores):
         if weights is None:
-            return kde_bandwidth(scores)
+            return validated_scores_bandwidth(scores)
         return ScoreMoments.of(scores, weights).bandwidth()
 
     specs = {}

@@ -361,3 +361,17 @@ def test_calibrate_streams_fits_on_a_seeded_sample(parquet_dir, tmp_path, capsys
     fitted = calcore.make_calibrator("platt").fit(sample)
     assert got["params"] == fitted.to_dict()["params"]
     assert calcore.load_predictions(out).n_samples == got["after"]["n"]
+
+
+def test_metric_option_computes_only_the_named_metrics(csv_file, parquet_dir, capsys):
+    path, _, _ = csv_file
+    for source in (str(path), str(parquet_dir[0])):
+        assert main(["metrics", source, "--json"]) == 0
+        every = json.loads(capsys.readouterr().out)
+        assert main(["metrics", source, "--metric", "conf_ece", "--metric", "nll", "--json"]) == 0
+        some = json.loads(capsys.readouterr().out)
+        assert some["conf_ece"] == every["conf_ece"] and some["nll"] == every["nll"]
+        assert some["classwise_ece"] is None and some["accuracy"] is None
+    with pytest.raises(SystemExit) as exc:
+        main(["metrics", str(path), "--metric", "ece_of_my_dreams"])
+    assert exc.value.code == 2
