@@ -5,11 +5,14 @@ no stale elements, plus the chart/table drawn):
 
 * 10,000 x 100 (``assets/synthetic_wide100.npz``, ts + tl-hb, 200 bootstrap resamples):
   first render after upload <= 3 s; a settings change (bins) re-renders in <= 1.5 s;
-* 50,000 x 1,000 upload (float32 logits, generated here): first render <= 10 s.
+* 50,000 x 1,000 upload (float32 logits, generated here): first render <= 10 s;
+* issue 11: a 2,000,000-row binary CSV (~38 MB, generated here) settles <= 8 s after the
+  upload; the validity and learning-curve views (on a 200,000-row sample) <= 5 s each.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_dashboard.py [--skip-big | --skip-wide] [--repeats 3]
+    .venv/bin/python benchmarks/bench_dashboard.py [--skip-big] [--skip-wide] [--skip-rows]
+        [--repeats 3]
 
 Each case runs in a fresh browser page against one ``streamlit run`` server; the server's
 caches are cleared between repeats by restarting it, so "first render" is cold.
@@ -144,6 +147,8 @@ HEADINGS = {
     "Top-label reliability": "Top-label reliability diagram",
     "Class-wise reliability": "Class-wise reliability",
     "KDE-ECE vs binned ECE": "KDE-ECE beside binned ECE",
+    "Validity": "Validity plots",
+    "Learning curves": "Learning curves",
 }
 
 
@@ -169,11 +174,25 @@ def big_npz(folder: Path, n: int = 50_000, n_classes: int = 1_000) -> Path:
     return path
 
 
+def binary_csv(folder: Path, n: int = 2_000_000) -> Path:
+    """Binary predictions (label, P(positive)) as a CSV without a split column."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    rng = np.random.default_rng(1)
+    p = rng.beta(0.6, 2.5, n)
+    y = (rng.random(n) < np.clip(1.2 * p, 0, 1)).astype(np.int64)
+    path = folder / f"binary_{n}.csv"
+    pacsv.write_csv(pa.table({"label": y, "p_click": np.round(p, 6)}), path)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-big", action="store_true")
-    parser.add_argument("--skip-wide", action="store_true", help="only the 50,000 x 1,000 case")
+    parser.add_argument("--skip-wide", action="store_true", help="skip the 10,000 x 100 case")
+    parser.add_argument("--skip-rows", action="store_true", help="skip the 2M-row CSV case")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -212,6 +231,19 @@ def main() -> None:
                     "first_paint_s": round(paint, 2),
                     "first_render_s": round(done, 2),
                     "bins_change_s": round(change_bins(page, 12, intervals=False)[1], 2),
+                }
+                page.close()
+        if not args.skip_rows:
+            with tempfile.TemporaryDirectory() as tmp, Server() as server:
+                path = binary_csv(Path(tmp))
+                page = browser.new_page(viewport={"width": 1400, "height": 1600})
+                paint, done = upload_and_render(page, server.url, path)
+                results["binary_csv_2000000"] = {
+                    "megabytes": round(path.stat().st_size / 2**20, 1),
+                    "first_paint_s": round(paint, 2),
+                    "first_render_s": round(done, 2),
+                    "validity_s": round(switch_view(page, "Validity"), 2),
+                    "learning_s": round(switch_view(page, "Learning curves"), 2),
                 }
                 page.close()
         browser.close()

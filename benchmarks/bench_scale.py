@@ -142,7 +142,9 @@ def _duck(src: str) -> dict:
     return _child(
         "import time, json, duckdb\n"
         f"q = '''{QUERY.format(src=src)}'''\n"
-        "t = time.perf_counter(); v = duckdb.connect().execute(q).fetchone()[0]\n"
+        "con = duckdb.connect()\n"
+        "con.execute('SET enable_progress_bar = false')  # its bar would garble stdout\n"
+        "t = time.perf_counter(); v = con.execute(q).fetchone()[0]\n"
         "print(json.dumps({'seconds': time.perf_counter() - t, 'conf_ece': v}))"
     )
 
@@ -220,6 +222,7 @@ def directory_case(n: int, folder: str) -> dict:
         _write_parquet(os.path.join(sub, "part.parquet"), rows, first_seed=start)
         files += 1
     every = _cli(folder)
+    print(json.dumps({"directory_calcore": every}), file=sys.stderr, flush=True)
     duck = _duck(f"(select p_click as p, label from read_parquet({folder + '/*/*.parquet'!r}))")
     return {
         "rows": n,

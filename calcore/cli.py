@@ -263,7 +263,7 @@ def _stream(path: str, args, *, split=None):
         positive_class=args.positive_class,
         weight_column=args.weight_col,
     )
-    return stream.with_progress(Progress(stream.n_rows_in_files))
+    return stream.with_progress(Progress(stream.n_rows_in_files, estimated=stream.rows_estimated))
 
 
 class Progress:
@@ -273,8 +273,11 @@ class Progress:
     twice a second; a pass is over when a batch starts again at position 0.
     """
 
-    def __init__(self, rows_per_pass: int, *, stream=None, after: float = 2.0):
+    def __init__(
+        self, rows_per_pass: int, *, stream=None, after: float = 2.0, estimated: bool = False
+    ):
         self.rows_per_pass = max(int(rows_per_pass), 1)
+        self.about = "~" if estimated else ""  # CSV: rows estimated from the first lines
         self.out = sys.stderr if stream is None else stream
         self.after = after
         self.start = time.monotonic()
@@ -298,7 +301,7 @@ class Progress:
         pass_rate = done / max(now - self.pass_start, 1e-9)
         left = max(self.rows_per_pass - done, 0) / max(pass_rate, 1e-9)
         self.out.write(
-            f"\rcalcore: pass {self.passes}: {done:,} of {self.rows_per_pass:,} rows "
+            f"\rcalcore: pass {self.passes}: {done:,} of {self.about}{self.rows_per_pass:,} rows "
             f"({rate / 1e6:.1f}M rows/s), {left:.0f} s left in this pass   "
         )
         self.out.flush()

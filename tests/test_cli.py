@@ -297,6 +297,10 @@ def test_progress_line_says_rows_rate_and_time_left():
     slow_start(Batch(0, 10))
     slow_start.close()
     assert quiet.getvalue() == ""
+    about = io.StringIO()
+    csv_rows = Progress(1000, stream=about, after=0.0, estimated=True)  # CSV: an estimate
+    csv_rows(Batch(0, 400))
+    assert "400 of ~1,000 rows" in about.getvalue()
 
 
 def test_apply_streams_a_directory_to_parquet_and_csv(parquet_dir, tmp_path, capsys):

@@ -42,10 +42,10 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._limits import ROWS
 from calcore._validation import InputContext, check_sample_weight
 from calcore.io._columns import Roles, detect_roles, pick_weight
 from calcore.io._labels import class_labels, split_of_rows
-from calcore.io._parquet import non_numeric_scores
 from calcore.io._prefetch import prefetched
 from calcore.io._table import (
     LabelRowNames,
@@ -99,12 +99,27 @@ class PredictionStream:
         Detected label, split and score columns (as :func:`calcore.inspect_table`).
     class_names : tuple of str
     n_rows_in_files : int
-        Rows of every file (from the metadata), before any split selection.
+        Rows of every file (from the metadata), before any split selection; for CSV
+        files an estimate from the size of the first lines (``rows_estimated``).
     split : str or None
         The split read (``"calib"``, ``"test"``) or None for every row.
     batch_rows : int
     weight_column : str or None
         Column of row weights (frequency weights), if any.
+
+    Examples
+    --------
+    >>> import os, tempfile, calcore
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "preds.csv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("label,p_a,p_b\\na,0.9,0.1\\nb,0.3,0.7\\nb,0.6,0.4\\n")
+    >>> stream = calcore.scan(path)
+    >>> stream.class_names, [batch.preds.n_samples for batch in stream.batches()]
+    (('a', 'b'), [3])
+    >>> calcore.evaluate(stream, bins=5).accuracy
+    0.6666666666666666
+    >>> folder.cleanup()
     """
 
     name: str
@@ -119,6 +134,7 @@ class PredictionStream:
     weight_column: str | None = None
     transform: Callable | None = field(default=None, repr=False)
     fingerprints: tuple = field(default=(), repr=False)
+    rows_estimated: bool = False
 
     def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
         """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
@@ -139,8 +155,7 @@ class PredictionStream:
         keeps the stream's order and the rows' weights (``sample_weight``), if any; rows
         are drawn without regard to them.
         """
-        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
-            raise CalcoreError(f"max_rows must be a positive integer; got {max_rows!r}.")
+        ROWS.check(max_rows, "max_rows")
         from calcore.statistics.poisson import row_uniforms
 
         keep_u = np.empty(0)
@@ -437,11 +452,10 @@ def scan(
     >>> import calcore
     >>> # report = calcore.evaluate(calcore.scan("logs/*.parquet"), bins=15)
     """
-    from calcore.io._load import _check_options
+    from calcore.io._load import check_options
 
-    _check_options(scores, split, None)  # the checks of load_predictions
-    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-        raise CalcoreError(f"batch_rows must be a positive integer; got {batch_rows!r}.")
+    check_options(scores, split, None)  # the checks of load_predictions
+    ROWS.check(batch_rows, "batch_rows")
     files = _files(source)
     display = _display(source, files)
     family = _family(files, display)
@@ -496,6 +510,7 @@ def scan(
         options,
         weight_column=weight,
         fingerprints=fingerprints,
+        rows_estimated=family == "csv",
     )
     # The class names (and the scores' kind) come from the first batch with rows.
     for b in stream.batches(read_ahead=False):
@@ -549,6 +564,8 @@ def _arrow_columns(files):
         return _n_rows(path)
 
     def check_numeric(roles: Roles, weight: str | None) -> None:
+        from calcore.io._parquet import non_numeric_scores
+
         name = _short_path(files, files[0])
         if weight is not None and not _numeric(types[weight]):
             raise CalcoreError(
@@ -641,12 +658,10 @@ class _KindState:
 
 def _file_batches(stream: PredictionStream, path: str, state: _KindState):
     """``(preds, first row, weights)`` of the file's batches, validated."""
-    from calcore.io._load import _decide_kind, _score_ctx, _validate_scores
-
     _check_unchanged(stream, path)
     read = {"arrow": _arrow_tables, "csv": _csv_tables, "npz": _npz_tables}
     for raw, weights in read[stream._options["family"]](stream, path):
-        preds = _validate_batch(stream, raw, state, _decide_kind, _score_ctx, _validate_scores)
+        preds = _validate_batch(stream, raw, state)
         if preds is not None:
             w = _batch_weights(stream, weights, raw)
             if w is not None:
@@ -840,8 +855,10 @@ def _batch_weights(stream, weights, raw: RawTable):
     return w
 
 
-def _validate_batch(stream, raw: RawTable, state, decide_kind, score_ctx, validate_scores):
+def _validate_batch(stream, raw: RawTable, state):
     """The selected rows of one batch as Predictions (None when the split leaves none)."""
+    from calcore.io._load import FIRST_ROWS, decide_kind, score_context, validate_scores
+
     opts = stream._options
     selected = None
     if stream.split is not None:
@@ -863,8 +880,6 @@ def _validate_batch(stream, raw: RawTable, state, decide_kind, score_ctx, valida
             f"positive_class= (binary files with text labels) so that every batch agrees."
         )
     if state.decided is None:
-        from calcore.io._load import FIRST_ROWS
-
         kind, reason = decide_kind(raw, opts["scores"])
         if reason.startswith("scores='auto' saw"):  # from values: those of this batch
             reason += FIRST_ROWS
@@ -875,7 +890,7 @@ def _validate_batch(stream, raw: RawTable, state, decide_kind, score_ctx, valida
         scores,
         kind=kind,
         auto=opts["scores"] == "auto",
-        ctx=score_ctx(raw, selected),
+        ctx=score_context(raw, selected),
         renormalize=opts["renormalize"],
         reason=reason,
     )

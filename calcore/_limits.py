@@ -1,0 +1,66 @@
+"""The limits of calcore's count options, each defined once with the check that enforces it.
+
+A check names the argument as the caller wrote it (``evaluate(n_bootstrap=1)`` says
+``n_bootstrap``, not the name of an inner helper's parameter), and the dashboard and
+the CLI read the same bounds from here instead of restating them.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+from calcore._errors import CalcoreError
+
+__all__ = [
+    "CountLimit",
+    "BINS",
+    "N_BOOTSTRAP",
+    "N_RESAMPLES",
+    "BOOTSTRAP_RESAMPLES",
+    "N_REPEATS",
+    "ROWS",
+]
+
+
+@dataclass(frozen=True)
+class CountLimit:
+    """An integer option's allowed range ``[minimum, maximum]`` (``maximum`` None: unbounded).
+
+    ``zero_means`` describes an allowed 0 below ``minimum`` (e.g. "no intervals").
+    """
+
+    minimum: int
+    maximum: int | None = None
+    zero_means: str | None = None
+
+    def describe(self) -> str:
+        rule = "a positive integer" if self.minimum == 1 else f"an integer >= {self.minimum}"
+        if self.maximum is not None:
+            rule = f"an integer from {self.minimum} to {self.maximum:,}"
+        return rule if self.zero_means is None else f"0 ({self.zero_means}) or {rule}"
+
+    def check(self, value, name: str) -> int:
+        """``value`` as an int, or a :class:`CalcoreError` naming ``name`` and the rule."""
+        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        if ok:
+            value = int(value)
+            inside = value >= self.minimum and (self.maximum is None or value <= self.maximum)
+            ok = inside or (value == 0 and self.zero_means is not None)
+        if not ok:
+            raise CalcoreError(f"{name} must be {self.describe()}; got {value!r}.")
+        return value
+
+
+#: Bins of a binned metric or diagram (a count, or points per bin).
+BINS = CountLimit(1, 100_000)
+#: Bootstrap replicates of ``evaluate`` and the CLI (0: point estimates only).
+N_BOOTSTRAP = CountLimit(2, 100_000, zero_means="no intervals")
+#: Resamples of a resampling protocol (consistency bands, validity curves).
+N_RESAMPLES = CountLimit(1)
+#: Resamples of a bootstrap interval (at least two, for a spread).
+BOOTSTRAP_RESAMPLES = CountLimit(2)
+#: Repetitions of a learning-curve size.
+N_REPEATS = CountLimit(1)
+#: Rows of a sample or a batch.
+ROWS = CountLimit(1)
