@@ -48,12 +48,21 @@ class BinStatistics:
     bin_group, bin_index : ndarray of shape (n_bins,), int64
         Group of each bin and its position within the group.
     lower_edge, upper_edge : ndarray of shape (n_bins,), float64
-        See :class:`calcore.binning.BinAssignment`.
+        See :class:`calcore.statistics.edges.BinAssignment`.
     group_names : tuple of str
     n_rows : int or float
         Rows of the original predictions (``N`` in ``n_b / N``); their total weight
         when weighted.
     scheme : BinningScheme
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> st = calcore.statistics_for(preds, "confidence", bins=5)
+    >>> st.count.tolist(), st.mean_outcome[3:].tolist()  # bins [0.6, 0.8) and [0.8, 1]
+    ([0, 0, 0, 2, 2], [1.0, 0.5])
     """
 
     view: str
@@ -250,6 +259,15 @@ def classwise_bin_statistics(
     """Bin statistics of the class-wise view, computed blockwise (the ``n * L`` view is
     never built). ``threshold`` keeps only scores ``>= threshold`` (as TACE does);
     ``classes`` restricts to some classes; ``sample_weight`` are row weights.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> st = calcore.classwise_bin_statistics(preds, bins=2)
+    >>> st.bin_group.tolist(), st.count.tolist(), st.mean_outcome.tolist()
+    ([0, 0, 1, 1], [2, 2, 2, 2], [0.0, 0.5, 0.5, 1.0])
     """
     return reduction_statistics(
         preds,
@@ -276,7 +294,17 @@ def statistics_for(
     preds: Predictions, view: str, *, binning="equal-width", bins=15, sample_weight=None
 ) -> BinStatistics:
     """Bin statistics of ``preds`` under the named view (``"confidence"``, ``"top-label"``,
-    ``"class-wise"``), with optional row weights (frequency weights)."""
+    ``"class-wise"``), with optional row weights (frequency weights).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> st = calcore.statistics_for(preds, "top-label", bins=2)  # bins per predicted class
+    >>> st.bin_group.tolist(), st.count.tolist(), st.mean_outcome[[1, 3]].tolist()
+    ([0, 0, 1, 1], [0, 2, 0, 2], [0.5, 1.0])
+    """
     binary_view_name_is_valid = view in ("confidence", "top-label", "class-wise")
     if not binary_view_name_is_valid:
         binary_view(preds, view)  # raises the CalcoreError listing the views

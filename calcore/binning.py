@@ -54,7 +54,15 @@ BIN_COUNT_RULES = ("sturges", "cube-root")
 
 @dataclass(frozen=True)
 class BinningScheme:
-    """A validated (scheme, bins) pair; see the module docstring."""
+    """A validated (scheme, bins) pair; see the module docstring.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> scheme = calcore.resolve_binning("points-per-bin", 100)
+    >>> scheme.kind, scheme.n_bins(1000), scheme.describe()
+    ('points-per-bin', 10, 'equal-mass, 100 points per bin')
+    """
 
     kind: str
     bins: int | str | None
@@ -87,6 +95,14 @@ def resolve_binning(binning: str = "equal-width", bins: int | str | None = 15) -
     CalcoreError
         Unknown scheme, or a number of bins / points per bin that is not a
         positive integer (or, for equal-width and equal-mass, a rule name).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> calcore.resolve_binning("equal-mass", 10)
+    BinningScheme(kind='equal-mass', bins=10)
+    >>> calcore.resolve_binning("equal-width", "sturges").n_bins(1000)  # ceil(log2 1000) + 1
+    11
     """
     if isinstance(binning, BinningScheme):
         return binning

@@ -8,6 +8,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._limits import BOOTSTRAP_RESAMPLES
 from calcore.predictions import Predictions
 
 __all__ = [
@@ -31,6 +32,14 @@ class Interval:
         Interval bounds.
     confidence_level : float
     n_resamples : int
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> calcore.bootstrap_interval(calcore.accuracy, preds, n_resamples=100, seed=0)
+    Interval(estimate=0.75, low=0.25, high=1.0, confidence_level=0.95, n_resamples=100)
     """
 
     estimate: float
@@ -54,12 +63,7 @@ def percentile_bounds(replicates, confidence_level: float) -> tuple[np.ndarray, 
 
 def check_bootstrap_options(n_resamples, confidence_level) -> None:
     """Raise CalcoreError unless ``n_resamples >= 2`` is an integer and the level is in (0, 1)."""
-    if (
-        isinstance(n_resamples, bool)
-        or not isinstance(n_resamples, (int, np.integer))
-        or n_resamples < 2
-    ):
-        raise CalcoreError(f"n_resamples must be an integer >= 2; got {n_resamples!r}.")
+    BOOTSTRAP_RESAMPLES.check(n_resamples, "n_resamples")
     if not 0 < confidence_level < 1:
         raise CalcoreError(f"confidence_level must be in (0, 1); got {confidence_level!r}.")
 
@@ -114,6 +118,17 @@ def bootstrap_intervals(
     References
     ----------
     Efron & Tibshirani (1993), "An Introduction to the Bootstrap", Ch. 13.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> def stats(p):
+    ...     return {"acc": calcore.accuracy(p), "nll": calcore.negative_log_likelihood(p)}
+    >>> ivs = calcore.bootstrap_intervals(stats, preds, n_resamples=50, seed=0)
+    >>> sorted(ivs), ivs["acc"].estimate, ivs["acc"].n_resamples
+    (['acc', 'nll'], 0.75, 50)
     """
     check_bootstrap_options(n_resamples, confidence_level)
     full = dict(statistics(preds))
@@ -147,8 +162,12 @@ def bootstrap_interval(
 
     Examples
     --------
-    >>> import functools, calcore
-    >>> # calcore.bootstrap_interval(functools.partial(calcore.top_label_ece, bins=15), preds)
+    >>> import calcore
+    >>> p = calcore.Predictions.from_probs([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]],
+    ...                                    [0, 1, 1, 1])
+    >>> iv = calcore.bootstrap_interval(calcore.accuracy, p, n_resamples=50, seed=0)
+    >>> iv.estimate, 0.0 <= iv.low <= iv.estimate <= iv.high <= 1.0
+    (0.75, True)
     """
     return bootstrap_intervals(
         lambda p: {"value": metric(p)},

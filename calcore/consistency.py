@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._limits import N_RESAMPLES
 from calcore._validation import refuse_weights
 from calcore.predictions import Predictions
 from calcore.statistics.edges import assign_bins
@@ -44,6 +45,15 @@ class ConsistencyBands:
     level : float
     n_resamples : int
     seed : int
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> bands = calcore.consistency_bands(preds, bins=5, n_resamples=100)
+    >>> [round(float(c), 4) for c in bands.confidence[3:]], bands.level, bands.n_resamples
+    ([0.65, 0.85], 0.9, 100)
     """
 
     confidence: np.ndarray
@@ -87,14 +97,18 @@ def consistency_bands(
     ------
     CalcoreError
         Invalid ``n_resamples`` or ``level``.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> bands = calcore.consistency_bands(preds, bins=5, n_resamples=100, seed=0)
+    >>> bands.lower[3:].tolist(), bands.upper[3:].tolist()  # observed: 1.0 and 0.5
+    ([0.0, 0.5], [1.0, 1.0])
     """
     refuse_weights(preds, "consistency_bands (resampling labels under perfect calibration)")
-    if (
-        isinstance(n_resamples, bool)
-        or not isinstance(n_resamples, (int, np.integer))
-        or n_resamples < 1
-    ):
-        raise CalcoreError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
+    N_RESAMPLES.check(n_resamples, "n_resamples")
     if not 0 < level < 1:
         raise CalcoreError(f"level must be in (0, 1); got {level!r}.")
     v = binary_view(preds, view)

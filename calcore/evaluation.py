@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._limits import N_REPEATS, N_RESAMPLES
 from calcore._validation import refuse_weights
 from calcore.bootstrap import Interval
 from calcore.calibrators import Calibrator, make_calibrator
@@ -22,7 +23,7 @@ from calcore.metrics_scoring import calibration_gain
 from calcore.predictions import Predictions
 from calcore.registry import METRICS, compute_metric
 from calcore.report import evaluate
-from calcore.validity import ValidityCurve, _curves_once
+from calcore.validity import ValidityCurve, validity_curves_once
 from calcore.views import binary_view
 
 __all__ = [
@@ -159,6 +160,17 @@ class Comparison:
     fit_seconds : dict of str to float
     notes : dict of str to tuple of str
         Per method: the evaluation notes and whether the calibration gain is exact.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
+    >>> calib, test = (calcore.simulate_predictions(sim, 300, seed=s).preds for s in (0, 1))
+    >>> result = calcore.compare(calib, test, ["ts"])
+    >>> [round(result.values[m]["top_label_ece"].estimate, 4) for m in result.methods]
+    [0.1995, 0.1019]
+    >>> result.notes["ts"][-1]
+    'calibration gain: exact: the map is injective and accuracy-preserving'
     """
 
     methods: tuple[str, ...]
@@ -248,6 +260,15 @@ def compare(
     References
     ----------
     Zhang et al. (2020), Table 1 (calibration gain); Gupta & Ramdas (2022), Tables 2-3.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
+    >>> calib, test = (calcore.simulate_predictions(sim, 300, seed=s).preds for s in (0, 1))
+    >>> result = calcore.compare(calib, test, ["ts", ("tl-hb", {"bins": 5})])
+    >>> result.methods, result.best("top_label_ece")
+    (('uncalibrated', 'ts', 'tl-hb(bins=5)'), 'ts')
     """
     _check_same_classes(calib, test)
     built = [_calibrator(m) for m in methods]
@@ -296,6 +317,15 @@ class LearningCurve:
     n_repeats : int
     uncalibrated : float
         The metric of the uncalibrated test predictions (a flat reference line).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
+    >>> calib, test = (calcore.simulate_predictions(sim, 300, seed=s).preds for s in (0, 1))
+    >>> curve = calcore.learning_curve(calib, test, ["ts"], sizes=[20, 300], n_repeats=3)
+    >>> curve.sizes.tolist(), curve.methods, curve.metric, curve.mean.shape
+    ([20, 300], ('ts',), 'top_label_ece', (1, 2))
     """
 
     sizes: np.ndarray
@@ -334,6 +364,15 @@ def learning_curve(
     References
     ----------
     Zhang, Kailkhura, Han (2020), "Mix-n-Match", Sec. 5.2 and Fig. 6.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
+    >>> calib, test = (calcore.simulate_predictions(sim, 300, seed=s).preds for s in (0, 1))
+    >>> curve = calcore.learning_curve(calib, test, ["ts"], sizes=[20, 300], n_repeats=3)
+    >>> curve.mean.round(4).tolist(), round(curve.uncalibrated, 4)
+    ([[0.0918, 0.1019]], 0.1995)
     """
     refuse_weights(calib, "learning_curve")
     refuse_weights(test, "learning_curve")
@@ -345,8 +384,7 @@ def learning_curve(
         raise CalcoreError(
             f"sizes must lie in 2..{calib.n_samples} (the calibration rows); got {sizes.tolist()}."
         )
-    if isinstance(n_repeats, bool) or not isinstance(n_repeats, (int, np.integer)) or n_repeats < 1:
-        raise CalcoreError(f"n_repeats must be a positive integer; got {n_repeats!r}.")
+    N_REPEATS.check(n_repeats, "n_repeats")
     built = [_calibrator(m) for m in methods]
     rng = np.random.default_rng(seed)
     values = np.empty((len(built), sizes.size, n_repeats))
@@ -412,6 +450,16 @@ def calibrator_validity(
     References
     ----------
     Gupta & Ramdas (2021), Sec. 2.2 (protocol) and Sec. 4 (conditional validity).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> data = calcore.simulate_predictions(calcore.mix_n_match_simulator(1), 400, seed=0).preds
+    >>> curve = calcore.calibrator_validity(
+    ...     data, "hb", n_calib=200, n_test=200, n_resamples=5, epsilon=[0.0, 0.1, 1.0]
+    ... )
+    >>> curve.validity.round(4).tolist(), curve.conditional.tolist(), curve.n_resamples
+    ([0.0, 0.634, 1.0], [0.0, 0.0, 1.0], 5)
     """
     refuse_weights(data, "calibrator_validity")
     if n_calib < 2 or n_test < 1 or n_calib + n_test > data.n_samples:
@@ -419,12 +467,7 @@ def calibrator_validity(
             f"need n_calib >= 2, n_test >= 1 and n_calib + n_test <= {data.n_samples}; "
             f"got n_calib={n_calib}, n_test={n_test}."
         )
-    if (
-        isinstance(n_resamples, bool)
-        or not isinstance(n_resamples, (int, np.integer))
-        or n_resamples < 1
-    ):
-        raise CalcoreError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
+    N_RESAMPLES.check(n_resamples, "n_resamples")
     name, calibrator = _calibrator(method)
     if group is not None and not 0 <= group < data.n_classes:
         raise CalcoreError(f"group must be a class index 0..{data.n_classes - 1}; got {group!r}.")
@@ -445,7 +488,9 @@ def calibrator_validity(
                 continue  # no test row of this group in this resample
             scores, outcomes = scores[mask], outcomes[mask]
             groups, n_groups = np.zeros(scores.size, dtype=np.int64), 1
-        val[r], cond[r] = _curves_once(scores, outcomes, groups, n_groups, eps, binning, bins)
+        val[r], cond[r] = validity_curves_once(
+            scores, outcomes, groups, n_groups, eps, binning, bins
+        )
     counted = ~np.isnan(val[:, 0])
     val, cond = val[counted], cond[counted]
     k = int(counted.sum())

@@ -60,6 +60,15 @@ class KDEReliabilityCurve:
         Kernel half-width ``h`` used.
     n : int
         Number of (score, outcome) pairs.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> curve = calcore.kde_reliability_curve([0.1, 0.4, 0.4, 0.9], [0, 1, 0, 1], bandwidth=0.3)
+    >>> curve.n, curve.bandwidth, curve.grid[[0, -1]].tolist()
+    (4, 0.3, [0.0, 1.0])
+    >>> round(float(np.trapezoid(curve.density, curve.grid)), 4)  # a density on [0, 1]
+    1.0
     """
 
     grid: np.ndarray
@@ -153,7 +162,7 @@ def _grid_size(grid_size, h: float, caller: str, *, integrate: bool) -> int:
     return int(grid_size)
 
 
-def _check_inputs(scores, outcomes, bandwidth, grid_size, caller: str, order=None):
+def check_kde_inputs(scores, outcomes, bandwidth, grid_size, caller: str, order=None):
     """Validate everything once; return float64 arrays and the resolved ``h``, grid size.
 
     ``order`` is checked (and the grid required to resolve the kernel) only when
@@ -326,7 +335,9 @@ def kde_reliability_curve(
     >>> curve.grid.shape, float(curve.accuracy[800])
     ((2001,), 0.5)
     """
-    s, o, h, size = _check_inputs(scores, outcomes, bandwidth, grid_size, "kde_reliability_curve")
+    s, o, h, size = check_kde_inputs(
+        scores, outcomes, bandwidth, grid_size, "kde_reliability_curve"
+    )
     return _curve(s, o, h, size)
 
 
@@ -383,7 +394,7 @@ def kde_ece(scores, outcomes, *, order=1, bandwidth=None, grid_size=None) -> flo
     >>> round(kde_ece([0.2, 0.3, 0.7, 0.8], [0, 1, 1, 1], bandwidth=0.2), 4)
     0.2626
     """
-    s, o, h, size = _check_inputs(scores, outcomes, bandwidth, grid_size, "kde_ece", order)
+    s, o, h, size = check_kde_inputs(scores, outcomes, bandwidth, grid_size, "kde_ece", order)
     curve = _curve(s, o, h, size)
     gap = np.abs(curve.grid - np.nan_to_num(curve.accuracy, nan=0.0)) ** float(order)
     integrand = np.where(curve.density > 0.0, gap * curve.density, 0.0)

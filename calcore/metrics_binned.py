@@ -85,6 +85,17 @@ def calibration_error_from_bins(stats: BinStatistics, *, p=1, per_group=False) -
     float
         0.0 when every bin is empty of miscalibration; the MCE of a group with
         no points counts as 0.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> st = calcore.statistics_for(preds, "confidence", bins=10)  # one point per bin
+    >>> round(calcore.calibration_error_from_bins(st), 4)  # (0.1 + 0.8 + 0.3 + 0.4) / 4
+    0.4
+    >>> round(calcore.calibration_error_from_bins(st, p=np.inf), 4)
+    0.8
     """
     p = _check_order(p)
     ok = stats.nonempty
@@ -146,7 +157,16 @@ def confidence_ece(
 def confidence_mce(
     preds: Predictions, *, bins=15, binning="equal-width", sample_weight=None
 ) -> float:
-    """Maximum calibration error of the confidence view (largest bin gap)."""
+    """Maximum calibration error of the confidence view (largest bin gap).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> round(calcore.confidence_mce(preds, bins=10), 4)  # the wrong 0.8 prediction
+    0.8
+    """
     return confidence_ece(preds, bins=bins, binning=binning, p=np.inf, sample_weight=sample_weight)
 
 
@@ -161,6 +181,16 @@ def top_label_ece(
     References
     ----------
     Gupta & Ramdas (2022), Eq. 4 and Sec. 4.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.8, 0.2], [0.8, 0.2], [0.2, 0.8], [0.2, 0.8]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 0, 0, 0])
+    >>> round(calcore.top_label_ece(preds, bins=10), 4)  # class 0: gap 0.2, class 1: gap 0.8
+    0.5
+    >>> round(calcore.confidence_ece(preds, bins=10), 4)  # mixes both classes: |0.5 - 0.8|
+    0.3
     """
     return calibration_error_from_bins(
         statistics_for(preds, "top-label", binning=binning, bins=bins, sample_weight=sample_weight),
@@ -171,7 +201,16 @@ def top_label_ece(
 def top_label_mce(
     preds: Predictions, *, bins=15, binning="equal-width", sample_weight=None
 ) -> float:
-    """Top-label MCE: the largest gap over (predicted class, bin) pairs."""
+    """Top-label MCE: the largest gap over (predicted class, bin) pairs.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.8, 0.2], [0.8, 0.2], [0.2, 0.8], [0.2, 0.8]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 0, 0, 0])
+    >>> round(calcore.top_label_mce(preds, bins=10), 4)  # predicted class 1 is always wrong
+    0.8
+    """
     return top_label_ece(preds, bins=bins, binning=binning, p=np.inf, sample_weight=sample_weight)
 
 
@@ -183,6 +222,14 @@ def classwise_ece(
     References
     ----------
     Kull et al. (2019); Gupta & Ramdas (2022), Sec. 4 ("CW-ECE").
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.8, 0.2], [0.8, 0.2], [0.2, 0.8], [0.2, 0.8]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 0, 0, 0])
+    >>> round(calcore.classwise_ece(preds, bins=10), 4)  # each class: (0.2 + 0.8) / 2
+    0.5
     """
     return calibration_error_from_bins(
         statistics_for(
@@ -196,7 +243,16 @@ def classwise_ece(
 def classwise_mce(
     preds: Predictions, *, bins=15, binning="equal-width", sample_weight=None
 ) -> float:
-    """Class-wise MCE: the mean over classes of each class's largest bin gap."""
+    """Class-wise MCE: the mean over classes of each class's largest bin gap.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> round(calcore.classwise_mce(preds, bins=10), 4)  # largest gap 0.8 in both classes
+    0.8
+    """
     return classwise_ece(preds, bins=bins, binning=binning, p=np.inf, sample_weight=sample_weight)
 
 
@@ -237,6 +293,17 @@ def top_k_confidence_ece(
     ----------
     Gupta & Ramdas (2022), Eq. 6 (top-K-confidence calibration); averaging
     over ranks is our choice of summary, as the paper defines no single number.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.6, 0.3, 0.1], [0.5, 0.4, 0.1], [0.2, 0.7, 0.1]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1])
+    >>> round(calcore.top_k_confidence_ece(preds, k=2, bins=10), 4)  # mean of 0.4 and 0.3667
+    0.3833
+    >>> top1 = calcore.top_k_confidence_ece(preds, k=1, bins=10)
+    >>> top1 == calcore.confidence_ece(preds, bins=10)
+    True
     """
     return _mean_over_ranks(
         preds,
@@ -252,7 +319,18 @@ def top_k_confidence_ece(
 def top_k_label_ece(
     preds: Predictions, *, k=2, bins=15, binning="equal-width", p=1, sample_weight=None
 ) -> float:
-    """Top-K-label ECE: the mean over ranks 1..k of the rank's top-label-style ECE (Eq. 7)."""
+    """Top-K-label ECE: the mean over ranks 1..k of the rank's top-label-style ECE (Eq. 7).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.6, 0.3, 0.1], [0.5, 0.4, 0.1], [0.2, 0.7, 0.1]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1])
+    >>> round(calcore.top_k_label_ece(preds, k=2, bins=10), 4)
+    0.3833
+    >>> calcore.top_k_label_ece(preds, k=1, bins=10) == calcore.top_label_ece(preds, bins=10)
+    True
+    """
     return _mean_over_ranks(
         preds, top_k_label_view, k=k, bins=bins, binning=binning, p=p, sample_weight=sample_weight
     )
@@ -286,6 +364,14 @@ def adaptive_ece(preds: Predictions, *, bins=15, sample_weight=None) -> float:
     References
     ----------
     Nixon et al. (2019), "Measuring calibration in deep learning", Sec. 4.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> round(calcore.adaptive_ece(preds, bins=2), 4)  # every class-wise bin has gap 0.35
+    0.35
     """
     return _adaptive(preds, bins=bins, threshold=None, sample_weight=sample_weight)
 
@@ -297,6 +383,14 @@ def thresholded_adaptive_ece(
 
     ``threshold`` defaults to 1e-3 (Nixon et al. 2019); ``1/L`` is another common choice.
     Called "TECE" in the NA-FIR paper.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> round(calcore.thresholded_adaptive_ece(preds, bins=2, threshold=0.5), 4)
+    0.4
     """
     if not 0 <= threshold < 1:
         raise CalcoreError(f"threshold must be in [0, 1); got {threshold!r}.")
@@ -337,6 +431,16 @@ def debiased_ece(
     References
     ----------
     Kumar, Liang, Ma (2019), "Verified uncertainty calibration", NeurIPS, Sec. 5.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> round(calcore.confidence_ece(preds, bins=5, p=2), 4)  # plug-in l2-ECE
+    0.35
+    >>> calcore.debiased_ece(preds, bins=5)  # two points per bin: the gaps are within noise
+    0.0
     """
     stats = statistics_for(preds, view, binning=binning, bins=bins, sample_weight=sample_weight)
     return float(

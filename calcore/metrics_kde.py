@@ -13,7 +13,7 @@ import numpy as np
 from calcore._validation import refuse_weights, row_weights
 from calcore.kde import (
     KDEReliabilityCurve,
-    _check_inputs,
+    check_kde_inputs,
     kde_bandwidth,
     kde_ece,
     kde_reliability_curve,
@@ -50,12 +50,22 @@ def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None, sample_we
     References
     ----------
     Zhang, Kailkhura, Han (2020), "Mix-n-Match", ICML, Sec. 4.1, Eq. 6.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> round(calcore.kde_ece_confidence(preds, bandwidth=0.2), 4)
+    0.2571
+    >>> round(calcore.kde_ece([0.9, 0.8, 0.7, 0.6], [1, 0, 1, 1], bandwidth=0.2), 4)
+    0.2571
     """
     v = confidence_view(preds)
     if preds.n_samples < 2:
         return kde_ece(v.scores, v.outcomes, order=order, bandwidth=bandwidth)  # raises
     # Same checks and messages as kde_ece; then the statistics engine (as calcore.evaluate).
-    _check_inputs(v.scores, v.outcomes, bandwidth, None, "kde_ece", order)
+    check_kde_inputs(v.scores, v.outcomes, bandwidth, None, "kde_ece", order)
     w = row_weights(preds, sample_weight)
     return _engine_kde_ece(v.scores, v.outcomes, bandwidth, order, w)
 
@@ -89,6 +99,18 @@ def kde_ece_classwise(
     References
     ----------
     Zhang, Kailkhura, Han (2020), "Mix-n-Match", ICML, Sec. 4.1, Eq. 6.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> round(calcore.kde_ece_classwise(preds, bandwidth=0.2), 4)
+    0.3498
+    >>> e0 = calcore.kde_ece(preds.probs[:, 0], preds.labels == 0, bandwidth=0.2)
+    >>> e1 = calcore.kde_ece(preds.probs[:, 1], preds.labels == 1, bandwidth=0.2)
+    >>> round((e0 + e1) / 2, 4)
+    0.3498
     """
     chosen = list(range(preds.n_classes)) if classes is None else [int(c) for c in classes]
     if not chosen or preds.n_samples < 2:
@@ -100,7 +122,9 @@ def kde_ece_classwise(
         return float(np.mean(values))
     first = chosen[0]
     # Same checks and messages as kde_ece (bandwidth range, order); scores are valid already.
-    _check_inputs(preds.probs[:, first], preds.labels == first, bandwidth, None, "kde_ece", order)
+    check_kde_inputs(
+        preds.probs[:, first], preds.labels == first, bandwidth, None, "kde_ece", order
+    )
     w = row_weights(preds, sample_weight)
     values = [
         _engine_kde_ece(preds.probs[:, c], preds.labels == c, bandwidth, order, w) for c in chosen
@@ -125,7 +149,17 @@ def _engine_kde_ece(scores, outcomes, bandwidth, order, weights=None) -> float:
 def kde_confidence_curve(
     preds: Predictions, *, bandwidth=None, grid_size=None
 ) -> KDEReliabilityCurve:
-    """The smooth KDE reliability curve of the confidence view (drawn over the binned points)."""
+    """The smooth KDE reliability curve of the confidence view (drawn over the binned points).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> curve = calcore.kde_confidence_curve(preds, bandwidth=0.2)
+    >>> curve.n, curve.bandwidth, curve.grid.size
+    (4, 0.2, 2001)
+    """
     refuse_weights(preds, "kde_confidence_curve")
     v = confidence_view(preds)
     return kde_reliability_curve(v.scores, v.outcomes, bandwidth=bandwidth, grid_size=grid_size)

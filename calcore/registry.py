@@ -43,6 +43,17 @@ class MetricSpec:
     from_bins : callable or None
         ``from_bins(BinStatistics) -> float``: the metric from its cells' per-bin
         statistics (what :func:`calcore.evaluate` and its bootstrap compute).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> spec = calcore.METRICS["top_label_ece"]
+    >>> spec.label, spec.binned, spec.higher_is_better, spec.bounds
+    ('TL-ECE', True, False, (0.0, 1.0))
+    >>> round(spec.function(preds, bins=10), 4)
+    0.4
     """
 
     key: str
@@ -281,6 +292,16 @@ def compute_metric(
     ------
     CalcoreError
         Unknown key, or invalid options for the metric.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> calcore.compute_metric("accuracy", preds)
+    0.75
+    >>> round(calcore.compute_metric("conf_ece", preds, bins=10), 4)
+    0.4
     """
     if key not in METRICS:
         raise CalcoreError(f"Unknown metric {key!r}; the metrics are {sorted(METRICS)}.")

@@ -42,6 +42,13 @@ def wilson_interval(successes, count, *, z: float = _Z95) -> tuple[np.ndarray, n
     References
     ----------
     Wilson (1927); Brown, Cai, DasGupta (2001), Eq. 4.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> lower, upper = calcore.wilson_interval([8, 0], [10, 0])  # 8 of 10, and an empty bin
+    >>> lower.round(4).tolist(), upper.round(4).tolist()
+    ([0.4902, nan], [0.9433, nan])
     """
     k = np.asarray(successes, dtype=np.float64)
     n = np.asarray(count, dtype=np.float64)
@@ -80,6 +87,17 @@ class ReliabilityDiagram:
         Rows the weights are relative to.
     binning : str
         Human-readable scheme, e.g. ``"equal-width, 15 bins"``.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> diagram = calcore.reliability_diagram(preds, bins=5)
+    >>> diagram.count.tolist(), diagram.accuracy[3:].tolist(), round(diagram.ece, 4)
+    ([0, 0, 0, 2, 2], [1.0, 0.5], 0.35)
+    >>> diagram.bin_edges.tolist(), diagram.binning
+    ([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], 'equal-width, 5 bins')
     """
 
     view: str
@@ -142,6 +160,17 @@ def reliability_diagram(
     -------
     ReliabilityDiagram
         Its ``ece`` equals :func:`calcore.confidence_ece` with the same bins.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> diagram = calcore.reliability_diagram(preds, bins=5)
+    >>> [round(float(c), 4) for c in diagram.confidence[3:]], diagram.accuracy[3:].tolist()
+    ([0.65, 0.85], [1.0, 0.5])
+    >>> diagram.ece == calcore.confidence_ece(preds, bins=5)
+    True
     """
     if view != "confidence":
         raise CalcoreError(
@@ -188,6 +217,17 @@ class TopLabelReliabilityDiagram:
     per_class : tuple of ReliabilityDiagram
         One diagram per predicted class, bins formed within the class
         (Fig. 4); ``count.sum() / n`` of each is the class ratio.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.8, 0.2], [0.8, 0.2], [0.2, 0.8], [0.2, 0.8]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 0, 0, 0])
+    >>> diagram = calcore.top_label_reliability_diagram(preds, bins=5)
+    >>> diagram.class_count[4].tolist(), diagram.class_accuracy[4].tolist()  # bin [0.8, 1]
+    ([2, 2], [1.0, 0.0])
+    >>> round(float(diagram.delta[4]), 4), round(diagram.confidence_diagram.ece, 4)
+    (0.5, 0.3)
     """
 
     confidence_diagram: ReliabilityDiagram
@@ -225,6 +265,17 @@ def top_label_reliability_diagram(
     References
     ----------
     Gupta & Ramdas (2022), Sec. 2.1, Fig. 1 and Fig. 4.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.8, 0.2], [0.8, 0.2], [0.2, 0.8], [0.2, 0.8]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 0, 0, 0])
+    >>> diagram = calcore.top_label_reliability_diagram(preds, bins=5)
+    >>> round(diagram.top_label_ece, 4), round(diagram.confidence_diagram.ece, 4)
+    (0.5, 0.3)
+    >>> diagram.bin_breakdown(4)["gap"].round(4).tolist()  # class 0 right, class 1 wrong
+    [0.2, 0.8]
     """
     view = top_label_view(preds)
     w = row_weights(preds, sample_weight)
@@ -293,6 +344,15 @@ def classwise_reliability_diagrams(
     -------
     tuple of ReliabilityDiagram
         The mean of their ``ece`` over all classes is the CW-ECE.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> diagrams = calcore.classwise_reliability_diagrams(preds, bins=2)
+    >>> [(d.group, d.accuracy.tolist(), round(d.ece, 4)) for d in diagrams]
+    [('0', [0.0, 0.5], 0.35), ('1', [0.5, 1.0], 0.35)]
     """
     stats = classwise_bin_statistics(
         preds, binning=binning, bins=bins, classes=classes, sample_weight=sample_weight

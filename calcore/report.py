@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._limits import N_BOOTSTRAP
 from calcore._validation import row_weights
 from calcore.binned import BinStatistics, bin_statistics_from_sums
 from calcore.binning import resolve_binning
@@ -59,6 +60,17 @@ class CalibrationReport:
         Rows whose argmax was a tie (resolved to the lowest class index).
     notes : tuple of str
         What a reader should know (ties, classes without labels, skipped metrics).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> report = calcore.evaluate(preds, bins=10)
+    >>> report.n, report.n_classes, report.accuracy, round(report.top_label_ece, 4)
+    (4, 2, 0.75, 0.4)
+    >>> report.as_dict()["binning"], report.notes
+    ('equal-width', ())
     """
 
     n: int
@@ -536,12 +548,7 @@ def evaluate(
             "load_predictions or scan."
         )
     resolve_binning(binning, bins)
-    if (
-        isinstance(n_bootstrap, bool)
-        or not isinstance(n_bootstrap, (int, np.integer))
-        or n_bootstrap < 0
-    ):
-        raise CalcoreError(f"n_bootstrap must be a non-negative integer; got {n_bootstrap!r}.")
+    N_BOOTSTRAP.check(n_bootstrap, "n_bootstrap")
     if n_bootstrap:
         check_bootstrap_options(n_bootstrap, confidence_level)
     if isinstance(preds, PredictionStream):

@@ -25,6 +25,17 @@ class EceByBins:
     confidence_ece, top_label_ece, classwise_ece : ndarray of shape (K,) or None
         None for a view that was not asked for.
     binning : str
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> result = calcore.ece_by_bins(preds, bins=[2, 10])
+    >>> result.bins.tolist(), result.binning
+    ([2, 10], 'equal-width')
+    >>> result.top_label_ece.round(4).tolist(), result.classwise_ece.round(4).tolist()
+    ([0.35, 0.4], [0.35, 0.4])
     """
 
     bins: np.ndarray
@@ -68,6 +79,15 @@ def ece_by_bins(
     References
     ----------
     Gupta & Ramdas (2022), Fig. 2; Zhang et al. (2020), Sec. 4.1.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> result = calcore.ece_by_bins(preds, bins=[2, 10], views=["confidence"])
+    >>> result.confidence_ece.round(4).tolist(), result.top_label_ece  # one bin hides every gap
+    ([0.0, 0.4], None)
     """
     refuse_weights(preds, "ece_by_bins")
     counts = np.asarray(list(bins))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._limits import N_RESAMPLES
 from calcore._validation import refuse_weights
 from calcore.binned import bin_statistics
 from calcore.predictions import Predictions
@@ -41,8 +42,19 @@ class ValidityCurve:
         Mean of the conditional indicator and its standard deviation of the mean.
     view : str
     group : str or None
-        For a per-class curve, the class.
+        What the curve is of, for a legend: the class of a per-class curve
+        (:func:`validity_curve`), or the calibrator's label with the class in brackets
+        (:func:`calcore.evaluation.calibrator_validity`); None for the whole view.
     n_resamples : int
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> curve = calcore.validity_curve(preds, n_resamples=1)
+    >>> curve.epsilon.size, curve.view, curve.n_resamples, float(curve.validity[-1])
+    (201, 'confidence', 1, 0.25)
     """
 
     epsilon: np.ndarray
@@ -55,7 +67,7 @@ class ValidityCurve:
     n_resamples: int
 
 
-def _curves_once(scores, outcomes, groups, n_groups, epsilon, binning, bins):
+def validity_curves_once(scores, outcomes, groups, n_groups, epsilon, binning, bins):
     stats = bin_statistics(scores, outcomes, groups, n_groups=n_groups, binning=binning, bins=bins)
     ok = stats.count > 0
     gap, weight = stats.gap[ok], stats.count[ok] / max(scores.size, 1)
@@ -111,14 +123,18 @@ def validity_curve(
     Gupta & Ramdas (2021), "Distribution-free calibration guarantees for
     histogram binning without sample splitting", Sec. 2.1 (validity plots) and
     Sec. 4 (conditional validity plots).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> curve = calcore.validity_curve(preds, epsilon=[0.1, 0.35, 1.0], n_resamples=1)
+    >>> curve.validity.tolist(), curve.conditional.tolist()  # bin gaps 0.1, 0.8, 0.3, 0.4
+    ([0.25, 0.5, 1.0], [0.0, 0.0, 1.0])
     """
     refuse_weights(preds, "validity_curve")
-    if (
-        isinstance(n_resamples, bool)
-        or not isinstance(n_resamples, (int, np.integer))
-        or n_resamples < 1
-    ):
-        raise CalcoreError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
+    N_RESAMPLES.check(n_resamples, "n_resamples")
     if not 0 < sample_fraction <= 1:
         raise CalcoreError(f"sample_fraction must be in (0, 1]; got {sample_fraction!r}.")
     eps = np.linspace(0.0, 0.2, 201) if epsilon is None else np.asarray(epsilon, dtype=np.float64)
@@ -138,7 +154,7 @@ def validity_curve(
     cond = np.empty((n_resamples, eps.size))
     for r in range(n_resamples):  # R is small (~100); each pass is vectorised over points
         rows = np.arange(m) if n_resamples == 1 else rng.choice(m, size=take, replace=False)
-        val[r], cond[r] = _curves_once(
+        val[r], cond[r] = validity_curves_once(
             scores[rows], outcomes[rows], groups[rows], n_groups, eps, binning, bins
         )
     sem = (
@@ -173,6 +189,12 @@ def umd_validity_bound(
     References
     ----------
     Gupta & Ramdas (2021), Theorems 3-4 (the theory curve of Fig. 3).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> calcore.umd_validity_bound([0.0, 0.1, 0.2], n_calib=999, n_bins=10).round(4).tolist()
+    [0.0, 0.7183, 0.9992]
     """
     if n_bins < 1 or n_calib < n_bins:
         raise CalcoreError(

@@ -56,6 +56,17 @@ class BinaryView:
     n_tied_rows : int
         Rows whose top probability is shared by several classes; the lowest
         class index was taken as the prediction.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> view = calcore.confidence_view(preds)
+    >>> view.scores.tolist(), view.outcomes.tolist()
+    ([0.9, 0.8, 0.7, 0.6], [1.0, 0.0, 1.0, 1.0])
+    >>> view.name, view.n_groups, view.n_rows
+    ('confidence', 1, 4)
     """
 
     name: str
@@ -81,6 +92,14 @@ def confidence_view(preds: Predictions) -> BinaryView:
 
     Argmax ties resolve to the lowest class index; their count is in
     ``n_tied_rows``.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> preds = calcore.Predictions.from_probs([[0.5, 0.5], [0.2, 0.8]], [1, 1])
+    >>> view = calcore.confidence_view(preds)
+    >>> view.scores.tolist(), view.outcomes.tolist(), view.n_tied_rows  # the tie goes to class 0
+    ([0.5, 0.8], [0.0, 1.0], 1)
     """
     n = preds.n_samples
     return BinaryView(
@@ -99,6 +118,15 @@ def top_label_view(preds: Predictions) -> BinaryView:
 
     Conditioning on the predicted class is what separates top-label
     calibration from confidence calibration (Gupta & Ramdas 2022, Eq. 2).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> view = calcore.top_label_view(preds)
+    >>> view.groups.tolist(), view.group_names  # grouped by the predicted class
+    ([0, 0, 1, 1], ('0', '1'))
     """
     return BinaryView(
         "top-label",
@@ -126,6 +154,14 @@ def classwise_view(preds: Predictions, *, classes=None) -> BinaryView:
     BinaryView
         ``n * len(classes)`` points; group ``l`` holds class ``l`` (group ids
         are the class indices, and ``group_names`` lists every class).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> preds = calcore.Predictions.from_probs([[0.9, 0.1], [0.3, 0.7]], [0, 1])
+    >>> view = calcore.classwise_view(preds)  # class 0's points, then class 1's
+    >>> view.scores.tolist(), view.outcomes.tolist(), view.groups.tolist()
+    ([0.9, 0.3, 0.1, 0.7], [1.0, 0.0, 0.0, 1.0], [0, 0, 1, 1])
     """
     classes = np.arange(preds.n_classes) if classes is None else np.asarray(classes, dtype=np.int64)
     n = preds.n_samples
@@ -156,6 +192,14 @@ def top_k_confidence_view(preds: Predictions, k: int) -> BinaryView:
 
     ``k = 1`` is the confidence view. Top-K-confidence calibration asks this of
     every ``k <= K`` (Gupta & Ramdas 2022, Eq. 6).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> preds = calcore.Predictions.from_probs([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]], [1, 0])
+    >>> view = calcore.top_k_confidence_view(preds, 2)  # second-largest probability
+    >>> view.name, view.scores.tolist(), view.outcomes.tolist()
+    ('top-2-confidence', [0.3, 0.3], [1.0, 0.0])
     """
     cls, score = _kth_largest(preds, k)
     n = preds.n_samples
@@ -172,7 +216,16 @@ def top_k_confidence_view(preds: Predictions, k: int) -> BinaryView:
 
 
 def top_k_label_view(preds: Predictions, k: int) -> BinaryView:
-    """Rank-``k`` label view: :func:`top_k_confidence_view` grouped by the rank-k class (Eq. 7)."""
+    """Rank-``k`` label view: :func:`top_k_confidence_view` grouped by the rank-k class (Eq. 7).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> preds = calcore.Predictions.from_probs([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]], [1, 0])
+    >>> view = calcore.top_k_label_view(preds, 2)  # grouped by the rank-2 class
+    >>> view.name, view.groups.tolist(), view.outcomes.tolist()
+    ('top-2-label', [1, 2], [1.0, 0.0])
+    """
     cls, score = _kth_largest(preds, k)
     outcome = (cls == preds.labels).astype(np.float64)
     return BinaryView(
@@ -200,6 +253,19 @@ def binary_view(preds: Predictions, view: str) -> BinaryView:
     ------
     CalcoreError
         Unknown view name.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> calcore.binary_view(preds, "top-label").groups.tolist()
+    [0, 0, 1, 1]
+    >>> try:
+    ...     calcore.binary_view(preds, "top")
+    ... except calcore.CalcoreError as err:
+    ...     print(err)
+    view must be one of ['class-wise', 'confidence', 'top-label']; got 'top'.
     """
     try:
         return VIEWS[view](preds)

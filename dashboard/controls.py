@@ -17,6 +17,8 @@ import calcore
 from dashboard.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.state import (
     BINNING_CHOICES,
+    BINS_RANGE,
+    BOOTSTRAP_CHOICES,
     DEFAULT_METHODS,
     SPLIT_MODES,
     THEMES,
@@ -43,7 +45,6 @@ KEY_VIEW = "main.view"
 KEY_INITIAL = "app.initial_values"  # not a widget: first values of numeric widgets
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "parquet", "pq", "npz"]
-BOOTSTRAP_CHOICES = (0, 50, 200, 1000)
 SOURCE_SAMPLE, SOURCE_UPLOAD = "sample", "upload"
 
 
@@ -88,13 +89,6 @@ def uploaded(upload) -> FileBytes:
             memo.clear()
         memo[key] = content_digest(data)
     return FileBytes(upload.name, data, True, memo[key])
-
-
-@dataclass(frozen=True)
-class SidebarResult:
-    settings: Settings
-    file: FileBytes | None  # None: the URL names an upload that is not there yet
-    test_file: FileBytes | None
 
 
 def restore(settings: Settings) -> None:
@@ -297,8 +291,8 @@ def evaluation_controls() -> tuple[str, int, int]:
         bins = int(
             st.number_input(
                 label,
-                min_value=2,
-                max_value=5000,
+                min_value=BINS_RANGE[0],
+                max_value=BINS_RANGE[1],
                 value=_initial(KEY_BINS, 15),
                 step=1,
                 key=KEY_BINS,

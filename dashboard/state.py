@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 import calcore
 
 __all__ = [
+    "BINS_RANGE",
+    "BOOTSTRAP_CHOICES",
     "BINNING_CHOICES",
     "DEFAULT_METHODS",
     "SPLIT_MODES",
@@ -60,6 +62,10 @@ SPLIT_MODES = {
 }
 
 THEMES = ("light", "dark")
+#: Bins (or points per bin) the page offers, in the sidebar and in a link alike.
+BINS_RANGE = (2, 5000)
+#: Bootstrap resamples the sidebar offers; a link with another count is reported, not bent.
+BOOTSTRAP_CHOICES = (0, 50, 200, 1000)
 
 #: What a newcomer sees: one parametric and one binning method.
 DEFAULT_METHODS = ("ts", "tl-hb")
@@ -161,10 +167,6 @@ class Settings:
     n_bootstrap: int = 200
     dropped: tuple[str, ...] = field(default=(), compare=False)  # URL parts that were ignored
 
-    @property
-    def evaluation_key(self) -> str:
-        return f"{self.binning}:{self.bins}"
-
 
 def settings_to_query(s: Settings) -> dict[str, str | list[str]]:
     """The query string of ``s`` (only what differs from the defaults, plus the source)."""
@@ -214,6 +216,20 @@ def _number(value, kind, lo, hi, fallback, what: str, dropped: list):
     return number
 
 
+def _one_of(value, choices: tuple[int, ...], fallback: int, what: str, dropped: list) -> int:
+    """An integer that must be one of ``choices`` (a selectbox's options)."""
+    if value is None:
+        return fallback
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number not in choices:
+        dropped.append(f"{what} {value!r} (one of {', '.join(map(str, choices))})")
+        return fallback
+    return number
+
+
 def settings_from_query(query: dict[str, list[str]], *, samples, default_sample: str) -> Settings:
     """Settings from a query string (``{key: [values]}``); invalid parts are listed in ``dropped``.
 
@@ -253,12 +269,12 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
         upload_name=None if sample is not None else upload,
         methods=methods,
         binning=_choice(one("binning"), BINNING_CHOICES, "equal-width", "binning", dropped),
-        bins=_number(one("bins"), int, 2, 200, 15, "bins", dropped),
+        bins=_number(one("bins"), int, *BINS_RANGE, 15, "bins", dropped),
         view=_choice(one("view"), VIEWS, "metrics", "view", dropped),
         theme=_choice(one("theme"), THEMES, "light", "theme", dropped),
         split_mode=_choice(one("split"), SPLIT_MODES, "column", "split", dropped),
         test_fraction=_number(one("frac"), float, 0.05, 0.95, 0.5, "frac", dropped),
         split_seed=_number(one("seed"), int, 0, 2**31 - 1, 0, "seed", dropped),
-        n_bootstrap=_number(one("boot"), int, 0, 2000, 200, "boot", dropped),
+        n_bootstrap=_one_of(one("boot"), BOOTSTRAP_CHOICES, 200, "boot", dropped),
         dropped=tuple(dropped),
     )

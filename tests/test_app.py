@@ -271,6 +271,19 @@ def test_bad_query_parts_are_ignored_with_a_warning():
     assert list(metrics_table(at).index) == ["uncalibrated"]
 
 
+def test_a_link_takes_the_same_bins_and_bootstrap_counts_as_the_sidebar():
+    from dashboard.state import BINS_RANGE, BOOTSTRAP_CHOICES
+
+    at = run_app({"bins": str(BINS_RANGE[1]), "boot": str(BOOTSTRAP_CHOICES[1])})
+    assert at.number_input(key=controls.KEY_BINS).value == BINS_RANGE[1]
+    assert at.selectbox(key=controls.KEY_BOOTSTRAP).value == BOOTSTRAP_CHOICES[1]
+    at = new_app({"bins": str(BINS_RANGE[1] + 1), "boot": "2000"})
+    at.run()
+    message = unescape_markdown(" ".join(w.value for w in at.warning))
+    assert f"bins '{BINS_RANGE[1] + 1}' (outside 2..{BINS_RANGE[1]})" in message
+    assert "boot '2000' (one of 0, 50, 200, 1000)" in message  # said, not silently bent
+
+
 # -- data ----------------------------------------------------------------------------------
 def upload(at: AppTest, name: str, data: bytes) -> AppTest:
     at.radio(key=controls.KEY_SOURCE).set_value(controls.SOURCE_UPLOAD).run()

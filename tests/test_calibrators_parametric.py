@@ -17,7 +17,7 @@ from scipy.special import expit, logsumexp, softmax
 import calcore
 from calcore import CalcoreError, Predictions
 from calcore.calibrators import CALIBRATORS, Calibrator, make_calibrator
-from calcore.calibrators.parametric import (
+from calcore.calibrators.binary_scaling import (
     BetaCalibration,
     PlattScaling,
     apply_beta,

@@ -8,7 +8,7 @@ import pytest
 import calcore
 from calcore.calibrators import make_calibrator
 from calcore.evaluation import UNCALIBRATED, calibrator_validity, compare, learning_curve
-from calcore.validity import _curves_once
+from calcore.validity import validity_curves_once
 
 
 def _overconfident(n, seed):
@@ -110,7 +110,7 @@ def test_calibrator_validity_matches_manual_resamples(splits):
         calib, test = data.subset(np.sort(order[:800])), data.subset(np.sort(order[800:1300]))
         out = make_calibrator("conf-hb").fit(calib).transform(test)
         v = calcore.confidence_view(out)
-        a, b = _curves_once(v.scores, v.outcomes, v.groups, 1, eps, "unique", 15)
+        a, b = validity_curves_once(v.scores, v.outcomes, v.groups, 1, eps, "unique", 15)
         vals.append(a)
         conds.append(b)
     np.testing.assert_allclose(curve.validity, np.mean(vals, axis=0), atol=1e-15)

@@ -253,14 +253,6 @@ def test_reliability_without_intervals_and_with_title(diagrams):
     assert fig.layout.title.text == "&lt;b&gt;run&lt;/b&gt; 1" and fig.layout.height == 500
 
 
-def test_reliability_single_diagram_keeps_the_old_call(diagrams):
-    d = diagrams["ts"]
-    fig = reliability_figure(d)
-    np.testing.assert_array_equal(trace(fig, "accuracy").y, d.accuracy[d.count > 0])
-    np.testing.assert_array_equal(trace(fig, "count").y, d.count)
-    assert f"{d.ece:.4f}" in fig.layout.title.text
-
-
 def test_reliability_rejects_bands_of_unknown_methods(diagrams, preds):
     band = calcore.consistency_bands(preds["ts"], n_resamples=5)
     with pytest.raises(ValueError, match="bands"):

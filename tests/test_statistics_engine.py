@@ -281,7 +281,7 @@ def test_stream_refuses_what_it_cannot_do_yet(tmp_path):
     stream = calcore.scan(tmp_path)
     with pytest.raises(calcore.CalcoreError, match="'unique' is not available for a streamed"):
         calcore.evaluate(stream, binning="unique")
-    with pytest.raises(calcore.CalcoreError, match="n_resamples must be an integer >= 2"):
+    with pytest.raises(calcore.CalcoreError, match="n_bootstrap must be 0 .no intervals. or an"):
         calcore.evaluate(stream, n_bootstrap=1)
 
 

@@ -4,7 +4,7 @@ Importing this package registers every method, so that
 :func:`make_calibrator` and :data:`CALIBRATORS` know them all:
 
 * parametric: ts, ets (``temperature``), vs, ms, dirichlet (``affine``), platt, beta
-  (``binary_scaling``); ``parametric`` re-exports them all;
+  (``binary_scaling``);
 * binary binning and isotonic building blocks (``histogram_binning``, ``binning``,
   ``isotonic``): hb, ums, fwb, sb, iso, and irm;
 * M2B wrappers (``m2b``): ``conf-``, ``tl-``, ``cw-``, ``n-`` + any binary method;

@@ -42,6 +42,15 @@ class Param:
         Inclusive bounds for numbers.
     optional : bool
         Whether ``None`` is allowed.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> param = calcore.CALIBRATORS["hb"].parameters[0]
+    >>> param.name, param.default, param.kind, param.minimum
+    ('bins', 15, 'int', 1)
+    >>> param.check(10.0, owner="hb")
+    10
     """
 
     name: str
@@ -177,6 +186,17 @@ class Calibrator:
         non-negative weights work. Other methods fit weighted rows by repeating each
         row as often as its weight says, which is exact for integer weights and
         refused for fractional ones (see :meth:`fit`).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> logits = [[2.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 2.0]]
+    >>> preds = calcore.Predictions.from_logits(logits, [0, 1, 1, 1])
+    >>> ts = calcore.make_calibrator("ts").fit(preds)
+    >>> round(ts.fit_info["temperature"], 4), ts.transform(preds).predicted.tolist()
+    (0.9881, [0, 1, 0, 1])
+    >>> calcore.Calibrator.from_dict(ts.to_dict()).params == ts.params
+    True
     """
 
     name: ClassVar[str] = ""

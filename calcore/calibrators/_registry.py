@@ -19,7 +19,17 @@ __all__ = ["CalibratorInfo", "CALIBRATORS", "register", "register_wrapper", "mak
 
 @dataclass(frozen=True)
 class CalibratorInfo:
-    """What the dashboard needs to list a method and build its controls."""
+    """What the dashboard needs to list a method and build its controls.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> info = calcore.CALIBRATORS["ts"]
+    >>> info.family, info.accuracy_preserving, info.binary_only
+    ('parametric', True, False)
+    >>> info.defaults
+    {'min_temperature': 0.01, 'max_temperature': 100.0}
+    """
 
     name: str
     family: str
@@ -112,6 +122,17 @@ def make_calibrator(name: str, **params) -> Calibrator:
     ------
     CalcoreError
         Unknown name or invalid parameters.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> calcore.make_calibrator("ts", max_temperature=10.0)
+    TemperatureScaling(min_temperature=0.01, max_temperature=10.0) [not fitted]
+    >>> try:
+    ...     calcore.make_calibrator("hb", bins=0)
+    ... except calcore.CalcoreError as err:
+    ...     print(err)
+    hb: parameter 'bins' must be >= 1; got 0.
     """
     if not isinstance(name, str):
         raise CalcoreError(f"A calibrator name must be a string; got {name!r}.")

@@ -45,7 +45,7 @@ __all__ = [
     "evaluate_envelope",
 ]
 
-_EPS = Param(
+EPS_PARAM = Param(
     "eps",
     1e-6,
     "float",
@@ -55,7 +55,7 @@ _EPS = Param(
 )
 
 
-def _nll(probs, labels):
+def mean_nll(probs, labels):
     with np.errstate(divide="ignore"):
         return float(-np.mean(np.log(probs[np.arange(len(labels)), labels])))
 
@@ -278,7 +278,7 @@ class SortedCumulativeIsotonic(Calibrator):
     family = "isotonic"
     slow = True  # 20 s on 5,000 x 100
     description = "Sorted cumulative isotonic regression (exact 2-D isotonic fit on ranks)."
-    parameters = (_EPS,)
+    parameters = (EPS_PARAM,)
 
     def _fit(self, preds):
         n, L = preds.probs.shape
@@ -300,7 +300,7 @@ class SortedCumulativeIsotonic(Calibrator):
             "n_points": int(c.size),
             "n_levels": int(n_levels),
             "sse": float(np.sum((fitted - inside.ravel()) ** 2)),
-            "nll": _nll(q, preds.labels),
+            "nll": mean_nll(q, preds.labels),
             "exact": True,
             "converged": True,
         }

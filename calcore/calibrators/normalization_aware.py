@@ -32,7 +32,7 @@ from scipy.optimize import isotonic_regression, minimize
 from calcore._errors import CalcoreWarning
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import register
-from calcore.calibrators._scir import _EPS, SortedCumulativeIsotonic, _nll
+from calcore.calibrators._scir import EPS_PARAM, SortedCumulativeIsotonic, mean_nll
 
 __all__ = ["FlattenedIsotonic", "NormalizationAwareFlattenedIsotonic", "SortedCumulativeIsotonic"]
 
@@ -105,7 +105,7 @@ class FlattenedIsotonic(Calibrator):
     name = "fir"
     family = "isotonic"
     description = "Flattened isotonic regression on all (probability, one-hot) pairs, normalised."
-    parameters = (_EPS,)
+    parameters = (EPS_PARAM,)
 
     def _fit(self, preds):
         u, count, _, fitted, starts = _flat_pava(preds)
@@ -115,7 +115,7 @@ class FlattenedIsotonic(Calibrator):
         info = {
             "n_blocks": len(starts) - 1,
             "n_distinct_scores": len(u),
-            "nll": _nll(q, preds.labels),
+            "nll": mean_nll(q, preds.labels),
             "converged": True,
         }
         return state, info
@@ -226,7 +226,7 @@ class NormalizationAwareFlattenedIsotonic(Calibrator):
     slow = True  # seconds per fit on 5,000 x 100 (7 s measured)
     description = "Flattened isotonic map fitted for the NLL of the normalised rows."
     parameters = (
-        _EPS,
+        EPS_PARAM,
         Param("min_blocks", 1, "int", "Cut PAVA blocks into about this many blocks.", minimum=1),
         Param("max_iter", 5000, "int", "Iteration limit of L-BFGS-B.", minimum=1),
         Param("tol", 1e-10, "float", "Tolerance of L-BFGS-B.", minimum=0.0, maximum=1e-2),

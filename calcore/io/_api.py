@@ -7,7 +7,6 @@ from typing import Sequence
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore.io._load import _build, _check_options, _prepare
 from calcore.predictions import Predictions
 
 __all__ = ["load_predictions", "load_splits"]
@@ -139,8 +138,14 @@ def load_predictions(
     >>> p.class_names, p.labels.tolist()
     (('cat', 'dog'), [0, 1])
     """
-    max_decoded_bytes = _check_options(scores, split, max_decoded_bytes)
-    table, split_values, classes, kind, reason = _prepare(
+    from calcore.io._load import (  # pandas/pyarrow: on use
+        build_predictions,
+        check_options,
+        prepare_table,
+    )
+
+    max_decoded_bytes = check_options(scores, split, max_decoded_bytes)
+    table, split_values, classes, kind, reason = prepare_table(
         path_or_buffer,
         name=name,
         label_column=label_column,
@@ -164,7 +169,7 @@ def load_predictions(
                 f"{table.source}: no rows have split {split!r} in column {table.roles.split!r}. "
                 f"Use split=None to load every row."
             )
-    return _build(
+    return build_predictions(
         table,
         classes,
         kind,
@@ -211,9 +216,24 @@ def load_splits(
     CalcoreError
         As :func:`load_predictions`; each split is validated with its file line
         numbers.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> data = (b"label,p_a,p_b,split\\na,0.9,0.1,calib\\nb,0.3,0.7,calib\\n"
+    ...         b"a,0.6,0.4,test\\nb,0.2,0.8,test\\n")
+    >>> splits = calcore.load_splits(data)
+    >>> sorted(splits), splits["calib"].n_samples, splits["test"].class_names
+    (['calib', 'test'], 2, ('a', 'b'))
     """
-    max_decoded_bytes = _check_options(scores, None, max_decoded_bytes)
-    table, split_values, classes, kind, reason = _prepare(
+    from calcore.io._load import (  # pandas/pyarrow: on use
+        build_predictions,
+        check_options,
+        prepare_table,
+    )
+
+    max_decoded_bytes = check_options(scores, None, max_decoded_bytes)
+    table, split_values, classes, kind, reason = prepare_table(
         path_or_buffer,
         name=name,
         label_column=label_column,
@@ -230,10 +250,14 @@ def load_splits(
         renormalize=renormalize,
     )
     if split_values is None:
-        return {"all": _build(table, classes, kind, reason, rows=None, split=None, **common)}
+        return {
+            "all": build_predictions(table, classes, kind, reason, rows=None, split=None, **common)
+        }
     out = {}
     for which in ("calib", "test"):
         rows = np.flatnonzero(split_values == which)
         if rows.size:
-            out[which] = _build(table, classes, kind, reason, rows=rows, split=which, **common)
+            out[which] = build_predictions(
+                table, classes, kind, reason, rows=rows, split=which, **common
+            )
     return out

@@ -9,7 +9,6 @@ import numpy as np
 from calcore.io._budget import resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._report import TableSchema
-from calcore.io._scan import scan
 from calcore.io._source import open_source
 
 __all__ = ["inspect_table"]
@@ -84,7 +83,16 @@ def inspect_table(
         Problems no choice of columns can fix: empty file, header without rows,
         blank or duplicate column names, non-UTF-8 header, unreadable file,
         pickled or oversized NPZ arrays, a named column that does not exist.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> schema = calcore.inspect_table(b"id,label,p_a,p_b\\n7,a,0.9,0.1\\n8,b,0.3,0.7\\n")
+    >>> schema.label_column, schema.class_names, schema.scores_guess, schema.ignored_columns
+    ('label', ('a', 'b'), 'probs', ('id',))
     """
+    from calcore.io._scan import scan  # pandas/pyarrow: loaded when a file is read
+
     max_decoded_bytes = resolve_budget(max_decoded_bytes)
     src = open_source(path_or_buffer, name=name)
     sc = scan(

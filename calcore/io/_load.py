@@ -37,7 +37,7 @@ class _Classes:
     kind: str
 
 
-def _check_options(scores, split, max_decoded_bytes) -> int:
+def check_options(scores, split, max_decoded_bytes) -> int:
     """Check the options; return the decoded-size budget in bytes."""
     if scores not in ("auto", "probs", "logits"):
         raise CalcoreError(f"scores must be 'auto', 'probs' or 'logits', got {scores!r}.")
@@ -109,7 +109,7 @@ def _classes(table: RawTable, positive_class) -> _Classes:
     )
 
 
-def _decide_kind(table: RawTable, scores: str) -> tuple[str, str]:
+def decide_kind(table: RawTable, scores: str) -> tuple[str, str]:
     """``(kind, reason)``: the caller's choice, the NPZ array name, the prefix, or the values.
 
     A probability prefix (``p_``, ``prob_``, ...) or a logit prefix (``logit_``,
@@ -168,14 +168,14 @@ def _rows_sum_to_one(s: np.ndarray) -> bool:
     return bool(np.all(np.abs(sums - 1.0) <= tol))  # NaN rows compare False
 
 
-def _score_ctx(table: RawTable, rows) -> InputContext:
+def score_context(table: RawTable, rows) -> InputContext:
     row = table.row_names if rows is None else SelectedRowNames(table.row_names, rows)
     if table.file_format == "npz":
         return InputContext(f"{table.source}, array {table.kind_hint[0]!r}", None, row)
     return InputContext(table.source, table.roles.scores, row)
 
 
-def _validate_scores(scores, *, kind, auto, ctx, renormalize, reason=""):
+def validate_scores(scores, *, kind, auto, ctx, renormalize, reason=""):
     """Return (probs, logits or None, renormalized rows, max deviation or None)."""
     if scores.shape[1] == 1:
         if kind == "probs":
@@ -209,14 +209,14 @@ def _frozen(arr):
     return arr
 
 
-def _build(
+def build_predictions(
     table, classes, kind, reason, *, auto, rows, split, split_values, renormalize
 ) -> Predictions:
     """Validate the selected rows and wrap them in Predictions with a LoadReport."""
     scores = table.scores if rows is None else table.scores[rows]
     labels = classes.labels if rows is None else classes.labels[rows]
-    ctx = _score_ctx(table, rows)
-    probs, logits, n_renorm, deviation = _validate_scores(
+    ctx = score_context(table, rows)
+    probs, logits, n_renorm, deviation = validate_scores(
         scores, kind=kind, auto=auto, ctx=ctx, renormalize=renormalize, reason=reason
     )
     if n_renorm:
@@ -283,7 +283,7 @@ def _split_values(table: RawTable) -> np.ndarray | None:
     return split_of_rows(table.split, ctx=ctx)
 
 
-def _prepare(
+def prepare_table(
     path_or_buffer,
     *,
     name,
@@ -307,5 +307,5 @@ def _prepare(
     )
     split_values = _split_values(table)
     classes = _classes(table, positive_class)
-    kind, reason = _decide_kind(table, scores)
+    kind, reason = decide_kind(table, scores)
     return table, split_values, classes, kind, reason

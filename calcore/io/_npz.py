@@ -45,7 +45,7 @@ class NpzContent:
             object.__setattr__(self, "n_rows", int(self.scores.shape[0]))
 
 
-def _read_header(fp):
+def read_npy_header(fp):
     """``(shape, fortran_order, dtype)`` of the ``.npy`` stream ``fp``, left at its data."""
     version = np.lib.format.read_magic(fp)
     if version == (1, 0):
@@ -60,10 +60,10 @@ def _read_header(fp):
 
 def _header_of(zf: zipfile.ZipFile, info: zipfile.ZipInfo):
     with zf.open(info) as fp:
-        return _read_header(fp)
+        return read_npy_header(fp)
 
 
-def _check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> None:
+def check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> None:
     """Refuse archives whose declared or array sizes exceed the budget (zip bombs)."""
     infos = zf.infolist()
     declared = sum(i.file_size for i in infos)
@@ -79,8 +79,8 @@ def _check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> No
             continue
         try:
             shape, _, dtype = _header_of(zf, info)
-        except _ZIP_ERRORS as exc:
-            raise _corrupt(src, exc, info.filename[:-4]) from None
+        except ZIP_ERRORS as exc:
+            raise corrupt_archive(src, exc, info.filename[:-4]) from None
         if dtype.hasobject:
             raise CalcoreError(
                 f"{src.name}: array {info.filename[:-4]!r} is an object (pickled) array; "
@@ -115,7 +115,7 @@ def _get(src: Source, npz, key: str) -> np.ndarray:
 
 
 def _full_shape(npz, key: str, arr: np.ndarray) -> tuple:
-    """``arr``'s shape, or for a window of rows (:class:`_FirstRows`, a streamed
+    """``arr``'s shape, or for a window of rows (:class:`FirstRows`, a streamed
     window) the shape of the whole array."""
     shapes = getattr(npz, "shapes", None)
     return arr.shape if shapes is None else shapes[key]
@@ -168,7 +168,7 @@ def _text(src: Source, npz, key: str, n: int) -> np.ndarray:
 # headers (BadZipFile), bad deflate data (zlib.error), encryption (RuntimeError),
 # unsupported methods or versions (NotImplementedError), cut data (EOFError),
 # bad .npy headers or sizes (ValueError, OSError).
-_ZIP_ERRORS = (
+ZIP_ERRORS = (
     zipfile.BadZipFile,
     zlib.error,
     RuntimeError,
@@ -181,7 +181,7 @@ _ZIP_ERRORS = (
 )
 
 
-def _corrupt(src: Source, exc: BaseException, array: str | None = None) -> CalcoreError:
+def corrupt_archive(src: Source, exc: BaseException, array: str | None = None) -> CalcoreError:
     text = " ".join(str(exc).split())[:200] or type(exc).__name__
     what = "reading it failed" if array is None else f"reading array {array!r} failed"
     return CalcoreError(
@@ -193,15 +193,15 @@ def _corrupt(src: Source, exc: BaseException, array: str | None = None) -> Calco
 
 @contextlib.contextmanager
 def _checked_archive(src: Source, max_decoded_bytes: int):
-    """The open zip archive of ``src``, its sizes and dtypes checked (:func:`_check_sizes`)."""
+    """The open zip archive of ``src``, its sizes and dtypes checked (:func:`check_sizes`)."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(src.data))
-    except (zipfile.BadZipFile, *_ZIP_ERRORS):
+    except (zipfile.BadZipFile, *ZIP_ERRORS):
         raise CalcoreError(
             f"{src.name}: not a valid .npz (zip) archive. Save it with np.savez."
         ) from None
     with zf:
-        _check_sizes(src, zf, max_decoded_bytes)
+        check_sizes(src, zf, max_decoded_bytes)
         yield zf
 
 
@@ -220,17 +220,17 @@ def read_npz(src: Source, *, max_decoded_bytes: int, label_column: str | None = 
         return _read_arrays(src, label_column)
     except CalcoreError:
         raise
-    except _ZIP_ERRORS as exc:
-        raise _corrupt(src, exc) from None
+    except ZIP_ERRORS as exc:
+        raise corrupt_archive(src, exc) from None
 
 
 def _read_arrays(src: Source, label_column: str | None) -> NpzContent:
     with np.load(io.BytesIO(src.data), allow_pickle=False) as npz:
-        return _content(src, npz, label_column)
+        return checked_content(src, npz, label_column)
 
 
-def _content(src: Source, npz, label_column: str | None) -> NpzContent:
-    """The checked arrays of ``npz``: an ``NpzFile``, or :class:`_FirstRows`, whose arrays
+def checked_content(src: Source, npz, label_column: str | None) -> NpzContent:
+    """The checked arrays of ``npz``: an ``NpzFile``, or :class:`FirstRows`, whose arrays
     are cut after a few rows (its ``shapes`` are the whole arrays')."""
     names = tuple(npz.files)
     score_name, scores = _scores(src, npz, names)
@@ -257,7 +257,7 @@ def _content(src: Source, npz, label_column: str | None) -> NpzContent:
     return NpzContent(names, score_name, scores, labels, label_name, class_names, split, ignored, n)
 
 
-class _FirstRows:
+class FirstRows:
     """The first ``rows`` entries of each array of an archive, read from its member stream.
 
     Stands in for ``np.load``'s archive in :func:`_scores`/:func:`_text` when inspecting:
@@ -273,9 +273,9 @@ class _FirstRows:
 
     def __getitem__(self, key: str) -> np.ndarray:
         with self.zf.open(f"{key}.npy") as fp:
-            shape, fortran, dtype = _read_header(fp)
+            shape, fortran, dtype = read_npy_header(fp)
             self.shapes[key] = shape
-            if dtype.hasobject:  # _check_sizes refused these already; never unpickle
+            if dtype.hasobject:  # check_sizes refused these already; never unpickle
                 raise ValueError("Object arrays cannot be loaded when allow_pickle=False")
             if fortran or len(shape) == 0 or key == "class_names":
                 fp.seek(0)
@@ -299,10 +299,10 @@ def peek_npz(
         As :func:`read_npz`, for what the headers and first rows show.
     """
     with _checked_archive(src, max_decoded_bytes) as zf:
-        first = _FirstRows(zf, rows)
+        first = FirstRows(zf, rows)
         try:
-            return _content(src, first, label_column)
+            return checked_content(src, first, label_column)
         except CalcoreError:
             raise
-        except _ZIP_ERRORS as exc:
-            raise _corrupt(src, exc) from None
+        except ZIP_ERRORS as exc:
+            raise corrupt_archive(src, exc) from None

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore.io._npz import _ZIP_ERRORS, _check_sizes, _content, _corrupt, _FirstRows, _read_header
+from calcore.io._npz import (
+    ZIP_ERRORS,
+    FirstRows,
+    check_sizes,
+    checked_content,
+    corrupt_archive,
+    read_npy_header,
+)
 from calcore.io._source import Source
 
 __all__ = ["NpzArchive"]
@@ -70,15 +77,15 @@ class NpzArchive:
         self.src = Source(name, b"", "npz")  # for messages only
         try:
             with zipfile.ZipFile(path) as zf:
-                _check_sizes(self.src, zf, _NO_BUDGET)  # refuses object arrays
-                first = _FirstRows(zf, 5)
-                self.head = _content(self.src, first, label_column)
+                check_sizes(self.src, zf, _NO_BUDGET)  # refuses object arrays
+                first = FirstRows(zf, 5)
+                self.head = checked_content(self.src, first, label_column)
                 self.shapes = dict(first.shapes)
                 self.files = list(first.files)
                 for key in self.files:
                     if key not in self.shapes:
                         with zf.open(f"{key}.npy") as fp:
-                            self.shapes[key] = _read_header(fp)[0]
+                            self.shapes[key] = read_npy_header(fp)[0]
                 self.class_names = first["class_names"] if "class_names" in self.files else None
         except CalcoreError:
             raise
@@ -86,8 +93,8 @@ class NpzArchive:
             raise CalcoreError(
                 f"{name}: not a valid .npz (zip) archive. Save it with np.savez."
             ) from None
-        except _ZIP_ERRORS as exc:
-            raise _corrupt(self.src, exc) from None
+        except ZIP_ERRORS as exc:
+            raise corrupt_archive(self.src, exc) from None
         self.n_rows = self.head.n_rows
 
     def row_arrays(self, weight: str | None) -> list[str]:
@@ -116,7 +123,7 @@ class NpzArchive:
                     if self.class_names is not None:
                         arrays["class_names"] = self.class_names
                     window = _Window(self.files, self.shapes, arrays, start)
-                    content = _content(self.src, window, self.label_column)
+                    content = checked_content(self.src, window, self.label_column)
                     weights = None if weight is None else arrays[weight].astype(np.float64)
                     yield content, weights, start
         except CalcoreError:
@@ -125,12 +132,12 @@ class NpzArchive:
             raise CalcoreError(
                 f"{self.path}: the file disappeared while it was being read."
             ) from None
-        except _ZIP_ERRORS as exc:
-            raise _corrupt(self.src, exc) from None
+        except ZIP_ERRORS as exc:
+            raise corrupt_archive(self.src, exc) from None
 
     def _open(self, zf, key: str) -> _Member:
         fp = zf.open(f"{key}.npy")
-        shape, fortran, dtype = _read_header(fp)
+        shape, fortran, dtype = read_npy_header(fp)
         if fortran and len(shape) > 1:
             raise CalcoreError(
                 f"{self.name}: array {key!r} is stored in Fortran (column-major) order, which "

@@ -57,6 +57,13 @@ class TableSchema:
         Detection problems that loading would raise as errors (e.g. no label column).
     weight_column : str or None
         The column (NPZ: array) of row weights, if any.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> schema = calcore.inspect_table(b"label,p_a,p_b\\na,0.9,0.1\\nb,0.3,0.7\\n")
+    >>> schema.file_format, schema.columns, schema.prefix, schema.problems
+    ('csv', ('label', 'p_a', 'p_b'), 'p_', ())
     """
 
     source: str
@@ -127,6 +134,16 @@ class LoadReport:
         as ``sample_weight``.
     total_weight : float or None
         Sum of the loaded rows' weights.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> preds = calcore.load_predictions(b"label,p_a,p_b\\na,0.9,0.1\\nb,0.3,0.7\\n")
+    >>> report = preds.load_report
+    >>> report.label_kind, report.class_names, report.scores_kind, report.n_rows_loaded
+    ('names', ('a', 'b'), 'probs', 2)
+    >>> report.messages()[0]
+    'Read 2 of 2 rows from <upload> (csv, delimiter comma).'
     """
 
     source: str

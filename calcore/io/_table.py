@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
 
 from calcore.io._columns import Roles
 
@@ -103,7 +102,7 @@ class RawTable:
     weight_column: str | None = None
 
 
-def columns_to_matrix(table: pa.Table, names) -> np.ndarray:
+def columns_to_matrix(table, names) -> np.ndarray:
     """Stack numeric Arrow columns into a C-ordered float64 matrix; nulls become NaN."""
     # One record batch at a time: the batch's columns are stacked straight
     # into their rows of the output (2-3x faster than filling column by

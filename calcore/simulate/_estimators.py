@@ -42,6 +42,14 @@ class EstimatorErrors:
         Mean of ``|estimate - truth|``, mean of ``estimate - truth`` and the standard
         deviation of the estimates over the repetitions.
     n_repeats : int
+
+    Examples
+    --------
+    >>> import calcore
+    >>> sim = calcore.mix_n_match_simulator(1)
+    >>> errs = calcore.estimator_errors(sim, sizes=(100, 400), estimators=["kde"], n_repeats=3)
+    >>> errs.estimators, errs.sizes.tolist(), round(errs.truth, 4), errs.bias.shape
+    (('kde',), [100, 400], 0.0263, (1, 2))
     """
 
     view: str
@@ -97,6 +105,16 @@ def estimator_errors(
     ----------
     Zhang, Kailkhura, Han (2020), Mix-n-Match, Sec. 5.1 and Fig. 5 (the design of this
     study); Sturges (1926); Nixon et al. (2019), Sec. 2.1 (equal-mass bins).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> sim = calcore.mix_n_match_simulator(1)
+    >>> errors = calcore.estimator_errors(
+    ...     sim, sizes=(100, 400), estimators=("equal-width", "kde"), n_repeats=3
+    ... )
+    >>> errors.mean_abs_error.round(4).tolist()  # rows: estimators, columns: sizes
+    [[0.0445, 0.006], [0.0457, 0.0149]]
     """
     if view not in _BINNED:
         raise CalcoreError(f"view must be one of {tuple(_BINNED)}; got {view!r}.")

@@ -41,6 +41,15 @@ class DirichletSimulator:
         The calibration map ``pi``: ``P(Y = l | p) = pi(p)_l``.
     target_accuracy : float or None
         The accuracy asked for when ``alpha`` was solved by :func:`concentration_for_accuracy`.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident", concentration=0.5)
+    >>> sim.n_classes, sim.alpha.tolist(), sim.true_map.kind
+    (3, [0.5, 0.5, 0.5], 'overconfident')
+    >>> calcore.simulate_predictions(sim, 4, seed=0).preds.probs.shape
+    (4, 3)
     """
 
     alpha: np.ndarray
@@ -69,6 +78,15 @@ class MixNMatchSimulator:
     ----------
     beta0, beta1 : float
         Model parameters; ``(0, -2)`` is perfectly calibrated.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> sim = calcore.mix_n_match_simulator(1)
+    >>> sim.beta0, sim.beta1, sim.n_classes
+    (0.5, -1.5, 2)
+    >>> calcore.MixNMatchSimulator(0.0, -2.0).true_probability([0.2, 0.7]).round(4).tolist()
+    [0.2, 0.7]
     """
 
     beta0: float
@@ -99,6 +117,15 @@ class Simulation:
         were drawn from them.
     simulator : DirichletSimulator or MixNMatchSimulator
     seed : int
+
+    Examples
+    --------
+    >>> import calcore
+    >>> draw = calcore.simulate_predictions(calcore.dirichlet_simulator(3), 5, seed=0)
+    >>> draw.preds.n_samples, draw.true_probs.shape, draw.seed
+    (5, (5, 3), 0)
+    >>> draw.true_correct_prob.shape
+    (5,)
     """
 
     preds: Predictions
@@ -198,6 +225,14 @@ def mix_n_match_simulator(case: int = 1, *, beta0=None, beta1=None) -> MixNMatch
     References
     ----------
     Zhang, Kailkhura, Han (2020), Mix-n-Match, ICML, Sec. 5.1 and App. E.1.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> calcore.mix_n_match_simulator(2)
+    MixNMatchSimulator(beta0=0.2, beta1=-1.9)
+    >>> calcore.mix_n_match_simulator(beta0=0.0, beta1=-2.0)  # perfectly calibrated
+    MixNMatchSimulator(beta0=0.0, beta1=-2.0)
     """
     if beta0 is None and beta1 is None:
         if case not in MIX_N_MATCH_CASES:

@@ -41,6 +41,15 @@ class TrueCalibrationMap:
         Per-class factors ``T_l > 0`` (all 1 for a global map).
     class_bias : ndarray of shape (n_classes,), float64
         Per-class log-weights ``b_l`` (all 0 for a global map).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> m = calcore.true_calibration_map(2, kind="overconfident", strength=1.0)
+    >>> m.kind, m.temperature, m.exchangeable
+    ('overconfident', 2.0, True)
+    >>> calcore.true_calibration_map(2, kind="calibrated")([0.7, 0.3]).round(4).tolist()
+    [0.7, 0.3]
     """
 
     kind: str

@@ -19,7 +19,7 @@ _HALF_INV_SQRT_2PI = 0.5 / np.sqrt(2.0 * np.pi)
 _QUAD = {"epsabs": 1e-13, "epsrel": 1e-11, "limit": 400}
 
 
-def _density(x):
+def mixnmatch_density(x):
     """Marginal density of X: an equal mixture of N(-1, 1) and N(1, 1) (Eq. 13)."""
     return (np.exp(-0.5 * (x + 1.0) ** 2) + np.exp(-0.5 * (x - 1.0) ** 2)) * _HALF_INV_SQRT_2PI
 
@@ -78,7 +78,7 @@ def mix_n_match_true_ece(simulator, *, order: float = 1.0) -> float:
     b0, b1 = sim.beta0, sim.beta1
 
     def integrand(x):
-        return np.abs(expit(b0 + b1 * x) - expit(-2.0 * x)) ** d * _density(x)
+        return np.abs(expit(b0 + b1 * x) - expit(-2.0 * x)) ** d * mixnmatch_density(x)
 
     points = [-_X_RANGE, _X_RANGE]
     if b1 != -2.0 and abs(-b0 / (b1 + 2.0)) < _X_RANGE:
@@ -93,7 +93,7 @@ def _by_score(sim: MixNMatchSimulator):
 
     def parts(s):
         x, x2 = (s - b0) / b1, (-s - b0) / b1  # class 0 predicted at x, class 1 at x2
-        f, f2 = _density(x), _density(x2)
+        f, f2 = mixnmatch_density(x), mixnmatch_density(x2)
         correct = f * expit(-2.0 * x) + f2 * (1.0 - expit(-2.0 * x2))
         return f + f2, correct
 

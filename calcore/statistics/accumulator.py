@@ -49,6 +49,16 @@ class CellSpec:
     """A named set of cells: a reduction binned by fixed edges.
 
     ``classes`` restricts the class-wise reduction to some classes (None: all).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from calcore.statistics import CalibrationStatistics, CellSpec, edges_for
+    >>> edges = edges_for(np.empty(0), np.empty(0, int), n_groups=2, bins=5)  # 5 bins per class
+    >>> stats = CalibrationStatistics.empty(("a", "b"), {"top": CellSpec("top-label", edges)})
+    >>> stats.update(calcore.Predictions.from_probs([[0.9, 0.1], [0.3, 0.7]], [0, 0], ["a", "b"]))
+    >>> stats.cells["top"].weight.tolist()  # 0.9 in a's last bin, 0.7 in b's fourth
+    [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     """
 
     reduction: str
@@ -62,6 +72,18 @@ class KDESpec:
 
     ``reduction`` is ``"confidence"`` (one problem: ``max p`` against correctness) or
     ``"class-wise"`` (one problem per class in ``classes``, all classes by default).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> from calcore.statistics import CalibrationStatistics, KDESpec
+    >>> kde = {"kde": KDESpec.confidence(0.2)}
+    >>> stats = CalibrationStatistics.empty(preds.class_names, {}, kde)
+    >>> stats.update(preds)
+    >>> stats.kde_ece("kde").round(4).tolist()  # = calcore.kde_ece_confidence(preds, bandwidth=0.2)
+    [0.2571]
     """
 
     reduction: str
@@ -109,7 +131,7 @@ class CalibrationStatistics:
     >>> spec = CellSpec("confidence", edges_for(np.empty(0), binning="equal-width", bins=10))
     >>> a = CalibrationStatistics.empty(p.class_names, {"conf": spec})
     >>> a.update(p.subset([0, 1])); a.update(p.subset([2]))
-    >>> a.cells["conf"].weight[[6, 7]].tolist(), a.correct
+    >>> a.cells["conf"].weight[[7, 8]].tolist(), float(a.correct)  # 0.7 in bin 7, 0.8 in bin 8
     ([1.0, 2.0], 2.0)
     """
 

@@ -34,6 +34,17 @@ class CellSums:
     low, high : ndarray of shape (n_cells,) or None
         Smallest and largest score of the rows with positive weight in each cell
         (``inf`` / ``-inf`` when there is none); kept only without a replicate axis.
+
+    Examples
+    --------
+    >>> from calcore.statistics import CellSums
+    >>> sums = CellSums.zeros(2)
+    >>> sums.add(np.array([0, 1, 1]), np.array([0.2, 0.6, 0.8]))  # cells and scores of 3 rows
+    >>> sums.add_outcomes(np.array([1]))  # one row in cell 1 had the event
+    >>> sums.weight.tolist(), sums.score.round(4).tolist(), sums.outcome.tolist()
+    ([1.0, 2.0], [0.2, 1.4], [0.0, 1.0])
+    >>> sums.merge(sums).weight.tolist()
+    [2.0, 4.0]
     """
 
     weight: np.ndarray

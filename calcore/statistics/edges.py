@@ -111,6 +111,16 @@ class BinEdges:
         (None for equal-width, whose edges are ``k / B_g``).
     min_score : float or None
         Scores below it belong to no bin (TACE keeps class-wise scores ``>= 1e-3``).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from calcore.statistics import BinEdges
+    >>> edges = BinEdges(calcore.resolve_binning("equal-width", 4), np.array([4, 2]))  # two groups
+    >>> edges.n_cells, edges.cell_group.tolist()
+    (6, [0, 0, 0, 0, 1, 1])
+    >>> edges.cell_of(np.array([0.3, 0.3]), np.array([0, 1])).tolist()  # bin 1 of 4, bin 0 of 2
+    [1, 4]
     """
 
     scheme: BinningScheme
@@ -352,6 +362,16 @@ class BinAssignment:
         The bin's interval: the fixed edges for equal-width, else the smallest
         and largest score in the bin (NaN for an empty bin).
     scheme : BinningScheme
+
+    Examples
+    --------
+    >>> import calcore
+    >>> a = calcore.assign_bins(np.array([0.05, 0.5, 1.0]), bins=2)
+    >>> a.point_bin.tolist(), a.lower_edge.tolist(), a.upper_edge.tolist()
+    ([0, 1, 1], [0.0, 0.5], [0.5, 1.0])
+    >>> a = calcore.assign_bins(np.array([0.1, 0.2, 0.2, 0.9]), binning="equal-mass", bins=2)
+    >>> a.point_bin.tolist(), a.upper_edge.tolist()  # the tied 0.2s stay together
+    ([0, 0, 0, 1], [0.2, 0.9])
     """
 
     point_bin: np.ndarray

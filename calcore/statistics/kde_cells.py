@@ -124,6 +124,15 @@ class KDELayout:
     edges : ndarray of shape (E,)
         Sorted cut points in (0, 1); cell ``j`` is ``[edges[j-1], edges[j])`` (cell 0
         starts at 0, the last one ends at 1 included).
+
+    Examples
+    --------
+    >>> from calcore.statistics import KDELayout
+    >>> layout = KDELayout.for_bandwidth(0.25)
+    >>> layout.bandwidth, layout.grid.size, KDELayout.for_bandwidth(0.001).grid.size
+    (0.25, 2001, 8001)
+    >>> layout.cell_of(np.array([0.0, 1.0])).tolist() == [0, layout.n_cells - 1]
+    True
     """
 
     bandwidth: float
@@ -188,6 +197,16 @@ class KDESums:
     ``moments`` has shape ``lead + (2, 7, n_cells)``, ``lead`` ``()`` or ``(R,)`` for
     replicate weights; index 0 of the second-to-last axis but one is every point, 1 the
     points whose outcome is 1.
+
+    Examples
+    --------
+    >>> from calcore.statistics import KDELayout, KDESums, kde_ece_from_sums
+    >>> layout = KDELayout.for_bandwidth(0.2)
+    >>> low, high = KDESums.zeros(layout), KDESums.zeros(layout)
+    >>> low.add(layout, [0.2, 0.3], [0, 1])
+    >>> high.add(layout, [0.7, 0.8], [1, 1])
+    >>> round(kde_ece_from_sums(layout, low.merge(high)), 4)  # kde_ece of the four points
+    0.2626
     """
 
     moments: np.ndarray
@@ -386,7 +405,20 @@ def kde_sums_at_grid(layout: KDELayout, sums: KDESums):
 
 
 def kde_ece_from_sums(layout: KDELayout, sums: KDESums, *, order=1):
-    """KDE-ECE ``trap(|z - S_y/S|^d S) / trap(S)`` (a float, or one per replicate)."""
+    """KDE-ECE ``trap(|z - S_y/S|^d S) / trap(S)`` (a float, or one per replicate).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from calcore.statistics import KDELayout, KDESums, kde_ece_from_sums
+    >>> layout = KDELayout.for_bandwidth(0.2)
+    >>> sums = KDESums.zeros(layout)
+    >>> sums.add(layout, [0.2, 0.3, 0.7, 0.8], [0, 1, 1, 1])
+    >>> round(kde_ece_from_sums(layout, sums), 4)
+    0.2626
+    >>> round(calcore.kde_ece([0.2, 0.3, 0.7, 0.8], [0, 1, 1, 1], bandwidth=0.2), 4)
+    0.2626
+    """
     s_k, s_yk, _ = kde_sums_at_grid(layout, sums)
     positive = s_k > 0.0
     with np.errstate(divide="ignore", invalid="ignore"):

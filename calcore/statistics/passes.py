@@ -39,7 +39,17 @@ __all__ = ["CellRequest", "stream_statistics"]
 
 @dataclass(frozen=True)
 class CellRequest:
-    """A set of cells to build on a stream: a reduction, its binning, a score cut."""
+    """A set of cells to build on a stream: a reduction, its binning, a score cut.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from calcore.statistics import CellRequest
+    >>> CellRequest("confidence", calcore.resolve_binning("equal-width", 15)).fixed
+    True
+    >>> CellRequest("confidence", calcore.resolve_binning("equal-mass", 15)).fixed  # needs a pass
+    False
+    """
 
     reduction: str
     scheme: BinningScheme
@@ -87,7 +97,9 @@ def stream_statistics(
     ----------
     stream : object with ``batches()`` and ``class_names``
         E.g. :class:`calcore.io.stream.PredictionStream`; ``batches()`` yields objects
-        with a ``preds`` attribute, in the same order on every call.
+        with ``preds`` (Predictions, ``sample_weight`` for weighted rows) and ``position``
+        (the index of the batch's first row in the stream, the key of the Poisson
+        weights), in the same order on every call.
     requests : dict of str to CellRequest
     kde : tuple of str
         KDE-ECE problems to keep: ``"kde_ece"`` (confidence) and/or
@@ -109,6 +121,20 @@ def stream_statistics(
     ------
     CalcoreError
         ``binning="unique"`` requested, or the data changed between passes.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> from types import SimpleNamespace
+    >>> from calcore.statistics import CellRequest, stream_statistics
+    >>> parts = [SimpleNamespace(preds=preds.subset(r), position=r[0]) for r in ([0, 1], [2, 3])]
+    >>> stream = SimpleNamespace(class_names=preds.class_names, batches=lambda: iter(parts))
+    >>> request = CellRequest("confidence", calcore.resolve_binning("equal-mass", 2))
+    >>> stats = stream_statistics(stream, requests={"conf": request})
+    >>> stats.cells["conf"].weight.tolist(), stats.cells["conf"].outcome.tolist()
+    ([2.0, 2.0], [2.0, 1.0])
     """
     names = tuple(stream.class_names)
     n_classes = len(names)

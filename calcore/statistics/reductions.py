@@ -37,6 +37,14 @@ class RowBatch:
     ``probs`` (m, L), ``labels`` (m,), ``confidence`` and ``predicted`` (m,),
     ``correct`` (m,) boolean. Built from a :class:`~calcore.Predictions` by
     :meth:`of` (which reuses its cached argmax).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from calcore.statistics import RowBatch
+    >>> batch = RowBatch.of(calcore.Predictions.from_probs([[0.9, 0.1], [0.3, 0.7]], [0, 0]))
+    >>> batch.confidence.tolist(), batch.predicted.tolist(), batch.correct.tolist()
+    ([0.9, 0.7], [0, 1], [True, False])
     """
 
     probs: np.ndarray
@@ -99,6 +107,16 @@ def reduction_edges(
     -------
     BinEdges
         Groups: one (confidence), the classes (top-label, class-wise).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> from calcore.statistics import RowBatch, reduction_edges
+    >>> edges = reduction_edges(RowBatch.of(preds), "top-label", binning="equal-mass", bins=2)
+    >>> edges.bins_per_group.tolist(), edges.thresholds.tolist()  # a threshold per predicted class
+    ([2, 2], [0.8, 0.6])
     """
     _check_reduction(reduction)
     scheme = resolve_binning(binning, bins)
@@ -181,6 +199,19 @@ def add_rows(
         Row weights (a leading replicate axis for bootstrap sums).
     classes : ndarray of int, optional
         Class-wise only: the classes the edges were built for.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
+    >>> from calcore.statistics import CellSums, RowBatch, add_rows, reduction_edges
+    >>> batch = RowBatch.of(preds)
+    >>> edges = reduction_edges(batch, "confidence", bins=5)
+    >>> sums = CellSums.zeros(edges.n_cells)
+    >>> add_rows(sums, edges, batch, "confidence")
+    >>> sums.weight.tolist(), sums.outcome.tolist()
+    ([0.0, 0.0, 0.0, 2.0, 2.0], [0.0, 0.0, 0.0, 2.0, 1.0])
     """
     _check_reduction(reduction)
     if reduction in ("confidence", "top-label"):

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard.figures._common import band, diagonal, esc, finish, ordered, reliability_points
-from dashboard.figures._style import UNCALIBRATED, method_style, rgba
+from dashboard.figures._style import method_style, rgba
 
 __all__ = ["reliability_figure", "count_bars", "VIEW_LABELS"]
 
@@ -52,11 +52,9 @@ def count_bars(diagram, *, name: str, group: str, color: str, slot: int = 0, slo
     )
 
 
-def _titles(diagrams: dict, legacy: bool) -> tuple[str, str]:
+def _titles(diagrams: dict) -> tuple[str, str]:
     first = next(iter(diagrams.values()))
     n = int(first.n)
-    if legacy:  # the app's older single-diagram call reads the ECE from the title
-        return f"{esc(first.view)} reliability diagram · ECE = {first.ece:.4f} · n = {n:,}", ""
     eces = " · ".join(f"{esc(m)} {d.ece:.4f}" for m, d in diagrams.items())
     return (
         f"{esc(first.view).capitalize()} reliability diagram · {esc(first.binning)} · n = {n:,}",
@@ -77,10 +75,8 @@ def reliability_figure(
 
     Parameters
     ----------
-    diagrams : Mapping[str, calcore.ReliabilityDiagram] or calcore.ReliabilityDiagram
-        Method name -> diagram, in display order ("uncalibrated" first). A single
-        diagram (the app's older call) is drawn alone with the trace names
-        ``"accuracy"`` and ``"count"``.
+    diagrams : Mapping[str, calcore.ReliabilityDiagram]
+        Method name -> diagram, in display order ("uncalibrated" first).
     bands : Mapping[str, calcore.ConsistencyBands], optional
         Consistency bands to shade, per method (give only the first method's for one
         band). A single ``ConsistencyBands`` goes with the first method.
@@ -88,7 +84,7 @@ def reliability_figure(
         Draw the 95% Wilson interval of each bin's accuracy as error bars.
     title : str, optional
         HTML-escaped. By default the view, binning and n; the subtitle lists each
-        method's ECE (in the single-diagram call the title holds the ECE).
+        method's ECE.
     theme : {"light", "dark"}
     height : int
         Pixels.
@@ -103,8 +99,7 @@ def reliability_figure(
         ``"<method> (consistency band)"``: a closed polygon over the band's non-empty
         bins, ``x = [confidence, reversed confidence]``, ``y = [upper, reversed lower]``.
     """
-    legacy = not isinstance(diagrams, Mapping)
-    diagrams = ordered({UNCALIBRATED: diagrams} if legacy else diagrams, "diagrams")
+    diagrams = ordered(diagrams, "diagrams")
     if bands is not None and not isinstance(bands, Mapping):
         bands = {next(iter(diagrams)): bands}
     bands = dict(bands or {})
@@ -137,7 +132,7 @@ def reliability_figure(
         style = styles[method]
         points = reliability_points(
             diagram,
-            name="accuracy" if legacy else label,
+            name=label,
             group=label,
             style=style,
             show_intervals=show_intervals,
@@ -147,7 +142,7 @@ def reliability_figure(
         fig.add_trace(points, row=1, col=1)
         bars = count_bars(
             diagram,
-            name="count" if legacy else f"{label} (count)",
+            name=f"{label} (count)",
             group=label,
             color=style["color"],
             slot=k,
@@ -159,6 +154,6 @@ def reliability_figure(
     fig.update_xaxes(range=[0.0, 1.0], title_text=x_label, row=2, col=1)
     fig.update_yaxes(range=[-0.02, 1.02], title_text=y_label, row=1, col=1)
     fig.update_yaxes(title_text="rows per bin", rangemode="tozero", row=2, col=1)
-    default, subtitle = _titles(diagrams, legacy)
+    default, subtitle = _titles(diagrams)
     title = default if title is None else esc(title)
     return finish(fig, theme=theme, title=title, subtitle=subtitle, height=height)
