@@ -437,6 +437,19 @@ def test_bootstrap_waits_for_a_click_on_large_data(monkeypatch):
     assert "[" in metrics_table(at).loc["uncalibrated", "conf-ECE"]
 
 
+def test_bootstrap_waits_for_a_click_on_many_rows(monkeypatch):
+    from dashboard.views import metrics as metrics_view
+
+    # 10,000 CIFAR test rows x 50 resamples = 500,000 pairs; pretend that is "many"
+    monkeypatch.setattr(metrics_view, "AUTO_BOOTSTRAP_ROW_RESAMPLES", 400_000)
+    at = run_app({"m": "none"}, bootstrap=50)
+    assert any("not computed automatically" in i.value for i in at.info)
+    monkeypatch.setattr(metrics_view, "AUTO_BOOTSTRAP_ROW_RESAMPLES", 600_000)
+    at = run_app({"m": "none"}, bootstrap=50)
+    assert not any("not computed automatically" in i.value for i in at.info)
+    assert "[" in metrics_table(at).loc["uncalibrated", "conf-ECE"]
+
+
 def test_top_label_per_class_validity_matches_calcore():
     at = run_app({"view": "validity", "m": "tl-hb"})
     at.selectbox(key="view.validity.resamples").set_value(10)

@@ -311,3 +311,18 @@ def test_equal_width_edges_reported_as_fixed():
     np.testing.assert_array_equal(fast.lower_edge, np.tile([0, 0.25, 0.5, 0.75], 6))
     np.testing.assert_array_equal(fast.upper_edge, np.tile([0.25, 0.5, 0.75, 1.0], 6))
     assert fast.scheme.kind == "equal-width" and fast.scheme.bins == 4
+
+
+WIDE = dirichlet_preds(300, 40, seed=7, decimals=2)  # 40 classes, many ties
+
+
+@pytest.mark.parametrize(("binning", "bins"), SCHEMES)
+@pytest.mark.parametrize("threshold", [None, 1e-3, 0.05])
+@pytest.mark.parametrize("loop_classes", [0, 100], ids=["all-classes-at-once", "class-loop"])
+def test_every_class_wise_cell_path_equals_the_reference(binning, bins, threshold, loop_classes,
+                                                        monkeypatch):  # fmt: skip
+    # the class loop and the all-classes paths (one threshold table when every class has
+    # the same number of bins, a bisection when counts differ) give the reference's bins
+    monkeypatch.setattr(engine_module, "_LOOP_CLASSES", loop_classes)
+    for preds in (SMOOTH, TIED, WIDE):
+        check(preds, binning, bins, threshold=threshold)

@@ -161,15 +161,20 @@ def _show_chart(slot, ctx, values, *, final: bool) -> None:
 #: Above this many test cells (rows x classes) bootstrap intervals wait for a click: on
 #: 50,000 x 1,000 predictions 200 resamples take about two minutes and several GB.
 AUTO_BOOTSTRAP_CELLS = 5_000_000
+#: Above this many (test row, resample) pairs too: 1,000,000 binary test rows with 200
+#: resamples took 49 s (benchmarks/bench_dashboard.py, 2M-row CSV), about 0.25 us a pair,
+#: so the automatic intervals stay under ~3 s.
+AUTO_BOOTSTRAP_ROW_RESAMPLES = 10_000_000
 KEY_FORCE_BOOTSTRAP = "view.metrics.force_bootstrap"
 
 
 def intervals_deferred(ctx) -> bool:
     """Whether bootstrap intervals wait for the user's click (large data, not yet asked)."""
     cells = ctx.test.n_samples * ctx.test.n_classes
+    pairs = ctx.test.n_samples * ctx.settings.n_bootstrap
     return bool(
         ctx.settings.n_bootstrap
-        and cells > AUTO_BOOTSTRAP_CELLS
+        and (cells > AUTO_BOOTSTRAP_CELLS or pairs > AUTO_BOOTSTRAP_ROW_RESAMPLES)
         and not st.session_state.get(KEY_FORCE_BOOTSTRAP)
     )
 
