@@ -29,9 +29,9 @@ import time
 import numpy as np
 from _replication import arg_parser, table_header, table_row, write_outputs
 
-from calcore.binned import bin_statistics
+from calcore.diagnostics.bin_statistics import bin_statistics
 from calcore.kde import kde_ece
-from calcore.metrics_binned import (
+from calcore.metrics.binned import (
     calibration_error_from_bins,
     classwise_ece,
     confidence_ece,

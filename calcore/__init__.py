@@ -1,8 +1,5 @@
 """calcore: calibration evaluation for probabilistic classifiers.
 
-Stable entry points: :class:`Predictions`, :func:`load_predictions`,
-:func:`evaluate`. Everything listed in ``__all__`` is public.
-
 Quick start::
 
     import calcore
@@ -10,16 +7,220 @@ Quick start::
     report = calcore.evaluate(preds, bins=15)
     print(report.top_label_ece, report.classwise_ece)
 
-    # Parquet larger than memory (a file, a directory or a glob), streamed in batches:
+    # larger than memory (a file, a directory or a glob), streamed in batches:
     report = calcore.evaluate(calcore.scan("logs/*.parquet"), bins=15)
+
+Everything below is public (``__all__`` lists it in this order). The layers under it:
+``calcore.io`` (sources), ``calcore.statistics`` (mergeable sums), ``calcore.metrics``,
+``calcore.diagnostics``, ``calcore.evaluation`` and ``calcore.calibrators``.
+
+Predictions and data sources
+============================
+
+Predictions in memory, files loaded whole, sources streamed.
+
+.. autosummary::
+   :toctree: generated/
+
+   Predictions       -- probabilities (or logits) with labels and optional row weights
+   load_predictions  -- a CSV, Parquet or NPZ file, checked, as Predictions
+   load_splits       -- a file's calibration and test rows, loaded once
+   inspect_table     -- what loading would detect, from the header and first rows
+   LoadReport        -- what the loader detected and did
+   TableSchema       -- what inspect_table found
+   scan              -- Parquet, Arrow IPC, CSV or NPZ files streamed at bounded memory
+   PredictionStream  -- a streamed source (what scan returns)
+
+Evaluation
+==========
+
+Every metric at once, and calibrators compared.
+
+.. autosummary::
+   :toctree: generated/
+
+   evaluate             -- every metric of predictions or a stream, with bootstrap intervals
+   CalibrationReport    -- what evaluate returns
+   compare              -- calibrators side by side on calibration and test rows
+   Comparison           -- what compare returns
+   UNCALIBRATED         -- the row label of the predictions before recalibration
+   learning_curve       -- a metric against the number of calibration rows
+   LearningCurve        -- what learning_curve returns
+   calibrator_validity  -- the validity protocol of Gupta & Ramdas for a calibrator
+   bootstrap_interval   -- a percentile bootstrap interval of any metric
+   bootstrap_intervals  -- intervals of several statistics from the same resamples
+   Interval             -- an estimate with its interval
+
+Metric registry
+===============
+
+The one table of reported metrics.
+
+.. autosummary::
+   :toctree: generated/
+
+   METRICS           -- key -> MetricSpec of every reported metric
+   BIN_FREE_METRICS  -- the metrics that do not depend on the binning
+   MetricSpec        -- label, direction, range and computation of a metric
+   compute_metric    -- one metric by key
+
+Binned calibration errors
+=========================
+
+.. autosummary::
+   :toctree: generated/
+
+   confidence_ece               -- ECE of the confidence (max-probability) view
+   confidence_mce               -- its maximum over bins
+   top_label_ece                -- top-label ECE (bins per predicted class)
+   top_label_mce                -- its maximum over bins
+   classwise_ece                -- class-wise ECE (mean over classes)
+   classwise_mce                -- its maximum over bins and classes
+   top_k_confidence_ece         -- ECE of the k-th largest probability
+   top_k_label_ece              -- top-label ECE of the k-th ranked class
+   adaptive_ece                 -- ACE: class-wise ECE on equal-mass bins
+   thresholded_adaptive_ece     -- TACE: ACE of the probabilities above a threshold
+   debiased_ece                 -- the debiased squared-error estimator of Kumar et al.
+   calibration_error_from_bins  -- a binned error from per-bin statistics
+
+KDE-ECE
+=======
+
+Calibration error without bins.
+
+.. autosummary::
+   :toctree: generated/
+
+   kde_ece_confidence  -- KDE-ECE of the confidence view
+   kde_ece_classwise   -- class-wise KDE-ECE
+   kde_ece             -- KDE-ECE of any scores and outcomes
+   kde_bandwidth       -- the rule-of-thumb kernel half-width
+
+Scoring rules
+=============
+
+.. autosummary::
+   :toctree: generated/
+
+   accuracy                 -- fraction of rows whose argmax is the label
+   negative_log_likelihood  -- mean NLL of the label
+   brier_score              -- mean squared error to the one-hot label
+   calibration_gain         -- the Brier reduction of a recalibration map
+   CalibrationGain          -- what calibration_gain returns
+
+Diagnostics
+===========
+
+Reliability diagrams, bands and validity.
+
+.. autosummary::
+   :toctree: generated/
+
+   reliability_diagram             -- per-bin accuracy against confidence, with Wilson intervals
+   top_label_reliability_diagram   -- one diagram per predicted class
+   classwise_reliability_diagrams  -- one diagram per class
+   ReliabilityDiagram              -- what reliability_diagram returns
+   TopLabelReliabilityDiagram      -- what top_label_reliability_diagram returns
+   wilson_interval                 -- Wilson score interval of binomial proportions
+   consistency_bands               -- reliability curves resampled under perfect calibration
+   ConsistencyBands                -- what consistency_bands returns
+   validity_curve                  -- validity plot of a binning (Gupta & Ramdas)
+   ValidityCurve                   -- what validity_curve returns
+   umd_validity_bound              -- the distribution-free bound of uniform-mass binning
+   ece_by_bins                     -- binned ECE against the number of bins
+   EceByBins                       -- what ece_by_bins returns
+   kde_confidence_curve            -- the KDE reliability curve of the confidence view
+   kde_reliability_curve           -- the KDE reliability curve of any scores
+   KDEReliabilityCurve             -- what the KDE curves return
+
+Bins and binary views
+=====================
+
+.. autosummary::
+   :toctree: generated/
+
+   BINNING_SCHEMES           -- the binning scheme names
+   BinningScheme             -- a scheme and its number of bins
+   resolve_binning           -- a checked BinningScheme from (binning, bins)
+   bin_statistics            -- per-bin counts, mean scores and accuracies
+   classwise_bin_statistics  -- the same, one group per class
+   statistics_for            -- the bin statistics of a named view
+   BinStatistics             -- what the bin statistics functions return
+   assign_bins               -- which bin each score falls in
+   BinAssignment             -- what assign_bins returns
+   BinaryView                -- a multiclass problem reduced to binary (scores, outcomes, groups)
+   binary_view               -- a view by name
+   confidence_view           -- max probability and whether the argmax is right
+   top_label_view            -- the same, grouped by predicted class
+   classwise_view            -- every class's probability and indicator
+   top_k_confidence_view     -- the k-th largest probability
+   top_k_label_view          -- the k-th ranked class, grouped by class
+
+Calibrators
+===========
+
+Post-hoc recalibration maps.
+
+.. autosummary::
+   :toctree: generated/
+
+   CALIBRATORS      -- name -> CalibratorInfo of every method
+   make_calibrator  -- a calibrator by name, with checked parameters
+   Calibrator       -- the protocol: fit, transform, to_dict
+   CalibratorInfo   -- what the dashboard lists about a method
+   Param            -- a calibrator parameter and its limits
+
+Simulation with a known truth
+=============================
+
+.. autosummary::
+   :toctree: generated/
+
+   simulate_predictions     -- predictions drawn from a simulator
+   dirichlet_simulator      -- Dirichlet-generated miscalibrated models
+   mix_n_match_simulator    -- the simulator of Zhang et al. (2020)
+   DirichletSimulator       -- what dirichlet_simulator returns
+   MixNMatchSimulator       -- what mix_n_match_simulator returns
+   Simulation               -- simulated predictions with their truth
+   true_calibration_errors  -- the true ECEs of a simulator
+   TrueCalibrationErrors    -- what true_calibration_errors returns
+   true_calibration_map     -- the true recalibration map
+   TrueCalibrationMap       -- what true_calibration_map returns
+   true_reliability_curve   -- the true reliability curve
+   TrueReliabilityCurve     -- what true_reliability_curve returns
+   estimator_errors         -- estimator bias and spread against the truth
+   EstimatorErrors          -- what estimator_errors returns
+
+Errors
+======
+
+.. autosummary::
+   :toctree: generated/
+
+   CalcoreError    -- bad input or options, with a message that says how to fix it
+   CalcoreWarning  -- something the caller should know (renormalised rows, ...)
 """
 
 from calcore._errors import CalcoreError, CalcoreWarning
-from calcore.binned import BinStatistics, bin_statistics, classwise_bin_statistics, statistics_for
 from calcore.binning import BINNING_SCHEMES, BinningScheme, resolve_binning
-from calcore.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
 from calcore.calibrators import CALIBRATORS, Calibrator, CalibratorInfo, Param, make_calibrator
-from calcore.consistency import ConsistencyBands, consistency_bands
+from calcore.diagnostics.bin_statistics import (
+    BinStatistics,
+    bin_statistics,
+    classwise_bin_statistics,
+    statistics_for,
+)
+from calcore.diagnostics.bin_sweep import EceByBins, ece_by_bins
+from calcore.diagnostics.consistency import ConsistencyBands, consistency_bands
+from calcore.diagnostics.reliability import (
+    ReliabilityDiagram,
+    TopLabelReliabilityDiagram,
+    classwise_reliability_diagrams,
+    reliability_diagram,
+    top_label_reliability_diagram,
+    wilson_interval,
+)
+from calcore.diagnostics.validity import ValidityCurve, umd_validity_bound, validity_curve
 from calcore.evaluation import (
     UNCALIBRATED,
     Comparison,
@@ -28,10 +229,12 @@ from calcore.evaluation import (
     compare,
     learning_curve,
 )
+from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
+from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
-from calcore.metrics_binned import (
+from calcore.metrics.binned import (
     adaptive_ece,
     calibration_error_from_bins,
     classwise_ece,
@@ -45,8 +248,9 @@ from calcore.metrics_binned import (
     top_label_ece,
     top_label_mce,
 )
-from calcore.metrics_kde import kde_confidence_curve, kde_ece_classwise, kde_ece_confidence
-from calcore.metrics_scoring import (
+from calcore.metrics.kde import kde_confidence_curve, kde_ece_classwise, kde_ece_confidence
+from calcore.metrics.registry import BIN_FREE_METRICS, METRICS, MetricSpec, compute_metric
+from calcore.metrics.scoring import (
     CalibrationGain,
     accuracy,
     brier_score,
@@ -54,16 +258,15 @@ from calcore.metrics_scoring import (
     negative_log_likelihood,
 )
 from calcore.predictions import Predictions
-from calcore.registry import BIN_FREE_METRICS, METRICS, MetricSpec, compute_metric
-from calcore.reliability import (
-    ReliabilityDiagram,
-    TopLabelReliabilityDiagram,
-    classwise_reliability_diagrams,
-    reliability_diagram,
-    top_label_reliability_diagram,
-    wilson_interval,
+from calcore.reductions import (
+    BinaryView,
+    binary_view,
+    classwise_view,
+    confidence_view,
+    top_k_confidence_view,
+    top_k_label_view,
+    top_label_view,
 )
-from calcore.report import CalibrationReport, evaluate
 from calcore.simulate import (
     DirichletSimulator,
     EstimatorErrors,
@@ -81,115 +284,115 @@ from calcore.simulate import (
     true_reliability_curve,
 )
 from calcore.statistics.edges import BinAssignment, assign_bins
-from calcore.sweep import EceByBins, ece_by_bins
-from calcore.validity import ValidityCurve, umd_validity_bound, validity_curve
-from calcore.views import (
-    BinaryView,
-    binary_view,
-    classwise_view,
-    confidence_view,
-    top_k_confidence_view,
-    top_k_label_view,
-    top_label_view,
-)
 
 __all__ = [
-    "BINNING_SCHEMES",
-    "CALIBRATORS",
-    "UNCALIBRATED",
-    "Calibrator",
-    "CalibratorInfo",
-    "Comparison",
-    "LearningCurve",
-    "Param",
-    "calibrator_validity",
-    "compare",
-    "learning_curve",
-    "make_calibrator",
-    "METRICS",
-    "BIN_FREE_METRICS",
-    "BinAssignment",
-    "BinStatistics",
-    "BinaryView",
-    "BinningScheme",
-    "CalcoreError",
-    "CalcoreWarning",
-    "CalibrationGain",
-    "CalibrationReport",
-    "ConsistencyBands",
-    "EceByBins",
-    "Interval",
-    "KDEReliabilityCurve",
-    "MetricSpec",
+    # Predictions and data sources
     "Predictions",
-    "ReliabilityDiagram",
-    "TopLabelReliabilityDiagram",
-    "ValidityCurve",
-    "accuracy",
-    "adaptive_ece",
-    "assign_bins",
-    "bin_statistics",
-    "binary_view",
-    "bootstrap_interval",
-    "bootstrap_intervals",
-    "brier_score",
-    "calibration_error_from_bins",
-    "calibration_gain",
-    "classwise_bin_statistics",
-    "classwise_ece",
-    "classwise_mce",
-    "classwise_reliability_diagrams",
-    "classwise_view",
-    "compute_metric",
-    "confidence_ece",
-    "confidence_mce",
-    "confidence_view",
-    "consistency_bands",
-    "debiased_ece",
-    "ece_by_bins",
-    "evaluate",
-    "kde_bandwidth",
-    "kde_confidence_curve",
-    "kde_ece",
-    "kde_ece_classwise",
-    "kde_ece_confidence",
-    "kde_reliability_curve",
-    "negative_log_likelihood",
-    "reliability_diagram",
-    "resolve_binning",
-    "statistics_for",
-    "thresholded_adaptive_ece",
-    "top_k_confidence_ece",
-    "top_k_label_ece",
-    "top_k_confidence_view",
-    "top_k_label_view",
-    "top_label_ece",
-    "top_label_mce",
-    "top_label_reliability_diagram",
-    "top_label_view",
-    "umd_validity_bound",
-    "validity_curve",
-    "wilson_interval",
-    "LoadReport",
-    "TableSchema",
-    "inspect_table",
     "load_predictions",
     "load_splits",
-    "PredictionStream",
+    "inspect_table",
+    "LoadReport",
+    "TableSchema",
     "scan",
+    "PredictionStream",
+    # Evaluation
+    "evaluate",
+    "CalibrationReport",
+    "compare",
+    "Comparison",
+    "UNCALIBRATED",
+    "learning_curve",
+    "LearningCurve",
+    "calibrator_validity",
+    "bootstrap_interval",
+    "bootstrap_intervals",
+    "Interval",
+    # Metric registry
+    "METRICS",
+    "BIN_FREE_METRICS",
+    "MetricSpec",
+    "compute_metric",
+    # Binned calibration errors
+    "confidence_ece",
+    "confidence_mce",
+    "top_label_ece",
+    "top_label_mce",
+    "classwise_ece",
+    "classwise_mce",
+    "top_k_confidence_ece",
+    "top_k_label_ece",
+    "adaptive_ece",
+    "thresholded_adaptive_ece",
+    "debiased_ece",
+    "calibration_error_from_bins",
+    # KDE-ECE
+    "kde_ece_confidence",
+    "kde_ece_classwise",
+    "kde_ece",
+    "kde_bandwidth",
+    # Scoring rules
+    "accuracy",
+    "negative_log_likelihood",
+    "brier_score",
+    "calibration_gain",
+    "CalibrationGain",
+    # Diagnostics
+    "reliability_diagram",
+    "top_label_reliability_diagram",
+    "classwise_reliability_diagrams",
+    "ReliabilityDiagram",
+    "TopLabelReliabilityDiagram",
+    "wilson_interval",
+    "consistency_bands",
+    "ConsistencyBands",
+    "validity_curve",
+    "ValidityCurve",
+    "umd_validity_bound",
+    "ece_by_bins",
+    "EceByBins",
+    "kde_confidence_curve",
+    "kde_reliability_curve",
+    "KDEReliabilityCurve",
+    # Bins and binary views
+    "BINNING_SCHEMES",
+    "BinningScheme",
+    "resolve_binning",
+    "bin_statistics",
+    "classwise_bin_statistics",
+    "statistics_for",
+    "BinStatistics",
+    "assign_bins",
+    "BinAssignment",
+    "BinaryView",
+    "binary_view",
+    "confidence_view",
+    "top_label_view",
+    "classwise_view",
+    "top_k_confidence_view",
+    "top_k_label_view",
+    # Calibrators
+    "CALIBRATORS",
+    "make_calibrator",
+    "Calibrator",
+    "CalibratorInfo",
+    "Param",
+    # Simulation with a known truth
+    "simulate_predictions",
+    "dirichlet_simulator",
+    "mix_n_match_simulator",
     "DirichletSimulator",
-    "EstimatorErrors",
     "MixNMatchSimulator",
     "Simulation",
-    "TrueCalibrationErrors",
-    "TrueCalibrationMap",
-    "TrueReliabilityCurve",
-    "dirichlet_simulator",
-    "estimator_errors",
-    "mix_n_match_simulator",
-    "simulate_predictions",
     "true_calibration_errors",
+    "TrueCalibrationErrors",
     "true_calibration_map",
+    "TrueCalibrationMap",
     "true_reliability_curve",
+    "TrueReliabilityCurve",
+    "estimator_errors",
+    "EstimatorErrors",
+    # Errors
+    "CalcoreError",
+    "CalcoreWarning",
 ]
 __version__ = "0.1.0"

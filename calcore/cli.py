@@ -23,8 +23,8 @@ import warnings
 
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
-from calcore.registry import METRICS
-from calcore.report import CalibrationReport, evaluate
+from calcore.evaluation.evaluator import CalibrationReport, evaluate
+from calcore.metrics.registry import METRICS
 
 __all__ = ["main", "build_parser", "parse_param"]
 

@@ -1,7 +1,7 @@
 """The count-vector bootstrap of ``calcore.evaluate`` against brute-force resampling.
 
 The replicates are the statistics engine's sums weighted by the resample counts
-(:func:`calcore.report.bootstrap_replicates`). For equal-width bins they must equal
+(:func:`calcore.evaluation.evaluator.bootstrap_replicates`). For equal-width bins they must equal
 ``metric(preds.subset(rows))`` on the rows each count vector describes (to ~1e-12); the
 KDE replicates must equal ``kde_ece`` on the resampled rows with the full sample's
 bandwidth (the stated conditioning).
@@ -16,8 +16,8 @@ import pytest
 
 import calcore
 from calcore._errors import CalcoreError
+from calcore.evaluation.evaluator import _point_metrics, bootstrap_replicates
 from calcore.kde import kde_ece
-from calcore.report import _point_metrics, bootstrap_replicates
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 from calcore.statistics.replicates import KDE_MAX_WORK, resample_counts
 

@@ -10,7 +10,8 @@ import pytest
 
 from calcore import CalcoreError, Predictions, classwise_ece
 from calcore.calibrators import Calibrator, make_calibrator
-from calcore.calibrators.binning import HistogramBinning, umd_edges
+from calcore.calibrators._bins import umd_edges
+from calcore.calibrators.histogram_binning import HistogramBinning
 from calcore.calibrators.isotonic import IsotonicRegression
 
 HB_EXACT = {"randomized": False}

@@ -341,7 +341,7 @@ def test_classwise_hb_batched_apply_equals_one_binary_apply_per_class(params, n,
 
 @pytest.mark.parametrize("params", [{"bins": 7}, {"points_per_bin": 30, "randomized": False}])
 def test_classwise_hb_fit_by_class_groups_equals_one_binary_fit_per_class(params):
-    from calcore.calibrators.binning import HistogramBinning
+    from calcore.calibrators.histogram_binning import HistogramBinning
 
     rng = np.random.default_rng(9)
     preds = _tied_predictions(rng, 400, 9)

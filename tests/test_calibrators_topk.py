@@ -18,7 +18,7 @@ from calcore import (
 )
 from calcore.calibrators import CALIBRATORS, Calibrator, make_calibrator
 from calcore.calibrators._base import to_jsonable
-from calcore.calibrators.binning import HistogramBinning
+from calcore.calibrators.histogram_binning import HistogramBinning
 from calcore.calibrators.topk import top_k_classes, top_k_rows
 
 

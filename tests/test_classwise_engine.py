@@ -12,15 +12,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import calcore.statistics.reductions as engine_module
+import calcore.statistics.points as engine_module
 from calcore import Predictions
-from calcore.binned import (
+from calcore.diagnostics.bin_statistics import (
     bin_statistics,
     classwise_bin_statistics,
     classwise_bin_statistics_many,
     view_bin_statistics,
 )
-from calcore.views import classwise_view
+from calcore.reductions import classwise_view
 
 # --------------------------------------------------------------------------- references
 

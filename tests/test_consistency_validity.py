@@ -18,9 +18,9 @@ from scipy.stats import binom
 
 import calcore
 from calcore import CalcoreError, Predictions
-from calcore.consistency import consistency_bands
-from calcore.sweep import ece_by_bins
-from calcore.validity import umd_validity_bound, validity_curve
+from calcore.diagnostics.bin_sweep import ece_by_bins
+from calcore.diagnostics.consistency import consistency_bands
+from calcore.diagnostics.validity import umd_validity_bound, validity_curve
 
 # --------------------------------------------------------------------------- data
 

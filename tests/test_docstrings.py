@@ -48,3 +48,11 @@ def test_docstring_examples_run(name):
 def test_every_public_name_has_an_example():
     missing = sorted(set(PUBLIC) - set(WITH_EXAMPLES))
     assert not missing, missing
+
+
+def test_the_package_map_lists_all_of_the_public_api_in_order():
+    """``calcore.__doc__`` is a sectioned map (as ``scipy.stats``'s); ``__all__`` follows it."""
+    import re
+
+    listed = re.findall(r"^   (\w+)\s+-- ", calcore.__doc__, flags=re.MULTILINE)
+    assert listed == list(calcore.__all__)

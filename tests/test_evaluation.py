@@ -7,8 +7,8 @@ import pytest
 
 import calcore
 from calcore.calibrators import make_calibrator
+from calcore.diagnostics.validity import validity_curves_once
 from calcore.evaluation import UNCALIBRATED, calibrator_validity, compare, learning_curve
-from calcore.validity import validity_curves_once
 
 
 def _overconfident(n, seed):

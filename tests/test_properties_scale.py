@@ -62,7 +62,7 @@ SETTINGS = dict(
 )
 
 MAX_ROWS, MAX_CLASSES = 100_000, 1_000
-KDE_CLASSWISE_MAX_CLASSES = 100  # calcore.report.KDE_CLASSWISE_MAX_CLASSES
+KDE_CLASSWISE_MAX_CLASSES = 100  # calcore.evaluation.evaluator.KDE_CLASSWISE_MAX_CLASSES
 
 
 @pytest.fixture(scope="module", autouse=True)

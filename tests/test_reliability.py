@@ -1,4 +1,4 @@
-"""Tests of calcore.reliability against brute-force per-bin loops and closed forms.
+"""Tests of calcore.diagnostics.reliability against brute-force per-bin loops and closed forms.
 
 * bins: equal-width bin k is ``k/B <= h < (k+1)/B`` (Python float edges, 1.0 in the last);
 * Wilson interval: ``(k + z^2/2 -+ z sqrt(k (n-k)/n + z^2/4)) / (n + z^2)`` (Wilson 1927),
@@ -18,7 +18,7 @@ from scipy.stats import norm
 
 import calcore
 from calcore import CalcoreError, Predictions
-from calcore.reliability import (
+from calcore.diagnostics.reliability import (
     classwise_reliability_diagrams,
     reliability_diagram,
     top_label_reliability_diagram,

@@ -5,7 +5,7 @@ Importing this package registers every method, so that
 
 * parametric: ts, ets (``temperature``), vs, ms, dirichlet (``affine``), platt, beta
   (``binary_scaling``);
-* binary binning and isotonic building blocks (``histogram_binning``, ``binning``,
+* binary binning and isotonic building blocks (``histogram_binning``, ``uniform_binning``,
   ``isotonic``): hb, ums, fwb, sb, iso, and irm;
 * M2B wrappers (``m2b``): ``conf-``, ``tl-``, ``cw-``, ``n-`` + any binary method;
 * normalisation-aware isotonic (``normalization_aware``): fir, na-fir, scir;
@@ -15,7 +15,6 @@ Importing this package registers every method, so that
 
 from calcore.calibrators import affine as _affine  # noqa: F401  (registers)
 from calcore.calibrators import binary_scaling as _binary_scaling  # noqa: F401
-from calcore.calibrators import binning as _binning  # noqa: F401
 from calcore.calibrators import canonical as _canonical  # noqa: F401
 from calcore.calibrators import composite as _composite  # noqa: F401
 from calcore.calibrators import histogram_binning as _histogram_binning  # noqa: F401
@@ -24,6 +23,7 @@ from calcore.calibrators import m2b as _m2b  # noqa: F401
 from calcore.calibrators import normalization_aware as _normalization_aware  # noqa: F401
 from calcore.calibrators import temperature as _temperature  # noqa: F401
 from calcore.calibrators import topk as _topk  # noqa: F401
+from calcore.calibrators import uniform_binning as _uniform_binning  # noqa: F401
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator, Param
 from calcore.calibrators._registry import CALIBRATORS, CalibratorInfo, make_calibrator
 

@@ -10,7 +10,7 @@ validating every value, so a user can confirm or correct it first.
 from calcore.io._api import load_predictions, load_splits
 from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES
 from calcore.io._inspect import inspect_table
-from calcore.io._report import LoadReport, TableSchema
+from calcore.io._load_report import LoadReport, TableSchema
 
 __all__ = [
     "DEFAULT_MAX_DECODED_BYTES",

@@ -8,7 +8,7 @@ import numpy as np
 
 from calcore.io._budget import resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
-from calcore.io._report import TableSchema
+from calcore.io._load_report import TableSchema
 from calcore.io._source import open_source
 
 __all__ = ["inspect_table"]

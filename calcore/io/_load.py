@@ -21,7 +21,7 @@ from calcore._validation import (
 from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._labels import class_labels, split_of_rows
-from calcore.io._report import LoadReport
+from calcore.io._load_report import LoadReport
 from calcore.io._scan import read_table, scan
 from calcore.io._source import open_source
 from calcore.io._table import LabelRowNames, RawTable, SelectedRowNames

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore.metrics_binned import classwise_ece, confidence_ece, top_label_ece
-from calcore.metrics_kde import kde_ece_classwise, kde_ece_confidence
+from calcore.metrics.binned import classwise_ece, confidence_ece, top_label_ece
+from calcore.metrics.kde import kde_ece_classwise, kde_ece_confidence
 from calcore.simulate._generators import simulate_predictions
 from calcore.simulate._truth import true_calibration_errors
 

@@ -6,7 +6,7 @@ Layers, bottom up:
   (:class:`BinEdges`, from data by :func:`edges_for`);
 * :mod:`~calcore.statistics.cells` -- weighted sums per cell (:class:`CellSums`),
   merged by addition;
-* :mod:`~calcore.statistics.reductions` -- how a batch of multiclass rows falls into
+* :mod:`~calcore.statistics.points` -- how a batch of multiclass rows falls into
   the cells of the confidence, top-label and class-wise reductions;
 * :mod:`~calcore.statistics.kde_cells` -- KDE-ECE from per-cell kernel moments
   (exact, mergeable);
@@ -23,8 +23,8 @@ from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, edges_for
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 from calcore.statistics.passes import CellRequest, stream_statistics
+from calcore.statistics.points import REDUCTIONS, RowBatch, add_rows, reduction_edges
 from calcore.statistics.poisson import poisson_weights
-from calcore.statistics.reductions import REDUCTIONS, RowBatch, add_rows, reduction_edges
 
 __all__ = [
     "CalibrationStatistics",

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 import scipy.sparse as sp
 
-from calcore.metrics_scoring import brier_per_row, nll_per_row
+from calcore.metrics.scoring import brier_per_row, nll_per_row
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
-from calcore.statistics.reductions import RowBatch, add_rows
+from calcore.statistics.points import RowBatch, add_rows
 
 __all__ = ["CellSpec", "KDESpec", "CalibrationStatistics"]
 

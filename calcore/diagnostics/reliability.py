@@ -14,15 +14,15 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._validation import row_weights
-from calcore.binned import (
+from calcore.diagnostics.bin_statistics import (
     BinStatistics,
     classwise_bin_statistics,
     statistics_for,
     view_bin_statistics,
 )
 from calcore.predictions import Predictions
+from calcore.reductions import binary_view, top_label_view
 from calcore.statistics.edges import assign_bins
-from calcore.views import binary_view, top_label_view
 
 __all__ = [
     "wilson_interval",

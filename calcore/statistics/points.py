@@ -19,12 +19,13 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore.binning import BinningScheme, resolve_binning
+from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, bins_per_group, edges_for, group_thresholds
 
 __all__ = ["REDUCTIONS", "RowBatch", "reduction_edges", "add_rows"]
 
-REDUCTIONS = ("confidence", "top-label", "class-wise")
+REDUCTIONS = tuple(BINARY_REDUCTIONS)  # the names, defined once in calcore.reductions
 
 # Values per block when the class-wise points of a batch are formed (~32 MB per temporary).
 _BLOCK_VALUES = 4_000_000

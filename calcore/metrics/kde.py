@@ -19,8 +19,8 @@ from calcore.kde import (
     kde_reliability_curve,
 )
 from calcore.predictions import Predictions
+from calcore.reductions import confidence_view
 from calcore.statistics.kde_cells import KDELayout, KDESums, ScoreMoments, kde_ece_from_sums
-from calcore.views import confidence_view
 
 __all__ = ["kde_ece_confidence", "kde_ece_classwise", "kde_confidence_curve"]
 

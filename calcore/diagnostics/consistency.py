@@ -22,8 +22,8 @@ from calcore._errors import CalcoreError
 from calcore._limits import N_RESAMPLES
 from calcore._validation import refuse_weights
 from calcore.predictions import Predictions
+from calcore.reductions import binary_view
 from calcore.statistics.edges import assign_bins
-from calcore.views import binary_view
 
 __all__ = ["ConsistencyBands", "consistency_bands"]
 

@@ -8,8 +8,8 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._validation import refuse_weights
-from calcore.binned import statistics_for
-from calcore.metrics_binned import calibration_error_from_bins
+from calcore.diagnostics.bin_statistics import statistics_for
+from calcore.metrics.binned import calibration_error_from_bins
 from calcore.predictions import Predictions
 
 __all__ = ["EceByBins", "ece_by_bins"]

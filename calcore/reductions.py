@@ -1,4 +1,4 @@
-"""Multiclass-to-binary (M2B) views of a set of predictions.
+"""Multiclass-to-binary (M2B) reductions of a set of predictions ("views" in metric options).
 
 Each named function turns (probs, labels) into a :class:`BinaryView`: one score
 and one 0/1 outcome per point, plus a group id. Metrics, calibrators and
@@ -22,7 +22,7 @@ from calcore.predictions import Predictions
 
 __all__ = [
     "BinaryView",
-    "VIEWS",
+    "REDUCTIONS",
     "confidence_view",
     "top_label_view",
     "classwise_view",
@@ -239,7 +239,8 @@ def top_k_label_view(preds: Predictions, k: int) -> BinaryView:
     )
 
 
-VIEWS = {
+#: Binary reductions of a multiclass problem by name (the ``view=`` of metrics and diagrams).
+REDUCTIONS = {
     "confidence": confidence_view,
     "top-label": top_label_view,
     "class-wise": classwise_view,
@@ -268,6 +269,6 @@ def binary_view(preds: Predictions, view: str) -> BinaryView:
     view must be one of ['class-wise', 'confidence', 'top-label']; got 'top'.
     """
     try:
-        return VIEWS[view](preds)
+        return REDUCTIONS[view](preds)
     except KeyError:
-        raise CalcoreError(f"view must be one of {sorted(VIEWS)}; got {view!r}.") from None
+        raise CalcoreError(f"view must be one of {sorted(REDUCTIONS)}; got {view!r}.") from None

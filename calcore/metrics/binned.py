@@ -27,15 +27,15 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._validation import row_weights
-from calcore.binned import (
+from calcore.binning import resolve_binning
+from calcore.diagnostics.bin_statistics import (
     BinStatistics,
     classwise_bin_statistics,
     statistics_for,
     view_bin_statistics,
 )
-from calcore.binning import resolve_binning
 from calcore.predictions import Predictions
-from calcore.views import top_k_confidence_view, top_k_label_view
+from calcore.reductions import top_k_confidence_view, top_k_label_view
 
 __all__ = [
     "calibration_error_from_bins",

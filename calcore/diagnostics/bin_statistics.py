@@ -3,7 +3,7 @@
 Computed by the statistics engine (:mod:`calcore.statistics`): bins from
 :mod:`calcore.statistics.edges`, weighted sums from one ``np.bincount`` pass per
 quantity. :class:`BinStatistics` is the per-bin view of those sums that the metric
-formulas (:mod:`calcore.metrics_binned`) and the diagrams read.
+formulas (:mod:`calcore.metrics.binned`) and the diagrams read.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import numpy as np
 from calcore._validation import row_weights
 from calcore.binning import BinningScheme
 from calcore.predictions import Predictions
+from calcore.reductions import BinaryView, binary_view
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, edges_for
-from calcore.statistics.reductions import RowBatch, add_rows, reduction_edges
-from calcore.views import BinaryView, binary_view
+from calcore.statistics.points import RowBatch, add_rows, reduction_edges
 
 __all__ = [
     "BinStatistics",
@@ -201,7 +201,7 @@ def bin_statistics(
 def view_bin_statistics(
     view: BinaryView, *, binning="equal-width", bins=15, weights=None
 ) -> BinStatistics:
-    """:func:`bin_statistics` of a :class:`~calcore.views.BinaryView` (row weights optional)."""
+    """:func:`bin_statistics` of a :class:`~calcore.reductions.BinaryView` (weights optional)."""
     return bin_statistics(
         view.scores,
         view.outcomes,

@@ -4,9 +4,7 @@ binning [fwb], scaling-binning [sb].
 
 The bin rules (``bins`` or ``points_per_bin``, half-open bins, empty bins) are in
 :mod:`calcore.calibrators._bins`; the binary-calibrator contract that the M2B
-wrappers rely on is :class:`calcore.calibrators._binary.BinaryCalibrator`. This
-module re-exports :class:`HistogramBinning`, :class:`BinaryCalibrator` and
-:func:`umd_edges` for existing imports.
+wrappers rely on is :class:`calcore.calibrators._binary.BinaryCalibrator`.
 
 References
 ----------
@@ -22,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from calcore.binning import equal_width_index
-from calcore.calibrators._binary import BinaryCalibrator
 from calcore.calibrators._bins import (
     BINS,
     POINTS_PER_BIN,
@@ -34,10 +31,8 @@ from calcore.calibrators._bins import (
     umd_edges,
 )
 from calcore.calibrators._registry import register
-from calcore.calibrators.histogram_binning import HistogramBinning
 
-__all__ = ["BinaryCalibrator", "HistogramBinning", "UniformMassSplit", "FixedWidthBinning"]
-__all__ += ["ScalingBinning", "umd_edges"]
+__all__ = ["UniformMassSplit", "FixedWidthBinning", "ScalingBinning"]
 
 
 @register

@@ -3,7 +3,7 @@
 The report shares work between metrics: the bins of each view are computed
 once and every norm (l1, l2, max) is read off them, and the class-wise ECE,
 ACE and TACE come from one sort of the probability columns. Each value equals
-the stand-alone metric function of :mod:`calcore.registry` (tested).
+the stand-alone metric function of :mod:`calcore.metrics.registry` (tested).
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore._limits import N_BOOTSTRAP
 from calcore._validation import row_weights
-from calcore.binned import BinStatistics, bin_statistics_from_sums
 from calcore.binning import resolve_binning
-from calcore.bootstrap import Interval, check_bootstrap_options, percentile_bounds
+from calcore.diagnostics.bin_statistics import BinStatistics, bin_statistics_from_sums
+from calcore.evaluation.bootstrap import Interval, check_bootstrap_options, percentile_bounds
 from calcore.io.stream import PredictionStream
 from calcore.kde import validated_scores_bandwidth
+from calcore.metrics.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
 from calcore.predictions import Predictions
-from calcore.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
 from calcore.statistics.kde_cells import ScoreMoments
 from calcore.statistics.passes import CellRequest, stream_statistics
-from calcore.statistics.reductions import RowBatch, reduction_edges
+from calcore.statistics.points import RowBatch, reduction_edges
 from calcore.statistics.replicates import (
     KDE_MAX_WORK,
     kde_resamples,
@@ -50,7 +50,7 @@ class CalibrationReport:
     ----------
     n, n_classes : int
     metrics : dict of str to float or None
-        Keyed as :data:`calcore.registry.METRICS`; ``None`` for a metric that
+        Keyed as :data:`calcore.metrics.registry.METRICS`; ``None`` for a metric that
         was not computed (see ``notes``).
     intervals : dict of str to Interval
         Bootstrap intervals, when ``n_bootstrap > 0``.
@@ -135,7 +135,7 @@ def report_cell_specs(preds: Predictions, *, bins, binning, keys=None, weights=N
     """The cells of a report, with the bins found from ``preds`` (exact order statistics).
 
     ``conf``, ``top`` and ``cw`` use the report's binning; ``ace`` and ``tace`` the
-    class-wise equal-mass bins of :func:`calcore.registry.adaptive_bins_for` (TACE only
+    class-wise equal-mass bins of :func:`calcore.metrics.registry.adaptive_bins_for` (TACE only
     scores ``>= TACE_THRESHOLD``). ``keys`` limits them to some of these (all by default);
     ``weights`` are row weights (equal-mass ranks count weight).
     """
@@ -181,7 +181,7 @@ def scoring_values(stats: CalibrationStatistics) -> dict:
 
 def binned_values(stats: CalibrationStatistics) -> dict:
     """The binned metrics whose cells ``stats`` keeps, each by its registry entry's
-    ``from_bins`` (:data:`calcore.registry.METRICS`: the one table of metrics)."""
+    ``from_bins`` (:data:`calcore.metrics.registry.METRICS`: the one table of metrics)."""
     bins = {key: statistics_bins(stats, key) for key in stats.specs}
     return {
         k: float(spec.from_bins(bins[spec.cells]))
@@ -505,7 +505,7 @@ def evaluate(
     binning : str, default "equal-width"
         Binning of the binned metrics (see :mod:`calcore.binning`). ACE and
         TACE always use equal-mass bins, as many as
-        :func:`calcore.registry.adaptive_bins_for` says; TACE keeps scores ``>= 1e-3``.
+        :func:`calcore.metrics.registry.adaptive_bins_for` says; TACE keeps scores ``>= 1e-3``.
     seed : int, default 0
         Seeds the bootstrap.
     n_bootstrap : int, default 0

@@ -17,14 +17,14 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore._limits import N_REPEATS, N_RESAMPLES
 from calcore._validation import refuse_weights
-from calcore.bootstrap import Interval
 from calcore.calibrators import Calibrator, make_calibrator
-from calcore.metrics_scoring import calibration_gain
+from calcore.diagnostics.validity import ValidityCurve, validity_curves_once
+from calcore.evaluation.bootstrap import Interval
+from calcore.evaluation.evaluator import evaluate
+from calcore.metrics.registry import METRICS, compute_metric
+from calcore.metrics.scoring import calibration_gain
 from calcore.predictions import Predictions
-from calcore.registry import METRICS, compute_metric
-from calcore.report import evaluate
-from calcore.validity import ValidityCurve, validity_curves_once
-from calcore.views import binary_view
+from calcore.reductions import binary_view
 
 __all__ = [
     "UNCALIBRATED",

@@ -9,10 +9,10 @@ from typing import Callable
 
 import numpy as np
 
-from calcore import metrics_binned as mb
-from calcore import metrics_kde as mk
-from calcore import metrics_scoring as ms
 from calcore._errors import CalcoreError
+from calcore.metrics import binned as mb
+from calcore.metrics import kde as mk
+from calcore.metrics import scoring as ms
 from calcore.predictions import Predictions
 
 __all__ = ["MetricSpec", "METRICS", "BIN_FREE_METRICS", "adaptive_bins_for", "compute_metric"]
@@ -39,7 +39,7 @@ class MetricSpec:
     cells : str or None
         Which set of cells of the statistics engine the metric reads (``"conf"``,
         ``"top"``, ``"cw"``, ``"ace"``, ``"tace"``; see
-        :func:`calcore.report.report_cell_specs`), None for scoring and KDE metrics.
+        :func:`calcore.evaluation.evaluator.report_cell_specs`), None for scoring and KDE metrics.
     from_bins : callable or None
         ``from_bins(BinStatistics) -> float``: the metric from its cells' per-bin
         statistics (what :func:`calcore.evaluate` and its bootstrap compute).

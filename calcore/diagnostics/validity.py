@@ -22,9 +22,9 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore._limits import N_RESAMPLES
 from calcore._validation import refuse_weights
-from calcore.binned import bin_statistics
+from calcore.diagnostics.bin_statistics import bin_statistics
 from calcore.predictions import Predictions
-from calcore.views import binary_view
+from calcore.reductions import binary_view
 
 __all__ = ["ValidityCurve", "validity_curve", "umd_validity_bound"]
 

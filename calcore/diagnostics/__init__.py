@@ -1,0 +1,18 @@
+"""Diagnostics: what a metric summarises, shown per bin, per resample or per bin count.
+
+Modules
+-------
+bin_statistics
+    Per-bin counts, mean scores and accuracies of a binary view (the statistics engine's
+    cells as a ``BinStatistics``), class-wise too.
+reliability
+    Confidence, top-label and class-wise reliability diagrams with Wilson intervals.
+consistency
+    Consistency bands: reliability curves resampled under perfect calibration.
+validity
+    Validity plots of calibrators (Gupta & Ramdas, 2021) and UMD's bound.
+bin_sweep
+    Binned ECE against the number of bins.
+
+The public names are exported from :mod:`calcore`; this package imports nothing itself.
+"""

@@ -1,0 +1,42 @@
+"""Evaluation: reports of predictions and the protocols that compare calibrators.
+
+Modules
+-------
+evaluator
+    ``evaluate`` and ``CalibrationReport``: every metric of in-memory or streamed
+    predictions from one statistics pass, with bootstrap intervals.
+bootstrap
+    Percentile bootstrap intervals of any metric (``bootstrap_interval``) and ``Interval``.
+protocols
+    ``compare`` (calibrators side by side), ``learning_curve``, ``calibrator_validity``,
+    and the data helpers ``random_split`` and ``concatenate``.
+"""
+
+from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
+from calcore.evaluation.evaluator import CalibrationReport, evaluate
+from calcore.evaluation.protocols import (
+    UNCALIBRATED,
+    Comparison,
+    LearningCurve,
+    calibrator_validity,
+    compare,
+    concatenate,
+    learning_curve,
+    random_split,
+)
+
+__all__ = [
+    "CalibrationReport",
+    "evaluate",
+    "Interval",
+    "bootstrap_interval",
+    "bootstrap_intervals",
+    "UNCALIBRATED",
+    "Comparison",
+    "LearningCurve",
+    "compare",
+    "learning_curve",
+    "calibrator_validity",
+    "random_split",
+    "concatenate",
+]
