@@ -13,7 +13,6 @@ next to them identifies them.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -136,14 +135,7 @@ def report(key: str, binning: str, bins, n_bootstrap: int, preds) -> calcore.Cal
     (same seed), so the result equals one ``evaluate`` call (tests/test_app.py).
     """
     free = bin_free_report(key, n_bootstrap, preds)
-    binned = _binned_report(key, binning, bins, n_bootstrap, preds)
-    bin_free = calcore.BIN_FREE_METRICS
-    return dataclasses.replace(
-        binned,
-        metrics={k: free.metrics[k] if k in bin_free else v for k, v in binned.metrics.items()},
-        intervals=free.intervals | binned.intervals,
-        notes=tuple(dict.fromkeys(binned.notes + free.notes)),
-    )
+    return _binned_report(key, binning, bins, n_bootstrap, preds).combined_with(free)
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
@@ -249,8 +241,8 @@ def validity(
     ``group`` (a class index or None) restricts the test rows to one predicted class."""
     data = unweighted(sampled_rows(_all_rows(key.split("|")[0], _calib, _test)))
     n_calib = data.n_samples // 2
-    binning = "unique" if calcore.CALIBRATORS[name].family in ("binning", "canonical") else None
-    options = {"binning": binning} if binning else {"binning": "equal-width", "bins": 15}
+    discrete = calcore.CALIBRATORS[name].discrete_output
+    options = {"binning": "unique"} if discrete else {"binning": "equal-width", "bins": 15}
     return calcore.calibrator_validity(
         data,
         (name, dict(params)),

@@ -181,3 +181,59 @@ def test_calibrator_validity_per_class_matches_the_fixed_split_curve():
     assert got.n_resamples == 1 and got.group.endswith("[b]")
     with pytest.raises(calcore.CalcoreError, match="class index"):
         calibrator_validity(data, "tl-hb", n_calib=450, n_test=450, group=3)
+
+
+def test_a_report_combined_from_metric_subsets_equals_one_evaluate(splits):
+    _, test = splits
+    whole = calcore.evaluate(test, n_bootstrap=20, seed=3, bins=10)
+    free = calcore.evaluate(test, n_bootstrap=20, seed=3, metrics=calcore.BIN_FREE_METRICS)
+    binned_keys = [k for k in calcore.METRICS if k not in calcore.BIN_FREE_METRICS]
+    binned = calcore.evaluate(test, n_bootstrap=20, seed=3, bins=10, metrics=binned_keys)
+    both = binned.combined_with(free)
+    assert both.metrics == whole.metrics
+    for key, iv in whole.intervals.items():
+        assert (both.intervals[key].low, both.intervals[key].high) == (iv.low, iv.high), key
+    with pytest.raises(calcore.CalcoreError, match="same rows, classes, seed and resamples"):
+        binned.combined_with(calcore.evaluate(test, n_bootstrap=20, seed=4))
+
+
+def test_learning_curves_combined_per_method_equal_one_joint_call(splits):
+    calib, test = splits
+    options = dict(sizes=[40, 200], n_repeats=2, seed=5)
+    joint = learning_curve(calib, test, ["ts", "tl-hb"], **options)
+    apart = [learning_curve(calib, test, [m], **options) for m in ("ts", "tl-hb")]
+    both = calcore.LearningCurve.combine(apart)
+    assert both.methods == joint.methods
+    np.testing.assert_array_equal(both.mean, joint.mean)
+    np.testing.assert_array_equal(both.accuracy_std, joint.accuracy_std)
+    other = learning_curve(calib, test, ["ts"], sizes=[40, 100], n_repeats=2, seed=5)
+    with pytest.raises(calcore.CalcoreError, match="differ in sizes"):
+        calcore.LearningCurve.combine([apart[0], other])
+
+
+def test_comparison_from_reports_ranks_ties_and_directions(splits):
+    _, test = splits
+    out = make_calibrator("ts").fit(splits[0]).transform(test)
+    reports = {UNCALIBRATED: calcore.evaluate(test), "ts": calcore.evaluate(out)}
+    gains = {"ts": calcore.calibration_gain(test, out, injective_accuracy_preserving=True)}
+    c = calcore.Comparison.from_reports(reports, gains)
+    assert c.methods == (UNCALIBRATED, "ts") and c.values["ts"]["calibration_gain"].estimate > 0
+    # temperature scaling keeps the argmax: accuracy ties, and both methods are best
+    assert c.best_methods("accuracy") == {UNCALIBRATED, "ts"}
+    assert c.best("accuracy") == UNCALIBRATED  # the first of ties
+    assert c.best("calibration_gain") == "ts"  # higher is better for the gain
+    assert c.best("top_label_ece") == "ts"
+    assert c.notes["ts"][-1].startswith("calibration gain: exact")
+    with pytest.raises(calcore.CalcoreError, match="No calibration gain for"):
+        calcore.Comparison.from_reports(reports, {})
+    with pytest.raises(calcore.CalcoreError, match="must start with"):
+        calcore.Comparison.from_reports({"ts": reports["ts"]}, gains)
+
+
+def test_calibrator_info_says_what_a_method_applies_and_outputs():
+    info = calcore.CALIBRATORS
+    assert info["tl-hb"].binary_method == "hb" and info["hb"].binary_method == "hb"
+    assert info["projection-hb"].binary_method is None and info["ts"].binary_method is None
+    assert info["cw-platt"].binary_method == "platt"
+    assert info["hb"].discrete_output and info["projection-hb"].discrete_output
+    assert not info["ts"].discrete_output and not info["iso"].discrete_output

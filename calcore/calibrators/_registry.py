@@ -9,7 +9,7 @@ method's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
@@ -40,6 +40,16 @@ class CalibratorInfo:
     slow: bool
     parameters: tuple[Param, ...]
     weighted: bool = False  # fits any row weights itself (else integer weights, repeated)
+    #: The binary method applied: the method itself for a binary one (``"hb"``), the
+    #: wrapped one for an M2B or top-K wrapper (``"tl-hb"`` -> ``"hb"``), else None.
+    binary_method: str | None = None
+
+    @property
+    def discrete_output(self) -> bool:
+        """Whether a fitted map takes finitely many values (binning and canonical
+        families), so that its outputs are binned by their distinct values (``"unique"``)
+        in validity plots, as Gupta & Ramdas (2021) do."""
+        return self.family in ("binning", "canonical")
 
     @property
     def defaults(self) -> dict:
@@ -63,6 +73,7 @@ def _info(name: str, cls) -> CalibratorInfo:
         cls.slow,
         tuple(cls.parameters),
         cls.weighted,
+        cls.name if cls.binary_only else None,
     )
 
 
@@ -73,7 +84,8 @@ def _rebuild() -> None:
     for prefix, wrapper in sorted(_WRAPPERS.items()):
         for name, cls in sorted(_METHODS.items()):
             if cls.binary_only:
-                CALIBRATORS[f"{prefix}-{name}"] = wrapper.info_for(prefix, cls)
+                info = wrapper.info_for(prefix, cls)
+                CALIBRATORS[f"{prefix}-{name}"] = replace(info, binary_method=cls.name)
 
 
 def register(cls: type[Calibrator]) -> type[Calibrator]:

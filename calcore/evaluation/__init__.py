@@ -21,6 +21,7 @@ from calcore.evaluation.protocols import (
     calibrator_validity,
     compare,
     concatenate,
+    exact_gain,
     learning_curve,
     random_split,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "Comparison",
     "LearningCurve",
     "compare",
+    "exact_gain",
     "learning_curve",
     "calibrator_validity",
     "random_split",

@@ -9,7 +9,7 @@ the stand-alone metric function of :mod:`calcore.metrics.registry` (tested).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -90,6 +90,52 @@ class CalibrationReport:
         if name in metrics:
             return metrics[name]
         raise AttributeError(name)
+
+    def combined_with(self, other: "CalibrationReport") -> "CalibrationReport":
+        """One report from two that computed different metrics of the same rows.
+
+        ``evaluate(metrics=...)`` leaves the metrics it was not asked for as None; this
+        takes each metric from whichever report computed it (``other`` where both did),
+        with the intervals of both. With the same ``seed`` and ``n_bootstrap`` both drew
+        the same resamples, so the result equals one ``evaluate`` of every metric (the
+        dashboard caches the metrics that use no bins apart from the binned ones). The
+        settings (bins, binning) are this report's.
+
+        Raises
+        ------
+        CalcoreError
+            The reports are of different rows, classes, seeds or resamples.
+
+        Examples
+        --------
+        >>> import calcore
+        >>> p = calcore.Predictions.from_probs([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]], [0, 1, 1])
+        >>> a = calcore.evaluate(p, metrics=["conf_ece"])
+        >>> b = calcore.evaluate(p, metrics=["accuracy"])
+        >>> both = a.combined_with(b)
+        >>> round(both.conf_ece, 4), round(both.accuracy, 4)
+        (0.3, 0.6667)
+        """
+        same = (self.n, self.n_classes, self.seed, self.n_bootstrap) == (
+            other.n,
+            other.n_classes,
+            other.seed,
+            other.n_bootstrap,
+        )
+        if not same:
+            raise CalcoreError(
+                "combined_with needs reports of the same rows, classes, seed and resamples."
+            )
+        metrics = {
+            k: other.metrics[k] if other.metrics.get(k) is not None else v
+            for k, v in self.metrics.items()
+        }
+        return replace(
+            self,
+            metrics=metrics,
+            intervals=self.intervals | other.intervals,
+            notes=tuple(dict.fromkeys(self.notes + other.notes)),
+        )
 
     def as_dict(self) -> dict:
         """JSON-ready dict with the keys of ``calcore metrics --json``."""

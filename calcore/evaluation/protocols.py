@@ -199,17 +199,104 @@ class Comparison:
                     )
         return out
 
-    def best(self, metric: str) -> str:
-        """The method with the best estimate of ``metric`` (lower is better, unless stated)."""
-        higher = (
-            metric in METRICS and METRICS[metric].higher_is_better or metric == "calibration_gain"
+    @classmethod
+    def from_reports(
+        cls,
+        reports: dict,
+        gains: dict,
+        *,
+        calibrated: dict | None = None,
+        calibrators: dict | None = None,
+        fit_seconds: dict | None = None,
+    ) -> "Comparison":
+        """The comparison of reports computed elsewhere (e.g. cached one method at a time).
+
+        Parameters
+        ----------
+        reports : dict of str to CalibrationReport
+            :data:`UNCALIBRATED` first, then each method's report on its recalibrated
+            test rows (same rows, settings and resamples).
+        gains : dict of str to CalibrationGain
+            Each method's :func:`~calcore.calibration_gain` (not the uncalibrated one's).
+        calibrated, calibrators, fit_seconds : dict, optional
+            As in :func:`compare`; empty when not given.
+
+        Returns
+        -------
+        Comparison
+            What :func:`compare` returns for the same reports.
+
+        Raises
+        ------
+        CalcoreError
+            ``reports`` does not start with the uncalibrated report, or a method has no gain.
+
+        Examples
+        --------
+        >>> import calcore
+        >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
+        >>> calib, test = (calcore.simulate_predictions(sim, 300, seed=s).preds for s in (0, 1))
+        >>> out = calcore.make_calibrator("ts").fit(calib).transform(test)
+        >>> c = calcore.Comparison.from_reports(
+        ...     {"uncalibrated": calcore.evaluate(test), "ts": calcore.evaluate(out)},
+        ...     {"ts": calcore.calibration_gain(test, out)},
+        ... )
+        >>> c.best("top_label_ece"), sorted(c.best_methods("accuracy"))  # TS keeps the argmax
+        ('ts', ['ts', 'uncalibrated'])
+        """
+        names = list(reports)
+        if not names or names[0] != UNCALIBRATED:
+            raise CalcoreError(f"reports must start with {UNCALIBRATED!r}; got {names[:3]}.")
+        missing = [m for m in names[1:] if m not in gains]
+        if missing:
+            raise CalcoreError(f"No calibration gain for {missing}; give one per method.")
+        base = reports[UNCALIBRATED]
+        values = {UNCALIBRATED: _intervals(base) | {"calibration_gain": _point(0.0)}}
+        notes = {UNCALIBRATED: tuple(base.notes)}
+        for name in names[1:]:
+            gain = gains[name]
+            values[name] = _intervals(reports[name]) | {"calibration_gain": _point(gain.value)}
+            notes[name] = tuple(reports[name].notes) + (f"calibration gain: {gain.note}",)
+        return cls(
+            tuple(names),
+            (*METRICS, "calibration_gain"),
+            values,
+            dict(calibrated or {}),
+            dict(calibrators or {}),
+            dict(fit_seconds or {}),
+            notes,
         )
-        scored = [
-            (m, self.values[m][metric].estimate) for m in self.methods if self.values[m].get(metric)
-        ]
+
+    @staticmethod
+    def higher_is_better(metric: str) -> bool:
+        """Whether a larger value of ``metric`` is better (accuracy, the calibration gain)."""
+        return metric == "calibration_gain" or (
+            metric in METRICS and METRICS[metric].higher_is_better
+        )
+
+    def best_methods(self, metric: str) -> set[str]:
+        """Every method with the best (finite) estimate of ``metric``: ties all count; empty
+        when no method has a value."""
+        scored = {
+            m: self.values[m][metric].estimate for m in self.methods if self.values[m].get(metric)
+        }
+        scored = {m: v for m, v in scored.items() if np.isfinite(v)}
         if not scored:
+            return set()
+        target = (max if self.higher_is_better(metric) else min)(scored.values())
+        return {m for m, v in scored.items() if v == target}
+
+    def best(self, metric: str) -> str:
+        """The method with the best estimate of ``metric`` (the first of ties, in order)."""
+        winners = self.best_methods(metric)
+        if not winners:
             raise CalcoreError(f"No method has a value for {metric!r}.")
-        return (max if higher else min)(scored, key=lambda item: item[1])[0]
+        return next(m for m in self.methods if m in winners)
+
+
+def _point(value: float) -> Interval:
+    """An estimate without an interval (NaN bounds)."""
+    return Interval(float(value), np.nan, np.nan, 0.95, 0)
 
 
 def _intervals(report) -> dict:
@@ -220,7 +307,7 @@ def _intervals(report) -> dict:
         elif key in report.intervals:
             out[key] = report.intervals[key]
         else:
-            out[key] = Interval(float(value), np.nan, np.nan, 0.95, 0)
+            out[key] = _point(value)
     return out
 
 
@@ -275,31 +362,28 @@ def compare(
     names = [name for name, _ in built]
     if len(set(names)) != len(names) or UNCALIBRATED in names:
         raise CalcoreError(f"Method names must be distinct and not {UNCALIBRATED!r}; got {names}.")
-    base = evaluate(test, bins=bins, binning=binning, seed=seed, n_bootstrap=n_bootstrap)
-    values = {UNCALIBRATED: _intervals(base)}
-    values[UNCALIBRATED]["calibration_gain"] = Interval(0.0, np.nan, np.nan, 0.95, 0)
-    calibrated, calibrators, seconds, notes = {}, {}, {}, {UNCALIBRATED: tuple(base.notes)}
+    options = dict(bins=bins, binning=binning, seed=seed, n_bootstrap=n_bootstrap)
+    reports = {UNCALIBRATED: evaluate(test, **options)}
+    gains, calibrated, calibrators, seconds = {}, {}, {}, {}
     for name, calibrator in built:
         start = time.perf_counter()
         calibrator.fit(calib)
         seconds[name] = time.perf_counter() - start
         out = calibrator.transform(test)
-        report = evaluate(out, bins=bins, binning=binning, seed=seed, n_bootstrap=n_bootstrap)
-        gain = calibration_gain(
-            test,
-            out,
-            injective_accuracy_preserving=bool(getattr(calibrator, "injective", False))
-            and calibrator.accuracy_preserving,
+        reports[name] = evaluate(out, **options)
+        gains[name] = calibration_gain(
+            test, out, injective_accuracy_preserving=exact_gain(calibrator)
         )
-        values[name] = _intervals(report) | {
-            "calibration_gain": Interval(gain.value, np.nan, np.nan, 0.95, 0)
-        }
         calibrated[name], calibrators[name] = out, calibrator
-        notes[name] = tuple(report.notes) + (f"calibration gain: {gain.note}",)
-    metric_keys = (*METRICS, "calibration_gain")
-    return Comparison(
-        (UNCALIBRATED, *names), metric_keys, values, calibrated, calibrators, seconds, notes
+    return Comparison.from_reports(
+        reports, gains, calibrated=calibrated, calibrators=calibrators, fit_seconds=seconds
     )
+
+
+def exact_gain(calibrator) -> bool:
+    """Whether a calibrator's calibration gain is exact: an injective, accuracy-preserving
+    map (Mix-n-Match Prop. 4.1)."""
+    return bool(getattr(calibrator, "injective", False)) and bool(calibrator.accuracy_preserving)
 
 
 @dataclass(frozen=True, eq=False)
@@ -337,6 +421,58 @@ class LearningCurve:
     accuracy_std: np.ndarray
     n_repeats: int
     uncalibrated: float
+
+    @classmethod
+    def combine(cls, curves) -> "LearningCurve":
+        """One curve of every method from curves computed a method (or a few) at a time.
+
+        :func:`learning_curve` draws the same subsets for every method from its seed, so
+        curves of the same data, sizes, metric, repetitions and seed computed separately
+        are the rows of one joint call (the dashboard caches them per method).
+
+        Raises
+        ------
+        CalcoreError
+            No curves, or curves of different sizes, metrics, repetitions or test rows.
+
+        Examples
+        --------
+        >>> import calcore
+        >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
+        >>> calib, test = (calcore.simulate_predictions(sim, 300, seed=s).preds for s in (0, 1))
+        >>> one = [calcore.learning_curve(calib, test, [m], sizes=[50, 300], n_repeats=2)
+        ...        for m in ("ts", "tl-hb")]
+        >>> both = calcore.LearningCurve.combine(one)
+        >>> both.methods, both.mean.shape
+        (('ts', 'tl-hb'), (2, 2))
+        """
+        curves = list(curves)
+        if not curves:
+            raise CalcoreError("LearningCurve.combine needs at least one curve.")
+        first = curves[0]
+        for c in curves[1:]:
+            same = (
+                np.array_equal(c.sizes, first.sizes)
+                and c.metric == first.metric
+                and c.n_repeats == first.n_repeats
+                and c.uncalibrated == first.uncalibrated
+            )
+            if not same:
+                raise CalcoreError(
+                    "LearningCurve.combine: the curves differ in sizes, metric, repetitions "
+                    "or test rows; compute them with the same arguments."
+                )
+        return cls(
+            sizes=first.sizes,
+            methods=tuple(m for c in curves for m in c.methods),
+            metric=first.metric,
+            mean=np.vstack([c.mean for c in curves]),
+            std=np.vstack([c.std for c in curves]),
+            accuracy_mean=np.vstack([c.accuracy_mean for c in curves]),
+            accuracy_std=np.vstack([c.accuracy_std for c in curves]),
+            n_repeats=first.n_repeats,
+            uncalibrated=first.uncalibrated,
+        )
 
 
 def learning_curve(

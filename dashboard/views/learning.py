@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
+
 import streamlit as st
 
 import calcore
@@ -27,19 +28,8 @@ def curve(ctx, *, metric: str, n_repeats: int) -> calcore.LearningCurve | None:
     by_method = ctx.per_method(compute.learning, metric, sizes, n_repeats, s.binning, s.bins)
     if not by_method:
         return None  # every method refused (each named in a warning)
-    parts = list(by_method.values())
-    first = parts[0]
-    return calcore.LearningCurve(
-        sizes=first.sizes,
-        methods=tuple(by_method),
-        metric=metric,
-        mean=np.vstack([p.mean for p in parts]),
-        std=np.vstack([p.std for p in parts]),
-        accuracy_mean=np.vstack([p.accuracy_mean for p in parts]),
-        accuracy_std=np.vstack([p.accuracy_std for p in parts]),
-        n_repeats=first.n_repeats,
-        uncalibrated=first.uncalibrated,
-    )
+    combined = calcore.LearningCurve.combine(by_method.values())
+    return dataclasses.replace(combined, methods=tuple(by_method))  # the page's labels
 
 
 def render(ctx) -> None:

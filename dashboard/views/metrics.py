@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import calcore
+from calcore.evaluation import exact_gain
 from dashboard import compute
 from dashboard.exports import table_csv
 from dashboard.figures import metric_intervals_figure
@@ -19,8 +20,8 @@ GAIN = "calibration_gain"
 GAIN_LABEL = "Calibration gain"
 
 
-def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
-    """``values[method][metric]``: calcore's estimate and bootstrap interval (or None).
+def comparison(ctx, *, n_bootstrap: int | None = None) -> calcore.Comparison:
+    """calcore's comparison of the methods, from reports and gains cached per method.
 
     ``n_bootstrap`` defaults to the sidebar's; 0 gives point estimates only (fast).
     """
@@ -33,27 +34,20 @@ def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
         for label, preds in ctx.outputs.items()
     }
     for label in ctx.fitted:
-        cal = ctx.fitted[label].calibrator
-        injective = bool(getattr(cal, "injective", False)) and cal.accuracy_preserving
+        exact = exact_gain(ctx.fitted[label].calibrator)
         calls[(GAIN, label)] = functools.partial(
-            compute.gain, ctx.keys[label], injective, ctx.test, ctx.outputs[label]
+            compute.gain, ctx.keys[label], exact, ctx.test, ctx.outputs[label]
         )
     results = compute.in_parallel(calls)
-    out = {}
-    for label in ctx.outputs:
-        rep, row = results[label], {}
-        for key in calcore.METRICS:
-            value = rep.metrics.get(key)
-            if value is None:
-                row[key] = None
-            else:
-                row[key] = rep.intervals.get(key) or calcore.Interval(
-                    float(value), math.nan, math.nan, 0.95, 0
-                )
-        gain = results[(GAIN, label)].value if label in ctx.fitted else 0.0
-        row[GAIN] = calcore.Interval(float(gain), math.nan, math.nan, 0.95, 0)
-        out[label] = row
-    return out
+    return calcore.Comparison.from_reports(
+        {label: results[label] for label in ctx.outputs},
+        {label: results[(GAIN, label)] for label in ctx.fitted},
+    )
+
+
+def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
+    """``values[method][metric]``: calcore's estimate and bootstrap interval (or None)."""
+    return comparison(ctx, n_bootstrap=n_bootstrap).values
 
 
 def evaluation_notes(ctx, *, n_bootstrap: int | None = None) -> dict[str, tuple[str, ...]]:
@@ -81,21 +75,20 @@ def evaluation_notes(ctx, *, n_bootstrap: int | None = None) -> dict[str, tuple[
 def columns() -> dict[str, tuple[str, bool]]:
     """metric key -> (column title, higher is better)."""
     cols = {k: (spec.label, spec.higher_is_better) for k, spec in calcore.METRICS.items()}
-    cols[GAIN] = (GAIN_LABEL, True)
+    cols[GAIN] = (GAIN_LABEL, calcore.Comparison.higher_is_better(GAIN))
     return cols
 
 
 def best_methods(values) -> dict[str, set[str]]:
-    """Per metric, the method(s) with the best estimate (ties all count)."""
-    best = {}
-    for key, (_, higher) in columns().items():
-        scored = {m: row[key].estimate for m, row in values.items() if row.get(key) is not None}
-        scored = {m: v for m, v in scored.items() if math.isfinite(v)}
-        if not scored:
-            continue
-        target = max(scored.values()) if higher else min(scored.values())
-        best[key] = {m for m, v in scored.items() if v == target}
-    return best
+    """Per metric, the method(s) with the best estimate (ties all count), as calcore's
+    :meth:`~calcore.Comparison.best_methods` says."""
+    table = _as_comparison(values)
+    return {key: found for key in columns() if (found := table.best_methods(key))}
+
+
+def _as_comparison(values) -> calcore.Comparison:
+    """``values`` (methods -> metric -> Interval) as calcore's Comparison table."""
+    return calcore.Comparison(tuple(values), tuple(columns()), values, {}, {}, {}, {})
 
 
 def _cell(iv: calcore.Interval | None) -> str:
@@ -119,12 +112,7 @@ def display_table(values) -> pd.DataFrame:
 
 def tidy_rows(values) -> list[dict]:
     """``method, metric, estimate, low, high`` rows for the CSV download."""
-    return [
-        {"method": m, "metric": k, "estimate": iv.estimate, "low": iv.low, "high": iv.high}
-        for m, row in values.items()
-        for k, iv in row.items()
-        if iv is not None
-    ]
+    return _as_comparison(values).rows()
 
 
 def _show(slot, values) -> None:

@@ -25,7 +25,7 @@ def curves(ctx, *, view: str, n_resamples: int, group: int | None = None) -> dic
 def theory(ctx) -> tuple[np.ndarray, np.ndarray, str] | None:
     """UMD's guarantee for the first histogram-binning method with a bin count, if any."""
     for choice in ctx.methods.values():
-        if choice.name.endswith("hb") and choice.name != "projection-hb":
+        if calcore.CALIBRATORS[choice.name].binary_method == "hb":  # UMD: histogram binning
             params = calcore.CALIBRATORS[choice.name].defaults | choice.kwargs
             if params.get("points_per_bin") is None and params.get("bins"):
                 data_rows = ctx.split.calib.n_samples + (
