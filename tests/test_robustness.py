@@ -485,7 +485,7 @@ def app_test():
 
 
 def upload_app(app_test, case: str, methods=("ts", "tl-hb"), first_view="metrics"):
-    from dashboard import controls
+    from dashboard.calibration import controls
 
     scores, boot = APP_FILES.get(case, ("p", 0))
     at = app_test.from_file(str(APP), default_timeout=120)
@@ -502,8 +502,8 @@ def upload_app(app_test, case: str, methods=("ts", "tl-hb"), first_view="metrics
 
 @pytest.mark.parametrize("case", list(APP_FILES))
 def test_every_view_renders_an_extreme_upload(app_test, case):
-    from dashboard import controls
-    from dashboard.state import VIEWS
+    from dashboard.calibration import controls
+    from dashboard.calibration.state import VIEWS
 
     at = upload_app(app_test, case)
     assert not at.error, _text(at.error)  # ts and tl-hb fit every one of these files
@@ -552,7 +552,7 @@ def test_a_refusing_calibrator_is_named_and_the_others_still_shown(app_test):
     ("view", "case"), [("learning", "single-predicted-class-3"), ("validity", "never-predicted-3")]
 )
 def test_a_method_refusing_on_a_subset_leaves_the_other_curves(app_test, view, case):
-    from dashboard import controls
+    from dashboard.calibration import controls
 
     at = upload_app(app_test, case, methods=("ts", "ets", "tl-hb"))
     assert not at.error, _text(at.error)  # ets fits on all calibration rows ...

@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 import calcore
 import calcore.io
 from calcore.evaluation import random_split
-from dashboard.state import VIEWS
+from dashboard.calibration.state import VIEWS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -13,9 +13,17 @@ import html
 import plotly.io as pio
 
 import calcore
-from dashboard.state import BINNING_CHOICES, SPLIT_MODES
-from dashboard.views import classwise, confidence, kde, learning, metrics, simplex, top_label
-from dashboard.views import validity as validity_view
+from dashboard.calibration.state import BINNING_CHOICES, SPLIT_MODES
+from dashboard.calibration.views import (
+    classwise,
+    confidence,
+    kde,
+    learning,
+    metrics,
+    simplex,
+    top_label,
+)
+from dashboard.calibration.views import validity as validity_view
 
 __all__ = ["report_figures", "report_html"]
 

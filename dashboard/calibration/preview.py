@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard.data import LoadOptions
+from dashboard.calibration.data import LoadOptions
 from dashboard.text import escape_markdown as esc
 
 __all__ = ["load_options"]

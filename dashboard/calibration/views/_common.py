@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.explain import EXPLAIN
+from dashboard.calibration.explain import EXPLAIN
 
 
 def explain(view: str) -> None:

@@ -19,10 +19,10 @@ pytest.importorskip("streamlit")
 from _apptest import fresh_streamlit_caches, unescape_markdown  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
-from dashboard import controls
+from dashboard.calibration import controls
 
-BAD = Path(__file__).resolve().parent / "data" / "bad"
-APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+BAD = Path(__file__).resolve().parents[1] / "data" / "bad"
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 MANIFEST = [e for e in json.loads((BAD / "MANIFEST.json").read_text()) if not e["options"]]
 MIME = {".csv": "text/csv", ".tsv": "text/tab-separated-values"}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from dashboard import compute
+from dashboard.calibration import compute
+from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import classwise_grid_figure
-from dashboard.views._common import chart, explain
 
 KEY_CLASSES = "view.classwise.classes"
 MAX_PANELS = 20

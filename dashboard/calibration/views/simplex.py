@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import compute
+from dashboard.calibration import compute
+from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import simplex_figure
-from dashboard.views._common import chart, explain
 
 KEY_METHOD = "view.simplex.method"
 CANONICAL = {

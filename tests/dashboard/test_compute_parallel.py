@@ -1,4 +1,4 @@
-"""dashboard.compute.in_parallel: results by name, in order; errors surface; truly parallel."""
+"""compute.in_parallel: results by name, in order; errors surface; truly parallel."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import pytest
 
 import calcore
-from dashboard.compute import in_parallel
+from dashboard.calibration.compute import in_parallel
 
 
 def test_results_keep_the_names_and_their_order():

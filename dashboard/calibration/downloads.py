@@ -10,8 +10,8 @@ import re
 
 import streamlit as st
 
-from dashboard.exports import calibrator_json, predictions_csv
-from dashboard.report import report_html
+from dashboard.calibration.exports import calibrator_json, predictions_csv
+from dashboard.calibration.report import report_html
 
 KEY_METHOD = "downloads.method"
 

@@ -7,9 +7,9 @@ import dataclasses
 import streamlit as st
 
 import calcore
-from dashboard import compute
+from dashboard.calibration import compute
+from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import learning_curve_figure
-from dashboard.views._common import chart, explain
 
 KEY_METRIC = "view.learning.metric"
 KEY_REPEATS = "view.learning.repeats"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import compute
+from dashboard.calibration import compute
+from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import reliability_figure
-from dashboard.views._common import chart, explain
 
 KEY_BANDS = "view.confidence.bands"
 KEY_INTERVALS = "view.confidence.intervals"

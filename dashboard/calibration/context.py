@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 import calcore
-from dashboard import compute
-from dashboard.data import Split
-from dashboard.state import MethodChoice, Settings
+from dashboard.calibration import compute
+from dashboard.calibration.data import Split
+from dashboard.calibration.state import MethodChoice, Settings
 from dashboard.text import escape_markdown as esc
 
 __all__ = ["Context", "build_context"]

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from dashboard import compute
+from dashboard.calibration import compute
+from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import (
     per_class_top_label_figure,
     top_label_bin_figure,
     top_label_figure,
 )
 from dashboard.text import escape_markdown as esc
-from dashboard.views._common import chart, explain
 
 KEY_METHOD = "view.top_label.method"
 KEY_BIN = "view.top_label.bin"

@@ -14,8 +14,8 @@ from functools import cached_property
 import streamlit as st
 
 import calcore
-from dashboard.samples import DEFAULT_SAMPLE, SAMPLES
-from dashboard.state import (
+from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
+from dashboard.calibration.state import (
     BINNING_CHOICES,
     BINS_RANGE,
     BOOTSTRAP_CHOICES,
@@ -212,7 +212,45 @@ def data_source() -> tuple[FileBytes | None, str | None, str | None]:
     return uploaded(upload), None, upload.name
 
 
-def split_controls(has_split_column: bool | None) -> tuple[str, float, int, FileBytes | None]:
+def sidebar_settings(
+    *, sample: str | None, upload_name: str | None, has_split_column: bool, n_classes: int
+) -> Settings:
+    """The sidebar's sections below the data source, read as one :class:`Settings`.
+
+    Each section sits in a keyed container, so a section whose content changes (split
+    mode, chosen methods) leaves the other sections' elements where they were.
+    """
+    with st.sidebar:
+        with st.container(key="section.split"):
+            mode, fraction, seed = split_controls(has_split_column)
+        with st.container(key="section.methods"):
+            methods = method_controls(n_classes)
+        with st.container(key="section.binning"):
+            binning, bins, n_bootstrap = evaluation_controls()
+        with st.container(key="section.theme"):
+            theme = theme_control()
+    return Settings(
+        sample=sample,
+        upload_name=upload_name,
+        methods=methods,
+        binning=binning,
+        bins=bins,
+        view=st.session_state.get(KEY_VIEW, "metrics"),
+        theme=theme,
+        split_mode=mode,
+        test_fraction=fraction,
+        split_seed=seed,
+        n_bootstrap=n_bootstrap,
+    )
+
+
+def second_file() -> FileBytes | None:
+    """The test-set file uploaded in the "second-file" split mode, if any."""
+    up = st.session_state.get(KEY_TEST_UPLOAD)
+    return None if up is None else uploaded(up)
+
+
+def split_controls(has_split_column: bool | None) -> tuple[str, float, int]:
     st.header("Calibration vs evaluation data")
     modes = list(SPLIT_MODES)
     if has_split_column is False:
@@ -225,7 +263,7 @@ def split_controls(has_split_column: bool | None) -> tuple[str, float, int, File
         format_func=SPLIT_MODES.get,
         key=KEY_SPLIT,
     )
-    fraction, seed, test_file = 0.5, 0, None
+    fraction, seed = 0.5, 0
     if mode == "random":
         fraction = st.slider(
             "Test fraction", 0.05, 0.95, value=_initial(KEY_FRACTION, 0.5), step=0.05,
@@ -237,10 +275,8 @@ def split_controls(has_split_column: bool | None) -> tuple[str, float, int, File
             )
         )
     elif mode == "second-file":
-        up = st.file_uploader("Test predictions", type=UPLOAD_TYPES, key=KEY_TEST_UPLOAD)
-        if up is not None:
-            test_file = uploaded(up)
-    return mode, float(fraction), seed, test_file
+        st.file_uploader("Test predictions", type=UPLOAD_TYPES, key=KEY_TEST_UPLOAD)
+    return mode, float(fraction), seed
 
 
 def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:

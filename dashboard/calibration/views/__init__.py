@@ -4,7 +4,7 @@ Only the selected view runs, so a slow view (validity, learning curves) costs no
 someone opens it; everything it computes is cached for the next visit and for the report.
 """
 
-from dashboard.views import (
+from dashboard.calibration.views import (
     classwise,
     confidence,
     kde,

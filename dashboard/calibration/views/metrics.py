@@ -10,11 +10,11 @@ import streamlit as st
 
 import calcore
 from calcore.evaluation import exact_gain
-from dashboard import compute
-from dashboard.exports import table_csv
+from dashboard.calibration import compute
+from dashboard.calibration.exports import table_csv
+from dashboard.calibration.views._common import explain
 from dashboard.figures import metric_intervals_figure
 from dashboard.text import escape_markdown as esc
-from dashboard.views._common import explain
 
 GAIN = "calibration_gain"
 GAIN_LABEL = "Calibration gain"

@@ -1,11 +1,11 @@
-"""dashboard.compute: the resampling views work on a seeded sample of large data, and say so."""
+"""compute: the resampling views work on a seeded sample of large data, and say so."""
 
 from __future__ import annotations
 
 import numpy as np
 
 import calcore
-from dashboard import compute
+from dashboard.calibration import compute
 
 
 def _preds(n):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 __all__ = ["ASSETS_DIR", "DEFAULT_SAMPLE", "SAMPLES", "Sample"]
 
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets"
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ import numpy as np
 import streamlit as st
 
 import calcore
-from dashboard import compute
+from dashboard.calibration import compute
+from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import validity_figure
 from dashboard.text import escape_markdown as esc
-from dashboard.views._common import chart, explain
 
 KEY_RESAMPLES = "view.validity.resamples"
 KEY_VIEW = "view.validity.view"

@@ -22,11 +22,11 @@ from streamlit.testing.v1 import AppTest
 
 import calcore
 import calcore.io
-from dashboard import controls
-from dashboard.samples import DEFAULT_SAMPLE, SAMPLES
-from dashboard.state import VIEWS
+from dashboard.calibration import controls
+from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
+from dashboard.calibration.state import VIEWS
 
-APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 TIMEOUT = 120
 
 
@@ -272,7 +272,7 @@ def test_bad_query_parts_are_ignored_with_a_warning():
 
 
 def test_a_link_takes_the_same_bins_and_bootstrap_counts_as_the_sidebar():
-    from dashboard.state import BINS_RANGE, BOOTSTRAP_CHOICES
+    from dashboard.calibration.state import BINS_RANGE, BOOTSTRAP_CHOICES
 
     at = run_app({"bins": str(BINS_RANGE[1]), "boot": str(BOOTSTRAP_CHOICES[1])})
     assert at.number_input(key=controls.KEY_BINS).value == BINS_RANGE[1]
@@ -425,7 +425,7 @@ def test_classwise_class_choice_and_confidence_bands():
 
 
 def test_bootstrap_waits_for_a_click_on_large_data(monkeypatch):
-    from dashboard.views import metrics as metrics_view
+    from dashboard.calibration.views import metrics as metrics_view
 
     # the CIFAR test split has 100,000 cells; pretend that is "large"
     monkeypatch.setattr(metrics_view, "AUTO_BOOTSTRAP_CELLS", 50_000)
@@ -438,7 +438,7 @@ def test_bootstrap_waits_for_a_click_on_large_data(monkeypatch):
 
 
 def test_bootstrap_waits_for_a_click_on_many_rows(monkeypatch):
-    from dashboard.views import metrics as metrics_view
+    from dashboard.calibration.views import metrics as metrics_view
 
     # 10,000 CIFAR test rows x 50 resamples = 500,000 pairs; pretend that is "many"
     monkeypatch.setattr(metrics_view, "AUTO_BOOTSTRAP_ROW_RESAMPLES", 400_000)
@@ -469,7 +469,7 @@ def test_top_label_per_class_validity_matches_calcore():
 
 
 def test_figures_are_reused_until_something_they_show_changes(monkeypatch):
-    from dashboard.views import top_label as top_label_view
+    from dashboard.calibration.views import top_label as top_label_view
 
     built = []
     real = top_label_view.top_label_figure

@@ -154,7 +154,7 @@ def method_choice(name: str, params: dict) -> MethodChoice:
 class Settings:
     """Everything the sidebar decides; the cache keys and the query string derive from it."""
 
-    sample: str | None  # a key of dashboard.samples.SAMPLES, or None for an upload
+    sample: str | None  # a key of dashboard.calibration.samples.SAMPLES, or None for an upload
     upload_name: str | None  # shown only; untrusted text
     methods: tuple[MethodChoice, ...] = ()
     binning: str = "equal-width"

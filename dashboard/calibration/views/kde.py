@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import compute
+from dashboard.calibration import compute
+from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import ece_by_bins_figure, kde_figure
-from dashboard.views._common import chart, explain
 
 
 def figures(ctx):

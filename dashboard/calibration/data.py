@@ -17,7 +17,7 @@ import streamlit as st
 import calcore
 import calcore.io
 from calcore.evaluation import concatenate, random_split
-from dashboard.compute import CACHE_TTL_S
+from dashboard.calibration.compute import CACHE_TTL_S
 
 __all__ = ["LoadOptions", "Loaded", "Split", "choose_split", "inspect", "load"]
 
@@ -133,7 +133,7 @@ def choose_split(
     second: Loaded | None = None,
     second_digest: str | None = None,
 ) -> Split:
-    """The calibration and test rows for ``mode`` (see ``dashboard.state.SPLIT_MODES``).
+    """The calibration and test rows for ``mode`` (see ``dashboard.calibration.state.SPLIT_MODES``).
 
     Raises
     ------
