@@ -20,6 +20,8 @@ __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "N_REPEATS",
     "ROWS",
+    "CLASSES",
+    "N_REPEATS_FOR_SPREAD",
 ]
 
 
@@ -62,5 +64,9 @@ N_RESAMPLES = CountLimit(1)
 BOOTSTRAP_RESAMPLES = CountLimit(2)
 #: Repetitions of a learning-curve size.
 N_REPEATS = CountLimit(1)
-#: Rows of a sample or a batch.
+#: Rows of a sample, a batch or a simulation.
 ROWS = CountLimit(1)
+#: Classes of a simulated problem.
+CLASSES = CountLimit(2)
+#: Repetitions from which a spread is estimated.
+N_REPEATS_FOR_SPREAD = CountLimit(2)

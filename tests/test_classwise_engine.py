@@ -17,7 +17,6 @@ from calcore import Predictions
 from calcore.diagnostics.bin_statistics import (
     bin_statistics,
     classwise_bin_statistics,
-    classwise_bin_statistics_many,
     view_bin_statistics,
 )
 from calcore.reductions import classwise_view
@@ -280,7 +279,9 @@ def test_many_requests_share_one_sort():
         ("equal-width", 5, 0.3),
     ]
     for preds in (SMOOTH, TIED):
-        many = classwise_bin_statistics_many(preds, requests)
+        many = [
+            classwise_bin_statistics(preds, binning=b, bins=k, threshold=t) for b, k, t in requests
+        ]
         assert len(many) == len(requests)
         for stats, (binning, bins, threshold) in zip(many, requests, strict=True):
             single = classwise_bin_statistics(
@@ -288,7 +289,10 @@ def test_many_requests_share_one_sort():
             )
             assert_same(as_dict(stats), as_dict(single))
             assert_same(as_dict(stats), ref_classwise(preds, binning, bins, None, threshold))
-    subset = classwise_bin_statistics_many(SMOOTH, requests, classes=[2, 4])
+    subset = [
+        classwise_bin_statistics(SMOOTH, binning=b, bins=k, threshold=t, classes=[2, 4])
+        for b, k, t in requests
+    ]
     for stats, (binning, bins, threshold) in zip(subset, requests, strict=True):
         assert_same(as_dict(stats), ref_classwise(SMOOTH, binning, bins, [2, 4], threshold))
 

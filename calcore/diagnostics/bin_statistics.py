@@ -26,7 +26,6 @@ __all__ = [
     "bin_statistics_from_sums",
     "view_bin_statistics",
     "classwise_bin_statistics",
-    "classwise_bin_statistics_many",
     "statistics_for",
 ]
 
@@ -216,37 +215,6 @@ def view_bin_statistics(
     )
 
 
-def reduction_statistics(
-    preds: Predictions,
-    reduction: str,
-    *,
-    binning="equal-width",
-    bins=15,
-    threshold: float | None = None,
-    classes=None,
-    weights=None,
-) -> BinStatistics:
-    """Bin statistics of one reduction of ``preds`` (``"confidence"``, ``"top-label"``,
-    ``"class-wise"``), through the statistics engine.
-
-    ``threshold`` keeps only points with a score ``>= threshold`` (TACE); ``classes``
-    restricts the class-wise reduction to some classes; ``weights`` are row weights.
-    """
-    batch = RowBatch.of(preds)
-    chosen = None if classes is None else np.asarray(classes, dtype=np.intp)
-    w = row_weights(preds, weights)
-    edges = reduction_edges(
-        batch, reduction, binning=binning, bins=bins, weights=w, min_score=threshold, classes=chosen
-    )
-    sums = CellSums.zeros(edges.n_cells, ranges=edges.thresholds is not None)
-    add_rows(sums, edges, batch, reduction, weights=w, classes=chosen)
-    names = ("all",) if reduction == "confidence" else preds.class_names
-    n_rows = preds.n_samples if w is None else float(w.sum())
-    return bin_statistics_from_sums(
-        sums, edges, view=reduction, group_names=names, n_rows=n_rows, group_ids=chosen
-    )
-
-
 def classwise_bin_statistics(
     preds: Predictions,
     *,
@@ -269,32 +237,34 @@ def classwise_bin_statistics(
     >>> st.bin_group.tolist(), st.count.tolist(), st.mean_outcome.tolist()
     ([0, 0, 1, 1], [2, 2, 2, 2], [0.0, 0.5, 0.5, 1.0])
     """
-    return reduction_statistics(
+    return statistics_for(
         preds,
         "class-wise",
         binning=binning,
         bins=bins,
         threshold=threshold,
         classes=classes,
-        weights=sample_weight,
+        sample_weight=sample_weight,
     )
 
 
-def classwise_bin_statistics_many(
-    preds: Predictions, requests, *, classes=None
-) -> list[BinStatistics]:
-    """:func:`classwise_bin_statistics` for several ``(binning, bins, threshold)``."""
-    return [
-        classwise_bin_statistics(preds, binning=b, bins=k, classes=classes, threshold=t)
-        for b, k, t in requests
-    ]
-
-
 def statistics_for(
-    preds: Predictions, view: str, *, binning="equal-width", bins=15, sample_weight=None
+    preds: Predictions,
+    view: str,
+    *,
+    binning="equal-width",
+    bins=15,
+    threshold: float | None = None,
+    classes=None,
+    sample_weight=None,
 ) -> BinStatistics:
     """Bin statistics of ``preds`` under the named view (``"confidence"``, ``"top-label"``,
-    ``"class-wise"``), with optional row weights (frequency weights).
+    ``"class-wise"``), through the statistics engine: the one entry point for predictions
+    (:func:`bin_statistics` takes arrays, :func:`view_bin_statistics` a ``BinaryView``).
+
+    ``threshold`` keeps only points with a score ``>= threshold`` (TACE); ``classes``
+    restricts the class-wise view to some classes; ``sample_weight`` are row weights
+    (frequency weights; default ``preds.sample_weight``).
 
     Examples
     --------
@@ -305,7 +275,18 @@ def statistics_for(
     >>> st.bin_group.tolist(), st.count.tolist(), st.mean_outcome[[1, 3]].tolist()
     ([0, 0, 1, 1], [0, 2, 0, 2], [0.5, 1.0])
     """
-    binary_view_name_is_valid = view in ("confidence", "top-label", "class-wise")
-    if not binary_view_name_is_valid:
+    if view not in ("confidence", "top-label", "class-wise"):
         binary_view(preds, view)  # raises the CalcoreError listing the views
-    return reduction_statistics(preds, view, binning=binning, bins=bins, weights=sample_weight)
+    batch = RowBatch.of(preds)
+    chosen = None if classes is None else np.asarray(classes, dtype=np.intp)
+    w = row_weights(preds, sample_weight)
+    edges = reduction_edges(
+        batch, view, binning=binning, bins=bins, weights=w, min_score=threshold, classes=chosen
+    )
+    sums = CellSums.zeros(edges.n_cells, ranges=edges.thresholds is not None)
+    add_rows(sums, edges, batch, view, weights=w, classes=chosen)
+    names = ("all",) if view == "confidence" else preds.class_names
+    n_rows = preds.n_samples if w is None else float(w.sum())
+    return bin_statistics_from_sums(
+        sums, edges, view=view, group_names=names, n_rows=n_rows, group_ids=chosen
+    )

@@ -7,15 +7,14 @@ from scipy.optimize import brentq
 from scipy.special import gammaincinv, logsumexp
 
 from calcore._errors import CalcoreError
+from calcore._limits import ROWS
 from calcore.simulate._maps import TrueCalibrationMap
 
 __all__ = ["concentration_for_accuracy"]
 
 
 def _check_n(n) -> int:
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise CalcoreError(f"n_samples must be a positive integer; got {n!r}.")
-    return int(n)
+    return ROWS.check(n, "n_samples")
 
 
 def _crn_accuracy(log_a: float, true_map: TrueCalibrationMap, u1, u2) -> float:

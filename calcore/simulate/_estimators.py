@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._limits import N_REPEATS_FOR_SPREAD
 from calcore.metrics.binned import classwise_ece, confidence_ece, top_label_ece
 from calcore.metrics.kde import kde_ece_classwise, kde_ece_confidence
 from calcore.simulate._generators import simulate_predictions
@@ -127,8 +128,7 @@ def estimator_errors(
     sizes = np.asarray(list(sizes), dtype=np.int64)
     if sizes.size == 0 or sizes.min() < 2:
         raise CalcoreError(f"sizes must be integers >= 2; got {sizes.tolist()}.")
-    if isinstance(n_repeats, bool) or not isinstance(n_repeats, (int, np.integer)) or n_repeats < 2:
-        raise CalcoreError(f"n_repeats must be an integer >= 2; got {n_repeats!r}.")
+    N_REPEATS_FOR_SPREAD.check(n_repeats, "n_repeats")
     if truth is None:
         truth = getattr(true_calibration_errors(simulator, seed=seed), _TRUTH[view])
     est = np.empty((len(names), sizes.size, n_repeats))

@@ -8,6 +8,7 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 from calcore._errors import CalcoreError
+from calcore._limits import ROWS
 from calcore.predictions import Predictions
 from calcore.simulate._accuracy import concentration_for_accuracy
 from calcore.simulate._maps import TrueCalibrationMap, true_calibration_map
@@ -153,9 +154,7 @@ def log_dirichlet(alpha: np.ndarray, n: int, rng: np.random.Generator) -> np.nda
 
 
 def _check_n(n) -> int:
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise CalcoreError(f"n must be a positive integer; got {n!r}.")
-    return int(n)
+    return ROWS.check(n, "n")
 
 
 def _draw_labels(true_probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:

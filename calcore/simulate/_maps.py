@@ -19,6 +19,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from calcore._errors import CalcoreError
+from calcore._limits import CLASSES
 
 __all__ = ["MISCALIBRATION_KINDS", "TrueCalibrationMap", "true_calibration_map"]
 
@@ -144,8 +145,7 @@ def true_calibration_map(
     >>> [round(float(v), 4) for v in m([0.8, 0.1, 0.1])]
     [0.5858, 0.2071, 0.2071]
     """
-    if not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
-        raise CalcoreError(f"n_classes must be an integer >= 2; got {n_classes!r}.")
+    CLASSES.check(n_classes, "n_classes")
     if kind not in MISCALIBRATION_KINDS:
         raise CalcoreError(f"kind must be one of {MISCALIBRATION_KINDS}; got {kind!r}.")
     s = float(strength)

@@ -8,6 +8,7 @@ import numpy as np
 from scipy.special import expit
 
 from calcore._errors import CalcoreError
+from calcore._limits import CountLimit
 from calcore.simulate._dirichlet_truth import dirichlet_errors, dirichlet_reliability
 from calcore.simulate._generators import DirichletSimulator, MixNMatchSimulator
 from calcore.simulate._mixnmatch import (
@@ -84,9 +85,7 @@ class TrueCalibrationErrors:
 
 
 def _check_positive_int(value, name: str, minimum: int = 1) -> int:
-    if not isinstance(value, (int, np.integer)) or value < minimum:
-        raise CalcoreError(f"{name} must be an integer >= {minimum}; got {value!r}.")
-    return int(value)
+    return CountLimit(minimum).check(value, name)
 
 
 def true_calibration_errors(
