@@ -471,7 +471,13 @@ def row_weights(preds, sample_weight) -> np.ndarray | None:
     predictions' own (``preds.sample_weight``, from a weight column or
     :meth:`~calcore.Predictions.with_sample_weight`, checked when attached), else None."""
     if sample_weight is None:
-        return preds.sample_weight
+        w = preds.sample_weight
+        if w is not None and w.size and not (w > 0).any():  # e.g. a subset of weight-0 rows
+            raise CalcoreError(
+                "every row of these predictions has weight 0 (sample_weight), so there is "
+                "nothing to evaluate or fit; choose rows with a positive weight."
+            )
+        return w
     return check_sample_weight(sample_weight, preds.n_samples)
 
 

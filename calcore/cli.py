@@ -236,10 +236,12 @@ def _evaluate(preds, args) -> CalibrationReport:
 def _streamable(path: str, budget: int | None = None) -> bool:
     """Whether a source is streamed (Poisson bootstrap intervals) rather than loaded whole.
 
-    Streamed: a directory, a glob, a Parquet or Arrow IPC file, and a CSV or NPZ file
-    larger than the loader's size budget (``budget``, else ``CALCORE_MAX_DECODED_BYTES``,
-    else 512 MiB; a CSV's text is about as large as its decoded values). Smaller CSV and
-    NPZ files are loaded whole, as the dashboard loads them (multinomial bootstrap).
+    Streamed: a directory, a glob, a Parquet or Arrow IPC file, and a CSV or NPZ file that
+    the loader would refuse for its decoded size (``budget``, else
+    ``CALCORE_MAX_DECODED_BYTES``, else 512 MiB), measured as the loader measures it: an
+    archive's declared sizes, a CSV's lines x columns x 8 bytes (one pass counting line
+    ends). Smaller CSV and NPZ files are loaded whole, as the dashboard loads them
+    (multinomial bootstrap). A file that cannot be read is left to the loader's messages.
     """
     from calcore.io._budget import resolve_budget
 
@@ -247,7 +249,30 @@ def _streamable(path: str, budget: int | None = None) -> bool:
         return True
     if path.lower().endswith((".parquet", ".pq", ".arrow", ".feather", ".ipc")):
         return True
-    return os.path.isfile(path) and os.path.getsize(path) > resolve_budget(budget)
+    if not os.path.isfile(path):
+        return False
+    size = _decoded_size(path)
+    return size is not None and size > resolve_budget(budget)
+
+
+def _decoded_size(path: str) -> int | None:
+    """What the loader's size check measures for a CSV or NPZ file (None if unreadable)."""
+    import zipfile
+
+    from calcore.io._csv_stream import csv_head
+
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as zf:
+                return sum(info.file_size for info in zf.infolist())
+        head = csv_head(path, os.path.basename(path))
+        lines = 0
+        with open(path, "rb") as f:
+            while block := f.read(16 << 20):
+                lines += block.count(b"\n")
+        return lines * len(head.layout.columns) * 8
+    except (CalcoreError, OSError, zipfile.BadZipFile):
+        return None
 
 
 def _stream(path: str, args, *, split=None):

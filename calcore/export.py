@@ -50,25 +50,37 @@ def safe_cell(text: str) -> str:
 def predictions_to_csv(
     preds: Predictions, out: IO[str], *, prefix: str = "p_", header: bool = True
 ) -> None:
-    """Write ``label,<prefix><class>...`` rows: the label's class index, then the probabilities.
+    """Write ``label,<prefix><class>...`` rows: the label's class index, then the probabilities
+    (and a last ``weight`` column when the predictions carry row weights).
 
     Labels are written as integer class indices, which no spreadsheet runs as a
     formula and which read back exactly; class names appear only in the header,
     behind ``prefix``. A prefix that could start a formula is refused, and
     header cells still go through :func:`safe_cell`. The file reads back with
     :func:`calcore.load_predictions` to the same probabilities, labels and
-    class names. ``header=False`` writes the rows only (the next batch of a stream).
+    class names (and weights). ``header=False`` writes the rows only (the next batch of a
+    stream).
     """
     if not prefix or prefix.startswith(_FORMULA_START):
         raise CalcoreError(f"prefix must be non-empty and not start a formula; got {prefix!r}.")
     writer = csv.writer(out, lineterminator="\n")
+    weights = preds.sample_weight
     if header:
-        writer.writerow(["label", *(safe_cell(prefix + name) for name in preds.class_names)])
+        names = [safe_cell(prefix + name) for name in preds.class_names]
+        writer.writerow(["label", *names] + (["weight"] if weights is not None else []))
     step = max(1, 1_000_000 // max(preds.n_classes, 1))
     for start in range(0, preds.n_samples, step):
         probs = preds.probs[start : start + step].tolist()
         labels = preds.labels[start : start + step].tolist()
-        writer.writerows([label, *map(repr, row)] for label, row in zip(labels, probs, strict=True))
+        if weights is None:
+            rows = ([label, *map(repr, row)] for label, row in zip(labels, probs, strict=True))
+        else:
+            w = weights[start : start + step].tolist()
+            rows = (
+                [label, *map(repr, row), repr(wi)]
+                for label, row, wi in zip(labels, probs, w, strict=True)
+            )
+        writer.writerows(rows)
 
 
 def write_predictions_csv(

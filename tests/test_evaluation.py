@@ -206,9 +206,11 @@ def test_learning_curves_combined_per_method_equal_one_joint_call(splits):
     assert both.methods == joint.methods
     np.testing.assert_array_equal(both.mean, joint.mean)
     np.testing.assert_array_equal(both.accuracy_std, joint.accuracy_std)
-    other = learning_curve(calib, test, ["ts"], sizes=[40, 100], n_repeats=2, seed=5)
+    other = learning_curve(calib, test, ["tl-hb"], sizes=[40, 100], n_repeats=2, seed=5)
     with pytest.raises(calcore.CalcoreError, match="differ in sizes"):
         calcore.LearningCurve.combine([apart[0], other])
+    with pytest.raises(calcore.CalcoreError, match="a method appears twice"):
+        calcore.LearningCurve.combine([apart[0], apart[0]])
 
 
 def test_comparison_from_reports_ranks_ties_and_directions(splits):

@@ -247,3 +247,104 @@ def test_cli_streams_a_csv_over_the_size_budget(tmp_path, capsys, monkeypatch):
     assert a["n"] == b["n"] == 2_000
     for k in ("conf_ece", "classwise_ece", "ace", "nll", "brier", "accuracy"):
         assert b[k] == pytest.approx(a[k], rel=1e-10), k
+
+
+def test_blank_lines_and_stray_quotes_stream_as_they_load(tmp_path, tiny_pieces):
+    """A blank line inside the data is a row for the loader (an error: no label); a quote
+    inside unquoted text is a literal character; pieces must agree with both."""
+    p, y = _multiclass(3_000, seed=14)
+    lines = _csv_text(p, y).splitlines()
+    blank = list(lines)
+    blank[1_500] = ""  # data row 1,499: file line 1,501
+    (tmp_path / "blank.csv").write_text("\n".join(blank) + "\n")
+    with pytest.raises(calcore.CalcoreError) as loaded:
+        calcore.load_predictions(tmp_path / "blank.csv")
+    for batch_rows in (7, 100, 5_000):
+        with pytest.raises(calcore.CalcoreError) as streamed:
+            calcore.evaluate(calcore.scan(tmp_path / "blank.csv", batch_rows=batch_rows))
+        assert str(streamed.value) == str(loaded.value)
+    note = np.array(['5" screen' if i % 50 == 0 else "x" for i in range(3_000)], dtype=object)
+    (tmp_path / "inch.csv").write_text(_csv_text(p, y, note=note))
+    want = calcore.evaluate(calcore.load_predictions(tmp_path / "inch.csv"))
+    got = calcore.evaluate(calcore.scan(tmp_path / "inch.csv", batch_rows=64))
+    _assert_same_report(got, want)
+
+
+def test_csv_batches_hold_at_most_batch_rows(tmp_path):
+    p, y = _multiclass(2_000, seed=15)
+    (tmp_path / "b.csv").write_text(_csv_text(p, y))
+    sizes = [b.preds.n_samples for b in calcore.scan(tmp_path / "b.csv", batch_rows=100).batches()]
+    assert max(sizes) <= 100 and sum(sizes) == 2_000
+
+
+def test_split_selection_checks_only_the_selected_rows_weights(tmp_path):
+    p, y = _multiclass(400, seed=16)
+    split = np.where(np.arange(400) % 2 == 0, "calib", "test")
+    w = np.ones(400)
+    w[10] = np.nan  # a calib row
+    pq.write_table(
+        pa.table({"label": y, **{f"p_{c}": p[:, j] for j, c in enumerate(NAMES)},
+                  "split": split, "weight": w}),
+        tmp_path / "s.parquet",
+    )  # fmt: skip
+    got = calcore.evaluate(calcore.scan(tmp_path / "s.parquet", split="test", batch_rows=64))
+    want = calcore.evaluate(calcore.load_predictions(tmp_path / "s.parquet", split="test"))
+    _assert_same_report(got, want)
+    with pytest.raises(
+        calcore.CalcoreError, match=r"s\.parquet, row 10 \(0-based\), column 'weight'"
+    ):
+        calcore.evaluate(calcore.scan(tmp_path / "s.parquet", split="calib"))
+
+
+def test_npz_weights_must_be_numbers_and_decimal_parquet_weights_stream(tmp_path):
+    p, y = _multiclass(50, seed=17)
+    np.savez(tmp_path / "b.npz", probs=p, labels=y, weight=np.ones(50, dtype=bool))
+    with pytest.raises(calcore.CalcoreError, match="numeric dtype"):
+        calcore.scan(tmp_path / "b.npz")
+    with pytest.raises(calcore.CalcoreError, match="numeric dtype"):
+        calcore.load_predictions(tmp_path / "b.npz")
+    import decimal
+
+    weights = pa.array([decimal.Decimal("1.5")] * 50, type=pa.decimal128(5, 2))
+    pq.write_table(
+        pa.table({"label": y, **{f"p_{c}": p[:, j] for j, c in enumerate(NAMES)},
+                  "weight": weights}),
+        tmp_path / "d.parquet",
+    )  # fmt: skip
+    got = calcore.evaluate(calcore.scan(tmp_path / "d.parquet"))
+    want = calcore.evaluate(calcore.load_predictions(tmp_path / "d.parquet"))
+    _assert_same_report(got, want)
+
+
+def test_a_streamed_utf8_error_names_the_files_byte(tmp_path, tiny_pieces):
+    p, y = _multiclass(2_000, seed=18)
+    data = bytearray(_csv_text(p, y).encode())
+    at = data.index(b"\n", 30_000) + 1  # the first byte of a line far down
+    data[at : at + 3] = b"\xff\xfe\xfd"
+    (tmp_path / "u.csv").write_bytes(bytes(data))
+    with pytest.raises(calcore.CalcoreError) as loaded:
+        calcore.load_predictions(tmp_path / "u.csv")
+    with pytest.raises(calcore.CalcoreError) as streamed:
+        calcore.evaluate(calcore.scan(tmp_path / "u.csv", batch_rows=50))
+    assert f"byte {at} (0xff)" in str(loaded.value)
+    assert str(streamed.value) == str(loaded.value)
+
+
+def test_an_npz_member_shorter_than_its_header_is_refused(tmp_path):
+    import io
+    import zipfile
+
+    p, y = _multiclass(100, seed=19)
+    with zipfile.ZipFile(tmp_path / "cut.npz", "w") as zf:
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(
+            buf, {"descr": "<f8", "fortran_order": False, "shape": (100, 3)}
+        )
+        buf.write(p[:60].astype("<f8").tobytes())  # the header promises 100 rows
+        zf.writestr("probs.npy", buf.getvalue())
+        labels = io.BytesIO()
+        np.save(labels, y)
+        zf.writestr("labels.npy", labels.getvalue())
+    # the member sizes are checked against the headers before any row is read
+    with pytest.raises(calcore.CalcoreError, match=r"cut\.npz: array 'probs' declares 2,400 bytes"):
+        calcore.evaluate(calcore.scan(tmp_path / "cut.npz", batch_rows=25))

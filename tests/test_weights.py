@@ -35,7 +35,7 @@ def test_a_weight_column_is_detected_checked_and_carried():
     np.testing.assert_array_equal(preds.sample_weight, [2.0, 1.0, 0.0])
     assert preds.load_report.weight_column == "Weight" and preds.load_report.total_weight == 3
     assert any("weighted by column 'Weight'" in m for m in preds.load_report.messages())
-    # accuracy over rows 2 x correct, 1 x wrong (0.4 < 0.6 but label dog: correct), 0 x wrong
+    # weighted rows: cat 0.8 (right) x2, dog 0.6 (right) x1, cat 0.3 (wrong) x0: accuracy 1
     assert calcore.evaluate(preds).metrics["accuracy"] == pytest.approx(1.0)
     assert calcore.evaluate(preds, sample_weight=[1, 1, 1]).metrics["accuracy"] == pytest.approx(
         2 / 3
@@ -137,6 +137,9 @@ def _fit_cases():
 
 @pytest.mark.parametrize("name", list(_fit_cases()))
 def test_every_calibrator_fits_integer_weights_as_repeated_rows(name):
+    """The plumbing of weights into every fit (taken from ``preds``, rows repeated in order,
+    fit_info says so); for methods without native weights this is their definition, so
+    the check is of the mechanism, and for temperature scaling of its weighted objective."""
     n_classes = 2 if CALIBRATORS[name].binary_only else 3
     z, y = _logits(600, n_classes, seed=3)
     w = np.random.default_rng(3).integers(0, 3, 600)
@@ -159,7 +162,10 @@ def test_every_calibrator_fits_integer_weights_as_repeated_rows(name):
 def test_fractional_weights_are_refused_where_rows_can_only_be_repeated():
     z, y = _logits(100, 2, seed=4)
     preds = calcore.Predictions.from_logits(z, y, sample_weight=np.full(100, 0.5))
-    with pytest.raises(calcore.CalcoreError, match=r"hb: row 0 has weight 0\.5.*integer weights"):
+    with pytest.raises(
+        calcore.CalcoreError,
+        match=r"hb: row 0 \(0-based\) of the rows it is fitted on has weight 0\.5.*integer weights",
+    ):
         calcore.make_calibrator("hb").fit(preds)
     calcore.make_calibrator("ts").fit(preds)  # takes them
 
@@ -226,3 +232,68 @@ def test_functions_without_weights_refuse_weighted_rows_instead_of_ignoring_them
     with pytest.raises(calcore.CalcoreError, match="does not use row weights yet"):
         call(preds)
     call(preds.with_sample_weight(None))  # unweighted on request
+
+
+def test_rows_left_with_only_zero_weights_are_an_error_not_a_crash():
+    z, y = _logits(40, 2, seed=8)
+    w = np.zeros(40)
+    w[0] = 1.0
+    rest = calcore.Predictions.from_logits(z, y, sample_weight=w).subset(np.arange(1, 40))
+    with pytest.raises(calcore.CalcoreError, match="every row of these predictions has weight 0"):
+        calcore.evaluate(rest)
+    with pytest.raises(calcore.CalcoreError, match="every row of these predictions has weight 0"):
+        calcore.make_calibrator("ts").fit(rest)
+
+
+def test_weighted_predictions_are_written_with_their_weights(tmp_path):
+    from calcore.export import write_predictions_csv
+    from calcore.io.stream_write import write_predictions
+
+    z, y = _logits(60, 3, seed=9)
+    w = np.random.default_rng(9).integers(0, 4, 60).astype(float)
+    preds = calcore.Predictions.from_logits(z, y, sample_weight=w)
+    write_predictions_csv(preds, tmp_path / "w.csv")
+    write_predictions(preds, tmp_path / "w.parquet")
+    for name in ("w.csv", "w.parquet"):
+        back = calcore.load_predictions(tmp_path / name)
+        np.testing.assert_array_equal(back.sample_weight, w)
+
+
+def test_cli_streams_a_compressed_npz_over_the_budget(tmp_path, capsys):
+    z, y = _logits(3_000, 3, seed=10)
+    np.savez_compressed(tmp_path / "z.npz", logits=np.round(z, 1), labels=y)
+    assert main(["metrics", str(tmp_path / "z.npz"), "--json"]) == 0
+    loaded = json.loads(capsys.readouterr().out)
+    # ~100 kB decoded from a smaller archive: over a 50 kB budget it is streamed, not refused
+    assert main(["metrics", str(tmp_path / "z.npz"), "--json", "--max-decoded-bytes", "50000"]) == 0
+    streamed = json.loads(capsys.readouterr().out)
+    assert streamed["conf_ece"] == pytest.approx(loaded["conf_ece"], rel=1e-12)
+
+
+@pytest.mark.parametrize("replicates", [None, 3])
+def test_the_worker_thread_split_equals_one_thread(monkeypatch, replicates):
+    """``update`` adds half of its chunks on a worker thread; with weights (and bootstrap
+    replicate weights) the merged sums equal a single thread's, to rounding."""
+    import calcore.statistics.accumulator as accumulator
+    from calcore.evaluation.evaluator import report_cell_specs, report_kde_specs
+    from calcore.statistics import CalibrationStatistics
+
+    z, y = _logits(3_000, 3, seed=11)
+    preds = calcore.Predictions.from_logits(z, y)
+    rng = np.random.default_rng(11)
+    w = rng.random(3_000) if replicates is None else rng.poisson(1.0, (replicates, 3_000))
+    specs = report_cell_specs(preds, bins=10, binning="equal-mass")
+    kde = report_kde_specs(preds, confidence=True, classwise=False)
+    monkeypatch.setattr(accumulator, "_CHUNK_VALUES", 300)  # 30 chunks
+    out = {}
+    for split_from in (4, 10**9):  # a worker thread, and none
+        monkeypatch.setattr(accumulator, "_SPLIT_CHUNKS", split_from)
+        stats = CalibrationStatistics.empty(preds.class_names, specs, kde, replicates=replicates)
+        stats.update(preds, weights=w)
+        out[split_from] = stats
+    a, b = out[4], out[10**9]
+    for key in a.cells:
+        np.testing.assert_allclose(a.cells[key].score, b.cells[key].score, rtol=1e-12)
+        np.testing.assert_allclose(a.cells[key].outcome, b.cells[key].outcome, rtol=1e-12)
+    np.testing.assert_allclose(a.kde_ece("kde_ece"), b.kde_ece("kde_ece"), rtol=1e-10)
+    np.testing.assert_allclose(a.nll, b.nll, rtol=1e-12)

@@ -139,7 +139,8 @@ def _repeated_rows(weights: np.ndarray, n_classes: int, *, owner: str) -> np.nda
     if fractional.any():
         i = int(np.argmax(fractional))
         raise CalcoreError(
-            f"{owner}: row {i} has weight {float(weights[i])!r}, but this method fits weighted "
+            f"{owner}: row {i} (0-based) of the rows it is fitted on has weight "
+            f"{float(weights[i])!r}, but this method fits weighted "
             f"rows by repeating them, which needs integer weights. Round the weights, or use "
             f"a method that takes any weights (ts)."
         )

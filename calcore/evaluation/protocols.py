@@ -450,12 +450,15 @@ class LearningCurve:
         if not curves:
             raise CalcoreError("LearningCurve.combine needs at least one curve.")
         first = curves[0]
+        methods = [m for c in curves for m in c.methods]
+        if len(set(methods)) != len(methods):
+            raise CalcoreError(f"LearningCurve.combine: a method appears twice in {methods}.")
         for c in curves[1:]:
             same = (
                 np.array_equal(c.sizes, first.sizes)
                 and c.metric == first.metric
                 and c.n_repeats == first.n_repeats
-                and c.uncalibrated == first.uncalibrated
+                and np.array_equal(c.uncalibrated, first.uncalibrated, equal_nan=True)
             )
             if not same:
                 raise CalcoreError(
@@ -464,7 +467,7 @@ class LearningCurve:
                 )
         return cls(
             sizes=first.sizes,
-            methods=tuple(m for c in curves for m in c.methods),
+            methods=tuple(methods),
             metric=first.metric,
             mean=np.vstack([c.mean for c in curves]),
             std=np.vstack([c.std for c in curves]),

@@ -74,12 +74,12 @@ def load_predictions(
         decoding: CSV, data lines x columns x 8 bytes; Parquet, the metadata's
         uncompressed size and rows x columns read x 8 bytes; NPZ, the members'
         declared sizes and the array shapes from the ``.npy`` headers.
-    weight_column : str, optional
+    weight_column : str or False, optional
         Column (NPZ: array) of row weights: frequency weights, finite and >= 0, not all
         0 (integer weights equal repeated rows). Default: the one column named
         ``weight``, ``weights``, ``sample_weight`` or ``example_weight`` (any case), if
-        any. The predictions carry them as ``sample_weight``, which every metric,
-        diagram and report uses.
+        any; ``False``: no weights, whatever the names. The predictions carry them as
+        ``sample_weight``, which every metric, diagram, report and calibrator fit uses.
 
     Returns
     -------

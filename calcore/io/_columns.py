@@ -54,14 +54,18 @@ LOGIT_PREFIXES = frozenset({"logits_", "logit_"})
 WEIGHT_NAMES = ("weight", "weights", "sample_weight", "example_weight")
 
 
-def pick_weight(columns, weight_column: str | None, source: str) -> str | None:
-    """The weight column: the one named, else the one with a weight name, else none.
+def pick_weight(columns, weight_column, source: str) -> str | None:
+    """The weight column: the one named, else the one with a weight name, else none;
+    ``weight_column=False``: none, whatever the names (a ``weight`` column is then an
+    ordinary column).
 
     Raises
     ------
     CalcoreError
         ``weight_column`` is not a column, or several columns have a weight name.
     """
+    if weight_column is False:
+        return None
     if weight_column is not None:
         if weight_column not in columns:
             raise CalcoreError(

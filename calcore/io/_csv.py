@@ -89,6 +89,9 @@ class CsvLayout:
     ends_file : bool
         Whether the body ends where the file ends (a short last line then means a cut
         file).
+    first_byte : int or None
+        For a streamed piece, the file offset of the body's first byte (messages name
+        bytes of the whole file); None when the bytes are the whole file.
     """
 
     body_start: int
@@ -99,6 +102,7 @@ class CsvLayout:
     n_rows: int
     first_line: int = 2
     ends_file: bool = True
+    first_byte: int | None = None
 
     @property
     def line_shift(self) -> int:
@@ -111,8 +115,11 @@ def _utf8_error(
 ) -> CalcoreError:
     offset = base + exc.start
     line = data.count(b"\n", 0, offset) + 1
+    shown = offset  # the byte as the file numbers it
     if isinstance(layout, CsvLayout) and offset >= layout.body_start:  # a streamed piece
         line += layout.line_shift
+        if layout.first_byte is not None:
+            shown = offset - layout.body_start + layout.first_byte
     where = f"line {line}"
     if layout is not None:  # name the column when the line has no quotes to miscount
         begin = data.rfind(b"\n", 0, offset) + 1
@@ -121,7 +128,7 @@ def _utf8_error(
             if j < len(layout.columns):
                 where += f", column {layout.columns[j]!r}"
     return CalcoreError(
-        f"{source}, {where}: byte {offset} (0x{data[offset]:02x}) is not valid UTF-8. "
+        f"{source}, {where}: byte {shown} (0x{data[offset]:02x}) is not valid UTF-8. "
         f"Re-save the file as UTF-8 (e.g. 'CSV UTF-8' in Excel, or "
         f"df.to_csv(..., encoding='utf-8'))."
     )
@@ -470,7 +477,7 @@ def _c_matrix(frames: list[pd.DataFrame], columns: list[str], parsed: dict) -> n
 
 def record_lines(src: Source, layout: CsvLayout, n_records: int) -> np.ndarray | None:
     """The file line on which each of ``n_records`` records starts, or ``None`` if record i
-    is simply on line i + 2 (no record spans several lines).
+    is simply on line ``i + layout.first_line`` (no record spans several lines).
 
     Only files with quoted line breaks need the mapping; it costs one pass of
     Python's ``csv`` module over the body.
@@ -612,7 +619,7 @@ def _parse_text_columns(
         line = i + layout.first_line if lines is None else int(lines[i])
         raise CalcoreError(
             f"{src.name}, line {line}, column {layout.columns[j]!r}: value {value!r} is not a "
-            f"number. Score cells must be plain numbers with a '.' decimal point: no thousands "
-            f"separators, decimal commas or text. Fix the cell."
+            f"number. Score and weight cells must be plain numbers with a '.' decimal point: no "
+            f"thousands separators, decimal commas or text. Fix the cell."
         )
     return values

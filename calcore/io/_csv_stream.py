@@ -15,7 +15,9 @@ cells such as ``1,234`` or ``nan``.
 
 from __future__ import annotations
 
+import bisect
 import os
+import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -94,18 +96,44 @@ def csv_head(path: str, name: str) -> CsvHead:
     return CsvHead(data[: layout.body_start], layout, max(per_row, 1.0), size)
 
 
-def _cut(data: bytes) -> int:
+_QUOTES: dict[bytes, re.Pattern] = {}
+
+
+def _field_quotes(delimiter: bytes) -> re.Pattern:
+    """Quotes that can open or close a quoted field: at a field's start, or before a
+    delimiter or line end. A quote inside unquoted text (``5" screen``) is a literal
+    character to the CSV parsers, so it must not flip the "inside quotes" state."""
+    if delimiter not in _QUOTES:
+        d = re.escape(delimiter)
+        _QUOTES[delimiter] = re.compile(rb"(?:^|(?<=[\n" + d + rb']))"|"(?=[\r\n' + d + rb"]|$)")
+    return _QUOTES[delimiter]
+
+
+def _cut(data: bytes, quotes: re.Pattern) -> int:
     """The end of the last whole record of ``data`` (which starts a record): after its last
     line end outside quotes, ``-1`` if none."""
     nl = data.rfind(b"\n")
     if nl < 0 or b'"' not in data:
         return nl + 1 if nl >= 0 else -1
-    quotes = data.count(b'"', 0, nl)
-    while nl >= 0 and quotes % 2:  # inside a quoted value: an earlier line end
-        prev = data.rfind(b"\n", 0, nl)
-        quotes -= data.count(b'"', max(prev, 0), nl)
-        nl = prev
-    return nl + 1 if nl >= 0 else -1
+    positions = [m.start() for m in quotes.finditer(data)]
+    while nl >= 0:
+        if bisect.bisect_left(positions, nl) % 2 == 0:
+            return nl + 1
+        nl = data.rfind(b"\n", 0, nl)  # inside a quoted value: an earlier line end
+    return -1
+
+
+def _content_end(lines: bytes) -> int:
+    """The end of ``lines`` (whole lines) without its trailing empty lines: a piece that
+    is not the file's last must end with a line of content, because the parser reads no
+    row for an empty line at the end of its input while the loader counts it as a row."""
+    end = len(lines)
+    while end > 0:
+        start = lines.rfind(b"\n", 0, end - 1) + 1
+        if lines[start : end - 1].strip(b"\r"):
+            return end
+        end = start
+    return 0
 
 
 def csv_pieces(
@@ -114,7 +142,7 @@ def csv_pieces(
     """The file's data as pieces of whole lines, each a small CSV ``(source, layout)``.
 
     Trailing blank lines of the file are dropped (as :func:`scan_csv` does); blank
-    lines elsewhere stay rows, as in the loader.
+    lines elsewhere stay rows, as in the loader (they start the next piece).
 
     Raises
     ------
@@ -123,20 +151,18 @@ def csv_pieces(
         unclosed quote), naming the line where it starts.
     """
     header, base = head.header, head.layout
-    first_line = 2
-    pending: bytes | None = None  # the previous piece, yielded once more data follows
+    quotes = _field_quotes(base.delimiter.encode())
+    first_line, first_byte = 2, len(header)
+    pending = b""  # whole lines held back until data follows them
+    carry = b""  # bytes after the last whole record read
     with open(path, "rb") as f:
         f.seek(len(header))
-        carry = b""
-        while True:
-            chunk = f.read(piece_bytes)
-            if not chunk:
-                break
+        while chunk := f.read(piece_bytes):
             data = carry + chunk
-            end = _cut(data)
+            end = _cut(data, quotes)
             if end <= 0:
                 if len(data) > MAX_PIECES_PER_RECORD * piece_bytes:
-                    line = first_line + (pending or b"").count(b"\n")
+                    line = first_line + pending.count(b"\n")
                     raise CalcoreError(
                         f"{name}, line {line}: the record starting here runs over "
                         f"{len(data):,} bytes without a line end outside quotes. Check for an "
@@ -144,26 +170,20 @@ def csv_pieces(
                     )
                 carry = data
                 continue
-            piece, carry = data[:end], data[end:]
-            if pending is not None and not piece.strip(_WHITESPACE):
-                pending += piece  # blank lines: rows only if data follows them
-                continue
-            if pending is not None:
-                yield _piece(name, header, base, pending, first_line, ends_file=False)
-                first_line += pending.count(b"\n")
-            pending = piece
-    rest = carry.rstrip(_WHITESPACE)
-    if pending is not None and rest:
-        yield _piece(name, header, base, pending, first_line, ends_file=False)
-        first_line += pending.count(b"\n")
-        pending = carry
-    elif pending is None:
-        pending = carry
-    if pending.rstrip(_WHITESPACE):
-        yield _piece(name, header, base, pending, first_line, ends_file=True)
+            new, carry = data[:end], data[end:]
+            if new.strip(_WHITESPACE) and pending.strip(_WHITESPACE):
+                k = _content_end(pending)  # data follows: yield up to the last content line
+                yield _piece(name, header, base, pending[:k], first_line, first_byte, False)
+                first_line += pending.count(b"\n", 0, k)
+                first_byte += k
+                pending = pending[k:]
+            pending += new
+    last = pending + carry
+    if last.strip(_WHITESPACE):
+        yield _piece(name, header, base, last, first_line, first_byte, True)
 
 
-def _piece(name, header: bytes, base: CsvLayout, piece: bytes, first_line: int, *, ends_file: bool):
+def _piece(name, header: bytes, base: CsvLayout, piece: bytes, first_line, first_byte, ends_file):
     data = header + piece
     start, end = len(header), len(data)
     if ends_file:
@@ -182,6 +202,7 @@ def _piece(name, header: bytes, base: CsvLayout, piece: bytes, first_line: int, 
         data.count(b"\n", start, end) + 1,
         first_line=first_line,
         ends_file=ends_file,
+        first_byte=first_byte,
     )
     return Source(name, data, "csv"), layout
 

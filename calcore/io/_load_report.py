@@ -215,7 +215,8 @@ class LoadReport:
         if self.weight_column is not None:
             out.append(
                 f"Rows weighted by column {self.weight_column!r} (total weight "
-                f"{self.total_weight:,.6g}); every metric and diagram uses the weights."
+                f"{self.total_weight:,.6g}): every metric, reliability diagram and calibrator "
+                "fit uses them (the views that do not take weights yet say so)."
             )
         if self.max_row_deviation is not None and not self.renormalized_rows:
             out.append(f"Largest |row sum - 1|: {self.max_row_deviation:.3g}.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import lzma
 import zipfile
 import zlib
@@ -63,6 +64,23 @@ def _header_of(zf: zipfile.ZipFile, info: zipfile.ZipInfo):
         return read_npy_header(fp)
 
 
+def _refuse_overlapping_entries(src: Source, infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse entries whose data overlap: how zip bombs declare more than they hold.
+
+    The streamed reader has no size budget, so this check, not the budget, is what
+    stops an "overlapping" zip bomb there. An entry ends at least 30 bytes (the fixed
+    part of its local header) plus its compressed size after its offset.
+    """
+    ordered = sorted(infos, key=lambda i: i.header_offset)
+    for cur, nxt in itertools.pairwise(ordered):
+        if nxt.header_offset < cur.header_offset + 30 + cur.compress_size:
+            raise CalcoreError(
+                f"{src.name}: zip entries {cur.filename!r} and {nxt.filename!r} overlap (they "
+                f"share compressed data), which is how zip bombs are built; refusing to "
+                f"decompress it. Re-save the arrays with np.savez or np.savez_compressed."
+            )
+
+
 def check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> None:
     """Refuse archives whose declared or array sizes exceed the budget (zip bombs)."""
     infos = zf.infolist()
@@ -73,6 +91,7 @@ def check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> Non
             f"max_decoded_bytes={max_decoded_bytes:,}; refusing to decompress it. If you trust "
             f"the file, raise the budget (max_decoded_bytes=... or {BUDGET_ENV})."
         )
+    _refuse_overlapping_entries(src, infos)
     decoded = 0
     for info in infos:
         if not info.filename.endswith(".npy"):

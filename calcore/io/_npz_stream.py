@@ -4,7 +4,7 @@ Each array of the archive is a ``.npy`` member of the zip; its header gives the
 shape and dtype, and its rows follow in C order, so rows ``[a, b)`` are read by
 decompressing the member's stream sequentially (stored or deflated alike, with
 :mod:`zipfile`). A window of rows then goes through the loader's checks
-(:func:`calcore.io._npz._content`: names, dtypes, shapes, integral labels) with
+(:func:`calcore.io._npz.checked_content`: names, dtypes, shapes, integral labels) with
 row numbers of the whole archive. Memory: one window per array.
 
 Arrays stored in Fortran order (``np.save`` of a transposed view) cannot be read
@@ -45,7 +45,7 @@ class _Member:
 
 class _Window:
     """Rows ``[first_row, first_row + rows)`` of every row array, shaped like the arguments
-    :func:`calcore.io._npz._content` reads (``files``, ``shapes``, item access)."""
+    :func:`calcore.io._npz.checked_content` reads (``files``, ``shapes``, item access)."""
 
     def __init__(self, files, shapes, arrays: dict, first_row: int):
         self.files, self.shapes, self.arrays, self.first_row = files, shapes, arrays, first_row
@@ -104,11 +104,14 @@ class NpzArchive:
         return keys + ([weight] if weight is not None else [])
 
     def check_weight(self, weight: str) -> None:
-        shape = self.shapes.get(weight)
-        if shape != (self.n_rows,):
+        """Refuse a weight array of the wrong shape or a non-numeric dtype (as the loader)."""
+        with zipfile.ZipFile(self.path) as zf, zf.open(f"{weight}.npy") as fp:
+            shape, _, dtype = read_npy_header(fp)
+        numeric = np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer)
+        if shape != (self.n_rows,) or not numeric:
             raise CalcoreError(
-                f"{self.name}: array {weight!r} has shape {shape}; row weights need shape "
-                f"({self.n_rows},), one per row of the scores."
+                f"{self.name}: array {weight!r} has shape {shape} and dtype {dtype}; row "
+                f"weights need shape ({self.n_rows},) and a numeric dtype."
             )
 
     def windows(self, rows: int, *, weight: str | None = None):

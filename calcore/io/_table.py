@@ -15,10 +15,11 @@ __all__ = ["RawTable", "RowNames", "SelectedRowNames", "LabelRowNames", "columns
 class RowNames:
     """Describe data row ``i`` (0-based) as the file numbers it.
 
-    CSV: ``"line {i + 2}"`` (header on line 1, rows one per line, so blank lines
-    are kept as rows rather than skipped), or ``"line {lines[i]}"`` when some
-    records span several lines (quoted line breaks). Parquet/NPZ:
-    ``"row {i} (0-based)"``, the same wording as in-memory arrays.
+    CSV: ``"line {i + first}"`` (``first`` = 2: header on line 1, rows one per line,
+    so blank lines are kept as rows rather than skipped; a streamed piece starts further
+    down), or ``"line {lines[i]}"`` when some records span several lines (quoted line
+    breaks). Parquet/NPZ: ``"row {i + first} (0-based)"`` (``first`` = 0 for a whole
+    file), the same wording as in-memory arrays.
     """
 
     csv: bool

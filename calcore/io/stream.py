@@ -94,7 +94,7 @@ class PredictionStream:
     name : str
         What the user passed, for messages.
     files : tuple of str
-        The Parquet files, in reading order.
+        The data files, in reading order.
     roles : Roles
         Detected label, split and score columns (as :func:`calcore.inspect_table`).
     class_names : tuple of str
@@ -225,7 +225,7 @@ def _short_path(files, path: str) -> str:
 
 
 def _files(source) -> tuple[str, ...]:
-    """The Parquet files of a path, directory or glob, sorted (refused when there are none)."""
+    """The data files of a path, directory or glob, sorted (refused when there are none)."""
     text = os.fspath(source)
     if any(ch in text for ch in "*?["):
         found = sorted(p for p in globlib.glob(text, recursive=True) if os.path.isfile(p))
@@ -358,7 +358,7 @@ def _check_unchanged(stream: "PredictionStream", path: str) -> None:
 
 
 def _data_files(folder: str) -> list[str]:
-    """Every Parquet / Arrow IPC file below ``folder``, by name, sorted.
+    """Every data file (Parquet, Arrow IPC, CSV, NPZ) below ``folder``, by name, sorted.
 
     Hidden and ``_``-prefixed files and folders (``_SUCCESS``, ``.crc``, ``_temporary``)
     are skipped, and other files are not ours to read. Listed by name rather than with
@@ -425,10 +425,10 @@ def scan(
         may mix) and the used columns.
     label_column, scores, split_column, split, renormalize, positive_class, score_columns :
         As in :func:`calcore.load_predictions`.
-    weight_column : str, optional
+    weight_column : str or False, optional
         Column (NPZ: array) of row weights (frequency weights: finite, >= 0). Default: a
         column named ``weight``, ``weights``, ``sample_weight`` or ``example_weight`` (any
-        case), if any.
+        case), if any; ``False``: no weights.
     batch_rows : int, default 2,000,000
         Rows per batch, at most ``MAX_BATCH_VALUES / n_score_columns`` (16.7M values, so a
         1,000-class file reads 16,777 rows at a time); memory is a few times
@@ -657,7 +657,8 @@ class _KindState:
 
 
 def _file_batches(stream: PredictionStream, path: str, state: _KindState):
-    """``(preds, first row, weights)`` of the file's batches, validated."""
+    """``(preds, first row)`` of the file's batches, validated (weights in
+    ``preds.sample_weight``)."""
     _check_unchanged(stream, path)
     read = {"arrow": _arrow_tables, "csv": _csv_tables, "npz": _npz_tables}
     for raw, weights in read[stream._options["family"]](stream, path):
@@ -721,7 +722,9 @@ def _arrow_tables(stream: PredictionStream, path: str):
             first_row += table.num_rows
             weights = None
             if stream.weight_column is not None:
-                weights = table[stream.weight_column].to_numpy(zero_copy_only=False)
+                # decimals (and integers) as float64; a null becomes NaN, refused by name
+                column = table[stream.weight_column].cast(pa.float64())
+                weights = column.to_numpy(zero_copy_only=False)
             yield raw, weights
 
 
@@ -736,23 +739,31 @@ def _csv_tables(stream: PredictionStream, path: str):
     texts = [roles.label] + ([roles.split] if roles.split else [])
     name = _short(stream, path)
     pieces = csv_pieces(path, name, head, head.piece_bytes(stream.batch_rows))
+    k = len(roles.scores)
     try:
         for src, layout in pieces:
             values, text, lines = read_piece(src, layout, floats=floats, texts=texts)
-            k = len(roles.scores)
-            raw = RawTable(
-                name,
-                "csv",
-                layout.delimiter,
-                layout.columns,
-                roles,
-                values.shape[0],
-                values if weight is None else np.ascontiguousarray(values[:, :k]),
-                _factorized(text[roles.label]),
-                None if roles.split is None else np.asarray(text[roles.split]),
-                RowNames(csv=True, lines=lines, first=layout.first_line),
-            )
-            yield raw, None if weight is None else values[:, k]
+            # a piece is sized from the first lines' length: cut it into batches of at
+            # most batch_rows rows, whatever the lines further down are like
+            for a in range(0, values.shape[0], stream.batch_rows):
+                b = min(a + stream.batch_rows, values.shape[0])
+                if lines is None:
+                    rows = RowNames(csv=True, first=layout.first_line + a)
+                else:
+                    rows = RowNames(csv=True, lines=lines[a:b], first=int(lines[a]))
+                raw = RawTable(
+                    name,
+                    "csv",
+                    layout.delimiter,
+                    layout.columns,
+                    roles,
+                    b - a,
+                    np.ascontiguousarray(values[a:b, :k]),
+                    _factorized(text[roles.label][a:b]),
+                    None if roles.split is None else np.asarray(text[roles.split][a:b]),
+                    rows,
+                )
+                yield raw, None if weight is None else values[a:b, k]
     except FileNotFoundError:
         raise _gone(path) from None
 
@@ -841,18 +852,20 @@ def _batch_weights(stream, weights, raw: RawTable):
     column = stream.weight_column
     if column is None:
         return None
-    w = check_sample_weight(
-        weights,
-        raw.n_rows,
+    rows = raw.row_names
+    w = np.asarray(weights)
+    if stream.split is not None:  # only the selected rows' weights count (as when loading)
+        ctx = InputContext(raw.source, row=LabelRowNames(raw.row_names, raw.roles.split))
+        selected = np.flatnonzero(split_of_rows(raw.split, ctx=ctx) == stream.split)
+        w, rows = w[selected], SelectedRowNames(raw.row_names, selected)
+    return check_sample_weight(
+        w,
+        w.shape[0],
         source=raw.source,
-        row=raw.row_names,
+        row=rows,
         column=column,
         allow_all_zero=True,  # checked on the whole stream
     )
-    if stream.split is not None:
-        ctx = InputContext(raw.source, row=LabelRowNames(raw.row_names, raw.roles.split))
-        w = w[split_of_rows(raw.split, ctx=ctx) == stream.split]
-    return w
 
 
 def _validate_batch(stream, raw: RawTable, state):

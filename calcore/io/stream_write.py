@@ -86,6 +86,8 @@ def _write_parquet(stream, tmp: str, prefix: str) -> int:
             columns = {"label": pa.array(preds.labels)}
             for j, name in enumerate(preds.class_names):
                 columns[prefix + name] = pa.array(preds.probs[:, j])
+            if preds.sample_weight is not None:  # kept, so that the file reads back weighted
+                columns["weight"] = pa.array(preds.sample_weight)
             table = pa.table(columns)
             if writer is None:
                 writer = pq.ParquetWriter(tmp, table.schema)

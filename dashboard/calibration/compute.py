@@ -132,7 +132,7 @@ def report(key: str, binning: str, bins, n_bootstrap: int, preds) -> calcore.Cal
 
     The metrics that use no bins (NLL, Brier, the KDE-ECEs: three quarters of the time on
     100 classes) are kept while the binning changes; both halves draw the same resamples
-    (same seed), so the result equals one ``evaluate`` call (tests/test_app.py).
+    (same seed), so the result equals one ``evaluate`` call (tests/dashboard/test_app.py).
     """
     free = bin_free_report(key, n_bootstrap, preds)
     return _binned_report(key, binning, bins, n_bootstrap, preds).combined_with(free)
@@ -206,7 +206,11 @@ def ece_sweep(key: str, binning: str, _preds) -> calcore.EceByBins:
 
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
 def _all_rows(key: str, _calib, _test) -> calcore.Predictions:
-    return _test if _calib is _test else concatenate([_calib, _test])
+    if _calib is _test:
+        return _test
+    # the views that use every row do not take weights yet, and a second file may be
+    # weighted when the first is not: join the rows unweighted
+    return concatenate([unweighted(_calib), unweighted(_test)])
 
 
 #: Above this many rows the resampling views (validity, learning curves) work on a seeded

@@ -41,7 +41,7 @@ class LoadOptions:
             "scores": self.scores,
             "split_column": self.split_column,
             "renormalize": self.renormalize,
-            "weight_column": self.weight_column,
+            "weight_column": False if self.unweighted else self.weight_column,
         }
 
 
@@ -109,8 +109,6 @@ def load(_data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
     sessions, so the page reads calcore's messages from ``Predictions.load_report``.
     """
     splits = calcore.io.load_splits(_buffer(_data, name), name=name, **options.kwargs())
-    if options.unweighted:
-        splits = {k: p.with_sample_weight(None) for k, p in splits.items()}
     notes, warns = [], []
     for preds in splits.values():
         report = preds.load_report
