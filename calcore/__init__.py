@@ -50,6 +50,10 @@ Every metric at once, and calibrators compared.
    bootstrap_interval   -- a percentile bootstrap interval of any metric
    bootstrap_intervals  -- intervals of several statistics from the same resamples
    Interval             -- an estimate with its interval
+   interval_bounds      -- an interval from bootstrap replicates (percentile, basic, BCa, ...)
+   INTERVAL_METHODS     -- the interval methods
+   calibration_test     -- p-values of "the model is calibrated" (consistency resampling)
+   CalibrationTest      -- what calibration_test returns
 
 Metric registry
 ===============
@@ -230,7 +234,9 @@ from calcore.evaluation import (
     learning_curve,
 )
 from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
+from calcore.evaluation.calibration_test import CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
+from calcore.evaluation.intervals import INTERVAL_METHODS, interval_bounds
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
@@ -307,6 +313,10 @@ __all__ = [
     "bootstrap_interval",
     "bootstrap_intervals",
     "Interval",
+    "interval_bounds",
+    "INTERVAL_METHODS",
+    "calibration_test",
+    "CalibrationTest",
     # Metric registry
     "METRICS",
     "BIN_FREE_METRICS",

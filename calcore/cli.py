@@ -8,6 +8,9 @@
   data, print before/after metrics on test data, optionally write the
   recalibrated test predictions (``--out``) and the fitted calibrator (``--save``).
 * ``calcore apply calibrator.json FILE --out out.csv``: apply a saved calibrator.
+* ``calcore check FILE --max top_label_ece=0.03 [--min accuracy=0.9] [--on upper]``:
+  calibration gates for CI (:mod:`calcore.gates`); exit 0 when every gate holds, 1 when
+  one fails; optional JUnit XML (``--junit``) and Markdown (``--markdown``) reports.
 
 Errors are one line on stderr and exit code 2; never a traceback.
 """
@@ -18,16 +21,21 @@ import argparse
 import json
 import os
 import sys
+import tempfile
+import textwrap
 import time
 import warnings
 
+from calcore import gates
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
+from calcore.evaluation.intervals import INTERVAL_METHODS
 from calcore.metrics.registry import METRICS
 
 __all__ = ["main", "build_parser", "parse_param"]
 
+EXIT_FAILED = 1  # calcore check: a gate failed
 EXIT_USAGE = 2
 
 
@@ -103,6 +111,11 @@ def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool =
         "--renormalize", action="store_true", help="rescale rows that do not sum to 1 (reported)"
     )
     g.add_argument(
+        "--percent",
+        action="store_true",
+        help="the probabilities are in percent (rows sum to 100): divide them by 100",
+    )
+    g.add_argument(
         "--positive-class", metavar="NAME", help="binary, one score column: positive label"
     )
     g.add_argument(
@@ -114,16 +127,23 @@ def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool =
     )
 
 
-def _add_estimation_options(p: argparse.ArgumentParser) -> None:
+def _add_estimation_options(
+    p: argparse.ArgumentParser, *, bootstrap=0, bootstrap_help="bootstrap resamples (default 0)"
+) -> None:
     g = p.add_argument_group("estimation")
     g.add_argument("--bins", type=_bins, default=15, help="bins, or sturges/cube-root (default 15)")
     g.add_argument(
         "--binning", choices=BINNING_SCHEMES, default="equal-width", help="default equal-width"
     )
-    g.add_argument(
-        "--bootstrap", type=int, default=0, metavar="R", help="bootstrap resamples (default 0)"
-    )
+    g.add_argument("--bootstrap", type=int, default=bootstrap, metavar="R", help=bootstrap_help)
     g.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    g.add_argument(
+        "--interval",
+        choices=("auto", *INTERVAL_METHODS),
+        default="auto",
+        help="how intervals are read off the resamples (default auto: each metric's method "
+        "from the coverage study, bias-corrected for the calibration errors)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -177,7 +197,57 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", metavar="FILE", required=True, help="recalibrated predictions (.csv or .parquet)"
     )
     _add_loading_options(a)
+    _add_check_parser(sub)
     return parser
+
+
+_CHECK_EPILOG = """\
+Either kind of gate works on any metric: --max suits errors (lower is better), --min
+accuracy (higher is better); a --min and a --max on one metric make a band. A gate holds at
+equality; a limit outside the metric's range (e.g. 3 meant as 3%) is refused. --on upper
+holds the upper end of the bootstrap interval against a --max limit and the lower end
+against a --min limit: stricter than the estimate. An undefined value (NaN, e.g. fewer than
+2 rows) fails its gate. --junit and --markdown replace their file (not appended).
+
+Exit codes: 0 every gate passed, 1 a gate failed, 2 bad input or arguments (no report file
+is written then).
+
+"""
+
+
+def _add_check_parser(sub) -> None:
+    k = sub.add_parser(
+        "check",
+        help="calibration gates for CI: exit 1 when a metric is over (or under) its limit",
+        epilog=_CHECK_EPILOG + textwrap.fill("Metric keys: " + ", ".join(METRICS), 88),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    k.add_argument("file", help="predictions file, directory or glob (as for 'calcore metrics')")
+    g = k.add_argument_group("gates (at least one; metric keys below)")
+    g.add_argument(
+        "--max", action="append", metavar="METRIC=LIMIT", help="fail when METRIC > LIMIT"
+    )
+    g.add_argument(
+        "--min", action="append", metavar="METRIC=LIMIT", help="fail when METRIC < LIMIT"
+    )
+    g.add_argument(
+        "--on",
+        choices=gates.COMPARE_ON,
+        default="estimate",
+        help="compare the point estimate (default) or the interval's guarded end",
+    )
+    _add_loading_options(k)
+    _add_estimation_options(
+        k,
+        bootstrap=None,
+        bootstrap_help=f"bootstrap resamples (default 0, {gates.UPPER_BOOTSTRAP} with --on upper)",
+    )
+    out = k.add_argument_group("reports (written whether the gates pass or fail)")
+    out.add_argument("--junit", metavar="PATH", help="write a JUnit XML report")
+    out.add_argument(
+        "--markdown", metavar="PATH", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
+    )
+    out.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def _load_kwargs(args) -> dict:
@@ -186,6 +256,7 @@ def _load_kwargs(args) -> dict:
         "scores": args.scores,
         "split_column": args.split_col,
         "renormalize": args.renormalize,
+        "percent": args.percent,
         "positive_class": args.positive_class,
         "max_decoded_bytes": args.max_decoded_bytes,
         "weight_column": args.weight_col,
@@ -212,6 +283,9 @@ def _metrics_table(report: CalibrationReport, title: str) -> list[str]:
         if key in report.intervals:
             iv = report.intervals[key]
             shown += f"   [{iv.low:.6f}, {iv.high:.6f}]"
+        test = report.calibration_test
+        if test is not None and key in test.p_values:
+            shown += f"   {test.verdict(key)}"
         lines.append(f"  {spec.label:<{width}}  {shown}")
     return lines
 
@@ -222,14 +296,16 @@ def _with_notes(lines: list[str], notes: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _evaluate(preds, args) -> CalibrationReport:
+def _evaluate(preds, args, *, metrics=None, n_bootstrap=None) -> CalibrationReport:
+    """``evaluate`` with the command's settings (``metrics``: else ``--metric`` if any)."""
     return evaluate(
         preds,
         bins=args.bins,
         binning=args.binning,
         seed=args.seed,
-        n_bootstrap=args.bootstrap,
-        metrics=getattr(args, "metric", None),
+        n_bootstrap=args.bootstrap if n_bootstrap is None else n_bootstrap,
+        metrics=getattr(args, "metric", None) if metrics is None else metrics,
+        interval_method=None if args.interval == "auto" else args.interval,
     )
 
 
@@ -285,6 +361,7 @@ def _stream(path: str, args, *, split=None):
         split_column=args.split_col,
         split=split,
         renormalize=args.renormalize,
+        percent=args.percent,
         positive_class=args.positive_class,
         weight_column=args.weight_col,
     )
@@ -338,20 +415,26 @@ class Progress:
             self.out.flush()
 
 
-def _metrics(args) -> int:
+def _report_of_file(args, **options) -> tuple[CalibrationReport, list[str]]:
+    """The report of ``args.file``, streamed or loaded whole, and the notes of both steps."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
         if _streamable(args.file, args.max_decoded_bytes):
             preds = _stream(args.file, args, split=args.split)
             try:
-                report = _evaluate(preds, args)
+                report = _evaluate(preds, args, **options)
             finally:
                 preds.progress.close()
             notes = [str(w.message) for w in caught] + list(report.notes)
         else:
             preds = _load_one(args.file, args, split=args.split)
-            report = _evaluate(preds, args)
+            report = _evaluate(preds, args, **options)
             notes = _notes_of(preds, caught) + list(report.notes)
+    return report, notes
+
+
+def _metrics(args) -> int:
+    report, notes = _report_of_file(args)
     if args.json:
         out = report.as_dict() | {"file": args.file, "notes": notes}
         print(json.dumps(out, indent=2, allow_nan=False))
@@ -504,11 +587,55 @@ def _apply(args) -> int:
     return 0
 
 
-_COMMANDS = {"metrics": _metrics, "calibrate": _calibrate, "apply": _apply}
+def _check(args) -> int:
+    """``calcore check``: gates checked before any data is read, reports written, exit 0 or 1."""
+    checked = gates.parse_gates(args.max, args.min)
+    n_bootstrap = gates.bootstrap_for(args.on, args.bootstrap)
+    for path in (args.junit, args.markdown):
+        folder = os.path.dirname(os.path.abspath(path)) if path else None
+        if folder and not os.path.isdir(folder):  # fail now, not after a long evaluation
+            raise CalcoreError(f"cannot write {path}: no such directory {folder}.")
+    wanted = [k for k in METRICS if any(g.metric == k for g in checked)]
+    report, notes = _report_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
+    result = gates.check_report(report, checked, on=args.on, file=args.file, notes=notes)
+    if args.junit:
+        _write_atomic(args.junit, gates.junit_xml(result))
+    if args.markdown:
+        _write_atomic(args.markdown, gates.markdown_summary(result).encode("utf-8"))
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2, allow_nan=False))
+    else:
+        print(gates.text_summary(result))
+    return 0 if result.passed else EXIT_FAILED
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory, so that a
+    reader (a CI step collecting reports) never sees a half-written file. The file is
+    replaced, not appended to; it keeps the mode of the file it replaces (0644 if new)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".calcore-", suffix=".partial", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644  # mkstemp's 0600 would hide the report from other users of the runner
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+_COMMANDS = {"metrics": _metrics, "calibrate": _calibrate, "apply": _apply, "check": _check}
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``calcore`` console script; returns the exit code."""
+    """Entry point of the ``calcore`` console script; returns the exit code (``check``: 1 when
+    a gate fails; every command: 2 for bad input or arguments)."""
     args = build_parser().parse_args(argv)  # argparse itself exits with 2 on usage errors
     try:
         return _COMMANDS[args.command](args)

@@ -20,6 +20,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 
 __all__ = [
+    "KDE_MIN_EFFECTIVE_ROWS",
     "MIN_BANDWIDTH",
     "default_grid_size",
     "KDEReliabilityCurve",
@@ -60,6 +61,19 @@ class KDEReliabilityCurve:
         Kernel half-width ``h`` used.
     n : int
         Number of (score, outcome) pairs.
+    effective_count : ndarray of shape (grid_size,)
+        Kish's effective number of rows behind ``accuracy`` at each grid point,
+        ``(sum_j K_j)^2 / sum_j K_j^2`` (0 where no score is near): the weighted
+        average of the outcomes is as noisy as a plain mean of this many rows.
+    standard_error : ndarray of shape (grid_size,)
+        ``sqrt(accuracy (1 - accuracy) / effective_count)`` (NaN where undefined), the
+        pointwise noise of the curve, bandwidth held fixed.
+
+    Notes
+    -----
+    Where few scores lie within a bandwidth (the low-confidence end of a strong model's
+    confidence axis) the curve swings between 0 and 1 on a handful of rows;
+    :meth:`supported` says where it rests on at least ``KDE_MIN_EFFECTIVE_ROWS``.
 
     Examples
     --------
@@ -76,6 +90,19 @@ class KDEReliabilityCurve:
     accuracy: np.ndarray
     bandwidth: float
     n: int
+    effective_count: np.ndarray
+    standard_error: np.ndarray
+
+    def supported(self, min_effective_rows: float | None = None) -> np.ndarray:
+        """Boolean mask of the grid points whose ``effective_count`` is at least
+        ``min_effective_rows`` (default :data:`KDE_MIN_EFFECTIVE_ROWS`)."""
+        least = KDE_MIN_EFFECTIVE_ROWS if min_effective_rows is None else min_effective_rows
+        return self.effective_count >= least
+
+
+#: Effective rows below which a KDE reliability curve is not drawn as a finding: a mean of
+#: fewer than 20 outcomes has a standard error of 0.11 or more at an accuracy of 0.5.
+KDE_MIN_EFFECTIVE_ROWS = 20
 
 
 def _as_vector(values, name: str, caller: str) -> np.ndarray:
@@ -201,8 +228,11 @@ def _reflect(s: np.ndarray, o: np.ndarray, h: float):
     return points[order], labels[order]
 
 
-def _kernel_sums(grid: np.ndarray, points: np.ndarray, labels: np.ndarray, h: float):
-    """Exact ``sum_j K((z - x_j) / h)`` and ``sum_j y_j K(...)`` at every grid point z.
+def _kernel_sums(
+    grid: np.ndarray, points: np.ndarray, labels: np.ndarray, h: float, *, with_squares=False
+):
+    """Exact ``sum_j K((z - x_j) / h)`` and ``sum_j y_j K(...)`` at every grid point z
+    (and ``sum_j K(...)^2`` with ``with_squares``).
 
     ``points`` must be sorted. Each grid point's window of points within ``h`` is
     found with ``searchsorted``; the (grid point, point) pairs are enumerated
@@ -214,6 +244,7 @@ def _kernel_sums(grid: np.ndarray, points: np.ndarray, labels: np.ndarray, h: fl
     ends = np.cumsum(counts)
     total_k = np.zeros(grid.size)
     total_yk = np.zeros(grid.size)
+    total_kk = np.zeros(grid.size)
     start = 0
     while start < grid.size:
         before = ends[start] - counts[start]
@@ -228,20 +259,30 @@ def _kernel_sums(grid: np.ndarray, points: np.ndarray, labels: np.ndarray, h: fl
             k *= k * k
             total_k[start + busy] = np.add.reduceat(k, first[busy])
             total_yk[start + busy] = np.add.reduceat(k * labels[j], first[busy])
+            if with_squares:
+                total_kk[start + busy] = np.add.reduceat(k * k, first[busy])
         start = stop
+    if with_squares:
+        return _TRIWEIGHT * total_k, _TRIWEIGHT * total_yk, _TRIWEIGHT**2 * total_kk
     return _TRIWEIGHT * total_k, _TRIWEIGHT * total_yk
 
 
 def _curve(s: np.ndarray, o: np.ndarray, h: float, grid_size: int) -> KDEReliabilityCurve:
     grid = np.linspace(0.0, 1.0, grid_size)
     points, labels = _reflect(s, o, h)
-    sum_k, sum_yk = _kernel_sums(grid, points, labels, h)
+    sum_k, sum_yk, sum_kk = _kernel_sums(grid, points, labels, h, with_squares=True)
     density = sum_k / (s.size * h)
     accuracy = np.full(grid_size, np.nan)
     np.divide(sum_yk, sum_k, out=accuracy, where=sum_k > 0.0)
-    for arr in (grid, density, accuracy):
+    effective = np.zeros(grid_size)
+    np.divide(sum_k * sum_k, sum_kk, out=effective, where=sum_kk > 0.0)
+    error = np.full(grid_size, np.nan)
+    np.divide(accuracy * (1.0 - accuracy), effective, out=error, where=effective > 0.0)
+    np.sqrt(error, out=error)
+    arrays = (grid, density, accuracy, effective, error)
+    for arr in arrays:
         arr.flags.writeable = False
-    return KDEReliabilityCurve(grid, density, accuracy, h, int(s.size))
+    return KDEReliabilityCurve(grid, density, accuracy, h, int(s.size), effective, error)
 
 
 def kde_bandwidth(scores) -> float:

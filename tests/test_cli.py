@@ -81,6 +81,17 @@ def test_bootstrap_intervals_in_json(csv_file, capsys):
     out = json.loads(capsys.readouterr().out)
     acc = out["intervals"]["accuracy"]
     assert acc["low"] <= out["accuracy"] <= acc["high"]
+    assert acc["method"] == "percentile" and out["intervals"]["conf_ece"]["method"] == "normal"
+    # The table gives each tested error's verdict beside its interval.
+    assert main(["metrics", str(path), "--bootstrap", "20", "--seed", "4"]) == 0
+    text = capsys.readouterr().out
+    line = next(x for x in text.splitlines() if x.strip().startswith("TL-ECE "))
+    test = out["calibration_test"]["top_label_ece"]
+    assert f"(p = {test['p_value']:.2g})" in line and test["n_resamples"] == 20
+    argv = ["metrics", str(path), "--bootstrap", "20", "--interval", "basic", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {iv["method"] for iv in out["intervals"].values()} == {"basic"}
 
 
 def test_bad_cell_gives_one_line_and_exit_2(tmp_path, capsys):

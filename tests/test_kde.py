@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 from scipy.special import expit
 
+import calcore
 import calcore.kde as kde_module
 from calcore._errors import CalcoreError
 from calcore.kde import MIN_BANDWIDTH, kde_bandwidth, kde_ece, kde_reliability_curve
@@ -357,3 +358,39 @@ def test_errors_in_curve_and_bandwidth():
     # A coarse grid is fine for drawing the curve: values at grid points are exact.
     curve = kde_reliability_curve([0.1, 0.2], [True, False], bandwidth=0.01, grid_size=11)
     assert curve.grid.size == 11 and not curve.grid.flags.writeable
+
+
+def test_effective_count_and_standard_error_by_brute_force():
+    # Kish's effective count of the kernel weights at a grid point, reflections included.
+    scores = np.array([0.05, 0.1, 0.12, 0.5, 0.52, 0.55, 0.9])
+    outcomes = np.array([0, 1, 0, 1, 1, 0, 1])
+    h = 0.1
+    curve = calcore.kde_reliability_curve(scores, outcomes, bandwidth=h, grid_size=101)
+    points = np.concatenate([scores, -scores, 2 - scores])
+    labels = np.concatenate([outcomes] * 3)
+    for i in (5, 10, 50, 52, 90, 30):
+        z = curve.grid[i]
+        k = np.clip(1 - ((z - points) / h) ** 2, 0, None) ** 3
+        if k.sum() == 0:
+            assert curve.effective_count[i] == 0 and np.isnan(curve.standard_error[i])
+            continue
+        n_eff = k.sum() ** 2 / (k**2).sum()
+        acc = (k * labels).sum() / k.sum()
+        assert curve.effective_count[i] == pytest.approx(n_eff, rel=1e-12)
+        assert curve.standard_error[i] == pytest.approx(np.sqrt(acc * (1 - acc) / n_eff))
+    # 1,000 identical scores: every weight equal, so the effective count is the count.
+    many = calcore.kde_reliability_curve(np.full(1000, 0.5), np.arange(1000) % 2, bandwidth=0.2)
+    mid = many.grid.size // 2
+    assert many.effective_count[mid] == pytest.approx(1000)
+    assert many.supported()[mid] and not many.supported()[0]
+
+
+def test_the_cifar10_confidence_curve_is_unsupported_where_scores_are_rare():
+    from tests.conftest import ASSETS_DIR
+
+    test = calcore.io.load_splits(ASSETS_DIR / "cifar10_resnet110.npz")["test"]
+    curve = calcore.kde_confidence_curve(test)
+    supported = curve.supported()
+    # A ResNet's confidences crowd near 1: below 0.4 fewer than 20 effective rows.
+    assert not supported[curve.grid < 0.4].any()
+    assert supported[curve.grid > 0.95].all()

@@ -117,7 +117,12 @@ def test_as_dict_strict_json_for_a_single_row_with_bootstrap():
     d = report.as_dict()
     assert report.kde_ece is None and d["kde_ece"] is None and d["kde_ece_classwise"] is None
     back = json.loads(json.dumps(d, allow_nan=False))
-    assert back["intervals"]["accuracy"] == {"low": None, "high": None, "confidence_level": 0.95}
+    assert back["intervals"]["accuracy"] == {
+        "low": None,
+        "high": None,
+        "confidence_level": 0.95,
+        "method": "percentile",
+    }
     assert back["conf_ece"] == pytest.approx(0.7, abs=1e-15)  # h = 0.7, wrong: gap 0.7
 
 
@@ -229,7 +234,7 @@ def test_percentile_interval_confidence_level_and_evaluate_agree_with_manual():
     )
     assert (iv.low, iv.high) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
     # evaluate draws the same resamples: its accuracy and TL-ECE intervals match too
-    report = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=3)
+    report = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=3, interval_method="percentile")
     for key, metric in [
         ("accuracy", calcore.accuracy),
         ("top_label_ece", functools.partial(calcore.top_label_ece, bins=10)),

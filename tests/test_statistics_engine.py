@@ -29,7 +29,7 @@ def _preds(n, n_classes, seed):
 
 def _report_stats(preds, pieces, bins=10, binning="equal-width"):
     """Statistics of ``preds`` accumulated over the row pieces ``pieces`` (list of index arrays)."""
-    from calcore.evaluation.evaluator import report_cell_specs
+    from calcore.evaluation.report_statistics import report_cell_specs
 
     specs = report_cell_specs(preds, bins=bins, binning=binning)
     parts = []
@@ -153,7 +153,11 @@ def test_integer_weights_equal_repeated_rows(binning, bins):
 def test_weighted_report_sums_equal_repeated_rows():
     preds = _preds(150, 3, seed=8)
     w = np.random.default_rng(9).integers(0, 3, 150)
-    from calcore.evaluation.evaluator import binned_values, report_cell_specs, scoring_values
+    from calcore.evaluation.report_statistics import (
+        binned_values,
+        report_cell_specs,
+        scoring_values,
+    )
 
     rows = np.repeat(np.arange(150), w)
     repeated = preds.subset(rows)
@@ -449,7 +453,7 @@ def test_sorted_cuts_equal_searchsorted_at_and_around_every_cut(side):
 
 def test_update_in_row_chunks_equals_one_chunk(monkeypatch):
     import calcore.statistics.accumulator as acc
-    from calcore.evaluation.evaluator import report_cell_specs, report_kde_specs
+    from calcore.evaluation.report_statistics import report_cell_specs, report_kde_specs
 
     preds = _preds(500, 4, seed=25)
     specs = report_cell_specs(preds, bins=6, binning="equal-mass")
@@ -534,7 +538,7 @@ def test_poisson_weights_depend_only_on_position_and_have_poisson_moments():
 
 
 def test_replicate_statistics_equal_weighted_statistics_one_by_one():
-    from calcore.evaluation.evaluator import (
+    from calcore.evaluation.report_statistics import (
         binned_values,
         report_cell_specs,
         report_kde_specs,

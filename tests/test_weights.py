@@ -275,7 +275,7 @@ def test_the_worker_thread_split_equals_one_thread(monkeypatch, replicates):
     """``update`` adds half of its chunks on a worker thread; with weights (and bootstrap
     replicate weights) the merged sums equal a single thread's, to rounding."""
     import calcore.statistics.accumulator as accumulator
-    from calcore.evaluation.evaluator import report_cell_specs, report_kde_specs
+    from calcore.evaluation.report_statistics import report_cell_specs, report_kde_specs
     from calcore.statistics import CalibrationStatistics
 
     z, y = _logits(3_000, 3, seed=11)

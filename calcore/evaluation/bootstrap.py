@@ -22,7 +22,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate with a bootstrap percentile interval.
+    """A point estimate with a bootstrap interval.
 
     Attributes
     ----------
@@ -32,6 +32,9 @@ class Interval:
         Interval bounds.
     confidence_level : float
     n_resamples : int
+    method : str
+        How the bounds were read off the replicates (see
+        :data:`calcore.evaluation.intervals.INTERVAL_METHODS`).
 
     Examples
     --------
@@ -39,7 +42,9 @@ class Interval:
     >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
     >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
     >>> calcore.bootstrap_interval(calcore.accuracy, preds, n_resamples=100, seed=0)
-    Interval(estimate=0.75, low=0.25, high=1.0, confidence_level=0.95, n_resamples=100)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Interval(estimate=0.75, low=0.25, high=1.0, confidence_level=0.95, n_resamples=100,
+             method='percentile')
     """
 
     estimate: float
@@ -47,6 +52,7 @@ class Interval:
     high: float
     confidence_level: float
     n_resamples: int
+    method: str = "percentile"
 
 
 def percentile_bounds(replicates, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:

@@ -17,18 +17,30 @@ from calcore._errors import CalcoreError
 from calcore._limits import N_BOOTSTRAP
 from calcore._validation import row_weights
 from calcore.binning import resolve_binning
-from calcore.diagnostics.bin_statistics import BinStatistics, bin_statistics_from_sums
-from calcore.evaluation.bootstrap import Interval, check_bootstrap_options, percentile_bounds
+from calcore.evaluation.bootstrap import Interval, check_bootstrap_options
+from calcore.evaluation.calibration_test import (
+    TESTABLE_METRICS,
+    CalibrationTest,
+    calibration_test,
+)
+from calcore.evaluation.intervals import check_interval_method, interval_bounds
+from calcore.evaluation.report_statistics import (
+    CELLS_OF_METRIC,
+    TACE_THRESHOLD,
+    binned_values,
+    kde_point_values,
+    report_cell_specs,
+    report_kde_specs,
+    scoring_values,
+)
 from calcore.io.stream import PredictionStream
-from calcore.kde import validated_scores_bandwidth
 from calcore.metrics.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
 from calcore.predictions import Predictions
-from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
-from calcore.statistics.kde_cells import ScoreMoments
+from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.passes import CellRequest, stream_statistics
-from calcore.statistics.points import RowBatch, reduction_edges
 from calcore.statistics.replicates import (
     KDE_MAX_WORK,
+    jackknife_weights,
     kde_resamples,
     kde_work_per_resample,
     resample_counts,
@@ -38,8 +50,6 @@ __all__ = ["CalibrationReport", "evaluate", "KDE_CLASSWISE_MAX_CLASSES", "TACE_T
 
 #: Above this many classes ``evaluate`` leaves ``kde_ece_classwise`` out (one KDE per class).
 KDE_CLASSWISE_MAX_CLASSES = 100
-#: Score threshold of the TACE in the report (Nixon et al. 2019).
-TACE_THRESHOLD = 1e-3
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,14 @@ class CalibrationReport:
         was not computed (see ``notes``).
     intervals : dict of str to Interval
         Bootstrap intervals, when ``n_bootstrap > 0``.
+    replicates : dict of str to ndarray
+        The bootstrap replicates of each metric with an interval (for other interval
+        methods, :func:`calcore.evaluation.intervals.interval_bounds`, or a test).
+    jackknife : dict of str to ndarray
+        Leave-one-group-out values of each metric (``interval_method="bca"`` only).
+    calibration_test : CalibrationTest or None
+        p-values of "the model is calibrated" per calibration error, with the intervals
+        (:func:`calcore.calibration_test`, as many redrawn label sets as resamples).
     bins, binning, seed, n_bootstrap :
         The settings.
     n_tied_rows : int
@@ -83,6 +101,9 @@ class CalibrationReport:
     n_tied_rows: int = 0
     intervals: dict = field(default_factory=dict)
     notes: tuple = ()
+    replicates: dict = field(default_factory=dict, repr=False, compare=False)
+    jackknife: dict = field(default_factory=dict, repr=False, compare=False)
+    calibration_test: CalibrationTest | None = field(default=None, repr=False, compare=False)
 
     def __getattr__(self, name):
         # report.top_label_ece etc. read the metrics dict (only called for missing attributes).
@@ -134,6 +155,9 @@ class CalibrationReport:
             self,
             metrics=metrics,
             intervals=self.intervals | other.intervals,
+            replicates=self.replicates | other.replicates,
+            jackknife=self.jackknife | other.jackknife,
+            calibration_test=CalibrationTest.combine(self.calibration_test, other.calibration_test),
             notes=tuple(dict.fromkeys(self.notes + other.notes)),
         )
 
@@ -156,9 +180,12 @@ class CalibrationReport:
                     "low": _json_number(iv.low),
                     "high": _json_number(iv.high),
                     "confidence_level": iv.confidence_level,
+                    "method": iv.method,
                 }
                 for k, iv in self.intervals.items()
             }
+        if self.calibration_test is not None:
+            out["calibration_test"] = self.calibration_test.as_dict()
         out["notes"] = list(self.notes)
         return out
 
@@ -171,69 +198,6 @@ def _json_number(value):
 def _plain(value):
     """numpy integers (accepted as settings) as Python ints, so that json.dumps takes them."""
     return int(value) if isinstance(value, np.integer) else value
-
-
-#: Which set of cells each binned metric of the report reads (from :data:`METRICS`).
-CELLS_OF_METRIC = {k: spec.cells for k, spec in METRICS.items() if spec.cells is not None}
-
-
-def report_cell_specs(preds: Predictions, *, bins, binning, keys=None, weights=None) -> dict:
-    """The cells of a report, with the bins found from ``preds`` (exact order statistics).
-
-    ``conf``, ``top`` and ``cw`` use the report's binning; ``ace`` and ``tace`` the
-    class-wise equal-mass bins of :func:`calcore.metrics.registry.adaptive_bins_for` (TACE only
-    scores ``>= TACE_THRESHOLD``). ``keys`` limits them to some of these (all by default);
-    ``weights`` are row weights (equal-mass ranks count weight).
-    """
-    batch = RowBatch.of(preds)
-    r = adaptive_bins_for(binning, bins)
-    requests = {
-        "conf": ("confidence", binning, bins, None),
-        "top": ("top-label", binning, bins, None),
-        "cw": ("class-wise", binning, bins, None),
-        "ace": ("class-wise", "equal-mass", r, None),
-        "tace": ("class-wise", "equal-mass", r, TACE_THRESHOLD),
-    }
-    return {
-        key: CellSpec(
-            reduction,
-            reduction_edges(
-                batch, reduction, binning=b, bins=k, min_score=threshold, weights=weights
-            ),
-        )
-        for key, (reduction, b, k, threshold) in requests.items()
-        if keys is None or key in keys
-    }
-
-
-def statistics_bins(stats: CalibrationStatistics, key: str) -> BinStatistics:
-    """The :class:`BinStatistics` of one set of cells of ``stats``."""
-    spec = stats.specs[key]
-    names = ("all",) if spec.reduction == "confidence" else stats.class_names
-    return bin_statistics_from_sums(
-        stats.cells[key], spec.edges, view=spec.reduction, group_names=names, n_rows=stats.total()
-    )
-
-
-def scoring_values(stats: CalibrationStatistics) -> dict:
-    """Accuracy, and NLL and Brier score when ``stats`` kept them, from the scoring sums."""
-    total = stats.weight
-    out = {"accuracy": float(stats.correct / total)}
-    if stats.proper_scores:
-        out["nll"] = float(stats.nll / total) + 0.0  # + 0.0: no "-0.0" when every p_y = 1
-        out["brier"] = float(stats.brier / total)
-    return out
-
-
-def binned_values(stats: CalibrationStatistics) -> dict:
-    """The binned metrics whose cells ``stats`` keeps, each by its registry entry's
-    ``from_bins`` (:data:`calcore.metrics.registry.METRICS`: the one table of metrics)."""
-    bins = {key: statistics_bins(stats, key) for key in stats.specs}
-    return {
-        k: float(spec.from_bins(bins[spec.cells]))
-        for k, spec in METRICS.items()
-        if spec.cells in bins
-    }
 
 
 def _point_metrics(
@@ -267,32 +231,6 @@ def _point_metrics(
     # every key, in the order of METRICS (tests/test_report.py); None where not wanted
     m = {k: (m.get(k) if k in wanted else None) for k in METRICS}
     return m, stats
-
-
-def report_kde_specs(
-    preds: Predictions, *, confidence: bool, classwise: bool, weights=None
-) -> dict:
-    """The KDE-ECE problems of a report with their rule-of-thumb bandwidths from ``preds``
-    (weighted moments with ``weights``, which for integer weights equal repeated rows)."""
-
-    def bandwidth(scores):
-        if weights is None:
-            return validated_scores_bandwidth(scores)
-        return ScoreMoments.of(scores, weights).bandwidth()
-
-    specs = {}
-    if confidence:
-        specs["kde_ece"] = KDESpec.confidence(bandwidth(preds.confidence))
-    if classwise:
-        specs["kde_ece_classwise"] = KDESpec.classwise(
-            [bandwidth(preds.probs[:, c]) for c in range(preds.n_classes)]
-        )
-    return specs
-
-
-def kde_point_values(stats: CalibrationStatistics) -> dict:
-    """KDE-ECE (confidence) and its class-wise mean, for the KDE problems ``stats`` keeps."""
-    return {key: float(np.mean(stats.kde_ece(key))) for key in stats.kde_specs}
 
 
 def _metric_keys(metrics) -> list[str]:
@@ -364,25 +302,46 @@ def _fast_intervals(
     bins,
     kde_max_work: int,
     weights=None,
-) -> tuple[dict[str, Interval], list[str]]:
-    """Percentile intervals of every computed metric from one set of count vectors.
+    method: str | None = None,
+) -> tuple[dict[str, Interval], list[str], dict, dict]:
+    """Intervals of every computed metric from one set of count vectors.
 
     The resamples are multinomial row counts (:func:`resample_counts`, the draws of
     :func:`scipy.stats.bootstrap`); every metric's replicates come from the statistics
     engine with the counts as weights (:func:`bootstrap_replicates`); bins and KDE
-    bandwidths are the full sample's.
+    bandwidths are the full sample's. ``"bca"`` adds a grouped jackknife through the
+    same engine (:func:`jackknife_weights`).
+
+    Returns
+    -------
+    (intervals, notes, replicates, jackknife)
     """
     keys = [k for k, v in metrics.items() if v is not None]
     notes = []
     if preds.n_samples < 2:
         notes.append("Bootstrap intervals are undefined with fewer than 2 rows (NaN).")
-        return {
-            k: Interval(float(metrics[k]), np.nan, np.nan, confidence_level, 0) for k in keys
-        }, (notes)
+        nan = {
+            k: Interval(
+                float(metrics[k]),
+                np.nan,
+                np.nan,
+                confidence_level,
+                0,
+                method or METRICS[k].interval_method,
+            )
+            for k in keys
+        }
+        return nan, notes, {}, {}
     counts = resample_counts(preds.n_samples, int(n_bootstrap), seed)
     reps, used = bootstrap_replicates(
         preds, stats, counts, kde_max_work=kde_max_work, weights=weights
     )
+    jack = {}
+    if method == "bca":
+        groups = jackknife_weights(preds.n_samples, seed)
+        jack, _ = bootstrap_replicates(
+            preds, stats, groups, kde_max_work=kde_max_work, weights=weights
+        )
     for key, spec in stats.kde_specs.items():
         if used[key] < n_bootstrap:
             notes.append(
@@ -409,16 +368,93 @@ def _fast_intervals(
             "The KDE-ECE intervals keep the full sample's bandwidth, so they leave out its "
             "variability."
         )
-    intervals = {}
-    for k in keys:
-        low, high = percentile_bounds(reps[k], confidence_level)
-        # The replicates come from sums over resample counts: at the ends of a metric's range
-        # rounding can step outside it by an ulp (e.g. a TL-ECE of 1 + 2e-16); NaN stays NaN.
-        low, high = np.clip([low[0], high[0]], *METRICS[k].bounds)
-        intervals[k] = Interval(
-            float(metrics[k]), float(low), float(high), confidence_level, used[k]
+    reps = {k: reps[k] for k in keys}
+    jack = {k: jack[k] for k in keys if k in jack}
+    intervals = _intervals_from(metrics, reps, used, confidence_level, method, jack)
+    return intervals, notes + _interval_notes(keys, method), reps, jack
+
+
+def _intervals_from(estimates, reps, used, level, method, jackknife) -> dict[str, Interval]:
+    """One :class:`Interval` per metric with replicates, read off them by ``method``.
+
+    ``method=None``: each metric's ``interval_method`` from :data:`METRICS`, extended to
+    contain the estimate (a bias-corrected interval of an ECE can end below it).
+    """
+    out = {}
+    for k, values in reps.items():
+        chosen = method or METRICS[k].interval_method
+        # Clipped to the metric's range: the replicates are sums over resample weights and
+        # can step outside it by an ulp (a TL-ECE of 1 + 2e-16), a reflected bound by more.
+        low, high = interval_bounds(
+            estimates[k],
+            values,
+            method=chosen,
+            confidence_level=level,
+            jackknife=jackknife.get(k),
+            bounds=METRICS[k].bounds,
+            contain_estimate=method is None,
         )
-    return intervals, notes
+        out[k] = Interval(float(estimates[k]), low, high, level, used[k], chosen)
+    return out
+
+
+def _interval_notes(keys, method) -> list[str]:
+    """What the intervals of ``keys`` cover, and the caveats of those that do not."""
+    if method is not None:
+        return [f"Intervals: {method} bootstrap intervals (interval_method={method!r})."]
+    corrected = [METRICS[k].label for k in keys if METRICS[k].interval_method == "normal"]
+    notes = []
+    if corrected:
+        notes.append(
+            "Intervals of the calibration errors ("
+            + ", ".join(corrected)
+            + ") are bias-corrected: these estimators read high on finite samples, so each "
+            "interval is centred on the estimate minus the bias its resamples show, and "
+            "extended to the estimate when it ends below it. In simulation they contain the "
+            "true error in about 95% of samples where the model is miscalibrated "
+            "(docs/replications/intervals.md); for a calibrated model use the calibration "
+            "test."
+        )
+    caveats = dict.fromkeys(METRICS[k].interval_caveat for k in keys)
+    notes.extend(c for c in caveats if c)
+    return notes
+
+
+def _calibration_test(
+    preds, values, stats, *, n_bootstrap, seed, bins, binning, kde_max_work, weights
+) -> tuple[CalibrationTest | None, list[str]]:
+    """The calibration test of every computed calibration error, the KDE-ECEs within the
+    same work cap as their bootstrap (each redrawn label set costs one KDE per problem)."""
+    keys, notes = [], []
+    for k in TESTABLE_METRICS:
+        if values.get(k) is None:
+            continue
+        if k in stats.kde_specs:
+            work = kde_work_per_resample(stats.kde_specs[k], preds.n_samples) * n_bootstrap
+            if work > kde_max_work:
+                notes.append(
+                    f"{k} is left out of the calibration test (its KDEs would cost "
+                    f"{work:,} multiply-adds, over kde_max_work={kde_max_work:,})."
+                )
+                continue
+        keys.append(k)
+    if not keys:
+        return None, notes
+    test = calibration_test(
+        preds,
+        metrics=keys,
+        bins=bins,
+        binning=binning,
+        n_resamples=n_bootstrap,
+        seed=seed,
+        sample_weight=weights,
+    )
+    notes.append(
+        f"Calibration test: each p-value is the share of {n_bootstrap} label sets redrawn "
+        "from the predicted probabilities (what a calibrated model would produce) whose "
+        "error is at least the observed one; a small p-value is evidence of miscalibration."
+    )
+    return test, notes
 
 
 def _data_notes(n_tied_rows, normalized, label_weight, class_names) -> list[str]:
@@ -442,7 +478,7 @@ def _data_notes(n_tied_rows, normalized, label_weight, class_names) -> list[str]
 
 
 def _evaluate_stream(
-    stream, *, bins, binning, seed, n_bootstrap, confidence_level, metrics
+    stream, *, bins, binning, seed, n_bootstrap, confidence_level, metrics, interval_method
 ) -> CalibrationReport:
     """:func:`evaluate` of a :class:`~calcore.io.stream.PredictionStream`: the passes of
     :func:`calcore.statistics.passes.stream_statistics`, then the same formulas."""
@@ -489,9 +525,12 @@ def _evaluate_stream(
             f"kde_ece_classwise was not computed: {n_classes} classes > "
             f"{KDE_CLASSWISE_MAX_CLASSES} (one KDE per class)."
         )
-    intervals = {}
+    intervals, reps = {}, {}
     if boot is not None:
-        intervals = _replicate_intervals(boot, m, confidence_level)
+        reps = _stream_replicates(boot, m)
+        used = dict.fromkeys(reps, boot.n_replicates)
+        intervals = _intervals_from(m, reps, used, confidence_level, interval_method, {})
+        notes.extend(_interval_notes(list(reps), interval_method))
         notes.append(
             f"Intervals: Poisson bootstrap, {n_bootstrap} replicates (each row weighted "
             "Poisson(1) by a generator keyed by its position, so any batching gives the same "
@@ -509,24 +548,21 @@ def _evaluate_stream(
         stats.n_tied_rows,
         intervals,
         tuple(notes),
+        replicates=reps,
     )
 
 
-def _replicate_intervals(boot: CalibrationStatistics, estimates: dict, level: float) -> dict:
-    """Percentile intervals of every computed metric from replicate statistics."""
+def _stream_replicates(boot: CalibrationStatistics, estimates: dict) -> dict:
+    """Every computed metric of each replicate of streamed statistics (Poisson weights)."""
     keys = [k for k, v in estimates.items() if v is not None]
-    reps = np.empty((boot.n_replicates, len(keys)))
+    reps = {k: np.empty(boot.n_replicates) for k in keys}
     kde = {k: np.atleast_2d(boot.kde_ece(k)).mean(axis=-1) for k in boot.kde_specs}
     for r in range(boot.n_replicates):
         one = boot.replicate(r)
         values = scoring_values(one) | binned_values(one) | {k: v[r] for k, v in kde.items()}
-        reps[r] = [values[k] for k in keys]
-    low, high = percentile_bounds(reps, level)
-    out = {}
-    for j, k in enumerate(keys):
-        lo, hi = np.clip([low[j], high[j]], *METRICS[k].bounds)
-        out[k] = Interval(float(estimates[k]), float(lo), float(hi), level, boot.n_replicates)
-    return out
+        for k in keys:
+            reps[k][r] = values[k]
+    return reps
 
 
 def evaluate(
@@ -541,6 +577,8 @@ def evaluate(
     kde_max_work: int = KDE_MAX_WORK,
     metrics=None,
     sample_weight=None,
+    interval_method: str | None = None,
+    test_calibration: bool = True,
 ) -> CalibrationReport:
     """Compute every registered metric of ``preds`` (or the ones named in ``metrics``).
 
@@ -557,6 +595,19 @@ def evaluate(
     n_bootstrap : int, default 0
         Bootstrap resamples for intervals on every metric; 0 for none.
     confidence_level : float, default 0.95
+    interval_method : {None, "percentile", "basic", "normal", "bc", "bca"}, default None
+        How the bounds are read off the replicates
+        (:func:`calcore.evaluation.intervals.interval_bounds`). None: each metric's
+        ``interval_method`` in :data:`calcore.METRICS`, the one that covered the true value
+        best in the coverage study (``docs/replications/intervals.md``): percentile for
+        accuracy, NLL and Brier, bias-corrected normal for the calibration errors, extended
+        to contain the estimate. A method named here applies to every metric as is.
+        ``"bca"`` needs in-memory predictions (its grouped jackknife costs 20 more
+        replicates). The replicates are kept in the report whatever the method.
+    test_calibration : bool, default True
+        With ``n_bootstrap > 0`` and in-memory predictions, also run
+        :func:`calcore.calibration_test` on every computed calibration error (as many
+        redrawn label sets as resamples, same seed): ``report.calibration_test``.
     kde_classwise_max_classes : int, default 100
         ``kde_ece_classwise`` costs one KDE per class; above this many classes
         it is left out (``None``, with a note). Raise it to force it.
@@ -597,7 +648,14 @@ def evaluate(
     N_BOOTSTRAP.check(n_bootstrap, "n_bootstrap")
     if n_bootstrap:
         check_bootstrap_options(n_bootstrap, confidence_level)
+    if interval_method is not None:
+        check_interval_method(interval_method)
     if isinstance(preds, PredictionStream):
+        if interval_method == "bca" and n_bootstrap:
+            raise CalcoreError(
+                "interval_method='bca' needs in-memory predictions (its jackknife leaves out "
+                "groups of rows); streams give 'percentile', 'basic' or 'bc' intervals."
+            )
         return _evaluate_stream(
             preds,
             bins=bins,
@@ -606,6 +664,7 @@ def evaluate(
             n_bootstrap=n_bootstrap,
             confidence_level=confidence_level,
             metrics=metrics,
+            interval_method=interval_method,
         )
     wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
     weights = row_weights(preds, sample_weight)
@@ -626,8 +685,9 @@ def evaluate(
             "or raise kde_classwise_max_classes."
         )
     intervals: dict[str, Interval] = {}
+    reps, jack = {}, {}
     if n_bootstrap:
-        intervals, boot_notes = _fast_intervals(
+        intervals, boot_notes, reps, jack = _fast_intervals(
             preds,
             values,
             stats,
@@ -638,8 +698,23 @@ def evaluate(
             bins=bins,
             kde_max_work=kde_max_work,
             weights=weights,
+            method=interval_method,
         )
         notes.extend(boot_notes)
+    test = None
+    if test_calibration and n_bootstrap and preds.n_samples >= 2 and preds.normalized:
+        test, test_notes = _calibration_test(
+            preds,
+            values,
+            stats,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            bins=bins,
+            binning=binning,
+            kde_max_work=kde_max_work,
+            weights=weights,
+        )
+        notes.extend(test_notes)
     return CalibrationReport(
         preds.n_samples,
         preds.n_classes,
@@ -651,4 +726,7 @@ def evaluate(
         preds.n_tied_rows,
         intervals,
         tuple(notes),
+        replicates=reps,
+        jackknife=jack,
+        calibration_test=test,
     )

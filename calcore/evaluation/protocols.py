@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -160,6 +160,8 @@ class Comparison:
     fit_seconds : dict of str to float
     notes : dict of str to tuple of str
         Per method: the evaluation notes and whether the calibration gain is exact.
+    calibration_tests : dict of str to CalibrationTest
+        Per method with intervals: the test of "calibrated" of its report.
 
     Examples
     --------
@@ -180,6 +182,7 @@ class Comparison:
     calibrators: dict
     fit_seconds: dict
     notes: dict
+    calibration_tests: dict = field(default_factory=dict)
 
     def rows(self) -> list[dict]:
         """Tidy rows ``{method, metric, estimate, low, high}``, for tables and CSV."""
@@ -265,6 +268,7 @@ class Comparison:
             dict(calibrators or {}),
             dict(fit_seconds or {}),
             notes,
+            {m: r.calibration_test for m, r in reports.items() if r.calibration_test is not None},
         )
 
     @staticmethod

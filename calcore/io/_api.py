@@ -25,6 +25,7 @@ def load_predictions(
     score_columns: Sequence[str] | None = None,
     max_decoded_bytes: int | None = None,
     weight_column: str | None = None,
+    percent: bool = False,
 ) -> Predictions:
     """Load predicted scores and true labels from a CSV, Parquet or NPZ file.
 
@@ -40,10 +41,18 @@ def load_predictions(
         ``y``, ``target``, ``true_label`` or ``class`` (any case). NPZ: the
         array name (default ``labels``).
     scores : {"auto", "probs", "logits"}, default "auto"
-        How to read the score columns. ``"auto"``: logits if any value is
-        outside [0, 1], else probabilities (rows that then do not sum to 1 are
-        an error, not a guess). NPZ: the array name (``probs``/``logits``)
-        decides unless given here. ``"logits"`` keeps the logits
+        How to read the score columns. ``"auto"``: the prefix decides (see Notes);
+        without a probability or logit prefix, logits if any value is outside
+        [0, 1], else probabilities (rows that then do not sum to 1 are an error,
+        not a guess). Values that look like percentages are refused rather than
+        read as logits: every value in [0, 100], some above 1, and every row
+        summing to 100 (within 100 times the probability tolerance); so is a
+        single column (binary shortcut) with every value in [0, 100] and some
+        above 1, since as logits a column without a negative value would have
+        every row predict the positive class. Pass ``percent=True`` for
+        percentages, ``"logits"`` for such logits. NPZ: the array name
+        (``probs``/``logits``) decides
+        unless given here. ``"logits"`` keeps the logits
         (:meth:`Predictions.from_logits` semantics).
     split_column : str, optional
         Column saying which rows are for calibration and which for testing.
@@ -80,6 +89,12 @@ def load_predictions(
         ``weight``, ``weights``, ``sample_weight`` or ``example_weight`` (any case), if
         any; ``False``: no weights, whatever the names. The predictions carry them as
         ``sample_weight``, which every metric, diagram, report and calibrator fit uses.
+    percent : bool, default False
+        The scores are probabilities in percent: divide them by 100 before the usual
+        checks (values in [0, 1], rows summing to 1), for CSV, Parquet and NPZ alike;
+        the report says so. Probabilities only: with ``scores="auto"`` it reads
+        probabilities unless the prefix (``logit_``) or NPZ array name (``logits``)
+        says logits, which is an error, as is ``scores="logits"``.
 
     Returns
     -------
@@ -96,7 +111,9 @@ def load_predictions(
         ``renormalize``), logits given as probabilities, labels that are not
         classes, fewer than 2 classes, unknown split values, non-UTF-8 bytes,
         lines with missing or extra fields, pickled NPZ arrays, files over the
-        ``max_decoded_bytes`` budget, negative, NaN or all-zero weights.
+        ``max_decoded_bytes`` budget, negative, NaN or all-zero weights,
+        percentages read with ``scores="auto"`` (without ``percent=True``),
+        ``percent=True`` with logits.
 
     Warns
     -----
@@ -144,7 +161,7 @@ def load_predictions(
         prepare_table,
     )
 
-    max_decoded_bytes = check_options(scores, split, max_decoded_bytes)
+    max_decoded_bytes = check_options(scores, split, max_decoded_bytes, percent)
     table, split_values, classes, kind, reason = prepare_table(
         path_or_buffer,
         name=name,
@@ -155,6 +172,7 @@ def load_predictions(
         max_decoded_bytes=max_decoded_bytes,
         positive_class=positive_class,
         weight_column=weight_column,
+        percent=percent,
     )
     rows = None
     if split is not None:
@@ -174,11 +192,12 @@ def load_predictions(
         classes,
         kind,
         reason,
-        auto=scores == "auto" and table.kind_hint is None,
+        auto=scores == "auto" and table.kind_hint is None and not percent,
         rows=rows,
         split=split,
         split_values=split_values,
         renormalize=renormalize,
+        percent=percent,
     )
 
 
@@ -194,6 +213,7 @@ def load_splits(
     score_columns: Sequence[str] | None = None,
     max_decoded_bytes: int | None = None,
     weight_column: str | None = None,
+    percent: bool = False,
 ) -> dict[str, Predictions]:
     """Load a file once and return its calibration and test rows separately.
 
@@ -201,7 +221,7 @@ def load_splits(
     ----------
     path_or_buffer, label_column, scores, split_column, renormalize, positive_class, name
         As in :func:`load_predictions`.
-    score_columns, max_decoded_bytes, weight_column
+    score_columns, max_decoded_bytes, weight_column, percent
         As in :func:`load_predictions`.
 
     Returns
@@ -232,7 +252,7 @@ def load_splits(
         prepare_table,
     )
 
-    max_decoded_bytes = check_options(scores, None, max_decoded_bytes)
+    max_decoded_bytes = check_options(scores, None, max_decoded_bytes, percent)
     table, split_values, classes, kind, reason = prepare_table(
         path_or_buffer,
         name=name,
@@ -243,11 +263,13 @@ def load_splits(
         max_decoded_bytes=max_decoded_bytes,
         positive_class=positive_class,
         weight_column=weight_column,
+        percent=percent,
     )
     common = dict(
-        auto=scores == "auto" and table.kind_hint is None,
+        auto=scores == "auto" and table.kind_hint is None and not percent,
         split_values=split_values,
         renormalize=renormalize,
+        percent=percent,
     )
     if split_values is None:
         return {

@@ -36,6 +36,14 @@ def _guess(sc) -> tuple[str | None, str]:
         return None, "the first rows have non-numeric or missing score cells"
     if values.size == 0 or not np.isfinite(values).all():
         return None, "the first rows have empty, NaN or infinite score cells"
+    from calcore.io._load import looks_like_percent  # loaded with _scan already
+
+    if looks_like_percent(values):  # loading refuses them with scores="auto"
+        rows = "" if values.shape[1] == 1 else " and rows that sum to 100"
+        return None, (
+            f"values in [0, 100]{rows} in the first rows: percentages, to be divided by 100 "
+            f"(percent=True)"
+        )
     if ((values < 0) | (values > 1)).any():
         return "logits", "values outside [0, 1] in the first rows"
     if values.shape[1] == 1 or np.allclose(values.sum(axis=1), 1.0, rtol=0, atol=1e-4):

@@ -37,12 +37,19 @@ class _Classes:
     kind: str
 
 
-def check_options(scores, split, max_decoded_bytes) -> int:
+def check_options(scores, split, max_decoded_bytes, percent=False) -> int:
     """Check the options; return the decoded-size budget in bytes."""
     if scores not in ("auto", "probs", "logits"):
         raise CalcoreError(f"scores must be 'auto', 'probs' or 'logits', got {scores!r}.")
     if split not in (None, "calib", "test"):
         raise CalcoreError(f"split must be None, 'calib' or 'test', got {split!r}.")
+    if not isinstance(percent, (bool, np.bool_)):  # 0/1 or "yes": a typo, not a choice
+        raise CalcoreError(f"percent must be True or False, got {percent!r}.")
+    if percent and scores == "logits":
+        raise CalcoreError(
+            "percent=True divides probabilities given in percent by 100; logits are not "
+            "percentages. Pass scores='probs' (or 'auto') with percent=True, or drop percent=True."
+        )
     return resolve_budget(max_decoded_bytes)
 
 
@@ -109,7 +116,9 @@ def _classes(table: RawTable, positive_class) -> _Classes:
     )
 
 
-def decide_kind(table: RawTable, scores: str) -> tuple[str, str]:
+def decide_kind(
+    table: RawTable, scores: str, *, percent: bool = False, scope: str = ""
+) -> tuple[str, str]:
     """``(kind, reason)``: the caller's choice, the NPZ array name, the prefix, or the values.
 
     A probability prefix (``p_``, ``prob_``, ...) or a logit prefix (``logit_``,
@@ -117,8 +126,15 @@ def decide_kind(table: RawTable, scores: str) -> tuple[str, str]:
     error of validation (e.g. "probability 2.5 is greater than 1"), never a silent
     switch of kind. Without such a prefix, values outside [0, 1] mean logits,
     unless every row still sums to 1, which only probabilities do (then the
-    out-of-range value is reported).
+    out-of-range value is reported), or the values look like percentages (see
+    :func:`looks_like_percent`), which are refused rather than guessed.
+
+    ``percent=True`` means probabilities (in percent) unless the caller, the NPZ
+    array name or the prefix says logits, which is then an error. ``scope`` qualifies
+    what "every row" covers in messages (a stream decides on its first rows).
     """
+    if percent:
+        return _percent_kind(table, scores)
     if scores != "auto":
         return scores, f"scores={scores!r} was given"
     if table.kind_hint is not None:
@@ -141,6 +157,8 @@ def decide_kind(table: RawTable, scores: str) -> tuple[str, str]:
                 f"scores='auto' saw every row sum to 1, which only probabilities do "
                 f"(although a value is outside [0, 1]: {first})"
             )
+        if looks_like_percent(s):
+            raise _percentages(table, scope)
         return "logits", f"scores='auto' saw values outside [0, 1] (first: {first})"
     if s.shape[1] == 1:
         return "probs", "scores='auto' saw one column with every value in [0, 1]"
@@ -159,6 +177,82 @@ def _basis(reason: str) -> str:
     return reason.split(" (although")[0].replace(", which means probabilities", "")
 
 
+def _percent_kind(table: RawTable, scores: str) -> tuple[str, str]:
+    """The kind with ``percent=True``: probabilities, unless something says logits."""
+    if scores == "probs":
+        return "probs", "scores='probs' was given"
+    hint, prefix = table.kind_hint, table.roles.prefix
+    said = None
+    if hint is not None and hint[0] == "logits":
+        said = hint[1]
+    elif prefix is not None and prefix.lower() in LOGIT_PREFIXES:
+        said = f"the score columns are named '{prefix}*'"
+    if said is not None:
+        raise CalcoreError(
+            f"{table.source}: percent=True applies to probabilities, but {said}, which means "
+            f"logits. Drop percent=True, or pass scores='probs' if the values really are "
+            f"percentages."
+        )
+    if hint is not None:
+        return hint
+    if prefix is not None and prefix.lower() in PROB_PREFIXES:
+        return "probs", f"the score columns are named '{prefix}*', which means probabilities"
+    return "probs", "percent=True says the scores are probabilities in percent"
+
+
+#: How to load percentages, in the refusal of scores='auto'.
+PERCENT_FIX = (
+    "Either divide by 100 when writing the file or pass scores='probs', percent=True "
+    "(--scores probs --percent on the command line); if they really are logits, pass "
+    "scores='logits'."
+)
+
+
+#: How far (in percentage points) a row of percentages may miss 100: rounding to two
+#: decimals leaves up to 0.005 per column.
+PERCENT_SUM_TOLERANCE = 0.5
+
+
+def looks_like_percent(s: np.ndarray) -> bool:
+    """Whether score values look like probabilities in percent rather than logits.
+
+    Every value is in [0, 100], and with two or more columns every row sums to 100
+    within half a percentage point (percentages rounded to two decimals, such as
+    33.33 + 33.33 + 33.33, miss 100 by more than the float tolerance), which
+    non-negative logits have no reason to do. A single column (binary shortcut) cannot
+    sum to anything, so there values in [0, 100] with some above 1 are enough: read as
+    logits, a column without a negative value would have every row predict the positive
+    class, while percentages are never negative (``scores="logits"`` reads such a column as logits).
+    """
+    if s.size == 0 or not ((s >= 0) & (s <= 100)).all():  # NaN compares False: not percent
+        return False
+    if s.shape[1] == 1:
+        return bool((s > 1).any())
+    tol = max(PERCENT_SUM_TOLERANCE, 100 * probability_sum_tolerance(s.shape[1], s.dtype))
+    return bool(np.all(np.abs(s.sum(axis=1) - 100.0) <= tol))
+
+
+def _percentages(table: RawTable, scope: str) -> CalcoreError:
+    """The refusal of score columns that look like percentages, naming the first value > 1."""
+    s, columns = table.scores, table.roles.scores
+    i, j = divmod(int(np.argmax(s > 1)), s.shape[1])
+    first = f"{table.row_names(i)}, column {columns[j]!r} holds {float(s[i, j])!r}"
+    if s.shape[1] == 1:
+        what = f"score column {columns[0]!r} looks like percentages"
+        why = (
+            f"every value is in [0, 100]{scope}, none negative (as logits, every row "
+            f"would predict the positive class)"
+        )
+    else:
+        shown = ", ".join(repr(c) for c in columns[:10])
+        more = f", ... ({len(columns)} in all)" if len(columns) > 10 else ""
+        what = f"score columns {shown}{more} look like percentages"
+        why = f"every value is in [0, 100] and every row sums to 100{scope}"
+    return CalcoreError(
+        f"{table.source}: the {what}, not logits: {why}, and {first}. {PERCENT_FIX}"
+    )
+
+
 def _rows_sum_to_one(s: np.ndarray) -> bool:
     """Whether a matrix of two or more rows and columns has every row summing to 1."""
     if s.shape[0] < 2 or s.shape[1] < 2:
@@ -175,32 +269,70 @@ def score_context(table: RawTable, rows) -> InputContext:
     return InputContext(table.source, table.roles.scores, row)
 
 
-def validate_scores(scores, *, kind, auto, ctx, renormalize, reason=""):
-    """Return (probs, logits or None, renormalized rows, max deviation or None)."""
+def validate_scores(scores, *, kind, auto, ctx, renormalize, reason="", percent=False):
+    """Return (probs, logits or None, renormalized rows, max deviation or None).
+
+    ``percent=True``: the scores are probabilities in percent, divided by 100 here,
+    before the checks (a new array: the caller's is left as read).
+    """
+    if percent:
+        scores = np.divide(scores, 100.0)
+    if kind == "probs":
+        try:
+            return _checked_probs(
+                scores, auto=auto, ctx=ctx, renormalize=renormalize, reason=reason
+            )
+        except CalcoreError as exc:
+            note = _percent_note(scores, percent)
+            if not note:
+                raise
+            raise CalcoreError(f"{exc} {note}") from None
     if scores.shape[1] == 1:
-        if kind == "probs":
-            return check_binary_probs(scores[:, 0], ctx=ctx), None, 0, None
         z = np.column_stack([np.zeros(len(scores)), scores[:, 0]])  # softmax([0, z]) = [1-s, s]
         names = ("reference logit 0", *(ctx.columns or ("column 0",)))
         z = check_logits(z, ctx=InputContext(ctx.source, names, ctx.row))
-    elif kind == "probs":
-        try:
-            probs, info = check_probs(scores, ctx=ctx, renormalize=renormalize)
-        except CalcoreError as exc:
-            if not auto or not np.isfinite(scores).all():  # NaN/inf: the kind is not the issue
-                raise
-            raise CalcoreError(
-                f"{exc} (scores='auto' read them as probabilities because {_basis(reason)}; "
-                f"if they are logits, pass scores='logits' or name the columns logit_*.)"
-            ) from None
-        if info is None:
-            return probs, None, 0, float(np.abs(probs.sum(axis=1) - 1.0).max())
-        return probs, None, info.n_rows, info.max_deviation
     else:
         z = check_logits(scores, ctx=ctx)
     probs = log_softmax_rows(z)  # the same computation as Predictions.from_logits
     np.exp(probs, out=probs)
     return probs, z, 0, None
+
+
+def _checked_probs(scores, *, auto, ctx, renormalize, reason):
+    """Validated probabilities: (probs, None, renormalized rows, max deviation or None)."""
+    if scores.shape[1] == 1:
+        return check_binary_probs(scores[:, 0], ctx=ctx), None, 0, None
+    try:
+        probs, info = check_probs(scores, ctx=ctx, renormalize=renormalize)
+    except CalcoreError as exc:
+        if not auto or not np.isfinite(scores).all() or looks_like_percent(scores):
+            raise  # NaN/inf, or percentages (noted by the caller): the kind is not the issue
+        raise CalcoreError(
+            f"{exc} (scores='auto' read them as probabilities because {_basis(reason)}; "
+            f"if they are logits, pass scores='logits' or name the columns logit_*.)"
+        ) from None
+    if info is None:
+        return probs, None, 0, float(np.abs(probs.sum(axis=1) - 1.0).max())
+    return probs, None, info.n_rows, info.max_deviation
+
+
+def _percent_note(scores, percent: bool) -> str:
+    """What a probability error adds about percentages ("" when nothing applies)."""
+    if not np.isfinite(scores).all():  # a NaN or empty cell: percentages are not the issue
+        return ""
+    rows = "" if scores.shape[1] == 1 else ", rows summing to 100"
+    if percent:
+        return (
+            f"(percent=True divided the file's values by 100: percentages must lie in "
+            f"[0, 100]{rows}.)"
+        )
+    if looks_like_percent(scores):
+        return (
+            f"These look like percentages (every value in [0, 100]{rows}): "
+            f"divide by 100 when writing the file, or pass percent=True (--percent on the "
+            f"command line)."
+        )
+    return ""
 
 
 def _frozen(arr):
@@ -210,14 +342,20 @@ def _frozen(arr):
 
 
 def build_predictions(
-    table, classes, kind, reason, *, auto, rows, split, split_values, renormalize
+    table, classes, kind, reason, *, auto, rows, split, split_values, renormalize, percent=False
 ) -> Predictions:
     """Validate the selected rows and wrap them in Predictions with a LoadReport."""
     scores = table.scores if rows is None else table.scores[rows]
     labels = classes.labels if rows is None else classes.labels[rows]
     ctx = score_context(table, rows)
     probs, logits, n_renorm, deviation = validate_scores(
-        scores, kind=kind, auto=auto, ctx=ctx, renormalize=renormalize, reason=reason
+        scores,
+        kind=kind,
+        auto=auto,
+        ctx=ctx,
+        renormalize=renormalize,
+        reason=reason,
+        percent=percent,
     )
     if n_renorm:
         reason = reason.replace(" and rows that sum to 1", f"; {n_renorm} row(s) renormalised")
@@ -254,6 +392,7 @@ def build_predictions(
         row_numbering=table.row_names.numbering,
         weight_column=table.weight_column if weights is not None else None,
         total_weight=None if weights is None else float(weights.sum()),
+        percent=percent,
     )
     for message in report.warnings():
         warnings.warn(message, CalcoreWarning, stacklevel=3)  # the caller of load_*
@@ -294,6 +433,7 @@ def prepare_table(
     max_decoded_bytes,
     positive_class,
     weight_column=None,
+    percent=False,
 ):
     table = _open_table(
         path_or_buffer,
@@ -307,5 +447,5 @@ def prepare_table(
     )
     split_values = _split_values(table)
     classes = _classes(table, positive_class)
-    kind, reason = decide_kind(table, scores)
+    kind, reason = decide_kind(table, scores, percent=percent)
     return table, split_values, classes, kind, reason

@@ -134,6 +134,9 @@ class LoadReport:
         as ``sample_weight``.
     total_weight : float or None
         Sum of the loaded rows' weights.
+    percent : bool
+        The scores were probabilities in percent, divided by 100 before validation
+        (``percent=True``).
 
     Examples
     --------
@@ -170,6 +173,7 @@ class LoadReport:
     row_numbering: str
     weight_column: str | None = None
     total_weight: float | None = None
+    percent: bool = False
 
     def warnings(self) -> list[str]:
         """The notes that also went out as :class:`~calcore.CalcoreWarning`."""
@@ -200,7 +204,8 @@ class LoadReport:
             f"Classes ({len(self.class_names)}): {_short(self.class_names)} from "
             f"{_short(self.class_columns)} ({kind}"
             + (f", prefix {self.prefix!r} stripped)." if self.prefix else ")."),
-            f"Scores read as {self.scores_kind}: {self.scores_reason}.",
+            f"Scores read as {self.scores_kind}: {self.scores_reason}"
+            + ("; scores divided by 100 (percent=True)." if self.percent else "."),
         ]
         if self.split_column is None:
             out.append("No split column: all rows loaded.")

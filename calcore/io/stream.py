@@ -412,6 +412,7 @@ def scan(
     score_columns: Sequence[str] | None = None,
     weight_column: str | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
+    percent: bool = False,
 ) -> PredictionStream:
     """Open predictions stored as Parquet, Arrow IPC, CSV or NPZ for streamed evaluation.
 
@@ -423,8 +424,13 @@ def scan(
         folders such as ``date=2026-11-01/`` are fine) or a glob (``"logs/*.parquet"``,
         ``"logs/**/*.csv"``). The files of one stream share a format (Parquet and IPC
         may mix) and the used columns.
-    label_column, scores, split_column, split, renormalize, positive_class, score_columns :
+    label_column, split_column, split, renormalize, positive_class, score_columns :
         As in :func:`calcore.load_predictions`.
+    scores : {"auto", "probs", "logits"}, default "auto"
+        As in :func:`calcore.load_predictions`, decided on the first batch: values that
+        look like percentages there (every value in [0, 100], some above 1, every row
+        summing to 100; a single column in [0, 100] with some value above 1) are refused
+        with ``"auto"`` rather than read as logits.
     weight_column : str or False, optional
         Column (NPZ: array) of row weights (frequency weights: finite, >= 0). Default: a
         column named ``weight``, ``weights``, ``sample_weight`` or ``example_weight`` (any
@@ -435,6 +441,9 @@ def scan(
         ``rows x columns x 8`` bytes. Arrow IPC files are read a record batch at a time, so
         their record batches should be of a similar size; CSV files in pieces of about
         ``batch_rows`` lines (64 KiB to 256 MiB).
+    percent : bool, default False
+        As in :func:`calcore.load_predictions`: the scores are probabilities in percent,
+        every batch is divided by 100 before it is validated (an error with logits).
 
     Returns
     -------
@@ -454,7 +463,7 @@ def scan(
     """
     from calcore.io._load import check_options
 
-    check_options(scores, split, None)  # the checks of load_predictions
+    check_options(scores, split, None, percent)  # the checks of load_predictions
     ROWS.check(batch_rows, "batch_rows")
     files = _files(source)
     display = _display(source, files)
@@ -498,6 +507,7 @@ def scan(
         used=used,
         family=family,
         label_column=label_column,
+        percent=percent,
     )
     stream = PredictionStream(
         display,
@@ -892,8 +902,9 @@ def _validate_batch(stream, raw: RawTable, state):
             f"{list(got)}, but the first rows of the stream made {list(names)}. Give "
             f"positive_class= (binary files with text labels) so that every batch agrees."
         )
+    percent = opts["percent"]
     if state.decided is None:
-        kind, reason = decide_kind(raw, opts["scores"])
+        kind, reason = decide_kind(raw, opts["scores"], percent=percent, scope=FIRST_ROWS)
         if reason.startswith("scores='auto' saw"):  # from values: those of this batch
             reason += FIRST_ROWS
         state.decided = kind, reason
@@ -902,10 +913,11 @@ def _validate_batch(stream, raw: RawTable, state):
     probs, logits, _, _ = validate_scores(
         scores,
         kind=kind,
-        auto=opts["scores"] == "auto",
+        auto=opts["scores"] == "auto" and not percent,
         ctx=score_context(raw, selected),
         renormalize=opts["renormalize"],
         reason=reason,
+        percent=percent,
     )
     for arr in (probs, labels, logits):
         if arr is not None:

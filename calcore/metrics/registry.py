@@ -39,10 +39,19 @@ class MetricSpec:
     cells : str or None
         Which set of cells of the statistics engine the metric reads (``"conf"``,
         ``"top"``, ``"cw"``, ``"ace"``, ``"tace"``; see
-        :func:`calcore.evaluation.evaluator.report_cell_specs`), None for scoring and KDE metrics.
+        :func:`calcore.evaluation.report_statistics.report_cell_specs`), None for
+        scoring and KDE metrics.
     from_bins : callable or None
         ``from_bins(BinStatistics) -> float``: the metric from its cells' per-bin
         statistics (what :func:`calcore.evaluate` and its bootstrap compute).
+    interval_method : str
+        The default interval of :func:`calcore.evaluate`
+        (:data:`calcore.evaluation.intervals.INTERVAL_METHODS`), chosen by the coverage
+        study of ``docs/replications/intervals.md``; ``"normal"`` intervals are extended
+        to contain the estimate.
+    interval_caveat : str or None
+        Why the interval does not cover the true value reliably, where the study found
+        that no method does; a report shows these words instead of trusting the bar.
 
     Examples
     --------
@@ -65,6 +74,8 @@ class MetricSpec:
     description: str
     cells: str | None = None
     from_bins: Callable | None = None
+    interval_method: str = "percentile"
+    interval_caveat: str | None = None
 
 
 def _spec(
@@ -78,9 +89,55 @@ def _spec(
     cells=None,
     from_bins=None,
 ):
+    method, caveat = _INTERVALS.get(key, ("percentile", None))
     return MetricSpec(
-        key, label, function, binned, higher_is_better, bounds, description, cells, from_bins
+        key,
+        label,
+        function,
+        binned,
+        higher_is_better,
+        bounds,
+        description,
+        cells,
+        from_bins,
+        method,
+        caveat,
     )
+
+
+#: The interval of each metric, from the coverage study (docs/replications/intervals.md):
+#: ``(method, caveat)``. Means of rows (accuracy, NLL, Brier) keep the percentile interval;
+#: the calibration errors, biased upwards, get the bias-corrected normal interval.
+_BIAS_CORRECTED = ("normal", None)
+_MAX_OVER_BINS = (
+    "normal",
+    "An MCE is the largest gap over bins: both it and its resamples are maxima over noisy "
+    "bins, and no bootstrap interval covers its population value reliably; read the "
+    "interval as the estimator's spread, not as a range for the truth.",
+)
+_SMOOTHED_CLASSWISE = (
+    "normal",
+    "The class-wise KDE-ECE smooths each class's gaps with a bandwidth fixed from the data, "
+    "a bias that its resamples do not show: in the coverage study its intervals missed the "
+    "true class-wise error in most samples; read the interval as the estimator's spread, "
+    "not as a range for the truth.",
+)
+_INTERVALS = {
+    "conf_ece": _BIAS_CORRECTED,
+    "conf_ece_l2": _BIAS_CORRECTED,
+    "conf_mce": _MAX_OVER_BINS,
+    "top_label_ece": _BIAS_CORRECTED,
+    "top_label_ece_l2": _BIAS_CORRECTED,
+    "top_label_mce": _MAX_OVER_BINS,
+    "classwise_ece": _BIAS_CORRECTED,
+    "classwise_ece_l2": _BIAS_CORRECTED,
+    "classwise_mce": _MAX_OVER_BINS,
+    "ace": _BIAS_CORRECTED,
+    "tace": _BIAS_CORRECTED,
+    "debiased_ece": _BIAS_CORRECTED,
+    "kde_ece": _BIAS_CORRECTED,
+    "kde_ece_classwise": _SMOOTHED_CLASSWISE,
+}
 
 
 def _error(**kw):

@@ -93,11 +93,12 @@ def poisson_weights(positions, n_replicates: int, seed: int) -> np.ndarray:
     return weights
 
 
-def row_uniforms(positions, seed: int) -> np.ndarray:
-    """A uniform in [0, 1) per row, from ``(seed, position)`` alone (SplitMix64).
+def row_uniforms(positions, seed: int, *, stream: int = 0) -> np.ndarray:
+    """A uniform in [0, 1) per row, from ``(seed, stream, position)`` alone (SplitMix64).
 
-    Used to draw a seeded uniform sample of a stream independent of its batching: the
-    rows with the ``k`` smallest values are a uniform sample of ``k`` rows.
+    Used to draw a seeded uniform sample of a stream independent of its batching (the
+    rows with the ``k`` smallest values are a uniform sample of ``k`` rows; ``stream``
+    0), and the labels of the calibration test's resamples (``stream`` = replicate + 1).
 
     Examples
     --------
@@ -108,5 +109,7 @@ def row_uniforms(positions, seed: int) -> np.ndarray:
     pos = np.asarray(positions, dtype=np.uint64)
     with np.errstate(over="ignore"):
         key = _mix(np.uint64(~seed & 0xFFFFFFFFFFFFFFFF) * _GOLDEN + _GOLDEN)
+        if stream:
+            key = _mix(key + np.uint64(stream) * _GOLDEN)
         bits = _mix(pos * _GOLDEN + key)
     return (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)

@@ -33,6 +33,7 @@ class LoadOptions:
     renormalize: bool = False
     weight_column: str | None = None
     unweighted: bool = False  # ignore a detected weight column
+    percent: bool = False  # probabilities in percent: divided by 100
 
     def kwargs(self) -> dict:
         return {
@@ -42,6 +43,7 @@ class LoadOptions:
             "split_column": self.split_column,
             "renormalize": self.renormalize,
             "weight_column": False if self.unweighted else self.weight_column,
+            "percent": self.percent,
         }
 
 

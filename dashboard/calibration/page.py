@@ -103,7 +103,8 @@ def render_calibration() -> None:
         second = second_digest = None
         test_file = controls.second_file() if settings.split_mode == "second-file" else None
         if test_file is not None:
-            second_options = LoadOptions(unweighted=options.unweighted)  # weights: as chosen
+            # weights and percentages: as chosen for the first file
+            second_options = LoadOptions(unweighted=options.unweighted, percent=options.percent)
             second = load(test_file.data, test_file.digest, test_file.name, second_options)
             second_digest = test_file.digest
         split = choose_split(

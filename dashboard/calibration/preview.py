@@ -1,8 +1,9 @@
 """The file preview and the user's corrections of what the loader detected.
 
 Shown before anything is computed: the first rows, the detected label, class, scores-kind
-and split columns (each editable), and the ignored columns with the reason. Widget keys
-carry the file's digest, so a new file starts from its own detection.
+(and whether they are percentages) and split columns (each editable), and the ignored
+columns with the reason. Widget keys carry the file's digest, so a new file starts from
+its own detection.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def load_options(schema, digest: str, *, expanded: bool) -> LoadOptions:
                 f"NPZ arrays: {esc(', '.join(schema.columns))}. Label array "
                 f"{esc(schema.label_column)}; scores: {esc(schema.scores_reason)}."
             )
-            return LoadOptions()
+            return LoadOptions(percent=_percent(st, digest))
         cols = list(schema.columns)
         a, b, c = st.columns(3)
         label = a.selectbox(
@@ -77,6 +78,7 @@ def load_options(schema, digest: str, *, expanded: bool) -> LoadOptions:
             key=_key(digest, "scores"),
             help=f"Detection: {schema.scores_guess or 'unclear'} ({schema.scores_reason}).",
         )
+        percent = _percent(c, digest)
         scores = st.multiselect(
             "Score columns, one per class, in class order",
             cols,
@@ -118,4 +120,17 @@ def load_options(schema, digest: str, *, expanded: bool) -> LoadOptions:
         renormalize=bool(renormalize),
         weight_column=None if weight in (DETECT, NONE) else weight,
         unweighted=weight == NONE,
+        percent=percent,
+    )
+
+
+def _percent(where, digest: str) -> bool:
+    """The "percentages" checkbox (in ``where``: the page or a column)."""
+    return bool(
+        where.checkbox(
+            "Scores are percentages (divide by 100)",
+            key=_key(digest, "percent"),
+            help="Probabilities written in percent (rows sum to 100) are divided by 100 "
+            "before they are checked.",
+        )
     )

@@ -87,13 +87,16 @@ def _settings_rows(ctx, source: str) -> list[tuple[str, str]]:
 def _metrics_html(ctx) -> str:
     # the page's choice: no intervals on large data until someone asked for them
     values = metrics.metric_values(ctx, n_bootstrap=0 if metrics.intervals_deferred(ctx) else None)
-    table = metrics.display_table(values)
+    verdicts = metrics.calibration_verdicts(
+        ctx, n_bootstrap=0 if metrics.intervals_deferred(ctx) else None
+    )
+    table = metrics.display_table(values, verdicts)
     best = metrics.best_methods(values)
     keys = {title: key for key, (title, _) in metrics.columns().items()}
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
     body = []
     for _, row in table.iterrows():
-        winners = best.get(keys[row["metric"]], set())
+        winners = best.get(keys.get(row["metric"]), set())
         cells = []
         for col in table.columns:
             cls = ' class="best"' if col in winners else ""
@@ -117,7 +120,9 @@ def report_html(ctx, *, source: str) -> str:
         "</table>",
         "<h2>Metrics on the test rows</h2>",
         _metrics_html(ctx),
-        "<p>Brackets: 95% percentile bootstrap intervals; bold: best per row.</p>",
+        "<p>Brackets: 95% bootstrap intervals (percentile for accuracy, NLL and Brier; "
+        "bias-corrected for the calibration errors, so that they cover the true error); "
+        f"bold: best per row. {html.escape(metrics.caveat_caption())}</p>",
     ]
     for i, (title, fig) in enumerate(report_figures(ctx)):
         parts.append(f"<h2>{html.escape(title)}</h2>")

@@ -47,9 +47,13 @@ def kde_figure(curves, diagrams, *, kde_ece, theme: str = "light", height: int =
     Returns
     -------
     plotly.graph_objects.Figure
-        Traces by ``name`` (escaped): ``<method>``: ``x = grid``, ``y = accuracy`` (NaN
-        where no score is near: a gap); ``"<method> (binned)"``: the diagram's non-empty
-        bins; ``"<method> (density)"``: ``x = grid``, ``y = density`` in the lower panel.
+        Traces by ``name`` (escaped): ``<method>``: ``x = grid``, ``y = accuracy`` where
+        the curve rests on at least :data:`calcore.kde.KDE_MIN_EFFECTIVE_ROWS` effective
+        rows (NaN elsewhere: a gap); ``"<method> (few rows)"``: the rest of the curve,
+        dotted and thin; ``"<method> (band)"``: accuracy -+ 1.96 standard errors where
+        supported (a closed shape: the upper edge, then the lower edge reversed);
+        ``"<method> (binned)"``: the diagram's non-empty bins; ``"<method> (density)"``:
+        ``x = grid``, ``y = density`` in the lower panel.
     """
     curves = ordered(curves, "curves")
     missing = [m for m in curves if m not in diagrams]
@@ -75,8 +79,33 @@ def kde_figure(curves, diagrams, *, kde_ece, theme: str = "light", height: int =
         fig.add_trace(points, row=1, col=1)
         line = {"color": style["color"], "width": LINE_WIDTH, "dash": style["dash"]}
         grid = np.asarray(curve.grid, dtype=float)
+        accuracy = np.asarray(curve.accuracy, dtype=float)
+        supported = curve.supported()
+        # Where few rows are near, the curve is noise: dotted and thin, and no band, so
+        # that a swing over an empty stretch of the axis does not read as a finding.
+        sparse = np.where(_with_neighbours(~supported), accuracy, np.nan)
         fig.add_trace(
-            go.Scatter(x=grid, y=np.asarray(curve.accuracy, dtype=float), mode="lines",
+            go.Scatter(x=grid, y=sparse, mode="lines", name=f"{label} (few rows)",
+                       legendgroup=label, showlegend=False,
+                       line={"color": style["color"], "width": 1, "dash": "dot"},
+                       customdata=np.asarray(curve.effective_count, dtype=float),
+                       hovertemplate="score: %{x:.3f}<br>KDE accuracy: %{y:.4f}"
+                       "<br>only %{customdata:.1f} effective rows<extra></extra>"),
+            row=1, col=1,
+        )  # fmt: skip
+        half = 1.96 * np.asarray(curve.standard_error, dtype=float)
+        upper = np.where(supported, np.minimum(accuracy + half, 1.0), np.nan)
+        lower = np.where(supported, np.maximum(accuracy - half, 0.0), np.nan)
+        fig.add_trace(
+            go.Scatter(x=np.concatenate([grid, grid[::-1]]),
+                       y=np.concatenate([upper, lower[::-1]]), mode="lines",
+                       name=f"{label} (band)", legendgroup=label, showlegend=False,
+                       fill="toself", fillcolor=style["color"], opacity=0.15,
+                       line={"width": 0}, hoverinfo="skip"),
+            row=1, col=1,
+        )  # fmt: skip
+        fig.add_trace(
+            go.Scatter(x=grid, y=np.where(supported, accuracy, np.nan), mode="lines",
                        name=label, legendgroup=label, line=line,
                        hovertemplate="score: %{x:.3f}<br>KDE accuracy: %{y:.4f}"),
             row=1, col=1,
@@ -97,9 +126,20 @@ def kde_figure(curves, diagrams, *, kde_ece, theme: str = "light", height: int =
     fig.update_xaxes(range=[0.0, 1.0], title_text="score (confidence)", row=2, col=1)
     fig.update_yaxes(range=[-0.02, 1.02], title_text="accuracy", row=1, col=1)
     fig.update_yaxes(title_text="density", rangemode="tozero", row=2, col=1)
-    title = f"KDE reliability curve over the binned points · bandwidth {first.bandwidth:.3f}"
+    title = (
+        f"KDE reliability curve over the binned points · bandwidth {first.bandwidth:.3f} · "
+        "dotted: fewer than 20 effective rows, band: 95% pointwise"
+    )
     subtitle = "KDE-ECE: " + " · ".join(parts) if parts else None
     return finish(fig, theme=theme, title=title, subtitle=subtitle, height=height)
+
+
+def _with_neighbours(mask: np.ndarray) -> np.ndarray:
+    """``mask`` widened by one point each way, so the dotted part meets the solid one."""
+    out = mask.copy()
+    out[1:] |= mask[:-1]
+    out[:-1] |= mask[1:]
+    return out
 
 
 def ece_by_bins_figure(

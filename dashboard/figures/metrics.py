@@ -91,5 +91,5 @@ def metric_intervals_figure(
     fig.update_yaxes(title_text="error (lower is better)", rangemode="tozero")
     return finish(
         fig, theme=theme, title="Calibration errors", height=height,
-        subtitle="estimate and 95% bootstrap interval (no bar: intervals not computed)",
+        subtitle="estimate and bias-corrected 95% bootstrap interval (no bar: not computed)",
     )  # fmt: skip

@@ -125,6 +125,22 @@ def test_bootstrap_intervals_are_shown_and_match_calcore():
         )
 
 
+def test_the_table_tests_calibration_and_gives_no_bracket_to_an_mce():
+    at = run_app({"m": "ts"}, bootstrap=50)
+    table = metrics_table(at)
+    s = splits_of(DEFAULT_SAMPLE)
+    rep = calcore.evaluate(s["test"], bins=15, n_bootstrap=50, seed=0)
+    title = "calibrated? (TL-ECE test)"
+    assert table.loc["uncalibrated", title] == rep.calibration_test.verdict("top_label_ece")
+    # 10,000 CIFAR-10 test rows of an over-confident ResNet: the smallest p-value possible.
+    assert table.loc["uncalibrated", title] == "miscalibrated (p = 0.02)"
+    mce = rep.metrics["top_label_mce"]
+    assert table.loc["uncalibrated", "TL-MCE"] == f"{mce:.4f} †"
+    captions = " ".join(c.value for c in at.caption)
+    assert "† conf-MCE, TL-MCE, CW-MCE, KDE-ECE (CW): no interval shown" in captions
+    assert "bias-corrected" in captions
+
+
 def test_a_bins_change_reuses_the_metrics_that_use_no_bins(monkeypatch):
     calls = []
     real = calcore.evaluate
@@ -160,6 +176,10 @@ def test_metrics_chart_draws_the_errors_and_intervals_of_calcore():
         bounds = plotly_array(points["customdata"])
         np.testing.assert_allclose(bounds[:, 0], [rep.intervals[k].low for k in keys])
         np.testing.assert_allclose(bounds[:, 1], [rep.intervals[k].high for k in keys])
+        # Every bar is drawn around its own marker (the percentile intervals were not:
+        # ts TL-ECE 0.0223 [0.0229, 0.0293] on this sample).
+        y = plotly_array(points["y"])
+        assert (bounds[:, 0] <= y).all() and (y <= bounds[:, 1]).all(), name
     ticks = spec["layout"]["xaxis"]["ticktext"]
     assert ticks == ["conf-ECE", "TL-ECE", "CW-ECE", "KDE-ECE"]
 
@@ -331,6 +351,32 @@ def test_a_wide_file_previews_its_first_columns():
     (preview,) = [d.value for d in at.dataframe]  # the only grid (no fitted methods)
     assert preview.shape == (5, 12)  # label + the first 11 of 30 score columns
     assert any("The first 12 of 31 columns" in c.value for c in at.caption)
+
+
+def test_percentages_are_refused_until_the_percent_box_is_ticked():
+    rng = np.random.default_rng(3)
+    probs = np.round(rng.dirichlet([1, 1, 1], size=200) * 100, 1)
+    probs[:, 2] = np.round(100 - probs[:, :2].sum(axis=1), 1)
+    probs = probs[(probs >= 0).all(axis=1)]
+    lines = ["label,cat,dog,eel"] + [
+        f"{i % 3}," + ",".join(f"{v:.1f}" for v in row) for i, row in enumerate(probs)
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    at = upload(run_app({"m": "none"}), "percent.csv", data)
+    assert not at.exception
+    (error,) = [unescape_markdown(e.value) for e in at.error]
+    assert "look like percentages" in error and "percent=True" in error
+    import hashlib
+
+    digest = hashlib.blake2b(data, digest_size=32).hexdigest()
+    at.checkbox(key=f"data.{digest[:16]}.percent").check().run()
+    assert_clean(at)
+    from calcore.evaluation import random_split
+
+    loaded = calcore.load_predictions(io.BytesIO(data), name="percent.csv", percent=True)
+    _, test = random_split(loaded, test_fraction=0.5, seed=0)
+    expected = calcore.evaluate(test, bins=15).metrics["conf_ece"]
+    assert metrics_table(at).loc["uncalibrated", "conf-ECE"] == f"{expected:.4f}"
 
 
 def test_in_sample_evaluation_is_warned_about():

@@ -444,7 +444,17 @@ def test_kde_traces_equal_curve_and_diagram_fields(kde, diagrams):
     fig = kde_figure(curves, diagrams, kde_ece=eces)
     for method, c in curves.items():
         np.testing.assert_array_equal(trace(fig, method).x, c.grid)
-        np.testing.assert_array_equal(trace(fig, method).y, c.accuracy)  # NaN gaps kept
+        supported = c.effective_count >= calcore.kde.KDE_MIN_EFFECTIVE_ROWS
+        solid = np.asarray(trace(fig, method).y, dtype=float)
+        np.testing.assert_array_equal(solid[supported], c.accuracy[supported])
+        assert np.isnan(solid[~supported]).all()  # no solid line on too few rows
+        dotted = np.asarray(trace(fig, f"{method} (few rows)").y, dtype=float)
+        np.testing.assert_array_equal(dotted[~supported], c.accuracy[~supported])
+        band = np.asarray(trace(fig, f"{method} (band)").y, dtype=float)
+        upper, lower = band[: c.grid.size], band[c.grid.size :][::-1]
+        inside = supported & np.isfinite(c.accuracy)
+        assert (lower[inside] <= c.accuracy[inside]).all()
+        assert (c.accuracy[inside] <= upper[inside]).all()
         np.testing.assert_array_equal(trace(fig, f"{method} (density)").y, c.density)
         d = diagrams[method]
         np.testing.assert_array_equal(trace(fig, f"{method} (binned)").y, d.accuracy[d.count > 0])

@@ -50,6 +50,19 @@ def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
     return comparison(ctx, n_bootstrap=n_bootstrap).values
 
 
+#: The calibration errors whose test of "calibrated" gets a row in the table.
+TEST_ROWS = ("conf_ece", "top_label_ece", "classwise_ece")
+
+
+def calibration_verdicts(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict[str, str]]:
+    """``verdicts[method][metric]``: calcore's calibration test in words (with intervals)."""
+    tests = comparison(ctx, n_bootstrap=n_bootstrap).calibration_tests
+    return {
+        method: {k: test.verdict(k) for k in TEST_ROWS if k in test.p_values}
+        for method, test in tests.items()
+    }
+
+
 def evaluation_notes(ctx, *, n_bootstrap: int | None = None) -> dict[str, tuple[str, ...]]:
     """calcore's notes per method (ties, skipped metrics, conditional bootstrap, fit notes)."""
     s = ctx.settings
@@ -91,23 +104,49 @@ def _as_comparison(values) -> calcore.Comparison:
     return calcore.Comparison(tuple(values), tuple(columns()), values, {}, {}, {}, {})
 
 
-def _cell(iv: calcore.Interval | None) -> str:
+#: Marks an interval that does not cover the truth reliably (calcore's interval_caveat).
+UNRELIABLE = "†"
+
+
+def _cell(iv: calcore.Interval | None, key: str) -> str:
     if iv is None:
         return "—"
     if math.isnan(iv.low):
         return f"{iv.estimate:.4f}"
+    spec = calcore.METRICS.get(key)
+    if spec is not None and spec.interval_caveat:
+        # No bracket that reads as a range for the truth: the words are in the caption.
+        return f"{iv.estimate:.4f} {UNRELIABLE}"
     return f"{iv.estimate:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
 
 
-def display_table(values) -> pd.DataFrame:
+def test_row_title(key: str) -> str:
+    return f"calibrated? ({calcore.METRICS[key].label} test)"
+
+
+def display_table(values, verdicts=None) -> pd.DataFrame:
     """One row per metric, one column per method ('estimate [low, high]'): on a projector a
-    handful of method columns reads better than eighteen metric columns."""
+    handful of method columns reads better than eighteen metric columns. ``verdicts``
+    (:func:`calibration_verdicts`) add a row per tested metric."""
     rows = []
     for key, (title, higher) in columns().items():
         row = {"metric": title, "better": "↑ higher" if higher else "↓ lower"}
-        row |= {method: _cell(values[method].get(key)) for method in values}
+        row |= {method: _cell(values[method].get(key), key) for method in values}
+        rows.append(row)
+    for key in TEST_ROWS if verdicts else ():
+        row = {"metric": test_row_title(key), "better": "p > 0.05: no evidence"}
+        row |= {method: verdicts.get(method, {}).get(key, "—") for method in values}
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def caveat_caption() -> str:
+    """The words that replace the brackets of the metrics marked :data:`UNRELIABLE`."""
+    marked = [spec.label for spec in calcore.METRICS.values() if spec.interval_caveat]
+    caveats = dict.fromkeys(
+        s.interval_caveat for s in calcore.METRICS.values() if s.interval_caveat
+    )
+    return f"{UNRELIABLE} {', '.join(marked)}: no interval shown. " + " ".join(caveats)
 
 
 def tidy_rows(values) -> list[dict]:
@@ -115,13 +154,13 @@ def tidy_rows(values) -> list[dict]:
     return _as_comparison(values).rows()
 
 
-def _show(slot, values) -> None:
-    table = display_table(values)
+def _show(slot, values, verdicts=None) -> None:
+    table = display_table(values, verdicts)
     best = best_methods(values)
     keys = {title: key for key, (title, _) in columns().items()}
 
     def bold_best(row: pd.Series):
-        winners = best.get(keys[row["metric"]], set())
+        winners = best.get(keys.get(row["metric"]), set())
         return ["font-weight: bold" if col in winners else "" for col in row.index]
 
     # st.table, not st.dataframe: every row visible without scrolling (projector), and the
@@ -194,7 +233,8 @@ def render(ctx) -> None:
             values = metric_values(ctx)
     else:
         values = metric_values(ctx)
-    _show(slot, values)
+    verdicts = calibration_verdicts(ctx, n_bootstrap=0 if deferred else None)
+    _show(slot, values, verdicts)
     _show_chart(chart_slot, ctx, values, final=True)
     s = ctx.settings
     b, k = compute.calcore_binning(s.binning, s.bins)
@@ -212,6 +252,12 @@ def render(ctx) -> None:
             else "no intervals"
         )
         + " · best per row in bold."
+        + (
+            " Intervals of the calibration errors are bias-corrected (they cover the true "
+            "error, not the spread of the estimate). " + caveat_caption()
+            if s.n_bootstrap and not deferred
+            else ""
+        )
     )
     st.download_button(
         "Download the table (CSV)",

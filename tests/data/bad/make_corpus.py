@@ -98,6 +98,21 @@ def valid_npz_members() -> dict[str, bytes]:
     }
 
 
+def percent_rows() -> list[str]:
+    """ROWS with the probabilities written in percent (every row sums to 100)."""
+    return [
+        ",".join([r.split(",")[0], *(f"{100 * float(v):g}" for v in r.split(",")[1:])])
+        for r in ROWS
+    ]
+
+
+def percent_npz() -> bytes:
+    members = valid_npz_members()
+    probs = np.array([[float(v) for v in r.split(",")[1:]] for r in percent_rows()])
+    members["probs"] = npy_bytes(probs)
+    return npz_bytes(members)
+
+
 def pickled_npz() -> bytes:
     members = valid_npz_members()
     # Class names as an object array: saved with a pickle inside the .npy member.
@@ -544,6 +559,24 @@ CASES = [
         "ok",
         what="logits under logit_ headers",
         expect={"class_names": CLASSES, "n": 3, "scores_kind": "logits"},
+    ),
+    case(
+        "percentages.csv",
+        csv_text(percent_rows(), header="label,cat,dog,eel"),
+        "error",
+        what="probabilities in percent under unprefixed headers (rows sum to 100)",
+        row="line 2",
+        column="cat",
+        phrases=["look like percentages", "divide by 100", "percent=True", "--percent"],
+    ),
+    case(
+        "percentages.npz",
+        percent_npz(),
+        "error",
+        what="an NPZ 'probs' array in percent: the name says probabilities, 70 is above 1",
+        row="row 0 (0-based)",
+        column="probs",
+        phrases=["greater than 1", "look like percentages", "percent=True"],
     ),
     case(
         "formula_in_score_cell.csv",

@@ -1,0 +1,234 @@
+"""A test of calibration: is a calibration error larger than a calibrated model's would be?
+
+Null hypothesis: the model is calibrated, i.e. each row's label is drawn from its own
+predicted distribution. Under it the labels can be redrawn ("consistency resampling",
+Broecker & Smith 2007; the consistency bands of :mod:`calcore.diagnostics.consistency`
+draw them the same way), keeping the scores, the bins and the KDE bandwidths: every
+redrawn set is a sample the null hypothesis could have produced. The p-value of a metric
+is the share of redrawn sets whose error is at least the observed one, with the usual
+``+1`` of a Monte Carlo test, ``(1 + #{T* >= T}) / (R + 1)``, which keeps the test's
+type-I error at or below the nominal level for any number of resamples (Davison &
+Hinkley 1997, Sec. 4.2.5).
+
+Unlike an interval, the test needs no bias correction: the redrawn errors carry the same
+finite-sample bias as the observed one, so a calibrated model gets large p-values even
+when its binned ECE is visibly above 0.
+
+The labels of resample ``r`` come from one uniform per row keyed by ``(seed, r, row
+position)`` (:func:`calcore.statistics.poisson.row_uniforms`), so they do not depend on
+how the rows are batched.
+
+References
+----------
+Broecker & Smith (2007), "Increasing the reliability of reliability diagrams", Weather
+and Forecasting 22. Vaicenavicius et al. (2019), "Evaluating model calibration in
+classification", AISTATS, Sec. 4 (consistency resampling tests). Davison & Hinkley
+(1997), "Bootstrap Methods and their Application", Sec. 4.2.5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore._limits import BOOTSTRAP_RESAMPLES
+from calcore._validation import row_weights
+from calcore.binning import resolve_binning
+from calcore.evaluation.report_statistics import (
+    CELLS_OF_METRIC,
+    binned_values,
+    kde_point_values,
+    report_cell_specs,
+    report_kde_specs,
+)
+from calcore.metrics.registry import METRICS
+from calcore.predictions import Predictions
+from calcore.statistics.accumulator import CalibrationStatistics
+from calcore.statistics.poisson import row_uniforms
+
+__all__ = ["CalibrationTest", "TESTABLE_METRICS", "calibration_test", "DEFAULT_TESTED"]
+
+#: The metrics the test can use: the calibration errors (not accuracy or the scores).
+TESTABLE_METRICS = tuple(k for k in METRICS if k not in ("accuracy", "nll", "brier"))
+#: What :func:`calibration_test` tests by default: one metric per view and the KDE-ECE.
+DEFAULT_TESTED = ("conf_ece", "top_label_ece", "classwise_ece", "kde_ece")
+
+
+@dataclass(frozen=True)
+class CalibrationTest:
+    """p-values of "the model is calibrated" per metric.
+
+    Attributes
+    ----------
+    observed : dict of str to float
+        Each metric on the data.
+    p_values : dict of str to float
+        ``(1 + #{redrawn >= observed}) / (n_resamples + 1)``; NaN where the metric is
+        undefined.
+    n_resamples : int
+    seed : int
+    null_values : dict of str to ndarray
+        Each metric on every redrawn set (its distribution under calibration).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident", strength=2)
+    >>> preds = calcore.simulate_predictions(sim, 2000, seed=0).preds
+    >>> test = calcore.calibration_test(preds, metrics=["top_label_ece"], n_resamples=99)
+    >>> test.p_values["top_label_ece"], test.verdict("top_label_ece")
+    (0.01, 'miscalibrated (p = 0.01)')
+    """
+
+    observed: dict
+    p_values: dict
+    n_resamples: int
+    seed: int
+    null_values: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def verdict(self, key: str, level: float = 0.05) -> str:
+        """``"consistent with calibrated (p = 0.41)"`` or ``"miscalibrated (p = 0.004)"``."""
+        p = self.p_values[key]
+        if not np.isfinite(p):
+            return "untestable (the metric is undefined)"
+        words = "miscalibrated" if p <= level else "consistent with calibrated"
+        return f"{words} (p = {p:.2g})"
+
+    @staticmethod
+    def combine(a: "CalibrationTest | None", b: "CalibrationTest | None"):
+        """The tests of two reports of the same rows and seed, metrics of ``b`` winning."""
+        if a is None or b is None:
+            return a or b
+        return CalibrationTest(
+            a.observed | b.observed,
+            a.p_values | b.p_values,
+            b.n_resamples,
+            b.seed,
+            a.null_values | b.null_values,
+        )
+
+    def as_dict(self) -> dict:
+        """``{metric: {"p_value": ..., "n_resamples": ...}}`` (JSON-ready; NaN as None)."""
+        return {
+            k: {
+                "p_value": float(p) if np.isfinite(p) else None,
+                "n_resamples": self.n_resamples,
+            }
+            for k, p in self.p_values.items()
+        }
+
+
+def calibration_test(
+    preds: Predictions,
+    *,
+    metrics=DEFAULT_TESTED,
+    bins=15,
+    binning: str = "equal-width",
+    n_resamples: int = 200,
+    seed: int = 0,
+    sample_weight=None,
+) -> CalibrationTest:
+    """Test "the model is calibrated" with each metric by consistency resampling.
+
+    Parameters
+    ----------
+    preds : Predictions
+        Rows that sum to 1 (the labels are redrawn from them).
+    metrics : iterable of str, default DEFAULT_TESTED
+        Keys of :data:`TESTABLE_METRICS`.
+    bins, binning :
+        As in :func:`calcore.evaluate`; the bins are the data's, kept for every resample.
+    n_resamples : int, default 200
+        Redrawn label sets; p-values are multiples of ``1 / (n_resamples + 1)``.
+    seed : int, default 0
+    sample_weight : array_like of shape (n,), optional
+        Row weights, as in :func:`calcore.evaluate` (default: ``preds.sample_weight``).
+
+    Returns
+    -------
+    CalibrationTest
+
+    Raises
+    ------
+    CalcoreError
+        Unknown or untestable metrics, unnormalised predictions, fewer than 2 rows, or
+        invalid options.
+
+    References
+    ----------
+    Broecker & Smith (2007); Vaicenavicius et al. (2019), Sec. 4.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> sim = calcore.dirichlet_simulator(3, miscalibration="calibrated")
+    >>> preds = calcore.simulate_predictions(sim, 2000, seed=0).preds
+    >>> test = calcore.calibration_test(preds, metrics=["conf_ece"], n_resamples=99, seed=1)
+    >>> test.p_values["conf_ece"] > 0.05
+    True
+    """
+    keys = _tested_keys(metrics)
+    BOOTSTRAP_RESAMPLES.check(n_resamples, "n_resamples")
+    resolve_binning(binning, bins)
+    if not preds.normalized:
+        raise CalcoreError(
+            "calibration_test redraws each row's label from its probabilities, so the rows "
+            "must sum to 1; these predictions are unnormalised (e.g. class-wise histogram "
+            "binning). Test the class-wise metrics of each class's binary problem instead."
+        )
+    if preds.n_samples < 2:
+        raise CalcoreError("calibration_test needs at least 2 rows.")
+    weights = row_weights(preds, sample_weight)
+    stats = _empty_statistics(preds, keys, bins=bins, binning=binning, weights=weights)
+    observed = _errors(stats, preds, weights, keys)
+    cumulative = np.cumsum(preds.probs, axis=1)
+    positions = np.arange(preds.n_samples)
+    null = {k: np.empty(int(n_resamples)) for k in keys}
+    for r in range(int(n_resamples)):
+        u = row_uniforms(positions, seed, stream=r + 1)
+        labels = np.minimum((cumulative <= u[:, None]).sum(axis=1), preds.n_classes - 1)
+        redrawn = Predictions(
+            preds.probs, labels, preds.class_names, sample_weight=preds.sample_weight
+        )
+        for k, v in _errors(stats, redrawn, weights, keys).items():
+            null[k][r] = v
+    p_values = {
+        k: float((1 + np.count_nonzero(null[k] >= observed[k])) / (n_resamples + 1))
+        if np.isfinite(observed[k])
+        else np.nan
+        for k in keys
+    }
+    return CalibrationTest(observed, p_values, int(n_resamples), seed, null)
+
+
+def _tested_keys(metrics) -> list[str]:
+    keys = [metrics] if isinstance(metrics, str) else list(metrics)
+    bad = [k for k in keys if k not in TESTABLE_METRICS]
+    if not keys or bad:
+        raise CalcoreError(
+            f"calibration_test metrics must be among {list(TESTABLE_METRICS)}; got {keys!r}."
+        )
+    return list(dict.fromkeys(keys))
+
+
+def _empty_statistics(preds, keys, *, bins, binning, weights) -> CalibrationStatistics:
+    """Zero statistics on the data's cells and KDE problems (kept for every resample)."""
+    cells = {CELLS_OF_METRIC[k] for k in keys if k in CELLS_OF_METRIC}
+    specs = report_cell_specs(preds, bins=bins, binning=binning, keys=cells, weights=weights)
+    kde = report_kde_specs(
+        preds,
+        confidence="kde_ece" in keys,
+        classwise="kde_ece_classwise" in keys,
+        weights=weights,
+    )
+    return CalibrationStatistics.empty(preds.class_names, specs, kde)
+
+
+def _errors(layout: CalibrationStatistics, preds, weights, keys) -> dict:
+    """The metrics of ``preds`` on the cells and KDE problems of ``layout``."""
+    stats = CalibrationStatistics.empty(layout.class_names, layout.specs, layout.kde_specs)
+    stats.update(preds, weights=weights)
+    values = binned_values(stats) | kde_point_values(stats)
+    return {k: values[k] for k in keys}

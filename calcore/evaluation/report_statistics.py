@@ -1,0 +1,122 @@
+"""The cells and KDE problems of a report, and its metrics read off the statistics.
+
+:func:`calcore.evaluate`, its bootstrap and the calibration test
+(:mod:`calcore.evaluation.calibration_test`) all lay out the statistics engine the same
+way (:func:`report_cell_specs`, :func:`report_kde_specs`: bins and bandwidths from the
+data) and read every metric off the sums with the registry's formulas
+(:func:`scoring_values`, :func:`binned_values`, :func:`kde_point_values`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calcore.diagnostics.bin_statistics import BinStatistics, bin_statistics_from_sums
+from calcore.kde import validated_scores_bandwidth
+from calcore.metrics.registry import METRICS, adaptive_bins_for
+from calcore.predictions import Predictions
+from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
+from calcore.statistics.kde_cells import ScoreMoments
+from calcore.statistics.points import RowBatch, reduction_edges
+
+__all__ = [
+    "CELLS_OF_METRIC",
+    "TACE_THRESHOLD",
+    "report_cell_specs",
+    "report_kde_specs",
+    "statistics_bins",
+    "scoring_values",
+    "binned_values",
+    "kde_point_values",
+]
+
+#: Score threshold of the TACE in the report (Nixon et al. 2019).
+TACE_THRESHOLD = 1e-3
+
+#: Which set of cells each binned metric of the report reads (from :data:`METRICS`).
+CELLS_OF_METRIC = {k: spec.cells for k, spec in METRICS.items() if spec.cells is not None}
+
+
+def report_cell_specs(preds: Predictions, *, bins, binning, keys=None, weights=None) -> dict:
+    """The cells of a report, with the bins found from ``preds`` (exact order statistics).
+
+    ``conf``, ``top`` and ``cw`` use the report's binning; ``ace`` and ``tace`` the
+    class-wise equal-mass bins of :func:`calcore.metrics.registry.adaptive_bins_for` (TACE only
+    scores ``>= TACE_THRESHOLD``). ``keys`` limits them to some of these (all by default);
+    ``weights`` are row weights (equal-mass ranks count weight).
+    """
+    batch = RowBatch.of(preds)
+    r = adaptive_bins_for(binning, bins)
+    requests = {
+        "conf": ("confidence", binning, bins, None),
+        "top": ("top-label", binning, bins, None),
+        "cw": ("class-wise", binning, bins, None),
+        "ace": ("class-wise", "equal-mass", r, None),
+        "tace": ("class-wise", "equal-mass", r, TACE_THRESHOLD),
+    }
+    return {
+        key: CellSpec(
+            reduction,
+            reduction_edges(
+                batch, reduction, binning=b, bins=k, min_score=threshold, weights=weights
+            ),
+        )
+        for key, (reduction, b, k, threshold) in requests.items()
+        if keys is None or key in keys
+    }
+
+
+def statistics_bins(stats: CalibrationStatistics, key: str) -> BinStatistics:
+    """The :class:`BinStatistics` of one set of cells of ``stats``."""
+    spec = stats.specs[key]
+    names = ("all",) if spec.reduction == "confidence" else stats.class_names
+    return bin_statistics_from_sums(
+        stats.cells[key], spec.edges, view=spec.reduction, group_names=names, n_rows=stats.total()
+    )
+
+
+def scoring_values(stats: CalibrationStatistics) -> dict:
+    """Accuracy, and NLL and Brier score when ``stats`` kept them, from the scoring sums."""
+    total = stats.weight
+    out = {"accuracy": float(stats.correct / total)}
+    if stats.proper_scores:
+        out["nll"] = float(stats.nll / total) + 0.0  # + 0.0: no "-0.0" when every p_y = 1
+        out["brier"] = float(stats.brier / total)
+    return out
+
+
+def binned_values(stats: CalibrationStatistics) -> dict:
+    """The binned metrics whose cells ``stats`` keeps, each by its registry entry's
+    ``from_bins`` (:data:`calcore.metrics.registry.METRICS`: the one table of metrics)."""
+    bins = {key: statistics_bins(stats, key) for key in stats.specs}
+    return {
+        k: float(spec.from_bins(bins[spec.cells]))
+        for k, spec in METRICS.items()
+        if spec.cells in bins
+    }
+
+
+def report_kde_specs(
+    preds: Predictions, *, confidence: bool, classwise: bool, weights=None
+) -> dict:
+    """The KDE-ECE problems of a report with their rule-of-thumb bandwidths from ``preds``
+    (weighted moments with ``weights``, which for integer weights equal repeated rows)."""
+
+    def bandwidth(scores):
+        if weights is None:
+            return validated_scores_bandwidth(scores)
+        return ScoreMoments.of(scores, weights).bandwidth()
+
+    specs = {}
+    if confidence:
+        specs["kde_ece"] = KDESpec.confidence(bandwidth(preds.confidence))
+    if classwise:
+        specs["kde_ece_classwise"] = KDESpec.classwise(
+            [bandwidth(preds.probs[:, c]) for c in range(preds.n_classes)]
+        )
+    return specs
+
+
+def kde_point_values(stats: CalibrationStatistics) -> dict:
+    """KDE-ECE (confidence) and its class-wise mean, for the KDE problems ``stats`` keeps."""
+    return {key: float(np.mean(stats.kde_ece(key))) for key in stats.kde_specs}
