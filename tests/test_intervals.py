@@ -200,3 +200,15 @@ def test_every_method_is_offered_by_evaluate():
         )
         iv = report.intervals["conf_ece"]
         assert iv.method == method and 0 <= iv.low <= iv.high <= 1
+
+
+def test_sparse_top_label_cells_are_flagged():
+    # 10 classes x 1,000 rows x 15 bins: about 9 rows per occupied (class, bin) cell, where
+    # the coverage study's bias-corrected TL-ECE interval covered the truth in 70% of samples.
+    sim = calcore.dirichlet_simulator(10, miscalibration="class-specific", accuracy=0.6)
+    preds = calcore.simulate_predictions(sim, 1000, seed=0).preds
+    notes = calcore.evaluate(preds, n_bootstrap=20).notes
+    (note,) = [n for n in notes if "may be too narrow" in n]
+    assert note.startswith("The TL-ECE interval") and "Use fewer bins" in note
+    fewer = calcore.evaluate(preds, n_bootstrap=20, bins=3).notes
+    assert not [n for n in fewer if "may be too narrow" in n]

@@ -32,6 +32,7 @@ from calcore.evaluation.report_statistics import (
     report_cell_specs,
     report_kde_specs,
     scoring_values,
+    statistics_bins,
 )
 from calcore.io.stream import PredictionStream
 from calcore.metrics.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
@@ -371,7 +372,8 @@ def _fast_intervals(
     reps = {k: reps[k] for k in keys}
     jack = {k: jack[k] for k in keys if k in jack}
     intervals = _intervals_from(metrics, reps, used, confidence_level, method, jack)
-    return intervals, notes + _interval_notes(keys, method), reps, jack
+    notes += _interval_notes(keys, method) + _sparse_cell_notes(stats, keys)
+    return intervals, notes, reps, jack
 
 
 def _intervals_from(estimates, reps, used, level, method, jackknife) -> dict[str, Interval]:
@@ -410,10 +412,11 @@ def _interval_notes(keys, method) -> list[str]:
             + ", ".join(corrected)
             + ") are bias-corrected: these estimators read high on finite samples, so each "
             "interval is centred on the estimate minus the bias its resamples show, and "
-            "extended to the estimate when it ends below it. In simulation they contain the "
-            "true error in about 95% of samples where the model is miscalibrated "
-            "(docs/replications/intervals.md); for a calibrated model use the calibration "
-            "test."
+            "extended to the estimate when it ends below it. In simulation (miscalibrated "
+            "models of 2 to 10 classes, 1,000 to 5,000 rows) 95% intervals contained the true "
+            "error in 91-93% of samples on average, against 64-65% for percentile intervals of "
+            "the TL- and CW-ECE (docs/replications/intervals.md). For a calibrated model (true "
+            "error 0) read the calibration test instead."
         )
     caveats = dict.fromkeys(METRICS[k].interval_caveat for k in keys)
     notes.extend(c for c in caveats if c)
@@ -455,6 +458,29 @@ def _calibration_test(
         "error is at least the observed one; a small p-value is evidence of miscalibration."
     )
     return test, notes
+
+
+#: Rows per non-empty (class, bin) cell below which the bias-corrected TL- and CW-ECE
+#: intervals undercovered in the coverage study (10 classes x 1,000 rows: ~7 a cell, 70%).
+SPARSE_CELL_ROWS = 15
+
+
+def _sparse_cell_notes(stats: CalibrationStatistics, keys) -> list[str]:
+    """A warning per cell-based interval whose cells hold too few rows to be trusted."""
+    notes = []
+    for key, cells in (("top_label_ece", "top"), ("classwise_ece", "cw")):
+        if key not in keys or cells not in stats.specs:
+            continue
+        count = np.asarray(statistics_bins(stats, cells).count, dtype=float)
+        occupied = count[count > 0]
+        if occupied.size and occupied.mean() < SPARSE_CELL_ROWS:
+            notes.append(
+                f"The {METRICS[key].label} interval may be too narrow: its (class, bin) cells "
+                f"hold {occupied.mean():.1f} rows on average (fewer than {SPARSE_CELL_ROWS}), "
+                "where the coverage study saw bias-corrected intervals contain the truth in "
+                "as few as 70% of samples. Use fewer bins or more rows."
+            )
+    return notes
 
 
 def _data_notes(n_tied_rows, normalized, label_weight, class_names) -> list[str]:
@@ -531,6 +557,7 @@ def _evaluate_stream(
         used = dict.fromkeys(reps, boot.n_replicates)
         intervals = _intervals_from(m, reps, used, confidence_level, interval_method, {})
         notes.extend(_interval_notes(list(reps), interval_method))
+        notes.extend(_sparse_cell_notes(stats, list(reps)))
         notes.append(
             f"Intervals: Poisson bootstrap, {n_bootstrap} replicates (each row weighted "
             "Poisson(1) by a generator keyed by its position, so any batching gives the same "

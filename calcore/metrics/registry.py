@@ -106,8 +106,11 @@ def _spec(
 
 
 #: The interval of each metric, from the coverage study (docs/replications/intervals.md):
-#: ``(method, caveat)``. Means of rows (accuracy, NLL, Brier) keep the percentile interval;
-#: the calibration errors, biased upwards, get the bias-corrected normal interval.
+#: ``(method, caveat)``. Means of rows (accuracy, NLL, Brier) and the KDE-ECE (whose
+#: percentile interval covered best, 0.93 on average) keep the percentile interval; the
+#: binned calibration errors, biased upwards, get the bias-corrected normal interval (TL-ECE
+#: 0.91 on average against 0.65 for the percentile one). The l2 errors, ACE, TACE and the
+#: debiased ECE have no known truth in the simulators and follow their l1 counterparts.
 _BIAS_CORRECTED = ("normal", None)
 _MAX_OVER_BINS = (
     "normal",
@@ -135,7 +138,7 @@ _INTERVALS = {
     "ace": _BIAS_CORRECTED,
     "tace": _BIAS_CORRECTED,
     "debiased_ece": _BIAS_CORRECTED,
-    "kde_ece": _BIAS_CORRECTED,
+    "kde_ece": ("percentile", None),
     "kde_ece_classwise": _SMOOTHED_CLASSWISE,
 }
 

@@ -253,8 +253,8 @@ def render(ctx) -> None:
         )
         + " · best per row in bold."
         + (
-            " Intervals of the calibration errors are bias-corrected (they cover the true "
-            "error, not the spread of the estimate). " + caveat_caption()
+            " Intervals of the binned calibration errors are bias-corrected (they aim at the "
+            "true error, not at the spread of the estimate). " + caveat_caption()
             if s.n_bootstrap and not deferred
             else ""
         )
