@@ -354,17 +354,9 @@ def _decoded_size(path: str) -> int | None:
 def _stream(path: str, args, *, split=None):
     from calcore.io.stream import scan
 
-    stream = scan(
-        path,
-        label_column=args.label_col,
-        scores=args.scores,
-        split_column=args.split_col,
-        split=split,
-        renormalize=args.renormalize,
-        percent=args.percent,
-        positive_class=args.positive_class,
-        weight_column=args.weight_col,
-    )
+    # The loader's options, but no size budget: a stream is never refused for size.
+    options = {k: v for k, v in _load_kwargs(args).items() if k != "max_decoded_bytes"}
+    stream = scan(path, split=split, **options)
     return stream.with_progress(Progress(stream.n_rows_in_files, estimated=stream.rows_estimated))
 
 

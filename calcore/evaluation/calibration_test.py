@@ -43,12 +43,18 @@ from calcore.evaluation.report_statistics import (
     report_cell_specs,
     report_kde_specs,
 )
-from calcore.metrics.registry import METRICS
+from calcore.metrics.registry import METRICS, metric_keys
 from calcore.predictions import Predictions
 from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.poisson import row_uniforms
 
-__all__ = ["CalibrationTest", "TESTABLE_METRICS", "calibration_test", "DEFAULT_TESTED"]
+__all__ = [
+    "CalibrationTest",
+    "TESTABLE_METRICS",
+    "calibration_test",
+    "redrawn_label_test",
+    "DEFAULT_TESTED",
+]
 
 #: The metrics the test can use: the calibration errors (not accuracy or the scores).
 TESTABLE_METRICS = tuple(k for k in METRICS if k not in ("accuracy", "nll", "brier"))
@@ -169,7 +175,7 @@ def calibration_test(
     >>> test.p_values["conf_ece"] > 0.05
     True
     """
-    keys = _tested_keys(metrics)
+    keys = metric_keys(metrics, among=TESTABLE_METRICS, what="calibration_test metrics")
     BOOTSTRAP_RESAMPLES.check(n_resamples, "n_resamples")
     resolve_binning(binning, bins)
     if not preds.normalized:
@@ -181,8 +187,58 @@ def calibration_test(
     if preds.n_samples < 2:
         raise CalcoreError("calibration_test needs at least 2 rows.")
     weights = row_weights(preds, sample_weight)
-    stats = _empty_statistics(preds, keys, bins=bins, binning=binning, weights=weights)
-    observed = _errors(stats, preds, weights, keys)
+    layout = _empty_statistics(preds, keys, bins=bins, binning=binning, weights=weights)
+    observed = _errors(layout, preds, weights, keys)
+    return redrawn_label_test(
+        preds, layout, observed, n_resamples=n_resamples, seed=seed, weights=weights
+    )
+
+
+def redrawn_label_test(
+    preds: Predictions,
+    layout: CalibrationStatistics,
+    observed: dict,
+    *,
+    n_resamples: int,
+    seed: int,
+    weights=None,
+) -> CalibrationTest:
+    """:func:`calibration_test` on cells and KDE problems already laid out.
+
+    :func:`calcore.evaluate` has computed the bins, the bandwidths and the observed errors
+    in its own pass; this redraws the labels only (the caller has checked the options).
+
+    Parameters
+    ----------
+    preds : Predictions
+    layout : CalibrationStatistics
+        Its ``specs`` and ``kde_specs`` are the cells and KDE problems of the tested metrics
+        (its sums are not read).
+    observed : dict of str to float
+        The tested metrics on ``preds``.
+    n_resamples, seed :
+        As in :func:`calibration_test`.
+    weights : ndarray, optional
+        Resolved row weights.
+
+    Returns
+    -------
+    CalibrationTest
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from calcore.statistics.accumulator import CalibrationStatistics
+    >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident", strength=2)
+    >>> preds = calcore.simulate_predictions(sim, 1000, seed=0).preds
+    >>> from calcore.evaluation.report_statistics import report_cell_specs
+    >>> specs = report_cell_specs(preds, bins=15, binning="equal-width", keys={"conf"})
+    >>> layout = CalibrationStatistics.empty(preds.class_names, specs, {})
+    >>> observed = {"conf_ece": calcore.confidence_ece(preds)}
+    >>> redrawn_label_test(preds, layout, observed, n_resamples=19, seed=0).p_values
+    {'conf_ece': 0.05}
+    """
+    keys = list(observed)
     cumulative = np.cumsum(preds.probs, axis=1)
     positions = np.arange(preds.n_samples)
     null = {k: np.empty(int(n_resamples)) for k in keys}
@@ -192,7 +248,7 @@ def calibration_test(
         redrawn = Predictions(
             preds.probs, labels, preds.class_names, sample_weight=preds.sample_weight
         )
-        for k, v in _errors(stats, redrawn, weights, keys).items():
+        for k, v in _errors(layout, redrawn, weights, keys).items():
             null[k][r] = v
     p_values = {
         k: float((1 + np.count_nonzero(null[k] >= observed[k])) / (n_resamples + 1))
@@ -201,16 +257,6 @@ def calibration_test(
         for k in keys
     }
     return CalibrationTest(observed, p_values, int(n_resamples), seed, null)
-
-
-def _tested_keys(metrics) -> list[str]:
-    keys = [metrics] if isinstance(metrics, str) else list(metrics)
-    bad = [k for k in keys if k not in TESTABLE_METRICS]
-    if not keys or bad:
-        raise CalcoreError(
-            f"calibration_test metrics must be among {list(TESTABLE_METRICS)}; got {keys!r}."
-        )
-    return list(dict.fromkeys(keys))
 
 
 def _empty_statistics(preds, keys, *, bins, binning, weights) -> CalibrationStatistics:

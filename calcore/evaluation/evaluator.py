@@ -21,7 +21,7 @@ from calcore.evaluation.bootstrap import Interval, check_bootstrap_options
 from calcore.evaluation.calibration_test import (
     TESTABLE_METRICS,
     CalibrationTest,
-    calibration_test,
+    redrawn_label_test,
 )
 from calcore.evaluation.intervals import check_interval_method, interval_bounds
 from calcore.evaluation.report_statistics import (
@@ -35,7 +35,7 @@ from calcore.evaluation.report_statistics import (
     statistics_bins,
 )
 from calcore.io.stream import PredictionStream
-from calcore.metrics.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for
+from calcore.metrics.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for, metric_keys
 from calcore.predictions import Predictions
 from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.passes import CellRequest, stream_statistics
@@ -234,17 +234,6 @@ def _point_metrics(
     return m, stats
 
 
-def _metric_keys(metrics) -> list[str]:
-    keys = [metrics] if isinstance(metrics, str) else list(metrics)
-    unknown = [k for k in keys if k not in METRICS]
-    if not keys or unknown:
-        raise CalcoreError(
-            f"metrics must name at least one of {list(METRICS)}; got {keys!r}"
-            + (f" ({unknown!r} unknown)." if unknown else ".")
-        )
-    return keys
-
-
 def bootstrap_replicates(
     preds: Predictions,
     stats: CalibrationStatistics,
@@ -424,7 +413,7 @@ def _interval_notes(keys, method) -> list[str]:
 
 
 def _calibration_test(
-    preds, values, stats, *, n_bootstrap, seed, bins, binning, kde_max_work, weights
+    preds, values, stats, *, n_bootstrap, seed, kde_max_work, weights
 ) -> tuple[CalibrationTest | None, list[str]]:
     """The calibration test of every computed calibration error, the KDE-ECEs within the
     same work cap as their bootstrap (each redrawn label set costs one KDE per problem)."""
@@ -443,14 +432,16 @@ def _calibration_test(
         keys.append(k)
     if not keys:
         return None, notes
-    test = calibration_test(
-        preds,
-        metrics=keys,
-        bins=bins,
-        binning=binning,
-        n_resamples=n_bootstrap,
-        seed=seed,
-        sample_weight=weights,
+    # The report's own cells, bandwidths and values: only the labels are redrawn.
+    cells = {CELLS_OF_METRIC[k] for k in keys if k in CELLS_OF_METRIC}
+    layout = CalibrationStatistics.empty(
+        stats.class_names,
+        {c: spec for c, spec in stats.specs.items() if c in cells},
+        {k: spec for k, spec in stats.kde_specs.items() if k in keys},
+    )
+    observed = {k: values[k] for k in keys}
+    test = redrawn_label_test(
+        preds, layout, observed, n_resamples=n_bootstrap, seed=seed, weights=weights
     )
     notes.append(
         f"Calibration test: each p-value is the share of {n_bootstrap} label sets redrawn "
@@ -509,7 +500,7 @@ def _evaluate_stream(
     """:func:`evaluate` of a :class:`~calcore.io.stream.PredictionStream`: the passes of
     :func:`calcore.statistics.passes.stream_statistics`, then the same formulas."""
     scheme = resolve_binning(binning, bins)
-    wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
+    wanted = frozenset(METRICS) if metrics is None else frozenset(metric_keys(metrics))
     names = stream.class_names
     n_classes = len(names)
     adaptive = resolve_binning("equal-mass", adaptive_bins_for(binning, bins))
@@ -693,7 +684,7 @@ def evaluate(
             metrics=metrics,
             interval_method=interval_method,
         )
-    wanted = frozenset(METRICS) if metrics is None else frozenset(_metric_keys(metrics))
+    wanted = frozenset(METRICS) if metrics is None else frozenset(metric_keys(metrics))
     weights = row_weights(preds, sample_weight)
     with_kde_cw = preds.n_classes <= kde_classwise_max_classes
     values, stats = _point_metrics(
@@ -736,8 +727,6 @@ def evaluate(
             stats,
             n_bootstrap=n_bootstrap,
             seed=seed,
-            bins=bins,
-            binning=binning,
             kde_max_work=kde_max_work,
             weights=weights,
         )

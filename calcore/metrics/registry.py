@@ -339,6 +339,43 @@ def adaptive_bins_for(binning, bins):
     return bins if binning in ("equal-width", "equal-mass") else 15
 
 
+def metric_keys(metrics, *, among=None, what: str = "metrics") -> list[str]:
+    """The metric keys named by ``metrics`` (one key or an iterable), checked once.
+
+    Parameters
+    ----------
+    metrics : str or iterable of str
+    among : sequence of str, optional
+        The allowed keys (default: every key of :data:`METRICS`).
+    what : str
+        How the caller's argument is named in the message.
+
+    Returns
+    -------
+    list of str
+        The keys in the given order, without repeats.
+
+    Raises
+    ------
+    CalcoreError
+        No key, or a key not in ``among`` (the message lists the allowed keys).
+
+    Examples
+    --------
+    >>> metric_keys("accuracy"), metric_keys(["conf_ece", "nll", "conf_ece"])
+    (['accuracy'], ['conf_ece', 'nll'])
+    """
+    allowed = list(METRICS if among is None else among)
+    keys = [metrics] if isinstance(metrics, str) else list(metrics)
+    unknown = [k for k in keys if k not in allowed]
+    if not keys or unknown:
+        raise CalcoreError(
+            f"{what} must name at least one of {allowed}; every key must be among them; got "
+            f"{keys!r}" + (f" ({unknown!r} unknown)." if unknown else ".")
+        )
+    return list(dict.fromkeys(keys))
+
+
 def compute_metric(
     key: str, preds: Predictions, *, bins=15, binning="equal-width", sample_weight=None
 ) -> float:

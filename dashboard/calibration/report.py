@@ -86,11 +86,9 @@ def _settings_rows(ctx, source: str) -> list[tuple[str, str]]:
 
 def _metrics_html(ctx) -> str:
     # the page's choice: no intervals on large data until someone asked for them
-    values = metrics.metric_values(ctx, n_bootstrap=0 if metrics.intervals_deferred(ctx) else None)
-    verdicts = metrics.calibration_verdicts(
-        ctx, n_bootstrap=0 if metrics.intervals_deferred(ctx) else None
-    )
-    table = metrics.display_table(values, verdicts)
+    table_of = metrics.comparison(ctx, n_bootstrap=0 if metrics.intervals_deferred(ctx) else None)
+    values = table_of.values
+    table = metrics.display_table(values, metrics.calibration_verdicts(table_of))
     best = metrics.best_methods(values)
     keys = {title: key for key, (title, _) in metrics.columns().items()}
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)

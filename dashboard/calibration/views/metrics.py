@@ -54,12 +54,11 @@ def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
 TEST_ROWS = ("conf_ece", "top_label_ece", "classwise_ece")
 
 
-def calibration_verdicts(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict[str, str]]:
+def calibration_verdicts(table: calcore.Comparison) -> dict[str, dict[str, str]]:
     """``verdicts[method][metric]``: calcore's calibration test in words (with intervals)."""
-    tests = comparison(ctx, n_bootstrap=n_bootstrap).calibration_tests
     return {
         method: {k: test.verdict(k) for k in TEST_ROWS if k in test.p_values}
-        for method, test in tests.items()
+        for method, test in table.calibration_tests.items()
     }
 
 
@@ -213,9 +212,9 @@ def render(ctx) -> None:
     caption_slot = st.empty()  # the table's caption, filled in once the table is final
     chart_slot = st.empty()
     deferred = intervals_deferred(ctx)
+    # One comparison gives the final table, its verdicts and the chart.
     if deferred:
-        values = metric_values(ctx, n_bootstrap=0)
-        _show(slot, values)
+        final = comparison(ctx, n_bootstrap=0)
         st.info(
             f"Bootstrap intervals are not computed automatically for "
             f"{ctx.test.n_samples:,} x {ctx.test.n_classes:,} predictions: "
@@ -230,10 +229,10 @@ def render(ctx) -> None:
         _show(slot, points)
         _show_chart(chart_slot, ctx, points, final=False)
         with st.spinner(f"Bootstrap intervals ({ctx.settings.n_bootstrap} resamples)…"):
-            values = metric_values(ctx)
+            final = comparison(ctx)
     else:
-        values = metric_values(ctx)
-    verdicts = calibration_verdicts(ctx, n_bootstrap=0 if deferred else None)
+        final = comparison(ctx)
+    values, verdicts = final.values, calibration_verdicts(final)
     _show(slot, values, verdicts)
     _show_chart(chart_slot, ctx, values, final=True)
     s = ctx.settings
