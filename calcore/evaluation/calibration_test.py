@@ -28,7 +28,7 @@ classification", AISTATS, Sec. 4 (consistency resampling tests). Davison & Hinkl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -40,19 +40,22 @@ from calcore.evaluation.report_statistics import (
     CELLS_OF_METRIC,
     binned_values,
     kde_point_values,
+    replicate_values,
     report_cell_specs,
     report_kde_specs,
 )
 from calcore.metrics.registry import METRICS, metric_keys
 from calcore.predictions import Predictions
 from calcore.statistics.accumulator import CalibrationStatistics
-from calcore.statistics.poisson import row_uniforms
+from calcore.statistics.redraws import LabelRedraws
 
 __all__ = [
     "CalibrationTest",
     "TESTABLE_METRICS",
     "calibration_test",
     "redrawn_label_test",
+    "test_from_null",
+    "tested_statistics",
     "DEFAULT_TESTED",
 ]
 
@@ -187,33 +190,36 @@ def calibration_test(
     if preds.n_samples < 2:
         raise CalcoreError("calibration_test needs at least 2 rows.")
     weights = row_weights(preds, sample_weight)
-    layout = _empty_statistics(preds, keys, bins=bins, binning=binning, weights=weights)
-    observed = _errors(layout, preds, weights, keys)
+    stats = _data_statistics(preds, keys, bins=bins, binning=binning, weights=weights)
+    values = binned_values(stats) | kde_point_values(stats)
+    observed = {k: values[k] for k in keys}
     return redrawn_label_test(
-        preds, layout, observed, n_resamples=n_resamples, seed=seed, weights=weights
+        preds, stats, observed, n_resamples=n_resamples, seed=seed, weights=weights
     )
 
 
 def redrawn_label_test(
     preds: Predictions,
-    layout: CalibrationStatistics,
+    stats: CalibrationStatistics,
     observed: dict,
     *,
     n_resamples: int,
     seed: int,
     weights=None,
 ) -> CalibrationTest:
-    """:func:`calibration_test` on cells and KDE problems already laid out.
+    """:func:`calibration_test` on statistics already computed.
 
-    :func:`calcore.evaluate` has computed the bins, the bandwidths and the observed errors
-    in its own pass; this redraws the labels only (the caller has checked the options).
+    :func:`calcore.evaluate` has computed the bins, the bandwidths, the sums and the
+    observed errors in its own pass; this redraws the labels only (the caller has checked
+    the options), with :class:`~calcore.statistics.redraws.LabelRedraws`: each redraw
+    costs one bincount per set of cells, not a pass of the statistics engine.
 
     Parameters
     ----------
     preds : Predictions
-    layout : CalibrationStatistics
-        Its ``specs`` and ``kde_specs`` are the cells and KDE problems of the tested metrics
-        (its sums are not read).
+    stats : CalibrationStatistics
+        The statistics of ``preds`` (with ``weights``); its ``specs`` and ``kde_specs``
+        are the cells and KDE problems of the tested metrics.
     observed : dict of str to float
         The tested metrics on ``preds``.
     n_resamples, seed :
@@ -229,38 +235,78 @@ def redrawn_label_test(
     --------
     >>> import calcore
     >>> from calcore.statistics.accumulator import CalibrationStatistics
+    >>> from calcore.evaluation.report_statistics import report_cell_specs
     >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident", strength=2)
     >>> preds = calcore.simulate_predictions(sim, 1000, seed=0).preds
-    >>> from calcore.evaluation.report_statistics import report_cell_specs
     >>> specs = report_cell_specs(preds, bins=15, binning="equal-width", keys={"conf"})
-    >>> layout = CalibrationStatistics.empty(preds.class_names, specs, {})
+    >>> stats = CalibrationStatistics.empty(preds.class_names, specs, {})
+    >>> stats.update(preds)
     >>> observed = {"conf_ece": calcore.confidence_ece(preds)}
-    >>> redrawn_label_test(preds, layout, observed, n_resamples=19, seed=0).p_values
+    >>> redrawn_label_test(preds, stats, observed, n_resamples=19, seed=0).p_values
     {'conf_ece': 0.05}
     """
     keys = list(observed)
-    cumulative = np.cumsum(preds.probs, axis=1)
     positions = np.arange(preds.n_samples)
-    null = {k: np.empty(int(n_resamples)) for k in keys}
-    for r in range(int(n_resamples)):
-        u = row_uniforms(positions, seed, stream=r + 1)
-        labels = np.minimum((cumulative <= u[:, None]).sum(axis=1), preds.n_classes - 1)
-        redrawn = Predictions(
-            preds.probs, labels, preds.class_names, sample_weight=preds.sample_weight
+    null = {k: [] for k in keys}
+    for redraws in _redraw_groups(stats, int(n_resamples)):
+        accumulated = LabelRedraws(
+            stats.class_names, stats.specs, stats.kde_specs, redraws=redraws, seed=seed
         )
-        for k, v in _errors(layout, redrawn, weights, keys).items():
-            null[k][r] = v
+        accumulated.update(preds, positions, weights)
+        values = replicate_values(accumulated.statistics(stats), keys)
+        for k in keys:
+            null[k].append(values[k])
+    return test_from_null(observed, {k: np.concatenate(v) for k, v in null.items()}, seed)
+
+
+def test_from_null(observed: dict, null: dict, seed: int) -> CalibrationTest:
+    """The p-values of ``observed`` errors against their redrawn (null) values.
+
+    Examples
+    --------
+    >>> test = test_from_null({"conf_ece": 0.05}, {"conf_ece": np.array([0.01, 0.07, 0.02])}, 0)
+    >>> test.p_values, test.n_resamples
+    ({'conf_ece': 0.5}, 3)
+    """
+    n_resamples = len(next(iter(null.values()))) if null else 0
     p_values = {
         k: float((1 + np.count_nonzero(null[k] >= observed[k])) / (n_resamples + 1))
         if np.isfinite(observed[k])
         else np.nan
-        for k in keys
+        for k in observed
     }
-    return CalibrationTest(observed, p_values, int(n_resamples), seed, null)
+    return CalibrationTest(dict(observed), p_values, int(n_resamples), seed, dict(null))
 
 
-def _empty_statistics(preds, keys, *, bins, binning, weights) -> CalibrationStatistics:
-    """Zero statistics on the data's cells and KDE problems (kept for every resample)."""
+#: Memory for the redrawn sums of one group of redraws (redraws beyond it run in groups).
+REDRAW_MEMORY_BYTES = 256 * 2**20
+
+
+def _redraw_groups(stats: CalibrationStatistics, n_resamples: int):
+    """``range(n_resamples)`` in consecutive groups whose redrawn sums fit the memory cap."""
+    per_redraw = 8 * (
+        sum(s.edges.n_cells for s in stats.specs.values())
+        + sum(7 * lay.n_cells for s in stats.kde_specs.values() for lay in s.layouts)
+        + stats.n_classes
+    )
+    size = max(1, REDRAW_MEMORY_BYTES // max(per_redraw, 1))
+    return [range(a, min(a + size, n_resamples)) for a in range(0, n_resamples, size)]
+
+
+def tested_statistics(stats: CalibrationStatistics, keys) -> CalibrationStatistics:
+    """``stats`` restricted to the cells and KDE problems of the metrics ``keys``."""
+    cells = {CELLS_OF_METRIC[k] for k in keys if k in CELLS_OF_METRIC}
+    return replace(
+        stats,
+        specs={c: s for c, s in stats.specs.items() if c in cells},
+        cells={c: s for c, s in stats.cells.items() if c in cells},
+        kde_specs={k: s for k, s in stats.kde_specs.items() if k in keys},
+        kde={k: s for k, s in stats.kde.items() if k in keys},
+    )
+
+
+def _data_statistics(preds, keys, *, bins, binning, weights) -> CalibrationStatistics:
+    """The statistics of ``preds`` on the cells and KDE problems of the tested metrics."""
     cells = {CELLS_OF_METRIC[k] for k in keys if k in CELLS_OF_METRIC}
     specs = report_cell_specs(preds, bins=bins, binning=binning, keys=cells, weights=weights)
     kde = report_kde_specs(
@@ -269,12 +315,6 @@ def _empty_statistics(preds, keys, *, bins, binning, weights) -> CalibrationStat
         classwise="kde_ece_classwise" in keys,
         weights=weights,
     )
-    return CalibrationStatistics.empty(preds.class_names, specs, kde)
-
-
-def _errors(layout: CalibrationStatistics, preds, weights, keys) -> dict:
-    """The metrics of ``preds`` on the cells and KDE problems of ``layout``."""
-    stats = CalibrationStatistics.empty(layout.class_names, layout.specs, layout.kde_specs)
+    stats = CalibrationStatistics.empty(preds.class_names, specs, kde)
     stats.update(preds, weights=weights)
-    values = binned_values(stats) | kde_point_values(stats)
-    return {k: values[k] for k in keys}
+    return stats

@@ -22,6 +22,8 @@ from calcore.evaluation.calibration_test import (
     TESTABLE_METRICS,
     CalibrationTest,
     redrawn_label_test,
+    test_from_null,
+    tested_statistics,
 )
 from calcore.evaluation.intervals import check_interval_method, interval_bounds
 from calcore.evaluation.report_statistics import (
@@ -29,6 +31,7 @@ from calcore.evaluation.report_statistics import (
     TACE_THRESHOLD,
     binned_values,
     kde_point_values,
+    replicate_values,
     report_cell_specs,
     report_kde_specs,
     scoring_values,
@@ -432,23 +435,25 @@ def _calibration_test(
         keys.append(k)
     if not keys:
         return None, notes
-    # The report's own cells, bandwidths and values: only the labels are redrawn.
-    cells = {CELLS_OF_METRIC[k] for k in keys if k in CELLS_OF_METRIC}
-    layout = CalibrationStatistics.empty(
-        stats.class_names,
-        {c: spec for c, spec in stats.specs.items() if c in cells},
-        {k: spec for k, spec in stats.kde_specs.items() if k in keys},
-    )
+    # The report's own cells, bandwidths, sums and values: only the labels are redrawn.
     observed = {k: values[k] for k in keys}
     test = redrawn_label_test(
-        preds, layout, observed, n_resamples=n_bootstrap, seed=seed, weights=weights
+        preds,
+        tested_statistics(stats, keys),
+        observed,
+        n_resamples=n_bootstrap,
+        seed=seed,
+        weights=weights,
     )
-    notes.append(
-        f"Calibration test: each p-value is the share of {n_bootstrap} label sets redrawn "
-        "from the predicted probabilities (what a calibrated model would produce) whose "
-        "error is at least the observed one; a small p-value is evidence of miscalibration."
-    )
+    notes.append(_TEST_NOTE.format(n=n_bootstrap))
     return test, notes
+
+
+_TEST_NOTE = (
+    "Calibration test: each p-value is the share of {n} label sets redrawn from the "
+    "predicted probabilities (what a calibrated model would produce) whose error is at least "
+    "the observed one; a small p-value is evidence of miscalibration."
+)
 
 
 #: Rows per non-empty (class, bin) cell below which the bias-corrected TL- and CW-ECE
@@ -495,7 +500,16 @@ def _data_notes(n_tied_rows, normalized, label_weight, class_names) -> list[str]
 
 
 def _evaluate_stream(
-    stream, *, bins, binning, seed, n_bootstrap, confidence_level, metrics, interval_method
+    stream,
+    *,
+    bins,
+    binning,
+    seed,
+    n_bootstrap,
+    confidence_level,
+    metrics,
+    interval_method,
+    test_calibration,
 ) -> CalibrationReport:
     """:func:`evaluate` of a :class:`~calcore.io.stream.PredictionStream`: the passes of
     :func:`calcore.statistics.passes.stream_statistics`, then the same formulas."""
@@ -518,13 +532,11 @@ def _evaluate_stream(
         if k in wanted and (k == "kde_ece" or n_classes <= KDE_CLASSWISE_MAX_CLASSES)
     )
     requests = {k: v for k, v in every.items() if k in keys}
-    boot = None
-    if n_bootstrap:
-        stats, boot = stream_statistics(
-            stream, requests=requests, kde=kde, bootstrap=(int(n_bootstrap), seed)
-        )
-    else:
-        stats = stream_statistics(stream, requests=requests, kde=kde)
+    boot = (int(n_bootstrap), seed) if n_bootstrap else None
+    tested = [k for k in TESTABLE_METRICS if k in wanted]
+    redraws = (int(n_bootstrap), seed) if n_bootstrap and test_calibration and tested else None
+    passes = stream_statistics(stream, requests=requests, kde=kde, bootstrap=boot, redraws=redraws)
+    stats, boot = passes.statistics, passes.bootstrap
     if stats.n_rows == 0 or stats.weight == 0:
         raise CalcoreError(
             f"{stream.name}: no rows"
@@ -544,7 +556,7 @@ def _evaluate_stream(
         )
     intervals, reps = {}, {}
     if boot is not None:
-        reps = _stream_replicates(boot, m)
+        reps = replicate_values(boot, [k for k, v in m.items() if v is not None])
         used = dict.fromkeys(reps, boot.n_replicates)
         intervals = _intervals_from(m, reps, used, confidence_level, interval_method, {})
         notes.extend(_interval_notes(list(reps), interval_method))
@@ -555,6 +567,13 @@ def _evaluate_stream(
             "intervals); bins and KDE bandwidths stay those of the full data, so the intervals "
             "leave out their variability."
         )
+    test = None
+    if passes.redrawn is not None and stats.n_rows >= 2:
+        observed = {k: m[k] for k in tested if m.get(k) is not None}
+        test = test_from_null(observed, replicate_values(passes.redrawn, observed), seed)
+        notes.append(_TEST_NOTE.format(n=n_bootstrap))
+    elif redraws is not None and not stats.normalized:
+        notes.append("No calibration test: some rows do not sum to 1, so no label can be drawn.")
     return CalibrationReport(
         stats.n_rows,
         n_classes,
@@ -567,20 +586,8 @@ def _evaluate_stream(
         intervals,
         tuple(notes),
         replicates=reps,
+        calibration_test=test,
     )
-
-
-def _stream_replicates(boot: CalibrationStatistics, estimates: dict) -> dict:
-    """Every computed metric of each replicate of streamed statistics (Poisson weights)."""
-    keys = [k for k, v in estimates.items() if v is not None]
-    reps = {k: np.empty(boot.n_replicates) for k in keys}
-    kde = {k: np.atleast_2d(boot.kde_ece(k)).mean(axis=-1) for k in boot.kde_specs}
-    for r in range(boot.n_replicates):
-        one = boot.replicate(r)
-        values = scoring_values(one) | binned_values(one) | {k: v[r] for k, v in kde.items()}
-        for k in keys:
-            reps[k][r] = values[k]
-    return reps
 
 
 def evaluate(
@@ -623,9 +630,11 @@ def evaluate(
         ``"bca"`` needs in-memory predictions (its grouped jackknife costs 20 more
         replicates). The replicates are kept in the report whatever the method.
     test_calibration : bool, default True
-        With ``n_bootstrap > 0`` and in-memory predictions, also run
-        :func:`calcore.calibration_test` on every computed calibration error (as many
-        redrawn label sets as resamples, same seed): ``report.calibration_test``.
+        With ``n_bootstrap > 0``, also run :func:`calcore.calibration_test` on every
+        computed calibration error (as many redrawn label sets as resamples, same seed):
+        ``report.calibration_test``. On a stream the labels are redrawn in the same pass
+        as the bootstrap, keyed by row position, so the p-values equal those of the same
+        rows in memory.
     kde_classwise_max_classes : int, default 100
         ``kde_ece_classwise`` costs one KDE per class; above this many classes
         it is left out (``None``, with a note). Raise it to force it.
@@ -683,6 +692,7 @@ def evaluate(
             confidence_level=confidence_level,
             metrics=metrics,
             interval_method=interval_method,
+            test_calibration=test_calibration,
         )
     wanted = frozenset(METRICS) if metrics is None else frozenset(metric_keys(metrics))
     weights = row_weights(preds, sample_weight)

@@ -28,6 +28,7 @@ __all__ = [
     "scoring_values",
     "binned_values",
     "kde_point_values",
+    "replicate_values",
 ]
 
 #: Score threshold of the TACE in the report (Nixon et al. 2019).
@@ -120,3 +121,22 @@ def report_kde_specs(
 def kde_point_values(stats: CalibrationStatistics) -> dict:
     """KDE-ECE (confidence) and its class-wise mean, for the KDE problems ``stats`` keeps."""
     return {key: float(np.mean(stats.kde_ece(key))) for key in stats.kde_specs}
+
+
+def replicate_values(stats: CalibrationStatistics, keys) -> dict:
+    """The metrics ``keys`` of every replicate of statistics with a replicate axis.
+
+    Returns a dict of metric to ndarray of shape (R,). The KDE-ECEs of all replicates
+    are evaluated at once; the binned metrics replicate by replicate (each a few arrays
+    of the cells' size).
+    """
+    keys = list(keys)
+    n = stats.n_replicates
+    out = {k: np.empty(n) for k in keys}
+    kde = {k: np.atleast_2d(stats.kde_ece(k)).mean(axis=-1) for k in stats.kde_specs if k in keys}
+    for r in range(n):
+        one = stats.replicate(r)
+        values = scoring_values(one) | binned_values(one) | {k: v[r] for k, v in kde.items()}
+        for k in keys:
+            out[k][r] = values[k]
+    return out

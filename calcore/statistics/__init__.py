@@ -15,16 +15,19 @@ Layers, bottom up:
 * :mod:`~calcore.statistics.quantiles`, :mod:`~calcore.statistics.passes` -- exact
   order statistics and the passes over a stream that builds the statistics;
 * :mod:`~calcore.statistics.poisson`, :mod:`~calcore.statistics.replicates` --
-  bootstrap weights (Poisson, keyed by row position; multinomial counts in memory).
+  bootstrap weights (Poisson, keyed by row position; multinomial counts in memory);
+* :mod:`~calcore.statistics.redraws` -- the sums of labels redrawn from the
+  predictions (the test of calibration), keyed by row position too.
 """
 
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, edges_for
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
-from calcore.statistics.passes import CellRequest, stream_statistics
-from calcore.statistics.points import REDUCTIONS, RowBatch, add_rows, reduction_edges
+from calcore.statistics.passes import CellRequest, StreamedStatistics, stream_statistics
+from calcore.statistics.points import REDUCTIONS, RowBatch, add_rows, point_cells, reduction_edges
 from calcore.statistics.poisson import poisson_weights
+from calcore.statistics.redraws import LabelRedraws, redrawn_labels
 
 __all__ = [
     "CalibrationStatistics",
@@ -35,12 +38,16 @@ __all__ = [
     "kde_ece_from_sums",
     "CellRequest",
     "stream_statistics",
+    "StreamedStatistics",
     "poisson_weights",
+    "LabelRedraws",
+    "redrawn_labels",
     "BinEdges",
     "edges_for",
     "CellSums",
     "REDUCTIONS",
     "RowBatch",
     "add_rows",
+    "point_cells",
     "reduction_edges",
 ]

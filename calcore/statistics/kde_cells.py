@@ -48,7 +48,7 @@ import scipy.sparse as sp
 from calcore.kde import MIN_BANDWIDTH, default_grid_size
 from calcore.statistics.edges import SortedCuts
 
-__all__ = ["KDELayout", "KDESums", "ScoreMoments", "kde_ece_from_sums"]
+__all__ = ["positive_moments", "KDELayout", "KDESums", "ScoreMoments", "kde_ece_from_sums"]
 
 _N_POWERS = 7  # (1 - u^2)^3 has degree 6
 _CHUNK = 1 << 19  # points per chunk of KDESums.add
@@ -267,6 +267,56 @@ class KDESums:
 
     def merge(self, other: "KDESums") -> "KDESums":
         return KDESums(self.moments + other.moments)
+
+
+def positive_moments(layout: KDELayout, scores, positive: np.ndarray, weights=None) -> np.ndarray:
+    """Per-cell moments of the positive points of several outcome vectors at once.
+
+    The points (``scores``, row weights ``weights``) are the same for every outcome
+    vector; row ``r`` of ``positive`` says which of them have outcome 1 in set ``r``.
+    Used by the calibration test's redrawn labels
+    (:class:`~calcore.statistics.redraws.LabelRedraws`): the cells and powers of the
+    points are computed once, and each set costs one bincount per power.
+
+    Parameters
+    ----------
+    layout : KDELayout
+    scores : ndarray of shape (m,)
+    positive : ndarray of bool, shape (R, m)
+    weights : ndarray of shape (m,), optional
+
+    Returns
+    -------
+    ndarray of shape (R, 7, n_cells)
+        What row 1 of :attr:`KDESums.moments` would hold for each outcome vector.
+
+    Examples
+    --------
+    >>> layout = KDELayout.for_bandwidth(0.2)
+    >>> sums = KDESums.zeros(layout)
+    >>> sums.add(layout, [0.2, 0.3, 0.7], [1, 0, 1])
+    >>> got = positive_moments(layout, np.array([0.2, 0.3, 0.7]), np.array([[1, 0, 1]], bool))
+    >>> bool(np.allclose(got[0], sums.moments[1]))
+    True
+    """
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    positive = np.asarray(positive, dtype=bool)
+    n_sets, n = positive.shape[0], layout.n_cells
+    out = np.zeros((n_sets, _N_POWERS, n))
+    for a in range(0, s.size, _CHUNK):
+        chunk = s[a : a + _CHUNK]
+        cells = layout.cell_of(chunk)
+        b = (chunk - layout.frame[cells]) / layout.bandwidth
+        sets, points = np.nonzero(positive[:, a : a + _CHUNK])
+        key = sets * n + cells[points]
+        power = np.ones(chunk.size) if weights is None else np.asarray(weights)[a : a + _CHUNK]
+        power = np.array(power, dtype=np.float64)
+        for k in range(_N_POWERS):
+            if k:
+                power *= b
+            sums = np.bincount(key, weights=power[points], minlength=n_sets * n)
+            out[:, k] += sums.reshape(n_sets, n)
+    return out
 
 
 class _Packed:

@@ -33,8 +33,9 @@ from calcore.statistics.edges import BinEdges, bins_per_group
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
 from calcore.statistics.poisson import poisson_weights
 from calcore.statistics.quantiles import ExactRanks
+from calcore.statistics.redraws import LabelRedraws
 
-__all__ = ["CellRequest", "stream_statistics"]
+__all__ = ["CellRequest", "StreamedStatistics", "stream_statistics"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,41 @@ class CellRequest:
     def fixed(self) -> bool:
         """Bins known before reading anything (equal-width with a number of bins)."""
         return self.scheme.kind == "equal-width" and self.scheme.bins not in BIN_COUNT_RULES
+
+
+@dataclass(frozen=True, eq=False)
+class StreamedStatistics:
+    """What the last pass over a stream accumulated.
+
+    Attributes
+    ----------
+    statistics : CalibrationStatistics
+        The rows' own statistics.
+    bootstrap : CalibrationStatistics or None
+        Poisson bootstrap replicates (leading axis ``R``), when asked for.
+    redrawn : CalibrationStatistics or None
+        The statistics of label sets redrawn from the predictions (leading axis ``R``),
+        when asked for and every row was normalised.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from types import SimpleNamespace
+    >>> from calcore.statistics import CellRequest, stream_statistics
+    >>> preds = calcore.Predictions.from_probs([[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]], [0, 1, 1])
+    >>> stream = SimpleNamespace(
+    ...     class_names=preds.class_names,
+    ...     batches=lambda: iter([SimpleNamespace(preds=preds, position=0)]),
+    ... )
+    >>> request = {"conf": CellRequest("confidence", calcore.resolve_binning("equal-width", 5))}
+    >>> out = stream_statistics(stream, requests=request, bootstrap=(3, 0), redraws=(4, 0))
+    >>> out.statistics.n_rows, out.bootstrap.n_replicates, out.redrawn.n_replicates
+    (3, 3, 4)
+    """
+
+    statistics: CalibrationStatistics
+    bootstrap: CalibrationStatistics | None = None
+    redrawn: CalibrationStatistics | None = None
 
 
 def _points(batch, reduction: str):
@@ -89,8 +125,9 @@ def stream_statistics(
     requests: dict,
     kde: tuple = (),
     bootstrap: tuple[int, int] | None = None,
+    redraws: tuple[int, int] | None = None,
     progress=None,
-):
+) -> "StreamedStatistics":
     """Statistics of a re-readable stream of Predictions batches.
 
     Parameters
@@ -109,13 +146,18 @@ def stream_statistics(
         weighted by :func:`~calcore.statistics.poisson.poisson_weights` of its position
         (so the replicates do not depend on the batching). The bins and KDE bandwidths
         stay those of the full data.
+    redraws : (int, int), optional
+        ``(R, seed)``: also accumulate the statistics of ``R`` label sets redrawn from the
+        predicted probabilities (:class:`~calcore.statistics.redraws.LabelRedraws`, keyed
+        by row position too), for the test of calibration.
     progress : callable, optional
         Called with every batch read (all passes).
 
     Returns
     -------
-    CalibrationStatistics, or (CalibrationStatistics, CalibrationStatistics)
-        The statistics, and with ``bootstrap`` their replicates (leading axis ``R``).
+    StreamedStatistics
+        The statistics; with ``bootstrap`` their replicates (leading axis ``R``); with
+        ``redraws`` the redrawn statistics (None when some rows were not normalised).
 
     Raises
     ------
@@ -132,7 +174,7 @@ def stream_statistics(
     >>> parts = [SimpleNamespace(preds=preds.subset(r), position=r[0]) for r in ([0, 1], [2, 3])]
     >>> stream = SimpleNamespace(class_names=preds.class_names, batches=lambda: iter(parts))
     >>> request = CellRequest("confidence", calcore.resolve_binning("equal-mass", 2))
-    >>> stats = stream_statistics(stream, requests={"conf": request})
+    >>> stats = stream_statistics(stream, requests={"conf": request}).statistics
     >>> stats.cells["conf"].weight.tolist(), stats.cells["conf"].outcome.tolist()
     ([2.0, 2.0], [2.0, 1.0])
     """
@@ -199,18 +241,25 @@ def stream_statistics(
             "class-wise", tuple(_layout(m) for m in moments["kde_ece_classwise"])
         )
     stats = CalibrationStatistics.empty(names, specs, kde_specs)
-    if bootstrap is None:
-        for preds, _, w in _batches(stream, progress):
-            stats.update(preds, weights=w)
-        return stats
-    n_replicates, seed = bootstrap
-    boot = CalibrationStatistics.empty(names, specs, kde_specs, replicates=n_replicates)
+    boot = redrawn = None
+    if bootstrap is not None:
+        n_replicates, boot_seed = bootstrap
+        boot = CalibrationStatistics.empty(names, specs, kde_specs, replicates=n_replicates)
+    if redraws is not None:
+        n_redraws, redraw_seed = redraws
+        redrawn = LabelRedraws(names, specs, kde_specs, redraws=range(n_redraws), seed=redraw_seed)
     for preds, position, w in _batches(stream, progress):
         stats.update(preds, weights=w)
         rows = position + np.arange(preds.n_samples)
-        replicate_weights = poisson_weights(rows, n_replicates, seed)
-        boot.update(preds, weights=replicate_weights if w is None else replicate_weights * w)
-    return stats, boot
+        if boot is not None:
+            replicate_weights = poisson_weights(rows, n_replicates, boot_seed)
+            boot.update(preds, weights=replicate_weights if w is None else replicate_weights * w)
+        if redrawn is not None and preds.normalized:
+            redrawn.update(preds, rows, w)
+    if redrawn is not None:
+        # a label is drawn from a distribution: unnormalised rows leave no test
+        redrawn = redrawn.statistics(stats) if stats.normalized else None
+    return StreamedStatistics(stats, boot, redrawn)
 
 
 def _layout(m: ScoreMoments) -> KDELayout:

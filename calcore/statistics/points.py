@@ -23,7 +23,7 @@ from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, bins_per_group, edges_for, group_thresholds
 
-__all__ = ["REDUCTIONS", "RowBatch", "reduction_edges", "add_rows"]
+__all__ = ["REDUCTIONS", "RowBatch", "reduction_edges", "add_rows", "point_cells", "local_labels"]
 
 REDUCTIONS = tuple(BINARY_REDUCTIONS)  # the names, defined once in calcore.reductions
 
@@ -74,7 +74,7 @@ def _check_reduction(reduction: str) -> None:
         raise CalcoreError(f"reduction must be one of {list(REDUCTIONS)}; got {reduction!r}.")
 
 
-def _local_labels(labels: np.ndarray, n_classes: int, classes) -> np.ndarray:
+def local_labels(labels: np.ndarray, n_classes: int, classes) -> np.ndarray:
     """Labels as positions among ``classes`` (-1 for rows labelled with another class)."""
     if classes is None:
         return labels
@@ -220,15 +220,14 @@ def add_rows(
     """
     _check_reduction(reduction)
     if reduction in ("confidence", "top-label"):
-        groups = None if reduction == "confidence" else batch.predicted
-        cells = edges.cell_of(batch.confidence, groups)
+        cells = point_cells(edges, batch, reduction)
         sums.add(cells, batch.confidence, weights)
         hit = np.flatnonzero(batch.correct)
         sums.add_outcomes(cells[hit], None if weights is None else np.asarray(weights)[..., hit])
         return
     n, n_classes = batch.probs.shape
     chosen = None if classes is None else np.asarray(classes, dtype=np.intp)
-    labels = _local_labels(batch.labels, n_classes, chosen)
+    labels = local_labels(batch.labels, n_classes, chosen)
     width = n_classes if chosen is None else chosen.size
     step = max(1, _BLOCK_VALUES // max(width, 1))
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
@@ -242,6 +241,41 @@ def add_rows(
         lab = labels[r0 : r0 + step]
         has = np.flatnonzero(lab >= 0)
         sums.add_outcomes(cells[has, lab[has]], None if wb is None else wb[..., has])
+
+
+def point_cells(edges: BinEdges, batch: RowBatch, reduction: str, *, classes=None) -> np.ndarray:
+    """The cell of every point of a batch (``-1``: in no cell).
+
+    Parameters
+    ----------
+    edges : BinEdges
+    batch : RowBatch
+    reduction : str
+    classes : ndarray of int, optional
+        Class-wise only: the classes the edges were built for.
+
+    Returns
+    -------
+    ndarray of intp
+        Shape (m,) for the confidence and top-label reductions, (m, k) class-wise (one
+        column per class of ``classes``, all classes by default). The whole batch at once:
+        callers bound its size.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from calcore.statistics import RowBatch, point_cells, reduction_edges
+    >>> batch = RowBatch.of(calcore.Predictions.from_probs([[0.9, 0.1], [0.3, 0.7]], [0, 1]))
+    >>> point_cells(reduction_edges(batch, "top-label", bins=2), batch, "top-label").tolist()
+    [1, 3]
+    """
+    _check_reduction(reduction)
+    if reduction == "confidence":
+        return edges.cell_of(batch.confidence)
+    if reduction == "top-label":
+        return edges.cell_of(batch.confidence, batch.predicted)
+    block = batch.probs if classes is None else batch.probs[:, np.asarray(classes, dtype=np.intp)]
+    return _classwise_cells(edges, block)
 
 
 def _classwise_cells(edges: BinEdges, block: np.ndarray) -> np.ndarray:

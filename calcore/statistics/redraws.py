@@ -1,0 +1,256 @@
+"""Statistics of label sets redrawn from the predicted probabilities, batch by batch.
+
+The test of calibration (:mod:`calcore.evaluation.calibration_test`) compares an error
+with its distribution when every row's label is drawn from the row's own predicted
+distribution. A redraw changes only the sums that involve labels: per cell the outcome
+sums ``sum w 1{y = l}``, the KDE moments of the positive points, the number correct
+and the weight of each label. The cell of every point, the weights, the score sums and
+the moments of all points are the data's. So :class:`LabelRedraws` finds each point's
+cell once per batch and adds every redraw's outcomes with one ``np.bincount`` per set
+of cells (seven per KDE problem), instead of a full update per redraw.
+
+The label of row ``i`` in redraw ``r`` is the inverse distribution function of its
+probabilities at one uniform keyed by ``(seed, r + 1, i)``
+(:func:`~calcore.statistics.poisson.row_uniforms`), ``i`` the row's position in the
+whole source: the redraws do not depend on how rows are batched or partitioned, and
+the state (a replicate axis of outcome sums) merges by addition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from calcore.statistics.accumulator import CalibrationStatistics
+from calcore.statistics.kde_cells import positive_moments
+from calcore.statistics.points import RowBatch, local_labels, point_cells
+from calcore.statistics.poisson import row_uniforms
+
+__all__ = ["LabelRedraws", "redrawn_labels"]
+
+# Values per (redraws x rows) temporary of an update (~32 MB each).
+_CHUNK_VALUES = 1 << 22
+# Up to this many classes labels are found by comparing with every cumulative
+# probability; beyond, by a vectorised bisection (log2 L gathers instead of L compares).
+_COMPARE_CLASSES = 8
+
+
+def redrawn_labels(probs: np.ndarray, positions, seed: int, redraws) -> np.ndarray:
+    """Labels drawn from each row's probabilities, one row of labels per redraw.
+
+    Parameters
+    ----------
+    probs : ndarray of shape (m, L)
+        Rows summing to 1.
+    positions : ndarray of int, shape (m,)
+        Each row's position in the whole source.
+    seed : int
+    redraws : sequence of int
+        Redraw indices ``r``; redraw ``r`` uses the uniforms of stream ``r + 1``.
+
+    Returns
+    -------
+    ndarray of intp, shape (len(redraws), m)
+        ``min(#{k : cumsum(p)_k <= u}, L - 1)``: label ``k`` with probability ``p_k``.
+
+    Examples
+    --------
+    >>> labels = redrawn_labels(np.array([[1.0, 0.0], [0.0, 1.0]]), np.arange(2), 0, range(3))
+    >>> labels.tolist()
+    [[0, 1], [0, 1], [0, 1]]
+    """
+    cumulative = np.cumsum(np.asarray(probs, dtype=np.float64), axis=1)
+    m, n_classes = cumulative.shape
+    u = np.stack([row_uniforms(positions, seed, stream=int(r) + 1) for r in redraws])
+    if n_classes <= _COMPARE_CLASSES:
+        count = np.zeros(u.shape, dtype=np.intp)
+        for k in range(n_classes):
+            count += cumulative[:, k] <= u
+    else:
+        # bisection for the first k with cumulative_k > u (cumsum of non-negative values
+        # never decreases in floating point, so this equals the count above)
+        low = np.zeros(u.shape, dtype=np.intp)
+        high = np.full(u.shape, n_classes, dtype=np.intp)
+        base = (np.arange(m) * n_classes)[None, :]
+        flat = cumulative.reshape(-1)
+        while True:
+            open_ = low < high
+            if not open_.any():
+                break
+            mid = (low + high) // 2
+            below = flat[base + np.minimum(mid, n_classes - 1)] <= u
+            low = np.where(open_ & below, mid + 1, low)
+            high = np.where(open_ & ~below, mid, high)
+        count = low
+    return np.minimum(count, n_classes - 1)
+
+
+class LabelRedraws:
+    """Label-dependent sums of ``R`` redrawn label sets, on the cells of given statistics.
+
+    Parameters
+    ----------
+    class_names : sequence of str
+    specs, kde_specs : dict
+        The cells and KDE problems (as in :class:`CalibrationStatistics`).
+    redraws : sequence of int
+        The redraw indices to accumulate (e.g. ``range(200)``, or a part of it to bound
+        memory: the state is ``len(redraws)`` times the cells' outcome sums).
+    seed : int
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from calcore.statistics import CalibrationStatistics, CellSpec, edges_for
+    >>> preds = calcore.Predictions.from_probs([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8]], [0, 1, 1])
+    >>> spec = {"conf": CellSpec("confidence", edges_for(np.empty(0), bins=2))}
+    >>> data = CalibrationStatistics.empty(preds.class_names, spec)
+    >>> data.update(preds)
+    >>> redraws = LabelRedraws(preds.class_names, spec, {}, redraws=range(4), seed=0)
+    >>> redraws.update(preds, np.arange(3))
+    >>> null = redraws.statistics(data)
+    >>> null.cells["conf"].weight.tolist() == [data.cells["conf"].weight.tolist()] * 4
+    True
+    >>> bool((null.cells["conf"].outcome <= null.cells["conf"].weight).all())
+    True
+    """
+
+    def __init__(self, class_names, specs: dict, kde_specs: dict, *, redraws, seed: int):
+        self.class_names = tuple(class_names)
+        self.specs = dict(specs)
+        self.kde_specs = dict(kde_specs)
+        self.redraws = tuple(int(r) for r in redraws)
+        self.seed = int(seed)
+        n_redraws = len(self.redraws)
+        self.outcome = {k: np.zeros((n_redraws, s.edges.n_cells)) for k, s in self.specs.items()}
+        self.positives = {
+            k: [np.zeros((n_redraws, 7, lay.n_cells)) for lay in s.layouts]
+            for k, s in self.kde_specs.items()
+        }
+        self.correct = np.zeros(n_redraws)
+        self.label_weight = np.zeros((n_redraws, len(self.class_names)))
+        self.n_rows = 0
+
+    def update(self, preds, positions, weights=None) -> None:
+        """Add a batch of rows at the given positions (with optional row weights)."""
+        positions = np.asarray(positions)
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)
+        n_redraws, n_classes = len(self.redraws), len(self.class_names)
+        step = max(1, _CHUNK_VALUES // max(n_redraws, n_classes, 1))
+        for a in range(0, preds.n_samples, step):
+            rows = slice(a, a + step)
+            batch = RowBatch(
+                preds.probs[rows],
+                preds.labels[rows],
+                preds.confidence[rows],
+                preds.predicted[rows],
+                preds.predicted[rows] == preds.labels[rows],
+            )
+            labels = redrawn_labels(batch.probs, positions[rows], self.seed, self.redraws)
+            self._add(batch, labels, None if w is None else w[rows])
+        self.n_rows += preds.n_samples
+
+    def _add(self, batch: RowBatch, labels: np.ndarray, w) -> None:
+        n_redraws, m = labels.shape
+        n_classes = len(self.class_names)
+        hit = labels == batch.predicted[None, :]
+        weighted_hit = hit if w is None else hit * w
+        self.correct += weighted_hit.sum(axis=1)
+        offset = np.arange(n_redraws)[:, None]
+        self.label_weight += _bincount(
+            offset * n_classes + labels,
+            None if w is None else np.broadcast_to(w, labels.shape),
+            n_redraws,
+            n_classes,
+        )
+        for key, spec in self.specs.items():
+            cells = point_cells(spec.edges, batch, spec.reduction, classes=spec.classes)
+            n_cells = spec.edges.n_cells
+            if spec.reduction != "class-wise":
+                index = np.where(hit & (cells >= 0), offset * n_cells + cells, -1)
+            else:
+                local = local_labels(labels, n_classes, spec.classes)
+                own = np.take_along_axis(cells, np.maximum(local, 0).T, axis=1).T  # (R, m)
+                index = np.where((local >= 0) & (own >= 0), offset * n_cells + own, -1)
+            self.outcome[key] += _bincount(
+                index, None if w is None else np.broadcast_to(w, index.shape), n_redraws, n_cells
+            )
+        for key, spec in self.kde_specs.items():
+            if spec.reduction == "confidence":
+                self.positives[key][0] += positive_moments(
+                    spec.layouts[0], batch.confidence, hit, w
+                )
+                continue
+            chosen = range(n_classes) if spec.classes is None else spec.classes
+            for sums, layout, c in zip(self.positives[key], spec.layouts, chosen, strict=True):
+                sums += positive_moments(layout, batch.probs[:, c], labels == c, w)
+
+    def merge(self, other: "LabelRedraws") -> "LabelRedraws":
+        """The redraws of both sets of rows (a new object; same cells, redraws and seed)."""
+        if (
+            other.class_names != self.class_names
+            or other.redraws != self.redraws
+            or other.seed != self.seed
+            or other.specs.keys() != self.specs.keys()
+            or other.kde_specs.keys() != self.kde_specs.keys()
+        ):
+            raise ValueError("cannot merge redraws of different cells, classes or seeds")
+        out = LabelRedraws(
+            self.class_names, self.specs, self.kde_specs, redraws=self.redraws, seed=self.seed
+        )
+        out.outcome = {k: v + other.outcome[k] for k, v in self.outcome.items()}
+        out.positives = {
+            k: [a + b for a, b in zip(v, other.positives[k], strict=True)]
+            for k, v in self.positives.items()
+        }
+        out.correct = self.correct + other.correct
+        out.label_weight = self.label_weight + other.label_weight
+        out.n_rows = self.n_rows + other.n_rows
+        return out
+
+    def statistics(self, data: CalibrationStatistics) -> CalibrationStatistics:
+        """The statistics of every redraw: ``data``'s label-free sums with these outcomes.
+
+        ``data`` holds the same rows' statistics on (at least) the same cells and KDE
+        problems. The result has a replicate axis (one per redraw) and no NLL or Brier sums
+        (``proper_scores=False``).
+        """
+        if data.n_rows != self.n_rows:
+            raise ValueError(f"the redraws saw {self.n_rows} rows, the statistics {data.n_rows}")
+        n_redraws = len(self.redraws)
+        out = CalibrationStatistics.empty(
+            self.class_names,
+            self.specs,
+            self.kde_specs,
+            replicates=n_redraws,
+            proper_scores=False,
+        )
+        for key, sums in out.cells.items():
+            sums.weight[:] = data.cells[key].weight
+            sums.score[:] = data.cells[key].score
+            sums.outcome[:] = self.outcome[key]
+        for key, problems in out.kde.items():
+            for sums, observed, positive in zip(
+                problems, data.kde[key], self.positives[key], strict=True
+            ):
+                sums.moments[:, 0] = observed.moments[0]
+                sums.moments[:, 1] = positive
+        return replace(
+            out,
+            n_rows=data.n_rows,
+            weight=np.full(n_redraws, float(data.weight)),
+            correct=self.correct.copy(),
+            label_weight=self.label_weight.copy(),
+            n_tied_rows=data.n_tied_rows,
+            normalized=data.normalized,
+        )
+
+
+def _bincount(index: np.ndarray, weights, n_redraws: int, n_cells: int) -> np.ndarray:
+    """Per-(redraw, cell) sums of ``weights`` (1 when None) at flat indices, ``< 0`` skipped."""
+    flat = index.reshape(-1)
+    keep = flat >= 0
+    wk = None if weights is None else np.asarray(weights).reshape(-1)[keep]
+    sums = np.bincount(flat[keep], weights=wk, minlength=n_redraws * n_cells)
+    return sums.reshape(n_redraws, n_cells).astype(np.float64)
