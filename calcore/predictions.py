@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -77,6 +77,9 @@ class Predictions:
         column or :meth:`with_sample_weight`. Every metric, diagram and report of these
         predictions uses them unless given ``sample_weight=`` explicitly; subsets and
         calibrated outputs keep them.
+    metadata : dict of str to MetadataColumn
+        The file's other columns (country, device, date...), one value per row, for
+        slicing (:mod:`calcore.slicing`); subsets and calibrated outputs keep them.
     """
 
     probs: np.ndarray
@@ -86,6 +89,7 @@ class Predictions:
     load_report: Any = field(default=None, repr=False)
     normalized: bool = True
     sample_weight: np.ndarray | None = field(default=None, repr=False)
+    metadata: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_probs(
@@ -254,7 +258,16 @@ class Predictions:
                     f"calibrated logits: shape {z.shape} differs from the input's {probs64.shape}."
                 )
             z = _frozen(z, fresh=z is not logits or owned)
-        return cls(probs64, like.labels, like.class_names, z, None, normalized, like.sample_weight)
+        return cls(
+            probs64,
+            like.labels,
+            like.class_names,
+            z,
+            None,
+            normalized,
+            like.sample_weight,
+            like.metadata,
+        )
 
     # -- derived quantities, computed once ----------------------------------
     @property
@@ -336,7 +349,40 @@ class Predictions:
             self.load_report,
             self.normalized,
             weights,
+            {k: col.take(rows) for k, col in self.metadata.items()},
         )
+
+    def with_metadata(self, metadata) -> "Predictions":
+        """The same predictions with metadata columns (for slicing).
+
+        Parameters
+        ----------
+        metadata : dict of str to MetadataColumn or to array_like
+            One value per row. Arrays are read as loaded files' cells are: text
+            (``""``/None missing), numbers (NaN missing), booleans or datetimes.
+
+        Raises
+        ------
+        CalcoreError
+            A column whose length is not the number of rows.
+
+        Examples
+        --------
+        >>> p = Predictions.from_probs([[0.9, 0.1], [0.3, 0.7]], [0, 1])
+        >>> p.with_metadata({"device": ["mobile", "desktop"]}).metadata["device"].describe()
+        'device: categorical, 2 values'
+        """
+        from calcore.metadata import metadata_column
+
+        columns = {}
+        for name, values in dict(metadata).items():
+            col = metadata_column(str(name), values)
+            if col.n_rows is not None and col.n_rows != self.n_samples:
+                raise CalcoreError(
+                    f"metadata column {name!r} has {col.n_rows} values for {self.n_samples} rows."
+                )
+            columns[str(name)] = col
+        return replace(self, metadata=columns)
 
     def with_sample_weight(self, sample_weight, *, source: str = "sample_weight") -> "Predictions":
         """The same predictions with row weights (``None`` removes them).
@@ -364,8 +410,6 @@ class Predictions:
         >>> p.with_sample_weight([2, 1]).sample_weight
         array([2., 1.])
         """
-        from dataclasses import replace
-
         if sample_weight is None:
             return replace(self, sample_weight=None)
         w = check_sample_weight(sample_weight, self.n_samples, source=source)

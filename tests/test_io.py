@@ -55,22 +55,27 @@ def test_integer_labels_and_name_labels_agree(tmp_path):
     assert (a.load_report.label_kind, b.load_report.label_kind) == ("names", "indices")
 
 
-def test_prefix_stripping_and_ignored_columns_are_reported(tmp_path):
+def test_prefix_stripping_and_other_columns_kept_as_metadata(tmp_path):
     text = "id,label,prob_cat,prob_dog,note\n1,cat,0.9,0.1,x\n2,dog,0.3,0.7,y\n"
-    with pytest.warns(CalcoreWarning, match="column 'note' was ignored"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CalcoreWarning)  # kept columns are not warned about
         p = load_predictions(write(tmp_path, "p.csv", text))
     r = p.load_report
     assert p.class_names == ("cat", "dog") and r.prefix == "prob_"
-    assert r.ignored_columns == ("id", "note")
-    assert any("'id' was ignored" in m for m in r.messages())
+    assert r.ignored_columns == ("id", "note")  # not scores
+    assert p.metadata["note"].categories == ("x", "y") and p.metadata["id"].kind == "integer"
+    assert any(
+        m == "Kept for slicing (not scores): id: integer, 2 values; note: categorical, 2 values."
+        for m in r.messages()
+    )
 
 
-def test_no_prefix_uses_numeric_columns_and_ignores_text_and_ids(tmp_path):
+def test_no_prefix_uses_numeric_columns_and_keeps_text_and_ids_as_metadata(tmp_path):
     text = "y,image_id,cat,dog,file\ncat,7,0.9,0.1,a.png\ndog,8,0.3,0.7,b.png\n"
-    with pytest.warns(CalcoreWarning):
-        p = load_predictions(write(tmp_path, "n.csv", text))
+    p = load_predictions(write(tmp_path, "n.csv", text))
     assert p.class_names == ("cat", "dog")
     assert set(p.load_report.ignored_columns) == {"image_id", "file"}
+    assert set(p.metadata) == {"image_id", "file"}
 
 
 def test_buffer_bytes_and_uploaded_file_names(tmp_path):

@@ -26,6 +26,7 @@ def load_predictions(
     max_decoded_bytes: int | None = None,
     weight_column: str | None = None,
     percent: bool = False,
+    slice_columns: Sequence[str] | None = None,
 ) -> Predictions:
     """Load predicted scores and true labels from a CSV, Parquet or NPZ file.
 
@@ -95,6 +96,14 @@ def load_predictions(
         the report says so. Probabilities only: with ``scores="auto"`` it reads
         probabilities unless the prefix (``logit_``) or NPZ array name (``logits``)
         says logits, which is an error, as is ``scores="logits"``.
+    slice_columns : sequence of str, optional
+        Columns kept as metadata for slicing whatever their values (never taken for
+        score columns: in a file without a score prefix a numeric column would
+        otherwise be a class). Every column that is not a label, split, weight or
+        score column is kept anyway (CSV, Parquet), as ``preds.metadata``
+        (:class:`calcore.metadata.MetadataColumn`): its kind and number of values are
+        in the load report; a text column with more than 1,000 distinct values (an id)
+        is counted, not kept.
 
     Returns
     -------
@@ -173,6 +182,7 @@ def load_predictions(
         positive_class=positive_class,
         weight_column=weight_column,
         percent=percent,
+        slice_columns=slice_columns,
     )
     rows = None
     if split is not None:

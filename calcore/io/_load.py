@@ -77,6 +77,7 @@ def _open_table(
     scores,
     max_decoded_bytes,
     weight_column=None,
+    slice_columns=None,
 ):
     src = open_source(path_or_buffer, name=name)
     sc = scan(
@@ -87,6 +88,7 @@ def _open_table(
         scores=scores,
         max_decoded_bytes=max_decoded_bytes,
         weight_column=weight_column,
+        slice_columns=slice_columns,
     )
     if sc.roles.problems:
         raise CalcoreError(sc.roles.problems[0])
@@ -362,6 +364,9 @@ def build_predictions(
     counts = np.bincount(labels, minlength=len(classes.names))
     roles = table.roles
     weights = _row_weights(table, rows)
+    metadata = {
+        name: col if rows is None else col.take(rows) for name, col in table.metadata.items()
+    }
     split_counts = ()
     if split_values is not None:
         split_counts = tuple(
@@ -393,6 +398,9 @@ def build_predictions(
         weight_column=table.weight_column if weights is not None else None,
         total_weight=None if weights is None else float(weights.sum()),
         percent=percent,
+        metadata_columns=tuple(
+            (name, col.describe(), col.sliceable) for name, col in metadata.items()
+        ),
     )
     for message in report.warnings():
         warnings.warn(message, CalcoreWarning, stacklevel=3)  # the caller of load_*
@@ -403,6 +411,7 @@ def build_predictions(
         _frozen(logits),
         report,
         sample_weight=_frozen(weights),
+        metadata=metadata,
     )
 
 
@@ -434,6 +443,7 @@ def prepare_table(
     positive_class,
     weight_column=None,
     percent=False,
+    slice_columns=None,
 ):
     table = _open_table(
         path_or_buffer,
@@ -444,6 +454,7 @@ def prepare_table(
         scores=scores,
         max_decoded_bytes=max_decoded_bytes,
         weight_column=weight_column,
+        slice_columns=slice_columns,
     )
     split_values = _split_values(table)
     classes = _classes(table, positive_class)

@@ -119,6 +119,7 @@ class LoadReport:
         Rows per split in the whole file (empty without a split column).
     ignored_columns : tuple of str
     ignored_reasons : tuple of str
+        Why each column is not a score (a kept metadata column is listed here too).
     n_rows_in_file : int
     n_rows_loaded : int
     renormalized_rows : int
@@ -137,6 +138,9 @@ class LoadReport:
     percent : bool
         The scores were probabilities in percent, divided by 100 before validation
         (``percent=True``).
+    metadata_columns : tuple of (str, str, bool)
+        Each other column (CSV, Parquet): its name, its description (kind, number of
+        values, missing) and whether its values were kept for slicing.
 
     Examples
     --------
@@ -174,6 +178,7 @@ class LoadReport:
     weight_column: str | None = None
     total_weight: float | None = None
     percent: bool = False
+    metadata_columns: tuple[tuple[str, str, bool], ...] = ()
 
     def warnings(self) -> list[str]:
         """The notes that also went out as :class:`~calcore.CalcoreWarning`."""
@@ -188,8 +193,13 @@ class LoadReport:
                 f"{self.source}: {len(self.absent_classes)} class(es) never occur as a label "
                 f"in the loaded rows: {_short(self.absent_classes)}."
             )
+        described = {name: (text, kept) for name, text, kept in self.metadata_columns}
         for col, why in zip(self.ignored_columns, self.ignored_reasons, strict=True):
-            out.append(f"{self.source}: column {col!r} was ignored ({why}).")
+            text, kept = described.get(col, (None, False))
+            if kept:
+                continue  # kept for slicing: listed by messages(), nothing lost
+            detail = f"; {text[len(col) + 2 :]}" if text else ""
+            out.append(f"{self.source}: column {col!r} was ignored ({why}{detail}).")
         return out
 
     def messages(self) -> list[str]:
@@ -223,6 +233,9 @@ class LoadReport:
                 f"{self.total_weight:,.6g}): every metric, reliability diagram and calibrator "
                 "fit uses them (the views that do not take weights yet say so)."
             )
+        kept = [text for _, text, k in self.metadata_columns if k]
+        if kept:
+            out.append("Kept for slicing (not scores): " + "; ".join(kept) + ".")
         if self.max_row_deviation is not None and not self.renormalized_rows:
             out.append(f"Largest |row sum - 1|: {self.max_row_deviation:.3g}.")
         out.append(f"Rows are numbered as {self.row_numbering}.")

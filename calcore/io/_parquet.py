@@ -123,9 +123,10 @@ def non_numeric_scores(source: str, column: str, type_name) -> CalcoreError:
 
 
 def read_parquet_columns(
-    src: Source, layout: ParquetLayout, *, floats, texts
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Read score columns as one float64 matrix and ``texts`` columns as text.
+    src: Source, layout: ParquetLayout, *, floats, texts, extras=()
+) -> tuple[np.ndarray, dict[str, np.ndarray], dict]:
+    """Read score columns as one float64 matrix, ``texts`` columns as text and ``extras``
+    (metadata) as they are stored (Arrow chunked arrays).
 
     Raises
     ------
@@ -139,14 +140,15 @@ def read_parquet_columns(
         if not layout.numeric[j]:
             raise non_numeric_scores(src.name, col, layout.types[j])
     try:
-        table = _open(src).read(columns=list(dict.fromkeys([*floats, *texts])))
+        table = _open(src).read(columns=list(dict.fromkeys([*floats, *texts, *extras])))
         scores = columns_to_matrix(table, list(floats))
         texts = {c: text_column(table.column(c), source=src.name, name=c) for c in texts}
+        raw = {c: table.column(c) for c in extras}
     except CalcoreError:
         raise
     except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         raise _corrupt(src, exc) from None
-    return scores, texts
+    return scores, texts, raw
 
 
 def text_column(

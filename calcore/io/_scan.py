@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -10,6 +10,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore.io._columns import Roles, detect_roles, pick_weight
 from calcore.io._csv import read_csv_columns, record_lines, scan_csv
+from calcore.io._metadata import metadata_from_arrow, metadata_from_text
 from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
 from calcore.io._source import Source
@@ -116,9 +117,11 @@ def scan(
     max_decoded_bytes,
     weight_column=None,
     peek: bool = False,
+    slice_columns=None,
 ) -> Scan:
     """Detect layout and column roles; read values only for NPZ (whole arrays, or with
-    ``peek`` the headers and first rows, for inspecting)."""
+    ``peek`` the headers and first rows, for inspecting). ``slice_columns`` are kept as
+    metadata whatever their values (never taken for scores)."""
     options = dict(
         label_column=label_column,
         split_column=split_column,
@@ -143,11 +146,41 @@ def scan(
         is_numeric = numeric_in_preview(layout.columns, layout.preview, True)
         delimiter = layout.delimiter
     weight = pick_weight(layout.columns, weight_column, src.name)
-    columns = tuple(c for c in layout.columns if c != weight)
+    sliced = _slice_columns(slice_columns, layout.columns, weight, options, src.name)
+    columns = tuple(c for c in layout.columns if c != weight and c not in sliced)
     roles = detect_roles(columns, source=src.name, is_numeric=is_numeric, **options)
+    if sliced:
+        roles = replace(
+            roles,
+            ignored=roles.ignored + sliced,
+            ignored_reasons=roles.ignored_reasons + ("a slice column",) * len(sliced),
+        )
     return Scan(
         src, delimiter, layout.columns, layout.n_rows, layout.preview, roles, layout, weight
     )
+
+
+def _slice_columns(names, columns, weight, options, source: str) -> tuple[str, ...]:
+    """The columns named for slicing, checked: present, and not the label, split or weight."""
+    if not names:
+        return ()
+    names = (names,) if isinstance(names, str) else tuple(names)
+    for name in names:
+        if name not in columns:
+            raise CalcoreError(
+                f"{source}: slice column {name!r} is not a column (columns: {list(columns)})."
+            )
+        taken = {
+            options["label_column"]: "label",
+            options["split_column"]: "split",
+            weight: "weight",
+        }
+        if name in taken:
+            raise CalcoreError(
+                f"{source}: column {name!r} is the {taken[name]} column; it cannot also be a "
+                "slice column."
+            )
+    return tuple(dict.fromkeys(names))
 
 
 def read_table(sc: Scan) -> RawTable:
@@ -174,13 +207,18 @@ def read_table(sc: Scan) -> RawTable:
         )
     texts = [roles.label] + ([roles.split] if roles.split else [])
     floats = [*roles.scores] + ([sc.weight] if sc.weight is not None else [])
+    extras = [c for c in roles.ignored if c not in texts]
     lines = None
     if src.file_format == "parquet":
         _check_weight_type(src, sc.layout, sc.weight)
-        scores, text = read_parquet_columns(src, sc.layout, floats=floats, texts=texts)
+        scores, text, raw = read_parquet_columns(
+            src, sc.layout, floats=floats, texts=texts, extras=extras
+        )
+        metadata = {c: metadata_from_arrow(c, raw[c]) for c in extras}
     else:
-        scores, text = read_csv_columns(src, sc.layout, floats=floats, texts=texts)
+        scores, text = read_csv_columns(src, sc.layout, floats=floats, texts=texts + extras)
         lines = record_lines(src, sc.layout, scores.shape[0])
+        metadata = {c: metadata_from_text(c, text.pop(c)) for c in extras}
     weights = None
     if sc.weight is not None:
         weights, scores = scores[:, -1].copy(), np.ascontiguousarray(scores[:, :-1])
@@ -199,6 +237,7 @@ def read_table(sc: Scan) -> RawTable:
         None,
         weights,
         sc.weight,
+        metadata,
     )
 
 

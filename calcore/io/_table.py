@@ -86,6 +86,8 @@ class RawTable:
         The weight column's values (not yet validated), if the file has one.
     weight_column : str or None
         Its name (NPZ: the array's).
+    metadata : dict of str to MetadataColumn
+        The other columns (CSV and Parquet), kept for slicing.
     """
 
     source: str
@@ -101,6 +103,7 @@ class RawTable:
     kind_hint: tuple[str, str] | None = None
     weights: np.ndarray | None = None
     weight_column: str | None = None
+    metadata: dict = field(default_factory=dict)
 
 
 def columns_to_matrix(table, names) -> np.ndarray:

@@ -754,9 +754,8 @@ CASES = [
             ],
             header=HEADER + ",note",
         ),
-        "warning",
-        what="formula cells in an extra text column: ignored (reported), never evaluated",
-        phrases=["column 'note' was ignored"],
+        "ok",
+        what="formula cells in an extra text column: kept as text metadata, never evaluated",
         expect=OK3,
     ),
     case(

@@ -1,0 +1,54 @@
+"""Metadata columns of Parquet and Arrow files, from their Arrow arrays.
+
+Typed columns keep their type: booleans, integers, floats, dates and timestamps
+(converted to UTC); string columns are read as text cells
+(:func:`calcore.metadata.metadata_from_text`: the same rules as CSV).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from calcore.metadata import MetadataColumn, metadata_from_text
+
+__all__ = ["metadata_from_arrow"]
+
+
+def metadata_from_arrow(name: str, column) -> MetadataColumn:
+    """A metadata column from an Arrow (chunked) array of a Parquet or Arrow file.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> metadata_from_arrow("ok", pa.chunked_array([[True, None, False]])).describe()
+    'ok: boolean, 2 values, 1 missing'
+    """
+    t = column.type
+    if pa.types.is_dictionary(t):
+        column, t = column.cast(t.value_type), t.value_type
+    n_missing = int(column.null_count)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return metadata_from_text(name, column.to_numpy(zero_copy_only=False))
+    if pa.types.is_boolean(t):
+        values = pc.fill_null(pc.cast(column, pa.int32()), -1).to_numpy(zero_copy_only=False)
+        distinct = int(np.unique(values[values >= 0]).size)
+        return MetadataColumn(
+            name, "boolean", values.astype(np.int32), ("False", "True"), distinct, n_missing
+        )
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
+        values = np.where(np.isfinite(values), values, np.nan)  # inf is not a slice value
+        kind = "integer" if pa.types.is_integer(t) else "numeric"
+        present = values[~np.isnan(values)]
+        return MetadataColumn(
+            name, kind, values, (), int(np.unique(present).size), int(values.size - present.size)
+        )
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        if pa.types.is_timestamp(t) and t.tz is not None:
+            column = pc.cast(column, pa.timestamp(t.unit))  # stored as UTC instants
+        values = column.to_numpy(zero_copy_only=False).astype("datetime64[s]")
+        present = values[~np.isnat(values)]
+        return MetadataColumn(name, "datetime", values, (), int(np.unique(present).size), n_missing)
+    return MetadataColumn(name, "other", None, (), 0, n_missing)

@@ -1,0 +1,244 @@
+"""The extra columns of a predictions file (country, device, date...), kept for slicing.
+
+A loader turns every column that is neither label, split, weight nor score into a
+:class:`MetadataColumn`: its kind, its values in a compact form and how many distinct
+values it has. Categorical values are stored as codes into at most
+:data:`MAX_SLICE_VALUES` categories; a text column with more distinct values (an id, a
+URL) is counted and reported as ``"id-like"``, its values are not kept, so it never
+holds memory beyond its read. :mod:`calcore.slicing` turns a column into slices.
+
+Text cells (CSV, Parquet string columns, arrays of str) are factorised once; the kind
+comes from the distinct values alone: all ``true``/``false`` -> boolean, all integers
+-> integer, all numbers -> numeric, all ISO 8601 dates (``2026-11-24``,
+``2026-11-24T08:00:00``, with an optional ``Z`` or offset) -> datetime, else
+categorical, or id-like beyond :data:`MAX_SLICE_VALUES` values. One value that does
+not fit makes the column categorical: a date column with a typo is sliced by its text,
+never silently coerced. Empty cells (and, in CSV, pandas' NA strings: ``NA``,
+``null``...) are missing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+__all__ = [
+    "MetadataColumn",
+    "METADATA_KINDS",
+    "MAX_SLICE_VALUES",
+    "MISSING",
+    "metadata_column",
+    "metadata_from_text",
+]
+
+#: Kinds of metadata columns, in the words of the load report.
+METADATA_KINDS = ("categorical", "boolean", "integer", "numeric", "datetime", "id-like", "other")
+#: Most distinct values a column may have to be sliced value by value (numeric columns
+#: with more are sliced into quantile ranges on request; text columns with more are id-like).
+MAX_SLICE_VALUES = 1000
+#: The slice of rows whose value is missing.
+MISSING = "(missing)"
+
+
+@dataclass(frozen=True, eq=False)
+class MetadataColumn:
+    """One extra column of the rows of a :class:`~calcore.Predictions`.
+
+    Attributes
+    ----------
+    name : str
+    kind : str
+        One of :data:`METADATA_KINDS`.
+    values : ndarray or None
+        ``categorical`` / ``boolean``: int32 codes into ``categories`` (-1: missing);
+        ``integer`` / ``numeric``: float64 (NaN: missing); ``datetime``:
+        ``datetime64[s]`` (NaT: missing); ``id-like`` (text with more than
+        :data:`MAX_SLICE_VALUES` values) and ``other`` (a type that cannot be sliced, such
+        as a list): None, not kept.
+    categories : tuple of str
+        The category of each code (sorted), for categorical and boolean columns.
+    n_distinct : int
+        Distinct non-missing values.
+    n_missing : int
+
+    Examples
+    --------
+    >>> col = MetadataColumn("device", "categorical", np.array([0, 1, -1, 0], np.int32),
+    ...                      ("desktop", "mobile"), 2, 1)  # fmt: skip
+    >>> col.describe()
+    'device: categorical, 2 values, 1 missing'
+    >>> col.take(np.array([1, 3])).values.tolist()
+    [1, 0]
+    """
+
+    name: str
+    kind: str
+    values: np.ndarray | None
+    categories: tuple[str, ...] = ()
+    n_distinct: int = 0
+    n_missing: int = 0
+
+    def __post_init__(self):
+        if self.kind not in METADATA_KINDS:
+            raise ValueError(f"unknown metadata kind {self.kind!r}")
+        if self.values is not None:
+            self.values.setflags(write=False)
+
+    @property
+    def n_rows(self) -> int | None:
+        return None if self.values is None else int(self.values.shape[0])
+
+    @property
+    def sliceable(self) -> bool:
+        """Whether the column can be sliced at all (every kind but id-like)."""
+        return self.values is not None
+
+    def missing(self) -> np.ndarray:
+        """Boolean mask of the rows whose value is missing."""
+        v = self.values
+        if self.kind in ("categorical", "boolean"):
+            return v < 0
+        if self.kind == "datetime":
+            return np.isnat(v)
+        return np.isnan(v)
+
+    def take(self, rows) -> "MetadataColumn":
+        """The column at ``rows`` (an index array or boolean mask); counts recomputed."""
+        if self.values is None:
+            return self
+        values = self.values[np.asarray(rows)]
+        col = replace(self, values=values)
+        missing = col.missing()
+        distinct = int(np.unique(values[~missing]).size)
+        return replace(col, n_distinct=distinct, n_missing=int(missing.sum()))
+
+    def describe(self) -> str:
+        """``"country: categorical, 12 values, 3 missing"`` (for load reports)."""
+        text = f"{self.name}: {self.kind}, {self.n_distinct:,} values"
+        if self.kind == "id-like":
+            text += f" (more than {MAX_SLICE_VALUES:,}: not kept for slicing)"
+        if self.kind == "other":
+            text = f"{self.name}: a type that cannot be sliced (not kept)"
+        return text + (f", {self.n_missing:,} missing" if self.n_missing else "")
+
+
+def metadata_column(name: str, values) -> MetadataColumn:
+    """A metadata column from an array of one value per row (or a MetadataColumn as is).
+
+    Booleans, integers, floats (NaN missing) and datetimes keep their type; anything
+    else is read as text cells (:func:`metadata_from_text`).
+
+    Examples
+    --------
+    >>> metadata_column("age", np.array([31.0, np.nan, 45.5])).describe()
+    'age: numeric, 2 values, 1 missing'
+    """
+    if isinstance(values, MetadataColumn):
+        return values
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"metadata column {name!r} must be one-dimensional")
+    if arr.dtype.kind == "b":
+        codes = arr.astype(np.int32)
+        return MetadataColumn(name, "boolean", codes, ("False", "True"), int(np.unique(codes).size))
+    if arr.dtype.kind in "iuf":
+        v = arr.astype(np.float64)
+        v = np.where(np.isfinite(v), v, np.nan)
+        present = v[~np.isnan(v)]
+        kind = "numeric" if arr.dtype.kind == "f" else "integer"
+        return MetadataColumn(
+            name, kind, v, (), int(np.unique(present).size), int(v.size - present.size)
+        )
+    if arr.dtype.kind == "M":
+        v = arr.astype("datetime64[s]")
+        present = v[~np.isnat(v)]
+        return MetadataColumn(
+            name, "datetime", v, (), int(np.unique(present).size), int(v.size - present.size)
+        )
+    return metadata_from_text(name, arr.astype(object))
+
+
+_INTEGER = re.compile(r"[+-]?\d{1,15}")
+_ISO_DATE = re.compile(
+    r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?"
+)
+_BOOLEAN = {"true": 1, "false": 0}
+
+
+def metadata_from_text(name: str, cells) -> MetadataColumn:
+    """A metadata column from text cells (``""`` or None: missing).
+
+    Examples
+    --------
+    >>> metadata_from_text("day", np.array(["2026-11-02", "", "2026-11-03"], object)).kind
+    'datetime'
+    >>> metadata_from_text("n", np.array(["3", "4", "x"], object)).kind  # one non-number
+    'categorical'
+    """
+    import pandas as pd  # on use: importing calcore loads no pandas
+
+    codes, uniques = pd.factorize(np.asarray(cells, dtype=object), use_na_sentinel=True)
+    uniques = np.asarray(uniques, dtype=object)
+    blank = np.array([u is None or str(u).strip() == "" for u in uniques], dtype=bool)
+    if blank.any():  # "" is a value to pandas: make it missing
+        remap = np.where(blank, -1, np.cumsum(~blank) - 1)
+        codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
+        uniques = uniques[~blank]
+    text = [str(u).strip() for u in uniques]
+    n_missing = int(np.count_nonzero(codes < 0))
+    if text and all(t.lower() in _BOOLEAN for t in text):
+        flags = np.array([_BOOLEAN[t.lower()] for t in text] + [-1], dtype=np.int32)
+        values = flags[codes]  # code -1 picks the trailing -1
+        return MetadataColumn(
+            name, "boolean", values, ("False", "True"), len(set(flags[:-1])), n_missing
+        )
+    numbers = _as_numbers(text)
+    if numbers is not None:
+        kind = "integer" if all(_INTEGER.fullmatch(t) for t in text) else "numeric"
+        values = np.append(numbers, np.nan)[codes]
+        distinct = int(np.unique(numbers).size)
+        return MetadataColumn(name, kind, values, (), distinct, n_missing)
+    dates = _as_dates(text)
+    if dates is not None:
+        values = np.append(dates, np.datetime64("NaT", "s"))[codes]
+        return MetadataColumn(name, "datetime", values, (), int(np.unique(dates).size), n_missing)
+    return _categorical(name, text, codes, n_missing)
+
+
+def _categorical(name: str, text: list, codes: np.ndarray, n_missing: int) -> MetadataColumn:
+    """Codes into the sorted distinct values; id-like (values dropped) past the limit."""
+    distinct = sorted(set(text))
+    if len(distinct) > MAX_SLICE_VALUES:
+        return MetadataColumn(name, "id-like", None, (), len(distinct), n_missing)
+    position = {t: i for i, t in enumerate(distinct)}
+    lookup = np.array([position[t] for t in text] + [-1], dtype=np.int32)
+    return MetadataColumn(
+        name, "categorical", lookup[codes], tuple(distinct), len(distinct), n_missing
+    )
+
+
+def _as_numbers(text: list) -> np.ndarray | None:
+    """The values as float64 if every one is a finite number written plainly, else None."""
+    import pandas as pd
+
+    if not text:
+        return None
+    out = pd.to_numeric(pd.Series(text, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    if not np.isfinite(out).all():  # "abc", and also "nan" / "inf" written out
+        return None
+    return out
+
+
+def _as_dates(text: list) -> np.ndarray | None:
+    """The values as datetime64[s] (UTC) if every one is an ISO 8601 date, else None."""
+    import pandas as pd
+
+    if not text or not all(_ISO_DATE.fullmatch(t) for t in text):
+        return None
+    try:
+        parsed = pd.to_datetime(pd.Series(text), format="ISO8601", utc=True)
+    except (ValueError, OverflowError):
+        return None
+    return parsed.dt.tz_localize(None).to_numpy().astype("datetime64[s]")
