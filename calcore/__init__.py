@@ -55,6 +55,21 @@ Every metric at once, and calibrators compared.
    calibration_test     -- p-values of "the model is calibrated" (consistency resampling)
    CalibrationTest      -- what calibration_test returns
 
+Slices
+======
+
+Calibration per slice of metadata columns (country, device, day...), ranked by evidence.
+
+.. autosummary::
+   :toctree: generated/
+
+   evaluate_by     -- the overall report and one per slice, tested, with q-values
+   SlicedReport    -- what evaluate_by returns
+   SliceResult     -- one slice of a SlicedReport
+   slicing_of      -- the slices of rows by column specifications ("age:q4", "date:week")
+   Slicing         -- what slicing_of returns
+   MetadataColumn  -- an extra column of the rows, kept for slicing
+
 Metric registry
 ===============
 
@@ -237,9 +252,11 @@ from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap
 from calcore.evaluation.calibration_test import CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS, interval_bounds
+from calcore.evaluation.slices import SlicedReport, SliceResult, evaluate_by
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
+from calcore.metadata import MetadataColumn
 from calcore.metrics.binned import (
     adaptive_ece,
     calibration_error_from_bins,
@@ -289,6 +306,7 @@ from calcore.simulate import (
     true_calibration_map,
     true_reliability_curve,
 )
+from calcore.slicing import Slicing, slicing_of
 from calcore.statistics.edges import BinAssignment, assign_bins
 
 __all__ = [
@@ -317,6 +335,12 @@ __all__ = [
     "INTERVAL_METHODS",
     "calibration_test",
     "CalibrationTest",
+    "evaluate_by",
+    "SlicedReport",
+    "SliceResult",
+    "slicing_of",
+    "Slicing",
+    "MetadataColumn",
     # Metric registry
     "METRICS",
     "BIN_FREE_METRICS",

@@ -11,6 +11,11 @@
 * ``calcore check FILE --max top_label_ece=0.03 [--min accuracy=0.9] [--on upper]``:
   calibration gates for CI (:mod:`calcore.gates`); exit 0 when every gate holds, 1 when
   one fails; optional JUnit XML (``--junit``) and Markdown (``--markdown``) reports.
+* ``--by COLUMN`` (``metrics``, ``check``; repeatable, crossed): the same per slice of a
+  metadata column (:func:`calcore.evaluate_by`): slices ranked by the calibration test
+  with Benjamini-Hochberg q-values; ``check`` holds every gate in every slice too. The
+  file is loaded whole (within the size budget): slicing a streamed source is not
+  available yet.
 
 Errors are one line on stderr and exit code 2; never a traceback.
 """
@@ -29,9 +34,12 @@ import warnings
 from calcore import gates
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
+from calcore.evaluation.calibration_test import TESTABLE_METRICS
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
+from calcore.evaluation.slices import MIN_SLICE_ROWS, SlicedReport, evaluate_by
 from calcore.metrics.registry import METRICS
+from calcore.slicing import parse_slice_spec
 
 __all__ = ["main", "build_parser", "parse_param"]
 
@@ -146,6 +154,38 @@ def _add_estimation_options(
     )
 
 
+def _add_slicing_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("slices (the file is loaded whole)")
+    g.add_argument(
+        "--by",
+        action="append",
+        metavar="COLUMN",
+        help="evaluate per slice of a metadata column (repeatable: crossed slices); "
+        "COLUMN:q4 for quantile ranges of a number, COLUMN:day/week/month for dates",
+    )
+    g.add_argument(
+        "--rank-by",
+        choices=TESTABLE_METRICS,
+        default="top_label_ece",
+        metavar="METRIC",
+        help="metric whose calibration test ranks the slices (default top_label_ece)",
+    )
+    g.add_argument(
+        "--resamples",
+        type=_positive("resamples"),
+        default=200,
+        metavar="R",
+        help="redrawn label sets of each slice's calibration test (default 200)",
+    )
+    g.add_argument(
+        "--min-slice-rows",
+        type=_positive("rows"),
+        default=MIN_SLICE_ROWS,
+        metavar="N",
+        help=f"slices with fewer rows are listed, not tested or gated (default {MIN_SLICE_ROWS})",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="calcore", description="Calibration of classifiers.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -164,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY",
         help="compute only this metric (repeatable; default: every metric): " + ", ".join(METRICS),
     )
+    _add_slicing_options(m)
     m.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     c = sub.add_parser("calibrate", help="fit a calibrator; before/after metrics on test data")
@@ -242,6 +283,7 @@ def _add_check_parser(sub) -> None:
         bootstrap=None,
         bootstrap_help=f"bootstrap resamples (default 0, {gates.UPPER_BOOTSTRAP} with --on upper)",
     )
+    _add_slicing_options(k)
     out = k.add_argument_group("reports (written whether the gates pass or fail)")
     out.add_argument("--junit", metavar="PATH", help="write a JUnit XML report")
     out.add_argument(
@@ -263,10 +305,10 @@ def _load_kwargs(args) -> dict:
     }
 
 
-def _load_one(path: str, args, *, split=None):
+def _load_one(path: str, args, *, split=None, slice_columns=None):
     from calcore.io import load_predictions  # pandas/pyarrow only when a file is read
 
-    return load_predictions(path, split=split, **_load_kwargs(args))
+    return load_predictions(path, split=split, slice_columns=slice_columns, **_load_kwargs(args))
 
 
 def _notes_of(preds, caught) -> list[str]:
@@ -425,17 +467,82 @@ def _report_of_file(args, **options) -> tuple[CalibrationReport, list[str]]:
     return report, notes
 
 
+def _sliced_of_file(args, *, metrics=None, n_bootstrap=None) -> tuple[SlicedReport, list[str]]:
+    """:func:`evaluate_by` of ``args.file`` (loaded whole) and the notes of both steps."""
+    columns = [parse_slice_spec(spec).column for spec in args.by]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CalcoreWarning)
+        preds = _load_one(args.file, args, split=args.split, slice_columns=columns)
+        sliced = evaluate_by(
+            preds,
+            args.by,
+            bins=args.bins,
+            binning=args.binning,
+            seed=args.seed,
+            n_bootstrap=args.bootstrap if n_bootstrap is None else n_bootstrap,
+            n_resamples=args.resamples,
+            metrics=getattr(args, "metric", None) if metrics is None else metrics,
+            rank_by=args.rank_by,
+            min_slice_rows=args.min_slice_rows,
+            interval_method=None if args.interval == "auto" else args.interval,
+        )
+    notes = _notes_of(preds, caught) + list(sliced.overall.notes) + list(sliced.notes)
+    return sliced, notes
+
+
+#: Slices shown in the text table of ``calcore metrics --by`` (JSON has every slice).
+_SLICES_SHOWN = 30
+
+
+def _slices_table(sliced: SlicedReport) -> list[str]:
+    label = METRICS[sliced.rank_metric].label
+    rows = [["slice", "n", label, "p", "q", "share"]]
+    for s in sliced.slices[:_SLICES_SHOWN]:
+        value = None if s.report is None else s.report.metrics.get(sliced.rank_metric)
+        rows.append(
+            [
+                " ".join(s.label.split()),  # untrusted text: one line
+                f"{s.n:,}",
+                "n/a" if value is None else f"{value:.6f}",
+                f"{s.p_value:.3g}" if s.tested else "-",
+                f"{s.q_value:.3g}" if s.tested else "-",
+                f"{s.share:.1%}" if s.share == s.share else "-",
+            ]
+        )
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+    lines = [
+        "",
+        f"Slices by {' x '.join(sliced.columns)}, most miscalibrated first "
+        f"(calibration test of {label}, {sliced.n_resamples} redrawn label sets each):",
+        "",
+    ]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    if len(sliced.slices) > _SLICES_SHOWN:
+        lines.append(f"  ... {len(sliced.slices) - _SLICES_SHOWN} more (--json lists every slice)")
+    return lines
+
+
 def _metrics(args) -> int:
-    report, notes = _report_of_file(args)
+    sliced = None
+    if args.by:
+        sliced, notes = _sliced_of_file(args)
+        report = sliced.overall
+    else:
+        report, notes = _report_of_file(args)
     if args.json:
         out = report.as_dict() | {"file": args.file, "notes": notes}
+        if sliced is not None:
+            out |= sliced.as_dict()
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
         title = (
             f"{args.file}: {report.n} rows, {report.n_classes} classes; "
             f"bins: {report.binning}, {report.bins}"
         )
-        print(_with_notes(_metrics_table(report, title), notes))
+        lines = _metrics_table(report, title)
+        if sliced is not None:
+            lines += _slices_table(sliced)
+        print(_with_notes(lines, notes))
     return 0
 
 
@@ -588,8 +695,12 @@ def _check(args) -> int:
         if folder and not os.path.isdir(folder):  # fail now, not after a long evaluation
             raise CalcoreError(f"cannot write {path}: no such directory {folder}.")
     wanted = [k for k in METRICS if any(g.metric == k for g in checked)]
-    report, notes = _report_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
-    result = gates.check_report(report, checked, on=args.on, file=args.file, notes=notes)
+    if args.by:
+        sliced, notes = _sliced_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
+        result = gates.check_sliced(sliced, checked, on=args.on, file=args.file, notes=notes)
+    else:
+        report, notes = _report_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
+        result = gates.check_report(report, checked, on=args.on, file=args.file, notes=notes)
     if args.junit:
         _write_atomic(args.junit, gates.junit_xml(result))
     if args.markdown:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from calcore._errors import CalcoreError
 from calcore.metrics.registry import METRICS
@@ -35,6 +35,7 @@ __all__ = [
     "parse_gates",
     "bootstrap_for",
     "check_report",
+    "check_sliced",
     "text_summary",
     "junit_xml",
     "markdown_summary",
@@ -194,6 +195,8 @@ class GateResult:
     passed : bool
     reason : str
         Why it failed (empty when it passed), e.g. ``"0.041 > 0.03"`` or ``"undefined"``.
+    scope : str
+        The slice the gate was held in (``"country = DE"``); empty for all rows.
     """
 
     gate: Gate
@@ -203,6 +206,12 @@ class GateResult:
     compared: float | None
     passed: bool
     reason: str = ""
+    scope: str = ""
+
+    @property
+    def name(self) -> str:
+        """The gate's name, with its slice in brackets when it was held in one."""
+        return self.gate.name + (f" [{self.scope}]" if self.scope else "")
 
 
 @dataclass(frozen=True)
@@ -262,6 +271,7 @@ class CheckResult:
                     "compared": _finite(r.compared),
                     "passed": r.passed,
                     "reason": r.reason or None,
+                    "slice": r.scope or None,
                 }
                 for r in self.results
             ],
@@ -342,6 +352,43 @@ def check_report(report, gates, *, on: str = "estimate", file: str = "", notes=(
     )
 
 
+def check_sliced(sliced, gates, *, on: str = "estimate", file: str = "", notes=()) -> CheckResult:
+    """Hold every gate against all rows and within every slice of a
+    :class:`~calcore.SlicedReport` that has at least ``sliced.min_slice_rows`` rows.
+
+    Smaller slices are not gated (their estimates are mostly noise); a note counts them.
+    Each slice's results carry its name as ``scope`` (untrusted text: every rendering
+    escapes it).
+
+    Examples
+    --------
+    >>> import calcore, numpy as np
+    >>> sim = calcore.dirichlet_simulator(2, miscalibration="calibrated")
+    >>> preds = calcore.simulate_predictions(sim, 200, seed=0).preds
+    >>> preds = preds.with_metadata({"shop": np.repeat(["x", "y"], 100)})
+    >>> sliced = calcore.evaluate_by(preds, "shop", n_resamples=19, metrics=["accuracy"])
+    >>> result = check_sliced(sliced, parse_gates(minima=["accuracy=0.5"]))
+    >>> [r.name for r in result.results]
+    ['accuracy >= 0.5', 'accuracy >= 0.5 [shop = x]', 'accuracy >= 0.5 [shop = y]']
+    """
+    overall = check_report(sliced.overall, gates, on=on, file=file, notes=notes)
+    results = list(overall.results)
+    skipped = 0
+    for s in sliced.in_order():
+        if s.n < sliced.min_slice_rows or s.report is None:
+            skipped += 1
+            continue
+        scope = f"{' x '.join(sliced.columns)} = {s.label}"
+        results += [replace(_judge(g, s.report, on), scope=scope) for g in gates]
+    extra = ()
+    if skipped:
+        extra = (
+            f"{skipped} slice(s) with fewer than {sliced.min_slice_rows} rows (or no weight) "
+            "were not gated.",
+        )
+    return replace(overall, results=tuple(results), notes=overall.notes + extra)
+
+
 # ----------------------------------------------------------------------------- renderings
 
 
@@ -368,7 +415,7 @@ def _rows(result: CheckResult) -> list[list[str]]:
     """gate, metric, estimate, interval, limit, result: the cells of every rendering."""
     return [
         [
-            r.gate.name,
+            r.name,
             METRICS[r.gate.metric].label,
             _number(r.estimate),
             _interval(r),

@@ -220,7 +220,18 @@ def test_json_schema(four, capsys):
         True,
     )
     (gate,) = got["gates"]
-    keys = {"metric", "kind", "limit", "estimate", "low", "high", "compared", "passed", "reason"}
+    keys = {
+        "metric",
+        "kind",
+        "limit",
+        "estimate",
+        "low",
+        "high",
+        "compared",
+        "passed",
+        "reason",
+        "slice",
+    }
     assert set(gate) == keys
     assert (gate["metric"], gate["kind"], gate["limit"]) == ("conf_ece", "max", 0.5)
     assert gate["compared"] == gate["estimate"] and gate["low"] <= gate["high"]

@@ -138,6 +138,7 @@ def calibration_test(
     n_resamples: int = 200,
     seed: int = 0,
     sample_weight=None,
+    positions=None,
 ) -> CalibrationTest:
     """Test "the model is calibrated" with each metric by consistency resampling.
 
@@ -154,6 +155,13 @@ def calibration_test(
     seed : int, default 0
     sample_weight : array_like of shape (n,), optional
         Row weights, as in :func:`calcore.evaluate` (default: ``preds.sample_weight``).
+        A weighted row's label is drawn once and counts with its weight (as in the
+        bootstrap); for frequency weights of repeated rows, whose copies would each get
+        a label, the test is then conservative.
+    positions : array_like of int, shape (n,), optional
+        Each row's position in the whole source, the key of its redrawn labels (default
+        ``0 .. n - 1``): a slice tested with its rows' positions gets the p-values of the
+        same slice of a stream.
 
     Returns
     -------
@@ -194,7 +202,13 @@ def calibration_test(
     values = binned_values(stats) | kde_point_values(stats)
     observed = {k: values[k] for k in keys}
     return redrawn_label_test(
-        preds, stats, observed, n_resamples=n_resamples, seed=seed, weights=weights
+        preds,
+        stats,
+        observed,
+        n_resamples=n_resamples,
+        seed=seed,
+        weights=weights,
+        positions=positions,
     )
 
 
@@ -206,6 +220,7 @@ def redrawn_label_test(
     n_resamples: int,
     seed: int,
     weights=None,
+    positions=None,
 ) -> CalibrationTest:
     """:func:`calibration_test` on statistics already computed.
 
@@ -226,6 +241,8 @@ def redrawn_label_test(
         As in :func:`calibration_test`.
     weights : ndarray, optional
         Resolved row weights.
+    positions : ndarray of int, optional
+        The rows' positions in the whole source (default ``0 .. n - 1``).
 
     Returns
     -------
@@ -246,7 +263,9 @@ def redrawn_label_test(
     {'conf_ece': 0.05}
     """
     keys = list(observed)
-    positions = np.arange(preds.n_samples)
+    positions = np.arange(preds.n_samples) if positions is None else np.asarray(positions)
+    if positions.shape != (preds.n_samples,):
+        raise CalcoreError(f"positions must hold one position per row ({preds.n_samples}).")
     null = {k: [] for k in keys}
     for redraws in _redraw_groups(stats, int(n_resamples)):
         accumulated = LabelRedraws(

@@ -1,0 +1,291 @@
+"""Slices of the rows: by the values of metadata columns, ranges or periods, crossed.
+
+A slice specification is a column name with an optional grouping after a colon:
+
+* ``"country"``: one slice per value (categorical, boolean, integer columns; numeric
+  columns with at most :data:`~calcore.metadata.MAX_SLICE_VALUES` distinct values);
+* ``"age:q4"``: numeric or integer columns cut into ``k`` quantile ranges (2 to 100),
+  ``[min, c1], (c1, c2], ..., (c_k-1, max]`` at the data's ``j/k`` quantiles; ties never
+  split, so there may be fewer ranges;
+* ``"date:day"``, ``"date:week"`` (weeks start on Monday, named by that Monday),
+  ``"date:month"``: datetime columns by period. A datetime column without a period is
+  grouped by day when it spans at most 92 days, by week up to 2 years, else by month.
+
+Two specifications cross: every present combination of values is a slice. Missing
+values form their own slice, :data:`~calcore.metadata.MISSING`. More than
+``MAX_SLICE_VALUES`` slices, an id-like column, an unknown column or a grouping that
+does not fit the column's kind is a :class:`~calcore.CalcoreError` naming the column
+and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.metadata import MAX_SLICE_VALUES, MISSING, MetadataColumn
+
+__all__ = ["Slicing", "SliceSpec", "parse_slice_spec", "slicing_of", "PERIODS"]
+
+#: Periods of datetime slices.
+PERIODS = ("day", "week", "month")
+_QUANTILES = re.compile(r"q(\d+)")
+_MAX_QUANTILES = 100
+# Spans (days) up to which a datetime column without a period is sliced by day / week.
+_AUTO_DAY_SPAN, _AUTO_WEEK_SPAN = 92, 731
+
+
+@dataclass(frozen=True)
+class SliceSpec:
+    """A column and how its values are grouped (None: value by value, or the default period).
+
+    Examples
+    --------
+    >>> parse_slice_spec("age:q4"), parse_slice_spec("country").grouping
+    (SliceSpec(column='age', grouping='q4'), None)
+    """
+
+    column: str
+    grouping: str | None = None
+
+    def __str__(self) -> str:
+        return self.column if self.grouping is None else f"{self.column}:{self.grouping}"
+
+
+def parse_slice_spec(text) -> SliceSpec:
+    """``"column"`` or ``"column:grouping"`` (``qK``, ``day``, ``week``, ``month``).
+
+    A column whose name contains a colon is matched whole first by :func:`slicing_of`.
+    """
+    if isinstance(text, SliceSpec):
+        return text
+    text = str(text)
+    column, sep, grouping = text.rpartition(":")
+    if not sep or not column:
+        return SliceSpec(text)
+    grouping = grouping.strip().lower()
+    if grouping not in PERIODS and not _QUANTILES.fullmatch(grouping):
+        return SliceSpec(text)  # a colon that is part of the name
+    return SliceSpec(column, grouping)
+
+
+@dataclass(frozen=True, eq=False)
+class Slicing:
+    """Every row in exactly one slice.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        The specifications sliced by (``"country"``, ``"date:week"``).
+    codes : ndarray of intp, shape (n,)
+        The slice of each row, ``0 .. n_slices - 1``.
+    values : tuple of tuple of str
+        Per slice, its value in each column.
+    ordered : bool
+        Whether the slices have a natural order (periods, ranges): then they are in it.
+
+    Examples
+    --------
+    >>> col = MetadataColumn("device", "categorical", np.array([1, 0, 1], np.int32),
+    ...                      ("desktop", "mobile"), 2)  # fmt: skip
+    >>> s = slicing_of({"device": col}, ["device"])
+    >>> s.labels, s.rows(1).tolist()
+    (('desktop', 'mobile'), [0, 2])
+    """
+
+    columns: tuple[str, ...]
+    codes: np.ndarray
+    values: tuple[tuple[str, ...], ...]
+    ordered: bool = False
+
+    @property
+    def n_slices(self) -> int:
+        return len(self.values)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Each slice's name: its values joined by ``" | "``."""
+        return tuple(" | ".join(v) for v in self.values)
+
+    def rows(self, k: int) -> np.ndarray:
+        """Indices of the rows of slice ``k``."""
+        return np.flatnonzero(self.codes == k)
+
+    def row_groups(self) -> list[np.ndarray]:
+        """The rows of every slice (one stable sort instead of a scan per slice)."""
+        order = np.argsort(self.codes, kind="stable")
+        bounds = np.searchsorted(self.codes[order], np.arange(self.n_slices + 1))
+        return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def slicing_of(columns: dict, by, *, max_slices: int = MAX_SLICE_VALUES) -> Slicing:
+    """The slices of rows by one or more specifications (crossed).
+
+    Parameters
+    ----------
+    columns : dict of str to MetadataColumn
+        E.g. ``preds.metadata``.
+    by : str, SliceSpec, or a sequence of them
+    max_slices : int
+        Most slices allowed (after crossing).
+
+    Returns
+    -------
+    Slicing
+
+    Raises
+    ------
+    CalcoreError
+        Unknown column, id-like column, grouping unfit for the column, too many slices.
+
+    Examples
+    --------
+    >>> from calcore.metadata import metadata_column
+    >>> columns = {"age": metadata_column("age", [20, 30, 40, 50, np.nan]),
+    ...            "ok": metadata_column("ok", [True, True, False, True, False])}  # fmt: skip
+    >>> slicing_of(columns, ["age:q2", "ok"]).labels
+    ('[20, 30] | True', '(30, 50] | False', '(30, 50] | True', '(missing) | False')
+    """
+    specs = [by] if isinstance(by, (str, SliceSpec)) else list(by)
+    if not specs:
+        raise CalcoreError("slicing needs at least one column.")
+    parts = [_one_column(columns, s, max_slices) for s in specs]
+    codes, values, ordered = parts[0]
+    for more_codes, more_values, more_ordered in parts[1:]:
+        combined = codes.astype(np.int64) * len(more_values) + more_codes
+        present, codes = np.unique(combined, return_inverse=True)
+        if present.size > max_slices:
+            raise CalcoreError(
+                f"slicing by {' x '.join(map(str, specs))} gives {present.size:,} slices, more "
+                f"than {max_slices:,}. Slice by fewer or coarser columns."
+            )
+        values = [
+            (*values[int(c) // len(more_values)], *more_values[int(c) % len(more_values)])
+            for c in present
+        ]
+        ordered = ordered and more_ordered
+    names = tuple(str(parse_slice_spec(s)) for s in specs)
+    return Slicing(names, np.asarray(codes, dtype=np.intp), tuple(map(tuple, values)), ordered)
+
+
+def _one_column(columns: dict, spec, max_slices: int):
+    """(codes, values as 1-tuples, ordered) of one specification, only present slices."""
+    text = str(spec)
+    spec = SliceSpec(text) if text in columns else parse_slice_spec(spec)
+    if spec.column not in columns:
+        known = ", ".join(repr(c) for c in columns) or "none"
+        raise CalcoreError(
+            f"no metadata column {spec.column!r} to slice by (metadata columns: {known}). "
+            "Slice by one of them, or name the column in slice_columns= (--by) when loading."
+        )
+    col: MetadataColumn = columns[spec.column]
+    if col.kind == "other":
+        raise CalcoreError(
+            f"column {col.name!r} has a type that cannot be sliced (e.g. a list or a struct). "
+            "Slice by a column of text, numbers, booleans or dates."
+        )
+    if not col.sliceable:
+        raise CalcoreError(
+            f"column {col.name!r} has {col.n_distinct:,} distinct values (id-like), too many "
+            f"for slicing (at most {MAX_SLICE_VALUES:,}). Slice by a coarser column."
+        )
+    grouping = spec.grouping
+    if grouping in PERIODS and col.kind != "datetime":
+        raise CalcoreError(
+            f"column {col.name!r} is {col.kind}, not datetime: it cannot be grouped by "
+            f"{grouping}. Store dates as ISO 8601 text (2026-11-24) or as a date type."
+        )
+    if grouping is not None and grouping not in PERIODS and col.kind not in ("integer", "numeric"):
+        raise CalcoreError(
+            f"column {col.name!r} is {col.kind}: quantile ranges ({grouping}) need a numeric "
+            "column. Slice by its values instead."
+        )
+    missing = col.missing()
+    if col.kind in ("categorical", "boolean"):
+        codes = np.where(missing, len(col.categories), col.values).astype(np.intp)
+        names, ordered = list(col.categories), False
+    elif col.kind == "datetime":
+        codes, names = _periods(col, grouping or _auto_period(col), missing)
+        ordered = True
+    elif grouping is not None:
+        codes, names = _quantile_ranges(col, int(grouping[1:]), missing)
+        ordered = True
+    else:
+        present = col.values[~missing]
+        distinct = np.unique(present)
+        if distinct.size > max_slices:
+            raise CalcoreError(
+                f"column {col.name!r} is {col.kind} with {distinct.size:,} distinct values, "
+                f"too many to slice value by value (at most {max_slices:,}). Slice it into "
+                f"quantile ranges: '{col.name}:q5' (--by {col.name}:q5)."
+            )
+        codes = np.full(col.values.shape, distinct.size, dtype=np.intp)
+        codes[~missing] = np.searchsorted(distinct, present)
+        names = [_number(v) for v in distinct]
+        ordered = True
+    names.append(MISSING)
+    used, codes = np.unique(codes, return_inverse=True)
+    if used.size > max_slices:
+        raise CalcoreError(
+            f"column {col.name!r} gives {used.size:,} slices, more than {max_slices:,}. "
+            "Slice by a coarser grouping."
+        )
+    return codes.reshape(-1), [(names[int(u)],) for u in used], ordered
+
+
+def _number(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() and abs(v) < 2**53 else f"{v:.6g}"
+
+
+def _quantile_ranges(col: MetadataColumn, k: int, missing: np.ndarray):
+    """Codes and names of ``k`` quantile ranges (ties kept together)."""
+    if not 2 <= k <= _MAX_QUANTILES:
+        raise CalcoreError(
+            f"column {col.name!r}: q{k} asks for {k} quantile ranges; use 2 to {_MAX_QUANTILES}."
+        )
+    present = col.values[~missing]
+    if present.size == 0:
+        return np.full(col.values.shape, 0, dtype=np.intp), []
+    # Cut points at the k-quantiles of the values ("inverted_cdf": always a data value),
+    # duplicates removed: a value never straddles two ranges. Ranges are closed on the
+    # right, [min, c1], (c1, c2], ..., (c_k-1, max], so a cut's value goes with the values
+    # below it, as the quantile's definition says (a share of at least j/k is <= c_j).
+    cuts = np.unique(np.quantile(present, np.arange(1, k) / k, method="inverted_cdf"))
+    cuts = cuts[cuts < present.max()]
+    edges = np.concatenate(([present.min()], cuts, [present.max()]))
+    codes = np.full(col.values.shape, edges.size - 1, dtype=np.intp)
+    codes[~missing] = np.searchsorted(cuts, present, side="left")
+    names = [
+        f"{'[' if j == 0 else '('}{_number(a)}, {_number(b)}]"
+        for j, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
+    ]
+    return codes, names
+
+
+def _auto_period(col: MetadataColumn) -> str:
+    days = col.values[~col.missing()].astype("datetime64[D]")
+    if days.size == 0:
+        return "day"
+    span = int((days.max() - days.min()).astype(np.int64))
+    return "day" if span <= _AUTO_DAY_SPAN else "week" if span <= _AUTO_WEEK_SPAN else "month"
+
+
+def _periods(col: MetadataColumn, period: str, missing: np.ndarray):
+    """Codes and names of the days, weeks (from Monday) or months of a datetime column."""
+    days = col.values.astype("datetime64[D]")
+    if period == "month":
+        start = days.astype("datetime64[M]")
+        fmt = [str(m) for m in np.unique(start[~missing])]
+    else:
+        start = days
+        if period == "week":  # 1970-01-01 was a Thursday: shift to the Monday on or before
+            offset = (days.astype(np.int64) + 3) % 7
+            start = days - offset.astype("timedelta64[D]")
+        fmt = [str(d) if period == "day" else f"week of {d}" for d in np.unique(start[~missing])]
+    distinct = np.unique(start[~missing])
+    codes = np.full(days.shape, distinct.size, dtype=np.intp)
+    codes[~missing] = np.searchsorted(distinct, start[~missing])
+    return codes, fmt
