@@ -501,7 +501,7 @@ def _slices_table(sliced: SlicedReport) -> list[str]:
         value = None if s.report is None else s.report.metrics.get(sliced.rank_metric)
         rows.append(
             [
-                " ".join(s.label.split()),  # untrusted text: one line
+                gates.terminal_text(s.label),  # untrusted text: one line, no escapes
                 f"{s.n:,}",
                 "n/a" if value is None else f"{value:.6f}",
                 f"{s.p_value:.3g}" if s.tested else "-",

@@ -20,6 +20,7 @@ reads the data and writes the files.
 from __future__ import annotations
 
 import math
+import unicodedata
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, replace
 
@@ -40,6 +41,7 @@ __all__ = [
     "junit_xml",
     "markdown_summary",
     "markdown_text",
+    "terminal_text",
 ]
 
 #: What a gate compares: the point estimate, or the guarded end of the interval.
@@ -434,9 +436,22 @@ def _table(result: CheckResult) -> list[list[str]]:
     return [row[:_INTERVAL] + row[_INTERVAL + 1 :] for row in rows]
 
 
+def terminal_text(text) -> str:
+    r"""``text`` on one line with control characters (an escape sequence from a slice's
+    name could drive the terminal) shown as U+FFFD.
+
+    Examples
+    --------
+    >>> terminal_text("DE\x1b[2J\nFR")
+    'DE\ufffd[2J FR'
+    """
+    flat = " ".join(str(text).split())
+    return "".join("\ufffd" if unicodedata.category(ch) == "Cc" else ch for ch in flat)
+
+
 def text_summary(result: CheckResult) -> str:
     """The human table of ``calcore check``; its last line is :attr:`CheckResult.headline`."""
-    rows = _table(result)
+    rows = [[terminal_text(c) for c in row] for row in _table(result)]
     widths = [max(len(row[j]) for row in rows) for j in range(len(rows[0]))]
     lines = [
         f"{result.file}: {result.n_rows} rows, {result.n_classes} classes; {_compared_on(result)}",
@@ -495,7 +510,9 @@ def junit_xml(result: CheckResult) -> bytes:
     ):
         ET.SubElement(props, "property", {"name": name, "value": _xml_text(value)})
     for r, row in zip(result.results, _rows(result), strict=True):
-        case = ET.SubElement(suite, "testcase", {"classname": "calcore.check", "name": row[0]})
+        case = ET.SubElement(
+            suite, "testcase", {"classname": "calcore.check", "name": _xml_text(row[0])}
+        )
         if not r.passed:
             failure = ET.SubElement(
                 case, "failure", {"message": _xml_text(f"{row[0]}: {r.reason}"), "type": "gate"}
@@ -517,7 +534,8 @@ _MD_ESCAPED = set("\\`*_{}[]()#+-.!|~:@$")
 
 
 def markdown_text(text) -> str:
-    """``text`` as inert Markdown: on one line, ``& < >`` as entities (no HTML) and the
+    """``text`` as inert Markdown: on one line (control characters as U+FFFD, as
+    :func:`terminal_text`), ``& < >`` as entities (no HTML) and the
     characters that start Markdown syntax backslash-escaped (no emphasis, link, code,
     math or table cell break: ``|`` becomes ``\\|``).
 
@@ -526,7 +544,7 @@ def markdown_text(text) -> str:
     >>> print(markdown_text("a|b <script>*x*"))
     a\\|b &lt;script&gt;\\*x\\*
     """
-    flat = " ".join(str(text).split())  # a line break would end the table row
+    flat = terminal_text(text)  # a line break would end the table row
     return "".join(_MD_ENTITIES.get(ch) or ("\\" + ch if ch in _MD_ESCAPED else ch) for ch in flat)
 
 

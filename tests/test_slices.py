@@ -303,7 +303,7 @@ def sliced_csv(tmp_path):
     preds = _planted(3, {1}, 400, seed=9, n_classes=2)
     segment = preds.metadata["segment"]
     names = [segment.categories[c] for c in segment.values]
-    names = ["<b>=HYPERLINK(x)|" if n == "s02" else n for n in names]  # hostile text
+    names = ["<b>=HYPERLINK(x)|\x1b[2J" if n == "s02" else n for n in names]  # hostile text
     rows = [
         f"{y},{float(p[1])!r},{name}"
         for p, y, name in zip(preds.probs, preds.labels, names, strict=True)
@@ -328,6 +328,7 @@ def test_cli_metrics_by_text_table(sliced_csv, capsys):
     assert "Slices by segment, most miscalibrated first" in out
     table = out.split("most miscalibrated first", 1)[1]
     assert table.index("s01") < table.index("s00")
+    assert "\x1b" not in out and "<b>=HYPERLINK(x)|\ufffd[2J" in out
 
 
 def test_cli_check_by_fails_on_a_slice_and_reports_it_escaped(sliced_csv, tmp_path, capsys):
@@ -344,6 +345,7 @@ def test_cli_check_by_fails_on_a_slice_and_reports_it_escaped(sliced_csv, tmp_pa
     assert "top_label_ece <= 0.06 [segment = s01]" in failed
     text = md.read_text()
     assert "<b>" not in text and "&lt;b&gt;" in text and "\\|" in text
+    assert "\x1b" not in out and "\x1b" not in text
     assert main(["check", str(sliced_csv), "--max", "top_label_ece=0.9", "--by", "segment",
                  "--resamples", "19"]) == 0  # fmt: skip
     assert main(["check", str(sliced_csv), "--max", "top_label_ece=0.9", "--by", "nope"]) == 2

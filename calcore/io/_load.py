@@ -22,7 +22,7 @@ from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_b
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._labels import class_labels, split_of_rows
 from calcore.io._load_report import LoadReport
-from calcore.io._scan import read_table, scan
+from calcore.io._scan import metadata_columns, read_table, scan
 from calcore.io._source import open_source
 from calcore.io._table import LabelRowNames, RawTable, SelectedRowNames
 from calcore.predictions import Predictions
@@ -60,7 +60,8 @@ def _check_decoded_size(sc, budget: int) -> None:
     if sc.source.file_format == "csv":
         n_columns = len(sc.columns)  # pandas parses every column
     else:
-        n_columns = len({*sc.roles.scores, sc.roles.label, sc.roles.split, sc.weight} - {None})
+        used = {*sc.roles.scores, sc.roles.label, sc.roles.split, sc.weight, *metadata_columns(sc)}
+        n_columns = len(used - {None})  # metadata columns are read too
     size = sc.n_rows * n_columns * 8
     if size > budget:
         what = f"{sc.n_rows:,} rows x {n_columns:,} columns x 8 bytes"

@@ -15,8 +15,9 @@ from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
 from calcore.io._source import Source
 from calcore.io._table import RawTable, RowNames
+from calcore.metadata import MetadataColumn
 
-__all__ = ["Scan", "scan", "read_table", "npz_roles", "numeric_in_preview"]
+__all__ = ["Scan", "scan", "read_table", "npz_roles", "numeric_in_preview", "metadata_columns"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -207,14 +208,18 @@ def read_table(sc: Scan) -> RawTable:
         )
     texts = [roles.label] + ([roles.split] if roles.split else [])
     floats = [*roles.scores] + ([sc.weight] if sc.weight is not None else [])
-    extras = [c for c in roles.ignored if c not in texts]
+    extras = metadata_columns(sc)
     lines = None
     if src.file_format == "parquet":
         _check_weight_type(src, sc.layout, sc.weight)
+        readable = [c for c in extras if not _nested(sc.layout, c)]
         scores, text, raw = read_parquet_columns(
-            src, sc.layout, floats=floats, texts=texts, extras=extras
+            src, sc.layout, floats=floats, texts=texts, extras=readable
         )
-        metadata = {c: metadata_from_arrow(c, raw[c]) for c in extras}
+        metadata = {
+            c: metadata_from_arrow(c, raw[c]) if c in raw else MetadataColumn(c, "other", None)
+            for c in extras
+        }
     else:
         scores, text = read_csv_columns(src, sc.layout, floats=floats, texts=texts + extras)
         lines = record_lines(src, sc.layout, scores.shape[0])
@@ -239,6 +244,21 @@ def read_table(sc: Scan) -> RawTable:
         sc.weight,
         metadata,
     )
+
+
+def metadata_columns(sc: Scan) -> list[str]:
+    """The columns kept as metadata: every column that is not label, split, weight or score."""
+    taken = {sc.roles.label, sc.roles.split}
+    return [c for c in sc.roles.ignored if c not in taken]
+
+
+#: Arrow types read as metadata of kind "other" without reading them (a list column can
+#: hold far more than a value per row, and nothing in it can be sliced).
+_NESTED_TYPES = ("list", "large_list", "fixed_size_list", "struct", "map")
+
+
+def _nested(layout, column: str) -> bool:
+    return layout.types[layout.columns.index(column)].startswith(_NESTED_TYPES)
 
 
 def _check_weight_type(src: Source, layout, weight: str | None) -> None:
