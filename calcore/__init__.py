@@ -66,6 +66,7 @@ Calibration per slice of metadata columns (country, device, day...), ranked by e
    evaluate_by     -- the overall report and one per slice, tested, with q-values
    SlicedReport    -- what evaluate_by returns
    SliceResult     -- one slice of a SlicedReport
+   PeriodChange    -- a metric's change between the first and the last period (over time)
    slicing_of      -- the slices of rows by column specifications ("age:q4", "date:week")
    Slicing         -- what slicing_of returns
    MetadataColumn  -- an extra column of the rows, kept for slicing
@@ -252,7 +253,7 @@ from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap
 from calcore.evaluation.calibration_test import CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS, interval_bounds
-from calcore.evaluation.slices import SlicedReport, SliceResult, evaluate_by
+from calcore.evaluation.slices import PeriodChange, SlicedReport, SliceResult, evaluate_by
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
@@ -338,6 +339,7 @@ __all__ = [
     "evaluate_by",
     "SlicedReport",
     "SliceResult",
+    "PeriodChange",
     "slicing_of",
     "Slicing",
     "MetadataColumn",

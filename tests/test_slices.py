@@ -295,6 +295,45 @@ def test_evaluate_by_refuses_streams_and_bad_options(tmp_path):
         calcore.evaluate_by(calcore.scan(tmp_path / "s.parquet"), "g")
 
 
+def _over_time(kinds, n_per_day, seed):
+    """Binary predictions over consecutive days, day ``d`` drawn from ``kinds[d]``."""
+    parts, days = [], []
+    for d, kind in enumerate(kinds):
+        sim = calcore.dirichlet_simulator(2, miscalibration=kind, strength=2.0)
+        parts.append(calcore.simulate_predictions(sim, n_per_day, seed=seed * 100 + d).preds)
+        days += [f"2026-11-{d + 1:02d}"] * n_per_day
+    preds = calcore.Predictions.from_probs(
+        np.concatenate([p.probs for p in parts]), np.concatenate([p.labels for p in parts])
+    )
+    return preds.with_metadata({"day": np.array(days)})
+
+
+def test_a_change_over_time_is_flagged_with_its_evidence():
+    preds = _over_time(["calibrated", "calibrated", "overconfident"], 800, seed=1)
+    sliced = calcore.evaluate_by(preds, "day", n_resamples=99)
+    change = sliced.change
+    assert (change.first, change.last) == ("2026-11-01", "2026-11-03")
+    first, last = sliced.in_order()[0], sliced.in_order()[-1]
+    assert change.first_value == first.report.top_label_ece
+    assert change.last_value == last.report.top_label_ece
+    assert change.difference > 0 and change.p_value == pytest.approx(0.01)
+    assert "rose" in change.verdict() and any(n.startswith("Over time:") for n in sliced.notes)
+    assert sliced.as_dict()["change"]["p_value"] == change.p_value
+
+
+def test_no_change_between_calibrated_periods_is_rejected_at_the_nominal_rate():
+    rejected = 0
+    for seed in range(20):
+        preds = _over_time(["calibrated", "calibrated"], 300, seed=10 + seed)
+        rejected += calcore.evaluate_by(preds, "day", n_resamples=39).change.p_value <= 0.05
+    assert rejected <= 3  # 20 x 0.05 = 1 expected
+
+
+def test_no_change_is_computed_for_other_slicings():
+    preds = _planted(2, set(), 100, seed=2)
+    assert calcore.evaluate_by(preds, "segment", n_resamples=19).change is None
+
+
 # ------------------------------------------------------------------ command line
 
 

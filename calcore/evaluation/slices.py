@@ -26,12 +26,12 @@ from calcore._errors import CalcoreError
 from calcore._validation import row_weights
 from calcore.evaluation.calibration_test import TESTABLE_METRICS, CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
-from calcore.metadata import MAX_SLICE_VALUES
-from calcore.metrics.registry import METRICS, metric_keys
+from calcore.metadata import MAX_SLICE_VALUES, MISSING
+from calcore.metrics.registry import METRICS, compute_metric, metric_keys
 from calcore.predictions import Predictions
-from calcore.slicing import Slicing, slicing_of
+from calcore.slicing import Slicing, parse_slice_spec, slicing_of
 
-__all__ = ["SliceResult", "SlicedReport", "evaluate_by", "MIN_SLICE_ROWS"]
+__all__ = ["SliceResult", "SlicedReport", "PeriodChange", "evaluate_by", "MIN_SLICE_ROWS"]
 
 #: Rows a slice needs to be tested and ranked. Below it a 15-bin ECE rests on fewer than
 #: two rows per bin, and the test has almost no power: such slices are listed with their
@@ -113,6 +113,64 @@ class SliceResult:
 
 
 @dataclass(frozen=True)
+class PeriodChange:
+    """Whether a metric changed between the first and the last period of a datetime slicing.
+
+    A permutation test: under "the two periods are calibrated alike" their rows are
+    exchangeable, so the rows of both are dealt again into two sets of the same sizes
+    (``n_resamples`` times, seeded) and the metric's difference recomputed; the p-value
+    is ``(1 + #{|d*| >= |d|}) / (R + 1)`` (two-sided).
+
+    Attributes
+    ----------
+    metric : str
+    first, last : str
+        The periods compared.
+    first_value, last_value : float
+    p_value : float
+    n_resamples : int
+
+    Examples
+    --------
+    >>> change = PeriodChange("top_label_ece", "2026-11-01", "2026-11-08", 0.02, 0.05, 0.004, 249)
+    >>> change.verdict()
+    'TL-ECE rose from 0.02 (2026-11-01) to 0.05 (2026-11-08): a change (p = 0.004)'
+    """
+
+    metric: str
+    first: str
+    last: str
+    first_value: float
+    last_value: float
+    p_value: float
+    n_resamples: int
+
+    @property
+    def difference(self) -> float:
+        return self.last_value - self.first_value
+
+    def verdict(self, level: float = 0.05) -> str:
+        moved = "rose" if self.difference > 0 else "fell" if self.difference < 0 else "stayed"
+        words = "a change" if self.p_value <= level else "no evidence of a change"
+        return (
+            f"{METRICS[self.metric].label} {moved} from {self.first_value:.4g} ({self.first}) "
+            f"to {self.last_value:.4g} ({self.last}): {words} (p = {self.p_value:.2g})"
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "metric": self.metric,
+            "first": self.first,
+            "last": self.last,
+            "first_value": self.first_value,
+            "last_value": self.last_value,
+            "difference": self.difference,
+            "p_value": self.p_value,
+            "n_resamples": self.n_resamples,
+        }
+
+
+@dataclass(frozen=True)
 class SlicedReport:
     """The overall report and every slice's, slices sorted by evidence of miscalibration.
 
@@ -130,6 +188,8 @@ class SlicedReport:
         Whether the slices have a natural order (periods, ranges): :meth:`in_order`.
     min_slice_rows, n_resamples : int
     notes : tuple of str
+    change : PeriodChange or None
+        For one datetime column sliced by period: the first period against the last.
 
     Examples
     --------
@@ -151,6 +211,7 @@ class SlicedReport:
     n_resamples: int
     notes: tuple[str, ...] = ()
     order: tuple[int, ...] = field(default=(), repr=False)
+    change: PeriodChange | None = None
 
     def in_order(self) -> tuple[SliceResult, ...]:
         """The slices in their natural order (periods, ranges, sorted values)."""
@@ -161,13 +222,16 @@ class SlicedReport:
         return tuple(s for s in self.slices if s.tested and s.q_value <= level)
 
     def as_dict(self) -> dict:
-        return {
+        out = {
             "by": list(self.columns),
             "rank_metric": self.rank_metric,
             "n_resamples": self.n_resamples,
             "min_slice_rows": self.min_slice_rows,
             "slices": [s.as_dict() for s in self.slices],
         }
+        if self.change is not None:
+            out["change"] = self.change.as_dict()
+        return out
 
 
 def evaluate_by(
@@ -279,6 +343,16 @@ def evaluate_by(
         "and every slice ranked above it miscalibrated. Share: the slice's weight x "
         f"{METRICS[rank_metric].label} over the sum across slices."
     )
+    change = None
+    if _is_periods(preds, slicing):
+        change = _period_change(
+            preds, slicing, results, weights, options, rank_metric, n_resamples, min_slice_rows
+        )
+        if change is not None:
+            notes.append(
+                "Over time: " + change.verdict() + f" (permutation test, {n_resamples} "
+                "reshufflings of the two periods' rows)."
+            )
     return SlicedReport(
         overall,
         slicing.columns,
@@ -289,6 +363,61 @@ def evaluate_by(
         int(n_resamples),
         tuple(notes),
         natural,
+        change,
+    )
+
+
+def _is_periods(preds, slicing: Slicing) -> bool:
+    """One datetime column sliced by period (or by its default period)."""
+    if len(slicing.columns) != 1:
+        return False
+    spec = parse_slice_spec(slicing.columns[0])
+    column = slicing.columns[0] if slicing.columns[0] in preds.metadata else spec.column
+    return preds.metadata[column].kind == "datetime"
+
+
+def _period_change(preds, slicing, results, weights, options, metric, n_resamples, min_rows):
+    """The permutation test of the metric between the first and the last period."""
+    periods = [k for k, v in enumerate(slicing.values) if v != (MISSING,)]
+    if len(periods) < 2:
+        return None
+    first, last = periods[0], periods[-1]
+    a, b = slicing.row_groups()[first], slicing.row_groups()[last]
+    if (
+        min(a.size, b.size) < min_rows
+        or results[first].report is None
+        or results[last].report is None
+    ):
+        return None
+    rows = np.concatenate([a, b])
+    sub = preds.subset(rows)
+    w = None if weights is None else weights[rows]
+    kw = dict(bins=options["bins"], binning=options["binning"])
+
+    def difference(left: np.ndarray) -> float:
+        right = np.setdiff1d(np.arange(rows.size), left, assume_unique=True)
+        values = [
+            compute_metric(
+                metric, sub.subset(part), sample_weight=None if w is None else w[part], **kw
+            )
+            for part in (left, right)
+        ]
+        return values[1] - values[0]
+
+    observed = difference(np.arange(a.size))
+    rng = np.random.default_rng(np.random.SeedSequence(options["seed"], spawn_key=(2,)))
+    extreme = 0
+    for _ in range(int(n_resamples)):
+        left = np.sort(rng.permutation(rows.size)[: a.size])
+        extreme += abs(difference(left)) >= abs(observed) - 1e-15
+    return PeriodChange(
+        metric,
+        slicing.labels[first],
+        slicing.labels[last],
+        float(results[first].report.metrics[metric]),
+        float(results[last].report.metrics[metric]),
+        float((1 + extreme) / (int(n_resamples) + 1)),
+        int(n_resamples),
     )
 
 
