@@ -3,8 +3,9 @@
 Prints one JSON object: for the CIFAR-10 test split (10,000 x 10) and the synthetic
 10,000 x 100 test split (``assets/synthetic_wide100.npz``), the best and median wall
 and process-CPU times of ``--repeats`` runs of ``evaluate(preds, bins=15,
-n_bootstrap=B)`` for B = 0 and 200, of ``kde_ece_classwise(preds)`` alone, and the
-resamples each KDE interval got. The machine may be shared: the load average before and
+n_bootstrap=B)`` for B = 0 and 200 (and 200 without the calibration test, whose cost is
+the ratio ``with_test_over_without``), of ``kde_ece_classwise(preds)`` alone, and
+the resamples each KDE interval got. The machine may be shared: the load average before and
 after is printed, and the CPU time is the steadier number under contention.
 
 Targets (quiet machine): 10,000 x 100: evaluate <= 0.8 s, class-wise KDE-ECE <= 0.3 s,
@@ -55,6 +56,22 @@ def bench(preds, n_bootstrap, repeats):
                 if k in report.intervals
             }
         result[f"evaluate_n_bootstrap_{b}"] = times
+    # the calibration test's share: the same run without it (same seed, same resamples)
+    times, _ = timed(
+        lambda: calcore.evaluate(
+            preds, bins=15, n_bootstrap=n_bootstrap, seed=0, test_calibration=False
+        ),
+        repeats,
+    )
+    result[f"evaluate_n_bootstrap_{n_bootstrap}_without_test"] = times
+    result["with_test_over_without"] = {
+        clock: round(
+            result[f"evaluate_n_bootstrap_{n_bootstrap}"][clock]["median_s"]
+            / times[clock]["median_s"],
+            2,
+        )
+        for clock in ("wall", "cpu")
+    }
     result["kde_ece_classwise"] = timed(lambda: calcore.kde_ece_classwise(preds), repeats)[0]
     return result
 

@@ -389,3 +389,15 @@ def test_cli_check_by_fails_on_a_slice_and_reports_it_escaped(sliced_csv, tmp_pa
                  "--resamples", "19"]) == 0  # fmt: skip
     assert main(["check", str(sliced_csv), "--max", "top_label_ece=0.9", "--by", "nope"]) == 2
     assert "slice column 'nope' is not a column" in capsys.readouterr().err
+
+
+def test_calibrated_outputs_keep_the_metadata_so_each_calibrator_is_evaluated_per_slice():
+    preds = _planted(4, {0, 1, 2, 3}, 300, seed=12)  # over-confident everywhere
+    calib, test = preds.subset(np.arange(0, 1200, 2)), preds.subset(np.arange(1, 1200, 2))
+    output = calcore.make_calibrator("ts").fit(calib).transform(test)
+    assert output.metadata["segment"].values.tolist() == test.metadata["segment"].values.tolist()
+    before = calcore.evaluate_by(test, "segment", n_resamples=19)
+    after = calcore.evaluate_by(output, "segment", n_resamples=19)
+    worst = {s.label: s.report.top_label_ece for s in before.slices}
+    fixed = {s.label: s.report.top_label_ece for s in after.slices}
+    assert all(fixed[k] < worst[k] for k in worst)  # one global temperature fixes each slice
