@@ -31,6 +31,7 @@ __all__ = [
     "MISSING",
     "metadata_column",
     "metadata_from_text",
+    "numeric_column",
 ]
 
 #: Kinds of metadata columns, in the words of the load report.
@@ -104,24 +105,41 @@ class MetadataColumn:
             return np.isnat(v)
         return np.isnan(v)
 
-    def take(self, rows) -> "MetadataColumn":
-        """The column at ``rows`` (an index array or boolean mask); counts recomputed."""
-        if self.values is None:
-            return self
-        values = self.values[np.asarray(rows)]
-        col = replace(self, values=values)
+    @classmethod
+    def counted(cls, name: str, kind: str, values: np.ndarray, categories=()) -> "MetadataColumn":
+        """A column with its distinct and missing values counted from ``values``.
+
+        Examples
+        --------
+        >>> MetadataColumn.counted("n", "integer", np.array([2.0, np.nan, 2.0])).describe()
+        'n: integer, 1 values, 1 missing'
+        """
+        col = cls(name, kind, values, tuple(categories))
         missing = col.missing()
         distinct = int(np.unique(values[~missing]).size)
         return replace(col, n_distinct=distinct, n_missing=int(missing.sum()))
 
-    def describe(self) -> str:
-        """``"country: categorical, 12 values, 3 missing"`` (for load reports)."""
-        text = f"{self.name}: {self.kind}, {self.n_distinct:,} values"
+    def take(self, rows) -> "MetadataColumn":
+        """The column at ``rows`` (an index array or boolean mask); counts recomputed."""
+        if self.values is None:
+            return self
+        return MetadataColumn.counted(
+            self.name, self.kind, self.values[np.asarray(rows)], self.categories
+        )
+
+    def summary(self) -> str:
+        """``"categorical, 12 values, 3 missing"``: what the load report says of it."""
+        if self.kind == "other":
+            text = "a type that cannot be sliced (not kept)"
+        else:
+            text = f"{self.kind}, {self.n_distinct:,} values"
         if self.kind == "id-like":
             text += f" (more than {MAX_SLICE_VALUES:,}: not kept for slicing)"
-        if self.kind == "other":
-            text = f"{self.name}: a type that cannot be sliced (not kept)"
         return text + (f", {self.n_missing:,} missing" if self.n_missing else "")
+
+    def describe(self) -> str:
+        """``"country: categorical, 12 values, 3 missing"``."""
+        return f"{self.name}: {self.summary()}"
 
 
 def metadata_column(name: str, values) -> MetadataColumn:
@@ -141,23 +159,25 @@ def metadata_column(name: str, values) -> MetadataColumn:
     if arr.ndim != 1:
         raise ValueError(f"metadata column {name!r} must be one-dimensional")
     if arr.dtype.kind == "b":
-        codes = arr.astype(np.int32)
-        return MetadataColumn(name, "boolean", codes, ("False", "True"), int(np.unique(codes).size))
+        return MetadataColumn.counted(name, "boolean", arr.astype(np.int32), ("False", "True"))
     if arr.dtype.kind in "iuf":
-        v = arr.astype(np.float64)
-        v = np.where(np.isfinite(v), v, np.nan)
-        present = v[~np.isnan(v)]
-        kind = "numeric" if arr.dtype.kind == "f" else "integer"
-        return MetadataColumn(
-            name, kind, v, (), int(np.unique(present).size), int(v.size - present.size)
-        )
+        return numeric_column(name, arr, integer=arr.dtype.kind != "f")
     if arr.dtype.kind == "M":
-        v = arr.astype("datetime64[s]")
-        present = v[~np.isnat(v)]
-        return MetadataColumn(
-            name, "datetime", v, (), int(np.unique(present).size), int(v.size - present.size)
-        )
+        return MetadataColumn.counted(name, "datetime", arr.astype("datetime64[s]"))
     return metadata_from_text(name, arr.astype(object))
+
+
+def numeric_column(name: str, values, *, integer: bool) -> MetadataColumn:
+    """An integer or numeric column as float64 (NaN and infinities: missing).
+
+    Examples
+    --------
+    >>> numeric_column("x", [1, np.inf, 3], integer=True).describe()
+    'x: integer, 2 values, 1 missing'
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = np.where(np.isfinite(v), v, np.nan)  # an infinity is not a slice value
+    return MetadataColumn.counted(name, "integer" if integer else "numeric", v)
 
 
 _INTEGER = re.compile(r"[+-]?\d{1,15}")
@@ -180,65 +200,65 @@ def metadata_from_text(name: str, cells) -> MetadataColumn:
     import pandas as pd  # on use: importing calcore loads no pandas
 
     codes, uniques = pd.factorize(np.asarray(cells, dtype=object), use_na_sentinel=True)
-    uniques = np.asarray(uniques, dtype=object)
-    blank = np.array([u is None or str(u).strip() == "" for u in uniques], dtype=bool)
+    # Vectorised over the distinct values: an id column has as many as rows.
+    text = pd.Series(uniques, dtype=object).astype(str).str.strip()
+    blank = (text == "").to_numpy()
     if blank.any():  # "" is a value to pandas: make it missing
         remap = np.where(blank, -1, np.cumsum(~blank) - 1)
         codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
-        uniques = uniques[~blank]
-    text = [str(u).strip() for u in uniques]
-    n_missing = int(np.count_nonzero(codes < 0))
-    if text and all(t.lower() in _BOOLEAN for t in text):
-        flags = np.array([_BOOLEAN[t.lower()] for t in text] + [-1], dtype=np.int32)
-        values = flags[codes]  # code -1 picks the trailing -1
-        return MetadataColumn(
-            name, "boolean", values, ("False", "True"), len(set(flags[:-1])), n_missing
+        text = text[~blank].reset_index(drop=True)
+    codes = np.asarray(codes)
+    if text.empty:
+        return _from_codes(name, "categorical", codes, np.empty(0, np.int32), ())
+    lower = text.str.lower()
+    if lower.isin(list(_BOOLEAN)).all():
+        return _from_codes(
+            name, "boolean", codes, lower.map(_BOOLEAN).to_numpy(np.int32), ("False", "True")
         )
     numbers = _as_numbers(text)
     if numbers is not None:
-        kind = "integer" if all(_INTEGER.fullmatch(t) for t in text) else "numeric"
-        values = np.append(numbers, np.nan)[codes]
-        distinct = int(np.unique(numbers).size)
-        return MetadataColumn(name, kind, values, (), distinct, n_missing)
+        integer = bool(text.str.fullmatch(_INTEGER).all())
+        return numeric_column(name, np.append(numbers, np.nan)[codes], integer=integer)
     dates = _as_dates(text)
     if dates is not None:
         values = np.append(dates, np.datetime64("NaT", "s"))[codes]
-        return MetadataColumn(name, "datetime", values, (), int(np.unique(dates).size), n_missing)
-    return _categorical(name, text, codes, n_missing)
+        return MetadataColumn.counted(name, "datetime", values)
+    distinct = text.unique()
+    if distinct.size > MAX_SLICE_VALUES:  # no sort of a million ids
+        return MetadataColumn(name, "id-like", None, (), int(distinct.size), int((codes < 0).sum()))
+    categories = np.sort(distinct.astype(str))
+    lookup = np.searchsorted(categories, text.to_numpy(dtype=str)).astype(np.int32)
+    return _from_codes(name, "categorical", codes, lookup, tuple(categories.tolist()))
 
 
-def _categorical(name: str, text: list, codes: np.ndarray, n_missing: int) -> MetadataColumn:
-    """Codes into the sorted distinct values; id-like (values dropped) past the limit."""
-    distinct = sorted(set(text))
-    if len(distinct) > MAX_SLICE_VALUES:
-        return MetadataColumn(name, "id-like", None, (), len(distinct), n_missing)
-    position = {t: i for i, t in enumerate(distinct)}
-    lookup = np.array([position[t] for t in text] + [-1], dtype=np.int32)
-    return MetadataColumn(
-        name, "categorical", lookup[codes], tuple(distinct), len(distinct), n_missing
-    )
+def _from_codes(name, kind, codes, lookup, categories) -> MetadataColumn:
+    """A coded column: ``lookup[code]`` per row (``-1`` for the missing code ``-1``)."""
+    values = np.append(lookup, np.int32(-1)).astype(np.int32)[codes]  # code -1: the last
+    return MetadataColumn.counted(name, kind, values, categories)
 
 
-def _as_numbers(text: list) -> np.ndarray | None:
+def _as_numbers(text) -> np.ndarray | None:
     """The values as float64 if every one is a finite number written plainly, else None."""
     import pandas as pd
 
-    if not text:
+    try:
+        float(text.iloc[0])  # a cheap refusal for text columns (one value decides)
+    except ValueError:
         return None
-    out = pd.to_numeric(pd.Series(text, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    out = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
     if not np.isfinite(out).all():  # "abc", and also "nan" / "inf" written out
         return None
     return out
 
 
-def _as_dates(text: list) -> np.ndarray | None:
+def _as_dates(text) -> np.ndarray | None:
     """The values as datetime64[s] (UTC) if every one is an ISO 8601 date, else None."""
     import pandas as pd
 
-    if not text or not all(_ISO_DATE.fullmatch(t) for t in text):
+    if not _ISO_DATE.fullmatch(text.iloc[0]) or not text.str.fullmatch(_ISO_DATE).all():
         return None
     try:
-        parsed = pd.to_datetime(pd.Series(text), format="ISO8601", utc=True)
+        parsed = pd.to_datetime(text, format="ISO8601", utc=True)
     except (ValueError, OverflowError):
         return None
     return parsed.dt.tz_localize(None).to_numpy().astype("datetime64[s]")

@@ -86,6 +86,8 @@ class Slicing:
         Per slice, its value in each column.
     ordered : bool
         Whether the slices have a natural order (periods, ranges): then they are in it.
+    kinds : tuple of str
+        The metadata kind of each column sliced by (``("datetime",)`` for periods).
 
     Examples
     --------
@@ -100,6 +102,7 @@ class Slicing:
     codes: np.ndarray
     values: tuple[tuple[str, ...], ...]
     ordered: bool = False
+    kinds: tuple[str, ...] = ()
 
     @property
     def n_slices(self) -> int:
@@ -153,8 +156,8 @@ def slicing_of(columns: dict, by, *, max_slices: int = MAX_SLICE_VALUES) -> Slic
     if not specs:
         raise CalcoreError("slicing needs at least one column.")
     parts = [_one_column(columns, s, max_slices) for s in specs]
-    codes, values, ordered = parts[0]
-    for more_codes, more_values, more_ordered in parts[1:]:
+    codes, values, ordered, _ = parts[0]
+    for more_codes, more_values, more_ordered, _ in parts[1:]:
         combined = codes.astype(np.int64) * len(more_values) + more_codes
         present, codes = np.unique(combined, return_inverse=True)
         if present.size > max_slices:
@@ -168,11 +171,14 @@ def slicing_of(columns: dict, by, *, max_slices: int = MAX_SLICE_VALUES) -> Slic
         ]
         ordered = ordered and more_ordered
     names = tuple(str(parse_slice_spec(s)) for s in specs)
-    return Slicing(names, np.asarray(codes, dtype=np.intp), tuple(map(tuple, values)), ordered)
+    kinds = tuple(kind for *_, kind in parts)
+    return Slicing(
+        names, np.asarray(codes, dtype=np.intp), tuple(map(tuple, values)), ordered, kinds
+    )
 
 
 def _one_column(columns: dict, spec, max_slices: int):
-    """(codes, values as 1-tuples, ordered) of one specification, only present slices."""
+    """(codes, values as 1-tuples, ordered, kind) of one specification, present slices only."""
     text = str(spec)
     spec = SliceSpec(text) if text in columns else parse_slice_spec(spec)
     if spec.column not in columns:
@@ -233,7 +239,7 @@ def _one_column(columns: dict, spec, max_slices: int):
             f"column {col.name!r} gives {used.size:,} slices, more than {max_slices:,}. "
             "Slice by a coarser grouping."
         )
-    return codes.reshape(-1), [(names[int(u)],) for u in used], ordered
+    return codes.reshape(-1), [(names[int(u)],) for u in used], ordered, col.kind
 
 
 def _number(v: float) -> str:

@@ -17,7 +17,7 @@ Benjamini & Hochberg (1995), "Controlling the false discovery rate", JRSS B 57.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 from scipy.stats import false_discovery_control
@@ -29,7 +29,7 @@ from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.metadata import MAX_SLICE_VALUES, MISSING
 from calcore.metrics.registry import METRICS, compute_metric, metric_keys
 from calcore.predictions import Predictions
-from calcore.slicing import Slicing, parse_slice_spec, slicing_of
+from calcore.slicing import Slicing, slicing_of
 
 __all__ = ["SliceResult", "SlicedReport", "PeriodChange", "evaluate_by", "MIN_SLICE_ROWS"]
 
@@ -158,16 +158,7 @@ class PeriodChange:
         )
 
     def as_dict(self) -> dict:
-        return {
-            "metric": self.metric,
-            "first": self.first,
-            "last": self.last,
-            "first_value": self.first_value,
-            "last_value": self.last_value,
-            "difference": self.difference,
-            "p_value": self.p_value,
-            "n_resamples": self.n_resamples,
-        }
+        return asdict(self) | {"difference": self.difference}
 
 
 @dataclass(frozen=True)
@@ -318,7 +309,8 @@ def evaluate_by(
     )
     overall = evaluate(preds, n_bootstrap=n_bootstrap, sample_weight=weights, **options)
     results, notes = [], []
-    for k, rows in enumerate(slicing.row_groups()):
+    groups = slicing.row_groups()
+    for k, rows in enumerate(groups):
         results.append(
             _one_slice(
                 preds, slicing, k, rows, weights,
@@ -344,10 +336,11 @@ def evaluate_by(
         f"{METRICS[rank_metric].label} over the sum across slices."
     )
     change = None
-    if _is_periods(preds, slicing):
+    if slicing.kinds == ("datetime",):
         change = _period_change(
-            preds, slicing, results, weights, options, rank_metric, n_resamples, min_slice_rows
-        )
+            preds, slicing, groups, results, weights,
+            options=options, metric=rank_metric, n_resamples=n_resamples, min_rows=min_slice_rows,
+        )  # fmt: skip
         if change is not None:
             notes.append(
                 "Over time: " + change.verdict() + f" (permutation test, {n_resamples} "
@@ -367,49 +360,37 @@ def evaluate_by(
     )
 
 
-def _is_periods(preds, slicing: Slicing) -> bool:
-    """One datetime column sliced by period (or by its default period)."""
-    if len(slicing.columns) != 1:
-        return False
-    spec = parse_slice_spec(slicing.columns[0])
-    column = slicing.columns[0] if slicing.columns[0] in preds.metadata else spec.column
-    return preds.metadata[column].kind == "datetime"
-
-
-def _period_change(preds, slicing, results, weights, options, metric, n_resamples, min_rows):
+def _period_change(
+    preds, slicing, groups, results, weights, *, options, metric, n_resamples, min_rows
+):
     """The permutation test of the metric between the first and the last period."""
     periods = [k for k, v in enumerate(slicing.values) if v != (MISSING,)]
     if len(periods) < 2:
         return None
     first, last = periods[0], periods[-1]
-    a, b = slicing.row_groups()[first], slicing.row_groups()[last]
+    a, b = groups[first], groups[last]
     if (
         min(a.size, b.size) < min_rows
         or results[first].report is None
         or results[last].report is None
     ):
         return None
-    rows = np.concatenate([a, b])
-    sub = preds.subset(rows)
-    w = None if weights is None else weights[rows]
+    sub = preds.subset(np.concatenate([a, b]))
+    w = None if weights is None else np.concatenate([weights[a], weights[b]])
     kw = dict(bins=options["bins"], binning=options["binning"])
 
-    def difference(left: np.ndarray) -> float:
-        right = np.setdiff1d(np.arange(rows.size), left, assume_unique=True)
-        values = [
-            compute_metric(
-                metric, sub.subset(part), sample_weight=None if w is None else w[part], **kw
-            )
-            for part in (left, right)
-        ]
-        return values[1] - values[0]
+    def value(part: np.ndarray) -> float:
+        return compute_metric(
+            metric, sub.subset(part), sample_weight=None if w is None else w[part], **kw
+        )
 
-    observed = difference(np.arange(a.size))
+    observed = value(np.arange(a.size, sub.n_samples)) - value(np.arange(a.size))
     rng = np.random.default_rng(np.random.SeedSequence(options["seed"], spawn_key=(2,)))
     extreme = 0
     for _ in range(int(n_resamples)):
-        left = np.sort(rng.permutation(rows.size)[: a.size])
-        extreme += abs(difference(left)) >= abs(observed) - 1e-15
+        order = rng.permutation(sub.n_samples)
+        d = value(order[a.size :]) - value(order[: a.size])
+        extreme += abs(d) >= abs(observed) - 1e-15
     return PeriodChange(
         metric,
         slicing.labels[first],

@@ -400,7 +400,7 @@ def build_predictions(
         total_weight=None if weights is None else float(weights.sum()),
         percent=percent,
         metadata_columns=tuple(
-            (name, col.describe(), col.sliceable) for name, col in metadata.items()
+            (name, col.summary(), col.sliceable) for name, col in metadata.items()
         ),
     )
     for message in report.warnings():

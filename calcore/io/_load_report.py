@@ -139,8 +139,9 @@ class LoadReport:
         The scores were probabilities in percent, divided by 100 before validation
         (``percent=True``).
     metadata_columns : tuple of (str, str, bool)
-        Each other column (CSV, Parquet): its name, its description (kind, number of
-        values, missing) and whether its values were kept for slicing.
+        Each other column (CSV, Parquet): its name, its summary (kind, number of values,
+        missing: :meth:`calcore.MetadataColumn.summary`) and whether its values were kept
+        for slicing.
 
     Examples
     --------
@@ -193,12 +194,12 @@ class LoadReport:
                 f"{self.source}: {len(self.absent_classes)} class(es) never occur as a label "
                 f"in the loaded rows: {_short(self.absent_classes)}."
             )
-        described = {name: (text, kept) for name, text, kept in self.metadata_columns}
+        described = {name: (summary, kept) for name, summary, kept in self.metadata_columns}
         for col, why in zip(self.ignored_columns, self.ignored_reasons, strict=True):
-            text, kept = described.get(col, (None, False))
+            summary, kept = described.get(col, (None, False))
             if kept:
                 continue  # kept for slicing: listed by messages(), nothing lost
-            detail = f"; {text[len(col) + 2 :]}" if text else ""
+            detail = f"; {summary}" if summary else ""
             out.append(f"{self.source}: column {col!r} was ignored ({why}{detail}).")
         return out
 
@@ -233,7 +234,7 @@ class LoadReport:
                 f"{self.total_weight:,.6g}): every metric, reliability diagram and calibrator "
                 "fit uses them (the views that do not take weights yet say so)."
             )
-        kept = [text for _, text, k in self.metadata_columns if k]
+        kept = [f"{name}: {summary}" for name, summary, k in self.metadata_columns if k]
         if kept:
             out.append("Kept for slicing (not scores): " + "; ".join(kept) + ".")
         if self.max_row_deviation is not None and not self.renormalized_rows:

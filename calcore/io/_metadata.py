@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from calcore.metadata import MetadataColumn, metadata_from_text
+from calcore.metadata import MetadataColumn, metadata_from_text, numeric_column
 
 __all__ = ["metadata_from_arrow"]
 
@@ -28,27 +28,17 @@ def metadata_from_arrow(name: str, column) -> MetadataColumn:
     t = column.type
     if pa.types.is_dictionary(t):
         column, t = column.cast(t.value_type), t.value_type
-    n_missing = int(column.null_count)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return metadata_from_text(name, column.to_numpy(zero_copy_only=False))
     if pa.types.is_boolean(t):
-        values = pc.fill_null(pc.cast(column, pa.int32()), -1).to_numpy(zero_copy_only=False)
-        distinct = int(np.unique(values[values >= 0]).size)
-        return MetadataColumn(
-            name, "boolean", values.astype(np.int32), ("False", "True"), distinct, n_missing
-        )
+        codes = pc.fill_null(pc.cast(column, pa.int32()), -1).to_numpy(zero_copy_only=False)
+        return MetadataColumn.counted(name, "boolean", codes.astype(np.int32), ("False", "True"))
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
-        values = np.where(np.isfinite(values), values, np.nan)  # inf is not a slice value
-        kind = "integer" if pa.types.is_integer(t) else "numeric"
-        present = values[~np.isnan(values)]
-        return MetadataColumn(
-            name, kind, values, (), int(np.unique(present).size), int(values.size - present.size)
-        )
+        values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)  # null -> NaN
+        return numeric_column(name, values, integer=pa.types.is_integer(t))
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         if pa.types.is_timestamp(t) and t.tz is not None:
             column = pc.cast(column, pa.timestamp(t.unit))  # stored as UTC instants
         values = column.to_numpy(zero_copy_only=False).astype("datetime64[s]")
-        present = values[~np.isnat(values)]
-        return MetadataColumn(name, "datetime", values, (), int(np.unique(present).size), n_missing)
-    return MetadataColumn(name, "other", None, (), 0, n_missing)
+        return MetadataColumn.counted(name, "datetime", values)
+    return MetadataColumn(name, "other", None, (), 0, int(column.null_count))
