@@ -110,13 +110,31 @@ def build_credit(data: Path, alpha: float = 1e-3) -> Path:
     xs = (x - mean) / std
     w = _fit_logistic(xs[train], y[train], alpha)
     p = expit(w[0] + xs[rest] @ w[1:])
+    people = df.iloc[rest]
     return _save(
         "credit_default_logreg.npz",
         probs=np.column_stack([1.0 - p, p]),
         labels=y[rest].astype(np.int64),
         class_names=np.array(["no default", "default"]),
         split=_split(10_000, 10_000),
+        # metadata for slicing, decoded as the data set's description gives the codes
+        sex=_decoded(people["SEX"], CREDIT_SEX),
+        education=_decoded(people["EDUCATION"], CREDIT_EDUCATION),
+        marriage=_decoded(people["MARRIAGE"], CREDIT_MARRIAGE),
+        age=people["AGE"].to_numpy(np.int64),
+        credit_limit=people["LIMIT_BAL"].to_numpy(np.int64),
     )
+
+
+# Codes of the UCI description; codes it does not document (EDUCATION 0, 5, 6; MARRIAGE 0)
+# are "unknown", a value of its own rather than a missing one.
+CREDIT_SEX = {1: "male", 2: "female"}
+CREDIT_EDUCATION = {1: "graduate school", 2: "university", 3: "high school", 4: "other"}
+CREDIT_MARRIAGE = {1: "married", 2: "single", 3: "other"}
+
+
+def _decoded(codes: pd.Series, names: dict[int, str]) -> np.ndarray:
+    return np.array([names.get(int(c), "unknown") for c in codes])
 
 
 # -- (c) 3-class synthetic, over-confident -----------------------------------------------------
@@ -178,11 +196,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=default_data_dir(),
                         help="shared data folder (default: %(default)s)")  # fmt: skip
+    parser.add_argument("--only", choices=("cifar10", "credit", "synthetic", "wide"),
+                        help="rebuild one sample only")  # fmt: skip
     args = parser.parse_args(argv)
-    build_cifar10(args.data)
-    build_credit(args.data)
-    build_synthetic()
-    build_wide()
+    builders = {
+        "cifar10": lambda: build_cifar10(args.data),
+        "credit": lambda: build_credit(args.data),
+        "synthetic": build_synthetic,
+        "wide": build_wide,
+    }
+    for name, build in builders.items():
+        if args.only in (None, name):
+            build()
 
 
 if __name__ == "__main__":

@@ -98,6 +98,38 @@ def test_parquet_metadata_keeps_arrow_types(tmp_path):
         calcore.slicing_of(md, "tags")
 
 
+def test_npz_arrays_of_one_value_per_row_are_metadata(tmp_path):
+    np.savez(
+        tmp_path / "m.npz",
+        probs=np.full((6, 2), 0.5),
+        labels=np.array([0, 0, 1, 1, 0, 1]),
+        split=np.array(["calib", "test"] * 3),
+        country=np.array(["fr", "de", "fr", "", "de", "fr"]),
+        age=np.array([20, 30, 30, 40, 50, 60]),
+        score=np.array([1.5, np.nan, 2.5, 3.5, 4.5, 5.5]),
+        day=np.array(["2026-11-01", "NaT", "2026-11-02", "2026-11-02", "2026-11-03", "NaT"],
+                     dtype="datetime64[D]"),
+        image=np.zeros((6, 3)),
+    )  # fmt: skip
+    with pytest.warns(calcore.CalcoreWarning, match="'image' was ignored"):
+        preds = calcore.load_predictions(tmp_path / "m.npz", split="test")
+    md = preds.metadata
+    assert sorted(md) == ["age", "country", "day", "score"]
+    assert md["country"].kind == "categorical" and md["country"].n_missing == 1  # row 3: ""
+    assert md["age"].kind == "integer" and md["age"].values.tolist() == [30, 40, 60]
+    assert md["score"].kind == "numeric" and md["score"].n_missing == 1
+    assert md["day"].kind == "datetime" and md["day"].n_missing == 2  # test rows 1, 3, 5
+    warned = preds.load_report.warnings()
+    assert warned == ["m.npz: column 'image' was ignored (not a probs/logits/labels/class_names/"
+                      "split array)."]  # fmt: skip
+    sliced = calcore.evaluate_by(preds, "country", min_slice_rows=2, n_resamples=9)
+    assert sorted((s.label, s.n) for s in sliced.slices) == [("(missing)", 1), ("de", 1), ("fr", 1)]
+    with pytest.raises(CalcoreError, match="slice column 'labels' is not an extra array"):
+        calcore.load_predictions(tmp_path / "m.npz", slice_columns=["labels"])
+    with pytest.raises(CalcoreError, match="slice column 'nope' is not an extra array"):
+        calcore.load_predictions(tmp_path / "m.npz", slice_columns="nope")
+
+
 def test_slice_columns_are_never_scores_and_are_checked(tmp_path):
     # Without a score prefix every numeric column would be a class.
     text = "label,a,b,segment\na,0.9,0.1,1\nb,0.2,0.8,2\n"

@@ -100,7 +100,8 @@ def load_predictions(
         Columns kept as metadata for slicing whatever their values (never taken for
         score columns: in a file without a score prefix a numeric column would
         otherwise be a class). Every column that is not a label, split, weight or
-        score column is kept anyway (CSV, Parquet), as ``preds.metadata``
+        score column is kept anyway (CSV, Parquet; in an NPZ archive every other array
+        of one number, boolean, string or datetime per row), as ``preds.metadata``
         (:class:`calcore.metadata.MetadataColumn`): its kind and number of values are
         in the load report; a text column with more than 1,000 distinct values (an id)
         is counted, not kept.

@@ -3,7 +3,8 @@
 Expected arrays: exactly one of ``probs`` (n, L) or ``logits`` (n, L) (a 1-D
 array, or one column, is P(positive) / the positive logit), ``labels`` (n,)
 as integers or strings, optional ``class_names`` (L,) of str, optional
-``split`` (n,) of str. Other arrays are ignored and reported.
+``split`` (n,) of str. Other arrays of shape (n,) (numbers, booleans, strings,
+datetimes) are metadata for slicing; the rest are ignored and reported.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
 from calcore.io._source import Source
 from calcore.io._table import RawTable, RowNames
-from calcore.metadata import MetadataColumn
+from calcore.metadata import MetadataColumn, metadata_column
 
 __all__ = ["Scan", "scan", "read_table", "npz_roles", "numeric_in_preview", "metadata_columns"]
 
@@ -135,7 +135,15 @@ def scan(
             label_column=label_column,
             weight_column=weight_column,
         )
-        return _npz_scan(src, options, peek=peek)
+        sc = _npz_scan(src, options, peek=peek)
+        for name in (slice_columns,) if isinstance(slice_columns, str) else slice_columns or ():
+            if name not in sc.layout.ignored or name == sc.weight:
+                raise CalcoreError(
+                    f"{src.name}: slice column {name!r} is not an extra array of the archive "
+                    f"(arrays: {list(sc.columns)}; the scores, labels, class names, split and "
+                    "weights cannot be sliced by)."
+                )
+        return sc
     if src.file_format == "parquet":
         layout = scan_parquet(src, max_decoded_bytes=max_decoded_bytes)
         is_numeric = _parquet_numeric(
@@ -191,6 +199,7 @@ def read_table(sc: Scan) -> RawTable:
         c = sc.layout
         hint = (c.score_name, f"the archive's array is named {c.score_name!r}")
         weights = None if sc.weight is None else _npz_weights(src, sc.weight, sc.n_rows)
+        metadata = _npz_metadata(src, [a for a in c.ignored if a != sc.weight], sc.n_rows)
         return RawTable(
             src.name,
             "npz",
@@ -205,6 +214,7 @@ def read_table(sc: Scan) -> RawTable:
             hint,
             weights,
             sc.weight,
+            metadata,
         )
     texts = [roles.label] + ([roles.split] if roles.split else [])
     floats = [*roles.scores] + ([sc.weight] if sc.weight is not None else [])
@@ -270,6 +280,20 @@ def _check_weight_type(src: Source, layout, weight: str | None) -> None:
             f"{src.name}, column {weight!r}: has type {layout.types[j]}, but weights must be "
             "numbers. Store them as floats or integers."
         )
+
+
+def _npz_metadata(src: Source, names: list[str], n_rows: int) -> dict[str, MetadataColumn]:
+    """The archive's other arrays of one value per row (numbers, booleans, text, datetimes),
+    kept as metadata; arrays of any other shape stay ignored (and reported so)."""
+    import io
+
+    out = {}
+    with np.load(io.BytesIO(src.data), allow_pickle=False) as npz:
+        for name in names:
+            arr = npz[name]
+            if arr.shape == (n_rows,) and arr.dtype.kind in "biufUM":
+                out[name] = metadata_column(name, arr)
+    return out
 
 
 def _npz_weights(src: Source, key: str, n_rows: int) -> np.ndarray:
