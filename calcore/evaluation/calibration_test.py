@@ -105,6 +105,22 @@ class CalibrationTest:
         words = "miscalibrated" if p <= level else "consistent with calibrated"
         return f"{words} (p = {p:.2g})"
 
+    def null_quantile(self, key: str, q: float = 0.95) -> float:
+        """The ``q`` quantile of ``key`` under calibration (over the redrawn label sets):
+        the value a calibrated model of these predictions stays below with probability
+        about ``q`` (NaN when the metric is undefined or was not kept).
+
+        Examples
+        --------
+        >>> t = CalibrationTest({"conf_ece": 0.1}, {"conf_ece": 0.2}, 4, 0,
+        ...                     {"conf_ece": np.array([0.01, 0.02, 0.03, 0.05])})
+        >>> round(t.null_quantile("conf_ece", 0.5), 3)
+        0.025
+        """
+        values = np.asarray(self.null_values.get(key, ()), dtype=np.float64)
+        values = values[np.isfinite(values)]
+        return float(np.quantile(values, q)) if values.size else float("nan")
+
     @staticmethod
     def combine(a: "CalibrationTest | None", b: "CalibrationTest | None"):
         """The tests of two reports of the same rows and seed, metrics of ``b`` winning."""

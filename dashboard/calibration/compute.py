@@ -40,6 +40,8 @@ __all__ = [
     "learning",
     "report",
     "simplex_summary",
+    "slice_predictions",
+    "sliced",
     "top_label_diagram",
     "validity",
 ]
@@ -291,3 +293,40 @@ def simplex_summary(key: str, name: str, params: tuple, _calib, _test):
 
     calibrator = calcore.make_calibrator(name, **dict(params)).fit(_calib)
     return canonical_bin_summary(calibrator, _test)
+
+
+#: What each slice's report holds in the Slices view: the errors it ranks by and the
+#: scoring rules. The KDE-ECEs are left to the Metrics view: they took about 85% of a
+#: sliced evaluation's time with intervals (credit sample, 10 age ranges: 3.9 s -> 0.5 s).
+SLICE_METRICS = ("accuracy", "conf_ece", "top_label_ece", "classwise_ece", "nll", "brier")
+#: Redrawn label sets of each slice's calibration test.
+SLICE_TEST_RESAMPLES = 200
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+def sliced(
+    key: str, by: tuple[str, ...], rank_by: str, binning: str, bins, n_bootstrap: int, _preds
+) -> calcore.SlicedReport:
+    """``calcore.evaluate_by`` of the test rows (one output) by ``by``."""
+    b, k = calcore_binning(binning, bins)
+    return calcore.evaluate_by(
+        _preds, list(by), bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0,
+        n_resamples=SLICE_TEST_RESAMPLES, metrics=SLICE_METRICS, rank_by=rank_by,
+    )  # fmt: skip
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
+def _slicing(key: str, by: tuple[str, ...], _preds) -> tuple[calcore.Slicing, list]:
+    slicing = calcore.slicing_of(_preds.metadata, list(by))
+    return slicing, slicing.row_groups()
+
+
+def slice_predictions(key: str, by: tuple[str, ...], values: tuple[str, ...], preds):
+    """The rows of the slice with ``values`` (a ``SliceResult.values``), and its cache key.
+
+    Every output of the page holds the same rows in the same order with the same metadata,
+    so slicing the uncalibrated rows' key serves them all.
+    """
+    slicing, groups = _slicing(key.split("|")[0], by, preds)
+    k = slicing.values.index(tuple(values))
+    return preds.subset(groups[k]), f"{key}|slice={by!r}={k}"

@@ -20,6 +20,8 @@ from dashboard.calibration.state import (
     BINS_RANGE,
     BOOTSTRAP_CHOICES,
     DEFAULT_METHODS,
+    MAX_SLICE_COLUMNS,
+    RANK_CHOICES,
     SPLIT_MODES,
     THEMES,
     VIEWS,
@@ -42,6 +44,10 @@ KEY_BINS = "sidebar.bins"
 KEY_BOOTSTRAP = "sidebar.bootstrap"
 KEY_THEME = "sidebar.theme"
 KEY_VIEW = "main.view"
+KEY_SLICE_COLUMNS = "view.slices.columns"
+KEY_SLICE_RANK = "view.slices.rank"
+#: Not a widget: the Slices view's last choice (see :func:`slicing_choice`).
+KEY_SLICING = "view.slices.choice"
 KEY_INITIAL = "app.initial_values"  # not a widget: first values of numeric widgets
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "parquet", "pq", "npz"]
@@ -114,6 +120,18 @@ def restore(settings: Settings) -> None:
         for name, value in m.params:
             initial[param_key(m.name, name)] = value
     st.session_state[KEY_INITIAL] = initial
+    slicing_choice().update(by=settings.by, rank=settings.rank_by)
+
+
+def slicing_choice() -> dict:
+    """The Slices view's last choice, ``{"by": specs, "rank": metric}``.
+
+    Kept outside the widgets: they, and their state, exist only while the view is open,
+    and the link keeps the slicing on every view. One dict per session, updated in place,
+    so the report's download (whose callable runs on another thread, without the
+    session) reads the choice made after its button was drawn.
+    """
+    return st.session_state.setdefault(KEY_SLICING, {"by": (), "rank": "top_label_ece"})
 
 
 def _index(options, key: str, default) -> int:
@@ -241,6 +259,8 @@ def sidebar_settings(
         test_fraction=fraction,
         split_seed=seed,
         n_bootstrap=n_bootstrap,
+        by=tuple(slicing_choice()["by"]),
+        rank_by=slicing_choice()["rank"],
     )
 
 
@@ -357,3 +377,84 @@ def view_control() -> str:
         horizontal=True, key=KEY_VIEW,
         label_visibility="collapsed",
     )  # fmt: skip
+
+
+def grouping_key(column: str) -> str:
+    return f"view.slices.grouping.{column}"
+
+
+#: How a column of each kind can be grouped in the Slices view (first: the default), as
+#: the suffix of a calcore slice specification ("" = value by value).
+GROUPINGS = {
+    "integer": ("", "q4", "q10"),
+    "numeric": ("q4", "q10", ""),
+    "datetime": ("", "day", "week", "month"),
+}
+_GROUPING_LABELS = {
+    "": "each value",
+    "q4": "4 quantile ranges",
+    "q10": "10 quantile ranges",
+    "day": "by day",
+    "week": "by week",
+    "month": "by month",
+}
+
+
+def slice_controls(metadata: dict) -> tuple[tuple[str, ...], str]:
+    """The Slices view's choices: slice specifications (``"age:q4"``) and the ranking metric.
+
+    Columns are offered when calcore can slice them (``MetadataColumn.sliceable``); a
+    numeric column starts in quartiles, an integer column with more than 12 values too,
+    a datetime column with calcore's period for its span ("each value" for a datetime).
+    """
+    from calcore.slicing import parse_slice_spec
+
+    offered = [name for name, col in metadata.items() if col.sliceable]
+    choice = slicing_choice()
+    first = [parse_slice_spec(t) for t in choice["by"]]
+    first_grouping = {spec.column: spec.grouping or "" for spec in first}
+    unknown = [spec.column for spec in first if spec.column not in offered]
+    if unknown:
+        st.warning(
+            "Not a column of this file that can be sliced by: "
+            + ", ".join(esc(repr(c)) for c in unknown)
+            + ". Choose among the columns below."
+        )
+    left, right = st.columns([3, 1])
+    columns = left.multiselect(
+        "Slice the test rows by",
+        offered,
+        default=[spec.column for spec in first if spec.column in offered],
+        max_selections=MAX_SLICE_COLUMNS,
+        key=KEY_SLICE_COLUMNS,
+        help="One or two metadata columns of the file (two give crossed slices).",
+    )
+    rank = right.selectbox(
+        "Rank by",
+        list(RANK_CHOICES),
+        index=list(RANK_CHOICES).index(choice["rank"]),
+        format_func=RANK_CHOICES.get,
+        key=KEY_SLICE_RANK,
+    )
+    specs = []
+    cells = st.columns(max(len(columns), 1))
+    for cell, name in zip(cells, columns, strict=False):
+        col = metadata[name]
+        options = list(GROUPINGS.get(col.kind, ("",)))
+        if len(options) == 1:
+            specs.append(name)
+            continue
+        if col.kind == "integer" and col.n_distinct > 12:
+            options = ["q4", "q10", ""]
+        wanted = first_grouping.get(name, options[0])
+        auto = "automatic period" if col.kind == "datetime" else _GROUPING_LABELS[""]
+        grouping = cell.selectbox(
+            f"Group {esc(name)}",
+            options,
+            index=options.index(wanted) if wanted in options else 0,
+            format_func=lambda g, auto=auto: _GROUPING_LABELS[g] if g else auto,
+            key=grouping_key(name),
+        )
+        specs.append(f"{name}:{grouping}" if grouping else name)
+    choice.update(by=tuple(specs), rank=rank)
+    return tuple(specs), rank

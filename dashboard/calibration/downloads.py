@@ -10,6 +10,7 @@ import re
 
 import streamlit as st
 
+from dashboard.calibration import controls
 from dashboard.calibration.exports import calibrator_json, predictions_csv
 from dashboard.calibration.report import report_html
 
@@ -26,9 +27,10 @@ def downloads(ctx, *, source: str) -> None:
     st.subheader("Downloads")
     stem = safe_filename(source.rsplit(".", 1)[0])
     a, b, c = st.columns(3)
+    slicing = controls.slicing_choice()  # updated in place by the Slices view
     a.download_button(
         "Report (offline HTML)",
-        data=lambda: report_html(ctx, source=source),
+        data=lambda: report_html(ctx, source=source, slicing=slicing),
         file_name=f"calibration_report_{stem}.html",
         mime="text/html",
         key="download.report",

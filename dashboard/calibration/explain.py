@@ -92,4 +92,21 @@ EXPLAIN = {
         "label frequencies: each arrow goes from a cell's mean prediction to that frequency. "
         "Long arrows are where the model is miscalibrated."
     ),
+    "slices": (
+        "**Where** is the model miscalibrated? The test rows are cut into slices by one or "
+        "two metadata columns (numbers into quantile ranges, dates into periods; missing "
+        "values form a slice of their own) and each slice is evaluated on its own rows. A "
+        "small slice has a large binned ECE by noise alone, so slices are **ranked by "
+        "evidence**, not by raw ECE: each slice's calibration test redraws its labels from "
+        "its own predicted probabilities (a calibrated model of the same predictions) and "
+        "the p-value is the share of redrawn sets with an error at least as large; the "
+        "**q-value** corrects for testing many slices (Benjamini & Hochberg, 1995): calling "
+        "every slice with q ≤ 0.05 miscalibrated keeps the expected share of false calls "
+        "at 5%. **Share** is the slice's part of the total miscalibration (rows x error). "
+        "In the size chart the dotted line is what 95% of calibrated draws stay below: "
+        "points above it are not noise. Slices with fewer than 30 rows are listed, "
+        "untested. Below: each calibrator (fitted on all calibration rows) within each "
+        "slice, periods in order with a test of a change between the first and the last, "
+        "and the reliability diagrams of a chosen slice and of the top slices."
+    ),
 }

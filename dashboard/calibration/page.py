@@ -149,6 +149,10 @@ def view_area(ctx) -> None:
     st.session_state[KEY_LAST] = settings
     sync_url(settings)
     try:
-        RENDERERS[view](dataclasses.replace(ctx, settings=settings))
+        chosen = RENDERERS[view](dataclasses.replace(ctx, settings=settings))
     except calcore.CalcoreError as err:
         st.error(esc(err))
+        return
+    if chosen is not None and chosen != settings:  # the view's own choices (Slices)
+        st.session_state[KEY_LAST] = chosen
+        sync_url(chosen)

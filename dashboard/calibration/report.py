@@ -21,9 +21,11 @@ from dashboard.calibration.views import (
     learning,
     metrics,
     simplex,
+    slices,
     top_label,
 )
 from dashboard.calibration.views import validity as validity_view
+from dashboard.figures import slices_by_method_figure, slices_in_order_figure
 
 __all__ = ["report_figures", "report_html"]
 
@@ -59,6 +61,55 @@ def report_figures(ctx) -> list[tuple[str, object]]:
     if ctx.test.n_classes == 3 and ctx.split.calib is not None:
         figs.append(("Simplex: Sierpinski binning", simplex.figure(ctx, "sierpinski")))
     return figs
+
+
+def _sliced(ctx, slicing: dict | None) -> dict | None:
+    """Every output's sliced report for the page's slicing (None: no slicing chosen).
+
+    ``slicing`` is the Slices view's latest choice (``controls.slicing_choice()``): the
+    view runs in a fragment, so it can be newer than ``ctx.settings``.
+    """
+    by = tuple(slicing["by"]) if slicing else ctx.settings.by
+    rank = slicing["rank"] if slicing else ctx.settings.rank_by
+    if not by:
+        return None
+    return slices.sliced_reports(ctx, by, rank)
+
+
+def _slices_html(ctx, slicing: dict | None) -> list[str]:
+    """The Slices view's table and figures, when a slicing is chosen."""
+    try:
+        reports = _sliced(ctx, slicing)
+    except calcore.CalcoreError as err:
+        return [f"<h2>Slices</h2><p>{html.escape(str(err))}</p>"]
+    if reports is None:
+        return []
+    first_label, first = next(iter(reports.items()))
+    frame = slices.table(first).reset_index()
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_text(v))}</td>" for v in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    figs = [slices.funnel_figure(ctx, first_label, first)]
+    if first.ordered and len(first.slices) > 1:
+        figs.append(slices_in_order_figure(reports, theme=ctx.theme))
+    if len(reports) > 1:
+        figs.append(slices_by_method_figure(reports, theme=ctx.theme))
+    by = " x ".join(first.columns)
+    return [
+        f"<h2>Slices by {html.escape(by)} ({html.escape(first_label)})</h2>",
+        f"<table><tr>{head}</tr>{body}</table>",
+        *(f"<p>{html.escape(note)}</p>" for note in first.notes),
+        *(pio.to_html(fig, include_plotlyjs=False, full_html=False, validate=False)
+          for fig in figs),
+    ]  # fmt: skip
+
+
+def _text(value) -> str:
+    if isinstance(value, float):
+        return "" if value != value else f"{value:.4g}"
+    return str(value)
 
 
 def _settings_rows(ctx, source: str) -> list[tuple[str, str]]:
@@ -103,7 +154,7 @@ def _metrics_html(ctx) -> str:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def report_html(ctx, *, source: str) -> str:
+def report_html(ctx, *, source: str, slicing: dict | None = None) -> str:
     """The whole report as one HTML document (about 5 MB: plotly.js is embedded once)."""
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -125,5 +176,6 @@ def report_html(ctx, *, source: str) -> str:
     for i, (title, fig) in enumerate(report_figures(ctx)):
         parts.append(f"<h2>{html.escape(title)}</h2>")
         parts.append(pio.to_html(fig, include_plotlyjs=(i == 0), full_html=False, validate=False))
+    parts += _slices_html(ctx, slicing)  # after the first figure, which carries plotly.js
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -54,7 +54,8 @@ SAMPLES: dict[str, Sample] = {
             "Credit default · logistic regression (binary)",
             "credit_default_logreg.npz",
             "P(default) from an L2 logistic regression fitted on 10,000 rows of the UCI credit "
-            "default data; 10,000 calibration and 10,000 test rows.",
+            "default data; 10,000 calibration and 10,000 test rows, with sex, education, "
+            "marriage, age and credit limit to slice by.",
         ),
         Sample(
             "synthetic-overconfident",

@@ -5,6 +5,7 @@ frozen :class:`Settings` and is written to (and read back from) ``st.query_param
 short, readable form::
 
     ?sample=cifar10-resnet110&m=ts&m=tl-hb:bins=20&binning=equal-mass&bins=15&view=top-label
+    ?sample=credit-default-logreg&view=slices&by=education&by=age:q4&rank=conf_ece
 
 Parsing never trusts the URL: unknown methods, parameters or values are dropped and
 reported (a link from an older version still opens), and every value is checked again by
@@ -23,6 +24,8 @@ __all__ = [
     "BOOTSTRAP_CHOICES",
     "BINNING_CHOICES",
     "DEFAULT_METHODS",
+    "MAX_SLICE_COLUMNS",
+    "RANK_CHOICES",
     "SPLIT_MODES",
     "THEMES",
     "VIEWS",
@@ -43,6 +46,7 @@ VIEWS = {
     "kde": "KDE-ECE vs binned ECE",
     "learning": "Learning curves",
     "simplex": "Simplex (3 classes)",
+    "slices": "Slices",
 }
 
 #: Evaluation binning schemes offered in the sidebar (calcore names).
@@ -66,6 +70,17 @@ THEMES = ("light", "dark")
 BINS_RANGE = (2, 5000)
 #: Bootstrap resamples the sidebar offers; a link with another count is reported, not bent.
 BOOTSTRAP_CHOICES = (0, 50, 200, 1000)
+
+#: Slice specifications a link may carry (``by=country&by=age:q4``): at most two columns
+#: (crossed), each at most this long; whether the column exists is checked on use.
+MAX_SLICE_COLUMNS = 2
+MAX_SLICE_SPEC_CHARS = 200
+#: Metrics the Slices view ranks by: the calibration test runs on one of them per slice.
+RANK_CHOICES = {
+    "top_label_ece": "TL-ECE",
+    "conf_ece": "conf-ECE",
+    "classwise_ece": "CW-ECE",
+}
 
 #: What a newcomer sees: one parametric and one binning method.
 DEFAULT_METHODS = ("ts", "tl-hb")
@@ -165,6 +180,8 @@ class Settings:
     test_fraction: float = 0.5
     split_seed: int = 0
     n_bootstrap: int = 200
+    by: tuple[str, ...] = ()  # slice specifications of the Slices view ("age:q4"); untrusted
+    rank_by: str = "top_label_ece"
     dropped: tuple[str, ...] = field(default=(), compare=False)  # URL parts that were ignored
 
 
@@ -186,11 +203,27 @@ def settings_to_query(s: Settings) -> dict[str, str | list[str]]:
         ("frac", "test_fraction"),
         ("seed", "split_seed"),
         ("boot", "n_bootstrap"),
+        ("rank", "rank_by"),
     ):
         value = getattr(s, attr)
         if value != getattr(default, attr):
             q[key] = str(value)
+    if s.by:
+        q["by"] = list(s.by)
     return q
+
+
+def _slice_specs(values: list[str], dropped: list) -> tuple[str, ...]:
+    """The link's slice specifications: at most MAX_SLICE_COLUMNS, each non-empty and short."""
+    kept = []
+    for text in values:
+        if not text.strip() or len(text) > MAX_SLICE_SPEC_CHARS:
+            dropped.append(f"by {text[:40]!r} (empty or longer than {MAX_SLICE_SPEC_CHARS})")
+        elif len(kept) == MAX_SLICE_COLUMNS:
+            dropped.append(f"by {text[:40]!r} (at most {MAX_SLICE_COLUMNS} slice columns)")
+        elif text not in kept:
+            kept.append(text)
+    return tuple(kept)
 
 
 def _choice(value, allowed, fallback, what: str, dropped: list):
@@ -276,5 +309,7 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
         test_fraction=_number(one("frac"), float, 0.05, 0.95, 0.5, "frac", dropped),
         split_seed=_number(one("seed"), int, 0, 2**31 - 1, 0, "seed", dropped),
         n_bootstrap=_one_of(one("boot"), BOOTSTRAP_CHOICES, 200, "boot", dropped),
+        by=_slice_specs(query.get("by") or [], dropped),
+        rank_by=_choice(one("rank"), RANK_CHOICES, "top_label_ece", "rank", dropped),
         dropped=tuple(dropped),
     )

@@ -10,7 +10,8 @@ so tests look traces up by the escaped label.
 Modules: ``_style`` (colours), ``_theme`` (light/dark), ``_common`` (shared traces and
 layout), ``reliability``, ``top_label``, ``top_label_bin``, ``small_multiples``
 (per-class top-label and class-wise grids), ``validity``, ``kde`` (KDE curve and ECE by
-bins), ``learning``, ``simplex``, ``metrics`` (errors with intervals).
+bins), ``learning``, ``simplex``, ``metrics`` (errors with intervals), ``slices``
+(calibration per slice).
 """
 
 from dashboard.figures._style import UNCALIBRATED, method_colors, method_style
@@ -20,7 +21,16 @@ from dashboard.figures.learning import learning_curve_figure
 from dashboard.figures.metrics import metric_intervals_figure
 from dashboard.figures.reliability import reliability_figure
 from dashboard.figures.simplex import simplex_figure
-from dashboard.figures.small_multiples import classwise_grid_figure, per_class_top_label_figure
+from dashboard.figures.slices import (
+    slice_funnel_figure,
+    slices_by_method_figure,
+    slices_in_order_figure,
+)
+from dashboard.figures.small_multiples import (
+    classwise_grid_figure,
+    per_class_top_label_figure,
+    slice_grid_figure,
+)
 from dashboard.figures.top_label import top_label_figure
 from dashboard.figures.top_label_bin import top_label_bin_figure
 from dashboard.figures.validity import validity_figure
@@ -38,6 +48,10 @@ __all__ = [
     "per_class_top_label_figure",
     "reliability_figure",
     "simplex_figure",
+    "slice_funnel_figure",
+    "slice_grid_figure",
+    "slices_by_method_figure",
+    "slices_in_order_figure",
     "top_label_bin_figure",
     "top_label_figure",
     "validity_figure",

@@ -1,4 +1,4 @@
-"""Small multiples: per-class top-label diagrams and the class-wise grid.
+"""Small multiples: per-class top-label diagrams, the class-wise grid, the slices grid.
 
 One panel per class, in the order given, at most 20 (the app picks the top classes by
 support beyond that); 4 panels per row, 5 from 13 panels on.
@@ -36,7 +36,12 @@ from dashboard.figures._common import (
 from dashboard.figures._style import method_style
 from dashboard.figures._theme import GRID, INK, THEMES, ink
 
-__all__ = ["per_class_top_label_figure", "classwise_grid_figure", "MAX_PANELS"]
+__all__ = [
+    "per_class_top_label_figure",
+    "classwise_grid_figure",
+    "slice_grid_figure",
+    "MAX_PANELS",
+]
 
 MAX_PANELS = 20
 STEP_X = 1.12  # panel width 1 plus the gap, in data units
@@ -265,8 +270,54 @@ def classwise_grid_figure(diagrams, *, class_names, theme: str = "light") -> go.
                 f"{len(ds)} class-wise diagrams for method {method!r} but "
                 f"{len(names)} class names; give one diagram per class."
             )
-    grid = _Grid(len(names))
-    titles = [esc(n) for n in names]
+    first = next(iter(diagrams.values()))[0]
+    return _overlaid_grid(
+        diagrams, [esc(n) for n in names], theme=theme, x_title="class probability",
+        y_title="frequency of the class", title="Class-wise reliability diagrams",
+        subtitle=f"{esc(first.binning)} · n = {int(first.n):,} · one panel per class",
+        x_label="mean class probability",
+    )  # fmt: skip
+
+
+def slice_grid_figure(diagrams, *, slice_names, theme: str = "light") -> go.Figure:
+    """Confidence reliability diagrams of several slices, one panel each, methods overlaid.
+
+    Parameters
+    ----------
+    diagrams : Mapping[str, Sequence[calcore.ReliabilityDiagram]]
+        Method -> one confidence diagram per slice, aligned with ``slice_names``.
+    slice_names : sequence of str
+        Panel titles (1..20; data, escaped here), in panel order.
+    theme : {"light", "dark"}
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        As :func:`classwise_grid_figure`; panel titles: the escaped slice names with
+        each slice's row count.
+    """
+    diagrams = ordered(diagrams, "diagrams")
+    names = list(slice_names)
+    for method, ds in diagrams.items():
+        if len(ds) != len(names):
+            raise ValueError(
+                f"{len(ds)} diagrams for method {method!r} but {len(names)} slice names; "
+                "give one diagram per slice."
+            )
+    first = next(iter(diagrams.values()))
+    titles = [f"{esc(n)} · n = {int(d.n):,}" for n, d in zip(names, first, strict=True)]
+    return _overlaid_grid(
+        diagrams, titles, theme=theme, x_title="confidence (max probability)",
+        y_title="accuracy", title="Confidence reliability of the top slices",
+        subtitle=f"{esc(first[0].binning)} · one panel per slice, most miscalibrated first",
+        x_label="mean confidence",
+    )  # fmt: skip
+
+
+def _overlaid_grid(diagrams: dict, titles: list[str], *, theme, x_title, y_title, title,
+                   subtitle, x_label) -> go.Figure:  # fmt: skip
+    """One panel per title, every method's diagrams overlaid (Wilson bars for up to two)."""
+    grid = _Grid(len(titles))
     styles = method_style(list(diagrams))
     traces = [*_frames(grid, theme), _diagonals(grid, theme)]
     for method, ds in diagrams.items():
@@ -278,13 +329,10 @@ def classwise_grid_figure(diagrams, *, class_names, theme: str = "light") -> go.
                 name=esc(method),
                 style=styles[method],
                 intervals=len(diagrams) <= 2,
-                x_label="mean class probability",
+                x_label=x_label,
             )  # fmt: skip
         )
-    first = next(iter(diagrams.values()))[0]
     return _figure(
-        grid, traces, titles=titles, theme=theme, x_title="class probability",
-        y_title="frequency of the class", title="Class-wise reliability diagrams",
-        subtitle=f"{esc(first.binning)} · n = {int(first.n):,} · one panel per class",
-        legend_items=1 + len(diagrams),
+        grid, traces, titles=titles, theme=theme, x_title=x_title, y_title=y_title,
+        title=title, subtitle=subtitle, legend_items=1 + len(diagrams),
     )  # fmt: skip

@@ -665,3 +665,47 @@ def test_top_label_bin_names_only_the_busiest_classes_on_the_points():
     assert len(labelled) == top_label_bin.LABELLED_CLASSES
     assert min(part["count"][labelled]) >= max(np.delete(part["count"], labelled))
     assert list(cls.hovertext) == list(part["class"])
+
+
+# -- slices ---------------------------------------------------------------------------------
+def _sliced_sim():
+    sim = calcore.dirichlet_simulator(2, miscalibration="overconfident", strength=2)
+    preds = calcore.simulate_predictions(sim, 620, seed=0).preds
+    group = np.array(["<i>big</i>"] * 400 + ["small"] * 200 + ["tiny"] * 20)
+    preds = preds.with_metadata({"g": group})
+    return preds, calcore.evaluate_by(preds, "g", n_resamples=19, n_bootstrap=20)
+
+
+def test_slice_funnel_draws_calcore_values_and_hollow_untested_slices():
+    preds, sliced = _sliced_sim()
+    fig = figures.slice_funnel_figure(sliced, method="<m>")
+    by_name = {t.name: t for t in fig.data}
+    (untested,) = [t for n, t in by_name.items() if n.startswith("not tested")]
+    tiny = next(s for s in sliced.slices if s.label == "tiny")
+    assert list(untested.x) == [20] and untested.marker.color == "rgba(0,0,0,0)"
+    assert untested.y[0] == tiny.report.metrics["top_label_ece"]
+    tested = [t for n, t in by_name.items() if n.startswith(("miscalibrated", "no evidence"))]
+    drawn = {t.text[i]: (t.y[i], t.customdata[i]) for t in tested for i in range(len(t.x))}
+    big = next(s for s in sliced.slices if s.label == "<i>big</i>")
+    y, (low, high, p, q) = drawn["&lt;i&gt;big&lt;/i&gt;"]
+    iv = big.report.intervals["top_label_ece"]
+    assert (y, low, high, p, q) == (iv.estimate, iv.low, iv.high, big.p_value, big.q_value)
+    assert "&lt;m&gt;" in fig.layout.title.text and "<m>" not in fig.layout.title.text
+    line = by_name["overall"]
+    assert list(line.y) == [sliced.overall.metrics["top_label_ece"]] * 2
+
+
+def test_slice_grid_one_panel_per_slice_names_escaped():
+    preds, sliced = _sliced_sim()
+    slicing = calcore.slicing_of(preds.metadata, "g")
+    diagrams = [
+        calcore.reliability_diagram(preds.subset(rows), view="confidence")
+        for rows in slicing.row_groups()
+    ]
+    fig = figures.slice_grid_figure({"uncalibrated": diagrams}, slice_names=slicing.labels)
+    titles = [a.text for a in fig.layout.annotations][: len(diagrams)]
+    assert titles == ["&lt;i&gt;big&lt;/i&gt; · n = 400", "small · n = 200", "tiny · n = 20"]
+    (trace,) = [t for t in fig.data if t.name == "uncalibrated"]
+    assert len(panel_runs(trace.customdata)) == 3
+    with pytest.raises(ValueError, match="one diagram per slice"):
+        figures.slice_grid_figure({"uncalibrated": diagrams[:2]}, slice_names=slicing.labels)

@@ -217,3 +217,34 @@ def test_settings_survive_switching_to_an_upload(page: Page, app_url: str, tmp_p
     expect(caption.filter(has_text="200 bootstrap resamples")).to_have_count(1)
     expect(page.locator("[data-testid='stTable']")).to_contain_text("[")
     expect(page.get_by_role("spinbutton", name="Bins", exact=True)).to_have_value("13")
+
+
+def test_slices_view_from_a_link_and_a_second_column(
+    page: Page, app_url: str, artifacts_dir: Path, tmp_path: Path
+):
+    """The Slices view opens from a link on the credit sample (metadata arrays in its NPZ):
+    table, size chart, calibrators per slice, the chosen slice beside all rows, the grid."""
+    page.goto(f"{app_url}/?sample=credit-default-logreg&m=platt&boot=0&view=slices&by=education")
+    expect(page.locator(PLOT)).to_have_count(5)
+    wait_idle(page)
+    expect(page.get_by_text("tested slices", exact=False).first).to_be_visible()
+    expect(page.locator(f"{PLOT} .main-svg").first).to_be_visible()
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    page.screenshot(path=str(artifacts_dir / "e2e-view-slices.png"), full_page=True)
+
+    # crossing with age: an integer column with many values starts in quartiles, and the
+    # link carries both specifications
+    choose(page, "Slice the test rows by", "age")
+    wait_idle(page)
+    expect(page).to_have_url(re.compile(r"by=education&by=age%3Aq4"))
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    expect(page.locator(PLOT)).to_have_count(5)
+
+    # the offline report carries the slicing chosen last (in the view's fragment)
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Report (offline HTML)").click()
+    report = tmp_path / "report.html"
+    info.value.save_as(report)
+    text = report.read_text(encoding="utf-8")
+    assert "Slices by education x age:q4" in text
+    assert "university | [21, 28]" in text

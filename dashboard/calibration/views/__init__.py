@@ -2,6 +2,8 @@
 
 Only the selected view runs, so a slow view (validity, learning curves) costs nothing until
 someone opens it; everything it computes is cached for the next visit and for the report.
+A view with choices of its own that a link must carry (Slices) returns the settings with
+them; the others return None.
 """
 
 from dashboard.calibration.views import (
@@ -11,6 +13,7 @@ from dashboard.calibration.views import (
     learning,
     metrics,
     simplex,
+    slices,
     top_label,
     validity,
 )
@@ -24,6 +27,7 @@ RENDERERS = {
     "kde": kde.render,
     "learning": learning.render,
     "simplex": simplex.render,
+    "slices": slices.render,
 }
 
 __all__ = ["RENDERERS"]

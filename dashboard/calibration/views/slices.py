@@ -1,0 +1,243 @@
+"""View 9: calibration per slice of the metadata columns, ranked by evidence.
+
+Every method's test predictions are evaluated per slice by ``calcore.evaluate_by`` (one
+cached call per method); the page shows the table of slices by evidence, the error
+against slice size beside what calibrated slices would show, every method within each
+slice, the slices in order when they have one (periods, ranges), a chosen slice's
+reliability diagram beside the overall one, and the top slices as small multiples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import pandas as pd
+import streamlit as st
+
+import calcore
+from dashboard.calibration import compute, controls
+from dashboard.calibration.exports import table_csv
+from dashboard.calibration.views._common import chart, explain
+from dashboard.figures import (
+    reliability_figure,
+    slice_funnel_figure,
+    slice_grid_figure,
+    slices_by_method_figure,
+    slices_in_order_figure,
+)
+from dashboard.text import escape_markdown as esc
+
+KEY_METHOD = "view.slices.method"
+KEY_SLICE = "view.slices.slice"
+#: Panels of the small multiples (the top slices by evidence).
+TOP_PANELS = 8
+#: Where a slice counts as miscalibrated in the table's words (q-value, i.e. the FDR).
+LEVEL = 0.05
+
+
+def n_bootstrap(ctx) -> int:
+    """The sidebar's resamples, or none while the Metrics view defers them (large data)."""
+    from dashboard.calibration.views import metrics
+
+    return 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_bootstrap
+
+
+def sliced_reports(ctx, by: tuple[str, ...], rank_by: str) -> dict[str, calcore.SlicedReport]:
+    """Every output's ``calcore.evaluate_by`` (cached per output), in the page's order."""
+    s = ctx.settings
+    boot = n_bootstrap(ctx)
+    calls = {
+        label: functools.partial(
+            compute.sliced, ctx.keys[label], by, rank_by, s.binning, s.bins, boot, preds
+        )
+        for label, preds in ctx.outputs.items()
+    }
+    return compute.in_parallel(calls)
+
+
+def _interval_text(report, key: str) -> str:
+    if report is None or report.metrics.get(key) is None:
+        return "—"
+    value = report.metrics[key]
+    iv = report.intervals.get(key)
+    if iv is None or not math.isfinite(iv.low):
+        return f"{value:.4f}"
+    return f"{value:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
+
+
+def _verdict(s) -> str:
+    if not s.tested:
+        return f"not tested: {s.note}" if s.note else "not tested"
+    if s.q_value <= LEVEL:
+        return "miscalibrated"
+    return "no evidence of miscalibration"
+
+
+def slice_rows(sliced: calcore.SlicedReport) -> list[dict]:
+    """The table's rows, most miscalibrated first (slice names are data: shown as text)."""
+    key = sliced.rank_metric
+    label = calcore.METRICS[key].label
+    rows = []
+    for rank, s in enumerate(sliced.slices, start=1):
+        report = s.report
+        rows.append(
+            {
+                "rank": rank,
+                "slice": s.label,
+                "rows": s.n,
+                f"{label} [95% interval]": _interval_text(report, key),
+                "p-value": s.p_value,
+                "q-value": s.q_value,
+                "share of miscalibration": s.share,
+                "accuracy": math.nan if report is None else report.metrics.get("accuracy"),
+                "verdict": _verdict(s),
+            }
+        )
+    return rows
+
+
+def table(sliced: calcore.SlicedReport) -> pd.DataFrame:
+    return pd.DataFrame(slice_rows(sliced)).set_index("rank")
+
+
+def render(ctx):
+    """The view; returns the settings with the chosen slicing (for the URL)."""
+    st.subheader("Calibration per slice")
+    explain("slices")
+    metadata = ctx.test.metadata
+    if not any(col.sliceable for col in metadata.values()):
+        st.info(
+            "This data has no metadata columns to slice by. Columns other than the label, "
+            "split, weight and scores are kept for slicing (CSV and Parquet columns; NPZ "
+            "arrays of one value per row), e.g. country, device or date. The bundled "
+            "'Credit default' sample has sex, education, marriage, age and credit limit."
+        )
+        return dataclasses.replace(ctx.settings, view="slices")
+    by, rank_by = controls.slice_controls(metadata)
+    settings = dataclasses.replace(ctx.settings, view="slices", by=by, rank_by=rank_by)
+    if not by:
+        st.info("Choose one or two columns above to slice the test rows by.")
+        return settings
+    with st.spinner("Evaluating every slice…"):
+        reports = sliced_reports(ctx, by, rank_by)
+    show(ctx, reports)
+    return settings
+
+
+def show(ctx, reports: dict[str, calcore.SlicedReport]) -> None:
+    labels = list(reports)
+    method = st.selectbox(
+        "Slices of", labels, key=KEY_METHOD, help="Whose predictions the table ranks."
+    )
+    sliced = reports[method]
+    found = sliced.discoveries(LEVEL)
+    tested = sum(1 for s in sliced.slices if s.tested)
+    st.markdown(
+        f"**{len(found)} of {tested} tested slices** of {esc(method)} are miscalibrated at a "
+        f"{LEVEL:.0%} false discovery rate ({len(sliced.slices)} slices in all)."
+    )
+    frame = table(sliced)
+    st.dataframe(
+        frame,
+        column_config={
+            "p-value": st.column_config.NumberColumn(format="%.3g"),
+            "q-value": st.column_config.NumberColumn(format="%.3g"),
+            "share of miscalibration": st.column_config.NumberColumn(format="percent"),
+            "accuracy": st.column_config.NumberColumn(format="%.4f"),
+        },
+        key="table.slices",
+    )
+    st.download_button(
+        "Slices table (CSV)",
+        table_csv(frame.reset_index().to_dict("records")),
+        file_name="slices.csv",
+        mime="text/csv",
+        key="download.slices",
+    )
+    for note in sliced.notes:
+        st.caption(esc(note))
+    ordered = sliced.ordered and len(sliced.slices) > 1
+    chart(funnel_figure(ctx, method, sliced), "figure.slices.funnel")
+    options = (sliced.columns, sliced.rank_metric, n_bootstrap(ctx))
+    if ordered:
+        chart(
+            ctx.figure("slices.order", lambda: slices_in_order_figure(reports, theme=ctx.theme),
+                       *options),
+            "figure.slices.order",
+        )  # fmt: skip
+    if len(reports) > 1:
+        st.caption(
+            "Every calibrator is fitted on all calibration rows and evaluated within each "
+            "slice: a slice that stays miscalibrated after calibration needs more than one "
+            "global map (a calibrator per slice, or a feature the model lacks)."
+        )
+        chart(
+            ctx.figure("slices.methods", lambda: slices_by_method_figure(reports,
+                                                                         theme=ctx.theme),
+                       *options),
+            "figure.slices.methods",
+        )  # fmt: skip
+    slice_diagrams(ctx, sliced)
+
+
+def funnel_figure(ctx, method: str, sliced: calcore.SlicedReport):
+    """The error-against-size figure of ``method``'s slices (cached per settings)."""
+    options = (method, sliced.columns, sliced.rank_metric, n_bootstrap(ctx))
+    return ctx.figure(
+        "slices.funnel",
+        lambda: slice_funnel_figure(sliced, method=method, theme=ctx.theme),
+        *options,
+    )
+
+
+def slice_diagrams(ctx, sliced: calcore.SlicedReport) -> None:
+    """A chosen slice's confidence diagram beside the overall one, then the top slices."""
+    s = ctx.settings
+    by = sliced.columns
+    choices = [x.values for x in sliced.slices if x.report is not None]
+    if not choices:
+        return
+    chosen = st.selectbox(
+        "Slice to look at",
+        choices,
+        format_func=lambda v: " | ".join(v),
+        key=KEY_SLICE,
+    )
+    base = ctx.keys[calcore.UNCALIBRATED]
+    overall = ctx.per_output(compute.confidence_diagram, s.binning, s.bins)
+
+    def diagrams_of(values):
+        out = {}
+        for label, preds in ctx.outputs.items():
+            rows, key = compute.slice_predictions(ctx.keys[label], by, values, preds)
+            out[label] = compute.confidence_diagram(key, s.binning, s.bins, rows)
+        return out
+
+    left, right = st.columns(2)
+    with left:
+        chart(
+            ctx.figure("slices.overall", lambda: reliability_figure(
+                overall, title="All test rows", theme=ctx.theme, height=520)),
+            "figure.slices.overall",
+        )  # fmt: skip
+    name = " | ".join(chosen)
+    with right:
+        chart(
+            ctx.figure("slices.chosen", lambda: reliability_figure(
+                diagrams_of(chosen), title=f"Slice: {name}", theme=ctx.theme, height=520),
+                by, chosen, base),
+            "figure.slices.chosen",
+        )  # fmt: skip
+    top = choices[:TOP_PANELS]
+    if len(top) > 1:
+
+        def grid():
+            per_slice = [diagrams_of(v) for v in top]
+            per_method = {label: [d[label] for d in per_slice] for label in ctx.outputs}
+            return slice_grid_figure(
+                per_method, slice_names=[" | ".join(v) for v in top], theme=ctx.theme
+            )
+
+        chart(ctx.figure("slices.grid", grid, by, tuple(top), base), "figure.slices.grid")
