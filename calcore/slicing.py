@@ -12,8 +12,9 @@ A slice specification is a column name with an optional grouping after a colon:
   grouped by day when it spans at most 92 days, by week up to 2 years, else by month.
 
 Two specifications cross: every present combination of values is a slice. Missing
-values form their own slice, :data:`~calcore.metadata.MISSING`. More than
-``MAX_SLICE_VALUES`` slices, an id-like column, an unknown column or a grouping that
+values form their own slice, :data:`~calcore.metadata.MISSING` (``"(no value)"`` in a
+column that holds the text ``"(missing)"`` as a value: two slices never share a name).
+More than ``MAX_SLICE_VALUES`` slices, an id-like column, an unknown column or a grouping that
 does not fit the column's kind is a :class:`~calcore.CalcoreError` naming the column
 and the fix.
 """
@@ -30,6 +31,8 @@ from calcore.metadata import MAX_SLICE_VALUES, MISSING, MetadataColumn
 
 __all__ = ["Slicing", "SliceSpec", "parse_slice_spec", "slicing_of", "PERIODS"]
 
+#: The missing values' slice when a column holds the value ``"(missing)"`` itself.
+MISSING_WHEN_TAKEN = "(no value)"
 #: Periods of datetime slices.
 PERIODS = ("day", "week", "month")
 _QUANTILES = re.compile(r"q(\d+)")
@@ -232,7 +235,8 @@ def _one_column(columns: dict, spec, max_slices: int):
         codes[~missing] = np.searchsorted(distinct, present)
         names = [_number(v) for v in distinct]
         ordered = True
-    names.append(MISSING)
+    # a value spelled "(missing)" keeps its name; the missing values' slice takes another
+    names.append(MISSING if MISSING not in names else MISSING_WHEN_TAKEN)
     used, codes = np.unique(codes, return_inverse=True)
     if used.size > max_slices:
         raise CalcoreError(

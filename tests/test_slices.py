@@ -189,6 +189,15 @@ def test_periods_by_hand():
     assert calcore.slicing_of(col, "d").labels[0] == "2026-11-01"  # short span: by day
 
 
+def test_a_value_spelled_missing_and_missing_values_stay_two_slices():
+    col = metadata_column("src", np.array(["(missing)", "", "web", "(missing)", ""], object))
+    slicing = calcore.slicing_of({"src": col}, "src")
+    named = {label: slicing.rows(k).tolist() for k, label in enumerate(slicing.labels)}
+    assert named == {"(missing)": [0, 3], "(no value)": [1, 4], "web": [2]}
+    plain = metadata_column("src", np.array(["app", "", "web"], object))
+    assert calcore.slicing_of({"src": plain}, "src").labels == ("app", "web", MISSING)
+
+
 def test_crossed_slices_are_the_present_combinations():
     cols = {
         "a": metadata_column("a", ["x", "x", "y", "y", None]),

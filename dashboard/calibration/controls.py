@@ -405,7 +405,7 @@ def slice_controls(metadata: dict) -> tuple[tuple[str, ...], str]:
 
     Columns are offered when calcore can slice them (``MetadataColumn.sliceable``); a
     numeric column starts in quartiles, an integer column with more than 12 values too,
-    a datetime column with calcore's period for its span ("each value" for a datetime).
+    a datetime column in the period calcore picks for its span (day, week or month).
     """
     from calcore.slicing import parse_slice_spec
 

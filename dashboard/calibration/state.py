@@ -76,11 +76,7 @@ BOOTSTRAP_CHOICES = (0, 50, 200, 1000)
 MAX_SLICE_COLUMNS = 2
 MAX_SLICE_SPEC_CHARS = 200
 #: Metrics the Slices view ranks by: the calibration test runs on one of them per slice.
-RANK_CHOICES = {
-    "top_label_ece": "TL-ECE",
-    "conf_ece": "conf-ECE",
-    "classwise_ece": "CW-ECE",
-}
+RANK_CHOICES = {k: calcore.METRICS[k].label for k in ("top_label_ece", "conf_ece", "classwise_ece")}
 
 #: What a newcomer sees: one parametric and one binning method.
 DEFAULT_METHODS = ("ts", "tl-hb")

@@ -19,6 +19,7 @@ import streamlit as st
 import calcore
 from dashboard.calibration import compute, controls
 from dashboard.calibration.exports import table_csv
+from dashboard.calibration.views import metrics
 from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import (
     reliability_figure,
@@ -39,8 +40,6 @@ LEVEL = 0.05
 
 def n_bootstrap(ctx) -> int:
     """The sidebar's resamples, or none while the Metrics view defers them (large data)."""
-    from dashboard.calibration.views import metrics
-
     return 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_bootstrap
 
 
