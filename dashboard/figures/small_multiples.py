@@ -262,14 +262,7 @@ def classwise_grid_figure(diagrams, *, class_names, theme: str = "light") -> go.
         only for up to two methods (more would hide the points); panel titles (the first
         annotations): the escaped class names.
     """
-    diagrams = ordered(diagrams, "diagrams")
-    names = list(class_names)
-    for method, ds in diagrams.items():
-        if len(ds) != len(names):
-            raise ValueError(
-                f"{len(ds)} class-wise diagrams for method {method!r} but "
-                f"{len(names)} class names; give one diagram per class."
-            )
+    diagrams, names = _aligned(diagrams, class_names, "class")
     first = next(iter(diagrams.values()))[0]
     return _overlaid_grid(
         diagrams, [esc(n) for n in names], theme=theme, x_title="class probability",
@@ -296,14 +289,7 @@ def slice_grid_figure(diagrams, *, slice_names, theme: str = "light") -> go.Figu
         As :func:`classwise_grid_figure`; panel titles: the escaped slice names with
         each slice's row count.
     """
-    diagrams = ordered(diagrams, "diagrams")
-    names = list(slice_names)
-    for method, ds in diagrams.items():
-        if len(ds) != len(names):
-            raise ValueError(
-                f"{len(ds)} diagrams for method {method!r} but {len(names)} slice names; "
-                "give one diagram per slice."
-            )
+    diagrams, names = _aligned(diagrams, slice_names, "slice")
     first = next(iter(diagrams.values()))
     titles = [f"{esc(n)} · n = {int(d.n):,}" for n, d in zip(names, first, strict=True)]
     return _overlaid_grid(
@@ -312,6 +298,18 @@ def slice_grid_figure(diagrams, *, slice_names, theme: str = "light") -> go.Figu
         subtitle=f"{esc(first[0].binning)} · one panel per slice, most miscalibrated first",
         x_label="mean confidence",
     )  # fmt: skip
+
+
+def _aligned(diagrams, names, what: str) -> tuple[dict, list]:
+    """``diagrams`` as a dict and ``names`` as a list, with one diagram per name."""
+    diagrams, names = ordered(diagrams, "diagrams"), list(names)
+    for method, ds in diagrams.items():
+        if len(ds) != len(names):
+            raise ValueError(
+                f"{len(ds)} diagrams for method {method!r} but {len(names)} {what} names; "
+                f"give one diagram per {what}."
+            )
+    return diagrams, names
 
 
 def _overlaid_grid(diagrams: dict, titles: list[str], *, theme, x_title, y_title, title,
