@@ -128,6 +128,8 @@ def test_npz_arrays_of_one_value_per_row_are_metadata(tmp_path):
         calcore.load_predictions(tmp_path / "m.npz", slice_columns=["labels"])
     with pytest.raises(CalcoreError, match="slice column 'nope' is not an extra array"):
         calcore.load_predictions(tmp_path / "m.npz", slice_columns="nope")
+    with pytest.raises(CalcoreError, match=r"slice column 'image' has shape \(6, 3\)"):
+        calcore.load_predictions(tmp_path / "m.npz", slice_columns=["image"])
 
 
 def test_slice_columns_are_never_scores_and_are_checked(tmp_path):

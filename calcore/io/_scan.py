@@ -32,6 +32,7 @@ class Scan:
     roles: Roles
     layout: Any  # CsvLayout, ParquetLayout or NpzContent
     weight: str | None = None  # the weight column (NPZ: array), if any
+    slice_columns: tuple[str, ...] = ()  # NPZ: arrays named for slicing (checked when read)
 
 
 def numeric_in_preview(columns, preview, csv: bool):
@@ -136,14 +137,15 @@ def scan(
             weight_column=weight_column,
         )
         sc = _npz_scan(src, options, peek=peek)
-        for name in (slice_columns,) if isinstance(slice_columns, str) else slice_columns or ():
+        named = (slice_columns,) if isinstance(slice_columns, str) else tuple(slice_columns or ())
+        for name in named:
             if name not in sc.layout.ignored or name == sc.weight:
                 raise CalcoreError(
                     f"{src.name}: slice column {name!r} is not an extra array of the archive "
                     f"(arrays: {list(sc.columns)}; the scores, labels, class names, split and "
                     "weights cannot be sliced by)."
                 )
-        return sc
+        return replace(sc, slice_columns=named)
     if src.file_format == "parquet":
         layout = scan_parquet(src, max_decoded_bytes=max_decoded_bytes)
         is_numeric = _parquet_numeric(
@@ -199,7 +201,8 @@ def read_table(sc: Scan) -> RawTable:
         c = sc.layout
         hint = (c.score_name, f"the archive's array is named {c.score_name!r}")
         weights = None if sc.weight is None else _npz_weights(src, sc.weight, sc.n_rows)
-        metadata = _npz_metadata(src, [a for a in c.ignored if a != sc.weight], sc.n_rows)
+        extras = [a for a in c.ignored if a != sc.weight]
+        metadata = _npz_metadata(src, extras, sc.n_rows, named=sc.slice_columns)
         return RawTable(
             src.name,
             "npz",
@@ -282,9 +285,12 @@ def _check_weight_type(src: Source, layout, weight: str | None) -> None:
         )
 
 
-def _npz_metadata(src: Source, names: list[str], n_rows: int) -> dict[str, MetadataColumn]:
+def _npz_metadata(
+    src: Source, names: list[str], n_rows: int, *, named: tuple[str, ...] = ()
+) -> dict[str, MetadataColumn]:
     """The archive's other arrays of one value per row (numbers, booleans, text, datetimes),
-    kept as metadata; arrays of any other shape stay ignored (and reported so)."""
+    kept as metadata; arrays of any other shape stay ignored (and reported so), unless
+    ``named`` for slicing: then they are an error."""
     import io
 
     out = {}
@@ -293,6 +299,12 @@ def _npz_metadata(src: Source, names: list[str], n_rows: int) -> dict[str, Metad
             arr = npz[name]
             if arr.shape == (n_rows,) and arr.dtype.kind in "biufUM":
                 out[name] = metadata_column(name, arr)
+            elif name in named:
+                raise CalcoreError(
+                    f"{src.name}: slice column {name!r} has shape {arr.shape} and dtype "
+                    f"{arr.dtype}; a slice column needs one number, boolean, string or datetime "
+                    f"per row, shape ({n_rows},)."
+                )
     return out
 
 

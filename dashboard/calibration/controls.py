@@ -14,6 +14,7 @@ from functools import cached_property
 import streamlit as st
 
 import calcore
+from calcore.slicing import parse_slice_spec
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.state import (
     BINNING_CHOICES,
@@ -407,8 +408,6 @@ def slice_controls(metadata: dict) -> tuple[tuple[str, ...], str]:
     numeric column starts in quartiles, an integer column with more than 12 values too,
     a datetime column in the period calcore picks for its span (day, week or month).
     """
-    from calcore.slicing import parse_slice_spec
-
     offered = [name for name, col in metadata.items() if col.sliceable]
     choice = slicing_choice()
     first = [parse_slice_spec(t) for t in choice["by"]]
