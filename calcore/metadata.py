@@ -187,8 +187,9 @@ _ISO_DATE = re.compile(
 _BOOLEAN = {"true": 1, "false": 0}
 
 
-def metadata_from_text(name: str, cells) -> MetadataColumn:
-    """A metadata column from text cells (``""`` or None: missing).
+def metadata_from_text(name: str, cells, *, categorical: bool = False) -> MetadataColumn:
+    """A metadata column from text cells (``""`` or None: missing); ``categorical``: of
+    that kind whatever the values (a streamed column whose first batch was text).
 
     Examples
     --------
@@ -210,6 +211,20 @@ def metadata_from_text(name: str, cells) -> MetadataColumn:
     codes = np.asarray(codes)
     if text.empty:
         return _from_codes(name, "categorical", codes, np.empty(0, np.int32), ())
+    if not categorical:
+        typed = _typed_from_text(name, text, codes)
+        if typed is not None:
+            return typed
+    distinct = text.unique()
+    if distinct.size > MAX_SLICE_VALUES:  # no sort of a million ids
+        return MetadataColumn(name, "id-like", None, (), int(distinct.size), int((codes < 0).sum()))
+    categories = np.sort(distinct.astype(str))
+    lookup = np.searchsorted(categories, text.to_numpy(dtype=str)).astype(np.int32)
+    return _from_codes(name, "categorical", codes, lookup, tuple(categories.tolist()))
+
+
+def _typed_from_text(name: str, text, codes) -> MetadataColumn | None:
+    """The boolean, integer, numeric or datetime column the distinct texts all fit, if any."""
     lower = text.str.lower()
     if lower.isin(list(_BOOLEAN)).all():
         return _from_codes(
@@ -223,12 +238,7 @@ def metadata_from_text(name: str, cells) -> MetadataColumn:
     if dates is not None:
         values = np.append(dates, np.datetime64("NaT", "s"))[codes]
         return MetadataColumn.counted(name, "datetime", values)
-    distinct = text.unique()
-    if distinct.size > MAX_SLICE_VALUES:  # no sort of a million ids
-        return MetadataColumn(name, "id-like", None, (), int(distinct.size), int((codes < 0).sum()))
-    categories = np.sort(distinct.astype(str))
-    lookup = np.searchsorted(categories, text.to_numpy(dtype=str)).astype(np.int32)
-    return _from_codes(name, "categorical", codes, lookup, tuple(categories.tolist()))
+    return None
 
 
 def _from_codes(name, kind, codes, lookup, categories) -> MetadataColumn:

@@ -180,17 +180,22 @@ def slicing_of(columns: dict, by, *, max_slices: int = MAX_SLICE_VALUES) -> Slic
     )
 
 
-def _one_column(columns: dict, spec, max_slices: int):
-    """(codes, values as 1-tuples, ordered, kind) of one specification, present slices only."""
+def resolve_spec(spec, column_names) -> SliceSpec:
+    """The specification of ``spec`` among ``column_names`` (a name with a colon in it is
+    matched whole first), or an error naming the known columns."""
     text = str(spec)
-    spec = SliceSpec(text) if text in columns else parse_slice_spec(spec)
-    if spec.column not in columns:
-        known = ", ".join(repr(c) for c in columns) or "none"
+    spec = SliceSpec(text) if text in column_names else parse_slice_spec(spec)
+    if spec.column not in column_names:
+        known = ", ".join(repr(c) for c in column_names) or "none"
         raise CalcoreError(
             f"no metadata column {spec.column!r} to slice by (metadata columns: {known}). "
             "Slice by one of them, or name the column in slice_columns= (--by) when loading."
         )
-    col: MetadataColumn = columns[spec.column]
+    return spec
+
+
+def check_sliceable(col: MetadataColumn, grouping: str | None) -> None:
+    """Refuse a column that cannot be sliced, or a grouping that does not fit its kind."""
     if col.kind == "other":
         raise CalcoreError(
             f"column {col.name!r} has a type that cannot be sliced (e.g. a list or a struct). "
@@ -201,7 +206,6 @@ def _one_column(columns: dict, spec, max_slices: int):
             f"column {col.name!r} has {col.n_distinct:,} distinct values (id-like), too many "
             f"for slicing (at most {MAX_SLICE_VALUES:,}). Slice by a coarser column."
         )
-    grouping = spec.grouping
     if grouping in PERIODS and col.kind != "datetime":
         raise CalcoreError(
             f"column {col.name!r} is {col.kind}, not datetime: it cannot be grouped by "
@@ -212,31 +216,53 @@ def _one_column(columns: dict, spec, max_slices: int):
             f"column {col.name!r} is {col.kind}: quantile ranges ({grouping}) need a numeric "
             "column. Slice by its values instead."
         )
+
+
+def column_slices(col: MetadataColumn, grouping: str | None, max_slices: int, *, streamed=False):
+    """``(codes, names, keys, ordered)`` of one checked column: each row's slice (missing
+    values: ``len(names)``), the present values' slice names in their order, a sort key per
+    name (the number itself for numbers by value, else the name) and whether the order is
+    natural. ``streamed``: the column is a batch of a stream (which has no quantile ranges)."""
     missing = col.missing()
     if col.kind in ("categorical", "boolean"):
         codes = np.where(missing, len(col.categories), col.values).astype(np.intp)
-        names, ordered = list(col.categories), False
-    elif col.kind == "datetime":
+        return codes, list(col.categories), list(col.categories), False
+    if col.kind == "datetime":
         codes, names = _periods(col, grouping or _auto_period(col), missing)
-        ordered = True
-    elif grouping is not None:
+        return codes, names, list(names), True
+    if grouping is not None:
         codes, names = _quantile_ranges(col, int(grouping[1:]), missing)
-        ordered = True
-    else:
-        present = col.values[~missing]
-        distinct = np.unique(present)
-        if distinct.size > max_slices:
-            raise CalcoreError(
-                f"column {col.name!r} is {col.kind} with {distinct.size:,} distinct values, "
-                f"too many to slice value by value (at most {max_slices:,}). Slice it into "
-                f"quantile ranges: '{col.name}:q5' (--by {col.name}:q5)."
-            )
-        codes = np.full(col.values.shape, distinct.size, dtype=np.intp)
-        codes[~missing] = np.searchsorted(distinct, present)
-        names = [_number(v) for v in distinct]
-        ordered = True
+        return codes, names, list(range(len(names))), True
+    present = col.values[~missing]
+    distinct = np.unique(present)
+    if distinct.size > max_slices:
+        fix = (
+            "Slice by a coarser column, or load the file whole to cut it into quantile ranges."
+            if streamed
+            else f"Slice it into quantile ranges: '{col.name}:q5' (--by {col.name}:q5)."
+        )
+        raise CalcoreError(
+            f"column {col.name!r} is {col.kind} with {distinct.size:,} distinct values, "
+            f"too many to slice value by value (at most {max_slices:,}). {fix}"
+        )
+    codes = np.full(col.values.shape, distinct.size, dtype=np.intp)
+    codes[~missing] = np.searchsorted(distinct, present)
+    return codes, [_number(v) for v in distinct], distinct.tolist(), True
+
+
+def missing_name(names) -> str:
+    """The missing values' slice name: :data:`MISSING`, unless a value is spelled so."""
+    return MISSING if MISSING not in names else MISSING_WHEN_TAKEN
+
+
+def _one_column(columns: dict, spec, max_slices: int):
+    """(codes, values as 1-tuples, ordered, kind) of one specification, present slices only."""
+    spec = resolve_spec(spec, columns)
+    col: MetadataColumn = columns[spec.column]
+    check_sliceable(col, spec.grouping)
+    codes, names, _, ordered = column_slices(col, spec.grouping, max_slices)
     # a value spelled "(missing)" keeps its name; the missing values' slice takes another
-    names.append(MISSING if MISSING not in names else MISSING_WHEN_TAKEN)
+    names.append(missing_name(names))
     used, codes = np.unique(codes, return_inverse=True)
     if used.size > max_slices:
         raise CalcoreError(

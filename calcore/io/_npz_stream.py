@@ -114,9 +114,27 @@ class NpzArchive:
                 f"weights need shape ({self.n_rows},) and a numeric dtype."
             )
 
-    def windows(self, rows: int, *, weight: str | None = None):
-        """``(content, weights or None, first_row)`` per window of at most ``rows`` rows."""
-        keys = self.row_arrays(weight)
+    def check_slice_array(self, name: str) -> None:
+        """Refuse a slice array that is missing or not one number, boolean, string or
+        datetime per row (as the loader does for a named slice column)."""
+        if name not in self.files:
+            raise CalcoreError(
+                f"{self.name}: slice column {name!r} is not an array of the archive (arrays: "
+                f"{self.files})."
+            )
+        with zipfile.ZipFile(self.path) as zf, zf.open(f"{name}.npy") as fp:
+            shape, _, dtype = read_npy_header(fp)
+        if shape != (self.n_rows,) or dtype.kind not in "biufUM":
+            raise CalcoreError(
+                f"{self.name}: slice column {name!r} has shape {shape} and dtype {dtype}; a "
+                f"slice column needs one number, boolean, string or datetime per row, shape "
+                f"({self.n_rows},)."
+            )
+
+    def windows(self, rows: int, *, weight: str | None = None, extras=()):
+        """``(content, weights or None, first_row, {extra: values})`` per window of at most
+        ``rows`` rows (``extras``: other arrays of one value per row, read alongside)."""
+        keys = self.row_arrays(weight) + [k for k in extras if k not in self.row_arrays(weight)]
         try:
             with zipfile.ZipFile(self.path) as zf:
                 members = {k: self._open(zf, k) for k in keys}
@@ -128,7 +146,7 @@ class NpzArchive:
                     window = _Window(self.files, self.shapes, arrays, start)
                     content = checked_content(self.src, window, self.label_column)
                     weights = None if weight is None else arrays[weight].astype(np.float64)
-                    yield content, weights, start
+                    yield content, weights, start, {k: arrays[k] for k in extras}
         except CalcoreError:
             raise
         except FileNotFoundError:

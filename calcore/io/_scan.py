@@ -157,7 +157,7 @@ def scan(
         is_numeric = numeric_in_preview(layout.columns, layout.preview, True)
         delimiter = layout.delimiter
     weight = pick_weight(layout.columns, weight_column, src.name)
-    sliced = _slice_columns(slice_columns, layout.columns, weight, options, src.name)
+    sliced = checked_slice_columns(slice_columns, layout.columns, weight, options, src.name)
     columns = tuple(c for c in layout.columns if c != weight and c not in sliced)
     roles = detect_roles(columns, source=src.name, is_numeric=is_numeric, **options)
     if sliced:
@@ -171,7 +171,7 @@ def scan(
     )
 
 
-def _slice_columns(names, columns, weight, options, source: str) -> tuple[str, ...]:
+def checked_slice_columns(names, columns, weight, options, source: str) -> tuple[str, ...]:
     """The columns named for slicing, checked: present, and not the label, split or weight."""
     if not names:
         return ()

@@ -78,6 +78,9 @@ class StreamBatch:
     file: str
     first_row: int
     position: int
+    #: The raw values of the stream's slice columns for the batch's rows (Arrow arrays,
+    #: CSV text cells or NPZ arrays), read by :class:`calcore.slicing_batches.BatchSlicer`.
+    slice_values: dict = field(default_factory=dict, repr=False)
 
     @property
     def weights(self) -> np.ndarray | None:
@@ -106,6 +109,9 @@ class PredictionStream:
     batch_rows : int
     weight_column : str or None
         Column of row weights (frequency weights), if any.
+    slice_columns : tuple of str
+        Columns (NPZ: arrays) read with every batch for slicing
+        (:func:`calcore.evaluate_by`), in ``StreamBatch.slice_values``.
 
     Examples
     --------
@@ -135,6 +141,7 @@ class PredictionStream:
     transform: Callable | None = field(default=None, repr=False)
     fingerprints: tuple = field(default=(), repr=False)
     rows_estimated: bool = False
+    slice_columns: tuple[str, ...] = ()
 
     def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
         """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
@@ -177,7 +184,7 @@ class PredictionStream:
                 parts = [(p, q) for p, q in parts if p.size]
         if not parts:
             raise CalcoreError(f"{self.name}: no rows to sample.")
-        return _concatenate([q for _, q in parts]), n_read
+        return concatenate_batches([q for _, q in parts]), n_read
 
     def batches(self, *, read_ahead: bool = True) -> Iterator[StreamBatch]:
         """Validated batches of rows, in a fixed order; reopens the files on every call.
@@ -208,8 +215,8 @@ class PredictionStream:
         state = _KindState(self._options["scores"])
         position = 0
         for path in self.files:
-            for preds, first_row in _file_batches(self, path, state):
-                yield StreamBatch(preds, _short(self, path), first_row, position)
+            for preds, first_row, extras in _file_batches(self, path, state):
+                yield StreamBatch(preds, _short(self, path), first_row, position, extras)
                 position += preds.n_samples
 
 
@@ -413,6 +420,7 @@ def scan(
     weight_column: str | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     percent: bool = False,
+    slice_columns: Sequence[str] | None = None,
 ) -> PredictionStream:
     """Open predictions stored as Parquet, Arrow IPC, CSV or NPZ for streamed evaluation.
 
@@ -444,6 +452,10 @@ def scan(
     percent : bool, default False
         As in :func:`calcore.load_predictions`: the scores are probabilities in percent,
         every batch is divided by 100 before it is validated (an error with logits).
+    slice_columns : sequence of str, optional
+        Columns (NPZ: arrays of one value per row) read with every batch, for
+        :func:`calcore.evaluate_by` on the stream; never taken for scores. Only these
+        are read: a stream keeps no other metadata.
 
     Returns
     -------
@@ -468,15 +480,21 @@ def scan(
     files = _files(source)
     display = _display(source, files)
     family = _family(files, display)
+    named = (slice_columns,) if isinstance(slice_columns, str) else tuple(slice_columns or ())
+    named = tuple(dict.fromkeys(str(c) for c in named))
     if family == "npz":
         roles, weight, n_rows, n_score_columns = _npz_roles(
-            files, display, label_column, weight_column
+            files, display, label_column, weight_column, named
         )
     else:
+        from calcore.io._scan import checked_slice_columns
+
         layout = (_arrow_columns if family == "arrow" else _csv_columns)(files)
         weight = pick_weight(layout.columns, weight_column, display)
+        taken = dict(label_column=label_column, split_column=split_column)
+        named = checked_slice_columns(named, layout.columns, weight, taken, display)
         roles = detect_roles(
-            tuple(c for c in layout.columns if c != weight),
+            tuple(c for c in layout.columns if c != weight and c not in named),
             source=display,
             is_numeric=layout.is_numeric,
             label_column=label_column,
@@ -487,7 +505,7 @@ def scan(
         if roles.problems:
             raise CalcoreError(roles.problems[0])
         layout.check_types(roles, weight)
-        n_rows = sum(layout.rows_of(path, _used(roles, weight)) for path in files)
+        n_rows = sum(layout.rows_of(path, _used(roles, weight) + list(named)) for path in files)
         n_score_columns = len(roles.scores)
     if split is not None and roles.split is None:
         raise CalcoreError(
@@ -508,6 +526,7 @@ def scan(
         family=family,
         label_column=label_column,
         percent=percent,
+        extras=list(named),
     )
     stream = PredictionStream(
         display,
@@ -521,6 +540,7 @@ def scan(
         weight_column=weight,
         fingerprints=fingerprints,
         rows_estimated=family == "csv",
+        slice_columns=named,
     )
     # The class names (and the scores' kind) come from the first batch with rows.
     for b in stream.batches(read_ahead=False):
@@ -620,9 +640,10 @@ def _csv_head(files, path: str):
         raise _gone(path) from None
 
 
-def _npz_roles(files, display: str, label_column, weight_column):
+def _npz_roles(files, display: str, label_column, weight_column, named=()):
     """Roles, weight array, rows and score columns of NPZ archives (every archive must
-    have the first one's arrays, class names and score width)."""
+    have the first one's arrays, class names and score width, and the slice arrays
+    ``named``, one value per row)."""
     from calcore.io._npz_stream import NpzArchive
     from calcore.io._scan import npz_roles
 
@@ -638,6 +659,13 @@ def _npz_roles(files, display: str, label_column, weight_column):
             if weight not in a.files:
                 raise CalcoreError(f"{a.path}: no weight array {weight!r} (it is in {files[0]}).")
             a.check_weight(weight)
+        for name in named:
+            if name in first.row_arrays(weight) or name == "class_names":
+                raise CalcoreError(
+                    f"{a.path}: array {name!r} holds the scores, labels, split, weights or class "
+                    "names; it cannot be a slice column."
+                )
+            a.check_slice_array(name)
         same = (
             a.head.score_name == first.head.score_name
             and a.head.scores.shape[1] == width
@@ -671,18 +699,22 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
     ``preds.sample_weight``)."""
     _check_unchanged(stream, path)
     read = {"arrow": _arrow_tables, "csv": _csv_tables, "npz": _npz_tables}
-    for raw, weights in read[stream._options["family"]](stream, path):
-        preds = _validate_batch(stream, raw, state)
-        if preds is not None:
+    for raw, weights, extras in read[stream._options["family"]](stream, path):
+        validated = _validate_batch(stream, raw, state)
+        if validated is not None:
+            preds, selected = validated
             w = _batch_weights(stream, weights, raw)
             if w is not None:
                 w.setflags(write=False)
                 preds = replace(preds, sample_weight=w)
-            yield preds, raw.row_names.first
+            if selected is not None:
+                extras = {c: v.take(selected) for c, v in extras.items()}
+            yield preds, raw.row_names.first, extras
 
 
 def _arrow_tables(stream: PredictionStream, path: str):
-    """``(raw table, weights or None)`` per record batch of a Parquet or Arrow IPC file."""
+    """``(raw table, weights or None, slice columns)`` per record batch of a Parquet or
+    Arrow IPC file."""
     import pyarrow as pa
 
     from calcore.io._parquet import text_column
@@ -691,7 +723,7 @@ def _arrow_tables(stream: PredictionStream, path: str):
     name = _short(stream, path)
     first_row = 0
     try:
-        chunks = list(_chunks(path, opts["used"], stream.batch_rows))
+        chunks = list(_chunks(path, opts["used"] + opts["extras"], stream.batch_rows))
     except FileNotFoundError:
         raise _gone(path) from None
     except (pa.ArrowException, OSError) as exc:
@@ -735,11 +767,11 @@ def _arrow_tables(stream: PredictionStream, path: str):
                 # decimals (and integers) as float64; a null becomes NaN, refused by name
                 column = table[stream.weight_column].cast(pa.float64())
                 weights = column.to_numpy(zero_copy_only=False)
-            yield raw, weights
+            yield raw, weights, {c: table[c] for c in opts["extras"]}
 
 
 def _csv_tables(stream: PredictionStream, path: str):
-    """``(raw table, weights or None)`` per piece of a CSV file (see
+    """``(raw table, weights or None, slice columns' text)`` per piece of a CSV file (see
     :mod:`calcore.io._csv_stream`): rows named by their file line."""
     from calcore.io._csv_stream import csv_pieces, read_piece
 
@@ -747,12 +779,13 @@ def _csv_tables(stream: PredictionStream, path: str):
     head = _csv_head(stream.files, path)
     floats = [*roles.scores] + ([weight] if weight is not None else [])
     texts = [roles.label] + ([roles.split] if roles.split else [])
+    extras = stream._options["extras"]
     name = _short(stream, path)
     pieces = csv_pieces(path, name, head, head.piece_bytes(stream.batch_rows))
     k = len(roles.scores)
     try:
         for src, layout in pieces:
-            values, text, lines = read_piece(src, layout, floats=floats, texts=texts)
+            values, text, lines = read_piece(src, layout, floats=floats, texts=texts + extras)
             # a piece is sized from the first lines' length: cut it into batches of at
             # most batch_rows rows, whatever the lines further down are like
             for a in range(0, values.shape[0], stream.batch_rows):
@@ -773,18 +806,21 @@ def _csv_tables(stream: PredictionStream, path: str):
                     None if roles.split is None else np.asarray(text[roles.split][a:b]),
                     rows,
                 )
-                yield raw, None if weight is None else values[a:b, k]
+                weights = None if weight is None else values[a:b, k]
+                yield raw, weights, {c: np.asarray(text[c][a:b]) for c in extras}
     except FileNotFoundError:
         raise _gone(path) from None
 
 
 def _npz_tables(stream: PredictionStream, path: str):
-    """``(raw table, weights or None)`` per window of rows of an NPZ archive."""
+    """``(raw table, weights or None, slice arrays)`` per window of rows of an NPZ archive."""
     from calcore.io._npz_stream import NpzArchive
 
     name = _short(stream, path)
     archive = NpzArchive(path, name, label_column=stream._options["label_column"])
-    for c, weights, first_row in archive.windows(stream.batch_rows, weight=stream.weight_column):
+    extras = stream._options["extras"]
+    windows = archive.windows(stream.batch_rows, weight=stream.weight_column, extras=extras)
+    for c, weights, first_row, arrays in windows:
         raw = RawTable(
             name,
             "npz",
@@ -798,7 +834,7 @@ def _npz_tables(stream: PredictionStream, path: str):
             RowNames(csv=False, first=first_row),
             (c.score_name, f"the archive's array is named {c.score_name!r}"),
         )
-        yield raw, weights
+        yield raw, weights, arrays
 
 
 def _factorized(values: np.ndarray):
@@ -879,7 +915,8 @@ def _batch_weights(stream, weights, raw: RawTable):
 
 
 def _validate_batch(stream, raw: RawTable, state):
-    """The selected rows of one batch as Predictions (None when the split leaves none)."""
+    """The selected rows of one batch as Predictions and their indices in the batch (None:
+    every row), or None when the split leaves none."""
     from calcore.io._load import FIRST_ROWS, decide_kind, score_context, validate_scores
 
     opts = stream._options
@@ -922,12 +959,13 @@ def _validate_batch(stream, raw: RawTable, state):
     for arr in (probs, labels, logits):
         if arr is not None:
             arr.setflags(write=False)
-    return Predictions(
+    preds = Predictions(
         np.ascontiguousarray(probs, dtype=np.float64),
         np.asarray(labels, dtype=np.int64),
         got,
         logits,
     )
+    return preds, selected
 
 
 def _rows_at(positions: np.ndarray, preds: Predictions, keep: np.ndarray):
@@ -938,8 +976,9 @@ def _rows_at(positions: np.ndarray, preds: Predictions, keep: np.ndarray):
     return positions[inside], preds.subset(np.flatnonzero(inside))
 
 
-def _concatenate(parts: list) -> Predictions:
-    """Batches of one stream (same classes) as one Predictions, in order."""
+def concatenate_batches(parts: list) -> Predictions:
+    """Batches of one stream (same classes) as one Predictions, in order (weights and
+    the normalisation flag kept, nothing validated again)."""
     if len(parts) == 1:
         return parts[0]
     logits = None

@@ -1,0 +1,288 @@
+"""Slices of a streamed source's rows, batch by batch, with ids that hold for the whole stream.
+
+In memory, :func:`calcore.slicing.slicing_of` sees a column whole. A stream shows it a
+batch at a time, so :class:`BatchSlicer` gives every slice met an id in the order met
+and maps each batch's rows to those ids; :meth:`BatchSlicer.slicing` then puts the slices
+in the order :func:`~calcore.slicing.slicing_of` gives the same rows (values sorted,
+missing last). Each batch's column is hashed once (pyarrow's ``dictionary_encode``,
+pandas' ``factorize``) and only its distinct values are typed and named, with the
+in-memory rules (:mod:`calcore.metadata`, :mod:`calcore.slicing`).
+
+What a stream cannot do in one pass is refused up front, never approximated:
+
+* quantile ranges (``"age:q4"``) need the column's quantiles over every row;
+* a datetime column needs its period named (``"date:week"``), since the automatic one
+  depends on the whole column's span;
+* a column's kind is decided by the first batch with a value in it; a later batch whose
+  values read as another kind (a date column with a typo further down) is an error that
+  names the file and rows. Text that read as categories first stays text, so a later
+  batch of digits is simply more categories. Integers and other numbers mix freely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore.metadata import (
+    MAX_SLICE_VALUES,
+    MetadataColumn,
+    metadata_column,
+    metadata_from_text,
+)
+from calcore.slicing import (
+    PERIODS,
+    check_sliceable,
+    column_slices,
+    missing_name,
+    resolve_spec,
+)
+
+__all__ = ["BatchSlicer", "StreamSlicing"]
+
+# Kinds that name and order their values alike (a float key, _number's name).
+_FAMILY = {"integer": "number", "numeric": "number"}
+
+
+@dataclass(eq=False)
+class BatchSlicer:
+    """Stream-wide slice ids for the rows of every batch.
+
+    Parameters
+    ----------
+    by : str, SliceSpec, or a sequence of them
+        As in :func:`calcore.evaluate_by`; two or more cross.
+    column_names : sequence of str
+        The stream's slice columns (``PredictionStream.slice_columns``).
+    max_slices : int
+        Most slices allowed over the whole stream.
+
+    Raises
+    ------
+    CalcoreError
+        Unknown column, quantile ranges, and (on a batch) what :func:`slicing_of` refuses,
+        a datetime column without a period, a kind that changes, too many slices.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as Batch
+    >>> slicer = BatchSlicer("shop", ["shop"])
+    >>> first = Batch(slice_values={"shop": np.array(["b", "b"], object)}, file="f", first_row=0)
+    >>> later = Batch(slice_values={"shop": np.array(["a", None], object)}, file="f", first_row=2)
+    >>> slicer.codes(first).tolist(), slicer.codes(later).tolist()  # ids in the order met
+    ([0, 0], [1, 2])
+    >>> s = slicer.slicing()
+    >>> s.labels, s.place.tolist()  # sorted, missing last; place[id]: where each id is
+    (('a', 'b', '(missing)'), [1, 0, 2])
+    """
+
+    by: object
+    column_names: tuple
+    max_slices: int = MAX_SLICE_VALUES
+    _specs: list = field(init=False, repr=False)
+    _kinds: list = field(init=False, repr=False)
+    _ids: dict = field(init=False, repr=False, default_factory=dict)
+    _entries: list = field(init=False, repr=False, default_factory=list)
+
+    def __post_init__(self):
+        one = isinstance(self.by, str) or not hasattr(self.by, "__iter__")
+        specs = [self.by] if one else list(self.by)
+        if not specs:
+            raise CalcoreError("slicing needs at least one column.")
+        self._specs = [resolve_spec(s, tuple(self.column_names)) for s in specs]
+        for spec in self._specs:
+            if spec.grouping is not None and spec.grouping not in PERIODS:
+                raise CalcoreError(
+                    f"'{spec}': quantile ranges need the quantiles of every row of "
+                    f"{spec.column!r}, which a streamed source does not give in one pass. "
+                    f"Slice by its values ('{spec.column}', at most {self.max_slices:,} of "
+                    "them), or load the file whole (load_predictions) to cut it into ranges."
+                )
+        self._kinds = [None] * len(self._specs)
+
+    @property
+    def n_slices(self) -> int:
+        """Slices met so far."""
+        return len(self._entries)
+
+    def codes(self, batch) -> np.ndarray:
+        """The slice id of each of ``batch``'s rows (new slices get the next ids).
+
+        ``batch`` has ``slice_values`` (column -> raw values), ``file`` and ``first_row``
+        (for messages), as a :class:`~calcore.io.stream.StreamBatch`.
+        """
+        parts = [self._column(batch, j, spec) for j, spec in enumerate(self._specs)]
+        local, entries = parts[0]
+        for more_local, more_entries in parts[1:]:
+            local = local.astype(np.int64) * len(more_entries) + more_local
+            entries = [(*a, *b) for a in entries for b in more_entries]
+        present = np.flatnonzero(np.bincount(local, minlength=len(entries)))
+        table = np.full(len(entries), -1, dtype=np.intp)
+        for k in present:
+            table[k] = self._id(entries[k], batch)
+        return table[local]
+
+    def _id(self, entry: tuple, batch) -> int:
+        found = self._ids.get(entry)
+        if found is None:
+            found = self._ids[entry] = len(self._entries)
+            self._entries.append(entry)
+            if len(self._entries) > self.max_slices:
+                raise CalcoreError(
+                    f"{batch.file}, rows from {batch.first_row}: slicing by "
+                    f"{' x '.join(map(str, self._specs))} gives more than {self.max_slices:,} "
+                    "slices. Slice by fewer or coarser columns (a datetime column by week or "
+                    "month)."
+                )
+        return found
+
+    def _column(self, batch, j: int, spec):
+        """Local codes of a batch's rows in one column and each code's entry
+        ``((missing, sort key, name),)``; the missing entry last."""
+        distinct, index = _factorized(batch.slice_values[spec.column])
+        missing_entry = ((True, 0, None),)
+        if distinct is None:  # a nested Arrow type
+            check_sliceable(MetadataColumn(spec.column, "other", None), spec.grouping)
+        col = self._typed(spec.column, distinct, j, batch)
+        if col.n_distinct == 0:  # all missing: this batch decides nothing
+            return np.zeros(index.size, dtype=np.intp), [missing_entry]
+        check_sliceable(col, spec.grouping)
+        if col.kind == "datetime" and spec.grouping is None:
+            raise CalcoreError(
+                f"column {spec.column!r} is datetime: on a streamed source name its period, "
+                f"'{spec.column}:day', '{spec.column}:week' or '{spec.column}:month' (in "
+                "memory it is chosen from the whole column's span)."
+            )
+        per_value, names, keys, _ = column_slices(
+            col, spec.grouping, self.max_slices, streamed=True
+        )
+        per_value = np.append(per_value, len(names))  # index -1: a missing cell
+        entries = [((False, key, name),) for key, name in zip(keys, names, strict=True)]
+        entries.append(missing_entry)
+        return per_value[index], entries
+
+    def _typed(self, name: str, distinct, j: int, batch):
+        """The batch's distinct values as a metadata column, of the stream's kind."""
+        text = distinct.dtype.kind in "OUS"
+        col = metadata_from_text(name, distinct) if text else metadata_column(name, distinct)
+        if col.n_distinct == 0:
+            return col
+        decided = self._kinds[j]
+        if decided is None:
+            self._kinds[j] = col.kind
+        elif decided == "categorical" and text and col.kind != decided:
+            col = metadata_from_text(name, distinct, categorical=True)
+        elif _FAMILY.get(col.kind, col.kind) != _FAMILY.get(decided, decided):
+            raise CalcoreError(
+                f"{batch.file}, column {name!r}, rows from {batch.first_row}: the values read "
+                f"as {col.kind} here, but as {decided} in the stream's first rows; a streamed "
+                "slice column must hold one kind of value throughout. Fix the values, or load "
+                "the file whole (load_predictions types the column from every row)."
+            )
+        return col
+
+    def slicing(self) -> "StreamSlicing":
+        """The slices met, in their natural order (as :func:`slicing_of` orders them).
+
+        Raises
+        ------
+        CalcoreError
+            No rows were sliced.
+        """
+        if not self._entries:
+            raise CalcoreError("no rows to slice.")
+        order = sorted(range(len(self._entries)), key=lambda i: _sort_key(self._entries[i]))
+        place = np.empty(len(order), dtype=np.intp)
+        place[order] = np.arange(len(order))
+        missing = [
+            missing_name({e[j][2] for e in self._entries if not e[j][0]})
+            for j in range(len(self._specs))
+        ]
+        values = tuple(
+            tuple(missing[j] if part[0] else part[2] for j, part in enumerate(self._entries[i]))
+            for i in order
+        )
+        kinds = tuple(k or "categorical" for k in self._kinds)
+        ordered = all(k in ("integer", "numeric", "datetime") for k in kinds)
+        return StreamSlicing(tuple(map(str, self._specs)), values, ordered, kinds, place)
+
+
+@dataclass(frozen=True, eq=False)
+class StreamSlicing:
+    """The slices of a stream, as :class:`~calcore.slicing.Slicing` without row codes.
+
+    Attributes
+    ----------
+    columns, values, ordered, kinds :
+        As in :class:`~calcore.slicing.Slicing`.
+    place : ndarray of intp
+        ``place[id]``: where the slice with that id (:meth:`BatchSlicer.codes`) is in
+        ``values``.
+    """
+
+    columns: tuple[str, ...]
+    values: tuple[tuple[str, ...], ...]
+    ordered: bool
+    kinds: tuple[str, ...]
+    place: np.ndarray
+
+    @property
+    def n_slices(self) -> int:
+        return len(self.values)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(" | ".join(v) for v in self.values)
+
+
+def _sort_key(entry: tuple):
+    # missing last; then the key (numbers and names never meet within one column)
+    return tuple((missing, key) for missing, key, _ in entry)
+
+
+def _factorized(values):
+    """``(distinct values, index of each row's value or -1 when missing)`` of a batch's
+    raw column: Arrow arrays by ``dictionary_encode``, others by ``pandas.factorize``."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        try:
+            encoded = pc.dictionary_encode(values)
+        except pa.ArrowNotImplementedError:  # a nested type (a list, a struct)
+            return None, np.full(len(values), -1, dtype=np.intp)
+        if isinstance(encoded, pa.ChunkedArray):
+            encoded = encoded.combine_chunks()
+        index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+        distinct = _arrow_values(encoded.dictionary)
+        return distinct, index.astype(np.intp)
+    arr = np.asarray(values)
+    index, distinct = pd.factorize(arr if arr.dtype.kind != "U" else arr.astype(object))
+    return np.asarray(distinct), np.asarray(index, dtype=np.intp)
+
+
+def _arrow_values(dictionary) -> np.ndarray:
+    """An Arrow dictionary's values as numpy, typed as :func:`metadata_from_arrow` types
+    a column (strings as text, booleans, numbers as float64, dates and times in UTC)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = dictionary.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return dictionary.to_numpy(zero_copy_only=False).astype(object)
+    if pa.types.is_boolean(t):
+        return dictionary.to_numpy(zero_copy_only=False).astype(bool)
+    if pa.types.is_integer(t):
+        return dictionary.to_numpy(zero_copy_only=False)
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return pc.cast(dictionary, pa.float64()).to_numpy(zero_copy_only=False)
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        if pa.types.is_timestamp(t) and t.tz is not None:
+            dictionary = pc.cast(dictionary, pa.timestamp(t.unit))
+        return dictionary.to_numpy(zero_copy_only=False).astype("datetime64[s]")
+    if pa.types.is_dictionary(t):
+        return _arrow_values(dictionary.cast(t.value_type))
+    return None
