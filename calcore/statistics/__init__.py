@@ -13,7 +13,8 @@ Layers, bottom up:
 * :mod:`~calcore.statistics.accumulator` -- :class:`CalibrationStatistics`, every sum
   of a report, updated batch by batch and merged;
 * :mod:`~calcore.statistics.quantiles`, :mod:`~calcore.statistics.passes` -- exact
-  order statistics and the passes over a stream that builds the statistics;
+  order statistics and the passes over a stream that build the statistics (of all
+  rows, or of every slice at once);
 * :mod:`~calcore.statistics.poisson`, :mod:`~calcore.statistics.replicates` --
   bootstrap weights (Poisson, keyed by row position; multinomial counts in memory);
 * :mod:`~calcore.statistics.redraws` -- the sums of labels redrawn from the
@@ -24,7 +25,13 @@ from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDES
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, edges_for
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
-from calcore.statistics.passes import CellRequest, StreamedStatistics, stream_statistics
+from calcore.statistics.passes import (
+    CellRequest,
+    SlicedStatistics,
+    StreamedStatistics,
+    stream_statistics,
+    stream_statistics_by,
+)
 from calcore.statistics.points import REDUCTIONS, RowBatch, add_rows, point_cells, reduction_edges
 from calcore.statistics.poisson import poisson_weights
 from calcore.statistics.redraws import LabelRedraws, redrawn_labels
@@ -38,7 +45,9 @@ __all__ = [
     "kde_ece_from_sums",
     "CellRequest",
     "stream_statistics",
+    "stream_statistics_by",
     "StreamedStatistics",
+    "SlicedStatistics",
     "poisson_weights",
     "LabelRedraws",
     "redrawn_labels",

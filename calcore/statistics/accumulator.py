@@ -31,7 +31,7 @@ _CHUNK_VALUES = 1 << 20  # probabilities per chunk of CalibrationStatistics.upda
 _SPLIT_CHUNKS = 4  # from this many chunks on, half of them are added on a worker thread
 
 
-def _row_slice(preds, start: int, stop: int):
+def row_slice(preds, start: int, stop: int):
     """Rows ``start:stop`` of ``preds`` as a Predictions sharing its (read-only) memory."""
     logits = None if preds.logits is None else preds.logits[start:stop]
     return type(preds)(
@@ -265,7 +265,7 @@ class CalibrationStatistics:
         # The argmax already computed on all rows (a cached property) is sliced, not redone.
         cached = "_top" in preds.__dict__
         for a in starts:
-            part = _row_slice(preds, a, a + step)
+            part = row_slice(preds, a, a + step)
             if cached:
                 batch = RowBatch(
                     part.probs,

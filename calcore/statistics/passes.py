@@ -28,14 +28,20 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore.binning import BIN_COUNT_RULES, BinningScheme
-from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
+from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec, row_slice
 from calcore.statistics.edges import BinEdges, bins_per_group
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
 from calcore.statistics.poisson import poisson_weights
 from calcore.statistics.quantiles import ExactRanks
 from calcore.statistics.redraws import LabelRedraws
 
-__all__ = ["CellRequest", "StreamedStatistics", "stream_statistics"]
+__all__ = [
+    "CellRequest",
+    "StreamedStatistics",
+    "SlicedStatistics",
+    "stream_statistics",
+    "stream_statistics_by",
+]
 
 
 @dataclass(frozen=True)
@@ -111,14 +117,6 @@ def _n_groups(reduction: str, n_classes: int) -> int:
     return 1 if reduction == "confidence" else n_classes
 
 
-def _batches(stream, progress):
-    """``(preds, position, weights)`` of every batch (weights None without a weight column)."""
-    for b in stream.batches():
-        if progress is not None:
-            progress(b)
-        yield b.preds, b.position, getattr(b, "weights", None)
-
-
 def stream_statistics(
     stream,
     *,
@@ -178,111 +176,316 @@ def stream_statistics(
     >>> stats.cells["conf"].weight.tolist(), stats.cells["conf"].outcome.tolist()
     ([2.0, 2.0], [2.0, 1.0])
     """
-    names = tuple(stream.class_names)
-    n_classes = len(names)
+    _check_requests(requests)
+    lanes = _Lanes(stream, requests, kde, bootstrap, redraws, progress)
+    lanes.run(lambda batch: ((0, batch.preds, _positions(batch), _weights(batch)),))
+    return lanes.result(0)
+
+
+def stream_statistics_by(
+    stream,
+    slicer,
+    *,
+    requests: dict,
+    kde: tuple = (),
+    bootstrap: tuple[int, int] | None = None,
+    redraws: tuple[int, int] | None = None,
+    redraw_keys=None,
+    progress=None,
+) -> "SlicedStatistics":
+    """Statistics of every slice of a stream's rows, and of all of them, in the same passes.
+
+    Each slice's statistics are those :func:`stream_statistics` gives for a stream of its
+    rows alone (its own data-dependent bins and KDE bandwidths); the Poisson weights and
+    redrawn labels stay keyed by each row's position in the whole stream, so a slice's
+    replicates are those of the same rows in memory. A batch is put in slice order once
+    (a radix sort of its slice ids) and every slice adds its contiguous rows.
+
+    The overall statistics are the slices' merged when every request has fixed bins and
+    no KDE-ECE is asked for (the cells are then the same for all); otherwise the whole
+    batches are added to statistics of their own as well.
+
+    Parameters
+    ----------
+    stream : object with ``batches()`` and ``class_names``
+        As in :func:`stream_statistics`; its batches also have ``slice_values``, ``file``
+        and ``first_row`` (:class:`calcore.io.stream.StreamBatch`).
+    slicer : calcore.slicing_batches.BatchSlicer
+    requests, kde, bootstrap, redraws, progress :
+        As in :func:`stream_statistics`, for every slice and the overall statistics.
+    redraw_keys : iterable of str, optional
+        The requests and KDE problems whose redrawn statistics are kept (default: all):
+        the test of one metric needs its own cells only.
+
+    Returns
+    -------
+    SlicedStatistics
+
+    Raises
+    ------
+    CalcoreError
+        As :func:`stream_statistics`; also what the slicer refuses, and a slice that appears
+        in a later pass only (the data changed).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from types import SimpleNamespace
+    >>> from calcore.slicing_batches import BatchSlicer
+    >>> preds = calcore.Predictions.from_probs([[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]], [0, 1, 1])
+    >>> shop = np.array(["b", "a", "b"], dtype=object)
+    >>> batch = SimpleNamespace(preds=preds, position=0, slice_values={"shop": shop},
+    ...                         file="f", first_row=0, weights=None)  # fmt: skip
+    >>> stream = SimpleNamespace(class_names=preds.class_names, batches=lambda: iter([batch]))
+    >>> request = {"conf": CellRequest("confidence", calcore.resolve_binning("equal-width", 5))}
+    >>> out = stream_statistics_by(stream, BatchSlicer("shop", ["shop"]), requests=request)
+    >>> out.slicing.labels, [s.statistics.n_rows for s in out.slices], out.overall.statistics.n_rows
+    (('a', 'b'), [1, 2], 3)
+    """
+    _check_requests(requests)
+    merged = kde == () and all(r.fixed for r in requests.values())
+    lanes = _Lanes(stream, requests, kde, bootstrap, redraws, progress, redraw_keys)
+    overall = None if merged else -1  # the lane of every row, when not merged
+
+    def parts(batch):
+        preds, w, rows = batch.preds, _weights(batch), _positions(batch)
+        ids = slicer.codes(batch)
+        if overall is not None:
+            yield overall, preds, rows, w
+        # slice ids fit 16 bits (at most MAX_SLICE_VALUES): numpy's stable sort of them is a
+        # radix sort, and the batch is copied once in slice order
+        order = np.argsort(ids.astype(np.uint16), kind="stable")
+        counts = np.bincount(ids)
+        if counts.size == 1:
+            yield 0, preds, rows, w
+            return
+        sorted_preds = _taken(preds, order)
+        rows, w = rows[order], None if w is None else w[order]
+        bounds = np.concatenate(([0], np.cumsum(counts)))
+        for k in np.flatnonzero(counts):
+            a, b = int(bounds[k]), int(bounds[k + 1])
+            yield int(k), row_slice(sorted_preds, a, b), rows[a:b], None if w is None else w[a:b]
+
+    lanes.run(parts)
+    slicing = slicer.slicing()
+    by_place = sorted(range(slicing.n_slices), key=lambda i: slicing.place[i])
+    slices = tuple(lanes.result(i) for i in by_place)
+    total = lanes.result(overall) if overall is not None else lanes.merged(by_place)
+    return SlicedStatistics(total, slices, slicing)
+
+
+@dataclass(frozen=True, eq=False)
+class SlicedStatistics:
+    """What :func:`stream_statistics_by` accumulated.
+
+    Attributes
+    ----------
+    overall : StreamedStatistics
+        Of every row.
+    slices : tuple of StreamedStatistics
+        Of each slice, in the order of ``slicing.values``.
+    slicing : calcore.slicing_batches.StreamSlicing
+        The slices' columns, values (natural order), kinds.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> from types import SimpleNamespace
+    >>> from calcore.slicing_batches import BatchSlicer
+    >>> preds = calcore.Predictions.from_probs([[0.8, 0.2], [0.3, 0.7]], [0, 0])
+    >>> day = np.array(["2026-11-02", "2026-11-09"], dtype=object)
+    >>> batch = SimpleNamespace(preds=preds, position=0, slice_values={"day": day},
+    ...                         file="f", first_row=0)  # fmt: skip
+    >>> stream = SimpleNamespace(class_names=preds.class_names, batches=lambda: iter([batch]))
+    >>> request = {"conf": CellRequest("confidence", calcore.resolve_binning("equal-width", 2))}
+    >>> out = stream_statistics_by(stream, BatchSlicer("day:week", ["day"]), requests=request)
+    >>> out.slicing.labels, [float(s.statistics.correct) for s in out.slices]
+    (('week of 2026-11-02', 'week of 2026-11-09'), [1.0, 0.0])
+    """
+
+    overall: StreamedStatistics
+    slices: tuple
+    slicing: object
+
+
+def _nbytes(obj, depth: int = 0) -> int:
+    """Bytes of the arrays an object holds (its fields, dicts and lists, a few levels down)."""
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if depth > 5:
+        return 0
+    if isinstance(obj, dict):
+        return sum(_nbytes(v, depth + 1) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_nbytes(v, depth + 1) for v in obj)
+    if hasattr(obj, "__dict__"):
+        return sum(_nbytes(v, depth + 1) for v in vars(obj).values())
+    return 0
+
+
+def _check_requests(requests: dict) -> None:
     for key, req in requests.items():
         if req.scheme.kind == "unique":
             raise CalcoreError(
                 f"binning='unique' is not available for a streamed source ({key}): its number "
                 "of bins grows with the data. Use equal-width or equal-mass bins."
             )
-    profile_needed = bool(kde) or any(not r.fixed for r in requests.values())
-    sizes: dict = {}
-    moments: dict = {}
-    # Rank-based bins share one finder per reduction over all its points (a request with a
-    # score cut, TACE's, asks for its ranks shifted by the weight below the cut); its first
-    # selection pass (top 16 bits) runs with the profile.
-    rank_based = {k for k, r in requests.items() if r.scheme.kind in _RANK_BASED}
-    finders = {
-        requests[k].reduction: ExactRanks(n_groups=_n_groups(requests[k].reduction, n_classes))
-        for k in rank_based
-    }
-    if profile_needed:
-        sizes, moments = _profile(stream, requests, kde, n_classes, finders, progress)
-    edges = {}
-    wanted: dict = {red: [[] for _ in range(f.n_groups)] for red, f in finders.items()}
-    layout: dict = {}  # request -> (bins per group, [(group, slice of its ranks)])
-    for key, req in requests.items():
-        g = _n_groups(req.reduction, n_classes)
-        if req.fixed:
-            edges[key] = BinEdges(req.scheme, np.full(g, int(req.scheme.bins), dtype=np.int64))
-            continue
-        nb = bins_per_group(req.scheme, sizes[key])
-        if req.scheme.kind == "equal-width":
-            edges[key] = BinEdges(req.scheme, nb, None, req.min_score)
-            continue
-        below = sizes[_ALL, req.reduction] - sizes[key]  # weight under the score cut
-        places = []
-        for group, (b, m) in enumerate(zip(nb, sizes[key], strict=True)):
-            # R_k = floor(k m / B), m the group's total weight (its size for unit weights);
-            # R_k = 0 stays 0 (a threshold of -inf), others move past the cut.
-            b, m = max(int(b), 1), int(np.floor(m + 1e-9))
-            ranks = (np.arange(1, b, dtype=np.int64) * m) // b
-            shifted = np.where(ranks > 0, ranks + below[group], 0.0)
-            start = sum(r.size for r in wanted[req.reduction][group])
-            wanted[req.reduction][group].append(shifted)
-            places.append((group, slice(start, start + shifted.size)))
-        layout[key] = (nb, places)
-    for red, finder in finders.items():
-        finder.set_ranks([np.concatenate(r) if r else np.empty(0) for r in wanted[red]])
-        finder.end_pass()
-    _select(stream, finders, n_classes, progress)
-    for key, (nb, places) in layout.items():
-        values = finders[requests[key].reduction].values()
-        flat = [values[group][where] for group, where in places]
-        flat = np.concatenate(flat) if flat else np.empty(0)
-        edges[key] = BinEdges(requests[key].scheme, nb, flat, requests[key].min_score)
-    specs = {k: CellSpec(requests[k].reduction, edges[k]) for k in requests}
-    kde_specs = {}
-    if "kde_ece" in kde:
-        kde_specs["kde_ece"] = KDESpec("confidence", (_layout(moments["kde_ece"][0]),))
-    if "kde_ece_classwise" in kde:
-        kde_specs["kde_ece_classwise"] = KDESpec(
-            "class-wise", tuple(_layout(m) for m in moments["kde_ece_classwise"])
-        )
-    stats = CalibrationStatistics.empty(names, specs, kde_specs)
-    boot = redrawn = None
-    if bootstrap is not None:
-        n_replicates, boot_seed = bootstrap
-        boot = CalibrationStatistics.empty(names, specs, kde_specs, replicates=n_replicates)
-    if redraws is not None:
-        n_redraws, redraw_seed = redraws
-        redrawn = LabelRedraws(names, specs, kde_specs, redraws=range(n_redraws), seed=redraw_seed)
-    for preds, position, w in _batches(stream, progress):
-        stats.update(preds, weights=w)
-        rows = position + np.arange(preds.n_samples)
-        if boot is not None:
-            replicate_weights = poisson_weights(rows, n_replicates, boot_seed)
-            boot.update(preds, weights=replicate_weights if w is None else replicate_weights * w)
-        if redrawn is not None and preds.normalized:
-            redrawn.update(preds, rows, w)
-    if redrawn is not None:
-        # a label is drawn from a distribution: unnormalised rows leave no test
-        redrawn = redrawn.statistics(stats) if stats.normalized else None
-    return StreamedStatistics(stats, boot, redrawn)
 
 
-def _layout(m: ScoreMoments) -> KDELayout:
-    return KDELayout.for_bandwidth(m.bandwidth())
+def _positions(batch) -> np.ndarray:
+    return batch.position + np.arange(batch.preds.n_samples, dtype=np.int64)
 
 
-_RANK_BASED = ("equal-mass", "points-per-bin")
-_ALL = "all points"  # sizes[_ALL, reduction]: every point of a reduction, per group
+def _weights(batch):
+    """A batch's row weights (None without a weight column)."""
+    return getattr(batch, "weights", None)
 
 
-def _profile(stream, requests, kde, n_classes, finders, progress):
-    """Group sizes of the data-dependent requests (and of all points of the reductions with
-    rank-based bins) and score moments of the KDE problems; the ``finders`` count their
-    first 16 bits on the way."""
-    sizes = {
-        k: np.zeros(_n_groups(r.reduction, n_classes)) for k, r in requests.items() if not r.fixed
-    }
-    for red in finders:
-        sizes[_ALL, red] = np.zeros(_n_groups(red, n_classes))
-    moments = {"kde_ece": [ScoreMoments()], "kde_ece_classwise": [ScoreMoments()] * n_classes}
-    for preds, _, w in _batches(stream, progress):
+def _taken(preds, order: np.ndarray):
+    """``preds`` rows in ``order`` (probabilities, labels, logits; no weights, no metadata)."""
+    logits = None if preds.logits is None else np.take(preds.logits, order, axis=0)
+    return type(preds)(
+        np.take(preds.probs, order, axis=0),
+        preds.labels[order],
+        preds.class_names,
+        logits,
+        None,
+        preds.normalized,
+    )
+
+
+class _Lanes:
+    """The passes over a stream, dispatching each batch's rows to the lanes they belong to.
+
+    ``route(batch)`` yields ``(lane id, preds, positions, weights)``; a lane is created for
+    an id met in the first pass; an id first met in a later pass means the data changed.
+    """
+
+    def __init__(self, stream, requests, kde, bootstrap, redraws, progress, redraw_keys=None):
+        self.stream, self.progress = stream, progress
+        self.names = tuple(stream.class_names)
+        self.requests, self.kde = requests, tuple(kde)
+        self.bootstrap, self.redraws, self.redraw_keys = bootstrap, redraws, redraw_keys
+        self.lanes: dict = {}
+        self.passes = 0
+        self.state_bytes = 0
+
+    def _lane(self, key):
+        lane = self.lanes.get(key)
+        if lane is None:
+            if self.passes > 0:
+                raise CalcoreError(
+                    f"{getattr(self.stream, 'name', 'the stream')}: a slice appeared in a later "
+                    "pass over the data that was not there in the first: the data changed while "
+                    "it was read. Nothing was computed; run again on data that stays put."
+                )
+            lane = self.lanes[key] = _Lane(self.names, self.requests, self.kde)
+        return lane
+
+    def _read(self, route, act) -> None:
+        for batch in self.stream.batches():
+            if self.progress is not None:
+                self.progress(batch)
+            for key, preds, rows, w in route(batch):
+                act(self._lane(key), preds, rows, w)
+        self.passes += 1
+
+    def run(self, route) -> None:
+        profile = bool(self.kde) or any(not r.fixed for r in self.requests.values())
+        if profile:
+            self._read(route, lambda lane, preds, rows, w: lane.profile(preds, w))
+            for lane in self.lanes.values():
+                lane.plan()
+        while any(lane.wants_pass() for lane in self.lanes.values()):
+            self._read(
+                route,
+                lambda lane, preds, rows, w: lane.select(preds, w) if lane.wants_pass() else None,
+            )
+            for lane in self.lanes.values():
+                lane.end_select()
+        for lane in self.lanes.values():
+            self._start(lane)
+
+        def accumulate(lane, preds, rows, w):
+            if lane.stats is None:  # a lane created in this pass (one-pass statistics)
+                lane.plan()
+                self._start(lane)
+            lane.accumulate(preds, rows, w)
+
+        self._read(route, accumulate)
+
+    def _start(self, lane) -> None:
+        """Start a lane's statistics, within the memory budget of all lanes' sums."""
+        from calcore.io._budget import BUDGET_ENV, resolve_budget
+
+        lane.start(self.bootstrap, self.redraws, self.redraw_keys)
+        self.state_bytes += _nbytes(lane)
+        budget = resolve_budget(None)
+        if self.state_bytes > budget and len(self.lanes) > 1:
+            raise CalcoreError(
+                f"{getattr(self.stream, 'name', 'the stream')}: {len(self.lanes):,} slices so far "
+                f"keep {self.state_bytes / 2**20:,.0f} MiB of sums (bootstrap replicates and "
+                f"redrawn label sets included), over the {budget / 2**20:,.0f} MiB budget "
+                f"(${BUDGET_ENV}). Slice by fewer values, ask for fewer metrics (a KDE-ECE keeps a "
+                "kernel grid per slice) or resamples, or raise the budget."
+            )
+
+    def result(self, key) -> "StreamedStatistics":
+        if key not in self.lanes:  # no rows at all
+            lane = _Lane(self.names, self.requests, self.kde)
+            lane.plan()
+            lane.start(self.bootstrap, self.redraws, self.redraw_keys)
+            return lane.result()
+        return self.lanes[key].result()
+
+    def merged(self, keys) -> "StreamedStatistics":
+        """The statistics of the lanes ``keys`` together (their cells are the same)."""
+        lanes = [self.lanes[k] for k in keys]
+        stats, boot, redrawn = lanes[0].stats, lanes[0].boot, lanes[0].redrawn
+        for lane in lanes[1:]:
+            stats = stats.merge(lane.stats)
+            boot = None if boot is None else boot.merge(lane.boot)
+            redrawn = None if redrawn is None else redrawn.merge(lane.redrawn)
+        return _Lane.finished(stats, boot, redrawn)
+
+
+class _Lane:
+    """The state of the passes for one set of rows: group sizes and score moments (profile),
+    order statistics (selection), then the statistics themselves."""
+
+    def __init__(self, names, requests, kde):
+        self.names, self.requests, self.kde = names, requests, kde
+        self.n_classes = n_classes = len(names)
+        # Rank-based bins share one finder per reduction over all its points (a request
+        # with a score cut, TACE's, asks for its ranks shifted by the weight below the
+        # cut); its first selection pass (top 16 bits) runs with the profile.
+        self.finders = {
+            r.reduction: ExactRanks(n_groups=_n_groups(r.reduction, n_classes))
+            for r in requests.values()
+            if r.scheme.kind in _RANK_BASED
+        }
+        self.sizes = {
+            k: np.zeros(_n_groups(r.reduction, n_classes))
+            for k, r in requests.items()
+            if not r.fixed
+        }
+        for red in self.finders:
+            self.sizes[_ALL, red] = np.zeros(_n_groups(red, n_classes))
+        self.moments = {
+            "kde_ece": [ScoreMoments()],
+            "kde_ece_classwise": [ScoreMoments()] * n_classes,
+        }
+        self.layout: dict = {}  # request -> (bins per group, [(group, slice of its ranks)])
+        self.edges: dict = {}
+        self.stats = self.boot = self.redrawn = None
+
+    def profile(self, preds, w) -> None:
+        """Group sizes of the data-dependent requests (and of all points of the reductions
+        with rank-based bins) and score moments of the KDE problems; the finders count
+        their first 16 bits on the way."""
+        requests, n_classes = self.requests, self.n_classes
         points = {}
-        for key in sizes:
+        for key in self.sizes:
             red = key[1] if isinstance(key, tuple) else requests[key].reduction
             if red not in points:
                 scores, groups = _points(preds, red)
@@ -295,19 +498,121 @@ def _profile(stream, requests, kde, n_classes, finders, progress):
                 groups = None if groups is None else groups[keep]
                 pw = None if pw is None else pw[keep]
             if groups is None:
-                sizes[key][0] += scores.size if pw is None else pw.sum()
+                self.sizes[key][0] += scores.size if pw is None else pw.sum()
             else:
-                sizes[key] += np.bincount(groups, weights=pw, minlength=sizes[key].size)
-        for red, finder in finders.items():
+                self.sizes[key] += np.bincount(groups, weights=pw, minlength=self.sizes[key].size)
+        for red, finder in self.finders.items():
             finder.observe(*points[red])
-        if "kde_ece" in kde:
+        if "kde_ece" in self.kde:
             step = ScoreMoments.of(preds.confidence, w)
-            moments["kde_ece"][0] = moments["kde_ece"][0].merge(step)
-        if "kde_ece_classwise" in kde:
-            per = moments["kde_ece_classwise"]
+            self.moments["kde_ece"][0] = self.moments["kde_ece"][0].merge(step)
+        if "kde_ece_classwise" in self.kde:
+            per = self.moments["kde_ece_classwise"]
             for c in range(n_classes):
                 per[c] = per[c].merge(ScoreMoments.of(preds.probs[:, c], w))
-    return sizes, moments
+
+    def plan(self) -> None:
+        """Edges of the fixed and equal-width requests; the ranks the others want."""
+        wanted: dict = {red: [[] for _ in range(f.n_groups)] for red, f in self.finders.items()}
+        for key, req in self.requests.items():
+            g = _n_groups(req.reduction, self.n_classes)
+            if req.fixed:
+                self.edges[key] = BinEdges(
+                    req.scheme, np.full(g, int(req.scheme.bins), dtype=np.int64)
+                )
+                continue
+            nb = bins_per_group(req.scheme, self.sizes[key])
+            if req.scheme.kind == "equal-width":
+                self.edges[key] = BinEdges(req.scheme, nb, None, req.min_score)
+                continue
+            below = self.sizes[_ALL, req.reduction] - self.sizes[key]  # weight under the cut
+            places = []
+            for group, (b, m) in enumerate(zip(nb, self.sizes[key], strict=True)):
+                # R_k = floor(k m / B), m the group's total weight (its size for unit
+                # weights); R_k = 0 stays 0 (a threshold of -inf), others move past the cut.
+                b, m = max(int(b), 1), int(np.floor(m + 1e-9))
+                ranks = (np.arange(1, b, dtype=np.int64) * m) // b
+                shifted = np.where(ranks > 0, ranks + below[group], 0.0)
+                start = sum(r.size for r in wanted[req.reduction][group])
+                wanted[req.reduction][group].append(shifted)
+                places.append((group, slice(start, start + shifted.size)))
+            self.layout[key] = (nb, places)
+        for red, finder in self.finders.items():
+            finder.set_ranks([np.concatenate(r) if r else np.empty(0) for r in wanted[red]])
+            finder.end_pass()
+
+    def wants_pass(self) -> bool:
+        return any(f.wants_pass() for f in self.finders.values())
+
+    def select(self, preds, w) -> None:
+        for red, finder in self.finders.items():
+            if finder.wants_pass():
+                scores, groups = _points(preds, red)
+                finder.observe(scores, groups, _point_weights(w, red, self.n_classes))
+
+    def end_select(self) -> None:
+        for finder in self.finders.values():
+            if finder.wants_pass():
+                finder.end_pass()
+
+    def start(self, bootstrap, redraws, redraw_keys=None) -> None:
+        """Empty statistics on the final cells and KDE bandwidths."""
+        for key, (nb, places) in self.layout.items():
+            req = self.requests[key]
+            values = self.finders[req.reduction].values()
+            flat = [values[group][where] for group, where in places]
+            flat = np.concatenate(flat) if flat else np.empty(0)
+            self.edges[key] = BinEdges(req.scheme, nb, flat, req.min_score)
+        specs = {k: CellSpec(r.reduction, self.edges[k]) for k, r in self.requests.items()}
+        kde_specs = {}
+        if "kde_ece" in self.kde:
+            kde_specs["kde_ece"] = KDESpec("confidence", (_layout(self.moments["kde_ece"][0]),))
+        if "kde_ece_classwise" in self.kde:
+            kde_specs["kde_ece_classwise"] = KDESpec(
+                "class-wise", tuple(_layout(m) for m in self.moments["kde_ece_classwise"])
+            )
+        self.stats = CalibrationStatistics.empty(self.names, specs, kde_specs)
+        if bootstrap is not None:
+            self.n_replicates, self.boot_seed = bootstrap
+            self.boot = CalibrationStatistics.empty(
+                self.names, specs, kde_specs, replicates=self.n_replicates
+            )
+        if redraws is not None:
+            n_redraws, seed = redraws
+            if redraw_keys is not None:
+                specs = {k: v for k, v in specs.items() if k in redraw_keys}
+                kde_specs = {k: v for k, v in kde_specs.items() if k in redraw_keys}
+            self.redrawn = LabelRedraws(
+                self.names, specs, kde_specs, redraws=range(n_redraws), seed=seed
+            )
+
+    def accumulate(self, preds, rows, w) -> None:
+        self.stats.update(preds, weights=w)
+        if self.boot is not None:
+            replicate_weights = poisson_weights(rows, self.n_replicates, self.boot_seed)
+            self.boot.update(
+                preds, weights=replicate_weights if w is None else replicate_weights * w
+            )
+        if self.redrawn is not None and preds.normalized:
+            self.redrawn.update(preds, rows, w)
+
+    def result(self) -> "StreamedStatistics":
+        return self.finished(self.stats, self.boot, self.redrawn)
+
+    @staticmethod
+    def finished(stats, boot, redrawn) -> "StreamedStatistics":
+        if redrawn is not None:
+            # a label is drawn from a distribution: unnormalised rows leave no test
+            redrawn = redrawn.statistics(stats) if stats.normalized else None
+        return StreamedStatistics(stats, boot, redrawn)
+
+
+def _layout(m: ScoreMoments) -> KDELayout:
+    return KDELayout.for_bandwidth(m.bandwidth())
+
+
+_RANK_BASED = ("equal-mass", "points-per-bin")
+_ALL = "all points"  # sizes[_ALL, reduction]: every point of a reduction, per group
 
 
 def _point_weights(w, reduction: str, n_classes: int):
@@ -315,16 +620,3 @@ def _point_weights(w, reduction: str, n_classes: int):
     if w is None or reduction != "class-wise":
         return w
     return np.repeat(w, n_classes)
-
-
-def _select(stream, finders, n_classes, progress) -> None:
-    """Selection passes until every wanted order statistic is exact."""
-    while any(finder.wants_pass() for finder in finders.values()):
-        for preds, _, w in _batches(stream, progress):
-            for red, finder in finders.items():
-                if finder.wants_pass():
-                    scores, groups = _points(preds, red)
-                    finder.observe(scores, groups, _point_weights(w, red, n_classes))
-        for finder in finders.values():
-            if finder.wants_pass():
-                finder.end_pass()
