@@ -11,11 +11,16 @@ Prints one JSON object. Cases (binary predictions, a deterministic generator):
   the confidence ECE alone and every metric;
 * ``csv``: a 10M-row CSV file streamed (``calcore metrics`` of a CSV over the size
   budget) beside DuckDB's ``read_csv`` query;
+* ``sliced``: a Parquet file of N rows with a 50-value ``segment`` column:
+  ``evaluate_by(scan(...), "segment")`` beside ``evaluate(scan(...))`` of the same
+  metrics (the Slices view's six, then every metric), no tests (``n_resamples=0``), and
+  DuckDB's per-segment confidence-ECE query;
 * ``directory`` (only with ``--dir-rows``, e.g. 1,000,000,000: ~10 GB, not in CI):
   a directory of 50M-row Parquet files, ``calcore metrics DIR --json``.
 
 Usage: ``python benchmarks/bench_scale.py [--rows 10000000] [--stream-rows 100000000]
-[--dir-rows 0]`` (files are written to a temporary directory and removed).
+[--sliced-rows 100000000] [--dir-rows 0] [--only sliced]`` (files are written to a
+temporary directory and removed).
 """
 
 from __future__ import annotations
@@ -212,6 +217,83 @@ def csv_case(n: int, folder: str) -> dict:
     }
 
 
+SLICE_QUERY = """
+select count(*) from (
+  select s, sum(abs(sc - so)) / sum(c) from (
+    select segment s, least(floor(conf * 15), 14) b, count(*) c, sum(conf) sc, sum(corr) so
+    from (select segment, greatest(p_click, 1 - p_click) conf,
+                 ((p_click >= 0.5) = (label = 1))::int corr from read_parquet({path!r}))
+    group by s, b)
+  group by s)
+"""
+SLICE_METRICS = ["accuracy", "conf_ece", "top_label_ece", "classwise_ece", "nll", "brier"]
+
+
+def _write_segmented(path: str, n: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    names = pa.array([f"segment-{k:02d}" for k in range(50)])
+    step = 10_000_000
+    for start in range(0, n, step):
+        p, y = _data(min(step, n - start), seed=start)
+        codes = np.random.default_rng(start + 1).integers(0, 50, p.size).astype(np.int32)
+        segment = pa.DictionaryArray.from_arrays(pa.array(codes), names)
+        table = pa.table({"label": y, "p_click": p, "segment": segment})
+        writer = writer or pq.ParquetWriter(path, table.schema)
+        writer.write_table(table, row_group_size=1_000_000)
+    writer.close()
+
+
+def _timed_evaluation(path: str, sliced: bool, metrics) -> dict:
+    call = (
+        f"calcore.evaluate_by(calcore.scan({path!r}, slice_columns=['segment']), 'segment', "
+        f"metrics={metrics!r}, n_resamples=0)"
+        if sliced
+        else f"calcore.evaluate(calcore.scan({path!r}), metrics={metrics!r})"
+    )
+    return _child(
+        "import json, time, calcore\n"
+        f"t = time.perf_counter(); out = {call}\n"
+        "s = time.perf_counter() - t\n"
+        "overall = out.overall if hasattr(out, 'overall') else out\n"
+        "n = len(out.slices) if hasattr(out, 'slices') else 1\n"
+        "print(json.dumps({'seconds': s, 'slices': n, 'conf_ece': overall.conf_ece}))"
+    )
+
+
+def sliced_case(n: int, folder: str) -> dict:
+    path = os.path.join(folder, "segmented.parquet")
+    _write_segmented(path, n)
+    out = {"rows": n, "file_mb": round(os.path.getsize(path) / 2**20, 1)}
+    for name, metrics in (("slice_metrics", SLICE_METRICS), ("all_metrics", None)):
+        plain = _timed_evaluation(path, False, metrics)
+        sliced = _timed_evaluation(path, True, metrics)
+        out[name] = {
+            "unsliced_s": round(plain["seconds"], 2),
+            "sliced_s": round(sliced["seconds"], 2),
+            "slices": sliced["slices"],
+            "ratio_sliced_to_unsliced": round(sliced["seconds"] / plain["seconds"], 2),
+            "unsliced_peak_rss_mb": round(plain["peak_rss_mb"]),
+            "sliced_peak_rss_mb": round(sliced["peak_rss_mb"]),
+            "same_overall_conf_ece": abs(plain["conf_ece"] - sliced["conf_ece"]) < 1e-12,
+        }
+    duck = _child(
+        "import time, json, duckdb\n"
+        f"q = '''{SLICE_QUERY.format(path=path)}'''\n"
+        "con = duckdb.connect()\n"
+        "con.execute('SET enable_progress_bar = false')\n"
+        "t = time.perf_counter(); v = con.execute(q).fetchone()[0]\n"
+        "print(json.dumps({'seconds': time.perf_counter() - t, 'slices': v}))"
+    )
+    out["duckdb_per_segment_conf_ece_s"] = round(duck["seconds"], 2)
+    out["slice_metrics_sliced_ratio_to_duckdb"] = round(
+        out["slice_metrics"]["sliced_s"] / duck["seconds"], 2
+    )
+    return out
+
+
 def directory_case(n: int, folder: str) -> dict:
     per_file = 50_000_000
     files = 0
@@ -242,10 +324,13 @@ def main() -> None:
     parser.add_argument("--stream-rows", type=int, default=100_000_000)
     parser.add_argument("--boot-rows", type=int, default=10_000_000)
     parser.add_argument("--csv-rows", type=int, default=10_000_000)
+    parser.add_argument("--sliced-rows", type=int, default=100_000_000)
     parser.add_argument("--dir-rows", type=int, default=0, help="0: skip the directory case")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--only", choices=("memory", "stream", "bootstrap", "csv", "directory"), action="append"
+        "--only",
+        choices=("memory", "stream", "bootstrap", "csv", "sliced", "directory"),
+        action="append",
     )
     args = parser.parse_args()
     cases = {
@@ -253,6 +338,7 @@ def main() -> None:
         "stream": lambda folder: stream_case(args.stream_rows, folder),
         "bootstrap": lambda folder: bootstrap_case(args.boot_rows, folder),
         "csv": lambda folder: csv_case(args.csv_rows, folder),
+        "sliced": lambda folder: sliced_case(args.sliced_rows, folder),
     }
     if args.dir_rows:
         cases["directory"] = lambda folder: directory_case(args.dir_rows, folder)

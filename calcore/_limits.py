@@ -17,6 +17,7 @@ __all__ = [
     "BINS",
     "N_BOOTSTRAP",
     "N_RESAMPLES",
+    "SLICE_RESAMPLES",
     "BOOTSTRAP_RESAMPLES",
     "N_REPEATS",
     "ROWS",
@@ -60,6 +61,8 @@ BINS = CountLimit(1, 100_000)
 N_BOOTSTRAP = CountLimit(2, 100_000, zero_means="no intervals")
 #: Resamples of a resampling protocol (consistency bands, validity curves).
 N_RESAMPLES = CountLimit(1)
+#: Redrawn label sets of each slice's test in ``evaluate_by`` (0: no tests).
+SLICE_RESAMPLES = CountLimit(1, zero_means="no tests, slices ranked by their share")
 #: Resamples of a bootstrap interval (at least two, for a spread).
 BOOTSTRAP_RESAMPLES = CountLimit(2)
 #: Repetitions of a learning-curve size.

@@ -33,13 +33,14 @@ import warnings
 
 from calcore import gates
 from calcore._errors import CalcoreError, CalcoreWarning
+from calcore._limits import SLICE_RESAMPLES
 from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
 from calcore.evaluation.calibration_test import TESTABLE_METRICS
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
 from calcore.evaluation.slices import MIN_SLICE_ROWS, SlicedReport, evaluate_by
 from calcore.metrics.registry import METRICS
-from calcore.slicing import parse_slice_spec
+from calcore.slicing import PERIODS, parse_slice_spec
 
 __all__ = ["main", "build_parser", "parse_param"]
 
@@ -60,6 +61,18 @@ def _bins(text: str):
     if value < 1:
         raise argparse.ArgumentTypeError(f"--bins must be a positive integer; got {text!r}")
     return value
+
+
+def _within(limit):
+    """An argparse type: a whole number within a :class:`calcore._limits.CountLimit`."""
+
+    def parse(text: str) -> int:
+        try:
+            return limit.check(int(text), "it")
+        except (ValueError, CalcoreError):
+            raise argparse.ArgumentTypeError(f"must be {limit.describe()}; got {text!r}") from None
+
+    return parse
 
 
 def _positive(unit: str):
@@ -172,10 +185,11 @@ def _add_slicing_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--resamples",
-        type=_positive("resamples"),
+        type=_within(SLICE_RESAMPLES),
         default=200,
         metavar="R",
-        help="redrawn label sets of each slice's calibration test (default 200)",
+        help="redrawn label sets of each slice's calibration test (default 200; 0: no tests, "
+        "slices ranked by their share of the miscalibration)",
     )
     g.add_argument(
         "--min-slice-rows",
@@ -393,12 +407,12 @@ def _decoded_size(path: str) -> int | None:
         return None
 
 
-def _stream(path: str, args, *, split=None):
+def _stream(path: str, args, *, split=None, slice_columns=None):
     from calcore.io.stream import scan
 
     # The loader's options, but no size budget: a stream is never refused for size.
     options = {k: v for k, v in _load_kwargs(args).items() if k != "max_decoded_bytes"}
-    stream = scan(path, split=split, **options)
+    stream = scan(path, split=split, slice_columns=slice_columns, **options)
     return stream.with_progress(Progress(stream.n_rows_in_files, estimated=stream.rows_estimated))
 
 
@@ -468,11 +482,19 @@ def _report_of_file(args, **options) -> tuple[CalibrationReport, list[str]]:
 
 
 def _sliced_of_file(args, *, metrics=None, n_bootstrap=None) -> tuple[SlicedReport, list[str]]:
-    """:func:`evaluate_by` of ``args.file`` (loaded whole) and the notes of both steps."""
-    columns = [parse_slice_spec(spec).column for spec in args.by]
+    """:func:`evaluate_by` of ``args.file`` (streamed or loaded whole, as ``metrics`` does)
+    and the notes of both steps."""
+    specs = [parse_slice_spec(spec) for spec in args.by]
+    columns = [spec.column for spec in specs]
+    # quantile ranges need every row's value: such a file is loaded whole (or refused for size)
+    quantiles = any(s.grouping not in (None, *PERIODS) for s in specs)
+    streamed = not quantiles and _streamable(args.file, args.max_decoded_bytes)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
-        preds = _load_one(args.file, args, split=args.split, slice_columns=columns)
+        if streamed:
+            preds = _stream(args.file, args, split=args.split, slice_columns=columns)
+        else:
+            preds = _load_one(args.file, args, split=args.split, slice_columns=columns)
         sliced = evaluate_by(
             preds,
             args.by,
@@ -486,8 +508,12 @@ def _sliced_of_file(args, *, metrics=None, n_bootstrap=None) -> tuple[SlicedRepo
             min_slice_rows=args.min_slice_rows,
             interval_method=None if args.interval == "auto" else args.interval,
         )
-    notes = _notes_of(preds, caught) + list(sliced.overall.notes) + list(sliced.notes)
-    return sliced, notes
+    if streamed:
+        preds.progress.close()
+        notes = [str(w.message) for w in caught]
+    else:
+        notes = _notes_of(preds, caught)
+    return sliced, notes + list(sliced.overall.notes) + list(sliced.notes)
 
 
 #: Slices shown in the text table of ``calcore metrics --by`` (JSON has every slice).

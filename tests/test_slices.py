@@ -325,7 +325,7 @@ def test_small_and_weightless_slices_are_listed_untested():
     assert by_label["tiny"].as_dict()["p_value"] is None
 
 
-def test_evaluate_by_refuses_streams_and_bad_options(tmp_path):
+def test_evaluate_by_refuses_bad_options_and_streams_without_slice_columns(tmp_path):
     preds = _planted(2, set(), 50, seed=8)
     with pytest.raises(CalcoreError, match="min_slice_rows"):
         calcore.evaluate_by(preds, "segment", min_slice_rows=1)
@@ -334,8 +334,10 @@ def test_evaluate_by_refuses_streams_and_bad_options(tmp_path):
     pq.write_table(
         pa.table({"label": [0, 1], "p_x": [0.2, 0.7], "g": ["a", "b"]}), tmp_path / "s.parquet"
     )
-    with pytest.raises(CalcoreError, match="not available yet"):
+    with pytest.raises(CalcoreError, match="reads no slice column"):
         calcore.evaluate_by(calcore.scan(tmp_path / "s.parquet"), "g")
+    with pytest.raises(CalcoreError, match="expects a calcore.Predictions or a stream"):
+        calcore.evaluate_by([[0.2, 0.8]], "g")
 
 
 def _over_time(kinds, n_per_day, seed):

@@ -499,24 +499,9 @@ def _data_notes(n_tied_rows, normalized, label_weight, class_names) -> list[str]
     return notes
 
 
-def _evaluate_stream(
-    stream,
-    *,
-    bins,
-    binning,
-    seed,
-    n_bootstrap,
-    confidence_level,
-    metrics,
-    interval_method,
-    test_calibration,
-) -> CalibrationReport:
-    """:func:`evaluate` of a :class:`~calcore.io.stream.PredictionStream`: the passes of
-    :func:`calcore.statistics.passes.stream_statistics`, then the same formulas."""
+def stream_requests(*, bins, binning, wanted, n_classes) -> tuple[dict, tuple]:
+    """The cell requests and KDE problems of the ``wanted`` metrics on a stream."""
     scheme = resolve_binning(binning, bins)
-    wanted = frozenset(METRICS) if metrics is None else frozenset(metric_keys(metrics))
-    names = stream.class_names
-    n_classes = len(names)
     adaptive = resolve_binning("equal-mass", adaptive_bins_for(binning, bins))
     every = {
         "conf": CellRequest("confidence", scheme),
@@ -531,19 +516,28 @@ def _evaluate_stream(
         for k in ("kde_ece", "kde_ece_classwise")
         if k in wanted and (k == "kde_ece" or n_classes <= KDE_CLASSWISE_MAX_CLASSES)
     )
-    requests = {k: v for k, v in every.items() if k in keys}
-    boot = (int(n_bootstrap), seed) if n_bootstrap else None
-    tested = [k for k in TESTABLE_METRICS if k in wanted]
-    redraws = (int(n_bootstrap), seed) if n_bootstrap and test_calibration and tested else None
-    passes = stream_statistics(stream, requests=requests, kde=kde, bootstrap=boot, redraws=redraws)
+    return {k: v for k, v in every.items() if k in keys}, kde
+
+
+def streamed_report(
+    passes,
+    *,
+    wanted,
+    kde,
+    bins,
+    binning,
+    seed,
+    n_bootstrap,
+    confidence_level,
+    interval_method,
+    tested=(),
+) -> CalibrationReport:
+    """The report of statistics accumulated on a stream (:class:`StreamedStatistics`):
+    the in-memory formulas, Poisson bootstrap intervals, the test of the ``tested``
+    metrics from the redrawn statistics."""
     stats, boot = passes.statistics, passes.bootstrap
-    if stats.n_rows == 0 or stats.weight == 0:
-        raise CalcoreError(
-            f"{stream.name}: no rows"
-            + (f" in split {stream.split!r}" if stream.split else "")
-            + (" with a positive weight" if stats.n_rows else "")
-            + ". Nothing to evaluate."
-        )
+    names = stats.class_names
+    n_classes = len(names)
     values = scoring_values(stats) | binned_values(stats)
     if stats.n_rows >= 2:
         values |= kde_point_values(stats)
@@ -571,8 +565,8 @@ def _evaluate_stream(
     if passes.redrawn is not None and stats.n_rows >= 2:
         observed = {k: m[k] for k in tested if m.get(k) is not None}
         test = test_from_null(observed, replicate_values(passes.redrawn, observed), seed)
-        notes.append(_TEST_NOTE.format(n=n_bootstrap))
-    elif redraws is not None and not stats.normalized:
+        notes.append(_TEST_NOTE.format(n=passes.redrawn.n_replicates))
+    elif tested and not stats.normalized:
         notes.append("No calibration test: some rows do not sum to 1, so no label can be drawn.")
     return CalibrationReport(
         stats.n_rows,
@@ -587,6 +581,50 @@ def _evaluate_stream(
         tuple(notes),
         replicates=reps,
         calibration_test=test,
+    )
+
+
+def _evaluate_stream(
+    stream,
+    *,
+    bins,
+    binning,
+    seed,
+    n_bootstrap,
+    confidence_level,
+    metrics,
+    interval_method,
+    test_calibration,
+) -> CalibrationReport:
+    """:func:`evaluate` of a :class:`~calcore.io.stream.PredictionStream`: the passes of
+    :func:`calcore.statistics.passes.stream_statistics`, then the same formulas."""
+    wanted = frozenset(METRICS) if metrics is None else frozenset(metric_keys(metrics))
+    requests, kde = stream_requests(
+        bins=bins, binning=binning, wanted=wanted, n_classes=len(stream.class_names)
+    )
+    boot = (int(n_bootstrap), seed) if n_bootstrap else None
+    tested = [k for k in TESTABLE_METRICS if k in wanted] if test_calibration else []
+    redraws = (int(n_bootstrap), seed) if n_bootstrap and tested else None
+    passes = stream_statistics(stream, requests=requests, kde=kde, bootstrap=boot, redraws=redraws)
+    stats = passes.statistics
+    if stats.n_rows == 0 or stats.weight == 0:
+        raise CalcoreError(
+            f"{stream.name}: no rows"
+            + (f" in split {stream.split!r}" if stream.split else "")
+            + (" with a positive weight" if stats.n_rows else "")
+            + ". Nothing to evaluate."
+        )
+    return streamed_report(
+        passes,
+        wanted=wanted,
+        kde=kde,
+        bins=bins,
+        binning=binning,
+        seed=seed,
+        n_bootstrap=n_bootstrap,
+        confidence_level=confidence_level,
+        interval_method=interval_method,
+        tested=tested if redraws is not None else (),
     )
 
 

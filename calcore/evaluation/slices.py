@@ -23,6 +23,7 @@ import numpy as np
 from scipy.stats import false_discovery_control
 
 from calcore._errors import CalcoreError
+from calcore._limits import SLICE_RESAMPLES
 from calcore._validation import row_weights
 from calcore.evaluation.calibration_test import TESTABLE_METRICS, CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
@@ -174,7 +175,7 @@ class SlicedReport:
         The metric of the tests, q-values and shares.
     slices : tuple of SliceResult
         Most miscalibrated first: tested slices by q-value, then p-value, then share;
-        then the untested ones, largest first.
+        then the untested ones, largest first (by share when nothing was tested).
     ordered : bool
         Whether the slices have a natural order (periods, ranges): :meth:`in_order`.
     min_slice_rows, n_resamples : int
@@ -246,21 +247,28 @@ def evaluate_by(
 
     Parameters
     ----------
-    preds : Predictions
-        With metadata columns (from a loaded file, or :meth:`Predictions.with_metadata`).
+    preds : Predictions or PredictionStream
+        With metadata columns (from a loaded file, or :meth:`Predictions.with_metadata`),
+        or a stream opened with ``calcore.scan(..., slice_columns=[...])``: then every
+        slice is accumulated in the same passes over the data
+        (:func:`calcore.statistics.stream_statistics_by`; quantile ranges and datetime
+        columns without a period are refused, see :mod:`calcore.slicing_batches`).
     by : str or sequence of str
         Slice specifications (:mod:`calcore.slicing`): ``"country"``, ``"age:q4"``,
         ``"date:week"``; two or more cross.
     bins, binning, seed, n_bootstrap, confidence_level, metrics, interval_method :
         As in :func:`calcore.evaluate`, for the overall report and every slice's.
     n_resamples : int, default 200
-        Redrawn label sets of each slice's test.
+        Redrawn label sets of each slice's test; 0: no tests (nor a change test), the
+        slices are ranked by their share of the miscalibration (for very large data,
+        where drawing labels for every row costs more than the rest).
     rank_by : str, default "top_label_ece"
         The metric tested and ranked by (one of the calibration errors).
     min_slice_rows : int, default MIN_SLICE_ROWS
         Slices with fewer rows are reported but neither tested nor ranked.
     sample_weight : array_like of shape (n,), optional
-        Row weights (default ``preds.sample_weight``).
+        Row weights (default ``preds.sample_weight``; a stream's come from its weight
+        column).
     max_slices : int
         Most slices allowed.
 
@@ -287,18 +295,12 @@ def evaluate_by(
     >>> [(s.label, s.n) for s in sliced.in_order()]
     [('a', 300), ('b', 300)]
     """
-    if not isinstance(preds, Predictions):
-        raise CalcoreError(
-            "evaluate_by needs predictions in memory (load_predictions); slicing a streamed "
-            "source is not available yet. Load the file whole, or filter it to one slice."
-        )
     rank_metric = metric_keys([rank_by], among=TESTABLE_METRICS, what="rank_by")[0]
+    n_resamples = SLICE_RESAMPLES.check(n_resamples, "n_resamples")
     if metrics is not None:
         metrics = list(dict.fromkeys([*metric_keys(metrics), rank_metric]))
     if int(min_slice_rows) < 2:
         raise CalcoreError(f"min_slice_rows must be at least 2; got {min_slice_rows}.")
-    slicing = slicing_of(preds.metadata, by, max_slices=max_slices)
-    weights = row_weights(preds, sample_weight)
     options = dict(
         bins=bins,
         binning=binning,
@@ -307,48 +309,93 @@ def evaluate_by(
         metrics=metrics,
         interval_method=interval_method,
     )
-    overall = evaluate(preds, n_bootstrap=n_bootstrap, sample_weight=weights, **options)
-    results, notes = [], []
-    groups = slicing.row_groups()
-    for k, rows in enumerate(groups):
-        results.append(
-            _one_slice(
-                preds, slicing, k, rows, weights,
-                options=options, n_bootstrap=n_bootstrap, n_resamples=n_resamples,
-                rank_metric=rank_metric, min_slice_rows=int(min_slice_rows),
+    common = dict(
+        n_bootstrap=n_bootstrap, n_resamples=n_resamples, rank_metric=rank_metric,
+        min_slice_rows=int(min_slice_rows), max_slices=max_slices,
+    )  # fmt: skip
+    if not isinstance(preds, Predictions):
+        from calcore.evaluation.slices_stream import evaluate_stream_by
+
+        if sample_weight is not None:
+            raise CalcoreError(
+                "sample_weight= is for predictions in memory; a stream's weights come from its "
+                "weight column (scan(weight_column=))."
             )
-        )  # fmt: skip
-    results = _with_q_values_and_shares(results, rank_metric)
-    order = sorted(range(len(results)), key=lambda i: _evidence_key(results[i]))
-    ranked = tuple(results[i] for i in order)
-    natural = tuple(order.index(i) for i in range(len(results)))
-    small = sum(1 for s in results if not s.tested)
-    if small:
-        notes.append(
-            f"{small} slice(s) were not tested: fewer than {min_slice_rows} rows (or no "
-            "weight); they are listed after the tested ones."
+        return evaluate_stream_by(preds, by, options=options, **common)
+    return _evaluate_in_memory_by(preds, by, sample_weight, options=options, **common)
+
+
+def _evaluate_in_memory_by(
+    preds, by, sample_weight, *, options, n_bootstrap, n_resamples, rank_metric,
+    min_slice_rows, max_slices,
+) -> SlicedReport:  # fmt: skip
+    slicing = slicing_of(preds.metadata, by, max_slices=max_slices)
+    weights = row_weights(preds, sample_weight)
+    overall = evaluate(preds, n_bootstrap=n_bootstrap, sample_weight=weights, **options)
+    groups = slicing.row_groups()
+    results = [
+        _one_slice(
+            preds, slicing, k, rows, weights,
+            options=options, n_bootstrap=n_bootstrap, n_resamples=n_resamples,
+            rank_metric=rank_metric, min_slice_rows=min_slice_rows,
         )
-    notes.append(
-        f"Slices are ranked by the calibration test of {METRICS[rank_metric].label} "
-        f"({n_resamples} redrawn label sets per slice) with Benjamini-Hochberg q-values "
-        "across the tested slices: a q-value is the false discovery rate of calling the slice "
-        "and every slice ranked above it miscalibrated. Share: the slice's weight x "
-        f"{METRICS[rank_metric].label} over the sum across slices."
-    )
-    change = None
-    if slicing.kinds == ("datetime",):
-        change = _period_change(
+        for k, rows in enumerate(groups)
+    ]  # fmt: skip
+
+    def change_of(results):
+        return _period_change(
             preds, slicing, groups, results, weights,
             options=options, metric=rank_metric, n_resamples=n_resamples, min_rows=min_slice_rows,
         )  # fmt: skip
-        if change is not None:
+
+    return sliced_report(
+        overall, slicing, results, change_of if slicing.kinds == ("datetime",) else None,
+        rank_metric=rank_metric, n_resamples=n_resamples, min_slice_rows=min_slice_rows,
+    )  # fmt: skip
+
+
+def sliced_report(
+    overall, slicing, results, change_of, *, rank_metric, n_resamples, min_slice_rows, notes=()
+) -> SlicedReport:
+    """The slices' results (in ``slicing``'s order) ranked by evidence, with q-values,
+    shares and notes; ``change_of(results)`` the period change test, if any."""
+    notes = list(notes)
+    label = METRICS[rank_metric].label
+    results = _with_q_values_and_shares(results, rank_metric)
+    untested_by = "share" if n_resamples == 0 else "size"
+    order = sorted(range(len(results)), key=lambda i: _evidence_key(results[i], untested_by))
+    ranked = tuple(results[i] for i in order)
+    natural = tuple(order.index(i) for i in range(len(results)))
+    small = sum(1 for s in results if not s.tested)
+    if n_resamples == 0:
+        notes.append(
+            f"No slice was tested (n_resamples=0): slices are ranked by their share of the "
+            f"miscalibration, the slice's weight x {label} over the sum across slices. A "
+            "share is not evidence: small slices have a high error by noise alone."
+        )
+        change_of = None
+    else:
+        if small:
             notes.append(
-                "Over time: " + change.verdict() + f" (permutation test, {n_resamples} "
-                "reshufflings of the two periods' rows)."
+                f"{small} slice(s) were not tested: fewer than {min_slice_rows} rows (or no "
+                "weight); they are listed after the tested ones."
             )
+        notes.append(
+            f"Slices are ranked by the calibration test of {label} ({n_resamples} redrawn "
+            "label sets per slice) with Benjamini-Hochberg q-values across the tested slices: "
+            "a q-value is the false discovery rate of calling the slice and every slice ranked "
+            f"above it miscalibrated. Share: the slice's weight x {label} over the sum across "
+            "slices."
+        )
+    change = None if change_of is None else change_of(results)
+    if change is not None:
+        notes.append(
+            "Over time: " + change.verdict() + f" (permutation test, {n_resamples} "
+            "reshufflings of the two periods' rows)."
+        )
     return SlicedReport(
         overall,
-        slicing.columns,
+        tuple(slicing.columns),
         rank_metric,
         ranked,
         slicing.ordered,
@@ -364,19 +411,38 @@ def _period_change(
     preds, slicing, groups, results, weights, *, options, metric, n_resamples, min_rows
 ):
     """The permutation test of the metric between the first and the last period."""
+    ends = period_ends(slicing, results, [g.size for g in groups], min_rows)
+    if ends is None:
+        return None
+    first, last = ends
+    a, b = groups[first], groups[last]
+    sub = preds.subset(np.concatenate([a, b]))
+    w = None if weights is None else np.concatenate([weights[a], weights[b]])
+    return period_change(
+        sub, a.size, w, slicing.labels[first], slicing.labels[last], results[first],
+        results[last], options=options, metric=metric, n_resamples=n_resamples,
+    )  # fmt: skip
+
+
+def period_ends(slicing, results, sizes, min_rows):
+    """The first and last periods (missing values aside), if both can be compared."""
     periods = [k for k, v in enumerate(slicing.values) if v != (MISSING,)]
     if len(periods) < 2:
         return None
     first, last = periods[0], periods[-1]
-    a, b = groups[first], groups[last]
     if (
-        min(a.size, b.size) < min_rows
+        min(sizes[first], sizes[last]) < min_rows
         or results[first].report is None
         or results[last].report is None
     ):
         return None
-    sub = preds.subset(np.concatenate([a, b]))
-    w = None if weights is None else np.concatenate([weights[a], weights[b]])
+    return first, last
+
+
+def period_change(
+    sub, n_first, w, first_label, last_label, first, last, *, options, metric, n_resamples
+) -> PeriodChange:
+    """The permutation test on ``sub``: the first period's ``n_first`` rows, then the last's."""
     kw = dict(bins=options["bins"], binning=options["binning"])
 
     def value(part: np.ndarray) -> float:
@@ -384,19 +450,19 @@ def _period_change(
             metric, sub.subset(part), sample_weight=None if w is None else w[part], **kw
         )
 
-    observed = value(np.arange(a.size, sub.n_samples)) - value(np.arange(a.size))
+    observed = value(np.arange(n_first, sub.n_samples)) - value(np.arange(n_first))
     rng = np.random.default_rng(np.random.SeedSequence(options["seed"], spawn_key=(2,)))
     extreme = 0
     for _ in range(int(n_resamples)):
         order = rng.permutation(sub.n_samples)
-        d = value(order[a.size :]) - value(order[: a.size])
+        d = value(order[n_first:]) - value(order[:n_first])
         extreme += abs(d) >= abs(observed) - 1e-15
     return PeriodChange(
         metric,
-        slicing.labels[first],
-        slicing.labels[last],
-        float(results[first].report.metrics[metric]),
-        float(results[last].report.metrics[metric]),
+        first_label,
+        last_label,
+        float(first.report.metrics[metric]),
+        float(last.report.metrics[metric]),
         float((1 + extreme) / (int(n_resamples) + 1)),
         int(n_resamples),
     )
@@ -412,7 +478,7 @@ def _one_slice(
     if weight == 0:
         return SliceResult(slicing.columns, values, int(rows.size), 0.0, None, note="no weight")
     sub = preds.subset(rows)
-    testable = rows.size >= min_slice_rows and preds.normalized
+    testable = rows.size >= min_slice_rows and preds.normalized and n_resamples > 0
     report = evaluate(
         sub,
         n_bootstrap=n_bootstrap if testable else 0,
@@ -421,7 +487,13 @@ def _one_slice(
         **options,
     )
     if not testable:
-        why = "unnormalised predictions" if not preds.normalized else f"{rows.size} rows"
+        why = (
+            "unnormalised predictions"
+            if not preds.normalized
+            else "no test (n_resamples=0)"
+            if n_resamples == 0
+            else f"{rows.size} rows"
+        )
         return SliceResult(slicing.columns, values, int(rows.size), weight, report, note=why)
     test = calibration_test(
         sub,
@@ -455,8 +527,10 @@ def _with_q_values_and_shares(results: list, rank_metric: str) -> list:
     return [replace(s, q_value=float(q[i]), share=float(share[i])) for i, s in enumerate(results)]
 
 
-def _evidence_key(s: SliceResult):
+def _evidence_key(s: SliceResult, untested_by: str = "size"):
     share = s.share if np.isfinite(s.share) else 0.0
     if s.tested:
         return (0, s.q_value, s.p_value, -share, s.label)
+    if untested_by == "share":
+        return (1, -share, 0.0, -s.n, s.label)
     return (1, 0.0, 0.0, -s.n, s.label)

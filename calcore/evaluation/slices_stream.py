@@ -1,0 +1,196 @@
+"""Calibration per slice of a streamed source: every slice in the same passes over the data.
+
+:func:`calcore.evaluate_by` on a :class:`~calcore.io.stream.PredictionStream` lands here.
+The statistics engine keeps one accumulator per slice
+(:func:`calcore.statistics.stream_statistics_by`), so each slice's metrics are those of
+its rows evaluated alone, as in memory; its test redraws the labels of the ranking
+metric only, keyed by the rows' positions in the stream, so its p-value equals the
+in-memory one. What differs from memory, and is said in the notes:
+
+* intervals are Poisson bootstrap intervals (as for :func:`calcore.evaluate` on a stream);
+* the overall report's calibration test is of the ranking metric only, with the slices'
+  ``n_resamples`` redrawn label sets (in memory: every error, ``n_bootstrap`` sets);
+* the change between the first and last periods reads those two periods' rows in one
+  more pass, when they fit in :data:`PERIOD_CHANGE_MAX_VALUES` probabilities; otherwise
+  it is left out with a note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from calcore._errors import CalcoreError
+from calcore._limits import N_BOOTSTRAP
+from calcore.binning import resolve_binning
+from calcore.evaluation.bootstrap import check_bootstrap_options
+from calcore.evaluation.calibration_test import test_from_null
+from calcore.evaluation.evaluator import stream_requests, streamed_report
+from calcore.evaluation.intervals import check_interval_method
+from calcore.evaluation.report_statistics import CELLS_OF_METRIC, replicate_values
+from calcore.evaluation.slices import (
+    SliceResult,
+    period_change,
+    period_ends,
+    sliced_report,
+)
+from calcore.io.stream import PredictionStream, concatenate_batches
+from calcore.metrics.registry import METRICS, metric_keys
+from calcore.slicing_batches import BatchSlicer
+from calcore.statistics.passes import stream_statistics_by
+
+__all__ = ["evaluate_stream_by", "PERIOD_CHANGE_MAX_VALUES"]
+
+#: Most probabilities (rows x classes) of the first and last periods held for the
+#: permutation test of a change on a stream: 16.7M, 128 MiB of float64, one batch's worth.
+PERIOD_CHANGE_MAX_VALUES = 1 << 24
+
+
+def evaluate_stream_by(
+    stream, by, *, options, n_bootstrap, n_resamples, rank_metric, min_slice_rows, max_slices
+):
+    """:func:`calcore.evaluate_by` of a stream (its options already checked there)."""
+    if not isinstance(stream, PredictionStream):
+        raise CalcoreError(
+            f"evaluate_by expects a calcore.Predictions or a stream from calcore.scan; got "
+            f"{type(stream).__name__}. Load the file with load_predictions, or open it with "
+            "calcore.scan(path, slice_columns=[...])."
+        )
+    _check(options, n_bootstrap, n_resamples)
+    if not stream.slice_columns:
+        raise CalcoreError(
+            f"{stream.name}: the stream reads no slice column. Open it with "
+            f"calcore.scan(path, slice_columns=[...]) naming the columns to slice by."
+        )
+    metrics = options["metrics"]
+    wanted = frozenset(METRICS) if metrics is None else frozenset(metric_keys(metrics))
+    requests, kde = stream_requests(
+        bins=options["bins"], binning=options["binning"], wanted=wanted,
+        n_classes=len(stream.class_names),
+    )  # fmt: skip
+    seed = options["seed"]
+    slicer = BatchSlicer(by, stream.slice_columns, max_slices=max_slices)
+    out = stream_statistics_by(
+        stream,
+        slicer,
+        requests=requests,
+        kde=kde,
+        bootstrap=(int(n_bootstrap), seed) if n_bootstrap else None,
+        redraws=(int(n_resamples), seed) if n_resamples else None,
+        redraw_keys={CELLS_OF_METRIC.get(rank_metric, rank_metric)},
+    )
+    if out.overall.statistics.n_rows == 0 or out.overall.statistics.weight == 0:
+        raise CalcoreError(f"{stream.name}: no rows with a positive weight. Nothing to evaluate.")
+    report = dict(
+        wanted=wanted,
+        kde=kde,
+        bins=options["bins"],
+        binning=options["binning"],
+        seed=seed,
+        confidence_level=options["confidence_level"],
+        interval_method=options["interval_method"],
+    )
+    tested = [rank_metric] if n_resamples else []
+    overall = streamed_report(out.overall, n_bootstrap=n_bootstrap, tested=tested, **report)
+    results = [
+        _one_slice(
+            passes, out.slicing.columns, values, rank_metric=rank_metric,
+            min_slice_rows=min_slice_rows, n_bootstrap=n_bootstrap, report=report,
+        )
+        for passes, values in zip(out.slices, out.slicing.values, strict=True)
+    ]  # fmt: skip
+    notes = []
+    if n_resamples:
+        notes.append(
+            f"Streamed: the overall calibration test is of {METRICS[rank_metric].label} only, "
+            f"with the slices' {n_resamples} redrawn label sets."
+        )
+    change_of = None
+    if out.slicing.kinds == ("datetime",):
+
+        def change_of(results):
+            return _period_change(
+                stream, slicer, out.slicing, results, options=options, metric=rank_metric,
+                n_resamples=n_resamples, min_rows=min_slice_rows, notes=notes,
+            )  # fmt: skip
+
+    return sliced_report(
+        overall, out.slicing, results, change_of, rank_metric=rank_metric,
+        n_resamples=n_resamples, min_slice_rows=min_slice_rows, notes=notes,
+    )  # fmt: skip
+
+
+def _check(options, n_bootstrap, n_resamples) -> None:
+    """The checks :func:`calcore.evaluate` makes of a stream's options."""
+    resolve_binning(options["binning"], options["bins"])
+    N_BOOTSTRAP.check(n_bootstrap, "n_bootstrap")
+    if n_bootstrap:
+        check_bootstrap_options(n_bootstrap, options["confidence_level"])
+    method = options["interval_method"]
+    if method is not None:
+        check_interval_method(method)
+        if method == "bca" and n_bootstrap:
+            raise CalcoreError(
+                "interval_method='bca' needs in-memory predictions (its jackknife leaves out "
+                "groups of rows); streams give 'percentile', 'basic' or 'bc' intervals."
+            )
+
+
+def _one_slice(passes, columns, values, *, rank_metric, min_slice_rows, n_bootstrap, report):
+    stats = passes.statistics
+    n, weight = int(stats.n_rows), float(stats.weight)
+    if weight == 0:
+        return SliceResult(columns, values, n, 0.0, None, note="no weight")
+    testable = n >= min_slice_rows and stats.normalized and passes.redrawn is not None
+    # an untested slice gets point estimates only, as in memory
+    own = replace(passes, redrawn=None, bootstrap=passes.bootstrap if testable else None)
+    result = streamed_report(own, n_bootstrap=n_bootstrap if testable else 0, **report)
+    if not testable:
+        why = (
+            "unnormalised predictions"
+            if not stats.normalized
+            else "no test (n_resamples=0)"
+            if passes.redrawn is None
+            else f"{n} rows"
+        )
+        return SliceResult(columns, values, n, weight, result, note=why)
+    observed = {rank_metric: result.metrics[rank_metric]}
+    null = replicate_values(passes.redrawn, observed)
+    test = test_from_null(observed, null, report["seed"])
+    p = test.p_values[rank_metric]
+    return SliceResult(columns, values, n, weight, result, p, test=test)
+
+
+def _period_change(
+    stream, slicer, slicing, results, *, options, metric, n_resamples, min_rows, notes
+):
+    """The in-memory permutation test on the first and last periods' rows, read in one
+    more pass when they fit in :data:`PERIOD_CHANGE_MAX_VALUES` probabilities."""
+    ends = period_ends(slicing, results, [s.n for s in results], min_rows)
+    if ends is None:
+        return None
+    first, last = ends
+    n_rows = results[first].n + results[last].n
+    if n_rows * len(stream.class_names) > PERIOD_CHANGE_MAX_VALUES:
+        notes.append(
+            f"No test of a change over time: the first and last periods hold {n_rows:,} rows, "
+            f"more than a streamed test holds in memory ({PERIOD_CHANGE_MAX_VALUES:,} "
+            "probabilities). Compare them on a filtered file."
+        )
+        return None
+    ids = np.argsort(slicing.place)  # ids[k]: the slicer's id of the k-th slice
+    parts = {first: [], last: []}
+    for batch in stream.batches():
+        codes = slicer.codes(batch)
+        for k in parts:
+            rows = np.flatnonzero(codes == ids[k])
+            if rows.size:
+                parts[k].append(batch.preds.subset(rows))
+    sub = concatenate_batches(parts[first] + parts[last])
+    n_first = sum(p.n_samples for p in parts[first])
+    return period_change(
+        sub, n_first, sub.sample_weight, slicing.labels[first], slicing.labels[last],
+        results[first], results[last], options=options, metric=metric,
+        n_resamples=n_resamples,
+    )  # fmt: skip

@@ -1,0 +1,271 @@
+"""Calibration per slice of a streamed source (issue 14): evaluate_by(scan(...)).
+
+Every slice of a stream must get what the same rows get in memory: the same metrics (to
+rounding), the same test p-values (labels redrawn by row position), the same ranking and
+the same change test, whatever the batching and the file format.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import calcore
+from calcore._errors import CalcoreError
+
+N_ROWS = 3000
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(7)
+    sim = calcore.dirichlet_simulator(3, miscalibration="overconfident", strength=1.5)
+    preds = calcore.simulate_predictions(sim, N_ROWS, seed=3).preds
+    df = pd.DataFrame(preds.probs, columns=[f"p_{c}" for c in preds.class_names])
+    df.insert(0, "label", [preds.class_names[i] for i in preds.labels])
+    df["country"] = rng.choice(["fr", "de", "us", None], N_ROWS)
+    day = pd.to_datetime("2026-11-02") + pd.to_timedelta(rng.integers(0, 20, N_ROWS), unit="D")
+    df["day"] = day
+    df["visits"] = rng.integers(0, 4, N_ROWS)
+    df["w"] = rng.integers(0, 3, N_ROWS).astype(float)
+    return df
+
+
+@pytest.fixture(scope="module")
+def files(frame, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sliced")
+    frame.to_parquet(folder / "p.parquet")
+    frame.to_csv(folder / "p.csv", index=False)
+    names = [c[2:] for c in frame.columns if c.startswith("p_")]
+    np.savez(
+        folder / "p.npz",
+        probs=np.ascontiguousarray(frame[[f"p_{c}" for c in names]].to_numpy()),
+        labels=frame["label"].map({c: i for i, c in enumerate(names)}).to_numpy(),
+        class_names=np.array(names),
+        country=np.array(frame["country"].fillna(""), dtype=str),
+        day=frame["day"].to_numpy().astype("datetime64[s]"),
+        visits=frame["visits"].to_numpy(),
+        w=frame["w"].to_numpy(),
+    )
+    return folder
+
+
+def _same(memory, streamed, *, tol=1e-12):
+    """Slices, their metrics, p-values, ranking and change agree."""
+    assert [(s.label, s.n) for s in memory.in_order()] == [
+        (s.label, s.n) for s in streamed.in_order()
+    ]
+    assert [s.label for s in memory.slices] == [s.label for s in streamed.slices]
+    for a, b in zip(memory.in_order(), streamed.in_order(), strict=True):
+        assert a.weight == pytest.approx(b.weight)
+        for key, value in a.report.metrics.items():
+            if value is None:
+                assert b.report.metrics[key] is None
+            else:
+                assert b.report.metrics[key] == pytest.approx(value, abs=tol), (a.label, key)
+        assert a.tested == b.tested
+        if a.tested:
+            assert a.p_value == b.p_value and a.q_value == pytest.approx(b.q_value)
+            assert a.share == pytest.approx(b.share)
+    for key, value in memory.overall.metrics.items():
+        if value is not None:
+            assert streamed.overall.metrics[key] == pytest.approx(value, abs=tol)
+    assert (memory.change is None) == (streamed.change is None)
+    if memory.change is not None:
+        assert memory.change.p_value == streamed.change.p_value
+        assert (memory.change.first, memory.change.last) == (
+            streamed.change.first,
+            streamed.change.last,
+        )
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "npz"])
+@pytest.mark.parametrize(
+    "by, options",
+    [
+        ("country", {}),
+        (["country", "visits"], {}),
+        ("day:week", {}),
+        ("country", {"binning": "equal-mass", "bins": 5}),
+        ("visits", {"metrics": ["kde_ece", "top_label_ece"], "rank_by": "kde_ece"}),
+    ],
+    ids=["categorical", "crossed", "weeks", "equal-mass", "kde"],
+)
+def test_streamed_slices_equal_the_same_rows_in_memory(files, fmt, by, options):
+    path = files / f"p.{fmt}"
+    memory = calcore.load_predictions(path, weight_column=False)
+    stream = calcore.scan(
+        path, slice_columns=["country", "day", "visits"], batch_rows=701, weight_column=False
+    )
+    kw = dict(n_resamples=39, **options)
+    _same(calcore.evaluate_by(memory, by, **kw), calcore.evaluate_by(stream, by, **kw))
+
+
+@pytest.mark.parametrize("by", ["country", "day:day"])
+def test_weighted_streamed_slices_equal_memory(files, by):
+    memory = calcore.load_predictions(files / "p.parquet", weight_column="w")
+    stream = calcore.scan(
+        files / "p.parquet", slice_columns=["country", "day"], weight_column="w", batch_rows=500
+    )
+    streamed = calcore.evaluate_by(stream, by, n_resamples=39)
+    _same(calcore.evaluate_by(memory, by, n_resamples=39), streamed)
+    # a weight-0 row counts as a row of its slice but adds nothing to its sums
+    assert sum(s.n for s in streamed.slices) == N_ROWS
+
+
+def test_a_streamed_slice_matches_a_hand_computed_ece(files, frame):
+    stream = calcore.scan(files / "p.csv", slice_columns=["country"], batch_rows=333)
+    fr = next(
+        s for s in calcore.evaluate_by(stream, "country", n_resamples=9).slices if s.label == "fr"
+    )
+    rows = frame[frame["country"] == "fr"]
+    probs = rows[[c for c in frame.columns if c.startswith("p_")]].to_numpy()
+    labels = rows["label"].map({c[2:]: i for i, c in enumerate(frame.columns[1:4])}).to_numpy()
+    conf, hit = probs.max(axis=1), probs.argmax(axis=1) == labels
+    ece = 0.0
+    for b in range(15):  # bins (b/15, (b+1)/15], the first closed
+        inside = (conf > b / 15) & (conf <= (b + 1) / 15) if b else conf <= 1 / 15
+        if inside.any():
+            ece += inside.sum() / conf.size * abs(hit[inside].mean() - conf[inside].mean())
+    assert fr.n == len(rows)
+    assert fr.report.metrics["conf_ece"] == pytest.approx(ece, abs=1e-12)
+
+
+def test_batching_does_not_change_a_streamed_slicing(files):
+    kw = dict(n_resamples=19, n_bootstrap=20)
+    a, b = (
+        calcore.evaluate_by(
+            calcore.scan(files / "p.parquet", slice_columns=["country"], batch_rows=rows),
+            "country",
+            **kw,
+        )
+        for rows in (97, 5000)
+    )
+    for x, y in zip(a.slices, b.slices, strict=True):
+        assert (x.label, x.p_value) == (y.label, y.p_value)
+        for key, interval in x.report.intervals.items():
+            assert y.report.intervals[key].low == pytest.approx(interval.low, abs=1e-12)
+
+
+def test_streamed_overall_equals_evaluate_of_the_stream(files):
+    stream = calcore.scan(files / "p.parquet", slice_columns=["country"], batch_rows=800)
+    sliced = calcore.evaluate_by(stream, "country", n_resamples=19)
+    whole = calcore.evaluate(stream)
+    for key, value in whole.metrics.items():
+        if value is not None:
+            assert sliced.overall.metrics[key] == pytest.approx(value, abs=1e-12)
+    assert any("overall calibration test" in n for n in sliced.notes)
+
+
+# ------------------------------------------------------------------ refusals
+
+
+def _csv(path, lines):
+    path.write_text("label,p_yes,col\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def test_what_a_stream_cannot_slice_is_refused_with_the_way_out(files):
+    stream = calcore.scan(files / "p.parquet", slice_columns=["visits", "day"])
+    with pytest.raises(CalcoreError, match=r"quantile ranges need the quantiles.*load the file"):
+        calcore.evaluate_by(stream, "visits:q4")
+    with pytest.raises(CalcoreError, match=r"'day' is datetime.*'day:week'"):
+        calcore.evaluate_by(stream, "day")
+    with pytest.raises(CalcoreError, match=r"no metadata column 'country'.*'visits', 'day'"):
+        calcore.evaluate_by(stream, "country")
+    with pytest.raises(CalcoreError, match=r"reads no slice column.*slice_columns="):
+        calcore.evaluate_by(calcore.scan(files / "p.parquet"), "country")
+    with pytest.raises(CalcoreError, match=r"4 distinct values.*at most 2.*coarser column"):
+        calcore.evaluate_by(stream, "visits", max_slices=2)
+    with pytest.raises(
+        CalcoreError, match=r"rows from \d+: slicing by visits x day:day gives more"
+    ):
+        calcore.evaluate_by(stream, ["visits", "day:day"], max_slices=50)
+
+
+def test_scan_checks_the_slice_columns(files):
+    with pytest.raises(CalcoreError, match=r"slice column 'nope' is not a column"):
+        calcore.scan(files / "p.csv", slice_columns=["nope"])
+    with pytest.raises(CalcoreError, match=r"'label' is the label column"):
+        calcore.scan(files / "p.parquet", slice_columns=["label"], label_column="label")
+    with pytest.raises(CalcoreError, match=r"'probs' holds the scores"):
+        calcore.scan(files / "p.npz", slice_columns=["probs"])
+
+
+def test_a_kind_that_changes_further_down_a_stream_names_the_rows(tmp_path):
+    lines = [f"1,0.7,2026-11-0{1 + i % 5}" for i in range(40)] + ["0,0.4,tomorrow"]
+    stream = calcore.scan(_csv(tmp_path / "d.csv", lines), slice_columns=["col"], batch_rows=10)
+    with pytest.raises(
+        CalcoreError, match=r"d.csv, column 'col', rows from 42.*as categorical.*as datetime"
+    ):
+        calcore.evaluate_by(stream, "col:day", n_resamples=9)
+
+
+def test_text_first_read_as_categories_stays_text(tmp_path):
+    # digits after letters: in memory the column is text; a stream agrees
+    lines = [f"{i % 2},0.{3 + i % 5},{'ab'[i % 2]}" for i in range(20)]
+    lines += [f"{i % 2},0.{3 + i % 5},{10 + i % 3}" for i in range(20)]
+    path = _csv(tmp_path / "t.csv", lines)
+    memory = calcore.evaluate_by(calcore.load_predictions(path), "col", n_resamples=9)
+    stream = calcore.scan(path, slice_columns=["col"], batch_rows=15)
+    streamed = calcore.evaluate_by(stream, "col", n_resamples=9, min_slice_rows=5)
+    assert [s.label for s in streamed.in_order()] == ["10", "11", "12", "a", "b"]
+    assert [s.label for s in memory.in_order()] == ["10", "11", "12", "a", "b"]
+
+
+def test_missing_batches_and_a_taken_missing_name(tmp_path):
+    lines = [f"{i % 2},0.6," for i in range(10)]  # a first batch with no value at all
+    lines += [f"{i % 2},0.6,{'(missing)' if i % 3 else 'x'}" for i in range(10)]
+    path = _csv(tmp_path / "m.csv", lines)
+    stream = calcore.scan(path, slice_columns=["col"], batch_rows=10)
+    streamed = calcore.evaluate_by(stream, "col", n_resamples=9, min_slice_rows=2)
+    memory = calcore.evaluate_by(
+        calcore.load_predictions(path), "col", n_resamples=9, min_slice_rows=2
+    )
+    assert (
+        [(s.label, s.n) for s in streamed.in_order()]
+        == [(s.label, s.n) for s in memory.in_order()]
+        == [("(missing)", 6), ("x", 4), ("(no value)", 10)]
+    )
+
+
+def test_no_tests_ranks_by_share_in_memory_and_streamed(files):
+    memory = calcore.load_predictions(files / "p.parquet", weight_column=False)
+    stream = calcore.scan(files / "p.parquet", slice_columns=["country"], weight_column=False)
+    for source in (memory, stream):
+        sliced = calcore.evaluate_by(source, "country", n_resamples=0)
+        assert not any(s.tested for s in sliced.slices)
+        shares = [s.share for s in sliced.slices]
+        assert shares == sorted(shares, reverse=True) and sum(shares) == pytest.approx(1.0)
+        assert all(s.note == "no test (n_resamples=0)" for s in sliced.slices)
+        assert any("No slice was tested (n_resamples=0)" in n for n in sliced.notes)
+    with pytest.raises(CalcoreError, match=r"n_resamples must be 0 \(no tests"):
+        calcore.evaluate_by(memory, "country", n_resamples=-1)
+
+
+def test_the_slices_sums_stay_within_the_memory_budget(files, monkeypatch):
+    stream = calcore.scan(files / "p.parquet", slice_columns=["country", "visits"])
+    monkeypatch.setenv("CALCORE_MAX_DECODED_BYTES", "3000000")
+    with pytest.raises(CalcoreError, match=r"slices so far keep \d+ MiB of sums.*over the 3 MiB"):
+        calcore.evaluate_by(stream, ["country", "visits"], n_bootstrap=50, n_resamples=9)
+
+
+def test_cli_slices_a_parquet_file_by_streaming_it(files, capsys):
+    import json
+
+    from calcore.cli import main
+
+    args = ["--by", "country", "--json", "--resamples", "19"]
+    assert main(["metrics", str(files / "p.parquet"), *args]) == 0
+    streamed = json.loads(capsys.readouterr().out)
+    assert main(["metrics", str(files / "p.csv"), *args]) == 0  # a small CSV: loaded whole
+    loaded = json.loads(capsys.readouterr().out)
+    assert [(s["value"], s["n"], s["p_value"]) for s in streamed["slices"]] == [
+        (s["value"], s["n"], s["p_value"]) for s in loaded["slices"]
+    ]
+    assert streamed["slices"][0]["top_label_ece"] == pytest.approx(
+        loaded["slices"][0]["top_label_ece"], abs=1e-12
+    )
+    assert main(["metrics", str(files / "p.parquet"), "--by", "visits:q2", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["slices"]) == 2  # loaded whole for ranges
