@@ -269,3 +269,19 @@ def test_cli_slices_a_parquet_file_by_streaming_it(files, capsys):
     )
     assert main(["metrics", str(files / "p.parquet"), "--by", "visits:q2", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["slices"]) == 2  # loaded whole for ranges
+
+
+def test_a_split_of_a_stream_is_sliced_like_the_same_split_in_memory(frame, tmp_path):
+    df = frame.drop(columns=["w"]).assign(split=np.tile(["calib", "test", "test"], N_ROWS // 3))
+    df.to_parquet(tmp_path / "s.parquet")
+    memory = calcore.load_predictions(tmp_path / "s.parquet", split="test")
+    stream = calcore.scan(tmp_path / "s.parquet", split="test", slice_columns=["country"])
+    kw = dict(n_resamples=19)
+    _same(
+        calcore.evaluate_by(memory, "country", **kw), calcore.evaluate_by(stream, "country", **kw)
+    )
+    empty = df.assign(split="calib")
+    empty.to_parquet(tmp_path / "e.parquet")
+    nothing = calcore.scan(tmp_path / "e.parquet", split="test", slice_columns=["country"])
+    with pytest.raises(CalcoreError, match=r"e.parquet: no rows to slice"):
+        calcore.evaluate_by(nothing, "country")

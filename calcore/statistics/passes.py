@@ -252,9 +252,10 @@ def stream_statistics_by(
         ids = slicer.codes(batch)
         if overall is not None:
             yield overall, preds, rows, w
-        # slice ids fit 16 bits (at most MAX_SLICE_VALUES): numpy's stable sort of them is a
-        # radix sort, and the batch is copied once in slice order
-        order = np.argsort(ids.astype(np.uint16), kind="stable")
+        # slice ids of 16 bits (MAX_SLICE_VALUES is 1,000): numpy's stable sort of them is a
+        # radix sort; the batch is then copied once, in slice order
+        small = ids.size == 0 or ids.max() < 1 << 16
+        order = np.argsort(ids.astype(np.uint16) if small else ids, kind="stable")
         counts = np.bincount(ids)
         if counts.size == 1:
             yield 0, preds, rows, w
@@ -267,6 +268,11 @@ def stream_statistics_by(
             yield int(k), row_slice(sorted_preds, a, b), rows[a:b], None if w is None else w[a:b]
 
     lanes.run(parts)
+    if slicer.n_slices == 0:
+        raise CalcoreError(
+            f"{getattr(stream, 'name', 'the stream')}: no rows to slice (the stream, or the "
+            "split read, is empty)."
+        )
     slicing = slicer.slicing()
     by_place = sorted(range(slicing.n_slices), key=lambda i: slicing.place[i])
     slices = tuple(lanes.result(i) for i in by_place)
