@@ -143,10 +143,11 @@ def _cli(source: str, *extra: str, env: dict | None = None) -> dict:
     )
 
 
-def _duck(src: str) -> dict:
+def _duck(src: str, query: str = QUERY) -> dict:
+    """DuckDB's answer to ``query`` over ``src`` (as ``conf_ece``), timed in a fresh process."""
     return _child(
         "import time, json, duckdb\n"
-        f"q = '''{QUERY.format(src=src)}'''\n"
+        f"q = '''{query.format(src=src)}'''\n"
         "con = duckdb.connect()\n"
         "con.execute('SET enable_progress_bar = false')  # its bar would garble stdout\n"
         "t = time.perf_counter(); v = con.execute(q).fetchone()[0]\n"
@@ -222,7 +223,7 @@ select count(*) from (
   select s, sum(abs(sc - so)) / sum(c) from (
     select segment s, least(floor(conf * 15), 14) b, count(*) c, sum(conf) sc, sum(corr) so
     from (select segment, greatest(p_click, 1 - p_click) conf,
-                 ((p_click >= 0.5) = (label = 1))::int corr from read_parquet({path!r}))
+                 ((p_click >= 0.5) = (label = 1))::int corr from read_parquet({src!r}))
     group by s, b)
   group by s)
 """
@@ -279,14 +280,7 @@ def sliced_case(n: int, folder: str) -> dict:
             "sliced_peak_rss_mb": round(sliced["peak_rss_mb"]),
             "same_overall_conf_ece": abs(plain["conf_ece"] - sliced["conf_ece"]) < 1e-12,
         }
-    duck = _child(
-        "import time, json, duckdb\n"
-        f"q = '''{SLICE_QUERY.format(path=path)}'''\n"
-        "con = duckdb.connect()\n"
-        "con.execute('SET enable_progress_bar = false')\n"
-        "t = time.perf_counter(); v = con.execute(q).fetchone()[0]\n"
-        "print(json.dumps({'seconds': time.perf_counter() - t, 'slices': v}))"
-    )
+    duck = _duck(path, SLICE_QUERY)
     out["duckdb_per_segment_conf_ece_s"] = round(duck["seconds"], 2)
     out["slice_metrics_sliced_ratio_to_duckdb"] = round(
         out["slice_metrics"]["sliced_s"] / duck["seconds"], 2

@@ -29,7 +29,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore.metadata import MAX_SLICE_VALUES, MISSING, MetadataColumn
 
-__all__ = ["Slicing", "SliceSpec", "parse_slice_spec", "slicing_of", "PERIODS"]
+__all__ = ["Slicing", "SliceLabels", "SliceSpec", "parse_slice_spec", "slicing_of", "PERIODS"]
 
 #: The missing values' slice when a column holds the value ``"(missing)"`` itself.
 MISSING_WHEN_TAKEN = "(no value)"
@@ -75,8 +75,21 @@ def parse_slice_spec(text) -> SliceSpec:
     return SliceSpec(column, grouping)
 
 
+class SliceLabels:
+    """``n_slices`` and ``labels`` of anything with ``values`` (per slice, a value per column)."""
+
+    @property
+    def n_slices(self) -> int:
+        return len(self.values)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Each slice's name: its values joined by ``" | "``."""
+        return tuple(" | ".join(v) for v in self.values)
+
+
 @dataclass(frozen=True, eq=False)
-class Slicing:
+class Slicing(SliceLabels):
     """Every row in exactly one slice.
 
     Attributes
@@ -106,15 +119,6 @@ class Slicing:
     values: tuple[tuple[str, ...], ...]
     ordered: bool = False
     kinds: tuple[str, ...] = ()
-
-    @property
-    def n_slices(self) -> int:
-        return len(self.values)
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        """Each slice's name: its values joined by ``" | "``."""
-        return tuple(" | ".join(v) for v in self.values)
 
     def rows(self, k: int) -> np.ndarray:
         """Indices of the rows of slice ``k``."""

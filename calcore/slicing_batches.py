@@ -34,6 +34,7 @@ from calcore.metadata import (
 )
 from calcore.slicing import (
     PERIODS,
+    SliceLabels,
     check_sliceable,
     column_slices,
     missing_name,
@@ -210,7 +211,7 @@ class BatchSlicer:
 
 
 @dataclass(frozen=True, eq=False)
-class StreamSlicing:
+class StreamSlicing(SliceLabels):
     """The slices of a stream, as :class:`~calcore.slicing.Slicing` without row codes.
 
     Attributes
@@ -227,14 +228,6 @@ class StreamSlicing:
     ordered: bool
     kinds: tuple[str, ...]
     place: np.ndarray
-
-    @property
-    def n_slices(self) -> int:
-        return len(self.values)
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(" | ".join(v) for v in self.values)
 
 
 def _sort_key(entry: tuple):
