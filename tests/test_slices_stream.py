@@ -285,3 +285,15 @@ def test_a_split_of_a_stream_is_sliced_like_the_same_split_in_memory(frame, tmp_
     nothing = calcore.scan(tmp_path / "e.parquet", split="test", slice_columns=["country"])
     with pytest.raises(CalcoreError, match=r"e.parquet: no rows to slice"):
         calcore.evaluate_by(nothing, "country")
+
+
+def test_periods_too_large_to_hold_leave_no_change_test_and_say_so(files, monkeypatch):
+    import calcore.evaluation.slices_stream as streamed
+
+    monkeypatch.setattr(streamed, "PERIOD_CHANGE_MAX_VALUES", 100)
+    stream = calcore.scan(files / "p.parquet", slice_columns=["day"])
+    sliced = calcore.evaluate_by(stream, "day:week", n_resamples=19)
+    assert sliced.change is None
+    assert any(
+        "No test of a change over time" in n and "100 probabilities" in n for n in sliced.notes
+    )

@@ -342,7 +342,7 @@ def _evaluate_in_memory_by(
         for k, rows in enumerate(groups)
     ]  # fmt: skip
 
-    def change_of(results):
+    def change_of(results, notes):
         return _period_change(
             preds, slicing, groups, results, weights,
             options=options, metric=rank_metric, n_resamples=n_resamples, min_rows=min_slice_rows,
@@ -358,7 +358,8 @@ def sliced_report(
     overall, slicing, results, change_of, *, rank_metric, n_resamples, min_slice_rows, notes=()
 ) -> SlicedReport:
     """The slices' results (in ``slicing``'s order) ranked by evidence, with q-values,
-    shares and notes; ``change_of(results)`` the period change test, if any."""
+    shares and notes; ``change_of(results, notes)`` the period change test, if any (it
+    may add a note of why there is none)."""
     notes = list(notes)
     label = METRICS[rank_metric].label
     results = _with_q_values_and_shares(results, rank_metric)
@@ -387,7 +388,7 @@ def sliced_report(
             f"above it miscalibrated. Share: the slice's weight x {label} over the sum across "
             "slices."
         )
-    change = None if change_of is None else change_of(results)
+    change = None if change_of is None else change_of(results, notes)
     if change is not None:
         notes.append(
             "Over time: " + change.verdict() + f" (permutation test, {n_resamples} "

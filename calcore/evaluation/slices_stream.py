@@ -57,7 +57,7 @@ def evaluate_stream_by(
             f"{type(stream).__name__}. Load the file with load_predictions, or open it with "
             "calcore.scan(path, slice_columns=[...])."
         )
-    _check(options, n_bootstrap, n_resamples)
+    _check(options, n_bootstrap)
     if not stream.slice_columns:
         raise CalcoreError(
             f"{stream.name}: the stream reads no slice column. Open it with "
@@ -109,7 +109,7 @@ def evaluate_stream_by(
     change_of = None
     if out.slicing.kinds == ("datetime",):
 
-        def change_of(results):
+        def change_of(results, notes):
             return _period_change(
                 stream, slicer, out.slicing, results, options=options, metric=rank_metric,
                 n_resamples=n_resamples, min_rows=min_slice_rows, notes=notes,
@@ -121,7 +121,7 @@ def evaluate_stream_by(
     )  # fmt: skip
 
 
-def _check(options, n_bootstrap, n_resamples) -> None:
+def _check(options, n_bootstrap) -> None:
     """The checks :func:`calcore.evaluate` makes of a stream's options."""
     resolve_binning(options["binning"], options["bins"])
     N_BOOTSTRAP.check(n_bootstrap, "n_bootstrap")
