@@ -115,15 +115,27 @@ class BatchSlicer:
         (for messages), as a :class:`~calcore.io.stream.StreamBatch`.
         """
         parts = [self._column(batch, j, spec) for j, spec in enumerate(self._specs)]
-        local, entries = parts[0]
-        for more_local, more_entries in parts[1:]:
-            local = local.astype(np.int64) * len(more_entries) + more_local
-            entries = [(*a, *b) for a in entries for b in more_entries]
-        present = np.flatnonzero(np.bincount(local, minlength=len(entries)))
-        table = np.full(len(entries), -1, dtype=np.intp)
-        for k in present:
-            table[k] = self._id(entries[k], batch)
-        return table[local]
+        if len(parts) == 1:
+            local, entries = parts[0]
+            present = np.flatnonzero(np.bincount(local, minlength=len(entries)))
+            table = np.full(len(entries), -1, dtype=np.intp)
+            for k in present:
+                table[k] = self._id(entries[k], batch)
+            return table[local]
+        # crossed: only the combinations present get an entry (two columns of 1,000 values
+        # would otherwise make a million per batch)
+        combined = np.zeros(parts[0][0].size, dtype=np.int64)
+        for local, entries in parts:
+            combined = combined * len(entries) + local
+        present, inverse = np.unique(combined, return_inverse=True)
+        table = np.empty(present.size, dtype=np.intp)
+        for i, code in enumerate(present.tolist()):
+            entry = ()
+            for _, entries in reversed(parts):
+                code, k = divmod(code, len(entries))
+                entry = entries[k] + entry
+            table[i] = self._id(entry, batch)
+        return table[inverse.reshape(-1)]
 
     def _id(self, entry: tuple, batch) -> int:
         found = self._ids.get(entry)
