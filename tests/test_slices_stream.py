@@ -297,3 +297,26 @@ def test_periods_too_large_to_hold_leave_no_change_test_and_say_so(files, monkey
     assert any(
         "No test of a change over time" in n and "100 probabilities" in n for n in sliced.notes
     )
+
+
+@pytest.mark.parametrize("ext", ["parquet", "csv", "npz"])
+def test_a_streams_sample_keeps_its_slice_columns_as_metadata(files, frame, ext):
+    """The seeded sample of a stream (the dashboard's view of a server dataset) carries the
+    slice columns as the loader types them: the whole file's sample equals the loaded file,
+    and a smaller sample holds exactly the sampled rows' values."""
+    path = files / f"p.{ext}"
+    by = ["country", "day", "visits"]
+    whole = calcore.load_predictions(path)
+    stream = calcore.scan(path, slice_columns=by, batch_rows=701)
+    everything, n_read = stream.sample(10 * N_ROWS, seed=1)
+    assert n_read == N_ROWS
+    for c in by:
+        assert everything.metadata[c].describe() == whole.metadata[c].describe()
+        np.testing.assert_array_equal(everything.metadata[c].values, whole.metadata[c].values)
+    part, _ = stream.sample(400, seed=1)
+    rows = np.array([np.flatnonzero((whole.probs == r).all(axis=1))[0] for r in part.probs])
+    assert part.n_samples == 400 and (np.diff(rows) > 0).all()
+    expected = frame["visits"].to_numpy()[rows]
+    got = part.metadata["visits"]
+    assert got.kind == "integer"
+    np.testing.assert_array_equal(got.values, expected)

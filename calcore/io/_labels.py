@@ -28,8 +28,11 @@ def split_of_rows(values: np.ndarray, *, ctx: InputContext) -> np.ndarray:
     CalcoreError
         The first unknown value, named by row.
     """
-    uniq, inverse = np.unique(np.asarray(values).astype(str), return_inverse=True)
-    mapped = np.array([SPLIT_VALUES.get(u.strip().lower(), "") for u in uniq], dtype=object)
+    import pandas as pd  # not at import: `import calcore` loads no pandas
+
+    # pandas.factorize hashes: np.unique sorted the text and took 60% of a streamed pass
+    inverse, uniq = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    mapped = np.array([SPLIT_VALUES.get(str(u).strip().lower(), "") for u in uniq], dtype=object)
     unknown = mapped == ""
     if unknown.any():
         i = int(np.argmax(unknown[inverse]))

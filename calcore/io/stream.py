@@ -56,7 +56,7 @@ from calcore.io._table import (
 )
 from calcore.predictions import Predictions
 
-__all__ = ["PredictionStream", "StreamBatch", "scan", "DEFAULT_BATCH_ROWS"]
+__all__ = ["PredictionStream", "StreamBatch", "scan", "source_files", "DEFAULT_BATCH_ROWS"]
 
 #: Rows per batch: ~16 MB per float64 score column, big enough for numpy to run at speed.
 DEFAULT_BATCH_ROWS = 2_000_000
@@ -160,31 +160,36 @@ class PredictionStream:
         smallest are kept (bottom-k sampling), so the sample does not depend on the
         batching and memory holds at most ``max_rows`` rows (plus one batch). The sample
         keeps the stream's order and the rows' weights (``sample_weight``), if any; rows
-        are drawn without regard to them.
+        are drawn without regard to them. The stream's ``slice_columns`` become the
+        sample's ``metadata``, typed as :func:`calcore.load_predictions` types them (from
+        the sampled values: a CSV column whose sampled cells are all numbers is numeric).
         """
         ROWS.check(max_rows, "max_rows")
         from calcore.statistics.poisson import row_uniforms
 
-        keep_u = np.empty(0)
-        keep_pos = np.empty(0, dtype=np.int64)
-        parts: list = []
-        n_read = 0
+        parts: list = []  # (positions, uniforms, predictions, slice values) of kept rows
+        n_read = n_kept = 0
         for b in self.batches():
             n = b.preds.n_samples
             pos = b.position + np.arange(n, dtype=np.int64)
-            parts.append((pos, b.preds))
-            keep_u = np.concatenate([keep_u, row_uniforms(pos, seed)])
-            keep_pos = np.concatenate([keep_pos, pos])
+            parts.append((pos, row_uniforms(pos, seed), b.preds, b.slice_values))
             n_read += n
-            if keep_u.size > max_rows:
-                chosen = np.argpartition(keep_u, max_rows - 1)[:max_rows]
-                keep_u, keep_pos = keep_u[chosen], keep_pos[chosen]
-                # drop the rows that left the sample, batch by batch
-                parts = [_rows_at(p, q, keep_pos) for p, q in parts]
-                parts = [(p, q) for p, q in parts if p.size]
+            n_kept += n
+            if n_kept > max_rows:
+                u_cut, pos_cut = _bottom_k_cut([(p, u) for p, u, _, _ in parts], max_rows)
+                parts = [_rows_below(part, u_cut, pos_cut) for part in parts]
+                parts = [part for part in parts if part[0].size]
+                n_kept = max_rows
         if not parts:
             raise CalcoreError(f"{self.name}: no rows to sample.")
-        return concatenate_batches([q for _, q in parts]), n_read
+        preds = concatenate_batches([q for _, _, q, _ in parts])
+        if not self.slice_columns:
+            return preds, n_read
+        metadata = {
+            c: _sampled_metadata(self._options["family"], c, [v[c] for _, _, _, v in parts])
+            for c in self.slice_columns
+        }
+        return preds.with_metadata(metadata), n_read
 
     def batches(self, *, read_ahead: bool = True) -> Iterator[StreamBatch]:
         """Validated batches of rows, in a fixed order; reopens the files on every call.
@@ -231,7 +236,7 @@ def _short_path(files, path: str) -> str:
     return os.path.relpath(path, os.path.commonpath(files))
 
 
-def _files(source) -> tuple[str, ...]:
+def source_files(source) -> tuple[str, ...]:
     """The data files of a path, directory or glob, sorted (refused when there are none)."""
     text = os.fspath(source)
     if any(ch in text for ch in "*?["):
@@ -477,7 +482,7 @@ def scan(
 
     check_options(scores, split, None, percent)  # the checks of load_predictions
     ROWS.check(batch_rows, "batch_rows")
-    files = _files(source)
+    files = source_files(source)
     display = _display(source, files)
     family = _family(files, display)
     named = (slice_columns,) if isinstance(slice_columns, str) else tuple(slice_columns or ())
@@ -968,12 +973,45 @@ def _validate_batch(stream, raw: RawTable, state):
     return preds, selected
 
 
-def _rows_at(positions: np.ndarray, preds: Predictions, keep: np.ndarray):
-    """The rows of a batch whose positions are in ``keep`` (sorted or not)."""
-    inside = np.isin(positions, keep)
-    if inside.all():
-        return positions, preds
-    return positions[inside], preds.subset(np.flatnonzero(inside))
+def _bottom_k_cut(parts, k: int) -> tuple[float, int]:
+    """The ``k``-th smallest ``(uniform, position)`` pair of ``parts`` (``(positions,
+    uniforms)`` per batch): ties of uniforms are broken by position, so the rows kept do
+    not depend on the batching."""
+    u = np.concatenate([u for _, u in parts])
+    cut = np.partition(u, k - 1)[k - 1]
+    n_below = int((u < cut).sum())
+    at_cut = np.sort(np.concatenate([p[u_ == cut] for p, u_ in parts]))
+    return float(cut), int(at_cut[k - n_below - 1])
+
+
+def _rows_below(part, u_cut: float, pos_cut: int):
+    """The rows of a batch (with their slice values) at or below the cut, in order."""
+    pos, u, preds, values = part
+    keep = (u < u_cut) | ((u == u_cut) & (pos <= pos_cut))
+    if keep.all():
+        return part
+    rows = np.flatnonzero(keep)
+    # Arrow arrays and numpy arrays both have ``take``
+    values = {c: v.take(rows) for c, v in values.items()}
+    return pos[rows], u[rows], preds.subset(rows), values
+
+
+def _sampled_metadata(family: str, name: str, parts: list):
+    """A metadata column from a slice column's sampled values, batch by batch, built by
+    the loader's own converter for the family (Arrow arrays, CSV text cells, NPZ arrays)."""
+    from calcore.metadata import metadata_column, metadata_from_text
+
+    if family == "arrow":
+        import pyarrow as pa
+
+        from calcore.io._metadata import metadata_from_arrow
+
+        chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])]
+        return metadata_from_arrow(name, pa.chunked_array(chunks))
+    values = np.concatenate(parts)
+    if family == "csv":
+        return metadata_from_text(name, values)
+    return metadata_column(name, values)
 
 
 def concatenate_batches(parts: list) -> Predictions:
