@@ -1,5 +1,5 @@
 # calibration-lens developer entry points.
-#   make run    serve the dashboard on http://127.0.0.1:8501
+#   make run    serve the dashboard on http://127.0.0.1:8501 (data directory: DATA_DIR=data)
 #   make test   the whole suite, browser tests included (installs Debian chromium if missing)
 #   make bench  every benchmarks/bench_*.py
 #   make lint   ruff check
@@ -51,9 +51,13 @@ chromium:
 	  test -x $(CHROMIUM); \
 	fi
 
+# The server's data directory, with the 10M-row demo dataset written on first run.
+DATA_DIR ?= data
+
 run: $(STAMP)
-	@echo "calibration-lens: http://$(HOST):$(PORT)"
-	$(PY) -m streamlit run dashboard/app.py --server.headless true \
+	$(PY) -m dashboard.demo $(DATA_DIR)
+	@echo "calibration-lens: http://$(HOST):$(PORT) (datasets on the server: $(DATA_DIR)/)"
+	CALCORE_DATA_DIR=$(DATA_DIR) $(PY) -m streamlit run dashboard/app.py --server.headless true \
 	  --server.address $(HOST) --server.port $(PORT) \
 	  --browser.gatherUsageStats false --server.fileWatcherType none
 

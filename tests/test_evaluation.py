@@ -230,6 +230,11 @@ def test_comparison_from_reports_ranks_ties_and_directions(splits):
         calcore.Comparison.from_reports(reports, {})
     with pytest.raises(calcore.CalcoreError, match="must start with"):
         calcore.Comparison.from_reports({"ts": reports["ts"]}, gains)
+    # streamed reports come without gains: no gain for anyone, the rest unchanged
+    no_gain = calcore.Comparison.from_reports(reports, None)
+    assert all(no_gain.values[m]["calibration_gain"] is None for m in no_gain.methods)
+    assert no_gain.best("top_label_ece") == "ts" and not no_gain.best_methods("calibration_gain")
+    assert no_gain.values["ts"]["conf_ece"] == c.values["ts"]["conf_ece"]
 
 
 def test_calibrator_info_says_what_a_method_applies_and_outputs():

@@ -206,7 +206,7 @@ class Comparison:
     def from_reports(
         cls,
         reports: dict,
-        gains: dict,
+        gains: dict | None,
         *,
         calibrated: dict | None = None,
         calibrators: dict | None = None,
@@ -219,8 +219,10 @@ class Comparison:
         reports : dict of str to CalibrationReport
             :data:`UNCALIBRATED` first, then each method's report on its recalibrated
             test rows (same rows, settings and resamples).
-        gains : dict of str to CalibrationGain
-            Each method's :func:`~calcore.calibration_gain` (not the uncalibrated one's).
+        gains : dict of str to CalibrationGain, or None
+            Each method's :func:`~calcore.calibration_gain` (not the uncalibrated one's);
+            None when it was not computed (reports of a streamed source, whose gain needs
+            both row sets in memory): the table's gain is then None for every row.
         calibrated, calibrators, fit_seconds : dict, optional
             As in :func:`compare`; empty when not given.
 
@@ -250,16 +252,23 @@ class Comparison:
         names = list(reports)
         if not names or names[0] != UNCALIBRATED:
             raise CalcoreError(f"reports must start with {UNCALIBRATED!r}; got {names[:3]}.")
-        missing = [m for m in names[1:] if m not in gains]
+        missing = [m for m in names[1:] if gains is not None and m not in gains]
         if missing:
             raise CalcoreError(f"No calibration gain for {missing}; give one per method.")
         base = reports[UNCALIBRATED]
-        values = {UNCALIBRATED: _intervals(base) | {"calibration_gain": _point(0.0)}}
+        values = {
+            UNCALIBRATED: _intervals(base)
+            | {"calibration_gain": None if gains is None else _point(0.0)}
+        }
         notes = {UNCALIBRATED: tuple(base.notes)}
         for name in names[1:]:
-            gain = gains[name]
-            values[name] = _intervals(reports[name]) | {"calibration_gain": _point(gain.value)}
-            notes[name] = tuple(reports[name].notes) + (f"calibration gain: {gain.note}",)
+            gain = None if gains is None else gains[name]
+            values[name] = _intervals(reports[name]) | {
+                "calibration_gain": None if gain is None else _point(gain.value)
+            }
+            notes[name] = tuple(reports[name].notes) + (
+                () if gain is None else (f"calibration gain: {gain.note}",)
+            )
         return cls(
             tuple(names),
             (*METRICS, "calibration_gain"),

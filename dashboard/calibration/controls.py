@@ -15,6 +15,7 @@ import streamlit as st
 
 import calcore
 from calcore.slicing import parse_slice_spec
+from dashboard.calibration.datadir import DataDirectory, ServerDataset
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.state import (
     BINNING_CHOICES,
@@ -35,6 +36,7 @@ from dashboard.text import escape_markdown as esc
 KEY_SOURCE = "sidebar.source"
 KEY_SAMPLE = "sidebar.sample"
 KEY_UPLOAD = "sidebar.upload"
+KEY_DATASET = "sidebar.dataset"
 KEY_SPLIT = "sidebar.split"
 KEY_FRACTION = "sidebar.fraction"
 KEY_SEED = "sidebar.seed"
@@ -52,7 +54,12 @@ KEY_SLICING = "view.slices.choice"
 KEY_INITIAL = "app.initial_values"  # not a widget: first values of numeric widgets
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "parquet", "pq", "npz"]
-SOURCE_SAMPLE, SOURCE_UPLOAD = "sample", "upload"
+SOURCE_SAMPLE, SOURCE_UPLOAD, SOURCE_SERVER = "sample", "upload", "server"
+SOURCE_TITLES = {
+    SOURCE_SAMPLE: "bundled sample",
+    SOURCE_UPLOAD: "upload a file",
+    SOURCE_SERVER: "dataset on the server",
+}
 
 
 def param_key(method: str, param: str) -> str:
@@ -105,8 +112,15 @@ def restore(settings: Settings) -> None:
     # re-sent (Bins fell back to its minimum and the bootstrap choice to 0 after the
     # sidebar changed). The initial values stay constant for the session.
     initial = {
-        KEY_SOURCE: SOURCE_UPLOAD if settings.sample is None else SOURCE_SAMPLE,
+        KEY_SOURCE: (
+            SOURCE_SAMPLE
+            if settings.sample is not None
+            else SOURCE_SERVER
+            if settings.dataset is not None
+            else SOURCE_UPLOAD
+        ),
         KEY_SAMPLE: settings.sample,
+        KEY_DATASET: settings.dataset,
         KEY_SPLIT: settings.split_mode,
         KEY_FRACTION: settings.test_fraction,
         KEY_SEED: settings.split_seed,
@@ -197,15 +211,32 @@ def _method_label(name: str) -> str:
     return f"{name} · {info.description}"
 
 
-def data_source() -> tuple[FileBytes | None, str | None, str | None]:
-    """Sample or upload. Returns the file, the sample key and a shared link's upload name."""
+@dataclass(frozen=True)
+class Source:
+    """What the Data section chose: a file's bytes (sample or upload) or a server dataset."""
+
+    file: FileBytes | None = None
+    sample: str | None = None  # the bundled sample's key
+    upload_name: str | None = None  # untrusted
+    dataset: ServerDataset | None = None
+    dataset_error: str | None = None  # why a linked dataset cannot be opened
+
+    @property
+    def chosen(self) -> bool:
+        return self.file is not None or self.dataset is not None
+
+
+def data_source(data_dir: DataDirectory | None = None) -> Source:
+    """The Data section: a bundled sample, an upload, or (when the server has a data
+    directory) one of its datasets."""
     st.header("Data")
+    sources = [SOURCE_SAMPLE, SOURCE_UPLOAD] + ([SOURCE_SERVER] if data_dir else [])
     source = st.radio(
         "Source",
-        [SOURCE_SAMPLE, SOURCE_UPLOAD],
-        format_func={SOURCE_SAMPLE: "bundled sample", SOURCE_UPLOAD: "upload a file"}.get,
+        sources,
+        format_func=SOURCE_TITLES.get,
         horizontal=True,
-        index=_index([SOURCE_SAMPLE, SOURCE_UPLOAD], KEY_SOURCE, SOURCE_SAMPLE),
+        index=_index(sources, KEY_SOURCE, SOURCE_SAMPLE),
         key=KEY_SOURCE,
     )
     if source == SOURCE_SAMPLE:
@@ -218,7 +249,9 @@ def data_source() -> tuple[FileBytes | None, str | None, str | None]:
         )
         st.caption(SAMPLES[key].description)
         sample = SAMPLES[key]
-        return FileBytes(sample.filename, sample.read_bytes(), False), key, None
+        return Source(file=FileBytes(sample.filename, sample.read_bytes(), False), sample=key)
+    if source == SOURCE_SERVER:
+        return _server_dataset(data_dir)
     upload = st.file_uploader(
         "Predictions (CSV, Parquet or NPZ)",
         type=UPLOAD_TYPES,
@@ -227,12 +260,48 @@ def data_source() -> tuple[FileBytes | None, str | None, str | None]:
         "class, e.g. label,p_cat,p_dog; optionally a split column with values calib/test.",
     )
     if upload is None:
-        return None, None, None
-    return uploaded(upload), None, upload.name
+        return Source()
+    return Source(file=uploaded(upload), upload_name=upload.name)
+
+
+def _server_dataset(data_dir: DataDirectory) -> Source:
+    """The dataset chosen in the list (or named by the link, resolved inside the directory)."""
+    listed = {d.name: d for d in data_dir.datasets()}
+    wanted = _initial(KEY_DATASET, None)
+    linked_error = None
+    if wanted is not None and wanted not in listed:
+        try:  # a link may name a dataset below the top level
+            found = data_dir.resolve(wanted)
+            listed = {found.name: found, **listed}
+        except calcore.CalcoreError as err:
+            linked_error = str(err)
+    if not listed:
+        st.info("The server's data directory holds no Parquet, CSV or NPZ dataset.")
+        return Source(dataset_error=linked_error)
+    names = list(listed)
+    name = st.selectbox(
+        "Dataset on the server",
+        names,
+        index=names.index(wanted) if wanted in listed else 0,
+        format_func=lambda n: listed[n].describe(),
+        key=KEY_DATASET,
+        help="Files and folders of the server's data directory (CALCORE_DATA_DIR), streamed: "
+        "never loaded whole.",
+    )
+    try:
+        dataset = data_dir.resolve(name)  # again: the files may have changed since listing
+    except calcore.CalcoreError as err:
+        return Source(dataset_error=str(err))
+    return Source(dataset=dataset, dataset_error=linked_error)
 
 
 def sidebar_settings(
-    *, sample: str | None, upload_name: str | None, has_split_column: bool, n_classes: int
+    *,
+    sample: str | None,
+    upload_name: str | None,
+    has_split_column: bool,
+    n_classes: int,
+    dataset: str | None = None,
 ) -> Settings:
     """The sidebar's sections below the data source, read as one :class:`Settings`.
 
@@ -241,7 +310,7 @@ def sidebar_settings(
     """
     with st.sidebar:
         with st.container(key="section.split"):
-            mode, fraction, seed = split_controls(has_split_column)
+            mode, fraction, seed = split_controls(has_split_column, second_file=dataset is None)
         with st.container(key="section.methods"):
             methods = method_controls(n_classes)
         with st.container(key="section.binning"):
@@ -251,6 +320,7 @@ def sidebar_settings(
     return Settings(
         sample=sample,
         upload_name=upload_name,
+        dataset=dataset,
         methods=methods,
         binning=binning,
         bins=bins,
@@ -271,11 +341,15 @@ def second_file() -> FileBytes | None:
     return None if up is None else uploaded(up)
 
 
-def split_controls(has_split_column: bool | None) -> tuple[str, float, int]:
+def split_controls(
+    has_split_column: bool | None, *, second_file: bool = True
+) -> tuple[str, float, int]:
     st.header("Calibration vs evaluation data")
     modes = list(SPLIT_MODES)
     if has_split_column is False:
         modes.remove("column")  # nothing to split on; changed options reset the choice
+    if not second_file:
+        modes.remove("second-file")  # a server dataset is not paired with an upload
     default = "column" if "column" in modes else "random"
     mode = st.selectbox(
         "Fit calibrators on",

@@ -16,9 +16,11 @@ import calcore
 from dashboard.calibration import controls
 from dashboard.calibration.context import build_context
 from dashboard.calibration.data import LoadOptions, choose_split, inspect, load, rows_key
+from dashboard.calibration.datadir import DataDirectory, ServerDataset, data_directory
 from dashboard.calibration.downloads import downloads
 from dashboard.calibration.preview import load_options
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
+from dashboard.calibration.server import RowsProgress, Streamed, open_dataset, sample_rows
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.views import RENDERERS
 from dashboard.text import escape_markdown as esc
@@ -70,34 +72,49 @@ def render_calibration() -> None:
 
     # Each sidebar section in a keyed container, so a section whose content changes (source,
     # split mode, chosen methods) leaves the other sections' elements where they were.
+    data_dir = _data_directory()
     with st.sidebar, st.container(key="section.data"):
-        file, sample_key, upload_name = controls.data_source()
-    if file is None:
+        source = controls.data_source(data_dir)
+    if source.dataset_error:
+        st.error(esc(source.dataset_error))
+    if first_run and from_url.dataset and data_dir is None:
+        st.info(
+            f"This link names the dataset **{esc(from_url.dataset)}** on the server, but this "
+            "server has no data directory (CALCORE_DATA_DIR): a bundled sample is shown instead."
+        )
+    if not source.chosen:
         if from_url.upload_name:
             st.info(
                 f"This link was made with the uploaded file **{esc(from_url.upload_name)}**. "
                 "Upload the same file in the sidebar to restore the view."
             )
-        else:
+        elif source.dataset_error is None:
             st.info("Upload a predictions file in the sidebar, or switch back to a sample.")
         st.stop()
-    origin = "uploaded file" if file.is_upload else "bundled sample"
-    st.caption(f"{origin}: {esc(file.name)} · BLAKE2b {file.digest[:12]}…")
-
-    try:
-        schema = inspect(file.data, file.digest, file.name, LoadOptions())
-        options = load_options(schema, file.digest, expanded=file.is_upload)
-        loaded = load(file.data, file.digest, file.name, options)
-    except calcore.CalcoreError as err:
-        st.error(f"Could not load {esc(file.name)}. {esc(err)}")
-        st.stop()
+    streamed = None
+    if source.dataset is not None:
+        loaded, streamed = open_server_dataset(source.dataset)
+        options, digest = LoadOptions(), f"server:{source.dataset.fingerprint}"
+    else:
+        file = source.file
+        origin = "uploaded file" if file.is_upload else "bundled sample"
+        st.caption(f"{origin}: {esc(file.name)} · BLAKE2b {file.digest[:12]}…")
+        try:
+            schema = inspect(file.data, file.digest, file.name, LoadOptions())
+            options = load_options(schema, file.digest, expanded=file.is_upload)
+            loaded = load(file.data, file.digest, file.name, options)
+        except calcore.CalcoreError as err:
+            st.error(f"Could not load {esc(file.name)}. {esc(err)}")
+            st.stop()
+        digest = rows_key(file.digest, options)
     show_messages(loaded.warnings, loaded.notes)
 
     settings = controls.sidebar_settings(
-        sample=sample_key,
-        upload_name=upload_name,
+        sample=source.sample,
+        upload_name=source.upload_name,
         has_split_column=loaded.has_split_column,
         n_classes=loaded.any.n_classes,
+        dataset=None if source.dataset is None else source.dataset.name,
     )
     try:
         second = second_digest = None
@@ -109,15 +126,19 @@ def render_calibration() -> None:
             second_digest = test_file.digest
         split = choose_split(
             loaded, mode=settings.split_mode, test_fraction=settings.test_fraction,
-            seed=settings.split_seed, digest=rows_key(file.digest, options), second=second,
+            seed=settings.split_seed, digest=digest, second=second,
             second_digest=second_digest,
         )  # fmt: skip
+        if streamed is not None:
+            split = dataclasses.replace(split, streamed=streamed, mode=settings.split_mode)
     except calcore.CalcoreError as err:
         st.error(esc(err))
         sync_url(settings)
         st.stop()
     if split.warning:
         st.warning(esc(split.warning))  # may quote the file name
+    if streamed is not None:
+        st.info(esc(sample_words(streamed, settings.split_mode)))
     test = split.test
     weighted_by = test.load_report.weight_column if test.load_report is not None else None
     st.caption(
@@ -135,9 +156,73 @@ def render_calibration() -> None:
         return
     view_area(ctx)
     try:
-        downloads(ctx, source=file.name)
+        downloads(ctx, source=loaded.name)
     except calcore.CalcoreError as err:
         st.error(esc(err))
+
+
+def _data_directory() -> DataDirectory | None:
+    """The server's data directory (CALCORE_DATA_DIR), or None; a misconfigured one is
+    reported on the page and left out."""
+    try:
+        return data_directory()
+    except calcore.CalcoreError as err:
+        st.error(f"Datasets on the server are unavailable: {esc(err)}")
+        return None
+
+
+KEY_FINGERPRINTS = "data.server_fingerprints"
+
+
+def open_server_dataset(dataset: ServerDataset):
+    """The dataset's samples and streams (cached by fingerprint), with progress while it is
+    read; says so when the files changed since this session last opened it."""
+    seen = st.session_state.setdefault(KEY_FINGERPRINTS, {})
+    before = seen.get(dataset.name)
+    if before is not None and before != dataset.fingerprint:
+        st.warning(
+            f"{esc(dataset.name)} changed on the server since this page last read it (size "
+            "or modification time of its files): everything below is computed again from "
+            "the new files."
+        )
+    seen[dataset.name] = dataset.fingerprint
+    st.caption(
+        f"dataset on the server: {esc(dataset.describe())} · fingerprint "
+        f"{dataset.fingerprint[:12]}…"
+    )
+    line = st.empty()
+    line.caption(f"Reading {esc(dataset.name)}…")
+    progress = RowsProgress(lambda text, _: line.caption(esc(text) + "…"), "sampling")
+    try:
+        n_sample = sample_rows()
+        loaded, streamed = open_dataset(dataset, n_sample, progress)
+    except calcore.CalcoreError as err:
+        line.empty()
+        st.error(f"Could not open {esc(dataset.name)}. {esc(err)}")
+        st.stop()
+    line.empty()
+    return loaded, streamed
+
+
+def sample_words(streamed: Streamed, mode: str) -> str:
+    """What the views are computed on, in words (sample or every row)."""
+    parts = [
+        f"{streamed.sample_rows:,} of {n:,} {split} rows" if streamed.sampled(split) else
+        f"all {n:,} {split} rows"
+        for split, n in streamed.n_rows.items()
+    ]  # fmt: skip
+    if not any(streamed.sampled(s) for s in streamed.n_rows):
+        return f"Every row of the dataset is read ({', '.join(parts)})."
+    return (
+        "The views below use a seeded uniform sample of the dataset ("
+        + ", ".join(parts)
+        + "); calibrators are fitted on the sampled calibration rows. "
+        + (
+            "The Metrics view can also evaluate every test row, streamed."
+            if mode == "column" or "all" in streamed.n_rows
+            else ""
+        )
+    )
 
 
 @st.fragment

@@ -6,6 +6,7 @@ short, readable form::
 
     ?sample=cifar10-resnet110&m=ts&m=tl-hb:bins=20&binning=equal-mass&bins=15&view=top-label
     ?sample=credit-default-logreg&view=slices&by=education&by=age:q4&rank=conf_ece
+    ?data=clicks_10m.parquet&view=slices&by=segment&by=device
 
 Parsing never trusts the URL: unknown methods, parameters or values are dropped and
 reported (a link from an older version still opens), and every value is checked again by
@@ -18,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 
 import calcore
+from dashboard.calibration.datadir import MAX_NAME_CHARS
 
 __all__ = [
     "BINS_RANGE",
@@ -167,6 +169,7 @@ class Settings:
 
     sample: str | None  # a key of dashboard.calibration.samples.SAMPLES, or None for an upload
     upload_name: str | None  # shown only; untrusted text
+    dataset: str | None = None  # a dataset of the server's data directory; untrusted text
     methods: tuple[MethodChoice, ...] = ()
     binning: str = "equal-width"
     bins: int = 15
@@ -186,6 +189,8 @@ def settings_to_query(s: Settings) -> dict[str, str | list[str]]:
     q: dict[str, str | list[str]] = {}
     if s.sample is not None:
         q["sample"] = s.sample
+    elif s.dataset is not None:
+        q["data"] = s.dataset
     elif s.upload_name:
         q["upload"] = s.upload_name
     q["m"] = [m.to_query() for m in s.methods] or ["none"]
@@ -220,6 +225,17 @@ def _slice_specs(values: list[str], dropped: list) -> tuple[str, ...]:
         elif text not in kept:
             kept.append(text)
     return tuple(kept)
+
+
+def _dataset_name(value: str | None, dropped: list) -> str | None:
+    """A link's server dataset name, if short and printable; whether it is a dataset of the
+    server (inside the data directory) is checked when it is opened."""
+    if value is None:
+        return None
+    if not value.strip() or len(value) > MAX_NAME_CHARS or not value.isprintable():
+        dropped.append(f"data {value[:40]!r} (empty, unprintable or too long)")
+        return None
+    return value
 
 
 def _choice(value, allowed, fallback, what: str, dropped: list):
@@ -278,8 +294,11 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
         return values[-1] if values else None
 
     upload = one("upload")
-    fallback = None if upload else default_sample
+    dataset = _dataset_name(one("data"), dropped)
+    fallback = None if upload or dataset else default_sample
     sample = _choice(one("sample"), samples, fallback, "sample", dropped)
+    if sample is not None:
+        dataset = None
     if "m" in query:
         methods = []
         for text in query["m"]:
@@ -295,7 +314,8 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
         methods = tuple(MethodChoice(m) for m in DEFAULT_METHODS)
     return Settings(
         sample=sample,
-        upload_name=None if sample is not None else upload,
+        upload_name=None if sample is not None or dataset is not None else upload,
+        dataset=dataset,
         methods=methods,
         binning=_choice(one("binning"), BINNING_CHOICES, "equal-width", "binning", dropped),
         bins=_number(one("bins"), int, *BINS_RANGE, 15, "bins", dropped),

@@ -1,0 +1,162 @@
+"""Datasets on the server in-process (AppTest): opened from a link, streamed into a seeded
+sample the page names, every test row evaluated on request, nothing outside the directory.
+
+Reference numbers come from calcore directly (``scan``, ``sample``, ``evaluate``), not from
+the app's own helpers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
+from streamlit.testing.v1 import AppTest
+
+import calcore
+from dashboard import demo
+from dashboard.calibration import server
+from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
+
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+N_ROWS, N_SAMPLE = 60_000, 20_000
+NAME = "clicks.parquet"
+
+
+@pytest.fixture(autouse=True)
+def fresh_server_caches():
+    server._OPENED.clear()
+    server._REPORTS.clear()
+    yield
+    server._OPENED.clear()
+    server._REPORTS.clear()
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    demo.write_demo(root, n_rows=N_ROWS, name=NAME)
+    (tmp_path / "outside").mkdir()
+    demo.write_demo(tmp_path / "outside", n_rows=1_000, name="secret.parquet")
+    os.symlink(tmp_path / "outside" / "secret.parquet", root / "leak.parquet")
+    monkeypatch.setenv("CALCORE_DATA_DIR", str(root))
+    monkeypatch.setenv(server.SAMPLE_ROWS_ENV, str(N_SAMPLE))
+    return root
+
+
+def run(query: dict) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=180)
+    for key, value in {"boot": "0", **query}.items():
+        at.query_params[key] = value
+    at.run()
+    return at
+
+
+def cell(at: AppTest, table: int, metric: str, method: str) -> str:
+    frame = at.table[table].value
+    return frame.loc[frame["metric"] == metric, method].iloc[0]
+
+
+def test_a_link_opens_the_dataset_on_a_named_sample_with_calcores_numbers(data_dir):
+    at = run({"data": NAME})
+    assert_clean(at)
+    words = " ".join(unescape_markdown(i.value) for i in at.info)
+    n_test = calcore.scan(data_dir / NAME, split="test").n_rows_in_files  # all rows in file
+    assert f"{N_SAMPLE:,} of " in words and "test rows" in words and "calib rows" in words
+    assert at.query_params["data"] in (NAME, [NAME])
+    assert at.sidebar.selectbox(key="sidebar.dataset").value == NAME
+    # the views' table: calcore on the same seeded sample of the test rows
+    sample, n_read = calcore.scan(data_dir / NAME, split="test").sample(N_SAMPLE, seed=0)
+    assert n_read < n_test and sample.n_samples == N_SAMPLE
+    expected = calcore.evaluate(sample, bins=15, metrics=("conf_ece",)).conf_ece
+    assert cell(at, 0, "conf-ECE", "uncalibrated") == f"{expected:.4f}"
+
+
+def test_every_test_row_is_evaluated_streamed_on_request(data_dir):
+    at = run({"data": NAME, "m": "ts"})
+    assert_clean(at)
+    (button,) = [b for b in at.button if b.key == "view.metrics.every_row_button"]
+    assert f"{N_ROWS:,}" not in button.label  # the test rows only, not every row of the file
+    button.click()
+    at.run()
+    assert_clean(at)
+    test = calcore.scan(data_dir / NAME, split="test")
+    full = calcore.evaluate(test, bins=15)
+    calib, _ = calcore.scan(data_dir / NAME, split="calib").sample(N_SAMPLE, seed=0)
+    ts = calcore.make_calibrator("ts").fit(calib)
+    recalibrated = calcore.evaluate(test.with_transform(ts.transform), bins=15)
+    assert cell(at, 1, "conf-ECE", "uncalibrated") == f"{full.conf_ece:.4f}"
+    assert cell(at, 1, "ACE", "uncalibrated") == f"{full.ace:.4f}"
+    assert cell(at, 1, "conf-ECE", "ts") == f"{recalibrated.conf_ece:.4f}"
+    assert cell(at, 1, "Calibration gain", "ts") == "—"
+    n_test = sum(b.preds.n_samples for b in test.batches())
+    assert any(f"{n_test:,} rows" in c.value for c in at.caption)
+
+
+def test_without_the_split_column_only_the_uncalibrated_rows_are_streamed(data_dir):
+    at = run({"data": NAME, "split": "random"})
+    assert_clean(at)
+    (button,) = [b for b in at.button if b.key == "view.metrics.every_row_button"]
+    assert f"1 × {N_ROWS:,} rows" in button.label
+    assert any("Only the uncalibrated predictions" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("name", ["leak.parquet", "../outside/secret.parquet", "/etc/passwd"])
+def test_a_link_outside_the_directory_is_refused_and_nothing_of_it_is_read(data_dir, name):
+    at = run({"data": name})
+    assert not at.exception
+    (error,) = at.error
+    assert "is not a dataset of the server" in unescape_markdown(error.value)
+    (listed,) = at.sidebar.selectbox(key="sidebar.dataset").options  # the leak is not listed
+    assert listed.startswith(f"{NAME} · ")
+
+
+def test_without_a_data_directory_a_dataset_link_says_so(monkeypatch):
+    monkeypatch.delenv("CALCORE_DATA_DIR", raising=False)
+    at = run({"data": NAME})
+    assert not at.exception and not at.error
+    assert any("has no data directory" in unescape_markdown(i.value) for i in at.info)
+    assert [o for o in at.sidebar.radio(key="sidebar.source").options] == [
+        "bundled sample", "upload a file",
+    ]  # fmt: skip
+
+
+def test_a_file_replaced_on_the_server_is_read_again_and_the_page_says_so(data_dir):
+    at = run({"data": NAME})
+    assert_clean(at)
+    before = cell(at, 0, "Accuracy", "uncalibrated")
+    os.unlink(data_dir / NAME)
+    demo.write_demo(data_dir, n_rows=30_000, name=NAME)
+    at.run()
+    assert_clean(at)
+    assert any("changed on the server" in unescape_markdown(w.value) for w in at.warning)
+    words = " ".join(unescape_markdown(i.value) for i in at.info)
+    assert f"{N_SAMPLE:,} of" in words or "all" in words
+    after = cell(at, 0, "Accuracy", "uncalibrated")
+    sample, _ = calcore.scan(data_dir / NAME, split="test").sample(N_SAMPLE, seed=0)
+    assert after == f"{calcore.evaluate(sample, metrics=('accuracy',)).accuracy:.4f}"
+    assert before != after or N_ROWS == 30_000
+
+
+def test_the_slices_view_works_on_the_datasets_sample(data_dir):
+    at = run({"data": NAME, "view": "slices", "by": "segment"})
+    assert_clean(at)
+    (frame,) = [d.value for d in at.dataframe if "q-value" in d.value.columns]
+    assert len(frame) == len(demo.SEGMENTS)
+    assert frame["rows"].sum() == N_SAMPLE
+
+
+def test_the_dataset_round_trips_through_the_link():
+    s = Settings(None, None, dataset="logs/2026")
+    query = settings_to_query(s)
+    assert query["data"] == "logs/2026" and "sample" not in query and "upload" not in query
+    back = settings_from_query({"data": ["logs/2026"]}, samples={"x"}, default_sample="x")
+    assert back.dataset == "logs/2026" and back.sample is None and not back.dropped
+    both = settings_from_query({"data": ["a"], "sample": ["x"]}, samples={"x"}, default_sample="x")
+    assert both.sample == "x" and both.dataset is None  # a sample wins, as in the sidebar
+    bad = settings_from_query({"data": ["a\x00b"]}, samples={"x"}, default_sample="x")
+    assert bad.dataset is None and bad.sample == "x" and bad.dropped
