@@ -74,6 +74,10 @@ def test_a_link_opens_the_dataset_on_a_named_sample_with_calcores_numbers(data_d
     assert n_read < n_test and sample.n_samples == N_SAMPLE
     expected = calcore.evaluate(sample, bins=15, metrics=("conf_ece",)).conf_ece
     assert cell(at, 0, "conf-ECE", "uncalibrated") == f"{expected:.4f}"
+    n_test_rows = sum(
+        b.preds.n_samples for b in calcore.scan(data_dir / NAME, split="test").batches()
+    )
+    assert any(f"(a seeded sample of the {n_test_rows:,})" in c.value for c in at.caption)
 
 
 def test_every_test_row_is_evaluated_streamed_on_request(data_dir):

@@ -37,9 +37,24 @@ def artifacts_dir() -> Path:
     return ARTIFACTS
 
 
+#: The served data directory's demo dataset: small enough to write in a moment, larger than
+#: the sample the page reads of it (so the sample and the every-row table differ).
+E2E_DATASET, E2E_DATASET_ROWS, E2E_SAMPLE_ROWS = "clicks.parquet", 300_000, 100_000
+
+
 @pytest.fixture(scope="session")
-def app_url(artifacts_dir: Path) -> Iterator[str]:
-    """Start `streamlit run dashboard/app.py` headless on 127.0.0.1 and a free port."""
+def data_dir(tmp_path_factory) -> Path:
+    from dashboard.demo import write_demo
+
+    folder = tmp_path_factory.mktemp("served-data")
+    write_demo(folder, n_rows=E2E_DATASET_ROWS, name=E2E_DATASET)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def app_url(artifacts_dir: Path, data_dir: Path) -> Iterator[str]:
+    """Start `streamlit run dashboard/app.py` headless on 127.0.0.1 and a free port, with a
+    data directory holding a small demo dataset."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log_path = artifacts_dir / "streamlit-e2e.log"
@@ -48,6 +63,8 @@ def app_url(artifacts_dir: Path) -> Iterator[str]:
         "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
         "STREAMLIT_SERVER_HEADLESS": "true",
         "PYTHONUNBUFFERED": "1",
+        "CALCORE_DATA_DIR": str(data_dir),
+        "CALCORE_SERVER_SAMPLE_ROWS": str(E2E_SAMPLE_ROWS),
     }
     cmd = [
         sys.executable, "-m", "streamlit", "run", str(APP),

@@ -248,3 +248,40 @@ def test_slices_view_from_a_link_and_a_second_column(
     text = report.read_text(encoding="utf-8")
     assert "Slices by education x age:q4" in text
     assert "university | [21, 28]" in text
+
+
+def test_a_dataset_on_the_server_opens_from_a_link_for_a_second_reviewer(
+    browser, page: Page, app_url: str, artifacts_dir: Path, data_dir: Path
+):
+    """A server dataset named by a link: read as a seeded sample the page names, every test
+    row evaluated on request; the same link in another browser context (a second reviewer)
+    reopens the same dataset and numbers without any upload."""
+    from conftest import E2E_DATASET, E2E_SAMPLE_ROWS
+
+    link = f"{app_url}/?data={E2E_DATASET}&m=ts&boot=0"
+    page.goto(link)
+    expect(page.locator("[data-testid='stTable']")).to_be_visible()
+    wait_idle(page)
+    expect(page.get_by_text(f"{E2E_SAMPLE_ROWS:,} of", exact=False).first).to_be_visible()
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    sampled = metrics_cell(page, "conf-ECE", 2).inner_text()
+
+    page.get_by_role("button", name=re.compile("Evaluate every row")).click()
+    expect(page.locator("[data-testid='stTable']")).to_have_count(2)
+    wait_idle(page)
+    test = calcore.scan(data_dir / E2E_DATASET, split="test")
+    full = calcore.evaluate(test, bins=15, metrics=("conf_ece",)).conf_ece
+    every_row = page.locator("[data-testid='stTable']").nth(1)
+    conf_row = every_row.locator("tr").filter(has=page.get_by_text("conf-ECE", exact=True))
+    expect(conf_row.locator("td, th").nth(2)).to_have_text(f"{full:.4f}")
+    page.screenshot(path=str(artifacts_dir / "e2e-server-dataset.png"), full_page=True)
+
+    other = browser.new_context(viewport={"width": 1400, "height": 2000}).new_page()
+    try:
+        other.goto(link)
+        expect(other.locator("[data-testid='stTable']")).to_be_visible()
+        wait_idle(other)
+        expect(metrics_cell(other, "conf-ECE", 2)).to_have_text(sampled)
+        expect(other.get_by_test_id("stException")).to_have_count(0)
+    finally:
+        other.context.close()

@@ -244,7 +244,7 @@ def render(ctx) -> None:
                 "\n".join(f"- **{esc(m)}**: {esc(n)}" for m, ns in notes.items() for n in ns)
             )
     caption_slot.caption(
-        f"{ctx.test.n_samples:,} test rows · binning {esc(b)}, {esc(k)} · "
+        f"{ctx.test.n_samples:,} test rows{sample_words(ctx)} · binning {esc(b)}, {esc(k)} · "
         + (
             f"{s.n_bootstrap} bootstrap resamples (95%)"
             if s.n_bootstrap and not deferred
@@ -283,6 +283,14 @@ def render(ctx) -> None:
             hide_index=True,
             key="table.fits",
         )
+
+
+def sample_words(ctx) -> str:
+    """`` (a seeded sample of the 8,000,300)`` when the test rows sample a server dataset."""
+    streamed = ctx.split.streamed
+    if streamed is None or ctx.split.mode != "column" or not streamed.sampled("test"):
+        return ""
+    return f" (a seeded sample of the {streamed.n_rows['test']:,})"
 
 
 KEY_EVERY_ROW = "view.metrics.every_row"  # not a widget: the streamed tables asked for
