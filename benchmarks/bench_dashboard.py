@@ -8,11 +8,15 @@ no stale elements, plus the chart/table drawn):
 * 50,000 x 1,000 upload (float32 logits, generated here): first render <= 10 s;
 * issue 11: a 2,000,000-row binary CSV (~38 MB, generated here) settles <= 8 s after the
   upload; the validity and learning-curve views (on a 200,000-row sample) <= 5 s each.
+* issue 15: a dataset on the server (the demo of ``make run``, 10M rows by default,
+  ``--server-rows``) opened from a link: first paint of the metrics table (sampling
+  included), a bins change, a view switch, and every test row evaluated streamed, beside
+  DuckDB's 15-bin conf-ECE query over the same file's test rows (measured in the same run).
 
 Usage::
 
     .venv/bin/python benchmarks/bench_dashboard.py [--skip-big] [--skip-wide] [--skip-rows]
-        [--repeats 3]
+        [--skip-server] [--server-rows 10000000] [--repeats 3]
 
 Each case runs in a fresh browser page against one ``streamlit run`` server; the server's
 caches are cleared between repeats by restarting it, so "first render" is cold.
@@ -45,7 +49,11 @@ def free_port() -> int:
 
 
 class Server:
-    """``streamlit run dashboard/app.py`` on loopback, stopped on exit."""
+    """``streamlit run dashboard/app.py`` on loopback, stopped on exit; ``env`` adds
+    environment variables (the data directory)."""
+
+    def __init__(self, env: dict | None = None) -> None:
+        self.env = env or {}
 
     def __enter__(self):
         self.port = free_port()
@@ -58,7 +66,7 @@ class Server:
         ]  # fmt: skip
         self.proc = subprocess.Popen(
             cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -187,12 +195,84 @@ def binary_csv(folder: Path, n: int = 2_000_000) -> Path:
     return path
 
 
+DUCKDB_CONF_ECE = """
+    WITH t AS (
+      SELECT greatest(p_click, 1 - p_click) AS conf,
+             CAST((p_click >= 0.5) = (label = 'click') AS DOUBLE) AS hit
+      FROM read_parquet('{path}') WHERE split = 'test'),
+    b AS (SELECT least(floor(conf * 15), 14) AS bin, count(*) AS n,
+                 avg(conf) AS c, avg(hit) AS a FROM t GROUP BY bin)
+    SELECT sum(n * abs(c - a)) / sum(n) FROM b
+"""
+
+
+def duckdb_conf_ece(path: Path) -> tuple[float, float]:
+    """DuckDB's 15-bin conf-ECE of the file's test rows, and its seconds (best of 3)."""
+    import duckdb
+
+    best, value = float("inf"), None
+    for _ in range(3):
+        start = time.perf_counter()
+        value = duckdb.sql(DUCKDB_CONF_ECE.format(path=path)).fetchall()[0][0]
+        best = min(best, time.perf_counter() - start)
+    return float(value), best
+
+
+def server_case(browser, n_rows: int) -> dict:
+    """The demo dataset on the server, opened from a link (cold server)."""
+    from dashboard.demo import write_demo
+
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        path = write_demo(Path(tmp), n_rows=n_rows, name="clicks.parquet")
+        written = time.perf_counter() - start
+        with Server({"CALCORE_DATA_DIR": tmp}) as server:
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            start = time.monotonic()
+            page.goto(f"{server.url}/?data=clicks.parquet&m=ts&m=tl-hb")
+            page.locator("[data-testid='stTable'] th", has_text="tl-hb").first.wait_for(
+                timeout=600_000
+            )
+            paint = time.monotonic() - start
+            settle(page)
+            done = time.monotonic() - start
+            bins = change_bins(page, 12, intervals=False)[1]
+            view = switch_view(page, "Confidence reliability")
+            back = time.monotonic()
+            page.get_by_test_id("stRadio").get_by_text("Metrics", exact=True).click()
+            page.locator("[data-testid='stTable']").first.wait_for(timeout=600_000)
+            settle(page)
+            back = time.monotonic() - back
+            start = time.monotonic()
+            page.get_by_role("button", name="Evaluate every row").click()
+            page.locator("[data-testid='stTable']").nth(1).wait_for(timeout=1_200_000)
+            settle(page)
+            every_row = time.monotonic() - start
+            page.close()
+        value, duck = duckdb_conf_ece(path)
+        return {
+            "rows": n_rows,
+            "megabytes": round(path.stat().st_size / 2**20, 1),
+            "demo_written_s": round(written, 2),
+            "first_paint_s": round(paint, 2),
+            "first_render_s": round(done, 2),
+            "bins_change_s": round(bins, 2),
+            "view_switch_s": round(view, 2),
+            "back_to_metrics_s": round(back, 2),
+            "every_row_3_outputs_s": round(every_row, 2),
+            "duckdb_conf_ece_test_rows_s": round(duck, 3),
+            "duckdb_conf_ece": round(value, 6),
+        }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-big", action="store_true")
     parser.add_argument("--skip-wide", action="store_true", help="skip the 10,000 x 100 case")
     parser.add_argument("--skip-rows", action="store_true", help="skip the 2M-row CSV case")
+    parser.add_argument("--skip-server", action="store_true", help="skip the server dataset")
+    parser.add_argument("--server-rows", type=int, default=10_000_000)
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -246,6 +326,8 @@ def main() -> None:
                     "learning_s": round(switch_view(page, "Learning curves"), 2),
                 }
                 page.close()
+        if not args.skip_server:
+            results["server_dataset"] = server_case(browser, args.server_rows)
         browser.close()
     for r in results.values():
         for key in ("first_paint_s", "first_render_s", "bins_change_first_paint_s",
