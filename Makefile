@@ -51,13 +51,15 @@ chromium:
 	  test -x $(CHROMIUM); \
 	fi
 
-# The server's data directory, with the 10M-row demo dataset written on first run.
+# The server's data directory, with the 10M-row demo dataset written on first run, and
+# the workspace where "Keep on the server" stores uploads (7 days, 5 GB by default).
 DATA_DIR ?= data
+WORKSPACE_DIR ?= workspace
 
 run: $(STAMP)
 	$(PY) -m dashboard.demo $(DATA_DIR)
 	@echo "calibration-lens: http://$(HOST):$(PORT) (datasets on the server: $(DATA_DIR)/)"
-	CALCORE_DATA_DIR=$(DATA_DIR) $(PY) -m streamlit run dashboard/app.py --server.headless true \
+	CALCORE_DATA_DIR=$(DATA_DIR) CALCORE_WORKSPACE_DIR=$(WORKSPACE_DIR) $(PY) -m streamlit run dashboard/app.py --server.headless true \
 	  --server.address $(HOST) --server.port $(PORT) \
 	  --browser.gatherUsageStats false --server.fileWatcherType none
 

@@ -8,6 +8,7 @@ widgets by key. The sidebar returns plain values; nothing here touches calcore r
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -31,12 +32,18 @@ from dashboard.calibration.state import (
     Settings,
     method_choice,
 )
+from dashboard.calibration.workspace import Workspace
 from dashboard.text import escape_markdown as esc
 
 KEY_SOURCE = "sidebar.source"
 KEY_SAMPLE = "sidebar.sample"
 KEY_UPLOAD = "sidebar.upload"
 KEY_DATASET = "sidebar.dataset"
+KEY_KEEP = "sidebar.keep"
+KEY_DELETE_KEPT = "sidebar.delete_kept"
+KEY_KEPT_LINK = "data.kept_link"  # not a widget: the workspace id the link named
+KEY_KEPT_IDS = "data.kept_ids"  # not a widget: upload digest -> id kept in this session
+KEY_DELETED = "data.deleted"  # not a widget: the name of the file just deleted
 KEY_SPLIT = "sidebar.split"
 KEY_FRACTION = "sidebar.fraction"
 KEY_SEED = "sidebar.seed"
@@ -135,6 +142,7 @@ def restore(settings: Settings) -> None:
         for name, value in m.params:
             initial[param_key(m.name, name)] = value
     st.session_state[KEY_INITIAL] = initial
+    st.session_state[KEY_KEPT_LINK] = settings.kept
     slicing_choice().update(by=settings.by, rank=settings.rank_by)
 
 
@@ -219,17 +227,23 @@ class Source:
     sample: str | None = None  # the bundled sample's key
     upload_name: str | None = None  # untrusted
     dataset: ServerDataset | None = None
-    dataset_error: str | None = None  # why a linked dataset cannot be opened
+    dataset_error: str | None = None  # why a linked dataset (or kept file) cannot be opened
+    kept: str | None = None  # the workspace id of the upload, when it is kept on the server
 
     @property
     def chosen(self) -> bool:
         return self.file is not None or self.dataset is not None
 
 
-def data_source(data_dir: DataDirectory | None = None) -> Source:
-    """The Data section: a bundled sample, an upload, or (when the server has a data
-    directory) one of its datasets."""
+def data_source(
+    data_dir: DataDirectory | None = None, workspace: Workspace | None = None
+) -> Source:
+    """The Data section: a bundled sample, an upload (kept on the server on request, when
+    it has a workspace), or (when the server has a data directory) one of its datasets."""
     st.header("Data")
+    deleted = st.session_state.pop(KEY_DELETED, None)
+    if deleted is not None:
+        st.success(f"Deleted {esc(deleted)} from the server: its link no longer opens it.")
     sources = [SOURCE_SAMPLE, SOURCE_UPLOAD] + ([SOURCE_SERVER] if data_dir else [])
     source = st.radio(
         "Source",
@@ -259,9 +273,78 @@ def data_source(data_dir: DataDirectory | None = None) -> Source:
         help="One row per example: a label column plus one probability (or logit) column per "
         "class, e.g. label,p_cat,p_dog; optionally a split column with values calib/test.",
     )
-    if upload is None:
-        return Source()
-    return Source(file=uploaded(upload), upload_name=upload.name)
+    if upload is not None:
+        file = uploaded(upload)
+        kept = _keep_control(workspace, file) if workspace is not None else None
+        return Source(file=file, upload_name=upload.name, kept=kept)
+    linked = st.session_state.get(KEY_KEPT_LINK)
+    if linked and workspace is not None:
+        return _kept_upload(workspace, linked)
+    return Source()
+
+
+def _keep_control(workspace: Workspace, file: FileBytes) -> str | None:
+    """The "Keep on the server" box under an upload; the kept id once it is ticked."""
+    days = workspace.retention_s / 86_400
+    keep = st.checkbox(
+        "Keep on the server (the link reopens it)",
+        key=KEY_KEEP,
+        help=f"Stores a copy of this file on this server for {days:g} days, so that anyone "
+        "with the page's link reopens the same data and view without uploading. Nobody can "
+        "list kept files; the link's random id is the only way to them. Off: the file lives "
+        "only in this browser session.",
+    )
+    if not keep:
+        return None
+    memo = st.session_state.setdefault(KEY_KEPT_IDS, {})
+    if file.digest not in memo:
+        try:
+            memo[file.digest] = workspace.keep(file.data, file.name, file.digest).id
+        except calcore.CalcoreError as err:
+            st.error(esc(err))
+            return None
+    kept_id = memo[file.digest]
+    try:
+        kept = workspace.lookup(kept_id)
+    except calcore.CalcoreError:  # deleted meanwhile (by this link's other holders)
+        memo.pop(file.digest, None)
+        st.warning("The kept copy was deleted from the server; untick and tick to keep it again.")
+        return None
+    _kept_caption(kept)
+
+    def delete() -> None:  # a callback: it runs before the rerun, when the box may change
+        workspace.delete(kept_id)
+        memo.pop(file.digest, None)
+        st.session_state[KEY_KEEP] = False
+        st.session_state[KEY_DELETED] = kept.name
+
+    st.button("Delete from the server", key=KEY_DELETE_KEPT, on_click=delete)
+    return kept_id
+
+
+def _kept_caption(kept) -> None:
+    expires = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(kept.expires))
+    st.caption(
+        f"Kept on the server as {esc(kept.name)} until {expires}; the page's link reopens it."
+    )
+
+
+def _kept_upload(workspace: Workspace, kept_id: str) -> Source:
+    """The file a link's workspace id names (read from the server), with a delete button."""
+    try:
+        kept, data = workspace.open(kept_id)
+    except calcore.CalcoreError as err:
+        return Source(dataset_error=str(err))
+    _kept_caption(kept)
+
+    def delete() -> None:
+        workspace.delete(kept.id)
+        st.session_state[KEY_KEPT_LINK] = None
+        st.session_state[KEY_DELETED] = kept.name
+
+    st.button("Delete from the server", key=KEY_DELETE_KEPT, on_click=delete)
+    file = FileBytes(kept.name, data, True, kept.digest)
+    return Source(file=file, upload_name=kept.name, kept=kept.id)
 
 
 def _server_dataset(data_dir: DataDirectory) -> Source:
@@ -302,6 +385,7 @@ def sidebar_settings(
     has_split_column: bool,
     n_classes: int,
     dataset: str | None = None,
+    kept: str | None = None,
 ) -> Settings:
     """The sidebar's sections below the data source, read as one :class:`Settings`.
 
@@ -321,6 +405,7 @@ def sidebar_settings(
         sample=sample,
         upload_name=upload_name,
         dataset=dataset,
+        kept=kept,
         methods=methods,
         binning=binning,
         bins=bins,

@@ -23,6 +23,7 @@ from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.server import RowsProgress, Streamed, open_dataset, sample_rows
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.views import RENDERERS
+from dashboard.calibration.workspace import Workspace, workspace_from_env
 from dashboard.text import escape_markdown as esc
 
 KEY_RESTORED = "app.restored_from_url"
@@ -72,15 +73,20 @@ def render_calibration() -> None:
 
     # Each sidebar section in a keyed container, so a section whose content changes (source,
     # split mode, chosen methods) leaves the other sections' elements where they were.
-    data_dir = _data_directory()
+    data_dir, workspace = _data_directory(), _workspace()
     with st.sidebar, st.container(key="section.data"):
-        source = controls.data_source(data_dir)
+        source = controls.data_source(data_dir, workspace)
     if source.dataset_error:
         st.error(esc(source.dataset_error))
     if first_run and from_url.dataset and data_dir is None:
         st.info(
             f"This link names the dataset **{esc(from_url.dataset)}** on the server, but this "
             "server has no data directory (CALCORE_DATA_DIR): a bundled sample is shown instead."
+        )
+    if first_run and from_url.kept and workspace is None:
+        st.info(
+            "This link names a file kept on the server, but this server keeps no files "
+            "(CALCORE_WORKSPACE_DIR): upload the file again in the sidebar."
         )
     if not source.chosen:
         if from_url.upload_name:
@@ -115,6 +121,7 @@ def render_calibration() -> None:
         has_split_column=loaded.has_split_column,
         n_classes=loaded.any.n_classes,
         dataset=None if source.dataset is None else source.dataset.name,
+        kept=source.kept,
     )
     try:
         second = second_digest = None
@@ -168,6 +175,15 @@ def _data_directory() -> DataDirectory | None:
         return data_directory()
     except calcore.CalcoreError as err:
         st.error(f"Datasets on the server are unavailable: {esc(err)}")
+        return None
+
+
+def _workspace() -> Workspace | None:
+    """The server's workspace of kept uploads (CALCORE_WORKSPACE_DIR), or None."""
+    try:
+        return workspace_from_env()
+    except calcore.CalcoreError as err:
+        st.error(f"Keeping files on the server is unavailable: {esc(err)}")
         return None
 
 

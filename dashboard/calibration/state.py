@@ -170,6 +170,7 @@ class Settings:
     sample: str | None  # a key of dashboard.calibration.samples.SAMPLES, or None for an upload
     upload_name: str | None  # shown only; untrusted text
     dataset: str | None = None  # a dataset of the server's data directory; untrusted text
+    kept: str | None = None  # the workspace id of a kept upload; untrusted text
     methods: tuple[MethodChoice, ...] = ()
     binning: str = "equal-width"
     bins: int = 15
@@ -191,6 +192,8 @@ def settings_to_query(s: Settings) -> dict[str, str | list[str]]:
         q["sample"] = s.sample
     elif s.dataset is not None:
         q["data"] = s.dataset
+    elif s.kept is not None:
+        q["ws"] = s.kept  # the id alone: the file name stays on the server
     elif s.upload_name:
         q["upload"] = s.upload_name
     q["m"] = [m.to_query() for m in s.methods] or ["none"]
@@ -225,6 +228,10 @@ def _slice_specs(values: list[str], dropped: list) -> tuple[str, ...]:
         elif text not in kept:
             kept.append(text)
     return tuple(kept)
+
+
+#: A kept upload's id is 32 hex characters; a longer text is cut (it is "not found" anyway).
+MAX_KEPT_ID_CHARS = 64
 
 
 def _dataset_name(value: str | None, dropped: list) -> str | None:
@@ -295,10 +302,14 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
 
     upload = one("upload")
     dataset = _dataset_name(one("data"), dropped)
-    fallback = None if upload or dataset else default_sample
+    kept = one("ws")
+    kept = kept[:MAX_KEPT_ID_CHARS] if kept else None  # checked (or "not found") on use
+    fallback = None if upload or dataset or kept else default_sample
     sample = _choice(one("sample"), samples, fallback, "sample", dropped)
     if sample is not None:
-        dataset = None
+        dataset = kept = None
+    elif dataset is not None:
+        kept = None
     if "m" in query:
         methods = []
         for text in query["m"]:
@@ -316,6 +327,7 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
         sample=sample,
         upload_name=None if sample is not None or dataset is not None else upload,
         dataset=dataset,
+        kept=kept,
         methods=methods,
         binning=_choice(one("binning"), BINNING_CHOICES, "equal-width", "binning", dropped),
         bins=_number(one("bins"), int, *BINS_RANGE, 15, "bins", dropped),
