@@ -227,7 +227,7 @@ class Source:
     sample: str | None = None  # the bundled sample's key
     upload_name: str | None = None  # untrusted
     dataset: ServerDataset | None = None
-    dataset_error: str | None = None  # why a linked dataset (or kept file) cannot be opened
+    error: str | None = None  # why a linked dataset (or kept file) cannot be opened
     kept: str | None = None  # the workspace id of the upload, when it is kept on the server
 
     @property
@@ -334,7 +334,7 @@ def _kept_upload(workspace: Workspace, kept_id: str) -> Source:
     try:
         kept, data = workspace.open(kept_id)
     except calcore.CalcoreError as err:
-        return Source(dataset_error=str(err))
+        return Source(error=str(err))
     _kept_caption(kept)
 
     def delete() -> None:
@@ -360,7 +360,7 @@ def _server_dataset(data_dir: DataDirectory) -> Source:
             linked_error = str(err)
     if not listed:
         st.info("The server's data directory holds no Parquet, CSV or NPZ dataset.")
-        return Source(dataset_error=linked_error)
+        return Source(error=linked_error)
     names = list(listed)
     name = st.selectbox(
         "Dataset on the server",
@@ -374,8 +374,8 @@ def _server_dataset(data_dir: DataDirectory) -> Source:
     try:
         dataset = data_dir.resolve(name)  # again: the files may have changed since listing
     except calcore.CalcoreError as err:
-        return Source(dataset_error=str(err))
-    return Source(dataset=dataset, dataset_error=linked_error)
+        return Source(error=str(err))
+    return Source(dataset=dataset, error=linked_error)
 
 
 def sidebar_settings(

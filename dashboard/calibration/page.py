@@ -9,6 +9,8 @@ input or settings, shown in plain words), so genuine bugs still surface in tests
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 
 import streamlit as st
 
@@ -23,7 +25,7 @@ from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.server import RowsProgress, Streamed, open_dataset, sample_rows
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.views import RENDERERS
-from dashboard.calibration.workspace import Workspace, workspace_from_env
+from dashboard.calibration.workspace import WORKSPACE_ENV, Workspace, workspace_from_env
 from dashboard.text import escape_markdown as esc
 
 KEY_RESTORED = "app.restored_from_url"
@@ -76,8 +78,8 @@ def render_calibration() -> None:
     data_dir, workspace = _data_directory(), _workspace()
     with st.sidebar, st.container(key="section.data"):
         source = controls.data_source(data_dir, workspace)
-    if source.dataset_error:
-        st.error(esc(source.dataset_error))
+    if source.error:
+        st.error(esc(source.error))
     if first_run and from_url.dataset and data_dir is None:
         st.info(
             f"This link names the dataset **{esc(from_url.dataset)}** on the server, but this "
@@ -94,7 +96,7 @@ def render_calibration() -> None:
                 f"This link was made with the uploaded file **{esc(from_url.upload_name)}**. "
                 "Upload the same file in the sidebar to restore the view."
             )
-        elif source.dataset_error is None:
+        elif source.error is None:
             st.info("Upload a predictions file in the sidebar, or switch back to a sample.")
         st.stop()
     streamed = None
@@ -179,12 +181,21 @@ def _data_directory() -> DataDirectory | None:
 
 
 def _workspace() -> Workspace | None:
-    """The server's workspace of kept uploads (CALCORE_WORKSPACE_DIR), or None."""
+    """The server's workspace of kept uploads (CALCORE_WORKSPACE_DIR), or None; opened once
+    per configuration (its index is checked on opening), expired files purged now and then."""
     try:
-        return workspace_from_env()
+        workspace = _opened_workspace(*(os.environ.get(v, "") for v in WORKSPACE_ENV))
     except calcore.CalcoreError as err:
         st.error(f"Keeping files on the server is unavailable: {esc(err)}")
         return None
+    if workspace is not None:
+        workspace.purge_now_and_then()
+    return workspace
+
+
+@functools.lru_cache(maxsize=4)
+def _opened_workspace(*values: str) -> Workspace | None:
+    return workspace_from_env(dict(zip(WORKSPACE_ENV, values, strict=True)))
 
 
 KEY_FINGERPRINTS = "data.server_fingerprints"

@@ -35,6 +35,7 @@ from pathlib import Path
 import calcore
 
 __all__ = [
+    "WORKSPACE_ENV",
     "DEFAULT_QUOTA_MB",
     "DEFAULT_RETENTION_DAYS",
     "Kept",
@@ -45,6 +46,8 @@ __all__ = [
 WORKSPACE_DIR_ENV = "CALCORE_WORKSPACE_DIR"
 RETENTION_ENV = "CALCORE_WORKSPACE_DAYS"
 QUOTA_ENV = "CALCORE_WORKSPACE_QUOTA_MB"
+#: The environment variables of a workspace: directory, retention (days), quota (MB).
+WORKSPACE_ENV = (WORKSPACE_DIR_ENV, RETENTION_ENV, QUOTA_ENV)
 DEFAULT_RETENTION_DAYS = 7
 DEFAULT_QUOTA_MB = 5_000
 _ID = re.compile(r"[0-9a-f]{32}")
@@ -99,6 +102,7 @@ class Workspace:
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self.index = self.root / "index.sqlite3"
         self._ensure_index()
+        self._purged = 0.0
         self.purge()
 
     # -- the index ---------------------------------------------------------------------
@@ -274,8 +278,14 @@ class Workspace:
             if row is not None:
                 self._drop_unused(db, row[0])
 
+    def purge_now_and_then(self) -> None:
+        """:meth:`purge`, at most once a minute (a page opens the workspace on every rerun)."""
+        if time.monotonic() - self._purged > 60:
+            self.purge()
+
     def purge(self) -> int:
         """Delete expired ids, their unused bytes and stray temporary files; ids deleted."""
+        self._purged = time.monotonic()
         now = time.time()
         with self._writing() as db:
             gone = db.execute("SELECT id, digest FROM kept WHERE expires <= ?", (now,)).fetchall()
