@@ -348,3 +348,28 @@ def test_an_npz_member_shorter_than_its_header_is_refused(tmp_path):
     # the member sizes are checked against the headers before any row is read
     with pytest.raises(calcore.CalcoreError, match=r"cut\.npz: array 'probs' declares 2,400 bytes"):
         calcore.evaluate(calcore.scan(tmp_path / "cut.npz", batch_rows=25))
+
+
+def test_with_split_selects_the_rows_scan_would_select(tmp_path):
+    p, y = _multiclass(500, seed=17)
+    split = np.where(np.arange(500) % 3 == 0, "calib", "test")
+    pq.write_table(
+        pa.table({"label": y, **{f"p_{c}": p[:, j] for j, c in enumerate(NAMES)}, "split": split}),
+        tmp_path / "s.parquet",
+    )
+    every_row = calcore.scan(tmp_path / "s.parquet", batch_rows=64)
+    for name in ("calib", "test"):
+        got = calcore.evaluate(every_row.with_split(name))
+        want = calcore.evaluate(calcore.load_predictions(tmp_path / "s.parquet", split=name))
+        _assert_same_report(got, want)
+    assert calcore.evaluate(every_row.with_split("test").with_split(None)).metrics == (
+        calcore.evaluate(every_row).metrics
+    )
+    with pytest.raises(calcore.CalcoreError, match="split must be None, 'calib' or 'test'"):
+        every_row.with_split("train")
+    pq.write_table(
+        pa.table({"label": y, **{f"p_{c}": p[:, j] for j, c in enumerate(NAMES)}}),
+        tmp_path / "n.parquet",
+    )
+    with pytest.raises(calcore.CalcoreError, match="there is no split column"):
+        calcore.scan(tmp_path / "n.parquet").with_split("test")

@@ -152,6 +152,22 @@ class PredictionStream:
         ``transform``: recalibrated predictions evaluated or written at bounded memory."""
         return replace(self, transform=transform)
 
+    def with_split(self, split: str | None) -> "PredictionStream":
+        """The same files, reading the rows of ``split`` (``"calib"``, ``"test"``) or every
+        row (None): what ``scan(..., split=split)`` opens, without detecting the columns
+        again. The class names stay the stream's.
+
+        Raises
+        ------
+        CalcoreError
+            An unknown split, or a split asked of files without a split column.
+        """
+        from calcore.io._load import check_options
+
+        check_options(self._options["scores"], split, None, self._options["percent"])
+        _check_split_column(self.name, self.roles, split)
+        return replace(self, split=split)
+
     def sample(self, max_rows: int, *, seed: int = 0) -> tuple[Predictions, int]:
         """A seeded uniform sample of at most ``max_rows`` rows, and the number of rows read.
 
@@ -512,11 +528,7 @@ def scan(
         layout.check_types(roles, weight)
         n_rows = sum(layout.rows_of(path, _used(roles, weight) + list(named)) for path in files)
         n_score_columns = len(roles.scores)
-    if split is not None and roles.split is None:
-        raise CalcoreError(
-            f"{display}: split={split!r} was requested but there is no split "
-            f"column (name one with split_column=)."
-        )
+    _check_split_column(display, roles, split)
     used = _used(roles, weight)
     fingerprints = tuple(_fingerprint(path) for path in files)
     # NPZ: 1-D scores with both class names are a two-class file (as in load_predictions)
@@ -552,6 +564,14 @@ def scan(
         names = b.preds.class_names
         break
     return replace(stream, class_names=names, _options={**options, "names": names})
+
+
+def _check_split_column(name: str, roles: Roles, split: str | None) -> None:
+    if split is not None and roles.split is None:
+        raise CalcoreError(
+            f"{name}: split={split!r} was requested but there is no split "
+            f"column (name one with split_column=)."
+        )
 
 
 def _used(roles: Roles, weight: str | None) -> list[str]:

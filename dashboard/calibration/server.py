@@ -68,32 +68,30 @@ class Streamed:
     ----------
     dataset : ServerDataset
     streams : dict of str to calcore.PredictionStream
-        ``{"calib", "test"}`` with a split column, else ``{"all"}``.
+        ``{"calib", "test"}`` with a split column, else ``{"all"}``; with the slice
+        columns, for the samples.
     n_rows : dict of str to int
         Rows of each stream (read while sampling: exact, also for CSV).
     sample_rows : int
         The sample size per split asked for.
-    whole : calcore.PredictionStream
-        Every row of the dataset.
+    plain : calcore.PredictionStream
+        Every row of the dataset, without the slice columns.
     """
 
     dataset: ServerDataset
     streams: dict
     n_rows: dict
     sample_rows: int
-    whole: calcore.PredictionStream  # every row, whatever the split
+    plain: calcore.PredictionStream  # every row, without the slice columns
+
+    def evaluated(self, split: str | None) -> calcore.PredictionStream:
+        """The rows of ``split`` (None: every row) for evaluation: the slice columns,
+        which only the samples need, are not read."""
+        return self.plain.with_split(split)
 
     def sampled(self, split: str) -> bool:
         """Whether the views see fewer rows of ``split`` than there are."""
         return self.n_rows[split] > self.sample_rows
-
-    @property
-    def test_stream(self) -> calcore.PredictionStream:
-        return self.streams.get("test", self.streams.get("all"))
-
-    @property
-    def n_test_rows(self) -> int:
-        return self.n_rows.get("test", self.n_rows.get("all", 0))
 
 
 def _detected(stream: calcore.PredictionStream, slice_columns, weight) -> list[str]:
@@ -150,17 +148,14 @@ def _opened(dataset: ServerDataset, n_sample: int, progress) -> tuple[Loaded, St
     except calcore.CalcoreError as err:  # e.g. an NPZ array that is not one value per row
         whole, metadata = first, []
         notes.append(f"No metadata kept for slicing: {err}")
-    splits = ("calib", "test") if roles.split else ("all",)
-    streams = {
-        s: whole if s == "all" else calcore.scan(path, split=s, slice_columns=metadata)
-        for s in splits
-    }
+    # the split streams select rows of the same files: no second detection of the columns
+    streams = {s: whole.with_split(s) for s in ("calib", "test")} if roles.split else {"all": whole}
     samples, n_rows = {}, {}
     for name, stream in streams.items():
         if progress is not None:
             stream = stream.with_progress(progress)
         samples[name], n_rows[name] = stream.sample(n_sample, seed=_SAMPLE_SEED)
-    streamed = Streamed(dataset, streams, n_rows, n_sample, whole)
+    streamed = Streamed(dataset, streams, n_rows, n_sample, first)
     notes = _detected(whole, metadata, whole.weight_column) + notes
     return Loaded(dataset.name, samples, tuple(notes), ()), streamed
 

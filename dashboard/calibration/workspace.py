@@ -121,13 +121,7 @@ class Workspace:
             with closing(self._connect()) as db:
                 if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                     raise sqlite3.DatabaseError("quick_check failed")
-                db.execute(
-                    "CREATE TABLE IF NOT EXISTS kept (id TEXT PRIMARY KEY, name TEXT NOT NULL, "
-                    "digest TEXT NOT NULL, size INTEGER NOT NULL, created REAL NOT NULL, "
-                    "expires REAL NOT NULL)"
-                )
-                db.execute("CREATE INDEX IF NOT EXISTS kept_digest ON kept (digest)")
-                db.execute("CREATE INDEX IF NOT EXISTS kept_expires ON kept (expires)")
+                db.executescript(_SCHEMA)
         except sqlite3.DatabaseError:
             self.rebuild_index()
 
@@ -147,12 +141,7 @@ class Workspace:
             if _ID.fullmatch(k.id) and (self.root / "blobs" / k.digest).exists():
                 rows.append(k)
         with closing(self._connect()) as db:
-            db.execute(
-                "CREATE TABLE kept (id TEXT PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT "
-                "NULL, size INTEGER NOT NULL, created REAL NOT NULL, expires REAL NOT NULL)"
-            )
-            db.execute("CREATE INDEX kept_digest ON kept (digest)")
-            db.execute("CREATE INDEX kept_expires ON kept (expires)")
+            db.executescript(_SCHEMA)
             db.executemany(
                 "INSERT INTO kept VALUES (?, ?, ?, ?, ?, ?)",
                 [(k.id, k.name, k.digest, k.size, k.created, k.expires) for k in rows],
@@ -176,10 +165,7 @@ class Workspace:
     def used_bytes(self) -> int:
         """Bytes of the kept files (each content once)."""
         with closing(self._connect()) as db:
-            row = db.execute(
-                "SELECT coalesce(sum(size), 0) FROM (SELECT DISTINCT digest, size FROM kept)"
-            ).fetchone()
-        return int(row[0])
+            return _used_bytes(db)
 
     def keep(self, data: bytes, name: str, digest: str | None = None) -> Kept:
         """Keep ``data`` (an upload called ``name``) and return its new id.
@@ -205,9 +191,7 @@ class Workspace:
                 tmp_blob = _write_temporary(self.root / "blobs", data)
             record = _write_temporary(self.root / "ids", json.dumps(kept.__dict__).encode())
             with self._writing() as db:
-                used = db.execute(
-                    "SELECT coalesce(sum(size), 0) FROM (SELECT DISTINCT digest, size FROM kept)"
-                ).fetchone()[0]
+                used = _used_bytes(db)
                 shared = db.execute(
                     "SELECT 1 FROM kept WHERE digest = ? LIMIT 1", (digest,)
                 ).fetchone()
@@ -337,6 +321,21 @@ def workspace_from_env(environ=None) -> Workspace | None:
         raise calcore.CalcoreError(
             f"{WORKSPACE_DIR_ENV}: the workspace cannot be used ({err.strerror or err})."
         ) from None
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kept (id TEXT PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL,
+                                 size INTEGER NOT NULL, created REAL NOT NULL,
+                                 expires REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS kept_digest ON kept (digest);
+CREATE INDEX IF NOT EXISTS kept_expires ON kept (expires);
+"""
+
+
+def _used_bytes(db) -> int:
+    """Bytes of the kept files, each content once."""
+    sql = "SELECT coalesce(sum(size), 0) FROM (SELECT DISTINCT digest, size FROM kept)"
+    return int(db.execute(sql).fetchone()[0])
 
 
 def _write_temporary(folder: Path, data: bytes) -> str:

@@ -309,7 +309,7 @@ def every_row(ctx) -> None:
         return
     by_column = ctx.split.mode == "column" and "test" in streamed.streams
     split = "test" if by_column else "all"
-    stream = streamed.streams["test"] if by_column else streamed.whole
+    stream = streamed.evaluated("test" if by_column else None)
     n_rows = streamed.n_rows["test"] if by_column else sum(streamed.n_rows.values())
     if by_column and not streamed.sampled("test"):
         return  # the table above is already on every test row
