@@ -320,3 +320,42 @@ def test_a_streams_sample_keeps_its_slice_columns_as_metadata(files, frame, ext)
     got = part.metadata["visits"]
     assert got.kind == "integer"
     np.testing.assert_array_equal(got.values, expected)
+
+
+@pytest.mark.parametrize("ext", ["parquet", "csv", "npz"])
+def test_one_pass_samples_each_split_as_its_own_stream_would(frame, tmp_path, ext):
+    """``sample_splits`` reads the files once and gives, per split, exactly the sample of
+    the split's own stream (positions counted within the split), slice values included."""
+    rng = np.random.default_rng(11)
+    split = rng.choice(["Calib", "test"], N_ROWS, p=[0.3, 0.7])
+    with_split = frame.assign(split=split)
+    path = tmp_path / f"s.{ext}"
+    if ext == "parquet":
+        with_split.to_parquet(path)
+    elif ext == "csv":
+        with_split.to_csv(path, index=False)
+    else:
+        names = [c[2:] for c in frame.columns if c.startswith("p_")]
+        np.savez(
+            path,
+            probs=np.ascontiguousarray(frame[[f"p_{c}" for c in names]].to_numpy()),
+            labels=frame["label"].map({c: i for i, c in enumerate(names)}).to_numpy(),
+            class_names=np.array(names),
+            split=split,
+            visits=frame["visits"].to_numpy(),
+        )
+    by = ["visits"] if ext == "npz" else ["country", "visits"]
+    stream = calcore.scan(path, slice_columns=by, batch_rows=353)
+    both = stream.sample_splits(400, seed=4)
+    for name, n_rows in (("calib", (split == "Calib").sum()), ("test", (split == "test").sum())):
+        alone, n_alone = stream.with_split(name).sample(400, seed=4)
+        got, n_read = both[name]
+        assert n_read == n_alone == n_rows and got.n_samples == 400
+        np.testing.assert_array_equal(got.probs, alone.probs)
+        np.testing.assert_array_equal(got.labels, alone.labels)
+        for c in by:
+            assert got.metadata[c].describe() == alone.metadata[c].describe()
+            np.testing.assert_array_equal(got.metadata[c].values, alone.metadata[c].values)
+    frame.to_parquet(tmp_path / "no_split.parquet")
+    with pytest.raises(CalcoreError, match="no split column to sample by"):
+        calcore.scan(tmp_path / "no_split.parquet").sample_splits(400, seed=4)

@@ -804,3 +804,19 @@ def test_wide_files_get_shorter_batches(tmp_path, monkeypatch):
     got = calcore.evaluate(stream)
     want = calcore.evaluate(preds)
     assert got.top_label_ece == pytest.approx(want.top_label_ece, rel=1e-12)
+
+
+def test_stream_sample_is_the_bottom_k_of_the_row_uniforms(tmp_path):
+    """Brute force: the sample is the rows with the k smallest (uniform, position) pairs,
+    whatever the batching (batches of 97 rows make the sampler cut back many times)."""
+    from calcore.statistics.poisson import row_uniforms
+
+    preds = _binary(2_000, seed=37)
+    _write_parts(tmp_path, preds, [900])
+    u = row_uniforms(np.arange(2_000), 5)
+    rows = np.sort(np.argsort(u, kind="stable")[:300])
+    for batch_rows in (97, 2_000):
+        got, n = calcore.scan(tmp_path, batch_rows=batch_rows).sample(300, seed=5)
+        assert n == 2_000
+        np.testing.assert_array_equal(got.probs, preds.probs[rows])
+        np.testing.assert_array_equal(got.labels, preds.labels[rows])

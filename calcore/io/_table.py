@@ -79,6 +79,7 @@ class RawTable:
     labels : ndarray of shape (n_rows,)
         Text (CSV, Parquet, NPZ string labels) or integers (NPZ integer labels).
     split : ndarray of shape (n_rows,) of str, or None
+        In a stream's batches, ``(distinct values, index per row)`` as for the labels.
     row_names : RowNames
     kind_hint : tuple of (str, str) or None
         ``(kind, reason)`` when the format fixes the kind (NPZ array names).
@@ -98,7 +99,7 @@ class RawTable:
     n_rows: int
     scores: np.ndarray
     labels: np.ndarray
-    split: np.ndarray | None
+    split: np.ndarray | tuple | None
     row_names: RowNames
     kind_hint: tuple[str, str] | None = None
     weights: np.ndarray | None = None

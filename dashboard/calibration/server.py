@@ -1,10 +1,11 @@
 """Opening a dataset of the server's data directory: streamed, never loaded whole.
 
 A server dataset can be far larger than memory (the demo has 10 million rows), so the
-page never materialises it: :func:`open_dataset` opens it with :func:`calcore.scan` (one
-stream per split, with every metadata column kept for slicing) and reads a seeded uniform
-sample of at most :func:`sample_rows` rows per split (:meth:`calcore.PredictionStream.sample`:
-bottom-k of per-row uniforms keyed by row position, the same whatever the batching).
+page never materialises it: :func:`open_dataset` opens it with :func:`calcore.scan` (with
+every metadata column kept for slicing) and reads, in one pass over the files, a seeded
+uniform sample of at most :func:`sample_rows` rows per split
+(:meth:`calcore.PredictionStream.sample_splits`: bottom-k of per-row uniforms keyed by row
+position, the same whatever the batching).
 
 Every view works on the samples, as on a file loaded whole, and the page says so; the
 Metrics view can also evaluate every test row, streamed (:func:`streamed_report`). Results
@@ -67,11 +68,9 @@ class Streamed:
     Attributes
     ----------
     dataset : ServerDataset
-    streams : dict of str to calcore.PredictionStream
-        ``{"calib", "test"}`` with a split column, else ``{"all"}``; with the slice
-        columns, for the samples.
     n_rows : dict of str to int
-        Rows of each stream (read while sampling: exact, also for CSV).
+        Rows of each split, ``{"calib", "test"}`` with a split column, else ``{"all"}``
+        (counted while sampling: exact, also for CSV).
     sample_rows : int
         The sample size per split asked for.
     plain : calcore.PredictionStream
@@ -79,7 +78,6 @@ class Streamed:
     """
 
     dataset: ServerDataset
-    streams: dict
     n_rows: dict
     sample_rows: int
     plain: calcore.PredictionStream  # every row, without the slice columns
@@ -148,14 +146,14 @@ def _opened(dataset: ServerDataset, n_sample: int, progress) -> tuple[Loaded, St
     except calcore.CalcoreError as err:  # e.g. an NPZ array that is not one value per row
         whole, metadata = first, []
         notes.append(f"No metadata kept for slicing: {err}")
-    # the split streams select rows of the same files: no second detection of the columns
-    streams = {s: whole.with_split(s) for s in ("calib", "test")} if roles.split else {"all": whole}
-    samples, n_rows = {}, {}
-    for name, stream in streams.items():
-        if progress is not None:
-            stream = stream.with_progress(progress)
-        samples[name], n_rows[name] = stream.sample(n_sample, seed=_SAMPLE_SEED)
-    streamed = Streamed(dataset, streams, n_rows, n_sample, first)
+    reading = whole if progress is None else whole.with_progress(progress)
+    if roles.split:  # both splits' samples from one pass over the files
+        sampled = reading.sample_splits(n_sample, seed=_SAMPLE_SEED)
+    else:
+        sampled = {"all": reading.sample(n_sample, seed=_SAMPLE_SEED)}
+    samples = {name: sample for name, (sample, _) in sampled.items()}
+    n_rows = {name: n for name, (_, n) in sampled.items()}
+    streamed = Streamed(dataset, n_rows, n_sample, first)
     notes = _detected(whole, metadata, whole.weight_column) + notes
     return Loaded(dataset.name, samples, tuple(notes), ()), streamed
 
@@ -185,14 +183,22 @@ class RowsProgress:
     """A progress callback for streamed passes: rows read, rows per second, passes.
 
     ``show(text, fraction)`` receives the words and, when ``total_rows`` is known, the
-    fraction of the current pass read (else None).
+    fraction of the current pass read (else None), at most every ``every_s`` seconds:
+    each call redraws a page element, and a browser redrawing 100 times during a
+    4-second pass takes CPU from the pass (2 cores).
     """
 
     def __init__(
-        self, show: Callable[[str, float | None], None], what: str, total_rows: int | None = None
+        self,
+        show: Callable[[str, float | None], None],
+        what: str,
+        total_rows: int | None = None,
+        *,
+        every_s: float = 0.25,
     ) -> None:
-        self.show, self.what, self.total = show, what, total_rows
+        self.show, self.what, self.total, self.every_s = show, what, total_rows, every_s
         self.start = time.perf_counter()
+        self.shown = -every_s
         self.rows = 0
         self.last_position = -1
         self.passes = 1
@@ -203,6 +209,9 @@ class RowsProgress:
         self.last_position = batch.position
         self.rows += batch.preds.n_samples
         seconds = max(time.perf_counter() - self.start, 1e-9)
+        if seconds - self.shown < self.every_s:
+            return
+        self.shown = seconds
         done = None
         if self.total:
             done = min((batch.position + batch.preds.n_samples) / self.total, 1.0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
@@ -164,3 +165,26 @@ def test_the_dataset_round_trips_through_the_link():
     assert both.sample == "x" and both.dataset is None  # a sample wins, as in the sidebar
     bad = settings_from_query({"data": ["a\x00b"]}, samples={"x"}, default_sample="x")
     assert bad.dataset is None and bad.sample == "x" and bad.dropped
+
+
+def test_progress_is_shown_at_most_every_quarter_second_and_counts_passes(monkeypatch):
+    """A pass over 100 batches redraws the progress line a few times, not 100 (each redraw
+    is a page update the browser renders), and a restart at position 0 is a new pass."""
+    from types import SimpleNamespace
+
+    clock = iter(0.01 * np.arange(1, 1_000))
+    monkeypatch.setattr(server.time, "perf_counter", lambda: next(clock))
+    shown = []
+    progress = server.RowsProgress(
+        lambda text, done: shown.append((text, done)), "sampling", 10_000
+    )
+    batch = lambda position: SimpleNamespace(  # noqa: E731
+        position=position, preds=SimpleNamespace(n_samples=100)
+    )
+    for position in range(0, 10_000, 100):  # 100 batches over ~1 s (0.01 s each)
+        progress(batch(position))
+    assert 3 <= len(shown) <= 6  # the first, then every 0.25 s
+    assert shown[0][0].startswith("sampling: pass 1, 100 rows read")
+    progress(batch(0))  # a second pass
+    progress(batch(100))
+    assert progress.passes == 2 and progress.rows == 10_200

@@ -307,7 +307,7 @@ def every_row(ctx) -> None:
     streamed = ctx.split.streamed
     if streamed is None:
         return
-    by_column = ctx.split.mode == "column" and "test" in streamed.streams
+    by_column = ctx.split.mode == "column" and "test" in streamed.n_rows
     split = "test" if by_column else "all"
     stream = streamed.evaluated("test" if by_column else None)
     n_rows = streamed.n_rows["test"] if by_column else sum(streamed.n_rows.values())
