@@ -227,7 +227,10 @@ def open_server_dataset(dataset: ServerDataset):
         line.empty()
         st.error(f"Could not open {esc(dataset.name)}. {esc(err)}")
         st.stop()
-    line.empty()
+    line.caption(
+        f"sample read at {streamed.read_at} UTC in {streamed.read_seconds:.2f} s, once for "
+        "every session on this server (until the files change)"
+    )
     return loaded, streamed
 
 

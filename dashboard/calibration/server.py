@@ -15,6 +15,7 @@ its files), so a file replaced on the server is read again.
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 from dataclasses import dataclass
@@ -75,12 +76,19 @@ class Streamed:
         The sample size per split asked for.
     plain : calcore.PredictionStream
         Every row of the dataset, without the slice columns.
+    read_at : str
+        When the samples were read (UTC, ``HH:MM:SS``): every session on the server shows
+        the same time, the visible sign that they share one computation.
+    read_seconds : float
+        How long opening and sampling took.
     """
 
     dataset: ServerDataset
     n_rows: dict
     sample_rows: int
     plain: calcore.PredictionStream  # every row, without the slice columns
+    read_at: str
+    read_seconds: float
 
     def evaluated(self, split: str | None) -> calcore.PredictionStream:
         """The rows of ``split`` (None: every row) for evaluation: the slice columns,
@@ -135,6 +143,7 @@ def open_dataset(
 
 
 def _opened(dataset: ServerDataset, n_sample: int, progress) -> tuple[Loaded, Streamed]:
+    start = time.perf_counter()
     path = str(dataset.path)
     first = calcore.scan(path)
     roles = first.roles
@@ -153,7 +162,8 @@ def _opened(dataset: ServerDataset, n_sample: int, progress) -> tuple[Loaded, St
         sampled = {"all": reading.sample(n_sample, seed=_SAMPLE_SEED)}
     samples = {name: sample for name, (sample, _) in sampled.items()}
     n_rows = {name: n for name, (_, n) in sampled.items()}
-    streamed = Streamed(dataset, n_rows, n_sample, first)
+    read_at = datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S")
+    streamed = Streamed(dataset, n_rows, n_sample, first, read_at, time.perf_counter() - start)
     notes = _detected(whole, metadata, whole.weight_column) + notes
     return Loaded(dataset.name, samples, tuple(notes), ()), streamed
 

@@ -7,6 +7,7 @@ than skip, without it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -51,20 +52,18 @@ def data_dir(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
-def app_url(artifacts_dir: Path, data_dir: Path) -> Iterator[str]:
-    """Start `streamlit run dashboard/app.py` headless on 127.0.0.1 and a free port, with a
-    data directory holding a small demo dataset."""
+@contextlib.contextmanager
+def streamlit_server(log_path: Path, **env_vars: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`streamlit run dashboard/app.py` headless on 127.0.0.1 and a free port, with extra
+    environment variables; yields its URL and process once healthy, stops it on exit."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    log_path = artifacts_dir / "streamlit-e2e.log"
     env = {
         **os.environ,
         "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
         "STREAMLIT_SERVER_HEADLESS": "true",
         "PYTHONUNBUFFERED": "1",
-        "CALCORE_DATA_DIR": str(data_dir),
-        "CALCORE_SERVER_SAMPLE_ROWS": str(E2E_SAMPLE_ROWS),
+        **env_vars,
     }
     cmd = [
         sys.executable, "-m", "streamlit", "run", str(APP),
@@ -86,7 +85,7 @@ def app_url(artifacts_dir: Path, data_dir: Path) -> Iterator[str]:
                     pytest.fail(f"streamlit not healthy after {STARTUP_TIMEOUT_S} s:\n"
                                 f"{log_path.read_text()}")  # fmt: skip
                 time.sleep(0.25)
-            yield url
+            yield url, proc
         finally:
             proc.terminate()
             try:
@@ -94,6 +93,17 @@ def app_url(artifacts_dir: Path, data_dir: Path) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def app_url(artifacts_dir: Path, data_dir: Path) -> Iterator[str]:
+    """The app with a data directory holding a small demo dataset."""
+    with streamlit_server(
+        artifacts_dir / "streamlit-e2e.log",
+        CALCORE_DATA_DIR=str(data_dir),
+        CALCORE_SERVER_SAMPLE_ROWS=str(E2E_SAMPLE_ROWS),
+    ) as (url, _):
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,213 @@
+"""Several reviewers at once on one dataset of the server (issue 15, item 4); prints JSON.
+
+``--sessions`` browser sessions (separate browser contexts, so separate Streamlit sessions)
+open the same link to the demo dataset at the same moment on a fresh server, then each
+changes the number of bins, switches to the confidence reliability view and back to the
+metrics. Reported:
+
+* per action, the seconds of every session and their median, 95th percentile (nearest
+  rank: with 8 sessions, the slowest) and maximum;
+* the server's peak resident memory (``VmHWM`` of its process, from ``/proc``: the peak
+  over its whole life) and the CPU seconds it used;
+* ``computations``: how many different "sample read at ... in ... s" lines the sessions
+  saw (1 when they shared one computation), and whether every session's metrics table
+  is the same text;
+* ``errors``: anything a session saw go wrong (browser exceptions, error boxes, time-outs).
+
+The bound stated for 8 sessions on 100M rows is a peak of 3 GB; ``--max-rss-mb`` makes
+the script exit 1 above it (and on any error), so CI runs it at a small scale
+(``tests/e2e/test_load.py``).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_reviewers.py [--rows 100000000] [--sessions 8]
+        [--data-dir DIR] [--sample-rows N] [--max-rss-mb 3072]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_dashboard import CHROMIUM, IDLE, Server
+
+TIMEOUT_MS = 900_000
+DATASET = "clicks.parquet"
+LINK = f"/?data={DATASET}&m=ts&m=tl-hb"
+READ_LINE = re.compile(r"sample read at \d\d:\d\d:\d\d UTC in [\d.]+ s")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set size (VmHWM), in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc status")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of the process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def settle(page) -> None:
+    await page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
+    await page.wait_for_function(
+        "() => document.querySelectorAll('[data-stale=\"true\"]').length === 0",
+        timeout=TIMEOUT_MS,
+    )
+
+
+async def timed(action) -> float:
+    start = time.monotonic()
+    await action()
+    return time.monotonic() - start
+
+
+async def reviewer(browser, url: str, start_together: asyncio.Event) -> dict:
+    context = await browser.new_context(viewport={"width": 1400, "height": 1600})
+    page = await context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    out: dict = {"errors": errors}
+    table = page.locator("[data-testid='stTable']").first
+
+    async def first_paint():
+        await page.goto(url + LINK)
+        await page.locator("[data-testid='stTable'] th", has_text="tl-hb").first.wait_for()
+
+    async def bins_change():
+        box = page.get_by_role("spinbutton", name="Bins", exact=True)
+        await box.fill("12")
+        await box.press("Enter")
+        await page.get_by_text("equal-width, 12 ·").first.wait_for()
+        await settle(page)
+
+    async def view_switch():
+        await page.get_by_test_id("stRadio").get_by_text("Confidence reliability").click()
+        await page.get_by_role("heading", name="Confidence reliability diagram").wait_for()
+        await settle(page)
+
+    async def back_to_metrics():
+        await page.get_by_test_id("stRadio").get_by_text("Metrics", exact=True).click()
+        await table.wait_for()
+        await settle(page)
+
+    try:
+        await start_together.wait()
+        out["first_paint_s"] = await timed(first_paint)
+        await settle(page)
+        text = await page.locator("[data-testid='stMain']").inner_text()
+        out["read_line"] = (READ_LINE.findall(text) or [None])[0]
+        out["table"] = await table.inner_text()
+        out["bins_change_s"] = await timed(bins_change)
+        out["view_switch_s"] = await timed(view_switch)
+        out["back_to_metrics_s"] = await timed(back_to_metrics)
+        for what in ("stException", "stAlertContentError"):
+            if n := await page.get_by_test_id(what).count():
+                errors.append(f"{n} {what} on the page")
+    except Exception as exc:  # a time-out or a missing element: reported, not raised
+        errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+    finally:
+        await context.close()
+    return out
+
+
+async def all_reviewers(url: str, n: int) -> list[dict]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            go = asyncio.Event()
+            tasks = [asyncio.create_task(reviewer(browser, url, go)) for _ in range(n)]
+            await asyncio.sleep(0.5)  # every context created before any page asks
+            go.set()
+            return await asyncio.gather(*tasks)
+        finally:
+            await browser.close()
+
+
+def summary(values: list[float]) -> dict:
+    """Median, nearest-rank 95th percentile and maximum (seconds, rounded)."""
+    v = sorted(values)
+    if not v:
+        return {}
+    rank = max(1, math.ceil(0.95 * len(v)))
+    return {
+        "p50": round(v[(len(v) - 1) // 2], 2),
+        "p95": round(v[rank - 1], 2),
+        "max": round(v[-1], 2),
+        "all": [round(x, 2) for x in values],
+    }
+
+
+def run(folder: Path, sessions: int, sample_rows: int | None) -> dict:
+    env = {"CALCORE_DATA_DIR": str(folder)}
+    if sample_rows:
+        env["CALCORE_SERVER_SAMPLE_ROWS"] = str(sample_rows)
+    with Server(env) as server:
+        results = asyncio.run(all_reviewers(server.url, sessions))
+        rss, cpu = peak_rss_mb(server.proc.pid), cpu_seconds(server.proc.pid)
+    out = {
+        "sessions": sessions,
+        "peak_rss_mb": round(rss, 1),
+        "server_cpu_s": round(cpu, 2),
+        "computations": len({r.get("read_line") for r in results}),
+        "read_lines": sorted({str(r.get("read_line")) for r in results}),
+        "same_tables": len({r.get("table") for r in results}) == 1,
+        "errors": [e for r in results for e in r["errors"]],
+    }
+    for key in ("first_paint_s", "bins_change_s", "view_switch_s", "back_to_metrics_s"):
+        out[key] = summary([r[key] for r in results if key in r])
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000_000)
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--data-dir", type=Path, help=f"a folder already holding {DATASET}")
+    parser.add_argument("--sample-rows", type=int, help="CALCORE_SERVER_SAMPLE_ROWS")
+    parser.add_argument("--max-rss-mb", type=float, default=3072.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = args.data_dir
+        written = None
+        if folder is None:
+            from dashboard.demo import write_demo
+
+            folder, start = Path(tmp), time.perf_counter()
+            write_demo(folder, n_rows=args.rows, name=DATASET)
+            written = round(time.perf_counter() - start, 2)
+        import pyarrow.parquet as pq
+
+        rows = pq.ParquetFile(folder / DATASET).metadata.num_rows
+        result = {"rows": rows, "demo_written_s": written}
+        result.update(run(folder, args.sessions, args.sample_rows))
+    result["max_rss_mb"] = args.max_rss_mb
+    result["load_average"] = os.getloadavg()
+    print(json.dumps(result, indent=2))
+    ok = (
+        not result["errors"]
+        and result["computations"] == 1
+        and result["same_tables"]
+        and result["peak_rss_mb"] <= args.max_rss_mb
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
