@@ -362,15 +362,21 @@ def _server_dataset(data_dir: DataDirectory) -> Source:
         st.info("The server's data directory holds no Parquet, CSV or NPZ dataset.")
         return Source(error=linked_error)
     names = list(listed)
+    # a link naming no dataset of the server opens none: another dataset's numbers under
+    # that link would be taken for the ones it was made to show
+    index = names.index(wanted) if wanted in listed else None if linked_error else 0
     name = st.selectbox(
         "Dataset on the server",
         names,
-        index=names.index(wanted) if wanted in listed else 0,
+        index=index,
         format_func=lambda n: listed[n].describe(),
         key=KEY_DATASET,
+        placeholder="Choose a dataset",
         help="Files and folders of the server's data directory (CALCORE_DATA_DIR), streamed: "
         "never loaded whole.",
     )
+    if name is None:
+        return Source(error=linked_error)
     try:
         dataset = data_dir.resolve(name)  # again: the files may have changed since listing
     except calcore.CalcoreError as err:

@@ -116,8 +116,13 @@ def test_a_link_outside_the_directory_is_refused_and_nothing_of_it_is_read(data_
     assert not at.exception
     (error,) = at.error
     assert "is not a dataset of the server" in unescape_markdown(error.value)
-    (listed,) = at.sidebar.selectbox(key="sidebar.dataset").options  # the leak is not listed
+    box = at.sidebar.selectbox(key="sidebar.dataset")
+    (listed,) = box.options  # the leak is not listed
     assert listed.startswith(f"{NAME} · ")
+    # nothing is opened in its place: no other dataset's numbers under this link
+    assert box.value is None and not at.table
+    box.set_value(NAME).run()
+    assert not at.exception and at.table
 
 
 def test_without_a_data_directory_a_dataset_link_says_so(monkeypatch):
