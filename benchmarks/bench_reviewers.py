@@ -9,7 +9,7 @@ metrics. Reported:
   rank: with 8 sessions, the slowest) and maximum;
 * the server's peak resident memory (``VmHWM`` of its process, from ``/proc``: the peak
   over its whole life) and the CPU seconds it used;
-* ``computations``: how many different "sample read at ... in ... s" lines the sessions
+* ``computations``: how many different "read at ... UTC in ... s" lines the sessions
   saw (1 when they shared one computation), and whether every session's metrics table
   is the same text;
 * ``errors``: anything a session saw go wrong (browser exceptions, error boxes, time-outs).
@@ -42,7 +42,7 @@ from bench_dashboard import CHROMIUM, IDLE, Server
 TIMEOUT_MS = 900_000
 DATASET = "clicks.parquet"
 LINK = f"/?data={DATASET}&m=ts&m=tl-hb"
-READ_LINE = re.compile(r"sample read at \d\d:\d\d:\d\d UTC in [\d.]+ s")
+READ_LINE = re.compile(r"read at \d\d:\d\d:\d\d UTC in [\d.]+ s")
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -228,7 +228,7 @@ def open_server_dataset(dataset: ServerDataset):
         st.error(f"Could not open {esc(dataset.name)}. {esc(err)}")
         st.stop()
     line.caption(
-        f"sample read at {streamed.read_at} UTC in {streamed.read_seconds:.2f} s, once for "
+        f"read at {streamed.read_at} UTC in {streamed.read_seconds:.2f} s, once for "
         "every session on this server (until the files change)"
     )
     return loaded, streamed

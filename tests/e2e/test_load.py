@@ -152,8 +152,8 @@ def test_eight_concurrent_sessions_see_only_their_own_numbers(app_url: str, tmp_
 def test_eight_reviewers_of_one_server_dataset_share_one_computation():
     """Issue 15's load test at CI scale: 8 browser sessions open the same link to a dataset
     of the data directory at once on a fresh server, change the bins and switch views.
-    They must all see the same table from one shared read of the dataset (one "sample
-    read at" line), without errors, and the server's peak memory stays under the bound.
+    They must all see the same table from one shared read of the dataset (one "read at"
+    line), without errors, and the server's peak memory stays under the bound.
     ``benchmarks/bench_reviewers.py`` does the work (its figures at 100M rows are in the
     issue's notes); its exit status and JSON are the verdict."""
     import json
