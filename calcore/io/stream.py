@@ -44,6 +44,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore._limits import ROWS
 from calcore._validation import InputContext, check_sample_weight
+from calcore.io._bottom_k import BottomK
 from calcore.io._columns import Roles, detect_roles, pick_weight
 from calcore.io._labels import SPLITS, class_labels, split_codes
 from calcore.io._prefetch import prefetched
@@ -189,7 +190,7 @@ class PredictionStream:
             An empty stream, or what reading a batch raises (file, column, row).
         """
         ROWS.check(max_rows, "max_rows")
-        kept = _BottomK(max_rows, seed)
+        kept = BottomK(max_rows, seed)
         for b in self.batches():
             n = b.preds.n_samples
             kept.add(b.position + np.arange(n, dtype=np.int64), b.preds, b.slice_values)
@@ -214,7 +215,7 @@ class PredictionStream:
                 f"{self.name}: no split column to sample by (name one with split_column=)."
             )
         whole = replace(self, split=None)
-        kept = [_BottomK(max_rows, seed) for _ in SPLITS]
+        kept = [BottomK(max_rows, seed) for _ in SPLITS]
         for b in whole.batches():
             for code, into in enumerate(kept):
                 rows = np.flatnonzero(b.split_codes == code)
@@ -229,7 +230,7 @@ class PredictionStream:
             out[split] = (self._sampled(into), into.n_read)
         return out
 
-    def _sampled(self, kept: "_BottomK") -> Predictions:
+    def _sampled(self, kept: BottomK) -> Predictions:
         """The rows a sampler kept, with the slice columns as metadata."""
         parts = kept.rows()
         if not parts:
@@ -1027,85 +1028,6 @@ def _validate_batch(stream, raw: RawTable, state):
         logits,
     )
     return preds, selected, codes
-
-
-class _BottomK:
-    """The ``k`` rows with the smallest ``(uniform, position)`` of the rows added so far.
-
-    Rows above the current cut are dropped as they arrive (after a few batches nearly
-    all are), and the kept rows are cut back to ``k`` whenever they reach ``2 k``: O(rows)
-    in all, where cutting at every batch cost O(batches x k).
-    """
-
-    def __init__(self, k: int, seed: int) -> None:
-        self.k, self.seed = k, seed
-        self.parts: list = []  # (positions, uniforms, predictions, slice values) per batch
-        self.n_read = self.n_kept = 0
-        self.cut: tuple[float, int] | None = None
-
-    def add(self, positions: np.ndarray, preds: Predictions, values: dict, *, rows=None) -> None:
-        """Offer the batch's ``rows`` (None: all) at stream ``positions``: only the rows
-        below the cut are copied out of the batch."""
-        from calcore.statistics.poisson import row_uniforms
-
-        self.n_read += positions.size
-        u = row_uniforms(positions, self.seed)
-        if self.cut is not None:
-            keep = _below(positions, u, self.cut)
-            positions, u = positions[keep], u[keep]
-            rows = keep if rows is None else rows[keep]
-        if positions.size == 0:
-            return
-        if rows is not None and rows.size < preds.n_samples:
-            # Arrow arrays and numpy arrays both have ``take``
-            preds, values = preds.subset(rows), {c: v.take(rows) for c, v in values.items()}
-        self.parts.append((positions, u, preds, values))
-        self.n_kept += positions.size
-        if self.n_kept >= 2 * self.k:
-            self._cut_back()
-
-    def rows(self) -> list:
-        """The kept rows' parts, in stream order."""
-        if self.n_kept > self.k:
-            self._cut_back()
-        return self.parts
-
-    def _cut_back(self) -> None:
-        self.cut = _bottom_k_cut([(p, u) for p, u, _, _ in self.parts], self.k)
-        self.parts = [q for q in (_rows_below(p, self.cut) for p in self.parts) if q[0].size]
-        self.n_kept = self.k
-
-
-def _bottom_k_cut(parts, k: int) -> tuple[float, int]:
-    """The ``k``-th smallest ``(uniform, position)`` pair of ``parts`` (``(positions,
-    uniforms)`` per batch): ties of uniforms are broken by position, so the rows kept do
-    not depend on the batching."""
-    u = np.concatenate([u for _, u in parts])
-    cut = np.partition(u, k - 1)[k - 1]
-    n_below = int((u < cut).sum())
-    at_cut = np.sort(np.concatenate([p[u_ == cut] for p, u_ in parts]))
-    return float(cut), int(at_cut[k - n_below - 1])
-
-
-def _below(positions: np.ndarray, u: np.ndarray, cut: tuple[float, int]) -> np.ndarray:
-    """The indices of the rows at or below the ``(uniform, position)`` cut."""
-    u_cut, pos_cut = cut
-    rows = np.flatnonzero(u <= u_cut)  # few rows once a cut is made
-    tied = u[rows] == u_cut
-    if tied.any():  # a uniform equal to the cut's: the position decides
-        rows = rows[~tied | (positions[rows] <= pos_cut)]
-    return rows
-
-
-def _rows_below(part, cut: tuple[float, int]):
-    """The kept rows of a part (with their slice values) at or below the cut, in order."""
-    pos, u, preds, values = part
-    rows = _below(pos, u, cut)
-    if rows.size == pos.size:
-        return part
-    # Arrow arrays and numpy arrays both have ``take``
-    values = {c: v.take(rows) for c, v in values.items()}
-    return pos[rows], u[rows], preds.subset(rows), values
 
 
 def _sampled_metadata(family: str, name: str, parts: list):

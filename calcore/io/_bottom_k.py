@@ -1,0 +1,93 @@
+"""Bottom-k sampling of a stream: the ``k`` rows with the smallest per-row uniforms.
+
+Each row's uniform comes from ``(seed, position)``
+(:func:`calcore.statistics.poisson.row_uniforms`), and ties are broken by position, so the
+rows kept depend on neither the batching nor the order the batches are offered in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calcore.predictions import Predictions
+
+__all__ = ["BottomK"]
+
+
+class BottomK:
+    """The ``k`` rows with the smallest ``(uniform, position)`` of the rows added so far.
+
+    Rows above the current cut are dropped as they arrive (after a few batches nearly
+    all are), and the kept rows are cut back to ``k`` whenever they reach ``2 k``: O(rows)
+    in all, where cutting at every batch cost O(batches x k).
+    """
+
+    def __init__(self, k: int, seed: int) -> None:
+        self.k, self.seed = k, seed
+        self.parts: list = []  # (positions, uniforms, predictions, slice values) per batch
+        self.n_read = self.n_kept = 0
+        self.cut: tuple[float, int] | None = None
+
+    def add(self, positions: np.ndarray, preds: Predictions, values: dict, *, rows=None) -> None:
+        """Offer the batch's ``rows`` (None: all) at stream ``positions``: only the rows
+        below the cut are copied out of the batch."""
+        from calcore.statistics.poisson import row_uniforms
+
+        self.n_read += positions.size
+        u = row_uniforms(positions, self.seed)
+        if self.cut is not None:
+            keep = _below(positions, u, self.cut)
+            positions, u = positions[keep], u[keep]
+            rows = keep if rows is None else rows[keep]
+        if positions.size == 0:
+            return
+        if rows is not None and rows.size < preds.n_samples:
+            # Arrow arrays and numpy arrays both have ``take``
+            preds, values = preds.subset(rows), {c: v.take(rows) for c, v in values.items()}
+        self.parts.append((positions, u, preds, values))
+        self.n_kept += positions.size
+        if self.n_kept >= 2 * self.k:
+            self._cut_back()
+
+    def rows(self) -> list:
+        """The kept rows' parts, in stream order."""
+        if self.n_kept > self.k:
+            self._cut_back()
+        return self.parts
+
+    def _cut_back(self) -> None:
+        self.cut = _bottom_k_cut([(p, u) for p, u, _, _ in self.parts], self.k)
+        self.parts = [q for q in (_rows_below(p, self.cut) for p in self.parts) if q[0].size]
+        self.n_kept = self.k
+
+
+def _bottom_k_cut(parts, k: int) -> tuple[float, int]:
+    """The ``k``-th smallest ``(uniform, position)`` pair of ``parts`` (``(positions,
+    uniforms)`` per batch): ties of uniforms are broken by position, so the rows kept do
+    not depend on the batching."""
+    u = np.concatenate([u for _, u in parts])
+    cut = np.partition(u, k - 1)[k - 1]
+    n_below = int((u < cut).sum())
+    at_cut = np.sort(np.concatenate([p[u_ == cut] for p, u_ in parts]))
+    return float(cut), int(at_cut[k - n_below - 1])
+
+
+def _below(positions: np.ndarray, u: np.ndarray, cut: tuple[float, int]) -> np.ndarray:
+    """The indices of the rows at or below the ``(uniform, position)`` cut."""
+    u_cut, pos_cut = cut
+    rows = np.flatnonzero(u <= u_cut)  # few rows once a cut is made
+    tied = u[rows] == u_cut
+    if tied.any():  # a uniform equal to the cut's: the position decides
+        rows = rows[~tied | (positions[rows] <= pos_cut)]
+    return rows
+
+
+def _rows_below(part, cut: tuple[float, int]):
+    """The kept rows of a part (with their slice values) at or below the cut, in order."""
+    pos, u, preds, values = part
+    rows = _below(pos, u, cut)
+    if rows.size == pos.size:
+        return part
+    # Arrow arrays and numpy arrays both have ``take``
+    values = {c: v.take(rows) for c, v in values.items()}
+    return pos[rows], u[rows], preds.subset(rows), values
