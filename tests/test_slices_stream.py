@@ -359,3 +359,67 @@ def test_one_pass_samples_each_split_as_its_own_stream_would(frame, tmp_path, ex
     frame.to_parquet(tmp_path / "no_split.parquet")
     with pytest.raises(CalcoreError, match="no split column to sample by"):
         calcore.scan(tmp_path / "no_split.parquet").sample_splits(400, seed=4)
+
+
+@pytest.mark.parametrize("ext", ["parquet", "csv", "npz"])
+def test_the_slice_columns_of_a_sample_can_be_read_after_it(frame, tmp_path, ext):
+    """``sample_slice_columns`` reads, from the split and slice columns alone (Parquet) or
+    from a full pass (CSV, NPZ), exactly the metadata the samples carry: per split, for one
+    split's stream and for a stream without a split column."""
+    rng = np.random.default_rng(12)
+    split = rng.choice(["calib", "test"], N_ROWS, p=[0.4, 0.6])
+    path = tmp_path / f"s.{ext}"
+    if ext == "parquet":
+        frame.assign(split=split).to_parquet(path, row_group_size=500)
+        frame.to_parquet(tmp_path / "no_split.parquet", row_group_size=500)
+    elif ext == "csv":
+        frame.assign(split=split).to_csv(path, index=False)
+        frame.to_csv(tmp_path / "no_split.csv", index=False)
+    else:
+        names = [c[2:] for c in frame.columns if c.startswith("p_")]
+        arrays = dict(
+            probs=np.ascontiguousarray(frame[[f"p_{c}" for c in names]].to_numpy()),
+            labels=frame["label"].map({c: i for i, c in enumerate(names)}).to_numpy(),
+            class_names=np.array(names),
+            visits=frame["visits"].to_numpy(),
+        )
+        np.savez(path, split=split, **arrays)
+        np.savez(tmp_path / "no_split.npz", **arrays)
+    by = ["visits"] if ext == "npz" else ["country", "day", "visits"]
+
+    def same(got: dict, want: dict) -> None:
+        assert list(got) == by
+        for c in by:
+            assert got[c].describe() == want[c].describe()
+            np.testing.assert_array_equal(got[c].values, want[c].values)
+
+    stream = calcore.scan(path, slice_columns=by, batch_rows=353)
+    samples = calcore.scan(path, batch_rows=1_000).sample_splits(300, seed=4)
+    with_slices = stream.sample_splits(300, seed=4)
+    read_later = stream.sample_slice_columns(300, seed=4, splits=True)
+    assert list(read_later) == ["calib", "test"]
+    for name in ("calib", "test"):
+        assert samples[name][0].metadata == {}  # drawn without the slice columns ...
+        same(read_later[name], with_slices[name][0].metadata)  # ... read for the same rows
+        alone = stream.with_split(name)
+        same(alone.sample_slice_columns(300, seed=4), alone.sample(300, seed=4)[0].metadata)
+    plain = calcore.scan(tmp_path / f"no_split.{ext}", slice_columns=by, batch_rows=777)
+    same(plain.sample_slice_columns(250, seed=9), plain.sample(250, seed=9)[0].metadata)
+    with pytest.raises(CalcoreError, match="no split column to sample by"):
+        plain.sample_slice_columns(250, seed=9, splits=True)
+    with pytest.raises(CalcoreError, match="no slice columns to read"):
+        calcore.scan(path).sample_slice_columns(250, seed=9)
+
+
+def test_reading_a_samples_slice_columns_names_a_bad_split_value(frame, tmp_path):
+    """The split column is validated when only it and the slice columns are read: the
+    message names the file, the column and the row."""
+    split = np.where(np.arange(N_ROWS) == 1_234, "holdout", "test")
+    split[::3] = "calib"
+    split[1_234] = "holdout"
+    frame.assign(split=split).to_parquet(tmp_path / "bad.parquet", row_group_size=500)
+    stream = calcore.scan(tmp_path / "bad.parquet", slice_columns=["country"])
+    with pytest.raises(
+        CalcoreError, match=r"bad\.parquet.*1234.*holdout|bad\.parquet.*holdout.*1234"
+    ):
+        stream.sample_slice_columns(100, seed=0, splits=True)

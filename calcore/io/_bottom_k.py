@@ -11,15 +11,16 @@ import numpy as np
 
 from calcore.predictions import Predictions
 
-__all__ = ["BottomK"]
+__all__ = ["BottomK", "n_batch_rows"]
 
 
 class BottomK:
     """The ``k`` rows with the smallest ``(uniform, position)`` of the rows added so far.
 
-    Rows above the current cut are dropped as they arrive (after a few batches nearly
-    all are), and the kept rows are cut back to ``k`` whenever they reach ``2 k``: O(rows)
-    in all, where cutting at every batch cost O(batches x k).
+    The first cut is placed as soon as more than ``k`` rows have been offered; rows
+    above the current cut are dropped as they arrive (after a few batches nearly all
+    are), and the kept rows are cut back to ``k`` whenever they reach ``2 k``: O(rows) in
+    all, where cutting at every batch cost O(batches x k).
     """
 
     def __init__(self, k: int, seed: int) -> None:
@@ -28,22 +29,31 @@ class BottomK:
         self.n_read = self.n_kept = 0
         self.cut: tuple[float, int] | None = None
 
-    def add(self, positions: np.ndarray, preds: Predictions, values: dict, *, rows=None) -> None:
+    def add(
+        self, positions: np.ndarray, preds: Predictions | None, values: dict, *, rows=None
+    ) -> None:
         """Offer the batch's ``rows`` (None: all) at stream ``positions``: only the rows
-        below the cut are copied out of the batch."""
+        below the cut are copied out of the batch. ``preds`` is None when only the slice
+        ``values`` are sampled."""
         from calcore.statistics.poisson import row_uniforms
 
         self.n_read += positions.size
         u = row_uniforms(positions, self.seed)
+        if self.cut is None and self.n_kept + positions.size > self.k:
+            # Enough rows to place a cut: place it before copying rows out of the batch
+            # (a first batch of 2 million rows would otherwise be copied whole).
+            self.cut = _bottom_k_cut(
+                [(p, u_) for p, u_, _, _ in self.parts] + [(positions, u)], self.k
+            )
+            self._drop_above_cut()
         if self.cut is not None:
             keep = _below(positions, u, self.cut)
             positions, u = positions[keep], u[keep]
             rows = keep if rows is None else rows[keep]
         if positions.size == 0:
             return
-        if rows is not None and rows.size < preds.n_samples:
-            # Arrow arrays and numpy arrays both have ``take``
-            preds, values = preds.subset(rows), {c: v.take(rows) for c, v in values.items()}
+        if rows is not None and rows.size < n_batch_rows(preds, values):
+            preds, values = _taken(preds, values, rows)
         self.parts.append((positions, u, preds, values))
         self.n_kept += positions.size
         if self.n_kept >= 2 * self.k:
@@ -57,8 +67,11 @@ class BottomK:
 
     def _cut_back(self) -> None:
         self.cut = _bottom_k_cut([(p, u) for p, u, _, _ in self.parts], self.k)
+        self._drop_above_cut()
+
+    def _drop_above_cut(self) -> None:
         self.parts = [q for q in (_rows_below(p, self.cut) for p in self.parts) if q[0].size]
-        self.n_kept = self.k
+        self.n_kept = sum(q[0].size for q in self.parts)
 
 
 def _bottom_k_cut(parts, k: int) -> tuple[float, int]:
@@ -88,6 +101,16 @@ def _rows_below(part, cut: tuple[float, int]):
     rows = _below(pos, u, cut)
     if rows.size == pos.size:
         return part
+    return pos[rows], u[rows], *_taken(preds, values, rows)
+
+
+def n_batch_rows(preds: Predictions | None, values: dict) -> int:
+    """Rows of a batch offered as predictions, or as slice values alone."""
+    return preds.n_samples if preds is not None else len(next(iter(values.values())))
+
+
+def _taken(preds: Predictions | None, values: dict, rows: np.ndarray):
+    """The predictions (None: none kept) and slice values at ``rows``."""
     # Arrow arrays and numpy arrays both have ``take``
     values = {c: v.take(rows) for c, v in values.items()}
-    return pos[rows], u[rows], preds.subset(rows), values
+    return (None if preds is None else preds.subset(rows)), values

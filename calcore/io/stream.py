@@ -44,7 +44,6 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore._limits import ROWS
 from calcore._validation import InputContext, check_sample_weight
-from calcore.io._bottom_k import BottomK
 from calcore.io._columns import Roles, detect_roles, pick_weight
 from calcore.io._labels import SPLITS, class_labels, split_codes
 from calcore.io._prefetch import prefetched
@@ -189,12 +188,9 @@ class PredictionStream:
         CalcoreError
             An empty stream, or what reading a batch raises (file, column, row).
         """
-        ROWS.check(max_rows, "max_rows")
-        kept = BottomK(max_rows, seed)
-        for b in self.batches():
-            n = b.preds.n_samples
-            kept.add(b.position + np.arange(n, dtype=np.int64), b.preds, b.slice_values)
-        return self._sampled(kept), kept.n_read
+        from calcore.io._sampling import sample
+
+        return sample(self, max_rows, seed=seed)
 
     def sample_splits(self, max_rows: int, *, seed: int = 0) -> dict[str, tuple[Predictions, int]]:
         """``{"calib": (sample, rows), "test": (sample, rows)}`` in one pass over the files.
@@ -209,40 +205,49 @@ class PredictionStream:
             Files without a split column, a split without rows, or what reading a batch
             raises.
         """
-        ROWS.check(max_rows, "max_rows")
-        if self.roles.split is None:
-            raise CalcoreError(
-                f"{self.name}: no split column to sample by (name one with split_column=)."
-            )
-        whole = replace(self, split=None)
-        kept = [BottomK(max_rows, seed) for _ in SPLITS]
-        for b in whole.batches():
-            for code, into in enumerate(kept):
-                rows = np.flatnonzero(b.split_codes == code)
-                positions = into.n_read + np.arange(rows.size, dtype=np.int64)
-                into.add(positions, b.preds, b.slice_values, rows=rows)
-        out = {}
-        for split, into in zip(SPLITS, kept, strict=True):
-            if not into.parts:
-                raise CalcoreError(
-                    f"{self.name}: no rows have split {split!r} in column {self.roles.split!r}."
-                )
-            out[split] = (self._sampled(into), into.n_read)
-        return out
+        from calcore.io._sampling import sample_splits
 
-    def _sampled(self, kept: BottomK) -> Predictions:
-        """The rows a sampler kept, with the slice columns as metadata."""
-        parts = kept.rows()
-        if not parts:
-            raise CalcoreError(f"{self.name}: no rows to sample.")
-        preds = concatenate_batches([q for _, _, q, _ in parts])
-        if not self.slice_columns:
-            return preds
-        metadata = {
-            c: _sampled_metadata(self._options["family"], c, [v[c] for _, _, _, v in parts])
-            for c in self.slice_columns
-        }
-        return preds.with_metadata(metadata)
+        return sample_splits(self, max_rows, seed=seed)
+
+    def sample_slice_columns(self, max_rows: int, *, seed: int = 0, splits: bool = False) -> dict:
+        """The slice columns of the rows :meth:`sample` keeps (``splits=True``: of each
+        split's sample of :meth:`sample_splits`), read without the scores and labels.
+
+        The rows a sample keeps depend only on the seed and on each row's split, so a
+        sample can be drawn from a stream without slice columns (faster: on the 100M-row
+        demo, 2.0 s instead of 2.9 s) and its slice columns read later, when they are
+        needed. Parquet and Arrow IPC files are then read for the split and slice
+        columns alone; CSV and NPZ sources are read whole.
+
+        Returns
+        -------
+        dict
+            ``{column: MetadataColumn}`` equal to ``self.sample(max_rows,
+            seed=seed)[0].metadata``; with ``splits``, ``{"calib": {...}, "test":
+            {...}}``, each equal to that split's sample's ``metadata``.
+
+        Raises
+        ------
+        CalcoreError
+            A stream without slice columns (or without a split column, with ``splits``),
+            no rows, or what reading a batch raises (file, column, row).
+
+        Examples
+        --------
+        >>> import os, tempfile, calcore
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(folder.name, "preds.csv")
+        >>> with open(path, "w") as f:
+        ...     _ = f.write("label,p_a,p_b,country\\na,0.9,0.1,fr\\nb,0.3,0.7,de\\nb,0.6,0.4,fr\\n")
+        >>> stream = calcore.scan(path, slice_columns=["country"])
+        >>> kept = stream.sample_slice_columns(2, seed=1)["country"]
+        >>> kept.values.tolist() == stream.sample(2, seed=1)[0].metadata["country"].values.tolist()
+        True
+        >>> folder.cleanup()
+        """
+        from calcore.io._sampling import sample_slice_columns
+
+        return sample_slice_columns(self, max_rows, seed=seed, splits=splits)
 
     def batches(self, *, read_ahead: bool = True) -> Iterator[StreamBatch]:
         """Validated batches of rows, in a fixed order; reopens the files on every call.
@@ -774,16 +779,15 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
             yield preds, raw.row_names.first, extras, codes
 
 
-def _arrow_tables(stream: PredictionStream, path: str):
-    """``(raw table, weights or None, slice columns)`` per record batch of a Parquet or
-    Arrow IPC file."""
+def _arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
+    """``(table of one record batch, its first row in the file)`` of a Parquet or Arrow
+    IPC file, with ``columns`` only; a damaged chunk is named (file, row group, rows)."""
     import pyarrow as pa
 
-    opts, roles = stream._options, stream.roles
     name = _short(stream, path)
     first_row = 0
     try:
-        chunks = list(_chunks(path, opts["used"] + opts["extras"], stream.batch_rows))
+        chunks = list(_chunks(path, columns, stream.batch_rows))
     except FileNotFoundError:
         raise _gone(path) from None
     except (pa.ArrowException, OSError) as exc:
@@ -804,28 +808,38 @@ def _arrow_tables(stream: PredictionStream, path: str):
                     f"({' '.join(str(exc).split())[:200]}). The file is damaged: re-export it. "
                     f"No result was computed."
                 ) from None
-            table = pa.Table.from_batches([batch])
-            raw = RawTable(
-                name,
-                "arrow" if _is_ipc(path) else "parquet",
-                None,
-                tuple(table.column_names),
-                roles,
-                table.num_rows,
-                columns_to_matrix(table, roles.scores),
-                _encoded_labels(table[roles.label], name, roles.label, first_row),
-                None
-                if roles.split is None
-                else _encoded_labels(table[roles.split], name, roles.split, first_row),
-                RowNames(csv=False, first=first_row),
-            )
-            first_row += table.num_rows
-            weights = None
-            if stream.weight_column is not None:
-                # decimals (and integers) as float64; a null becomes NaN, refused by name
-                column = table[stream.weight_column].cast(pa.float64())
-                weights = column.to_numpy(zero_copy_only=False)
-            yield raw, weights, {c: table[c] for c in opts["extras"]}
+            yield pa.Table.from_batches([batch]), first_row
+            first_row += batch.num_rows
+
+
+def _arrow_tables(stream: PredictionStream, path: str):
+    """``(raw table, weights or None, slice columns)`` per record batch of a Parquet or
+    Arrow IPC file."""
+    import pyarrow as pa
+
+    opts, roles = stream._options, stream.roles
+    name = _short(stream, path)
+    for table, first_row in _arrow_batches(stream, path, opts["used"] + opts["extras"]):
+        raw = RawTable(
+            name,
+            "arrow" if _is_ipc(path) else "parquet",
+            None,
+            tuple(table.column_names),
+            roles,
+            table.num_rows,
+            columns_to_matrix(table, roles.scores),
+            _encoded_labels(table[roles.label], name, roles.label, first_row),
+            None
+            if roles.split is None
+            else _encoded_labels(table[roles.split], name, roles.split, first_row),
+            RowNames(csv=False, first=first_row),
+        )
+        weights = None
+        if stream.weight_column is not None:
+            # decimals (and integers) as float64; a null becomes NaN, refused by name
+            column = table[stream.weight_column].cast(pa.float64())
+            weights = column.to_numpy(zero_copy_only=False)
+        yield raw, weights, {c: table[c] for c in opts["extras"]}
 
 
 def _csv_tables(stream: PredictionStream, path: str):
@@ -1028,24 +1042,6 @@ def _validate_batch(stream, raw: RawTable, state):
         logits,
     )
     return preds, selected, codes
-
-
-def _sampled_metadata(family: str, name: str, parts: list):
-    """A metadata column from a slice column's sampled values, batch by batch, built by
-    the loader's own converter for the family (Arrow arrays, CSV text cells, NPZ arrays)."""
-    from calcore.metadata import metadata_column, metadata_from_text
-
-    if family == "arrow":
-        import pyarrow as pa
-
-        from calcore.io._metadata import metadata_from_arrow
-
-        chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])]
-        return metadata_from_arrow(name, pa.chunked_array(chunks))
-    values = np.concatenate(parts)
-    if family == "csv":
-        return metadata_from_text(name, values)
-    return metadata_column(name, values)
 
 
 def concatenate_batches(parts: list) -> Predictions:

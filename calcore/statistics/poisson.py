@@ -48,6 +48,26 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+def _mix_in_place(x: np.ndarray, scratch: np.ndarray) -> None:
+    """:func:`_mix` of a uint64 array, overwriting it (``scratch``: same shape).
+
+    The same values as ``_mix``, without its six temporary arrays: hashing every row of
+    a 100M-row stream is then about twice as fast, most of the cost being memory traffic.
+    """
+    with np.errstate(over="ignore"):
+        for shift, factor in ((30, _M1), (27, _M2)):
+            np.right_shift(x, np.uint64(shift), out=scratch)
+            x ^= scratch
+            x *= factor
+        np.right_shift(x, np.uint64(31), out=scratch)
+        x ^= scratch
+
+
+#: Rows hashed at a time by :func:`row_uniforms`: three uint64 arrays of this many rows
+#: stay in the CPU's cache between the mixer's steps.
+_HASH_CHUNK = 1 << 15
+
+
 def poisson_weights(positions, n_replicates: int, seed: int) -> np.ndarray:
     """Poisson(1) bootstrap weights of rows at the given stream positions.
 
@@ -106,10 +126,21 @@ def row_uniforms(positions, seed: int, *, stream: int = 0) -> np.ndarray:
     >>> bool(((0 <= u) & (u < 1)).all()), bool((row_uniforms(np.arange(2, 4), 1) == u[2:]).all())
     (True, True)
     """
-    pos = np.asarray(positions, dtype=np.uint64)
+    pos = np.asarray(positions).reshape(-1)
     with np.errstate(over="ignore"):
         key = _mix(np.uint64(~seed & 0xFFFFFFFFFFFFFFFF) * _GOLDEN + _GOLDEN)
         if stream:
             key = _mix(key + np.uint64(stream) * _GOLDEN)
-        bits = _mix(pos * _GOLDEN + key)
-    return (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
+    out = np.empty(pos.size, dtype=np.float64)
+    size = min(pos.size, _HASH_CHUNK)
+    bits, scratch = np.empty(size, dtype=np.uint64), np.empty(size, dtype=np.uint64)
+    for start in range(0, pos.size, _HASH_CHUNK):
+        x, s = bits[: min(_HASH_CHUNK, pos.size - start)], scratch
+        np.copyto(x, pos[start : start + x.size], casting="unsafe")
+        with np.errstate(over="ignore"):
+            x *= _GOLDEN
+            x += key
+        _mix_in_place(x, s[: x.size])
+        x >>= np.uint64(11)  # the top 53 bits: exact in float64
+        np.multiply(x, 1.0 / 2**53, out=out[start : start + x.size])
+    return out.reshape(np.shape(positions))

@@ -22,7 +22,14 @@ from dashboard.calibration.datadir import DataDirectory, ServerDataset, data_dir
 from dashboard.calibration.downloads import downloads
 from dashboard.calibration.preview import load_options
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
-from dashboard.calibration.server import RowsProgress, Streamed, open_dataset, sample_rows
+from dashboard.calibration.server import (
+    RowsProgress,
+    Streamed,
+    open_dataset,
+    sample_rows,
+    slice_columns_read,
+    with_slice_columns,
+)
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.views import RENDERERS
 from dashboard.calibration.workspace import WORKSPACE_ENV, Workspace, workspace_from_env
@@ -125,6 +132,9 @@ def render_calibration() -> None:
         dataset=None if source.dataset is None else source.dataset.name,
         kept=source.kept,
     )
+    if streamed is not None and wants_slice_columns(settings, streamed):
+        loaded = attach_slice_columns(loaded, streamed)
+        digest += "|slice-columns"  # the samples now carry metadata: cached fits too
     try:
         second = second_digest = None
         test_file = controls.second_file() if settings.split_mode == "second-file" else None
@@ -232,6 +242,29 @@ def open_server_dataset(dataset: ServerDataset):
         "every session on this server (until the files change)"
     )
     return loaded, streamed
+
+
+def wants_slice_columns(settings: Settings, streamed: Streamed) -> bool:
+    """Whether the page needs the samples' slice columns: the Slices view is open or a
+    slicing is chosen (the report includes it), or they were read already."""
+    return bool(streamed.slice_columns) and bool(
+        settings.view == "slices" or settings.by or slice_columns_read(streamed)
+    )
+
+
+def attach_slice_columns(loaded, streamed: Streamed):
+    """The samples with their slice columns, read once for every session (the page says
+    so while they are read); a file that changed or is damaged is reported and the page
+    stops."""
+    try:
+        with st.spinner(
+            f"Reading the slice columns ({', '.join(map(esc, streamed.slice_columns))}) of "
+            "the sampled rows…"
+        ):
+            return with_slice_columns(loaded, streamed)
+    except calcore.CalcoreError as err:
+        st.error(f"Could not read the slice columns of {esc(streamed.dataset.name)}. {esc(err)}")
+        st.stop()
 
 
 def sample_words(streamed: Streamed, mode: str) -> str:

@@ -53,6 +53,15 @@ class SharedCache:
                     self._locks.pop(old, None)
             return value
 
+    def peek(self, key: Hashable):
+        """The cached value of ``key`` if it is there and fresh, else None (nothing is
+        computed)."""
+        with self._guard:
+            hit = self._values.get(key)
+            if hit is None or time.monotonic() - hit[0] >= self.ttl_s:
+                return None
+            return hit[1]
+
     def clear(self) -> None:
         with self._guard:
             self._values.clear()

@@ -31,9 +31,11 @@ NAME = "clicks.parquet"
 @pytest.fixture(autouse=True)
 def fresh_server_caches():
     server._OPENED.clear()
+    server._SLICE_COLUMNS.clear()
     server._REPORTS.clear()
     yield
     server._OPENED.clear()
+    server._SLICE_COLUMNS.clear()
     server._REPORTS.clear()
 
 
@@ -193,3 +195,31 @@ def test_progress_is_shown_at_most_every_quarter_second_and_counts_passes(monkey
     progress(batch(0))  # a second pass
     progress(batch(100))
     assert progress.passes == 2 and progress.rows == 10_200
+
+
+def test_slice_columns_are_read_only_when_the_slices_view_first_needs_them(data_dir):
+    """The Metrics view opens without reading the metadata columns; switching to Slices
+    reads them once, for exactly the sampled rows (the same slices as a sample drawn with
+    them), and later sessions find them read."""
+    at = run({"data": NAME})
+    assert_clean(at)
+    assert server._SLICE_COLUMNS.peek((_dataset(data_dir).fingerprint, N_SAMPLE)) is None
+    at.radio(key="main.view").set_value("slices").run()
+    assert_clean(at)
+    at.multiselect(key="view.slices.columns").set_value(["device"]).run()
+    assert_clean(at)
+    (frame,) = [d.value for d in at.dataframe if "q-value" in d.value.columns]
+    with_columns = calcore.scan(data_dir / NAME, split="test", slice_columns=["device"])
+    sample, _ = with_columns.sample(N_SAMPLE, seed=0)
+    expected = calcore.evaluate_by(sample, ["device"], metrics=("accuracy",), n_bootstrap=0)
+    want = {s.label: s.n for s in expected.slices}
+    assert dict(zip(frame["slice"], frame["rows"], strict=True)) == want
+    assert len(want) == len(demo.DEVICES)
+    assert server._SLICE_COLUMNS.peek((_dataset(data_dir).fingerprint, N_SAMPLE)) is not None
+
+
+def _dataset(data_dir):
+    from dashboard.calibration.datadir import data_directory
+
+    (found,) = [d for d in data_directory().datasets() if d.name == NAME]
+    return found

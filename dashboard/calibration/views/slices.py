@@ -106,6 +106,12 @@ def render(ctx):
     st.subheader("Calibration per slice")
     explain("slices")
     metadata = ctx.test.metadata
+    streamed = ctx.split.streamed
+    if streamed is not None and streamed.slice_columns and not metadata:
+        # A server dataset's samples get their slice columns when a page first needs them:
+        # the whole page runs again to read them (once for every session) and to refit on
+        # the samples that carry them.
+        st.rerun(scope="app")
     if not any(col.sliceable for col in metadata.values()):
         st.info(
             "This data has no metadata columns to slice by. Columns other than the label, "
