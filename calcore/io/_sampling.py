@@ -151,22 +151,22 @@ def _slice_values(stream, *, codes: bool) -> Iterator[tuple]:
 
 
 def _arrow_slice_values(stream, *, codes: bool) -> Iterator[tuple]:
-    from calcore.io.stream import _arrow_batches, _check_unchanged, _encoded_labels, _short
+    from calcore.io.stream import arrow_batches, check_unchanged, encoded_labels, short_name
 
     split = stream.roles.split
     read_split = split is not None and (codes or stream.split is not None)
     columns = ([split] if read_split else []) + list(stream.slice_columns)
     for path in stream.files:
-        _check_unchanged(stream, path)
-        name = _short(stream, path)
-        for table, first_row in _arrow_batches(stream, path, columns):
+        check_unchanged(stream, path)
+        name = short_name(stream, path)
+        for table, first_row in arrow_batches(stream, path, columns):
             values = {c: table[c] for c in stream.slice_columns}
             row_codes = None
             if read_split:
                 ctx = InputContext(
                     name, row=LabelRowNames(RowNames(csv=False, first=first_row), split)
                 )
-                encoded = _encoded_labels(table[split], name, split, first_row)
+                encoded = encoded_labels(table[split], name, split, first_row)
                 row_codes = split_codes(*encoded, ctx=ctx)
             if stream.split is not None:  # the stream's rows are one split's
                 chosen = np.flatnonzero(row_codes == SPLITS.index(stream.split))

@@ -279,11 +279,11 @@ class PredictionStream:
         position = 0
         for path in self.files:
             for preds, first_row, extras, codes in _file_batches(self, path, state):
-                yield StreamBatch(preds, _short(self, path), first_row, position, extras, codes)
+                yield StreamBatch(preds, short_name(self, path), first_row, position, extras, codes)
                 position += preds.n_samples
 
 
-def _short(stream: PredictionStream, path: str) -> str:
+def short_name(stream: PredictionStream, path: str) -> str:
     return _short_path(stream.files, path)
 
 
@@ -376,23 +376,21 @@ def _n_rows(path: str) -> int:
         raise _gone(path) from None
 
 
-def _chunks(path: str, columns, batch_rows: int):
-    """``(what, batches)`` per independently readable chunk of a file: Parquet row groups,
-    Arrow IPC record batches; ``batches`` yields record batches of at most ``batch_rows``."""
+def _chunks(path: str, columns, batch_rows: int) -> list:
+    """``(what, batches)`` per independently readable chunk of a file: Parquet row groups
+    (decoded ahead, :mod:`calcore.io._row_groups`), Arrow IPC record batches; ``batches``
+    yields Arrow tables or record batches of at most ``batch_rows`` rows."""
     import pyarrow.ipc as ipc
-    import pyarrow.parquet as pq
 
-    if _is_ipc(path):
-        reader = ipc.open_file(path)
-        for i in range(reader.num_record_batches):
-            yield f"record batch {i}", _sliced(lambda i=i: reader.get_batch(i), columns, batch_rows)
-        return
-    handle = pq.ParquetFile(path)
-    for group in range(handle.num_row_groups):
-        yield (
-            f"row group {group}",
-            handle.iter_batches(batch_size=batch_rows, row_groups=[group], columns=columns),
-        )
+    from calcore.io._row_groups import row_group_chunks
+
+    if not _is_ipc(path):
+        return row_group_chunks(path, columns, batch_rows)
+    reader = ipc.open_file(path)
+    return [
+        (f"record batch {i}", _sliced(lambda i=i: reader.get_batch(i), columns, batch_rows))
+        for i in range(reader.num_record_batches)
+    ]
 
 
 def _sliced(read, columns, batch_rows: int):
@@ -414,7 +412,7 @@ def _fingerprint(path: str) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-def _check_unchanged(stream: "PredictionStream", path: str) -> None:
+def check_unchanged(stream: "PredictionStream", path: str) -> None:
     """Refuse a file rewritten since :func:`scan` looked at it: the passes over a stream
     (profile, ranks, sums) must all see the same rows, or the result would mix two files."""
     if not stream.fingerprints:
@@ -764,7 +762,7 @@ class _KindState:
 def _file_batches(stream: PredictionStream, path: str, state: _KindState):
     """``(preds, first row, slice values, split codes)`` of the file's batches, validated
     (weights in ``preds.sample_weight``)."""
-    _check_unchanged(stream, path)
+    check_unchanged(stream, path)
     read = {"arrow": _arrow_tables, "csv": _csv_tables, "npz": _npz_tables}
     for raw, weights, extras in read[stream._options["family"]](stream, path):
         validated = _validate_batch(stream, raw, state)
@@ -779,15 +777,15 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
             yield preds, raw.row_names.first, extras, codes
 
 
-def _arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
+def arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
     """``(table of one record batch, its first row in the file)`` of a Parquet or Arrow
     IPC file, with ``columns`` only; a damaged chunk is named (file, row group, rows)."""
     import pyarrow as pa
 
-    name = _short(stream, path)
+    name = short_name(stream, path)
     first_row = 0
     try:
-        chunks = list(_chunks(path, columns, stream.batch_rows))
+        chunks = _chunks(path, columns, stream.batch_rows)
     except FileNotFoundError:
         raise _gone(path) from None
     except (pa.ArrowException, OSError) as exc:
@@ -808,7 +806,10 @@ def _arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
                     f"({' '.join(str(exc).split())[:200]}). The file is damaged: re-export it. "
                     f"No result was computed."
                 ) from None
-            yield pa.Table.from_batches([batch]), first_row
+            yield (
+                (batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])),
+                first_row,
+            )
             first_row += batch.num_rows
 
 
@@ -818,8 +819,8 @@ def _arrow_tables(stream: PredictionStream, path: str):
     import pyarrow as pa
 
     opts, roles = stream._options, stream.roles
-    name = _short(stream, path)
-    for table, first_row in _arrow_batches(stream, path, opts["used"] + opts["extras"]):
+    name = short_name(stream, path)
+    for table, first_row in arrow_batches(stream, path, opts["used"] + opts["extras"]):
         raw = RawTable(
             name,
             "arrow" if _is_ipc(path) else "parquet",
@@ -828,10 +829,10 @@ def _arrow_tables(stream: PredictionStream, path: str):
             roles,
             table.num_rows,
             columns_to_matrix(table, roles.scores),
-            _encoded_labels(table[roles.label], name, roles.label, first_row),
+            encoded_labels(table[roles.label], name, roles.label, first_row),
             None
             if roles.split is None
-            else _encoded_labels(table[roles.split], name, roles.split, first_row),
+            else encoded_labels(table[roles.split], name, roles.split, first_row),
             RowNames(csv=False, first=first_row),
         )
         weights = None
@@ -852,7 +853,7 @@ def _csv_tables(stream: PredictionStream, path: str):
     floats = [*roles.scores] + ([weight] if weight is not None else [])
     texts = [roles.label] + ([roles.split] if roles.split else [])
     extras = stream._options["extras"]
-    name = _short(stream, path)
+    name = short_name(stream, path)
     pieces = csv_pieces(path, name, head, head.piece_bytes(stream.batch_rows))
     k = len(roles.scores)
     try:
@@ -888,7 +889,7 @@ def _npz_tables(stream: PredictionStream, path: str):
     """``(raw table, weights or None, slice arrays)`` per window of rows of an NPZ archive."""
     from calcore.io._npz_stream import NpzArchive
 
-    name = _short(stream, path)
+    name = short_name(stream, path)
     archive = NpzArchive(path, name, label_column=stream._options["label_column"])
     extras = stream._options["extras"]
     windows = archive.windows(stream.batch_rows, weight=stream.weight_column, extras=extras)
@@ -918,7 +919,7 @@ def _factorized(values: np.ndarray):
     return np.asarray(distinct, dtype=object), index.astype(np.intp)
 
 
-def _encoded_labels(column, source: str, name: str, first_row: int):
+def encoded_labels(column, source: str, name: str, first_row: int):
     """``(distinct label texts, index of each row's label)`` of an Arrow label column."""
     import pyarrow as pa
     import pyarrow.compute as pc
