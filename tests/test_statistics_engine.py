@@ -338,6 +338,40 @@ def test_damaged_row_group_is_named_and_nothing_is_reported(tmp_path):
         calcore.evaluate(stream)
 
 
+def test_row_groups_decoded_ahead_give_the_batches_read_one_by_one(tmp_path):
+    """Row groups no larger than a batch are decoded ahead on shared threads: the batches,
+    their order and positions are those of reading batch by batch (row groups larger than
+    a batch), also with streams abandoned half-way and several streams read at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    preds = _binary(3_000, seed=41)
+    _write_parts(tmp_path, preds, [1_100, 1_900], row_group_size=100)
+
+    def read(batch_rows: int, stop: int | None = None):
+        out = []
+        for b in calcore.scan(tmp_path, batch_rows=batch_rows).batches():
+            out.append((b.position, b.first_row, b.preds.probs[:, 1].copy()))
+            if stop is not None and len(out) == stop:
+                break
+        return out
+
+    one_by_one = read(50)  # 100-row groups are larger than a 50-row batch
+    assert len(one_by_one) == 60
+    ahead = read(100)
+    assert len(ahead) == 30
+    for (pos, first, probs), k in zip(ahead, range(0, 60, 2), strict=True):
+        assert (pos, first) == one_by_one[k][:2]
+        np.testing.assert_array_equal(
+            probs, np.concatenate([one_by_one[k][2], one_by_one[k + 1][2]])
+        )
+    np.testing.assert_array_equal(np.concatenate([p for _, _, p in ahead]), preds.probs[:, 1])
+    for _ in range(3):
+        assert len(read(100, stop=2)) == 2  # abandoned with decoding under way
+    with ThreadPoolExecutor(4) as pool:
+        for got in pool.map(lambda _: read(100), range(4)):
+            np.testing.assert_array_equal(np.concatenate([p for _, _, p in got]), preds.probs[:, 1])
+
+
 def test_missing_path_and_empty_directory(tmp_path):
     with pytest.raises(calcore.CalcoreError, match="no such file or directory"):
         calcore.scan(tmp_path / "nope")
@@ -535,6 +569,33 @@ def test_poisson_weights_depend_only_on_position_and_have_poisson_moments():
     np.testing.assert_array_equal(poisson_weights(np.arange(500, 900), 8, seed=3), w[:, 500:900])
     assert not np.array_equal(poisson_weights(np.arange(100), 8, seed=4), w[:, :100])
     assert abs(np.corrcoef(w[0], w[1])[0, 1]) < 0.02  # replicates look independent
+
+
+def _splitmix64(x: int) -> int:
+    """SplitMix64's finaliser on Python integers (Steele, Lea & Flood 2014), mod 2**64."""
+    mask = (1 << 64) - 1
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+    return x ^ (x >> 31)
+
+
+@pytest.mark.parametrize("stream", [0, 3])
+def test_row_uniforms_are_splitmix64_of_seed_and_position(stream):
+    """Against the hash written out on Python integers, across the in-place mixer's chunk
+    boundary (32,768 rows) and for positions beyond 2**32."""
+    from calcore.statistics.poisson import row_uniforms
+
+    golden, mask, seed = 0x9E3779B97F4A7C15, (1 << 64) - 1, 11
+    key = _splitmix64(((~seed & mask) * golden + golden) & mask)
+    if stream:
+        key = _splitmix64((key + stream * golden) & mask)
+    positions = np.array([0, 1, 32_767, 32_768, 32_769, 70_001, 2**33 + 5], dtype=np.int64)
+    everything = np.concatenate([np.arange(70_002), positions[-1:]])
+    got = row_uniforms(everything, seed, stream=stream)
+    for pos in positions:
+        want = (_splitmix64((int(pos) * golden + key) & mask) >> 11) / 2**53
+        assert got[np.flatnonzero(everything == pos)[0]] == want
+    assert ((0 <= got) & (got < 1)).all()
 
 
 def test_replicate_statistics_equal_weighted_statistics_one_by_one():
