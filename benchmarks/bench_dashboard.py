@@ -11,7 +11,8 @@ no stale elements, plus the chart/table drawn):
 * issue 15: a dataset on the server (the demo of ``make run``, 10M rows by default,
   ``--server-rows``) opened from a link: first paint of the metrics table (sampling
   included; in a fresh browser profile and in one that has opened the page before), a
-  bins change, a view switch, and every test row evaluated streamed, beside
+  bins change, a view switch, the Slices view (its first opening reads the slice columns)
+  and a slicing by segment, and every test row evaluated streamed, beside
   DuckDB's 15-bin conf-ECE query over the same file's test rows (measured in the same run).
 
 Usage::
@@ -219,6 +220,26 @@ def duckdb_conf_ece(path: Path) -> tuple[float, float]:
     return float(value), best
 
 
+def open_slices(page, column: str) -> tuple[float, float]:
+    """Seconds from the click on the Slices view to the view ready (the first time on a
+    server dataset, its slice columns are read for the sampled rows), and from choosing
+    ``column`` to the slices' table drawn."""
+    start = time.monotonic()
+    page.get_by_test_id("stRadio").get_by_text("Slices", exact=True).click()
+    page.get_by_text("Choose one or two columns above").wait_for(timeout=600_000)
+    settle(page)
+    switch = time.monotonic() - start
+    start = time.monotonic()
+    box = page.get_by_test_id("stMultiSelect").filter(has_text="Slice the test rows by")
+    box.locator("input").click()
+    page.keyboard.type(column)
+    page.get_by_role("option").filter(has_text=column).first.click()
+    page.keyboard.press("Escape")
+    page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=600_000)
+    settle(page)
+    return switch, time.monotonic() - start
+
+
 def dataset_first_paint(page, url: str) -> float:
     """Seconds from following a dataset link to the metrics table's first paint."""
     start = time.monotonic()
@@ -268,6 +289,7 @@ def server_case(browser, n_rows: int, *, every_row: bool = True) -> dict:
             page.locator("[data-testid='stTable']").first.wait_for(timeout=600_000)
             settle(page)
             back = time.monotonic() - back
+            slices_switch, slices_by = open_slices(page, "segment")
             every_row_s = None
             if every_row:
                 start = time.monotonic()
@@ -294,6 +316,8 @@ def server_case(browser, n_rows: int, *, every_row: bool = True) -> dict:
             "bins_change_s": round(bins, 2),
             "view_switch_s": round(view, 2),
             "back_to_metrics_s": round(back, 2),
+            "slices_view_first_switch_s": round(slices_switch, 2),
+            "slices_by_segment_s": round(slices_by, 2),
             "every_row_3_outputs_s": every_row_s,
             "duckdb_conf_ece_test_rows_s": round(duck, 3),
             "duckdb_conf_ece": round(value, 6),

@@ -6,8 +6,8 @@ statistics, sampling). pyarrow decodes one row group's columns in parallel, but 
 cheap columns (labels, split) finish long before the scores, so one row group at a time
 left a core idle. Decoding whole row groups on two threads of their own, a couple of
 row groups ahead, keeps both cores busy: on the 100M-row demo (100 row groups of 1M
-rows), decoding its three used columns took 1.29 s one row group at a time and 0.97 s
-two at a time (2 cores; ``benchmarks/bench_scale.py`` measures a whole pass).
+rows), decoding its three used columns (and a light check) took 1.29 s one row group at a time
+and 0.97 s two at a time (2 cores; ``benchmarks/bench_scale.py`` measures a whole pass).
 
 Row groups are yielded in file order, so batches and positions do not change. A file
 whose row groups exceed a batch is read as before, batch by batch within each row group,

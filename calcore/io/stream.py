@@ -215,7 +215,7 @@ class PredictionStream:
 
         The rows a sample keeps depend only on the seed and on each row's split, so a
         sample can be drawn from a stream without slice columns (faster: on the 100M-row
-        demo, 2.0 s instead of 2.9 s) and its slice columns read later, when they are
+        demo, 1.9 s instead of 2.6 s) and its slice columns read later, when they are
         needed. Parquet and Arrow IPC files are then read for the split and slice
         columns alone; CSV and NPZ sources are read whole.
 

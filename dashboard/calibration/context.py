@@ -105,9 +105,22 @@ def build_context(settings: Settings, split: Split) -> Context:
             errors[label] = str(err)
             continue
         methods[label], fitted[label] = choice, fit
-        outputs[label], keys[label] = fit.output, key
+        outputs[label], keys[label] = _with_test_metadata(fit.output, split.test), key
     if progress is not None:
         progress.empty()
     for label, message in errors.items():
         st.error(f"{esc(label)} could not be fitted: {esc(message)}")
     return Context(settings, split, methods, fitted, outputs, keys, errors)
+
+
+def _with_test_metadata(output: calcore.Predictions, test: calcore.Predictions):
+    """A calibrator's output with the test rows' metadata columns.
+
+    A server dataset's samples get their slice columns only when a page first needs them,
+    after the calibrators may have been fitted and cached under the same key; the output
+    holds the test rows in their order (``transform(test)``), so it takes their columns
+    rather than being fitted again.
+    """
+    if test.metadata and not output.metadata:
+        return output.with_metadata(test.metadata)
+    return output

@@ -133,8 +133,7 @@ def render_calibration() -> None:
         kept=source.kept,
     )
     if streamed is not None and wants_slice_columns(settings, streamed):
-        loaded = attach_slice_columns(loaded, streamed)
-        digest += "|slice-columns"  # the samples now carry metadata: cached fits too
+        loaded = attach_slice_columns(loaded, streamed)  # same rows: same cache keys
     try:
         second = second_digest = None
         test_file = controls.second_file() if settings.split_mode == "second-file" else None

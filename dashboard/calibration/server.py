@@ -7,7 +7,7 @@ rows per split (:meth:`calcore.PredictionStream.sample_splits`: bottom-k of per-
 uniforms keyed by row position, the same whatever the batching). The metadata columns
 (for the Slices view) are read later, for the same rows, when a page first needs them
 (:func:`with_slice_columns`): the Metrics view, where a review starts, does not wait
-for them (on the 100M-row demo the sample takes 2.0 s without them, 2.9 s with them).
+for them (on the 100M-row demo the samples take 1.9 s without them, 2.6 s with them).
 
 Every view works on the samples, as on a file loaded whole, and the page says so; the
 Metrics view can also evaluate every test row, streamed (:func:`streamed_report`). Results
@@ -193,7 +193,7 @@ def slice_columns_read(streamed: Streamed) -> bool:
 
 def with_slice_columns(loaded: Loaded, streamed: Streamed) -> Loaded:
     """``loaded`` with its samples' metadata: the slice columns of the sampled rows, read
-    once for every session (about 1 s for the 100M-row demo's three columns), from the
+    once for every session (about 1.4 s for the 100M-row demo's three columns), from the
     split and slice columns alone where the files allow it
     (:meth:`calcore.PredictionStream.sample_slice_columns`).
 

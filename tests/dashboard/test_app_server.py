@@ -22,6 +22,7 @@ import calcore
 from dashboard import demo
 from dashboard.calibration import server
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
+from dashboard.calibration.views import slices
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 N_ROWS, N_SAMPLE = 60_000, 20_000
@@ -200,8 +201,9 @@ def test_progress_is_shown_at_most_every_quarter_second_and_counts_passes(monkey
 def test_slice_columns_are_read_only_when_the_slices_view_first_needs_them(data_dir):
     """The Metrics view opens without reading the metadata columns; switching to Slices
     reads them once, for exactly the sampled rows (the same slices as a sample drawn with
-    them), and later sessions find them read."""
-    at = run({"data": NAME})
+    them), also for a calibrator fitted before they were read, and later sessions find
+    them read."""
+    at = run({"data": NAME, "m": "ts"})
     assert_clean(at)
     assert server._SLICE_COLUMNS.peek((_dataset(data_dir).fingerprint, N_SAMPLE)) is None
     at.radio(key="main.view").set_value("slices").run()
@@ -215,6 +217,10 @@ def test_slice_columns_are_read_only_when_the_slices_view_first_needs_them(data_
     want = {s.label: s.n for s in expected.slices}
     assert dict(zip(frame["slice"], frame["rows"], strict=True)) == want
     assert len(want) == len(demo.DEVICES)
+    at.selectbox(key=slices.KEY_METHOD).set_value("ts").run()  # fitted before: same slices
+    assert_clean(at)
+    (frame,) = [d.value for d in at.dataframe if "q-value" in d.value.columns]
+    assert dict(zip(frame["slice"], frame["rows"], strict=True)) == want
     assert server._SLICE_COLUMNS.peek((_dataset(data_dir).fingerprint, N_SAMPLE)) is not None
 
 

@@ -109,8 +109,8 @@ def render(ctx):
     streamed = ctx.split.streamed
     if streamed is not None and streamed.slice_columns and not metadata:
         # A server dataset's samples get their slice columns when a page first needs them:
-        # the whole page runs again to read them (once for every session) and to refit on
-        # the samples that carry them.
+        # the whole page runs again to read them (once for every session) and to give
+        # them to the samples and the calibrators' outputs.
         st.rerun(scope="app")
     if not any(col.sliceable for col in metadata.values()):
         st.info(
