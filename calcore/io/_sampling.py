@@ -140,9 +140,9 @@ def _slice_values(stream, *, codes: bool) -> Iterator[tuple]:
     """``(split codes or None, None, slice values)`` per batch of the stream's rows.
 
     Parquet and Arrow IPC files are read for the split and slice columns alone (on the
-    100M-row demo, 1.4 s for the split and three slice columns, where sampling with
-    them took 2.5 s); CSV and NPZ sources are
-    read whole, validated as by :meth:`~calcore.PredictionStream.batches`.
+    100M-row demo, 1.4 s for the split and three slice columns, where sampling with them
+    took 2.5 s); CSV and NPZ sources are read whole, validated as by
+    :meth:`~calcore.PredictionStream.batches`.
     """
     if stream._options["family"] != "arrow":
         for b in stream.batches():

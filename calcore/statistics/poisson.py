@@ -135,12 +135,13 @@ def row_uniforms(positions, seed: int, *, stream: int = 0) -> np.ndarray:
     size = min(pos.size, _HASH_CHUNK)
     bits, scratch = np.empty(size, dtype=np.uint64), np.empty(size, dtype=np.uint64)
     for start in range(0, pos.size, _HASH_CHUNK):
-        x, s = bits[: min(_HASH_CHUNK, pos.size - start)], scratch
-        np.copyto(x, pos[start : start + x.size], casting="unsafe")
+        n = min(_HASH_CHUNK, pos.size - start)
+        x = bits[:n]
+        np.copyto(x, pos[start : start + n], casting="unsafe")
         with np.errstate(over="ignore"):
             x *= _GOLDEN
             x += key
-        _mix_in_place(x, s[: x.size])
+        _mix_in_place(x, scratch[:n])
         x >>= np.uint64(11)  # the top 53 bits: exact in float64
-        np.multiply(x, 1.0 / 2**53, out=out[start : start + x.size])
+        np.multiply(x, 1.0 / 2**53, out=out[start : start + n])
     return out.reshape(np.shape(positions))

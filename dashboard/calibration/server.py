@@ -80,8 +80,9 @@ class Streamed:
         The sample size per split asked for.
     plain : calcore.PredictionStream
         Every row of the dataset, without the slice columns.
-    slice_columns : tuple of str
-        The metadata columns kept for slicing; the samples get them from
+    sliced : calcore.PredictionStream or None
+        The same files with the metadata columns kept for slicing (None: there are
+        none), scanned when the samples were drawn; the samples get these columns from
         :func:`with_slice_columns`.
     read_at : str
         When the samples were read (UTC, ``HH:MM:SS``): every session on the server shows
@@ -94,9 +95,13 @@ class Streamed:
     n_rows: dict
     sample_rows: int
     plain: calcore.PredictionStream  # every row, without the slice columns
-    slice_columns: tuple[str, ...]
+    sliced: calcore.PredictionStream | None
     read_at: str
     read_seconds: float
+
+    @property
+    def slice_columns(self) -> tuple[str, ...]:
+        return () if self.sliced is None else self.sliced.slice_columns
 
     def evaluated(self, split: str | None) -> calcore.PredictionStream:
         """The rows of ``split`` (None: every row) for evaluation: the slice columns,
@@ -164,10 +169,10 @@ def _opened(dataset: ServerDataset, n_sample: int, progress) -> tuple[Loaded, St
     roles = first.roles
     taken = {roles.label, roles.split, first.weight_column, *roles.scores}
     metadata = [c for c in roles.ignored if c not in taken]
-    notes = []
+    notes, sliced = [], None
     if metadata:
         try:  # refused here rather than when the Slices view opens
-            calcore.scan(path, slice_columns=metadata)
+            sliced = calcore.scan(path, slice_columns=metadata)
         except calcore.CalcoreError as err:  # e.g. an NPZ array that is not one value per row
             metadata = []
             notes.append(f"No metadata kept for slicing: {err}")
@@ -180,7 +185,7 @@ def _opened(dataset: ServerDataset, n_sample: int, progress) -> tuple[Loaded, St
     n_rows = {name: n for name, (_, n) in sampled.items()}
     read_at = datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S")
     seconds = time.perf_counter() - start
-    streamed = Streamed(dataset, n_rows, n_sample, first, tuple(metadata), read_at, seconds)
+    streamed = Streamed(dataset, n_rows, n_sample, first, sliced, read_at, seconds)
     notes = _detected(first, metadata, first.weight_column) + notes
     return Loaded(dataset.name, samples, tuple(notes), ()), streamed
 
@@ -192,29 +197,30 @@ def slice_columns_read(streamed: Streamed) -> bool:
 
 
 def with_slice_columns(loaded: Loaded, streamed: Streamed) -> Loaded:
-    """``loaded`` with its samples' metadata: the slice columns of the sampled rows, read
-    once for every session (about 1.4 s for the 100M-row demo's three columns), from the
-    split and slice columns alone where the files allow it
-    (:meth:`calcore.PredictionStream.sample_slice_columns`).
+    """``loaded`` (the samples of :func:`open_dataset`) with their metadata: the slice
+    columns of the sampled rows, read once for every session (about 1.4 s for the
+    100M-row demo's three columns), from the split and slice columns alone where the
+    files allow it (:meth:`calcore.PredictionStream.sample_slice_columns`).
 
     Raises
     ------
     calcore.CalcoreError
         The files changed since they were sampled, or a damaged chunk (file, row group).
     """
-    if not streamed.slice_columns:
+    stream = streamed.sliced
+    if stream is None:
         return loaded
 
-    def read() -> dict:
-        stream = calcore.scan(str(streamed.dataset.path), slice_columns=streamed.slice_columns)
-        stream = replace(stream, fingerprints=streamed.plain.fingerprints)  # the sampled files
+    def read() -> Loaded:  # cached whole: every rerun gets the same samples
+        n, seed = streamed.sample_rows, _SAMPLE_SEED
         if "all" in streamed.n_rows:
-            return {"all": stream.sample_slice_columns(streamed.sample_rows, seed=_SAMPLE_SEED)}
-        return stream.sample_slice_columns(streamed.sample_rows, seed=_SAMPLE_SEED, splits=True)
+            columns = {"all": stream.sample_slice_columns(n, seed=seed)}
+        else:
+            columns = stream.sample_slice_columns(n, seed=seed, splits=True)
+        samples = {name: s.with_metadata(columns[name]) for name, s in loaded.splits.items()}
+        return replace(loaded, splits=samples)
 
-    columns = _SLICE_COLUMNS.get(_slice_key(streamed), read)
-    samples = {name: s.with_metadata(columns[name]) for name, s in loaded.splits.items()}
-    return replace(loaded, splits=samples)
+    return _SLICE_COLUMNS.get(_slice_key(streamed), read)
 
 
 def _slice_key(streamed: Streamed) -> tuple:

@@ -40,8 +40,8 @@ class SharedCache:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:  # one computation per key; the other callers wait here
             with self._guard:
-                hit = self._values.get(key)
-                if hit is not None and time.monotonic() - hit[0] < self.ttl_s:
+                hit = self._fresh(key)
+                if hit is not None:
                     self._values.move_to_end(key)
                     return hit[1]
             value = compute()
@@ -57,10 +57,13 @@ class SharedCache:
         """The cached value of ``key`` if it is there and fresh, else None (nothing is
         computed)."""
         with self._guard:
-            hit = self._values.get(key)
-            if hit is None or time.monotonic() - hit[0] >= self.ttl_s:
-                return None
-            return hit[1]
+            hit = self._fresh(key)
+            return None if hit is None else hit[1]
+
+    def _fresh(self, key: Hashable):
+        """``(created, value)`` of ``key`` if cached and not expired (hold the guard)."""
+        hit = self._values.get(key)
+        return hit if hit is not None and time.monotonic() - hit[0] < self.ttl_s else None
 
     def clear(self) -> None:
         with self._guard:
