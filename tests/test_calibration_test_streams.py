@@ -88,9 +88,13 @@ def test_redraws_merge_in_any_grouping_to_one_pass():
     np.testing.assert_allclose(got.label_weight, whole.label_weight, rtol=1e-12)
 
 
-def test_each_redraw_equals_a_full_update_with_its_labels():
+@pytest.mark.parametrize("chunk_values", [1 << 22, 3 * 37])  # one chunk; nine, half on a thread
+def test_each_redraw_equals_a_full_update_with_its_labels(monkeypatch, chunk_values):
     # Brute force: replicate r of the redrawn statistics is the statistics engine run on
     # the rows with the labels of redraw r (weights included).
+    from calcore.statistics import redraws as module
+
+    monkeypatch.setattr(module, "_CHUNK_VALUES", chunk_values)
     preds = _preds(300, 3, seed=5)
     specs = report_cell_specs(preds, bins=6, binning="equal-mass")
     kde = report_kde_specs(preds, confidence=True, classwise=True)

@@ -598,7 +598,48 @@ def test_row_uniforms_are_splitmix64_of_seed_and_position(stream):
     assert ((0 <= got) & (got < 1)).all()
 
 
-def test_replicate_statistics_equal_weighted_statistics_one_by_one():
+def test_poisson_weights_are_the_splitmix64_halves_of_position_and_replicate_pair():
+    """Against the hash on Python integers: replicates 2j and 2j + 1 of position i take the
+    low and high 32 bits of hash((i * ceil(R/2) + j) * golden + key) as uniforms, and the
+    weight is the number of Poisson(1) CDF thresholds (as 32-bit integers) at or below."""
+    import math
+
+    from calcore.statistics.poisson import poisson_weights
+
+    golden, mask, seed, n_rep = 0x9E3779B97F4A7C15, (1 << 64) - 1, 21, 7
+    pairs = (n_rep + 1) // 2
+    key = _splitmix64(((seed & mask) * golden + golden) & mask)
+    cdf = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(20)])
+    thresholds = [min(round(c * 2.0**32), 2**32) for c in cdf]
+    positions = np.array([0, 1, 9_361, 9_362, 40_000, 2**33 + 5], dtype=np.int64)
+    everything = np.concatenate([np.arange(40_001), positions[-1:]])  # several hash chunks
+    got = poisson_weights(everything, n_rep, seed)
+    for pos in positions:
+        column = got[:, np.flatnonzero(everything == pos)[0]]
+        for r in range(n_rep):
+            bits = _splitmix64(((int(pos) * pairs + r // 2) * golden + key) & mask)
+            u = bits & 0xFFFFFFFF if r % 2 == 0 else bits >> 32
+            assert column[r] == sum(t <= u for t in thresholds), (pos, r)
+    # every weight of 600,000 (about 70 of them settled by a search, next to a threshold)
+    # equals a direct search of its uniform among the thresholds
+    n = 300_000
+    with np.errstate(over="ignore"):
+        x = np.arange(n, dtype=np.uint64) * np.uint64(golden) + np.uint64(key)
+        for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+            x = (x ^ (x >> np.uint64(shift))) * np.uint64(factor)
+        x ^= x >> np.uint64(31)
+    uniforms = np.stack([x & np.uint64(0xFFFFFFFF), x >> np.uint64(32)])
+    want = np.searchsorted(np.array(thresholds, dtype=np.uint64), uniforms, side="right")
+    np.testing.assert_array_equal(poisson_weights(np.arange(n), 2, seed), want)
+
+
+@pytest.mark.parametrize(
+    ("bins", "dense_values"), [(5, 1 << 18), (5, 97), (40, 1 << 18)]
+)  # dense sums in one block, dense in many blocks of rows, sparse sums
+def test_replicate_statistics_equal_weighted_statistics_one_by_one(monkeypatch, bins, dense_values):
+    from calcore.statistics import cells
+
+    monkeypatch.setattr(cells, "_DENSE_VALUES", dense_values)
     from calcore.evaluation.report_statistics import (
         binned_values,
         report_cell_specs,
@@ -608,7 +649,7 @@ def test_replicate_statistics_equal_weighted_statistics_one_by_one():
     from calcore.statistics.poisson import poisson_weights
 
     preds = _preds(300, 3, seed=26)
-    specs = report_cell_specs(preds, bins=5, binning="equal-mass")
+    specs = report_cell_specs(preds, bins=bins, binning="equal-mass")
     kdes = report_kde_specs(preds, confidence=True, classwise=True)
     w = poisson_weights(np.arange(300), 4, seed=9)
     boot = CalibrationStatistics.empty(preds.class_names, specs, kdes, replicates=4)

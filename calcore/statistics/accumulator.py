@@ -17,10 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 
 import numpy as np
-import scipy.sparse as sp
 
 from calcore.metrics.scoring import brier_per_row, nll_per_row
-from calcore.statistics.cells import CellSums
+from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import BinEdges
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 from calcore.statistics.points import RowBatch, add_rows
@@ -307,9 +306,9 @@ class CalibrationStatistics:
             total, sums = float(w.sum()), [float(w @ t) for t in terms]
             per_label = np.bincount(preds.labels, weights=w, minlength=n_labels)
         else:  # (R, m) replicate weights
-            total, sums = w.sum(axis=1), [w @ t for t in terms]
-            onehot = sp.csr_matrix((np.ones(n), (np.arange(n), preds.labels)), shape=(n, n_labels))
-            per_label = np.asarray((onehot.T @ w.T).T)
+            total = w.sum(axis=1)
+            sums = list((w @ np.column_stack(terms)).T)  # one product for every term
+            (per_label,) = replicate_sums(w, preds.labels, n_labels)
         self.weight = self.weight + total
         self.correct = self.correct + sums[0]
         if self.proper_scores:

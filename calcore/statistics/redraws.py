@@ -18,11 +18,13 @@ the state (a replicate axis of outcome sums) merges by addition.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
 
 from calcore.statistics.accumulator import CalibrationStatistics
+from calcore.statistics.cells import replicate_sums
 from calcore.statistics.kde_cells import positive_moments
 from calcore.statistics.points import RowBatch, local_labels, point_cells
 from calcore.statistics.poisson import row_uniforms
@@ -51,8 +53,14 @@ def redrawn_labels(probs: np.ndarray, positions, seed: int, redraws) -> np.ndarr
 
     Returns
     -------
-    ndarray of intp, shape (len(redraws), m)
+    ndarray of shape (len(redraws), m), uint8 up to 256 classes, else intp
         ``min(#{k : cumsum(p)_k <= u}, L - 1)``: label ``k`` with probability ``p_k``.
+
+    Notes
+    -----
+    The cumulative sums never decrease, so the count is that of the first ``L - 1``
+    only: one comparison per row for a binary model. Each redraw's uniforms are made
+    and compared in turn (a (m,) temporary, not (R, m)).
 
     Examples
     --------
@@ -62,18 +70,23 @@ def redrawn_labels(probs: np.ndarray, positions, seed: int, redraws) -> np.ndarr
     """
     cumulative = np.cumsum(np.asarray(probs, dtype=np.float64), axis=1)
     m, n_classes = cumulative.shape
-    u = np.stack([row_uniforms(positions, seed, stream=int(r) + 1) for r in redraws])
+    redraws = [int(r) for r in redraws]
+    small = n_classes <= 256
+    labels = np.zeros((len(redraws), m), dtype=np.uint8 if small else np.intp)
     if n_classes <= _COMPARE_CLASSES:
-        count = np.zeros(u.shape, dtype=np.intp)
-        for k in range(n_classes):
-            count += cumulative[:, k] <= u
+        thresholds = [np.ascontiguousarray(cumulative[:, k]) for k in range(n_classes - 1)]
     else:
-        # bisection for the first k with cumulative_k > u (cumsum of non-negative values
-        # never decreases in floating point, so this equals the count above)
-        low = np.zeros(u.shape, dtype=np.intp)
-        high = np.full(u.shape, n_classes, dtype=np.intp)
-        base = (np.arange(m) * n_classes)[None, :]
+        base = np.arange(m) * n_classes
         flat = cumulative.reshape(-1)
+    for row, r in zip(labels, redraws, strict=True):
+        u = row_uniforms(positions, seed, stream=r + 1)
+        if n_classes <= _COMPARE_CLASSES:
+            for threshold in thresholds:
+                row += threshold <= u
+            continue
+        # bisection for the first k with cumulative_k > u (equal to the count above)
+        low = np.zeros(m, dtype=np.intp)
+        high = np.full(m, n_classes, dtype=np.intp)
         while True:
             open_ = low < high
             if not open_.any():
@@ -82,8 +95,8 @@ def redrawn_labels(probs: np.ndarray, positions, seed: int, redraws) -> np.ndarr
             below = flat[base + np.minimum(mid, n_classes - 1)] <= u
             low = np.where(open_ & below, mid + 1, low)
             high = np.where(open_ & ~below, mid, high)
-        count = low
-    return np.minimum(count, n_classes - 1)
+        row[:] = np.minimum(low, n_classes - 1)
+    return labels
 
 
 class LabelRedraws:
@@ -133,12 +146,38 @@ class LabelRedraws:
         self.n_rows = 0
 
     def update(self, preds, positions, weights=None) -> None:
-        """Add a batch of rows at the given positions (with optional row weights)."""
+        """Add a batch of rows at the given positions (with optional row weights).
+
+        Rows are taken in chunks of about ``_CHUNK_VALUES`` (redraws x rows) values; from
+        two chunks on, the second half of them is added on a worker thread into redraws
+        of its own and merged (split by chunk index, so the result does not depend on
+        timing; the sums with unit weights are integers, exact in any order).
+        """
         positions = np.asarray(positions)
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
-        n_redraws, n_classes = len(self.redraws), len(self.class_names)
-        step = max(1, _CHUNK_VALUES // max(n_redraws, n_classes, 1))
-        for a in range(0, preds.n_samples, step):
+        step = max(1, _CHUNK_VALUES // max(len(self.redraws), len(self.class_names), 1))
+        starts = range(0, preds.n_samples, step)
+        if len(starts) < 2:
+            self._update_chunks(preds, positions, w, starts, step)
+        else:
+            half = len(starts) // 2
+            other = self._empty_like()
+            with ThreadPoolExecutor(1) as pool:
+                later = pool.submit(other._update_chunks, preds, positions, w, starts[half:], step)
+                self._update_chunks(preds, positions, w, starts[:half], step)
+                later.result()
+            merged = self.merge(other)
+            self.outcome, self.positives = merged.outcome, merged.positives
+            self.correct, self.label_weight = merged.correct, merged.label_weight
+        self.n_rows += preds.n_samples
+
+    def _empty_like(self) -> "LabelRedraws":
+        return LabelRedraws(
+            self.class_names, self.specs, self.kde_specs, redraws=self.redraws, seed=self.seed
+        )
+
+    def _update_chunks(self, preds, positions, w, starts, step: int) -> None:
+        for a in starts:
             rows = slice(a, a + step)
             batch = RowBatch(
                 preds.probs[rows],
@@ -149,33 +188,53 @@ class LabelRedraws:
             )
             labels = redrawn_labels(batch.probs, positions[rows], self.seed, self.redraws)
             self._add(batch, labels, None if w is None else w[rows])
-        self.n_rows += preds.n_samples
 
     def _add(self, batch: RowBatch, labels: np.ndarray, w) -> None:
         n_redraws, m = labels.shape
         n_classes = len(self.class_names)
-        hit = labels == batch.predicted[None, :]
-        weighted_hit = hit if w is None else hit * w
+        hit = labels == batch.predicted.astype(labels.dtype)[None, :]
+        weighted_hit = hit.astype(np.float64) if w is None else hit * w
         self.correct += weighted_hit.sum(axis=1)
-        offset = np.arange(n_redraws)[:, None]
-        self.label_weight += _bincount(
-            offset * n_classes + labels,
-            None if w is None else np.broadcast_to(w, labels.shape),
-            n_redraws,
-            n_classes,
-        )
+        few = n_classes <= _COMPARE_CLASSES
+        # with few classes, a (redraws, rows) indicator per class and matrix products
+        # (calcore.statistics.cells.replicate_sums); with many, bincounts of flat indices
+        if few:
+            is_class = [labels == c for c in range(n_classes)]
+            for c, is_c in enumerate(is_class):
+                self.label_weight[:, c] += np.count_nonzero(is_c, axis=1) if w is None else is_c @ w
+        else:
+            offset = np.arange(n_redraws)[:, None]
+            self.label_weight += _bincount(
+                offset * n_classes + labels,
+                None if w is None else np.broadcast_to(w, labels.shape),
+                n_redraws,
+                n_classes,
+            )
         for key, spec in self.specs.items():
             cells = point_cells(spec.edges, batch, spec.reduction, classes=spec.classes)
             n_cells = spec.edges.n_cells
             if spec.reduction != "class-wise":
-                index = np.where(hit & (cells >= 0), offset * n_cells + cells, -1)
+                (self_outcome,) = replicate_sums(weighted_hit, cells, n_cells)
+            elif few:
+                chosen = range(n_classes) if spec.classes is None else spec.classes
+                self_outcome = sum(
+                    replicate_sums(
+                        is_class[c] if w is None else is_class[c] * w, cells[:, j], n_cells
+                    )[0]
+                    for j, c in enumerate(chosen)
+                )
             else:
+                offset = np.arange(n_redraws)[:, None]
                 local = local_labels(labels, n_classes, spec.classes)
                 own = np.take_along_axis(cells, np.maximum(local, 0).T, axis=1).T  # (R, m)
                 index = np.where((local >= 0) & (own >= 0), offset * n_cells + own, -1)
-            self.outcome[key] += _bincount(
-                index, None if w is None else np.broadcast_to(w, index.shape), n_redraws, n_cells
-            )
+                self_outcome = _bincount(
+                    index,
+                    None if w is None else np.broadcast_to(w, index.shape),
+                    n_redraws,
+                    n_cells,
+                )
+            self.outcome[key] += self_outcome
         for key, spec in self.kde_specs.items():
             if spec.reduction == "confidence":
                 self.positives[key][0] += positive_moments(
@@ -196,9 +255,7 @@ class LabelRedraws:
             or other.kde_specs.keys() != self.kde_specs.keys()
         ):
             raise ValueError("cannot merge redraws of different cells, classes or seeds")
-        out = LabelRedraws(
-            self.class_names, self.specs, self.kde_specs, redraws=self.redraws, seed=self.seed
-        )
+        out = self._empty_like()
         out.outcome = {k: v + other.outcome[k] for k, v in self.outcome.items()}
         out.positives = {
             k: [a + b for a, b in zip(v, other.positives[k], strict=True)]
