@@ -13,9 +13,9 @@
   one fails; optional JUnit XML (``--junit``) and Markdown (``--markdown``) reports.
 * ``--by COLUMN`` (``metrics``, ``check``; repeatable, crossed): the same per slice of a
   metadata column (:func:`calcore.evaluate_by`): slices ranked by the calibration test
-  with Benjamini-Hochberg q-values; ``check`` holds every gate in every slice too. The
-  file is loaded whole (within the size budget): slicing a streamed source is not
-  available yet.
+  with Benjamini-Hochberg q-values; ``check`` holds every gate in every slice too. A
+  source is streamed or loaded whole as for ``metrics``; quantile ranges of a streamed
+  source take passes over its slice columns first.
 
 Errors are one line on stderr and exit code 2; never a traceback.
 """
@@ -40,7 +40,7 @@ from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
 from calcore.evaluation.slices import MIN_SLICE_ROWS, SlicedReport, evaluate_by
 from calcore.metrics.registry import METRICS
-from calcore.slicing import PERIODS, parse_slice_spec
+from calcore.slicing import parse_slice_spec
 
 __all__ = ["main", "build_parser", "parse_param"]
 
@@ -168,7 +168,7 @@ def _add_estimation_options(
 
 
 def _add_slicing_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("slices (the file is loaded whole)")
+    g = p.add_argument_group("slices")
     g.add_argument(
         "--by",
         action="append",
@@ -484,11 +484,8 @@ def _report_of_file(args, **options) -> tuple[CalibrationReport, list[str]]:
 def _sliced_of_file(args, *, metrics=None, n_bootstrap=None) -> tuple[SlicedReport, list[str]]:
     """:func:`evaluate_by` of ``args.file`` (streamed or loaded whole, as ``metrics`` does)
     and the notes of both steps."""
-    specs = [parse_slice_spec(spec) for spec in args.by]
-    columns = [spec.column for spec in specs]
-    # quantile ranges need every row's value: such a file is loaded whole (or refused for size)
-    quantiles = any(s.grouping not in (None, *PERIODS) for s in specs)
-    streamed = not quantiles and _streamable(args.file, args.max_decoded_bytes)
+    columns = [parse_slice_spec(spec).column for spec in args.by]
+    streamed = _streamable(args.file, args.max_decoded_bytes)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
         if streamed:

@@ -226,7 +226,8 @@ def column_slices(col: MetadataColumn, grouping: str | None, max_slices: int, *,
     """``(codes, names, keys, ordered)`` of one checked column: each row's slice (missing
     values: ``len(names)``), the present values' slice names in their order, a sort key per
     name (the number itself for numbers by value, else the name) and whether the order is
-    natural. ``streamed``: the column is a batch of a stream (which has no quantile ranges)."""
+    natural. ``streamed``: the column is a batch of a stream (whose ranges are cut from every
+    row, by :class:`~calcore.slicing_batches.BatchSlicer`)."""
     missing = col.missing()
     if col.kind in ("categorical", "boolean"):
         codes = np.where(missing, len(col.categories), col.values).astype(np.intp)
@@ -235,7 +236,9 @@ def column_slices(col: MetadataColumn, grouping: str | None, max_slices: int, *,
         codes, names = _periods(col, grouping or _auto_period(col), missing)
         return codes, names, list(names), True
     if grouping is not None:
-        codes, names = _quantile_ranges(col, int(grouping[1:]), missing)
+        if streamed:  # the cuts come from every row of the stream (BatchSlicer)
+            raise ValueError("a stream's quantile ranges are cut by BatchSlicer")
+        codes, names = _quantile_ranges(col, quantile_count(col.name, grouping), missing)
         return codes, names, list(range(len(names))), True
     present = col.values[~missing]
     distinct = np.unique(present)
@@ -280,29 +283,66 @@ def _number(v: float) -> str:
     return str(int(v)) if float(v).is_integer() and abs(v) < 2**53 else f"{v:.6g}"
 
 
-def _quantile_ranges(col: MetadataColumn, k: int, missing: np.ndarray):
-    """Codes and names of ``k`` quantile ranges (ties kept together)."""
+def quantile_count(column: str, grouping: str) -> int:
+    """The ``k`` of a ``"qK"`` grouping, checked (2 to 100)."""
+    k = int(grouping[1:])
     if not 2 <= k <= _MAX_QUANTILES:
         raise CalcoreError(
-            f"column {col.name!r}: q{k} asks for {k} quantile ranges; use 2 to {_MAX_QUANTILES}."
+            f"column {column!r}: q{k} asks for {k} quantile ranges; use 2 to {_MAX_QUANTILES}."
         )
-    present = col.values[~missing]
-    if present.size == 0:
-        return np.full(col.values.shape, 0, dtype=np.intp), []
-    # Cut points at the k-quantiles of the values ("inverted_cdf": always a data value),
-    # duplicates removed: a value never straddles two ranges. Ranges are closed on the
-    # right, [min, c1], (c1, c2], ..., (c_k-1, max], so a cut's value goes with the values
-    # below it, as the quantile's definition says (a share of at least j/k is <= c_j).
-    cuts = np.unique(np.quantile(present, np.arange(1, k) / k, method="inverted_cdf"))
-    cuts = cuts[cuts < present.max()]
-    edges = np.concatenate(([present.min()], cuts, [present.max()]))
-    codes = np.full(col.values.shape, edges.size - 1, dtype=np.intp)
-    codes[~missing] = np.searchsorted(cuts, present, side="left")
+    return k
+
+
+def quantile_ranks(n: int, k: int) -> np.ndarray:
+    """1-based ranks of the ``k``-quantile cuts of ``n`` values: ``ceil(n j / k)``, j = 1..k-1.
+
+    The inverted-CDF quantile (Hyndman & Fan's definition 1, numpy's "inverted_cdf"): the
+    smallest value with at least a share ``j / k`` of the values at or below it. Computed
+    in integers, so a stream (which finds values by rank) and memory cut alike.
+
+    Examples
+    --------
+    >>> quantile_ranks(10, 4).tolist()
+    [3, 5, 8]
+    """
+    j = np.arange(1, k, dtype=np.int64)
+    return (np.int64(n) * j + (k - 1)) // k
+
+
+def range_edges(low: float, cut_values, high: float) -> np.ndarray:
+    """``[min, c1, ..., max]`` from the values at the quantile ranks: duplicates removed and
+    cuts at the maximum dropped, so a value never straddles two ranges."""
+    cuts = np.unique(np.asarray(cut_values, dtype=np.float64))
+    return np.concatenate(([low], cuts[cuts < high], [high]))
+
+
+def range_slices(values: np.ndarray, missing: np.ndarray, edges) -> tuple[np.ndarray, list]:
+    """Each value's range (missing: ``len(names)``) and the ranges' names.
+
+    Ranges are closed on the right, ``[min, c1], (c1, c2], ..., (c_k-1, max]``: a cut's
+    value goes with the values below it, as the quantile's definition says. ``edges``
+    None: the column has no value (no range).
+    """
+    if edges is None:
+        return np.zeros(values.shape, dtype=np.intp), []
+    codes = np.full(values.shape, edges.size - 1, dtype=np.intp)
+    codes[~missing] = np.searchsorted(edges[1:-1], values[~missing], side="left")
     names = [
         f"{'[' if j == 0 else '('}{_number(a)}, {_number(b)}]"
         for j, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
     ]
     return codes, names
+
+
+def _quantile_ranges(col: MetadataColumn, k: int, missing: np.ndarray):
+    """Codes and names of ``k`` quantile ranges of a column in memory (ties kept together)."""
+    present = col.values[~missing]
+    if present.size == 0:
+        return range_slices(col.values, missing, None)
+    n = present.size
+    ranks = np.concatenate(([1], quantile_ranks(n, k), [n]))
+    found = np.partition(present, ranks - 1)[ranks - 1]
+    return range_slices(col.values, missing, range_edges(found[0], found[1:-1], found[-1]))
 
 
 def _auto_period(col: MetadataColumn) -> str:

@@ -8,9 +8,13 @@ missing last). Each batch's column is hashed once (pyarrow's ``dictionary_encode
 pandas' ``factorize``) and only its distinct values are typed and named, with the
 in-memory rules (:mod:`calcore.metadata`, :mod:`calcore.slicing`).
 
-What a stream cannot do in one pass is refused up front, never approximated:
+Quantile ranges (``"age:q4"``) need the column's quantiles over every row: the slicer
+finds them first, by exact rank, in passes over the slice columns alone
+(:meth:`BatchSlicer.wants_range_pass`; :class:`~calcore.statistics.quantiles.ExactRanks`,
+usually two passes), so the ranges are those of the same rows in memory.
 
-* quantile ranges (``"age:q4"``) need the column's quantiles over every row;
+What a stream cannot do is refused up front, never approximated:
+
 * a datetime column needs its period named (``"date:week"``), since the automatic one
   depends on the whole column's span;
 * a column's kind is decided by the first batch with a value in it; a later batch whose
@@ -38,10 +42,15 @@ from calcore.slicing import (
     check_sliceable,
     column_slices,
     missing_name,
+    quantile_count,
+    quantile_ranks,
+    range_edges,
+    range_slices,
     resolve_spec,
 )
+from calcore.statistics.quantiles import ExactRanks
 
-__all__ = ["BatchSlicer", "StreamSlicing"]
+__all__ = ["BatchSlicer", "QuantileCuts", "StreamSlicing"]
 
 # Kinds that name and order their values alike (a float key, _number's name).
 _FAMILY = {"integer": "number", "numeric": "number"}
@@ -63,8 +72,9 @@ class BatchSlicer:
     Raises
     ------
     CalcoreError
-        Unknown column, quantile ranges, and (on a batch) what :func:`slicing_of` refuses,
-        a datetime column without a period, a kind that changes, too many slices.
+        Unknown column, a quantile count out of range, and (on a batch) what
+        :func:`slicing_of` refuses, a datetime column without a period, a kind that
+        changes, too many slices.
 
     Examples
     --------
@@ -93,15 +103,41 @@ class BatchSlicer:
         if not specs:
             raise CalcoreError("slicing needs at least one column.")
         self._specs = [resolve_spec(s, tuple(self.column_names)) for s in specs]
-        for spec in self._specs:
-            if spec.grouping is not None and spec.grouping not in PERIODS:
-                raise CalcoreError(
-                    f"'{spec}': quantile ranges need the quantiles of every row of "
-                    f"{spec.column!r}, which a streamed source does not give in one pass. "
-                    f"Slice by its values ('{spec.column}', at most {self.max_slices:,} of "
-                    "them), or load the file whole (load_predictions) to cut it into ranges."
-                )
         self._kinds = [None] * len(self._specs)
+        self._cuts = {
+            j: QuantileCuts(quantile_count(spec.column, spec.grouping))
+            for j, spec in enumerate(self._specs)
+            if spec.grouping is not None and spec.grouping not in PERIODS
+        }
+
+    def wants_range_pass(self) -> bool:
+        """Whether quantile ranges still need a pass over the slice columns
+        (:meth:`observe_ranges` for every batch, then :meth:`end_range_pass`)."""
+        return any(not cuts.done for cuts in self._cuts.values())
+
+    def observe_ranges(self, batch) -> None:
+        """Count a batch's values of the columns cut into quantile ranges (``batch`` as in
+        :meth:`codes`; only its ``slice_values`` of those columns are read)."""
+        for j, cuts in self._cuts.items():
+            if cuts.done:
+                continue
+            spec = self._specs[j]
+            distinct, index = _factorized(batch.slice_values[spec.column])
+            if distinct is None:  # a nested Arrow type
+                check_sliceable(MetadataColumn(spec.column, "other", None), spec.grouping)
+            col = self._typed(spec.column, distinct, j, batch)
+            if col.n_distinct == 0:
+                continue
+            check_sliceable(col, spec.grouping)
+            counts = np.bincount(index[index >= 0], minlength=distinct.size)
+            present = ~col.missing()
+            cuts.observe(col.values[present], counts[present].astype(np.float64))
+
+    def end_range_pass(self) -> None:
+        """Close a pass of :meth:`observe_ranges`."""
+        for cuts in self._cuts.values():
+            if not cuts.done:
+                cuts.end_pass()
 
     @property
     def n_slices(self) -> int:
@@ -168,9 +204,15 @@ class BatchSlicer:
                 f"'{spec.column}:day', '{spec.column}:week' or '{spec.column}:month' (in "
                 "memory it is chosen from the whole column's span)."
             )
-        per_value, names, keys, _ = column_slices(
-            col, spec.grouping, self.max_slices, streamed=True
-        )
+        if j in self._cuts:
+            if self.wants_range_pass():
+                raise RuntimeError("BatchSlicer: the quantile ranges' passes are not done")
+            per_value, names = range_slices(col.values, col.missing(), self._cuts[j].edges)
+            keys = list(range(len(names)))
+        else:
+            per_value, names, keys, _ = column_slices(
+                col, spec.grouping, self.max_slices, streamed=True
+            )
         per_value = np.append(per_value, len(names))  # index -1: a missing cell
         entries = [((False, key, name),) for key, name in zip(keys, names, strict=True)]
         entries.append(missing_entry)
@@ -220,6 +262,64 @@ class BatchSlicer:
         kinds = tuple(k or "categorical" for k in self._kinds)
         ordered = all(k in ("integer", "numeric", "datetime") for k in kinds)
         return StreamSlicing(tuple(map(str, self._specs)), values, ordered, kinds, place)
+
+
+class QuantileCuts:
+    """The edges of one column's ``k`` quantile ranges over every row of a stream.
+
+    The values at the ranks of the minimum, the ``k - 1`` cuts
+    (:func:`~calcore.slicing.quantile_ranks`) and the maximum are found by
+    :class:`~calcore.statistics.quantiles.ExactRanks`, which orders non-negative floats:
+    negative values are counted mirrored in a group of their own (the ``r``-th smallest of
+    ``n_neg`` negatives is minus the ``(n_neg - r + 1)``-th smallest of their magnitudes).
+    A batch's values come with their counts, so only its distinct values are counted.
+
+    Examples
+    --------
+    >>> cuts = QuantileCuts(4)
+    >>> values = np.array([-3.0, -1.0, 0.0, 2.0, 2.0, 5.0, 7.0, 8.0, 9.0, 10.0])
+    >>> while not cuts.done:
+    ...     cuts.observe(values[:4], np.ones(4)); cuts.observe(values[4:], np.ones(6))
+    ...     cuts.end_pass()
+    >>> cuts.edges.tolist()  # the ranks 1, 3, 5, 8 and 10 of ten values
+    [-3.0, 0.0, 2.0, 8.0, 10.0]
+    """
+
+    def __init__(self, k: int):
+        self.k = int(k)
+        self.finder = ExactRanks(n_groups=2)
+        self.n = self.n_negative = 0
+        self.ranks = None  # 1-based ranks over all values, once the first pass has counted
+        self.edges = None
+        self.done = False
+
+    def observe(self, values: np.ndarray, counts: np.ndarray) -> None:
+        """Count distinct finite values with how often each occurs."""
+        negative = values < 0
+        self.finder.observe(np.abs(values), (~negative).astype(np.intp), weights=counts)
+        if self.ranks is None:
+            self.n += int(counts.sum())
+            self.n_negative += int(counts[negative].sum())
+
+    def end_pass(self) -> None:
+        if self.ranks is None:
+            if self.n == 0:  # no value at all: no range
+                self.done = True
+                return
+            self.ranks = np.concatenate(([1], quantile_ranks(self.n, self.k), [self.n]))
+            neg = self.ranks <= self.n_negative
+            self.finder.set_ranks(
+                [self.n_negative - self.ranks[neg] + 1, self.ranks[~neg] - self.n_negative]
+            )
+        self.finder.end_pass()
+        if self.finder.wants_pass():
+            return
+        mirrored, positive = self.finder.values()
+        found = np.empty(self.ranks.size)
+        neg = self.ranks <= self.n_negative
+        found[neg], found[~neg] = -mirrored, positive
+        self.edges = range_edges(found[0], found[1:-1], found[-1])
+        self.done = True
 
 
 @dataclass(frozen=True, eq=False)

@@ -5,7 +5,8 @@ figures -> page), so a module may import only from its own layer or the layers b
 The layers, lowest first (the longest matching prefix decides a module's layer):
 
 0. foundations on plain arrays: errors, validation, softmax, binning schemes, the KDE
-   estimators, the keyed random numbers of the bootstrap;
+   estimators, the keyed random numbers of the bootstrap, the exact ranks found over
+   several passes (equal-mass bins and quantile ranges of streams);
 1. ``Predictions``;
 2. views of predictions that need nothing else: multiclass-to-binary views, per-row
    scoring terms, the bootstrap's resampling helpers, the calibrators;
@@ -44,6 +45,7 @@ LAYERS = {
     "calcore.binning": 0,
     "calcore.kde": 0,
     "calcore.statistics.poisson": 0,
+    "calcore.statistics.quantiles": 0,
     "calcore.metadata": 0,
     "calcore.slicing": 1,
     "calcore.slicing_batches": 1,

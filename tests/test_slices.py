@@ -168,6 +168,12 @@ def test_quantile_ranges_by_hand_and_ties_never_split():
     tied = {"x": metadata_column("x", np.array([1, 1, 1, 1, 1, 1, 2, 3.0]))}
     t = calcore.slicing_of(tied, "x:q4")
     assert t.labels == ("[1, 1]", "(1, 3]") and t.codes.tolist() == [0] * 6 + [1, 1]
+    # the 25-quantiles of 1..25 are 1..24: 25 ranges of one value each. Ranks are exact
+    # integers: a float rank (numpy's 25 * (7 / 25) = 7.000000000000001) rounds up to 8
+    # and merges 7 into (6, 8].
+    many = {"x": metadata_column("x", np.arange(1, 26.0))}
+    s25 = calcore.slicing_of(many, "x:q25")
+    assert s25.n_slices == 25 and s25.labels[6:8] == ("(6, 7]", "(7, 8]")
 
 
 def test_periods_by_hand():

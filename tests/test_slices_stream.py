@@ -168,8 +168,10 @@ def _csv(path, lines):
 
 def test_what_a_stream_cannot_slice_is_refused_with_the_way_out(files):
     stream = calcore.scan(files / "p.parquet", slice_columns=["visits", "day"])
-    with pytest.raises(CalcoreError, match=r"quantile ranges need the quantiles.*load the file"):
-        calcore.evaluate_by(stream, "visits:q4")
+    with pytest.raises(CalcoreError, match=r"q1 asks for 1 quantile ranges; use 2 to 100"):
+        calcore.evaluate_by(stream, "visits:q1")
+    with pytest.raises(CalcoreError, match=r"'day' is datetime: quantile ranges \(q4\) need"):
+        calcore.evaluate_by(stream, "day:q4")
     with pytest.raises(CalcoreError, match=r"'day' is datetime.*'day:week'"):
         calcore.evaluate_by(stream, "day")
     with pytest.raises(CalcoreError, match=r"no metadata column 'country'.*'visits', 'day'"):
@@ -267,8 +269,15 @@ def test_cli_slices_a_parquet_file_by_streaming_it(files, capsys):
     assert streamed["slices"][0]["top_label_ece"] == pytest.approx(
         loaded["slices"][0]["top_label_ece"], abs=1e-12
     )
-    assert main(["metrics", str(files / "p.parquet"), "--by", "visits:q2", "--json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)["slices"]) == 2  # loaded whole for ranges
+    by_range = ["--by", "visits:q2", "--json", "--resamples", "19"]
+    assert main(["metrics", str(files / "p.parquet"), *by_range]) == 0  # streamed
+    streamed = json.loads(capsys.readouterr().out)
+    assert main(["metrics", str(files / "p.csv"), *by_range]) == 0
+    loaded = json.loads(capsys.readouterr().out)
+    assert [(s["value"], s["n"], s["p_value"]) for s in streamed["slices"]] == [
+        (s["value"], s["n"], s["p_value"]) for s in loaded["slices"]
+    ]
+    assert len(streamed["slices"]) == 2
 
 
 def test_a_split_of_a_stream_is_sliced_like_the_same_split_in_memory(frame, tmp_path):
@@ -423,3 +432,70 @@ def test_reading_a_samples_slice_columns_names_a_bad_split_value(frame, tmp_path
         CalcoreError, match=r"bad\.parquet.*1234.*holdout|bad\.parquet.*holdout.*1234"
     ):
         stream.sample_slice_columns(100, seed=0, splits=True)
+
+
+# ------------------------------------------------------------------ quantile ranges
+
+
+@pytest.fixture(scope="module")
+def ranged(tmp_path_factory):
+    """Files with a signed, tied and partly missing number and an integer column."""
+    rng = np.random.default_rng(11)
+    n = 2400
+    sim = calcore.dirichlet_simulator(2, miscalibration="overconfident", strength=1.5)
+    preds = calcore.simulate_predictions(sim, n, seed=12).preds
+    balance = np.round(rng.normal(0.0, 3.0, n), 1)  # negatives, zeros and many ties
+    balance[rng.random(n) < 0.05] = np.nan
+    df = pd.DataFrame({"label": [preds.class_names[i] for i in preds.labels]})
+    for c, name in enumerate(preds.class_names):
+        df[f"p_{name}"] = preds.probs[:, c]
+    df["balance"] = balance
+    df["age"] = rng.integers(18, 90, n)
+    df["shop"] = rng.choice(["a", "b"], n)
+    folder = tmp_path_factory.mktemp("ranged")
+    df.to_parquet(folder / "r.parquet", row_group_size=300)
+    df.to_csv(folder / "r.csv", index=False)
+    return folder
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+@pytest.mark.parametrize(
+    "by", ["balance:q4", "age:q7", ["balance:q3", "shop"], "balance:q100"], ids=str
+)
+def test_streamed_quantile_ranges_equal_the_same_rows_in_memory(ranged, fmt, by):
+    path = ranged / f"r.{fmt}"
+    memory = calcore.load_predictions(path)
+    stream = calcore.scan(path, slice_columns=["balance", "age", "shop"], batch_rows=333)
+    kw = dict(n_resamples=19, max_slices=1000)
+    _same(calcore.evaluate_by(memory, by, **kw), calcore.evaluate_by(stream, by, **kw))
+
+
+def test_quantile_cuts_find_the_ranks_of_a_sort_by_brute_force():
+    from calcore.slicing_batches import QuantileCuts
+
+    rng = np.random.default_rng(13)
+    for trial in range(30):
+        n = int(rng.integers(1, 400))
+        values = np.round(rng.normal(rng.normal(0, 5), rng.uniform(0.01, 10), n), trial % 3)
+        k = int(rng.integers(2, 12))
+        cuts = QuantileCuts(k)
+        splits = np.sort(rng.integers(0, n, 3))
+        while not cuts.done:
+            for part in np.split(values, splits):  # batches, some empty
+                distinct, counts = np.unique(part, return_counts=True)
+                cuts.observe(distinct, counts.astype(float))
+            cuts.end_pass()
+        ordered = np.sort(values)
+        # the j/k inverted-CDF quantile is the ceil(n j / k)-th smallest value (1-based)
+        picked = [ordered[-(-n * j // k) - 1] for j in range(1, k)]
+        inner = sorted({v for v in picked if v < ordered[-1]})
+        assert cuts.edges.tolist() == [ordered[0], *inner, ordered[-1]], trial
+
+
+def test_an_empty_column_has_no_quantile_range():
+    from calcore.slicing_batches import QuantileCuts
+
+    cuts = QuantileCuts(4)
+    cuts.observe(np.empty(0), np.empty(0))
+    cuts.end_pass()
+    assert cuts.done and cuts.edges is None

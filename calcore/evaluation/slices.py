@@ -251,8 +251,9 @@ def evaluate_by(
         With metadata columns (from a loaded file, or :meth:`Predictions.with_metadata`),
         or a stream opened with ``calcore.scan(..., slice_columns=[...])``: then every
         slice is accumulated in the same passes over the data
-        (:func:`calcore.statistics.stream_statistics_by`; quantile ranges and datetime
-        columns without a period are refused, see :mod:`calcore.slicing_batches`).
+        (:func:`calcore.statistics.stream_statistics_by`), after passes over the slice
+        columns for quantile ranges; datetime columns without a period are refused (see
+        :mod:`calcore.slicing_batches`).
     by : str or sequence of str
         Slice specifications (:mod:`calcore.slicing`): ``"country"``, ``"age:q4"``,
         ``"date:week"``; two or more cross.

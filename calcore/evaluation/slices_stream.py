@@ -5,7 +5,9 @@ The statistics engine keeps one accumulator per slice
 (:func:`calcore.statistics.stream_statistics_by`), so each slice's metrics are those of
 its rows evaluated alone, as in memory; its test redraws the labels of the ranking
 metric only, keyed by the rows' positions in the stream, so its p-value equals the
-in-memory one. What differs from memory, and is said in the notes:
+in-memory one. Quantile ranges take passes over the slice columns before the rows are
+evaluated (for Parquet and Arrow IPC files, those columns alone are read): they are the
+ranges of the same rows in memory. What differs from memory, and is said in the notes:
 
 * intervals are Poisson bootstrap intervals (as for :func:`calcore.evaluate` on a stream);
 * the overall report's calibration test is of the ranking metric only, with the slices'
@@ -71,6 +73,10 @@ def evaluate_stream_by(
     )  # fmt: skip
     seed = options["seed"]
     slicer = BatchSlicer(by, stream.slice_columns, max_slices=max_slices)
+    while slicer.wants_range_pass():  # quantile ranges: cut from every row first
+        for batch in stream.slice_batches():
+            slicer.observe_ranges(batch)
+        slicer.end_range_pass()
     out = stream_statistics_by(
         stream,
         slicer,

@@ -249,6 +249,30 @@ class PredictionStream:
 
         return sample_slice_columns(self, max_rows, seed=seed, splits=splits)
 
+    def slice_batches(self):
+        """The slice columns of every batch of the stream's rows, without the predictions.
+
+        Parquet and Arrow IPC files are read for the split and slice columns alone; CSV
+        and NPZ sources are read whole (and validated, as by :meth:`batches`). Used for
+        the passes that cut a column into quantile ranges before the rows are evaluated.
+
+        Returns
+        -------
+        iterator of calcore.io._sampling.SliceBatch
+            ``slice_values``, ``file`` and ``first_row`` per batch, as in
+            :class:`StreamBatch`.
+
+        Raises
+        ------
+        CalcoreError
+            A stream without slice columns, or what reading a batch raises.
+        """
+        from calcore.io._sampling import slice_batches
+
+        if not self.slice_columns:
+            raise CalcoreError(f"{self.name}: no slice columns to read (give slice_columns=).")
+        return slice_batches(self)
+
     def batches(self, *, read_ahead: bool = True) -> Iterator[StreamBatch]:
         """Validated batches of rows, in a fixed order; reopens the files on every call.
 
