@@ -67,6 +67,8 @@ Calibration per slice of metadata columns (country, device, day...), ranked by e
    SlicedReport    -- what evaluate_by returns
    SliceResult     -- one slice of a SlicedReport
    PeriodChange    -- a metric's change between the first and the last period (over time)
+   fit_per_slice   -- a calibrator fitted on each slice's calibration rows, for its test rows
+   PerSliceCalibration -- what fit_per_slice returns
    slicing_of      -- the slices of rows by column specifications ("age:q4", "date:week")
    Slicing         -- what slicing_of returns
    MetadataColumn  -- an extra column of the rows, kept for slicing
@@ -253,6 +255,7 @@ from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap
 from calcore.evaluation.calibration_test import CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS, interval_bounds
+from calcore.evaluation.slice_fits import PerSliceCalibration, fit_per_slice
 from calcore.evaluation.slices import PeriodChange, SlicedReport, SliceResult, evaluate_by
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
@@ -340,6 +343,8 @@ __all__ = [
     "SlicedReport",
     "SliceResult",
     "PeriodChange",
+    "fit_per_slice",
+    "PerSliceCalibration",
     "slicing_of",
     "Slicing",
     "MetadataColumn",

@@ -104,6 +104,8 @@ class Slicing(SliceLabels):
         Whether the slices have a natural order (periods, ranges): then they are in it.
     kinds : tuple of str
         The metadata kind of each column sliced by (``("datetime",)`` for periods).
+    resolved : tuple
+        Per column, its period (datetime), its range edges (quantile ranges) or None.
 
     Examples
     --------
@@ -119,6 +121,10 @@ class Slicing(SliceLabels):
     values: tuple[tuple[str, ...], ...]
     ordered: bool = False
     kinds: tuple[str, ...] = ()
+    #: Per column, what its grouping resolved to on these rows: the period of a datetime
+    #: column, the edges of quantile ranges (a tuple of floats), else None. Other rows
+    #: sliced ``like=`` this slicing get the same periods and ranges.
+    resolved: tuple = ()
 
     def rows(self, k: int) -> np.ndarray:
         """Indices of the rows of slice ``k``."""
@@ -131,7 +137,9 @@ class Slicing(SliceLabels):
         return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def slicing_of(columns: dict, by, *, max_slices: int = MAX_SLICE_VALUES) -> Slicing:
+def slicing_of(
+    columns: dict, by, *, max_slices: int = MAX_SLICE_VALUES, like: "Slicing | None" = None
+) -> Slicing:
     """The slices of rows by one or more specifications (crossed).
 
     Parameters
@@ -141,6 +149,10 @@ def slicing_of(columns: dict, by, *, max_slices: int = MAX_SLICE_VALUES) -> Slic
     by : str, SliceSpec, or a sequence of them
     max_slices : int
         Most slices allowed (after crossing).
+    like : Slicing, optional
+        A slicing of other rows by the same ``by``: its periods and quantile ranges are
+        used instead of being chosen from these rows (so a slice means the same on a
+        calibration and a test split). Values beyond its ranges join the first or last.
 
     Returns
     -------
@@ -162,9 +174,12 @@ def slicing_of(columns: dict, by, *, max_slices: int = MAX_SLICE_VALUES) -> Slic
     specs = [by] if isinstance(by, (str, SliceSpec)) else list(by)
     if not specs:
         raise CalcoreError("slicing needs at least one column.")
-    parts = [_one_column(columns, s, max_slices) for s in specs]
-    codes, values, ordered, _ = parts[0]
-    for more_codes, more_values, more_ordered, _ in parts[1:]:
+    if like is not None and len(like.resolved) != len(specs):
+        raise ValueError("slicing_of: like= must slice by the same columns")
+    fixed = like.resolved if like is not None else (None,) * len(specs)
+    parts = [_one_column(columns, s, max_slices, f) for s, f in zip(specs, fixed, strict=True)]
+    codes, values, ordered, *_ = parts[0]
+    for more_codes, more_values, more_ordered, *_ in parts[1:]:
         combined = codes.astype(np.int64) * len(more_values) + more_codes
         present, codes = np.unique(combined, return_inverse=True)
         if present.size > max_slices:
@@ -178,9 +193,15 @@ def slicing_of(columns: dict, by, *, max_slices: int = MAX_SLICE_VALUES) -> Slic
         ]
         ordered = ordered and more_ordered
     names = tuple(str(parse_slice_spec(s)) for s in specs)
-    kinds = tuple(kind for *_, kind in parts)
+    kinds = tuple(part[3] for part in parts)
+    resolved = tuple(part[4] for part in parts)
     return Slicing(
-        names, np.asarray(codes, dtype=np.intp), tuple(map(tuple, values)), ordered, kinds
+        names,
+        np.asarray(codes, dtype=np.intp),
+        tuple(map(tuple, values)),
+        ordered,
+        kinds,
+        resolved,
     )
 
 
@@ -226,8 +247,8 @@ def column_slices(col: MetadataColumn, grouping: str | None, max_slices: int, *,
     """``(codes, names, keys, ordered)`` of one checked column: each row's slice (missing
     values: ``len(names)``), the present values' slice names in their order, a sort key per
     name (the number itself for numbers by value, else the name) and whether the order is
-    natural. ``streamed``: the column is a batch of a stream (whose ranges are cut from every
-    row, by :class:`~calcore.slicing_batches.BatchSlicer`)."""
+    natural; not for quantile ranges (:func:`range_slices`). ``streamed``: the column is a
+    batch of a stream (for the message of a column with too many values)."""
     missing = col.missing()
     if col.kind in ("categorical", "boolean"):
         codes = np.where(missing, len(col.categories), col.values).astype(np.intp)
@@ -235,11 +256,8 @@ def column_slices(col: MetadataColumn, grouping: str | None, max_slices: int, *,
     if col.kind == "datetime":
         codes, names = _periods(col, grouping or _auto_period(col), missing)
         return codes, names, list(names), True
-    if grouping is not None:
-        if streamed:  # the cuts come from every row of the stream (BatchSlicer)
-            raise ValueError("a stream's quantile ranges are cut by BatchSlicer")
-        codes, names = _quantile_ranges(col, quantile_count(col.name, grouping), missing)
-        return codes, names, list(range(len(names))), True
+    if grouping is not None:  # the edges come from every row: slicing_of, BatchSlicer
+        raise ValueError("quantile ranges are cut by range_slices with the column's edges")
     present = col.values[~missing]
     distinct = np.unique(present)
     if distinct.size > max_slices:
@@ -262,12 +280,27 @@ def missing_name(names) -> str:
     return MISSING if MISSING not in names else MISSING_WHEN_TAKEN
 
 
-def _one_column(columns: dict, spec, max_slices: int):
-    """(codes, values as 1-tuples, ordered, kind) of one specification, present slices only."""
+def _one_column(columns: dict, spec, max_slices: int, fixed=None):
+    """(codes, values as 1-tuples, ordered, kind, resolved grouping) of one specification,
+    present slices only; ``fixed``: a resolved grouping of other rows to use."""
     spec = resolve_spec(spec, columns)
     col: MetadataColumn = columns[spec.column]
     check_sliceable(col, spec.grouping)
-    codes, names, _, ordered = column_slices(col, spec.grouping, max_slices)
+    resolved = fixed
+    if resolved is None and col.kind == "datetime":
+        resolved = spec.grouping or _auto_period(col)
+    elif resolved is None and spec.grouping is not None and spec.grouping not in PERIODS:
+        edges = _quantile_edges(col, quantile_count(col.name, spec.grouping))
+        resolved = None if edges is None else tuple(edges.tolist())
+    if col.kind == "datetime":
+        codes, names, _, ordered = column_slices(col, resolved, max_slices)
+    elif spec.grouping is not None:
+        codes, names = range_slices(
+            col.values, col.missing(), None if resolved is None else np.asarray(resolved)
+        )
+        ordered = True
+    else:
+        codes, names, _, ordered = column_slices(col, None, max_slices)
     # a value spelled "(missing)" keeps its name; the missing values' slice takes another
     names.append(missing_name(names))
     used, codes = np.unique(codes, return_inverse=True)
@@ -276,7 +309,7 @@ def _one_column(columns: dict, spec, max_slices: int):
             f"column {col.name!r} gives {used.size:,} slices, more than {max_slices:,}. "
             "Slice by a coarser grouping."
         )
-    return codes.reshape(-1), [(names[int(u)],) for u in used], ordered, col.kind
+    return codes.reshape(-1), [(names[int(u)],) for u in used], ordered, col.kind, resolved
 
 
 def _number(v: float) -> str:
@@ -334,15 +367,15 @@ def range_slices(values: np.ndarray, missing: np.ndarray, edges) -> tuple[np.nda
     return codes, names
 
 
-def _quantile_ranges(col: MetadataColumn, k: int, missing: np.ndarray):
-    """Codes and names of ``k`` quantile ranges of a column in memory (ties kept together)."""
-    present = col.values[~missing]
+def _quantile_edges(col: MetadataColumn, k: int) -> np.ndarray | None:
+    """The edges of ``k`` quantile ranges of a column in memory (None: no value)."""
+    present = col.values[~col.missing()]
     if present.size == 0:
-        return range_slices(col.values, missing, None)
+        return None
     n = present.size
     ranks = np.concatenate(([1], quantile_ranks(n, k), [n]))
     found = np.partition(present, ranks - 1)[ranks - 1]
-    return range_slices(col.values, missing, range_edges(found[0], found[1:-1], found[-1]))
+    return range_edges(found[0], found[1:-1], found[-1])
 
 
 def _auto_period(col: MetadataColumn) -> str:

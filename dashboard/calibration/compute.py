@@ -315,6 +315,16 @@ def sliced(
     )  # fmt: skip
 
 
+@st.cache_resource(show_spinner=False, max_entries=_FITS, ttl=CACHE_TTL_S)
+def per_slice_fit(
+    key: str, name: str, params: tuple, by: tuple[str, ...], _calib, _test, _global
+) -> calcore.PerSliceCalibration:
+    """``calcore.fit_per_slice``: the method fitted on each slice's calibration rows."""
+    return calcore.fit_per_slice(
+        name, _calib, _test, list(by), params=dict(params), global_output=_global
+    )
+
+
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
 def _slicing(key: str, by: tuple[str, ...], _preds) -> tuple[calcore.Slicing, list]:
     slicing = calcore.slicing_of(_preds.metadata, list(by))

@@ -6,6 +6,8 @@ follow it up. Texts are trusted (written here), so they may use Markdown.
 
 from __future__ import annotations
 
+from calcore.evaluation.slice_fits import MIN_FIT_ROWS
+
 __all__ = ["EXPLAIN"]
 
 EXPLAIN = {
@@ -106,7 +108,11 @@ EXPLAIN = {
         "In the size chart the dotted line is what 95% of calibrated draws stay below: "
         "points above it are not noise. Slices with fewer than 30 rows are listed, "
         "untested. Below: each calibrator (fitted on all calibration rows) within each "
-        "slice, periods in order with a test of a change between the first and the last, "
-        "and the reliability diagrams of a chosen slice and of the top slices."
+        "slice, and, on request, each calibrator fitted again on every slice's own "
+        "calibration rows (sliced like the test rows; a slice with fewer than "
+        f"{MIN_FIT_ROWS} of them "
+        "keeps the global fit): if only the per-slice fit brings a slice back, one global "
+        "map is not enough. Then periods in order with a test of a change between the first "
+        "and the last, and the reliability diagrams of a chosen slice and of the top slices."
     ),
 }

@@ -99,6 +99,37 @@ def test_each_calibrator_is_evaluated_within_each_slice():
     assert dict(shown) == (pytest.approx(want, abs=1e-12))
 
 
+def test_calibrators_fitted_per_slice_join_the_comparison():
+    at = run({"sample": CREDIT, "m": "platt", "by": "sex"})
+    assert_clean(at)
+    assert "platt per slice" not in at.selectbox(key=slices_view.KEY_METHOD).options
+    at.checkbox(key=slices_view.KEY_PER_SLICE).check().run()
+    assert_clean(at)
+    rows = credit_test_rows()
+    calib = calcore.load_predictions(SAMPLES[CREDIT].path, split="calib")
+    fit = calcore.fit_per_slice("platt", calib, rows, "sex")
+    assert all(s.own for s in fit.slices)
+    captions = unescape_markdown(" ".join(c.value for c in at.caption))
+    assert "platt fitted per slice of sex: 2 of 2 slices have their own fit." in captions
+    expected = calcore.evaluate_by(fit.output, "sex", n_resamples=5, metrics=["top_label_ece"])
+    want = {s.label: s.report.metrics["top_label_ece"] for s in expected.slices}
+    methods = chart(at, "figure.slices.methods")
+    (per_slice,) = [t for t in methods["data"] if t["name"] == "platt per slice"]
+    shown = zip(methods["layout"]["yaxis"]["ticktext"], plotly_array(per_slice["x"]), strict=True)
+    assert dict(shown) == pytest.approx(want, abs=1e-12)
+    assert "platt per slice" in at.selectbox(key=slices_view.KEY_METHOD).options
+    at.selectbox(key=slices_view.KEY_METHOD).set_value("platt per slice").run()
+    assert_clean(at)
+    frame = slices_table(at)
+    ranked = calcore.evaluate_by(
+        fit.output, "sex", n_resamples=compute.SLICE_TEST_RESAMPLES,
+        metrics=compute.SLICE_METRICS, seed=0,
+    )  # fmt: skip
+    np.testing.assert_array_equal(frame["q-value"], [s.q_value for s in ranked.slices])
+    chosen = chart(at, "figure.slices.chosen")
+    assert "platt per slice" in {t["name"] for t in chosen["data"]}
+
+
 def test_choosing_two_columns_crosses_them_and_goes_into_the_link():
     at = run({"sample": CREDIT, "m": "none"})
     assert_clean(at)

@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 import calcore
+from calcore.evaluation.slice_fits import MIN_FIT_ROWS
 from dashboard.calibration import compute, controls
 from dashboard.calibration.exports import table_csv
 from dashboard.calibration.views import metrics
@@ -32,6 +33,9 @@ from dashboard.text import escape_markdown as esc
 
 KEY_METHOD = "view.slices.method"
 KEY_SLICE = "view.slices.slice"
+KEY_PER_SLICE = "view.slices.per_slice"
+#: How a method fitted per slice is named among the page's methods.
+PER_SLICE_SUFFIX = " per slice"
 #: Panels of the small multiples (the top slices by evidence).
 TOP_PANELS = 8
 #: Where a slice counts as miscalibrated in the table's words (q-value, i.e. the FDR).
@@ -43,17 +47,40 @@ def n_bootstrap(ctx) -> int:
     return 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_bootstrap
 
 
-def sliced_reports(ctx, by: tuple[str, ...], rank_by: str) -> dict[str, calcore.SlicedReport]:
-    """Every output's ``calcore.evaluate_by`` (cached per output), in the page's order."""
+def sliced_reports(
+    ctx, by: tuple[str, ...], rank_by: str, extra: dict | None = None
+) -> dict[str, calcore.SlicedReport]:
+    """Every output's ``calcore.evaluate_by`` (cached per output), in the page's order;
+    ``extra``: more outputs, ``{label: (cache key, predictions)}``, after them."""
     s = ctx.settings
     boot = n_bootstrap(ctx)
+    outputs = {label: (ctx.keys[label], preds) for label, preds in ctx.outputs.items()}
+    outputs.update(extra or {})
     calls = {
-        label: functools.partial(
-            compute.sliced, ctx.keys[label], by, rank_by, s.binning, s.bins, boot, preds
-        )
-        for label, preds in ctx.outputs.items()
+        label: functools.partial(compute.sliced, key, by, rank_by, s.binning, s.bins, boot, preds)
+        for label, (key, preds) in outputs.items()
     }
     return compute.in_parallel(calls)
+
+
+def per_slice_outputs(ctx, by: tuple[str, ...]) -> dict:
+    """Each fitted method refitted on every slice's calibration rows
+    (``calcore.fit_per_slice``), as ``{"<method> per slice": (cache key, predictions)}``;
+    one sentence per method on which slices kept the global fit."""
+    out = {}
+    for label, choice in ctx.methods.items():
+        key = f"{ctx.keys[label]}|per-slice={by!r}"
+        try:
+            fit = compute.per_slice_fit(
+                key, choice.name, choice.params, by, ctx.split.calib, ctx.test,
+                ctx.outputs[label],
+            )  # fmt: skip
+        except calcore.CalcoreError as err:
+            st.warning(f"{esc(label)} could not be fitted per slice: {esc(err)}")
+            continue
+        st.caption(esc(fit.summary().replace(choice.name, label, 1)))
+        out[label + PER_SLICE_SUFFIX] = (key, fit.output)
+    return out
 
 
 def _interval_text(report, key: str) -> str:
@@ -125,13 +152,28 @@ def render(ctx):
     if not by:
         st.info("Choose one or two columns above to slice the test rows by.")
         return settings
+    extra = {}
+    if ctx.methods and ctx.split.calib is not None:
+        per_slice = st.checkbox(
+            "Also fit each calibrator per slice",
+            key=KEY_PER_SLICE,
+            help="Fit every chosen method again on each slice's calibration rows (sliced "
+            "like the test rows) and compare it with the global fit slice by slice. A slice "
+            f"with fewer than {MIN_FIT_ROWS} calibration rows "
+            "keeps the global fit.",
+        )
+        if per_slice:
+            with st.spinner("Fitting every calibrator per slice…"):
+                extra = per_slice_outputs(ctx, by)
     with st.spinner("Evaluating every slice…"):
-        reports = sliced_reports(ctx, by, rank_by)
-    show(ctx, reports)
+        reports = sliced_reports(ctx, by, rank_by, extra)
+    show(ctx, reports, extra)
     return settings
 
 
-def show(ctx, reports: dict[str, calcore.SlicedReport]) -> None:
+def show(ctx, reports: dict[str, calcore.SlicedReport], extra: dict | None = None) -> None:
+    """The table, figures and diagrams of the sliced reports; ``extra`` as in
+    :func:`sliced_reports` (the methods fitted per slice)."""
     labels = list(reports)
     method = st.selectbox(
         "Slices of", labels, key=KEY_METHOD, help="Whose predictions the table ranks."
@@ -165,7 +207,7 @@ def show(ctx, reports: dict[str, calcore.SlicedReport]) -> None:
         st.caption(esc(note))
     ordered = sliced.ordered and len(sliced.slices) > 1
     chart(funnel_figure(ctx, method, sliced), "figure.slices.funnel")
-    options = (sliced.columns, sliced.rank_metric, n_bootstrap(ctx))
+    options = (sliced.columns, sliced.rank_metric, n_bootstrap(ctx), tuple(reports))
     if ordered:
         chart(
             ctx.figure("slices.order", lambda: slices_in_order_figure(reports, theme=ctx.theme),
@@ -177,6 +219,12 @@ def show(ctx, reports: dict[str, calcore.SlicedReport]) -> None:
             "Every calibrator is fitted on all calibration rows and evaluated within each "
             "slice: a slice that stays miscalibrated after calibration needs more than one "
             "global map (a calibrator per slice, or a feature the model lacks)."
+            + (
+                f" A method{PER_SLICE_SUFFIX} is the same method fitted on each slice's own "
+                "calibration rows."
+                if extra
+                else ""
+            )
         )
         chart(
             ctx.figure("slices.methods", lambda: slices_by_method_figure(reports,
@@ -184,7 +232,7 @@ def show(ctx, reports: dict[str, calcore.SlicedReport]) -> None:
                        *options),
             "figure.slices.methods",
         )  # fmt: skip
-    slice_diagrams(ctx, sliced)
+    slice_diagrams(ctx, sliced, extra)
 
 
 def funnel_figure(ctx, method: str, sliced: calcore.SlicedReport):
@@ -197,9 +245,13 @@ def funnel_figure(ctx, method: str, sliced: calcore.SlicedReport):
     )
 
 
-def slice_diagrams(ctx, sliced: calcore.SlicedReport) -> None:
-    """A chosen slice's confidence diagram beside the overall one, then the top slices."""
+def slice_diagrams(ctx, sliced: calcore.SlicedReport, extra: dict | None = None) -> None:
+    """A chosen slice's confidence diagram beside the overall one, then the top slices
+    (every output of the page, and the methods fitted per slice in ``extra``)."""
     s = ctx.settings
+    outputs = {label: (ctx.keys[label], preds) for label, preds in ctx.outputs.items()}
+    outputs.update(extra or {})
+    shown = tuple(outputs)
     by = sliced.columns
     choices = [x.values for x in sliced.slices if x.report is not None]
     if not choices:
@@ -211,20 +263,23 @@ def slice_diagrams(ctx, sliced: calcore.SlicedReport) -> None:
         key=KEY_SLICE,
     )
     base = ctx.keys[calcore.UNCALIBRATED]
-    overall = ctx.per_output(compute.confidence_diagram, s.binning, s.bins)
+    overall = {
+        label: compute.confidence_diagram(key, s.binning, s.bins, preds)
+        for label, (key, preds) in outputs.items()
+    }
 
     def diagrams_of(values):
         out = {}
-        for label, preds in ctx.outputs.items():
-            rows, key = compute.slice_predictions(ctx.keys[label], by, values, preds)
-            out[label] = compute.confidence_diagram(key, s.binning, s.bins, rows)
+        for label, (key, preds) in outputs.items():
+            rows, slice_key = compute.slice_predictions(key, by, values, preds)
+            out[label] = compute.confidence_diagram(slice_key, s.binning, s.bins, rows)
         return out
 
     left, right = st.columns(2)
     with left:
         chart(
             ctx.figure("slices.overall", lambda: reliability_figure(
-                overall, title="All test rows", theme=ctx.theme, height=520)),
+                overall, title="All test rows", theme=ctx.theme, height=520), shown),
             "figure.slices.overall",
         )  # fmt: skip
     name = " | ".join(chosen)
@@ -232,7 +287,7 @@ def slice_diagrams(ctx, sliced: calcore.SlicedReport) -> None:
         chart(
             ctx.figure("slices.chosen", lambda: reliability_figure(
                 diagrams_of(chosen), title=f"Slice: {name}", theme=ctx.theme, height=520),
-                by, chosen, base),
+                by, chosen, base, shown),
             "figure.slices.chosen",
         )  # fmt: skip
     top = choices[:TOP_PANELS]
@@ -240,9 +295,9 @@ def slice_diagrams(ctx, sliced: calcore.SlicedReport) -> None:
 
         def grid():
             per_slice = [diagrams_of(v) for v in top]
-            per_method = {label: [d[label] for d in per_slice] for label in ctx.outputs}
+            per_method = {label: [d[label] for d in per_slice] for label in outputs}
             return slice_grid_figure(
                 per_method, slice_names=[" | ".join(v) for v in top], theme=ctx.theme
             )
 
-        chart(ctx.figure("slices.grid", grid, by, tuple(top), base), "figure.slices.grid")
+        chart(ctx.figure("slices.grid", grid, by, tuple(top), base, shown), "figure.slices.grid")

@@ -1,0 +1,120 @@
+"""Calibrators fitted per slice (issue 14, item 5): calcore.fit_per_slice.
+
+Checked against fits made by hand on each slice's rows, on planted slices that one
+global map cannot fix, and for the slices that keep the global fit (too few rows, no
+calibration rows, a fit that fails), which must be named, never dropped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import calcore
+from calcore._errors import CalcoreError
+
+
+def _two_shops(n: int, seed: int) -> calcore.Predictions:
+    """Binary predictions over-confident in shop "a" and under-confident in shop "b":
+    a single temperature cannot fix both."""
+    over = calcore.dirichlet_simulator(2, miscalibration="overconfident", strength=2.5)
+    under = calcore.dirichlet_simulator(2, miscalibration="underconfident", strength=2.5)
+    a = calcore.simulate_predictions(over, n, seed=seed).preds
+    b = calcore.simulate_predictions(under, n, seed=seed + 1).preds
+    both = calcore.evaluation.protocols.concatenate([a, b])
+    return both.with_metadata({"shop": np.repeat(["a", "b"], n)})
+
+
+def test_each_slice_gets_the_fit_of_its_own_rows():
+    calib, test = _two_shops(3000, seed=1), _two_shops(2000, seed=11)
+    out = calcore.fit_per_slice("ts", calib, test, "shop")
+    assert [(s.label, s.n_calib, s.n_test, s.own) for s in out.slices] == [
+        ("a", 3000, 2000, True),
+        ("b", 3000, 2000, True),
+    ]
+    for shop in ("a", "b"):
+        c_rows = np.flatnonzero(
+            calib.metadata["shop"].values == calib.metadata["shop"].categories.index(shop)
+        )
+        t_rows = np.flatnonzero(
+            test.metadata["shop"].values == test.metadata["shop"].categories.index(shop)
+        )
+        by_hand = (
+            calcore.make_calibrator("ts").fit(calib.subset(c_rows)).transform(test.subset(t_rows))
+        )
+        np.testing.assert_array_equal(out.output.probs[t_rows], by_hand.probs)
+    np.testing.assert_array_equal(out.output.labels, test.labels)
+    assert set(out.output.metadata) == {"shop"} and out.output.logits is None
+    assert out.summary() == "ts fitted per slice of shop: 2 of 2 slices have their own fit."
+
+
+def test_per_slice_fits_fix_what_one_global_map_leaves():
+    calib, test = _two_shops(4000, seed=2), _two_shops(4000, seed=12)
+    global_out = calcore.make_calibrator("ts").fit(calib).transform(test)
+    per_slice = calcore.fit_per_slice("ts", calib, test, "shop", global_output=global_out)
+    kw = dict(n_resamples=0, metrics=["conf_ece"], rank_by="conf_ece")
+    one_map = calcore.evaluate_by(global_out, "shop", **kw)
+    own_maps = calcore.evaluate_by(per_slice.output, "shop", **kw)
+    for g, s in zip(one_map.in_order(), own_maps.in_order(), strict=True):
+        assert g.label == s.label
+        # opposite miscalibrations: the global temperature leaves both slices off
+        assert g.report.metrics["conf_ece"] > 0.03, g.label
+        assert s.report.metrics["conf_ece"] < 0.5 * g.report.metrics["conf_ece"], s.label
+
+
+def test_slices_that_cannot_have_their_own_fit_keep_the_global_one_and_say_why():
+    calib, test = _two_shops(600, seed=3), _two_shops(600, seed=13)
+    shops = np.repeat(["a", "b"], 600)
+    shops[:40] = "c"  # 40 calibration rows of shop c: too few
+    calib = calib.with_metadata({"shop": shops})
+    tshops = np.repeat(["a", "b"], 600)
+    tshops[:30] = "c"
+    tshops[-20:] = "d"  # no calibration row at all
+    test = test.with_metadata({"shop": tshops})
+    # shop "a" in calibration: every row weighs 0, so its fit is refused
+    calib = calib.with_metadata({"shop": shops}).with_sample_weight(
+        np.where(shops == "a", 0.0, 1.0)
+    )
+    global_out = calcore.make_calibrator("platt").fit(calib).transform(test)
+    out = calcore.fit_per_slice(
+        "platt", calib, test, "shop", global_output=global_out, min_rows=100
+    )
+    by_label = {s.label: s for s in out.slices}
+    assert by_label["c"].own is False and by_label["c"].n_calib == 40
+    assert by_label["c"].note == "with fewer than 100 calibration rows"
+    assert by_label["d"].own is False and by_label["d"].note == "without calibration rows"
+    assert by_label["b"].own is True
+    assert by_label["a"].own is False and by_label["a"].n_calib == 560
+    assert by_label["a"].note.startswith("whose fit failed: every row of these predictions has")
+    kept = np.isin(tshops, ["a", "c", "d"])
+    np.testing.assert_array_equal(out.output.probs[kept], global_out.probs[kept])
+    text = out.summary()
+    assert "1 of 4 slices have their own fit" in text and "keep the global fit" in text
+    assert "1 with fewer than 100 calibration rows" in text and "1 without calibration rows" in text
+
+
+def test_calibration_rows_are_sliced_like_the_test_rows():
+    rng = np.random.default_rng(5)
+    sim = calcore.dirichlet_simulator(2, miscalibration="overconfident", strength=2.0)
+    calib = calcore.simulate_predictions(sim, 2000, seed=6).preds
+    test = calcore.simulate_predictions(sim, 1000, seed=7).preds
+    # calibration ages reach beyond the test's: they join the first and last ranges
+    calib = calib.with_metadata({"age": rng.integers(10, 100, 2000).astype(float)})
+    test = test.with_metadata({"age": rng.integers(20, 80, 1000).astype(float)})
+    out = calcore.fit_per_slice("ts", calib, test, "age:q2", min_rows=1)
+    test_slicing = calcore.slicing_of(test.metadata, "age:q2")
+    assert [s.values for s in out.slices] == list(test_slicing.values)
+    low, cut, high = test_slicing.resolved[0]
+    ages = calib.metadata["age"].values
+    assert [s.n_calib for s in out.slices] == [int((ages <= cut).sum()), int((ages > cut).sum())]
+    assert low >= 20 and high < 80
+
+
+def test_bad_requests_are_refused_up_front():
+    calib, test = _two_shops(200, seed=4), _two_shops(200, seed=14)
+    with pytest.raises(CalcoreError, match="Unknown calibrator 'nope'"):
+        calcore.fit_per_slice("nope", calib, test, "shop")
+    with pytest.raises(CalcoreError, match="no metadata column 'country'"):
+        calcore.fit_per_slice("ts", calib, test, "country")
+    with pytest.raises(CalcoreError, match="min_rows must be at least 1"):
+        calcore.fit_per_slice("ts", calib, test, "shop", min_rows=0)
