@@ -122,6 +122,10 @@ class BatchSlicer:
             if cuts.done:
                 continue
             spec = self._specs[j]
+            numbers = self._numbers(batch, j, spec.column)
+            if numbers is not None:  # counted as they are: hashing them costs more
+                cuts.observe(numbers[~np.isnan(numbers)])
+                continue
             distinct, index = _factorized(batch.slice_values[spec.column])
             if distinct is None:  # a nested Arrow type
                 check_sliceable(MetadataColumn(spec.column, "other", None), spec.grouping)
@@ -190,8 +194,15 @@ class BatchSlicer:
     def _column(self, batch, j: int, spec):
         """Local codes of a batch's rows in one column and each code's entry
         ``((missing, sort key, name),)``; the missing entry last."""
-        distinct, index = _factorized(batch.slice_values[spec.column])
         missing_entry = ((True, 0, None),)
+        if j in self._cuts and self.wants_range_pass():
+            raise RuntimeError("BatchSlicer: the quantile ranges' passes are not done")
+        numbers = self._numbers(batch, j, spec.column) if j in self._cuts else None
+        if numbers is not None:  # each row's range straight from its number
+            codes, names = range_slices(numbers, np.isnan(numbers), self._cuts[j].edges)
+            entries = [((False, k, name),) for k, name in enumerate(names)]
+            return codes, entries + [missing_entry]
+        distinct, index = _factorized(batch.slice_values[spec.column])
         if distinct is None:  # a nested Arrow type
             check_sliceable(MetadataColumn(spec.column, "other", None), spec.grouping)
         col = self._typed(spec.column, distinct, j, batch)
@@ -205,8 +216,6 @@ class BatchSlicer:
                 "memory it is chosen from the whole column's span)."
             )
         if j in self._cuts:
-            if self.wants_range_pass():
-                raise RuntimeError("BatchSlicer: the quantile ranges' passes are not done")
             per_value, names = range_slices(col.values, col.missing(), self._cuts[j].edges)
             keys = list(range(len(names)))
         else:
@@ -218,25 +227,41 @@ class BatchSlicer:
         entries.append(missing_entry)
         return per_value[index], entries
 
+    def _numbers(self, batch, j: int, name: str) -> np.ndarray | None:
+        """A batch's column as float64 (NaN: missing or infinite) when it is stored as
+        numbers (an Arrow or numpy numeric array), typed like :func:`metadata_column`
+        types it; None for text cells and other types (they are typed value by value)."""
+        found = _numeric_values(batch.slice_values[name])
+        if found is None:
+            return None
+        values, kind = found
+        if not np.isnan(values).all():
+            self._check_kind(name, kind, j, batch)
+        return values
+
     def _typed(self, name: str, distinct, j: int, batch):
         """The batch's distinct values as a metadata column, of the stream's kind."""
         text = distinct.dtype.kind in "OUS"
         col = metadata_from_text(name, distinct) if text else metadata_column(name, distinct)
         if col.n_distinct == 0:
             return col
+        if self._kinds[j] == "categorical" and text and col.kind != "categorical":
+            return metadata_from_text(name, distinct, categorical=True)
+        self._check_kind(name, col.kind, j, batch)
+        return col
+
+    def _check_kind(self, name: str, kind: str, j: int, batch) -> None:
+        """Decide column ``j``'s kind on its first values; later ones must be of its family."""
         decided = self._kinds[j]
         if decided is None:
-            self._kinds[j] = col.kind
-        elif decided == "categorical" and text and col.kind != decided:
-            col = metadata_from_text(name, distinct, categorical=True)
-        elif _FAMILY.get(col.kind, col.kind) != _FAMILY.get(decided, decided):
+            self._kinds[j] = kind
+        elif _FAMILY.get(kind, kind) != _FAMILY.get(decided, decided):
             raise CalcoreError(
                 f"{batch.file}, column {name!r}, rows from {batch.first_row}: the values read "
-                f"as {col.kind} here, but as {decided} in the stream's first rows; a streamed "
+                f"as {kind} here, but as {decided} in the stream's first rows; a streamed "
                 "slice column must hold one kind of value throughout. Fix the values, or load "
                 "the file whole (load_predictions types the column from every row)."
             )
-        return col
 
     def slicing(self) -> "StreamSlicing":
         """The slices met, in their natural order (as :func:`slicing_of` orders them).
@@ -293,13 +318,15 @@ class QuantileCuts:
         self.edges = None
         self.done = False
 
-    def observe(self, values: np.ndarray, counts: np.ndarray) -> None:
-        """Count distinct finite values with how often each occurs."""
+    def observe(self, values: np.ndarray, counts: np.ndarray | None = None) -> None:
+        """Count finite values (``counts``: how often each occurs; once when None)."""
         negative = values < 0
         self.finder.observe(np.abs(values), (~negative).astype(np.intp), weights=counts)
         if self.ranks is None:
-            self.n += int(counts.sum())
-            self.n_negative += int(counts[negative].sum())
+            self.n += int(values.size if counts is None else counts.sum())
+            self.n_negative += int(
+                np.count_nonzero(negative) if counts is None else counts[negative].sum()
+            )
 
     def end_pass(self) -> None:
         if self.ranks is None:
@@ -345,6 +372,28 @@ class StreamSlicing(SliceLabels):
 def _sort_key(entry: tuple):
     # missing last; then the key (numbers and names never meet within one column)
     return tuple((missing, key) for missing, key, _ in entry)
+
+
+def _numeric_values(values):
+    """``(float64 values, "integer" or "numeric")`` of an Arrow or numpy numeric array
+    (nulls, NaN and infinities as NaN), else None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        t = values.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+            return None
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        out = pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
+        kind = "integer" if pa.types.is_integer(t) else "numeric"
+    else:
+        arr = np.asarray(values)
+        if arr.dtype.kind not in "iuf":
+            return None
+        out, kind = arr.astype(np.float64), "integer" if arr.dtype.kind != "f" else "numeric"
+    return np.where(np.isfinite(out), out, np.nan), kind
 
 
 def _factorized(values):
