@@ -297,7 +297,8 @@ class QuantileCuts:
     :class:`~calcore.statistics.quantiles.ExactRanks`, which orders non-negative floats:
     negative values are counted mirrored in a group of their own (the ``r``-th smallest of
     ``n_neg`` negatives is minus the ``(n_neg - r + 1)``-th smallest of their magnitudes).
-    A batch's values come with their counts, so only its distinct values are counted.
+    A batch's values come one by one (a numeric column) or as its distinct values with
+    their counts (text cells, typed value by value).
 
     Examples
     --------

@@ -210,7 +210,7 @@ class _Points:
         """``sum over points of w[:, row] * value`` per cell: one (R, n_cells) array per
         entry of ``values`` (per-point values, None for 1), all from one product.
 
-        The points make an (m, n_cells * k) matrix ``X`` with one column block per entry
+        The points make an (m, n_cells * n_values) matrix ``X`` with one column block per entry
         of ``values``; the sums are ``w @ X``, float64 throughout. Up to
         :data:`_DENSE_COLUMNS` columns ``X`` is dense, built a block of rows at a time by
         ``np.bincount`` (so points sharing a cell add up) and multiplied by BLAS; beyond,
@@ -218,8 +218,8 @@ class _Points:
         15 cells 0.078 s sparse, 0.027 s dense; 45 cells 0.078 / 0.051 s; 100 cells
         0.076 / 0.114 s.
         """
-        m, k = w.shape[1], len(values)
-        width = n_cells * k
+        m, n_values = w.shape[1], len(values)
+        width = n_cells * n_values
         values = [np.ones(self.cells.size) if v is None else v for v in values]
         rows = self.rows()
         if width > _DENSE_COLUMNS:
@@ -227,8 +227,8 @@ class _Points:
                 (
                     np.concatenate(values),
                     (
-                        np.tile(rows, k),
-                        np.concatenate([self.cells + j * n_cells for j in range(k)]),
+                        np.tile(rows, n_values),
+                        np.concatenate([self.cells + j * n_cells for j in range(n_values)]),
                     ),
                 ),
                 shape=(m, width),
@@ -243,12 +243,12 @@ class _Points:
                 n = min(step, m - r0)
                 where = (rows[a:b] - r0) * width + self.cells[a:b]
                 block = np.bincount(
-                    np.concatenate([where + j * n_cells for j in range(k)]),
+                    np.concatenate([where + j * n_cells for j in range(n_values)]),
                     weights=np.concatenate([v[a:b] for v in values]),
                     minlength=n * width,
                 )
                 out += w[:, r0 : r0 + n] @ block.reshape(n, width)
-        return [out[:, j * n_cells : (j + 1) * n_cells] for j in range(k)]
+        return [out[:, j * n_cells : (j + 1) * n_cells] for j in range(n_values)]
 
 
 def _replicate_weights(weights) -> np.ndarray:
