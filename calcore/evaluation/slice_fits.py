@@ -101,11 +101,12 @@ class PerSliceCalibration:
         """Slices with a calibrator of their own."""
         return sum(s.own for s in self.slices)
 
-    def summary(self) -> str:
-        """One sentence: how many slices got their own fit, and why the others did not."""
+    def summary(self, name: str | None = None) -> str:
+        """One sentence: how many slices got their own fit, and why the others did not
+        (``name``: how to call the method, its name by default)."""
         kept = [s for s in self.slices if not s.own]
         text = (
-            f"{self.method} fitted per slice of {' x '.join(self.columns)}: "
+            f"{name or self.method} fitted per slice of {' x '.join(self.columns)}: "
             f"{self.n_own} of {len(self.slices)} slices have their own fit"
         )
         if not kept:

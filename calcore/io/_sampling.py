@@ -26,7 +26,14 @@ from calcore.io._prefetch import prefetched
 from calcore.io._table import LabelRowNames, RowNames
 from calcore.predictions import Predictions
 
-__all__ = ["SliceBatch", "sample", "sample_slice_columns", "sample_splits", "slice_batches"]
+__all__ = [
+    "SliceBatch",
+    "sample",
+    "sample_slice_columns",
+    "sample_splits",
+    "slice_batches",
+    "need_slice_columns",
+]
 
 
 def sample(stream, max_rows: int, *, seed: int) -> tuple[Predictions, int]:
@@ -50,8 +57,7 @@ def sample_splits(stream, max_rows: int, *, seed: int) -> dict[str, tuple[Predic
 def sample_slice_columns(stream, max_rows: int, *, seed: int, splits: bool) -> dict:
     """See :meth:`calcore.PredictionStream.sample_slice_columns`."""
     ROWS.check(max_rows, "max_rows")
-    if not stream.slice_columns:
-        raise CalcoreError(f"{stream.name}: no slice columns to read (give slice_columns=).")
+    need_slice_columns(stream)
     if splits:
         _need_split_column(stream)
         whole = replace(stream, split=None)
@@ -61,6 +67,12 @@ def sample_slice_columns(stream, max_rows: int, *, seed: int, splits: bool) -> d
     if not kept.parts:
         raise CalcoreError(f"{stream.name}: no rows to sample.")
     return _metadata(stream, kept)
+
+
+def need_slice_columns(stream) -> None:
+    """Refuse a stream that reads no slice column."""
+    if not stream.slice_columns:
+        raise CalcoreError(f"{stream.name}: no slice columns to read (give slice_columns=).")
 
 
 def _need_split_column(stream) -> None:

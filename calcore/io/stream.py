@@ -267,10 +267,9 @@ class PredictionStream:
         CalcoreError
             A stream without slice columns, or what reading a batch raises.
         """
-        from calcore.io._sampling import slice_batches
+        from calcore.io._sampling import need_slice_columns, slice_batches
 
-        if not self.slice_columns:
-            raise CalcoreError(f"{self.name}: no slice columns to read (give slice_columns=).")
+        need_slice_columns(self)
         return slice_batches(self)
 
     def batches(self, *, read_ahead: bool = True) -> Iterator[StreamBatch]:

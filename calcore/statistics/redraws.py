@@ -214,10 +214,10 @@ class LabelRedraws:
             cells = point_cells(spec.edges, batch, spec.reduction, classes=spec.classes)
             n_cells = spec.edges.n_cells
             if spec.reduction != "class-wise":
-                (self_outcome,) = replicate_sums(weighted_hit, cells, n_cells)
+                (outcome,) = replicate_sums(weighted_hit, cells, n_cells)
             elif few:
                 chosen = range(n_classes) if spec.classes is None else spec.classes
-                self_outcome = sum(
+                outcome = sum(
                     replicate_sums(
                         is_class[c] if w is None else is_class[c] * w, cells[:, j], n_cells
                     )[0]
@@ -228,13 +228,13 @@ class LabelRedraws:
                 local = local_labels(labels, n_classes, spec.classes)
                 own = np.take_along_axis(cells, np.maximum(local, 0).T, axis=1).T  # (R, m)
                 index = np.where((local >= 0) & (own >= 0), offset * n_cells + own, -1)
-                self_outcome = _bincount(
+                outcome = _bincount(
                     index,
                     None if w is None else np.broadcast_to(w, index.shape),
                     n_redraws,
                     n_cells,
                 )
-            self.outcome[key] += self_outcome
+            self.outcome[key] += outcome
         for key, spec in self.kde_specs.items():
             if spec.reduction == "confidence":
                 self.positives[key][0] += positive_moments(

@@ -54,13 +54,18 @@ def sliced_reports(
     ``extra``: more outputs, ``{label: (cache key, predictions)}``, after them."""
     s = ctx.settings
     boot = n_bootstrap(ctx)
-    outputs = {label: (ctx.keys[label], preds) for label, preds in ctx.outputs.items()}
-    outputs.update(extra or {})
     calls = {
         label: functools.partial(compute.sliced, key, by, rank_by, s.binning, s.bins, boot, preds)
-        for label, (key, preds) in outputs.items()
+        for label, (key, preds) in _outputs(ctx, extra).items()
     }
     return compute.in_parallel(calls)
+
+
+def _outputs(ctx, extra: dict | None) -> dict:
+    """``{label: (cache key, predictions)}`` of the page's outputs, then ``extra``'s."""
+    outputs = {label: (ctx.keys[label], preds) for label, preds in ctx.outputs.items()}
+    outputs.update(extra or {})
+    return outputs
 
 
 def per_slice_outputs(ctx, by: tuple[str, ...]) -> dict:
@@ -78,7 +83,7 @@ def per_slice_outputs(ctx, by: tuple[str, ...]) -> dict:
         except calcore.CalcoreError as err:
             st.warning(f"{esc(label)} could not be fitted per slice: {esc(err)}")
             continue
-        st.caption(esc(fit.summary().replace(choice.name, label, 1)))
+        st.caption(esc(fit.summary(label)))
         out[label + PER_SLICE_SUFFIX] = (key, fit.output)
     return out
 
@@ -249,8 +254,7 @@ def slice_diagrams(ctx, sliced: calcore.SlicedReport, extra: dict | None = None)
     """A chosen slice's confidence diagram beside the overall one, then the top slices
     (every output of the page, and the methods fitted per slice in ``extra``)."""
     s = ctx.settings
-    outputs = {label: (ctx.keys[label], preds) for label, preds in ctx.outputs.items()}
-    outputs.update(extra or {})
+    outputs = _outputs(ctx, extra)
     shown = tuple(outputs)
     by = sliced.columns
     choices = [x.values for x in sliced.slices if x.report is not None]
