@@ -380,6 +380,41 @@ def test_no_change_between_calibrated_periods_is_rejected_at_the_nominal_rate():
     assert rejected <= 3  # 20 x 0.05 = 1 expected
 
 
+def test_large_periods_are_compared_on_a_seeded_sample_that_says_so(monkeypatch, tmp_path):
+    import calcore.evaluation.slices as slices
+    from calcore.statistics.poisson import row_uniforms
+
+    monkeypatch.setattr(slices, "PERIOD_TEST_ROWS", 120)
+    preds = _over_time(["calibrated", "overconfident"], 400, seed=3)
+    sliced = calcore.evaluate_by(preds, "day", n_resamples=49)
+    change = sliced.change
+    assert change.n_rows == (400, 400) and change.n_tested == (120, 120) and change.sampled
+    assert change.first_value == sliced.in_order()[0].report.top_label_ece  # all rows
+    note = next(n for n in sliced.notes if n.startswith("Over time:"))
+    assert "seeded sample of 120 and 120 of the two periods' 400 and 400 rows" in note
+    # the sample is the 120 rows of each day with the smallest uniforms keyed by position:
+    # the test on exactly those rows, unsampled, gives the same p-value
+    u = row_uniforms(np.arange(800), 0, stream=1 << 40)
+    kept = np.sort(np.concatenate([d * 400 + np.argsort(u[d * 400 : d * 400 + 400])[:120]
+                                   for d in range(2)]))  # fmt: skip
+    monkeypatch.setattr(slices, "PERIOD_TEST_ROWS", 10_000)
+    alone = calcore.evaluate_by(preds.subset(kept), "day", n_resamples=49).change
+    assert not alone.sampled and alone.p_value == change.p_value
+    # streamed in uneven batches: the same rows, the same p-value
+    monkeypatch.setattr(slices, "PERIOD_TEST_ROWS", 120)
+    pq.write_table(
+        pa.table(
+            {"label": preds.labels, "p_0": preds.probs[:, 0], "p_1": preds.probs[:, 1],
+             "day": preds.metadata["day"].values}
+        ),
+        tmp_path / "t.parquet",
+        row_group_size=97,
+    )  # fmt: skip
+    stream = calcore.scan(tmp_path / "t.parquet", slice_columns=["day"], batch_rows=61)
+    streamed = calcore.evaluate_by(stream, "day:day", n_resamples=49).change
+    assert streamed.n_tested == (120, 120) and streamed.p_value == change.p_value
+
+
 def test_no_change_is_computed_for_other_slicings():
     preds = _planted(2, set(), 100, seed=2)
     assert calcore.evaluate_by(preds, "segment", n_resamples=19).change is None

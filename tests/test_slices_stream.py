@@ -304,7 +304,7 @@ def test_periods_too_large_to_hold_leave_no_change_test_and_say_so(files, monkey
     sliced = calcore.evaluate_by(stream, "day:week", n_resamples=19)
     assert sliced.change is None
     assert any(
-        "No test of a change over time" in n and "100 probabilities" in n for n in sliced.notes
+        "No test of a change over time" in n and "in memory (100)" in n for n in sliced.notes
     )
 
 

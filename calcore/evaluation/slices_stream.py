@@ -12,9 +12,10 @@ ranges of the same rows in memory. What differs from memory, and is said in the 
 * intervals are Poisson bootstrap intervals (as for :func:`calcore.evaluate` on a stream);
 * the overall report's calibration test is of the ranking metric only, with the slices'
   ``n_resamples`` redrawn label sets (in memory: every error, ``n_bootstrap`` sets);
-* the change between the first and last periods reads those two periods' rows in one
-  more pass, when they fit in :data:`PERIOD_CHANGE_MAX_VALUES` probabilities; otherwise
-  it is left out with a note.
+* the change between the first and last periods reads those two periods' rows (a seeded
+  sample of :data:`~calcore.evaluation.slices.PERIOD_TEST_ROWS` of a larger period, the
+  same rows as in memory) in one more pass, when they fit in
+  :data:`PERIOD_CHANGE_MAX_VALUES` probabilities; otherwise it is left out with a note.
 """
 
 from __future__ import annotations
@@ -32,12 +33,14 @@ from calcore.evaluation.evaluator import stream_requests, streamed_report
 from calcore.evaluation.intervals import check_interval_method
 from calcore.evaluation.report_statistics import CELLS_OF_METRIC, replicate_values
 from calcore.evaluation.slices import (
+    PERIOD_TEST_ROWS,
     SliceResult,
     period_change,
     period_ends,
+    period_sample,
     sliced_report,
 )
-from calcore.io.stream import PredictionStream, concatenate_batches
+from calcore.io.stream import PredictionStream
 from calcore.metrics.registry import METRICS, metric_keys
 from calcore.slicing_batches import BatchSlicer
 from calcore.statistics.passes import stream_statistics_by
@@ -45,7 +48,8 @@ from calcore.statistics.passes import stream_statistics_by
 __all__ = ["evaluate_stream_by", "PERIOD_CHANGE_MAX_VALUES"]
 
 #: Most probabilities (rows x classes) of the first and last periods held for the
-#: permutation test of a change on a stream: 16.7M, 128 MiB of float64, one batch's worth.
+#: permutation test of a change on a stream: 16.7M, 128 MiB of float64, one batch's worth
+#: (binary: both periods' samples at once; 1,000 classes: periods of up to 8,000 rows).
 PERIOD_CHANGE_MAX_VALUES = 1 << 24
 
 
@@ -171,32 +175,32 @@ def _one_slice(passes, columns, values, *, rank_metric, min_slice_rows, n_bootst
 def _period_change(
     stream, slicer, slicing, results, *, options, metric, n_resamples, min_rows, notes
 ):
-    """The in-memory permutation test on the first and last periods' rows, read in one
-    more pass when they fit in :data:`PERIOD_CHANGE_MAX_VALUES` probabilities."""
+    """The in-memory permutation test on the first and last periods' rows (or their seeded
+    samples, :func:`~calcore.evaluation.slices.period_sample`), read in one more pass when
+    they fit in :data:`PERIOD_CHANGE_MAX_VALUES` probabilities."""
     ends = period_ends(slicing, results, [s.n for s in results], min_rows)
     if ends is None:
         return None
     first, last = ends
-    n_rows = results[first].n + results[last].n
-    if n_rows * len(stream.class_names) > PERIOD_CHANGE_MAX_VALUES:
+    # a sample holds up to twice its rows between two cuts
+    n_held = sum(min(results[k].n, 2 * PERIOD_TEST_ROWS) for k in ends)
+    if n_held * len(stream.class_names) > PERIOD_CHANGE_MAX_VALUES:
         notes.append(
-            f"No test of a change over time: the first and last periods hold {n_rows:,} rows, "
-            f"more than a streamed test holds in memory ({PERIOD_CHANGE_MAX_VALUES:,} "
-            "probabilities). Compare them on a filtered file."
+            f"No test of a change over time: the first and last periods' rows tested hold "
+            f"{n_held * len(stream.class_names):,} probabilities, more than a streamed test "
+            f"holds in memory ({PERIOD_CHANGE_MAX_VALUES:,}). Compare them on a filtered file."
         )
         return None
     ids = np.argsort(slicing.place)  # ids[k]: the slicer's id of the k-th slice
-    parts = {first: [], last: []}
+    samples = {k: period_sample(options["seed"]) for k in ends}
     for batch in stream.batches():
         codes = slicer.codes(batch)
-        for k in parts:
+        for k, sample in samples.items():
             rows = np.flatnonzero(codes == ids[k])
             if rows.size:
-                parts[k].append(batch.preds.subset(rows))
-    sub = concatenate_batches(parts[first] + parts[last])
-    n_first = sum(p.n_samples for p in parts[first])
+                sample.add(batch.position + rows, batch.preds, {}, rows=rows)
     return period_change(
-        sub, n_first, sub.sample_weight, slicing.labels[first], slicing.labels[last],
+        [samples[first], samples[last]], slicing.labels[first], slicing.labels[last],
         results[first], results[last], options=options, metric=metric,
         n_resamples=n_resamples,
     )  # fmt: skip

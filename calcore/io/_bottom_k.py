@@ -23,8 +23,8 @@ class BottomK:
     all, where cutting at every batch cost O(batches x k).
     """
 
-    def __init__(self, k: int, seed: int) -> None:
-        self.k, self.seed = k, seed
+    def __init__(self, k: int, seed: int, *, stream: int = 0) -> None:
+        self.k, self.seed, self.stream = k, seed, stream
         self.parts: list = []  # (positions, uniforms, predictions, slice values) per batch
         self.n_read = self.n_kept = 0
         self.cut: tuple[float, int] | None = None
@@ -38,7 +38,7 @@ class BottomK:
         from calcore.statistics.poisson import row_uniforms
 
         self.n_read += positions.size
-        u = row_uniforms(positions, self.seed)
+        u = row_uniforms(positions, self.seed, stream=self.stream)
         if self.cut is None and self.n_kept + positions.size > self.k:
             # Enough rows to place a cut: place it before copying rows out of the batch
             # (a first batch of 2 million rows would otherwise be copied whole).
