@@ -69,6 +69,7 @@ Calibration per slice of metadata columns (country, device, day...), ranked by e
    PeriodChange    -- a metric's change between the first and the last period (over time)
    fit_per_slice   -- a calibrator fitted on each slice's calibration rows, for its test rows
    PerSliceCalibration -- what fit_per_slice returns
+   PerSliceCalibrator -- a method fitted per slice (and globally), saved and applied like any
    slicing_of      -- the slices of rows by column specifications ("age:q4", "date:week")
    Slicing         -- what slicing_of returns
    MetadataColumn  -- an extra column of the rows, kept for slicing
@@ -226,6 +227,7 @@ Errors
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore.binning import BINNING_SCHEMES, BinningScheme, resolve_binning
 from calcore.calibrators import CALIBRATORS, Calibrator, CalibratorInfo, Param, make_calibrator
+from calcore.calibrators.per_slice import PerSliceCalibrator
 from calcore.diagnostics.bin_statistics import (
     BinStatistics,
     bin_statistics,
@@ -345,6 +347,7 @@ __all__ = [
     "PeriodChange",
     "fit_per_slice",
     "PerSliceCalibration",
+    "PerSliceCalibrator",
     "slicing_of",
     "Slicing",
     "MetadataColumn",

@@ -50,8 +50,9 @@ def test_each_slice_gets_the_fit_of_its_own_rows():
 
 def test_per_slice_fits_fix_what_one_global_map_leaves():
     calib, test = _two_shops(4000, seed=2), _two_shops(4000, seed=12)
-    global_out = calcore.make_calibrator("ts").fit(calib).transform(test)
-    per_slice = calcore.fit_per_slice("ts", calib, test, "shop", global_output=global_out)
+    global_fit = calcore.make_calibrator("ts").fit(calib)
+    global_out = global_fit.transform(test)
+    per_slice = calcore.fit_per_slice("ts", calib, test, "shop", global_calibrator=global_fit)
     kw = dict(n_resamples=0, metrics=["conf_ece"], rank_by="conf_ece")
     one_map = calcore.evaluate_by(global_out, "shop", **kw)
     own_maps = calcore.evaluate_by(per_slice.output, "shop", **kw)
@@ -75,9 +76,10 @@ def test_slices_that_cannot_have_their_own_fit_keep_the_global_one_and_say_why()
     calib = calib.with_metadata({"shop": shops}).with_sample_weight(
         np.where(shops == "a", 0.0, 1.0)
     )
-    global_out = calcore.make_calibrator("platt").fit(calib).transform(test)
+    global_fit = calcore.make_calibrator("platt").fit(calib)
+    global_out = global_fit.transform(test)
     out = calcore.fit_per_slice(
-        "platt", calib, test, "shop", global_output=global_out, min_rows=100
+        "platt", calib, test, "shop", global_calibrator=global_fit, min_rows=100
     )
     by_label = {s.label: s for s in out.slices}
     assert by_label["c"].own is False and by_label["c"].n_calib == 40
@@ -118,3 +120,95 @@ def test_bad_requests_are_refused_up_front():
         calcore.fit_per_slice("ts", calib, test, "country")
     with pytest.raises(CalcoreError, match="min_rows must be at least 1"):
         calcore.fit_per_slice("ts", calib, test, "shop", min_rows=0)
+
+
+# ------------------------------------------------------------------ the calibrator itself
+
+
+def _with_income(preds: calcore.Predictions, income) -> calcore.Predictions:
+    return preds.with_metadata({**preds.metadata, "income": np.asarray(income, float)})
+
+
+def test_a_saved_per_slice_calibrator_maps_new_rows_by_the_slices_fixed_when_fitting():
+    rng = np.random.default_rng(8)
+    calib = _with_income(_two_shops(1500, seed=21), rng.uniform(10, 90, 3000))
+    cal = calcore.PerSliceCalibrator("platt", by=["shop", "income:q2"], min_rows=50)
+    cal.fit(calib)
+    assert cal.n_own == 4 and len(cal.fits) == 4
+    (cut_low, cut, cut_high) = cal.resolved[1]
+    # new rows: incomes beyond the calibration's ranges, and a shop never seen
+    test = _two_shops(400, seed=22)
+    shops = test.metadata["shop"].values.copy()
+    shop_names = np.array(test.metadata["shop"].categories, dtype=object)[shops]
+    shop_names[:50] = "new"
+    income = rng.uniform(0, 100, 800)
+    test = _with_income(test.with_metadata({"shop": shop_names}), income)
+    out = cal.transform(test)
+    # by hand: each row's map from its shop and its side of the stored cut
+    global_fit = calcore.make_calibrator("platt").fit(calib)
+    calib_names = np.array(calib.metadata["shop"].categories, dtype=object)[
+        calib.metadata["shop"].values
+    ]
+    calib_high = calib.metadata["income"].values > cut
+    for shop in ("a", "b", "new"):
+        for high in (False, True):
+            rows = np.flatnonzero((shop_names == shop) & ((income > cut) == high))
+            if shop == "new":
+                expected = global_fit.transform(test.subset(rows)).probs
+            else:
+                own = np.flatnonzero((calib_names == shop) & (calib_high == high))
+                fitted = calcore.make_calibrator("platt").fit(calib.subset(own))
+                expected = fitted.transform(test.subset(rows)).probs
+            np.testing.assert_allclose(out.probs[rows], expected, rtol=0, atol=1e-12)
+    # saved as JSON and read back: bit-identical outputs, through Calibrator.from_dict
+    import json
+
+    saved = json.loads(json.dumps(cal.to_dict()))
+    assert saved["method"] == "per-slice" and saved["base_method"] == "platt"
+    again = calcore.Calibrator.from_dict(saved)
+    assert isinstance(again, calcore.PerSliceCalibrator) and again.resolved == cal.resolved
+    np.testing.assert_array_equal(again.transform(test).probs, out.probs)
+    assert out.logits is None and set(out.metadata) == {"shop", "income"}
+
+
+def test_a_per_slice_calibrator_streams_batches_with_their_slice_columns(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(9)
+    calib = _with_income(_two_shops(1000, seed=31), rng.uniform(0, 50, 2000))
+    cal = calcore.PerSliceCalibrator("ts", by=["shop", "income:q3"]).fit(calib)
+    test = _with_income(_two_shops(700, seed=32), rng.uniform(0, 50, 1400))
+    names = np.array(test.metadata["shop"].categories)[test.metadata["shop"].values]
+    table = {"label": test.labels, "p_0": test.probs[:, 0], "p_1": test.probs[:, 1]}
+    table |= {"shop": names, "income": test.metadata["income"].values}
+    pq.write_table(pa.table(table), tmp_path / "t.parquet", row_group_size=333)
+    stream = calcore.scan(tmp_path / "t.parquet", slice_columns=["shop", "income"], batch_rows=97)
+    mapped = stream.with_transform(cal.transform, with_metadata=True)
+    streamed = np.concatenate([b.preds.probs for b in mapped.batches()])
+    np.testing.assert_allclose(streamed, cal.transform(test).probs, rtol=0, atol=1e-12)
+    # the sliced evaluation of the streamed output equals the in-memory one
+    kw = dict(n_resamples=0, metrics=["conf_ece"], rank_by="conf_ece")
+    memory = calcore.evaluate_by(cal.transform(test), "shop", **kw)
+    on_stream = calcore.evaluate_by(mapped, "shop", **kw)
+    for a, b in zip(memory.in_order(), on_stream.in_order(), strict=True):
+        assert a.report.metrics["conf_ece"] == pytest.approx(b.report.metrics["conf_ece"])
+    plain = calcore.scan(tmp_path / "t.parquet")
+    with pytest.raises(CalcoreError, match="no slice columns to read"):
+        plain.with_transform(cal.transform, with_metadata=True)
+    with pytest.raises(CalcoreError, match="no metadata column 'shop'"):
+        cal.transform(test.with_metadata({}))
+
+
+def test_a_per_slice_calibrator_refuses_what_it_cannot_do():
+    with pytest.raises(CalcoreError, match="Unknown calibrator"):
+        calcore.PerSliceCalibrator("nope", by="shop")
+    with pytest.raises(CalcoreError, match="at least one column"):
+        calcore.PerSliceCalibrator("ts", by=[])
+    cal = calcore.PerSliceCalibrator("ts", by="shop")
+    with pytest.raises(CalcoreError, match="not fitted yet"):
+        cal.to_dict()
+    saved = cal.fit(_two_shops(300, seed=41)).to_dict()
+    del saved["resolved"]
+    with pytest.raises(CalcoreError, match="missing the 'resolved' field"):
+        calcore.Calibrator.from_dict(saved)

@@ -360,7 +360,9 @@ class Calibrator:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Calibrator":
-        """Rebuild a fitted calibrator saved with :meth:`to_dict` (any method, via the registry)."""
+        """Rebuild a fitted calibrator saved with :meth:`to_dict` (any method, via the
+        registry; ``Calibrator.from_dict`` also rebuilds a saved
+        :class:`~calcore.calibrators.per_slice.PerSliceCalibrator`)."""
         from calcore.calibrators._registry import make_calibrator
 
         if not isinstance(data, dict) or data.get("format") != "calcore-calibrator":
@@ -373,6 +375,10 @@ class Calibrator:
                 f"Saved calibrator has format version {data.get('version')!r}; this calcore reads "
                 f"version {FORMAT_VERSION}."
             )
+        if cls is Calibrator and data.get("method") == "per-slice":
+            from calcore.calibrators.per_slice import PerSliceCalibrator
+
+            return PerSliceCalibrator.from_dict(data)
         for key in ("method", "params", "class_names", "state"):
             if key not in data:
                 raise CalcoreError(f"Saved calibrator is missing the {key!r} field.")

@@ -11,53 +11,22 @@ the result says which and why: nothing is dropped silently.
 
 The output is one :class:`~calcore.Predictions` of the test rows, in their order, with
 their weights and metadata, so ``evaluate_by`` compares it with the global output slice
-by slice. Its probabilities are kept, not its logits (they come from several maps).
+by slice. Its probabilities are kept, not its logits (they come from several maps). The
+fitted maps are a :class:`~calcore.PerSliceCalibrator` (``.calibrator``), saved and
+applied to other rows like any calibrator.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import numpy as np
-
-from calcore._errors import CalcoreError
-from calcore.calibrators import make_calibrator
+from calcore.calibrators import Calibrator
+from calcore.calibrators.per_slice import MIN_FIT_ROWS, PerSliceCalibrator, SliceFit
 from calcore.metadata import MAX_SLICE_VALUES
 from calcore.predictions import Predictions
 from calcore.slicing import slicing_of
 
 __all__ = ["MIN_FIT_ROWS", "PerSliceCalibration", "SliceFit", "fit_per_slice"]
-
-#: Fewest calibration rows a slice needs for a calibrator of its own (below, it keeps the
-#: global fit): about what the binned calibrators need for a few rows per bin.
-MIN_FIT_ROWS = 100
-
-
-@dataclass(frozen=True)
-class SliceFit:
-    """How one test slice was recalibrated.
-
-    Attributes
-    ----------
-    values : tuple of str
-        The slice's value in each column (as ``SliceResult.values``).
-    n_calib, n_test : int
-        Its calibration and test rows.
-    own : bool
-        True when a calibrator was fitted on its own calibration rows.
-    note : str
-        Why not, when not ("" when it was).
-    """
-
-    values: tuple[str, ...]
-    n_calib: int
-    n_test: int
-    own: bool
-    note: str = ""
-
-    @property
-    def label(self) -> str:
-        return " | ".join(self.values)
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,10 +43,13 @@ class PerSliceCalibration:
     slices : tuple of SliceFit
         In the order of the test rows' slicing.
     min_rows : int
+    calibrator : PerSliceCalibrator
+        The fitted calibrators (global and per slice): what maps the test rows, and
+        what to save (``to_dict``) to map other rows alike.
 
     Examples
     --------
-    >>> import calcore
+    >>> import calcore, numpy as np
     >>> sim = calcore.dirichlet_simulator(2, miscalibration="underconfident", strength=2.0)
     >>> calib = calcore.simulate_predictions(sim, 300, seed=3).preds
     >>> test = calcore.simulate_predictions(sim, 300, seed=4).preds
@@ -95,6 +67,7 @@ class PerSliceCalibration:
     output: Predictions
     slices: tuple[SliceFit, ...]
     min_rows: int
+    calibrator: PerSliceCalibrator
 
     @property
     def n_own(self) -> int:
@@ -125,11 +98,14 @@ def fit_per_slice(
     by,
     *,
     params: dict | None = None,
-    global_output: Predictions | None = None,
+    global_calibrator: Calibrator | None = None,
     min_rows: int = MIN_FIT_ROWS,
     max_slices: int = MAX_SLICE_VALUES,
 ) -> PerSliceCalibration:
     """Fit ``method`` on each slice's calibration rows and map that slice's test rows.
+
+    The slices are those of the test rows (:func:`calcore.slicing_of`); the calibration
+    rows are cut alike (the same periods and quantile ranges).
 
     Parameters
     ----------
@@ -141,9 +117,9 @@ def fit_per_slice(
         Slice specifications, as in :func:`calcore.evaluate_by`.
     params : dict, optional
         The calibrator's parameters.
-    global_output : Predictions, optional
-        The method fitted on every calibration row, applied to ``test`` (fitted here when
-        not given): what slices without a fit of their own keep.
+    global_calibrator : Calibrator, optional
+        The method already fitted on every calibration row (fitted here when not given):
+        what slices without a fit of their own keep.
     min_rows : int, default :data:`MIN_FIT_ROWS`
         Fewest calibration rows for a slice's own fit.
     max_slices : int
@@ -161,7 +137,7 @@ def fit_per_slice(
 
     Examples
     --------
-    >>> import calcore
+    >>> import calcore, numpy as np
     >>> sim = calcore.dirichlet_simulator(2, miscalibration="overconfident", strength=2.0)
     >>> calib = calcore.simulate_predictions(sim, 600, seed=1).preds
     >>> test = calcore.simulate_predictions(sim, 600, seed=2).preds
@@ -171,45 +147,24 @@ def fit_per_slice(
     >>> [(s.label, s.n_calib, s.own) for s in out.slices]
     [('big', 500, True), ('small', 100, True)]
     """
-    params = dict(params or {})
-    if int(min_rows) < 1:
-        raise CalcoreError(f"min_rows must be at least 1; got {min_rows}.")
-    make_calibrator(method, **params)  # an unknown method or parameter fails here, not per slice
-    test_slicing = slicing_of(test.metadata, by, max_slices=max_slices)
-    calib_slicing = slicing_of(calib.metadata, by, max_slices=max_slices, like=test_slicing)
-    if global_output is None:
-        global_output = make_calibrator(method, **params).fit(calib).transform(test)
-    probs = np.array(global_output.probs, dtype=np.float64)
-    calib_rows = dict(zip(calib_slicing.values, calib_slicing.row_groups(), strict=True))
+    calibrator = PerSliceCalibrator(
+        method, by=by, params=params, min_rows=min_rows, max_slices=max_slices
+    )
+    test_slicing = slicing_of(test.metadata, calibrator.by, max_slices=max_slices)
+    calibrator.fit(calib, like=test_slicing, fallback=global_calibrator)
+    fitted = {f.values: f for f in calibrator.fits}
     fits = []
     for values, rows in zip(test_slicing.values, test_slicing.row_groups(), strict=True):
-        own_rows = calib_rows.get(values, np.empty(0, dtype=np.intp))
-        n_calib = int(own_rows.size)
-        if n_calib < min_rows:
-            why = (
-                "without calibration rows"
-                if n_calib == 0
-                else f"with fewer than {min_rows:,} calibration rows"
-            )
-            fits.append(SliceFit(values, n_calib, int(rows.size), False, why))
-            continue
-        try:
-            fitted = make_calibrator(method, **params).fit(calib.subset(own_rows))
-            probs[rows] = fitted.transform(test.subset(rows)).probs
-        except CalcoreError as err:  # e.g. a slice with one class: its fit is undefined
-            first = str(err).split(". ")[0].rstrip(".")
-            fits.append(
-                SliceFit(values, n_calib, int(rows.size), False, f"whose fit failed: {first}")
-            )
-            continue
-        fits.append(SliceFit(values, n_calib, int(rows.size), True))
-    probs.setflags(write=False)
-    output = replace(
-        global_output,
-        probs=probs,
-        logits=None,
-        load_report=None,
-        sample_weight=test.sample_weight,
-        metadata=dict(test.metadata),
+        fit = fitted.get(values)
+        if fit is None:
+            fits.append(SliceFit(values, 0, int(rows.size), False, "without calibration rows"))
+        else:
+            fits.append(replace(fit, n_test=int(rows.size)))
+    return PerSliceCalibration(
+        method,
+        test_slicing.columns,
+        calibrator.transform(test),
+        tuple(fits),
+        int(min_rows),
+        calibrator,
     )
-    return PerSliceCalibration(method, test_slicing.columns, output, tuple(fits), int(min_rows))

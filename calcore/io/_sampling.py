@@ -130,6 +130,12 @@ def _metadata(stream, kept: BottomK) -> dict:
     return {c: _metadata_column(family, c, [v[c] for *_, v in parts]) for c in stream.slice_columns}
 
 
+def batch_metadata(stream, batch) -> dict:
+    """A batch's slice columns as metadata columns (typed from the batch's values)."""
+    family = stream._options["family"]
+    return {c: _metadata_column(family, c, [batch.slice_values[c]]) for c in stream.slice_columns}
+
+
 def _metadata_column(family: str, name: str, parts: list):
     """A metadata column from a slice column's values, batch by batch, built by the
     loader's own converter for the family (Arrow arrays, CSV text cells, NPZ arrays)."""

@@ -145,15 +145,33 @@ class PredictionStream:
     fingerprints: tuple = field(default=(), repr=False)
     rows_estimated: bool = False
     slice_columns: tuple[str, ...] = ()
+    #: Whether ``transform`` gets each batch's slice columns as metadata.
+    transform_metadata: bool = False
 
     def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
         """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
         return replace(self, progress=callback)
 
-    def with_transform(self, transform: Callable) -> "PredictionStream":
+    def with_transform(
+        self, transform: Callable, *, with_metadata: bool = False
+    ) -> "PredictionStream":
         """The stream of ``transform(preds)`` for every batch, e.g. a fitted calibrator's
-        ``transform``: recalibrated predictions evaluated or written at bounded memory."""
-        return replace(self, transform=transform)
+        ``transform``: recalibrated predictions evaluated or written at bounded memory.
+
+        ``with_metadata``: ``preds`` carries the batch's slice columns as metadata (typed
+        as :func:`calcore.load_predictions` types them, from the batch's values), for a
+        transform that needs them (:class:`calcore.PerSliceCalibrator`).
+
+        Raises
+        ------
+        CalcoreError
+            ``with_metadata`` on a stream opened without slice columns.
+        """
+        if with_metadata:
+            from calcore.io._sampling import need_slice_columns
+
+            need_slice_columns(self)
+        return replace(self, transform=transform, transform_metadata=with_metadata)
 
     def with_split(self, split: str | None) -> "PredictionStream":
         """The same files, reading the rows of ``split`` (``"calib"``, ``"test"``) or every
@@ -294,7 +312,12 @@ class PredictionStream:
             if self.progress is not None:
                 self.progress(b)
             if self.transform is not None:
-                b = replace(b, preds=self.transform(b.preds))
+                preds = b.preds
+                if self.transform_metadata:
+                    from calcore.io._sampling import batch_metadata
+
+                    preds = preds.with_metadata(batch_metadata(self, b))
+                b = replace(b, preds=self.transform(preds))
             yield b
 
     def _batches(self) -> Iterator[StreamBatch]:

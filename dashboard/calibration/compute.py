@@ -321,7 +321,7 @@ def per_slice_fit(
 ) -> calcore.PerSliceCalibration:
     """``calcore.fit_per_slice``: the method fitted on each slice's calibration rows."""
     return calcore.fit_per_slice(
-        name, _calib, _test, list(by), params=dict(params), global_output=_global
+        name, _calib, _test, list(by), params=dict(params), global_calibrator=_global
     )
 
 

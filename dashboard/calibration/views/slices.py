@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 import calcore
-from calcore.evaluation.slice_fits import MIN_FIT_ROWS
+from calcore.calibrators.per_slice import MIN_FIT_ROWS
 from dashboard.calibration import compute, controls
 from dashboard.calibration.exports import table_csv
 from dashboard.calibration.views import metrics
@@ -78,7 +78,7 @@ def per_slice_outputs(ctx, by: tuple[str, ...]) -> dict:
         try:
             fit = compute.per_slice_fit(
                 key, choice.name, choice.params, by, ctx.split.calib, ctx.test,
-                ctx.outputs[label],
+                ctx.fitted[label].calibrator,
             )  # fmt: skip
         except calcore.CalcoreError as err:
             st.warning(f"{esc(label)} could not be fitted per slice: {esc(err)}")
