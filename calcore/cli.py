@@ -35,6 +35,7 @@ from calcore import gates
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore._limits import SLICE_RESAMPLES
 from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
+from calcore.calibrators.per_slice import MIN_FIT_ROWS, PerSliceCalibrator
 from calcore.evaluation.calibration_test import TESTABLE_METRICS
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
@@ -239,6 +240,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="streamed sources: fit on a seeded uniform sample of at most N calibration rows "
         "(default 1,000,000; stated in fit_info)",
+    )
+    g = c.add_argument_group("per slice")
+    g.add_argument(
+        "--per-slice",
+        action="append",
+        metavar="COLUMN",
+        help="fit the method again on the calibration rows of each slice of a metadata "
+        "column (repeatable: crossed slices; COLUMN:q4, COLUMN:week as for --by); a slice "
+        "with too few rows keeps the fit on every row, and so do values never seen",
+    )
+    g.add_argument(
+        "--min-slice-fit-rows",
+        type=_positive("rows"),
+        default=MIN_FIT_ROWS,
+        metavar="N",
+        help=f"fewest calibration rows for a slice's own fit (default {MIN_FIT_ROWS})",
     )
     c.add_argument("--save", metavar="JSON", help="write the fitted calibrator")
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -596,19 +613,23 @@ def _streamed_calibration(args, calibrator, caught):
     """Fit on a seeded sample of the calibration stream; evaluate and write the test stream."""
     from calcore.io.stream_write import write_stream
 
+    per_slice = isinstance(calibrator, PerSliceCalibrator)
+    columns = list(calibrator.columns) if per_slice else None
     if args.file:
-        calib = _stream(args.file, args, split="calib")
-        test = _stream(args.file, args, split="test")
+        calib = _stream(args.file, args, split="calib", slice_columns=columns)
+        test = _stream(args.file, args, split="test", slice_columns=columns)
     else:
-        calib, test = _stream(args.calib, args), _stream(args.test, args)
+        calib = _stream(args.calib, args, slice_columns=columns)
+        test = _stream(args.test, args, slice_columns=columns)
     sample, n_calib = calib.sample(args.max_fit_rows, seed=args.seed)
     calibrator.fit(sample)
     if sample.n_samples < n_calib:
-        calibrator.note_fit(
+        fitted = calibrator.fallback if per_slice else calibrator
+        fitted.note_fit(
             fit_sample=f"fitted on a seeded uniform sample of {sample.n_samples:,} of the "
             f"{n_calib:,} calibration rows (seed {args.seed}; --max-fit-rows)"
         )
-    calibrated = test.with_transform(calibrator.transform)
+    calibrated = test.with_transform(calibrator.transform, with_metadata=per_slice)
     before, after = _evaluate(test, args), _evaluate(calibrated, args)
     if args.out:
         write_stream(calibrated, args.out)
@@ -623,7 +644,13 @@ def _calibrate(args) -> int:
     from calcore.export import write_json, write_predictions_csv
 
     params = dict(parse_param(p) for p in args.param)
-    calibrator = make_calibrator(args.method, **params)  # fail on bad names before loading data
+    # fail on bad names before loading data
+    if args.per_slice:
+        calibrator = PerSliceCalibrator(
+            args.method, by=args.per_slice, params=params, min_rows=args.min_slice_fit_rows
+        )
+    else:
+        calibrator = make_calibrator(args.method, **params)
     streamed = any(
         _streamable(f, args.max_decoded_bytes) for f in (args.file, args.calib, args.test) if f
     )
@@ -651,13 +678,31 @@ def _calibrate(args) -> int:
             "after": after.as_dict(),
             "notes": notes,
         }
+        if args.per_slice:
+            out |= {
+                "method": args.method,
+                "per_slice": {
+                    "by": list(calibrator.by),
+                    "min_rows": calibrator.min_rows,
+                    "slices": [
+                        {"value": f.label, "n_calib": f.n_calib, "own_fit": f.own}
+                        | ({"note": f.note} if f.note else {})
+                        for f in calibrator.fits
+                    ],
+                },
+            }
         print(json.dumps(out, indent=2, allow_nan=False))
         return 0
     width = max(len(spec.label) for spec in METRICS.values())
+    name = _calibrator_name(calibrator)
     lines = [
-        f"{calibrator.name} {calibrator.params}: fitted on {calib.n_samples} rows, "
+        f"{name} {calibrator.params}: fitted on {calib.n_samples} rows, "
         f"evaluated on {after.n} test rows; bins: {args.binning}, {args.bins}",
         f"fit: {calibrator.fit_info}",
+    ]
+    if args.per_slice:
+        lines.append(calibrator.summary())
+    lines += [
         "",
         f"  {'metric':<{width}}  {'before':>10}  {'after':>10}",
     ]
@@ -673,6 +718,12 @@ def _calibrate(args) -> int:
     return 0
 
 
+def _calibrator_name(calibrator) -> str:
+    if isinstance(calibrator, PerSliceCalibrator):
+        return f"{calibrator.method} per slice of {' x '.join(calibrator.by)}"
+    return calibrator.name
+
+
 def _apply(args) -> int:
     from calcore.calibrators import Calibrator
     from calcore.export import write_predictions_csv
@@ -685,19 +736,25 @@ def _apply(args) -> int:
             f"{args.calibrator}: not valid JSON ({exc.msg}, line {exc.lineno})."
         ) from None
     calibrator = Calibrator.from_dict(saved)
+    # a per-slice calibrator reads the columns it slices by (and needs them)
+    per_slice = isinstance(calibrator, PerSliceCalibrator)
+    columns = list(calibrator.columns) if per_slice else None
     if _streamable(args.file, args.max_decoded_bytes):
         from calcore.io.stream_write import write_stream
 
-        stream = _stream(args.file, args, split=args.split)
+        stream = _stream(args.file, args, split=args.split, slice_columns=columns)
         try:
-            rows = write_stream(stream.with_transform(calibrator.transform), args.out)
+            mapped = stream.with_transform(calibrator.transform, with_metadata=per_slice)
+            rows = write_stream(mapped, args.out)
         finally:
             stream.progress.close()
-        print(f"{calibrator.name}: recalibrated {rows} rows of {args.file} -> {args.out}")
+        print(
+            f"{_calibrator_name(calibrator)}: recalibrated {rows} rows of {args.file} -> {args.out}"
+        )
         return 0
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always", CalcoreWarning)
-        preds = _load_one(args.file, args, split=args.split)
+        preds = _load_one(args.file, args, split=args.split, slice_columns=columns)
     out = calibrator.transform(preds)
     if args.out.lower().endswith((".parquet", ".pq")):
         from calcore.io.stream_write import write_predictions
@@ -705,7 +762,8 @@ def _apply(args) -> int:
         write_predictions(out, args.out)
     else:
         write_predictions_csv(out, args.out)
-    print(f"{calibrator.name}: recalibrated {out.n_samples} rows of {args.file} -> {args.out}")
+    name = _calibrator_name(calibrator)
+    print(f"{name}: recalibrated {out.n_samples} rows of {args.file} -> {args.out}")
     return 0
 
 

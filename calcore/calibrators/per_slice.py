@@ -34,7 +34,7 @@ from calcore.metadata import MAX_SLICE_VALUES
 from calcore.predictions import Predictions
 from calcore.slicing import Slicing, parse_slice_spec, slicing_of
 
-__all__ = ["MIN_FIT_ROWS", "PER_SLICE", "PerSliceCalibrator", "SliceFit"]
+__all__ = ["MIN_FIT_ROWS", "PER_SLICE", "PerSliceCalibrator", "SliceFit", "fits_summary"]
 
 #: Fewest calibration rows a slice needs for a calibrator of its own (below, it keeps the
 #: global fit): about what the binned calibrators need for a few rows per bin.
@@ -70,6 +70,22 @@ class SliceFit:
     @property
     def label(self) -> str:
         return " | ".join(self.values)
+
+
+def fits_summary(name: str, columns, fits) -> str:
+    """One sentence: how many slices got their own fit, and why the others did not."""
+    kept = [f for f in fits if not f.own]
+    text = (
+        f"{name} fitted per slice of {' x '.join(columns)}: "
+        f"{sum(f.own for f in fits)} of {len(fits)} slices have their own fit"
+    )
+    if not kept:
+        return text + "."
+    reasons: dict[str, int] = {}
+    for f in kept:
+        reasons[f.note] = reasons.get(f.note, 0) + 1
+    why = "; ".join(f"{n} {r}" for r, n in reasons.items())
+    return f"{text}; the others keep the global fit ({why})."
 
 
 class PerSliceCalibrator:
@@ -149,6 +165,15 @@ class PerSliceCalibrator:
     def n_own(self) -> int:
         """Slices with a calibrator of their own."""
         return len(self.maps)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The metadata columns read (the specifications' columns, once each)."""
+        return tuple(dict.fromkeys(parse_slice_spec(s).column for s in self.by))
+
+    def summary(self, name: str | None = None) -> str:
+        """One sentence on the calibration rows' slices (``name``: the method's name)."""
+        return fits_summary(name or self.method, self.by, self.fits)
 
     @property
     def fit_info(self) -> dict:

@@ -21,7 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from calcore.calibrators import Calibrator
-from calcore.calibrators.per_slice import MIN_FIT_ROWS, PerSliceCalibrator, SliceFit
+from calcore.calibrators.per_slice import (
+    MIN_FIT_ROWS,
+    PerSliceCalibrator,
+    SliceFit,
+    fits_summary,
+)
 from calcore.metadata import MAX_SLICE_VALUES
 from calcore.predictions import Predictions
 from calcore.slicing import slicing_of
@@ -75,20 +80,9 @@ class PerSliceCalibration:
         return sum(s.own for s in self.slices)
 
     def summary(self, name: str | None = None) -> str:
-        """One sentence: how many slices got their own fit, and why the others did not
-        (``name``: how to call the method, its name by default)."""
-        kept = [s for s in self.slices if not s.own]
-        text = (
-            f"{name or self.method} fitted per slice of {' x '.join(self.columns)}: "
-            f"{self.n_own} of {len(self.slices)} slices have their own fit"
-        )
-        if not kept:
-            return text + "."
-        reasons: dict[str, int] = {}
-        for s in kept:
-            reasons[s.note] = reasons.get(s.note, 0) + 1
-        why = "; ".join(f"{n} {r}" for r, n in reasons.items())
-        return f"{text}; the others keep the global fit ({why})."
+        """One sentence: how many test slices got their own fit, and why the others did
+        not (``name``: how to call the method, its name by default)."""
+        return fits_summary(name or self.method, self.columns, self.slices)
 
 
 def fit_per_slice(
