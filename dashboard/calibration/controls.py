@@ -143,18 +143,20 @@ def restore(settings: Settings) -> None:
             initial[param_key(m.name, name)] = value
     st.session_state[KEY_INITIAL] = initial
     st.session_state[KEY_KEPT_LINK] = settings.kept
-    slicing_choice().update(by=settings.by, rank=settings.rank_by)
+    slicing_choice().update(by=settings.by, rank=settings.rank_by, per_slice=settings.per_slice_fit)
 
 
 def slicing_choice() -> dict:
-    """The Slices view's last choice, ``{"by": specs, "rank": metric}``.
+    """The Slices view's last choice, ``{"by": specs, "rank": metric, "per_slice": bool}``.
 
     Kept outside the widgets: they, and their state, exist only while the view is open,
     and the link keeps the slicing on every view. One dict per session, updated in place,
     so the report's download (whose callable runs on another thread, without the
     session) reads the choice made after its button was drawn.
     """
-    return st.session_state.setdefault(KEY_SLICING, {"by": (), "rank": "top_label_ece"})
+    return st.session_state.setdefault(
+        KEY_SLICING, {"by": (), "rank": "top_label_ece", "per_slice": False}
+    )
 
 
 def _index(options, key: str, default) -> int:
@@ -423,6 +425,7 @@ def sidebar_settings(
         n_bootstrap=n_bootstrap,
         by=tuple(slicing_choice()["by"]),
         rank_by=slicing_choice()["rank"],
+        per_slice_fit=bool(slicing_choice().get("per_slice")),
     )
 
 

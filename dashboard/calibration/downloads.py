@@ -6,20 +6,13 @@ an unused 5 MB report costs nothing on a rerun.
 
 from __future__ import annotations
 
-import re
-
 import streamlit as st
 
 from dashboard.calibration import controls
-from dashboard.calibration.exports import calibrator_json, predictions_csv
+from dashboard.calibration.exports import calibrator_json, predictions_csv, safe_filename
 from dashboard.calibration.report import report_html
 
 KEY_METHOD = "downloads.method"
-
-
-def safe_filename(text: str) -> str:
-    """A file name from untrusted text: letters, digits, dot, dash and underscore only."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:80] or "data"
 
 
 def downloads(ctx, *, source: str) -> None:

@@ -10,10 +10,16 @@ import csv
 import io
 import json
 import math
+import re
 
 from calcore.export import predictions_csv_text, safe_cell
 
-__all__ = ["calibrator_json", "predictions_csv", "table_csv"]
+__all__ = ["calibrator_json", "predictions_csv", "safe_filename", "table_csv"]
+
+
+def safe_filename(text: str) -> str:
+    """A file name from untrusted text: letters, digits, dot, dash and underscore only."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:80] or "data"
 
 
 def _cell(value):

@@ -6,7 +6,7 @@ short, readable form::
 
     ?sample=cifar10-resnet110&m=ts&m=tl-hb:bins=20&binning=equal-mass&bins=15&view=top-label
     ?sample=credit-default-logreg&view=slices&by=education&by=age:q4&rank=conf_ece
-    ?data=clicks_10m.parquet&view=slices&by=segment&by=device
+    ?data=clicks_10m.parquet&view=slices&by=segment&by=device&fit=slice
 
 Parsing never trusts the URL: unknown methods, parameters or values are dropped and
 reported (a link from an older version still opens), and every value is checked again by
@@ -27,6 +27,7 @@ __all__ = [
     "BINNING_CHOICES",
     "DEFAULT_METHODS",
     "MAX_SLICE_COLUMNS",
+    "PER_SLICE_FIT",
     "RANK_CHOICES",
     "SPLIT_MODES",
     "THEMES",
@@ -79,6 +80,8 @@ MAX_SLICE_COLUMNS = 2
 MAX_SLICE_SPEC_CHARS = 200
 #: Metrics the Slices view ranks by: the calibration test runs on one of them per slice.
 RANK_CHOICES = {k: calcore.METRICS[k].label for k in ("top_label_ece", "conf_ece", "classwise_ece")}
+#: ``fit=slice``: the Slices view also fits every chosen method per slice.
+PER_SLICE_FIT = "slice"
 
 #: What a newcomer sees: one parametric and one binning method.
 DEFAULT_METHODS = ("ts", "tl-hb")
@@ -182,6 +185,7 @@ class Settings:
     n_bootstrap: int = 200
     by: tuple[str, ...] = ()  # slice specifications of the Slices view ("age:q4"); untrusted
     rank_by: str = "top_label_ece"
+    per_slice_fit: bool = False  # the Slices view also fits every method per slice
     dropped: tuple[str, ...] = field(default=(), compare=False)  # URL parts that were ignored
 
 
@@ -214,6 +218,8 @@ def settings_to_query(s: Settings) -> dict[str, str | list[str]]:
             q[key] = str(value)
     if s.by:
         q["by"] = list(s.by)
+    if s.per_slice_fit:
+        q["fit"] = PER_SLICE_FIT
     return q
 
 
@@ -339,5 +345,6 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
         n_bootstrap=_one_of(one("boot"), BOOTSTRAP_CHOICES, 200, "boot", dropped),
         by=_slice_specs(query.get("by") or [], dropped),
         rank_by=_choice(one("rank"), RANK_CHOICES, "top_label_ece", "rank", dropped),
+        per_slice_fit=_choice(one("fit"), (PER_SLICE_FIT,), None, "fit", dropped) is not None,
         dropped=tuple(dropped),
     )

@@ -130,6 +130,28 @@ def test_calibrators_fitted_per_slice_join_the_comparison():
     assert "platt per slice" in {t["name"] for t in chosen["data"]}
 
 
+def test_fitting_per_slice_goes_into_the_link_and_the_fits_download():
+    at = run({"sample": CREDIT, "m": "platt", "by": "sex"})
+    at.checkbox(key=slices_view.KEY_PER_SLICE).check().run()
+    assert_clean(at)
+    assert query(at, "fit") == ["slice"]
+    buttons = [b for b in at.get("download_button") if "per_slice" in b.proto.id]
+    assert len(buttons) == 1 and "platt per slice (JSON)" in buttons[0].proto.label
+    # the link reopens the view with the per-slice fits, after a view switch too
+    again = run({"sample": CREDIT, "m": "platt", "by": "sex", "fit": "slice"})
+    assert_clean(again)
+    assert again.checkbox(key=slices_view.KEY_PER_SLICE).value is True
+    assert "platt per slice" in again.selectbox(key=slices_view.KEY_METHOD).options
+    again.radio(key=controls.KEY_VIEW).set_value("metrics").run()
+    assert query(again, "fit") == ["slice"]
+    again.radio(key=controls.KEY_VIEW).set_value("slices").run()
+    assert again.checkbox(key=slices_view.KEY_PER_SLICE).value is True
+    # a wrong value is reported, not obeyed
+    wrong = run({"sample": CREDIT, "m": "platt", "by": "sex", "fit": "everything"})
+    assert wrong.checkbox(key=slices_view.KEY_PER_SLICE).value is False
+    assert "fit 'everything'" in unescape_markdown(" ".join(w.value for w in wrong.warning))
+
+
 def test_choosing_two_columns_crosses_them_and_goes_into_the_link():
     at = run({"sample": CREDIT, "m": "none"})
     assert_clean(at)

@@ -19,7 +19,7 @@ import streamlit as st
 import calcore
 from calcore.calibrators.per_slice import MIN_FIT_ROWS
 from dashboard.calibration import compute, controls
-from dashboard.calibration.exports import table_csv
+from dashboard.calibration.exports import calibrator_json, safe_filename, table_csv
 from dashboard.calibration.views import metrics
 from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import (
@@ -71,8 +71,8 @@ def _outputs(ctx, extra: dict | None) -> dict:
 def per_slice_outputs(ctx, by: tuple[str, ...]) -> dict:
     """Each fitted method refitted on every slice's calibration rows
     (``calcore.fit_per_slice``), as ``{"<method> per slice": (cache key, predictions)}``;
-    one sentence per method on which slices kept the global fit."""
-    out = {}
+    one sentence per method on which slices kept the global fit, and each fit's download."""
+    out, fits = {}, {}
     for label, choice in ctx.methods.items():
         key = f"{ctx.keys[label]}|per-slice={by!r}"
         try:
@@ -85,6 +85,19 @@ def per_slice_outputs(ctx, by: tuple[str, ...]) -> dict:
             continue
         st.caption(esc(fit.summary(label)))
         out[label + PER_SLICE_SUFFIX] = (key, fit.output)
+        fits[label] = fit
+    if fits:
+        for cell, (label, fit) in zip(st.columns(len(fits)), fits.items(), strict=True):
+            cell.download_button(
+                f"{label}{PER_SLICE_SUFFIX} (JSON)",
+                data=functools.partial(calibrator_json, fit.calibrator),
+                file_name=f"{safe_filename(label)}_per_slice.json",
+                mime="application/json",
+                key=f"download.per_slice.{label}",
+                help="The global fit and every slice's, with the slicing: apply it later "
+                "with calcore apply calibrator.json FILE --out out.csv (FILE needs the "
+                "slice columns).",
+            )
     return out
 
 
@@ -153,7 +166,10 @@ def render(ctx):
         )
         return dataclasses.replace(ctx.settings, view="slices")
     by, rank_by = controls.slice_controls(metadata)
-    settings = dataclasses.replace(ctx.settings, view="slices", by=by, rank_by=rank_by)
+    choice = controls.slicing_choice()
+    settings = dataclasses.replace(
+        ctx.settings, view="slices", by=by, rank_by=rank_by, per_slice_fit=choice["per_slice"]
+    )
     if not by:
         st.info("Choose one or two columns above to slice the test rows by.")
         return settings
@@ -161,12 +177,15 @@ def render(ctx):
     if ctx.methods and ctx.split.calib is not None:
         per_slice = st.checkbox(
             "Also fit each calibrator per slice",
+            value=bool(choice["per_slice"]),
             key=KEY_PER_SLICE,
             help="Fit every chosen method again on each slice's calibration rows (sliced "
             "like the test rows) and compare it with the global fit slice by slice. A slice "
             f"with fewer than {MIN_FIT_ROWS} calibration rows "
             "keeps the global fit.",
         )
+        choice["per_slice"] = per_slice
+        settings = dataclasses.replace(settings, per_slice_fit=per_slice)
         if per_slice:
             with st.spinner("Fitting every calibrator per slice…"):
                 extra = per_slice_outputs(ctx, by)
