@@ -16,11 +16,12 @@ import pytest
 pytest.importorskip("streamlit")
 
 from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
+from _plotly_json import plotly_array
 from streamlit.testing.v1 import AppTest
 
 import calcore
 from dashboard import demo
-from dashboard.calibration import server
+from dashboard.calibration import compute, server
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.views import slices
 
@@ -161,6 +162,66 @@ def test_the_slices_view_works_on_the_datasets_sample(data_dir):
     (frame,) = [d.value for d in at.dataframe if "q-value" in d.value.columns]
     assert len(frame) == len(demo.SEGMENTS)
     assert frame["rows"].sum() == N_SAMPLE
+
+
+def test_the_slices_view_evaluates_every_test_row_on_request(data_dir):
+    at = run({"data": NAME, "m": "ts", "view": "slices", "by": "date"})
+    assert_clean(at)
+    at.checkbox(key=slices.KEY_PER_SLICE).check().run()
+    assert_clean(at)
+    (button,) = [b for b in at.button if b.key == "view.slices.every_row_button"]
+    assert "3 × " in button.label  # uncalibrated, ts, ts per slice
+    button.click()
+    at.run()
+    assert_clean(at)
+    # calcore on every test row, streamed: the sample's period for the date, the ts fitted on
+    # the calibration sample, and the per-slice fit on the same sample
+    test = calcore.scan(data_dir / NAME, split="test", slice_columns=["date"])
+    calib, _ = calcore.scan(data_dir / NAME, split="calib", slice_columns=["date"]).sample(
+        N_SAMPLE, seed=0
+    )
+    test_sample, _ = test.sample(N_SAMPLE, seed=0)
+    (period,) = calcore.slicing_of(test_sample.metadata, ["date"]).resolved
+    specs = [f"date:{period}"]  # a stream needs the period named: the sample's
+    kw = dict(
+        n_bootstrap=0, seed=0, n_resamples=server.STREAMED_SLICE_RESAMPLES,
+        metrics=list(compute.SLICE_METRICS),
+    )  # fmt: skip
+    ts = calcore.make_calibrator("ts").fit(calib)
+    per_slice = calcore.fit_per_slice(
+        "ts", calib, test_sample, ["date"], global_calibrator=ts
+    ).calibrator
+    expected = {
+        "uncalibrated": calcore.evaluate_by(test, specs, **kw),
+        "ts": calcore.evaluate_by(test.with_transform(ts.transform), specs, **kw),
+        "ts per slice": calcore.evaluate_by(
+            test.with_transform(per_slice.transform, with_metadata=True), specs, **kw
+        ),
+    }
+    frames = [d.value for d in at.dataframe if "q-value" in d.value.columns]
+    assert len(frames) == 2  # the sample's slices, then every row's
+    every = frames[1]
+    first = expected["uncalibrated"]
+    assert every["rows"].sum() == first.overall.n > N_SAMPLE
+    assert list(every["slice"]) == [x.label for x in first.slices]
+    np.testing.assert_array_equal(every["q-value"], [x.q_value for x in first.slices])
+    methods = slices_chart(at, "figure.slices.methods" + slices.EVERY_ROW)
+    for trace in methods["data"]:
+        want = {x.label: x.report.top_label_ece for x in expected[trace["name"]].slices}
+        got = dict(zip(methods["layout"]["yaxis"]["ticktext"], plotly_array(trace["x"]),
+                       strict=True))  # fmt: skip
+        assert len(got) >= 10  # the figure shows the top slices
+        assert got == pytest.approx({k: want[k] for k in got}, abs=1e-12), trace["name"]
+    captions = " ".join(c.value for c in at.caption)
+    assert "the reliability diagrams above are of the sample" in captions
+
+
+def slices_chart(at: AppTest, name: str) -> dict:
+    import json
+
+    found = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.proto.id.endswith(name)]
+    assert len(found) == 1, [c.proto.id for c in at.get("plotly_chart")]
+    return found[0]
 
 
 def test_the_dataset_round_trips_through_the_link():

@@ -18,7 +18,8 @@ import streamlit as st
 
 import calcore
 from calcore.calibrators.per_slice import MIN_FIT_ROWS
-from dashboard.calibration import compute, controls
+from calcore.slicing import parse_slice_spec
+from dashboard.calibration import compute, controls, server
 from dashboard.calibration.exports import calibrator_json, safe_filename, table_csv
 from dashboard.calibration.views import metrics
 from dashboard.calibration.views._common import chart, explain
@@ -68,10 +69,11 @@ def _outputs(ctx, extra: dict | None) -> dict:
     return outputs
 
 
-def per_slice_outputs(ctx, by: tuple[str, ...]) -> dict:
+def per_slice_outputs(ctx, by: tuple[str, ...]) -> tuple[dict, dict]:
     """Each fitted method refitted on every slice's calibration rows
-    (``calcore.fit_per_slice``), as ``{"<method> per slice": (cache key, predictions)}``;
-    one sentence per method on which slices kept the global fit, and each fit's download."""
+    (``calcore.fit_per_slice``), as ``{"<method> per slice": (cache key, predictions)}``,
+    and the fits, ``{"<method> per slice": calcore.PerSliceCalibration}``; one sentence per
+    method on which slices kept the global fit, and each fit's download."""
     out, fits = {}, {}
     for label, choice in ctx.methods.items():
         key = f"{ctx.keys[label]}|per-slice={by!r}"
@@ -85,20 +87,20 @@ def per_slice_outputs(ctx, by: tuple[str, ...]) -> dict:
             continue
         st.caption(esc(fit.summary(label)))
         out[label + PER_SLICE_SUFFIX] = (key, fit.output)
-        fits[label] = fit
+        fits[label + PER_SLICE_SUFFIX] = fit
     if fits:
         for cell, (label, fit) in zip(st.columns(len(fits)), fits.items(), strict=True):
             cell.download_button(
-                f"{label}{PER_SLICE_SUFFIX} (JSON)",
+                f"{label} (JSON)",
                 data=functools.partial(calibrator_json, fit.calibrator),
-                file_name=f"{safe_filename(label)}_per_slice.json",
+                file_name=f"{safe_filename(label)}.json",
                 mime="application/json",
                 key=f"download.per_slice.{label}",
                 help="The global fit and every slice's, with the slicing: apply it later "
                 "with calcore apply calibrator.json FILE --out out.csv (FILE needs the "
                 "slice columns).",
             )
-    return out
+    return out, fits
 
 
 def _interval_text(report, key: str) -> str:
@@ -173,7 +175,7 @@ def render(ctx):
     if not by:
         st.info("Choose one or two columns above to slice the test rows by.")
         return settings
-    extra = {}
+    extra, fits = {}, {}
     if ctx.methods and ctx.split.calib is not None:
         per_slice = st.checkbox(
             "Also fit each calibrator per slice",
@@ -188,19 +190,122 @@ def render(ctx):
         settings = dataclasses.replace(settings, per_slice_fit=per_slice)
         if per_slice:
             with st.spinner("Fitting every calibrator per slice…"):
-                extra = per_slice_outputs(ctx, by)
+                extra, fits = per_slice_outputs(ctx, by)
     with st.spinner("Evaluating every slice…"):
         reports = sliced_reports(ctx, by, rank_by, extra)
     show(ctx, reports, extra)
+    every_row(ctx, by, rank_by, fits)
     return settings
 
 
-def show(ctx, reports: dict[str, calcore.SlicedReport], extra: dict | None = None) -> None:
+KEY_EVERY_ROW = "view.slices.every_row"  # not a widget: the streamed evaluations asked for
+#: Widget and figure keys of the every-row reports (beside the sample's).
+EVERY_ROW = ".every_row"
+
+
+def every_row(ctx, by: tuple[str, ...], rank_by: str, fits: dict) -> None:
+    """A server dataset's slices on every test row, streamed, when the views use a sample.
+
+    As in the Metrics view: with the dataset's split column every output is evaluated on
+    all test rows (the calibrators, also those fitted per slice in ``fits``, were fitted
+    on sampled calibration rows, disjoint from them); with another split only the
+    uncalibrated predictions are. Datetime columns keep the period the sample chose;
+    quantile ranges are cut on every row. The diagrams stay on the sample.
+    """
+    streamed = ctx.split.streamed
+    if streamed is None or streamed.sliced is None:
+        return
+    by_column = ctx.split.mode == "column" and "test" in streamed.n_rows
+    if by_column and not streamed.sampled("test"):
+        return  # the slices above are already of every test row
+    n_rows = streamed.n_rows["test"] if by_column else sum(streamed.n_rows.values())
+    stream = streamed.sliced.with_split("test" if by_column else None)
+    outputs = {
+        label: (ctx.keys[label], None if label not in ctx.fitted else ctx.fitted[label].calibrator)
+        for label in (ctx.outputs if by_column else [calcore.UNCALIBRATED])
+    }
+    if by_column:
+        outputs |= {label: (f"{ctx.keys[label.removesuffix(PER_SLICE_SUFFIX)]}|per-slice={by!r}",
+                            fit.calibrator) for label, fit in fits.items()}  # fmt: skip
+    st.divider()
+    st.markdown(f"**Slices of every {'test ' if by_column else ''}row: {n_rows:,} rows, streamed**")
+    if not by_column:
+        st.caption(
+            "Only the uncalibrated predictions: the calibrators were fitted on rows of the "
+            "sample, which are among these rows. Use the dataset's split column to evaluate "
+            "them on every test row."
+        )
+    s = ctx.settings
+    specs = _streamed_specs(ctx.test.metadata, by)
+    key = f"{streamed.dataset.fingerprint}:{'test' if by_column else 'all'}"
+    wanted = (key, specs, rank_by, s.binning, s.bins, tuple(k for k, _ in outputs.values()))
+    asked = st.session_state.setdefault(KEY_EVERY_ROW, set())
+    if wanted not in asked:
+        if st.button(
+            f"Evaluate every slice on every row ({len(outputs)} × {n_rows:,} rows)",
+            key="view.slices.every_row_button",
+            help="Streams the dataset once per output and per pass; the slices' tests redraw "
+            f"{server.STREAMED_SLICE_RESAMPLES} label sets of every row (about 6 s per 8 "
+            "million binary rows and output on 2 cores).",
+        ):
+            asked.add(wanted)
+            st.rerun(scope="app")
+        return
+    reports = {}
+    bar = st.progress(0.0)
+    try:
+        for i, (label, (out_key, calibrator)) in enumerate(outputs.items()):
+            progress = server.RowsProgress(
+                lambda text, done: bar.progress(done or 0.0, text=esc(text)),
+                f"{label} ({i + 1}/{len(outputs)})",
+                n_rows,
+            )
+            reports[label] = server.streamed_sliced(
+                f"{key}|{out_key}", specs, rank_by, s.binning, s.bins, stream, calibrator,
+                progress,
+            )  # fmt: skip
+    except calcore.CalcoreError as err:
+        bar.empty()
+        st.error(f"The slices of every row could not be evaluated: {esc(err)}")
+        return
+    bar.empty()
+    st.caption(
+        f"{n_rows:,} rows · point estimates (no intervals on every row) · each slice's test "
+        f"redraws {server.STREAMED_SLICE_RESAMPLES} label sets (smallest p-value "
+        f"{1 / (server.STREAMED_SLICE_RESAMPLES + 1):.2g}) · the reliability diagrams above "
+        "are of the sample."
+    )
+    show(ctx, reports, fits, where=EVERY_ROW)
+
+
+def _streamed_specs(metadata: dict, by: tuple[str, ...]) -> tuple[str, ...]:
+    """``by`` with the period the sample chose for a datetime column named without one (a
+    stream needs it named)."""
+    resolved = calcore.slicing_of(metadata, list(by)).resolved
+    out = []
+    for spec, period in zip(by, resolved, strict=True):
+        parsed = parse_slice_spec(spec) if spec not in metadata else None
+        column = spec if parsed is None else parsed.column
+        if metadata[column].kind == "datetime" and (parsed is None or not parsed.grouping):
+            spec = f"{column}:{period}"
+        out.append(spec)
+    return tuple(out)
+
+
+def show(
+    ctx,
+    reports: dict[str, calcore.SlicedReport],
+    extra: dict | None = None,
+    *,
+    where: str = "",
+) -> None:
     """The table, figures and diagrams of the sliced reports; ``extra`` as in
-    :func:`sliced_reports` (the methods fitted per slice)."""
+    :func:`sliced_reports` (the methods fitted per slice). ``where``: a suffix of the
+    widgets' and figures' keys for a second set of reports on the page (every row of a
+    server dataset); their diagrams are left out (they need the rows in memory)."""
     labels = list(reports)
     method = st.selectbox(
-        "Slices of", labels, key=KEY_METHOD, help="Whose predictions the table ranks."
+        "Slices of", labels, key=KEY_METHOD + where, help="Whose predictions the table ranks."
     )
     sliced = reports[method]
     found = sliced.discoveries(LEVEL)
@@ -218,25 +323,25 @@ def show(ctx, reports: dict[str, calcore.SlicedReport], extra: dict | None = Non
             "share of miscalibration": st.column_config.NumberColumn(format="percent"),
             "accuracy": st.column_config.NumberColumn(format="%.4f"),
         },
-        key="table.slices",
+        key="table.slices" + where,
     )
     st.download_button(
         "Slices table (CSV)",
         table_csv(frame.reset_index().to_dict("records")),
-        file_name="slices.csv",
+        file_name=f"slices{where.replace('.', '_')}.csv",
         mime="text/csv",
-        key="download.slices",
+        key="download.slices" + where,
     )
     for note in sliced.notes:
         st.caption(esc(note))
     ordered = sliced.ordered and len(sliced.slices) > 1
-    chart(funnel_figure(ctx, method, sliced), "figure.slices.funnel")
+    chart(funnel_figure(ctx, method, sliced, where), "figure.slices.funnel" + where)
     options = (sliced.columns, sliced.rank_metric, n_bootstrap(ctx), tuple(reports))
     if ordered:
         chart(
-            ctx.figure("slices.order", lambda: slices_in_order_figure(reports, theme=ctx.theme),
-                       *options),
-            "figure.slices.order",
+            ctx.figure("slices.order" + where,
+                       lambda: slices_in_order_figure(reports, theme=ctx.theme), *options),
+            "figure.slices.order" + where,
         )  # fmt: skip
     if len(reports) > 1:
         st.caption(
@@ -251,19 +356,19 @@ def show(ctx, reports: dict[str, calcore.SlicedReport], extra: dict | None = Non
             )
         )
         chart(
-            ctx.figure("slices.methods", lambda: slices_by_method_figure(reports,
-                                                                         theme=ctx.theme),
-                       *options),
-            "figure.slices.methods",
+            ctx.figure("slices.methods" + where,
+                       lambda: slices_by_method_figure(reports, theme=ctx.theme), *options),
+            "figure.slices.methods" + where,
         )  # fmt: skip
-    slice_diagrams(ctx, sliced, extra)
+    if not where:
+        slice_diagrams(ctx, sliced, extra)
 
 
-def funnel_figure(ctx, method: str, sliced: calcore.SlicedReport):
+def funnel_figure(ctx, method: str, sliced: calcore.SlicedReport, where: str = ""):
     """The error-against-size figure of ``method``'s slices (cached per settings)."""
     options = (method, sliced.columns, sliced.rank_metric, n_bootstrap(ctx))
     return ctx.figure(
-        "slices.funnel",
+        "slices.funnel" + where,
         lambda: slice_funnel_figure(sliced, method=method, theme=ctx.theme),
         *options,
     )
