@@ -113,6 +113,8 @@ EXPLAIN = {
         f"{MIN_FIT_ROWS} of them "
         "keeps the global fit): if only the per-slice fit brings a slice back, one global "
         "map is not enough. Then periods in order with a test of a change between the first "
-        "and the last, and the reliability diagrams of a chosen slice and of the top slices."
+        "and the last, and the reliability diagrams of a chosen slice and of the top slices. "
+        "On a dataset of the server the view works on its sample; a button evaluates every "
+        "slice on every test row, streamed (the diagrams stay on the sample)."
     ),
 }
