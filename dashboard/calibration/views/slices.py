@@ -4,7 +4,10 @@ Every method's test predictions are evaluated per slice by ``calcore.evaluate_by
 cached call per method); the page shows the table of slices by evidence, the error
 against slice size beside what calibrated slices would show, every method within each
 slice, the slices in order when they have one (periods, ranges), a chosen slice's
-reliability diagram beside the overall one, and the top slices as small multiples.
+reliability diagram beside the overall one, and the top slices as small multiples. On
+request each method is also fitted per slice (``calcore.fit_per_slice``; its calibrator
+downloads as JSON). On a server dataset the view works on its sample, and a button
+evaluates every slice on every test row, streamed (:func:`every_row`).
 """
 
 from __future__ import annotations
