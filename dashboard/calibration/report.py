@@ -63,8 +63,9 @@ def report_figures(ctx) -> list[tuple[str, object]]:
     return figs
 
 
-def _sliced(ctx, slicing: dict | None) -> dict | None:
-    """Every output's sliced report for the page's slicing (None: no slicing chosen).
+def _sliced(ctx, slicing: dict | None) -> tuple[dict, dict] | None:
+    """Every output's sliced report for the page's slicing, with the methods fitted per
+    slice when the view fits them, and those outputs (None: no slicing chosen).
 
     ``slicing`` is the Slices view's latest choice (``controls.slicing_choice()``): the
     view runs in a fragment, so it can be newer than ``ctx.settings``.
@@ -73,36 +74,55 @@ def _sliced(ctx, slicing: dict | None) -> dict | None:
     rank = slicing["rank"] if slicing else ctx.settings.rank_by
     if not by:
         return None
-    return slices.sliced_reports(ctx, by, rank)
+    per_slice = slicing["per_slice"] if slicing else ctx.settings.per_slice_fit
+    extra = {}
+    if per_slice and ctx.methods and ctx.split.calib is not None:
+        extra, _, _ = slices.per_slice_fits(ctx, by)
+    return slices.sliced_reports(ctx, by, rank, extra), extra
 
 
 def _slices_html(ctx, slicing: dict | None) -> list[str]:
-    """The Slices view's table and figures, when a slicing is chosen."""
+    """The Slices view as the page last showed it: the table of the method chosen there
+    (else the first output), the funnel, the slices in order, every method per slice, the
+    chosen slice's diagram beside the overall one and the top slices' small multiples."""
     try:
-        reports = _sliced(ctx, slicing)
+        found = _sliced(ctx, slicing)
     except calcore.CalcoreError as err:
         return [f"<h2>Slices</h2><p>{html.escape(str(err))}</p>"]
-    if reports is None:
+    if found is None:
         return []
-    first_label, first = next(iter(reports.items()))
-    frame = slices.table(first).reset_index()
+    reports, extra = found
+    slicing = slicing or {}
+    method = slicing.get("method")
+    method = method if method in reports else next(iter(reports))
+    sliced = reports[method]
+    frame = slices.table(sliced).reset_index()
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_text(v))}</td>" for v in row) + "</tr>"
         for row in frame.itertuples(index=False)
     )
-    figs = [slices.funnel_figure(ctx, first_label, first)]
-    if first.ordered and len(first.slices) > 1:
+    figs = [slices.funnel_figure(ctx, method, sliced)]
+    if sliced.ordered and len(sliced.slices) > 1:
         figs.append(slices_in_order_figure(reports, theme=ctx.theme))
     if len(reports) > 1:
         figs.append(slices_by_method_figure(reports, theme=ctx.theme))
-    by = " x ".join(first.columns)
+    diagrams = []
+    choices = slices.diagram_choices(sliced)
+    if choices:
+        chosen = slicing.get("slice")
+        chosen = chosen if chosen in choices else choices[0]
+        diagrams = slices.diagram_figures(ctx, sliced, extra, chosen).values()
+    by = " x ".join(sliced.columns)
     return [
-        f"<h2>Slices by {html.escape(by)} ({html.escape(first_label)})</h2>",
+        f"<h2>Slices by {html.escape(by)} ({html.escape(method)})</h2>",
         f"<table><tr>{head}</tr>{body}</table>",
-        *(f"<p>{html.escape(note)}</p>" for note in first.notes),
+        *(f"<p>{html.escape(note)}</p>" for note in sliced.notes),
         *(pio.to_html(fig, include_plotlyjs=False, full_html=False, validate=False)
           for fig in figs),
+        *(f"<h3>{html.escape(title)}</h3>"
+          + pio.to_html(fig, include_plotlyjs=False, full_html=False, validate=False)
+          for title, fig in diagrams),
     ]  # fmt: skip
 
 

@@ -248,6 +248,10 @@ def test_slices_view_from_a_link_and_a_second_column(
     text = report.read_text(encoding="utf-8")
     assert "Slices by education x age:q4" in text
     assert "university | [21, 28]" in text
+    # and the view's diagrams: the slice chosen there beside every row, the top slices
+    assert "<h3>All test rows</h3>" in text
+    assert re.search(r"<h3>Slice: [^<]+ \| [^<]+</h3>", text)
+    assert re.search(r"<h3>The top \d+ slices by evidence</h3>", text)
 
 
 def test_a_dataset_on_the_server_opens_from_a_link_for_a_second_reviewer(

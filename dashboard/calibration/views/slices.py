@@ -72,12 +72,13 @@ def _outputs(ctx, extra: dict | None) -> dict:
     return outputs
 
 
-def per_slice_outputs(ctx, by: tuple[str, ...]) -> tuple[dict, dict]:
+def per_slice_fits(ctx, by: tuple[str, ...]) -> tuple[dict, dict, dict]:
     """Each fitted method refitted on every slice's calibration rows
-    (``calcore.fit_per_slice``), as ``{"<method> per slice": (cache key, predictions)}``,
-    and the fits, ``{"<method> per slice": calcore.PerSliceCalibration}``; one sentence per
-    method on which slices kept the global fit, and each fit's download."""
-    out, fits = {}, {}
+    (``calcore.fit_per_slice``, cached): ``{"<method> per slice": (cache key,
+    predictions)}``, the fits ``{"<method> per slice": calcore.PerSliceCalibration}``, and
+    ``{method: error}`` for the methods that could not be fitted per slice. Draws nothing,
+    so the report (built without the session) shares it with the view."""
+    out, fits, failed = {}, {}, {}
     for label, choice in ctx.methods.items():
         key = f"{ctx.keys[label]}|per-slice={by!r}"
         try:
@@ -86,11 +87,21 @@ def per_slice_outputs(ctx, by: tuple[str, ...]) -> tuple[dict, dict]:
                 ctx.fitted[label].calibrator,
             )  # fmt: skip
         except calcore.CalcoreError as err:
-            st.warning(f"{esc(label)} could not be fitted per slice: {esc(err)}")
+            failed[label] = err
             continue
-        st.caption(esc(fit.summary(label)))
         out[label + PER_SLICE_SUFFIX] = (key, fit.output)
         fits[label + PER_SLICE_SUFFIX] = fit
+    return out, fits, failed
+
+
+def per_slice_outputs(ctx, by: tuple[str, ...]) -> tuple[dict, dict]:
+    """:func:`per_slice_fits` on the page: one sentence per method on which slices kept
+    the global fit, a warning per method that could not be fitted, each fit's download."""
+    out, fits, failed = per_slice_fits(ctx, by)
+    for label, err in failed.items():
+        st.warning(f"{esc(label)} could not be fitted per slice: {esc(err)}")
+    for label, fit in fits.items():
+        st.caption(esc(fit.summary(label.removesuffix(PER_SLICE_SUFFIX))))
     if fits:
         for cell, (label, fit) in zip(st.columns(len(fits)), fits.items(), strict=True):
             cell.download_button(
@@ -310,6 +321,8 @@ def show(
     method = st.selectbox(
         "Slices of", labels, key=KEY_METHOD + where, help="Whose predictions the table ranks."
     )
+    if not where:
+        controls.slicing_choice()["method"] = method  # for the report, as the slice below
     sliced = reports[method]
     found = sliced.discoveries(LEVEL)
     tested = sum(1 for s in sliced.slices if s.tested)
@@ -380,11 +393,7 @@ def funnel_figure(ctx, method: str, sliced: calcore.SlicedReport, where: str = "
 def slice_diagrams(ctx, sliced: calcore.SlicedReport, extra: dict | None = None) -> None:
     """A chosen slice's confidence diagram beside the overall one, then the top slices
     (every output of the page, and the methods fitted per slice in ``extra``)."""
-    s = ctx.settings
-    outputs = _outputs(ctx, extra)
-    shown = tuple(outputs)
-    by = sliced.columns
-    choices = [x.values for x in sliced.slices if x.report is not None]
+    choices = diagram_choices(sliced)
     if not choices:
         return
     chosen = st.selectbox(
@@ -393,11 +402,33 @@ def slice_diagrams(ctx, sliced: calcore.SlicedReport, extra: dict | None = None)
         format_func=lambda v: " | ".join(v),
         key=KEY_SLICE,
     )
+    controls.slicing_choice()["slice"] = chosen  # for the report, built without the session
+    figures = diagram_figures(ctx, sliced, extra, chosen)
+    left, right = st.columns(2)
+    for column, (name, (_, fig)) in zip((left, right), list(figures.items())[:2], strict=True):
+        with column:
+            chart(fig, f"figure.slices.{name}")
+    if "grid" in figures:
+        chart(figures["grid"][1], "figure.slices.grid")
+
+
+def diagram_choices(sliced: calcore.SlicedReport) -> list[tuple[str, ...]]:
+    """The slices that have a diagram (those with rows), most miscalibrated first."""
+    return [x.values for x in sliced.slices if x.report is not None]
+
+
+def diagram_figures(
+    ctx, sliced: calcore.SlicedReport, extra: dict | None, chosen: tuple[str, ...]
+) -> dict[str, tuple[str, object]]:
+    """``{"overall" | "chosen" | "grid": (title, figure)}``: the confidence diagram of all
+    test rows, of the slice with values ``chosen``, and of the top :data:`TOP_PANELS`
+    slices as small multiples (when there are two or more), for every output and the
+    methods fitted per slice in ``extra`` (cached; the view and the report share them)."""
+    s = ctx.settings
+    outputs = _outputs(ctx, extra)
+    shown = tuple(outputs)
+    by = sliced.columns
     base = ctx.keys[calcore.UNCALIBRATED]
-    overall = {
-        label: compute.confidence_diagram(key, s.binning, s.bins, preds)
-        for label, (key, preds) in outputs.items()
-    }
 
     def diagrams_of(values):
         out = {}
@@ -406,22 +437,24 @@ def slice_diagrams(ctx, sliced: calcore.SlicedReport, extra: dict | None = None)
             out[label] = compute.confidence_diagram(slice_key, s.binning, s.bins, rows)
         return out
 
-    left, right = st.columns(2)
-    with left:
-        chart(
-            ctx.figure("slices.overall", lambda: reliability_figure(
-                overall, title="All test rows", theme=ctx.theme, height=520), shown),
-            "figure.slices.overall",
-        )  # fmt: skip
+    def overall():
+        diagrams = {
+            label: compute.confidence_diagram(key, s.binning, s.bins, preds)
+            for label, (key, preds) in outputs.items()
+        }
+        return reliability_figure(diagrams, title="All test rows", theme=ctx.theme, height=520)
+
     name = " | ".join(chosen)
-    with right:
-        chart(
+    figures = {
+        "overall": ("All test rows", ctx.figure("slices.overall", overall, shown)),
+        "chosen": (
+            f"Slice: {name}",
             ctx.figure("slices.chosen", lambda: reliability_figure(
                 diagrams_of(chosen), title=f"Slice: {name}", theme=ctx.theme, height=520),
                 by, chosen, base, shown),
-            "figure.slices.chosen",
-        )  # fmt: skip
-    top = choices[:TOP_PANELS]
+        ),
+    }  # fmt: skip
+    top = diagram_choices(sliced)[:TOP_PANELS]
     if len(top) > 1:
 
         def grid():
@@ -431,4 +464,8 @@ def slice_diagrams(ctx, sliced: calcore.SlicedReport, extra: dict | None = None)
                 per_method, slice_names=[" | ".join(v) for v in top], theme=ctx.theme
             )
 
-        chart(ctx.figure("slices.grid", grid, by, tuple(top), base, shown), "figure.slices.grid")
+        figures["grid"] = (
+            f"The top {len(top)} slices by evidence",
+            ctx.figure("slices.grid", grid, by, tuple(top), base, shown),
+        )
+    return figures
