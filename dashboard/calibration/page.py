@@ -26,6 +26,7 @@ from dashboard.calibration.server import (
     RowsProgress,
     Streamed,
     open_dataset,
+    prefetch_slice_columns,
     sample_rows,
     slice_columns_read,
     with_slice_columns,
@@ -177,6 +178,8 @@ def render_calibration() -> None:
         downloads(ctx, source=loaded.name)
     except calcore.CalcoreError as err:
         st.error(esc(err))
+    if streamed is not None and streamed.slice_columns:
+        prefetch_slice_columns(loaded, streamed)  # the page is drawn: ready the Slices view
 
 
 def _data_directory() -> DataDirectory | None:

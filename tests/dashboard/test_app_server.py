@@ -8,6 +8,8 @@ the app's own helpers.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -259,14 +261,27 @@ def test_progress_is_shown_at_most_every_quarter_second_and_counts_passes(monkey
     assert progress.passes == 2 and progress.rows == 10_200
 
 
-def test_slice_columns_are_read_only_when_the_slices_view_first_needs_them(data_dir):
-    """The Metrics view opens without reading the metadata columns; switching to Slices
-    reads them once, for exactly the sampled rows (the same slices as a sample drawn with
-    them), also for a calibrator fitted before they were read, and later sessions find
-    them read."""
+def test_slice_columns_are_read_in_the_background_once_the_page_is_drawn(data_dir, monkeypatch):
+    """The Metrics view is drawn without the metadata columns; then they are read once,
+    off the page's thread, for exactly the sampled rows (the same slices as a sample drawn
+    with them), so the Slices view finds them read, also for a calibrator fitted before
+    they were read, and later sessions find them read."""
+    reads = []
+    real = calcore.PredictionStream.sample_slice_columns
+
+    def counted(self, *args, **kwargs):  # the real read, counted with its thread
+        reads.append(threading.current_thread().name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(calcore.PredictionStream, "sample_slice_columns", counted)
     at = run({"data": NAME, "m": "ts"})
     assert_clean(at)
-    assert server._SLICE_COLUMNS.peek((_dataset(data_dir).fingerprint, N_SAMPLE)) is None
+    key = (_dataset(data_dir).fingerprint, N_SAMPLE)
+    deadline = time.monotonic() + 120
+    while server._SLICE_COLUMNS.peek(key) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server._SLICE_COLUMNS.peek(key) is not None
+    assert reads == ["calcore-slice-columns"]
     at.radio(key="main.view").set_value("slices").run()
     assert_clean(at)
     at.multiselect(key="view.slices.columns").set_value(["device"]).run()
@@ -282,7 +297,7 @@ def test_slice_columns_are_read_only_when_the_slices_view_first_needs_them(data_
     assert_clean(at)
     (frame,) = [d.value for d in at.dataframe if "q-value" in d.value.columns]
     assert dict(zip(frame["slice"], frame["rows"], strict=True)) == want
-    assert server._SLICE_COLUMNS.peek((_dataset(data_dir).fingerprint, N_SAMPLE)) is not None
+    assert reads == ["calcore-slice-columns"]  # the view found them read
 
 
 def _dataset(data_dir):
