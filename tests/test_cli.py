@@ -81,7 +81,7 @@ def test_bootstrap_intervals_in_json(csv_file, capsys):
     out = json.loads(capsys.readouterr().out)
     acc = out["intervals"]["accuracy"]
     assert acc["low"] <= out["accuracy"] <= acc["high"]
-    assert acc["method"] == "percentile" and out["intervals"]["conf_ece"]["method"] == "normal"
+    assert acc["method"] == "percentile" and out["intervals"]["conf_ece"]["method"] == "iterated"
     # The table gives each tested error's verdict beside its interval.
     assert main(["metrics", str(path), "--bootstrap", "20", "--seed", "4"]) == 0
     text = capsys.readouterr().out

@@ -148,8 +148,8 @@ def test_default_methods_come_from_the_metric_table():
     for key, iv in report.intervals.items():
         assert iv.method == calcore.METRICS[key].interval_method, key
     assert report.intervals["accuracy"].method == "percentile"
-    assert report.intervals["top_label_ece"].method == "normal"
-    assert report.as_dict()["intervals"]["top_label_ece"]["method"] == "normal"
+    assert report.intervals["top_label_ece"].method == "iterated"
+    assert report.as_dict()["intervals"]["top_label_ece"]["method"] == "iterated"
     assert any("bias-corrected" in n for n in report.notes)
     assert any("MCE is the largest gap" in n for n in report.notes)
 

@@ -25,7 +25,11 @@ from calcore.evaluation.calibration_test import (
     test_from_null,
     tested_statistics,
 )
-from calcore.evaluation.intervals import check_interval_method, interval_bounds
+from calcore.evaluation.intervals import (
+    DOUBLE_BOOTSTRAP_METHODS,
+    check_interval_method,
+    interval_bounds,
+)
 from calcore.evaluation.report_statistics import (
     CELLS_OF_METRIC,
     TACE_THRESHOLD,
@@ -44,6 +48,7 @@ from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.passes import CellRequest, stream_statistics
 from calcore.statistics.replicates import (
     KDE_MAX_WORK,
+    double_resample_counts,
     jackknife_weights,
     kde_resamples,
     kde_work_per_resample,
@@ -73,6 +78,9 @@ class CalibrationReport:
         methods, :func:`calcore.evaluation.intervals.interval_bounds`, or a test).
     jackknife : dict of str to ndarray
         Leave-one-group-out values of each metric (``interval_method="bca"`` only).
+    double_replicates : dict of str to ndarray
+        Each metric on resamples of the resamples (one per resample), for the metrics
+        whose interval is ``"iterated"``.
     calibration_test : CalibrationTest or None
         p-values of "the model is calibrated" per calibration error, with the intervals
         (:func:`calcore.calibration_test`, as many redrawn label sets as resamples).
@@ -108,6 +116,7 @@ class CalibrationReport:
     replicates: dict = field(default_factory=dict, repr=False, compare=False)
     jackknife: dict = field(default_factory=dict, repr=False, compare=False)
     calibration_test: CalibrationTest | None = field(default=None, repr=False, compare=False)
+    double_replicates: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __getattr__(self, name):
         # report.top_label_ece etc. read the metrics dict (only called for missing attributes).
@@ -161,6 +170,7 @@ class CalibrationReport:
             intervals=self.intervals | other.intervals,
             replicates=self.replicates | other.replicates,
             jackknife=self.jackknife | other.jackknife,
+            double_replicates=self.double_replicates | other.double_replicates,
             calibration_test=CalibrationTest.combine(self.calibration_test, other.calibration_test),
             notes=tuple(dict.fromkeys(self.notes + other.notes)),
         )
@@ -283,6 +293,31 @@ def bootstrap_replicates(
     return reps, used
 
 
+def double_bootstrap_replicates(
+    preds: Predictions, stats: CalibrationStatistics, counts: np.ndarray, *, weights=None
+) -> dict:
+    """The binned metrics of ``stats`` on resamples of resamples (row counts ``counts``,
+    shape (R, n), from :func:`~calcore.statistics.replicates.double_resample_counts`): the
+    second level of the iterated bias correction, on the full sample's cells. No KDE or
+    scoring sums: only the binned calibration errors take that interval."""
+    boot = CalibrationStatistics.empty(
+        stats.class_names, stats.specs, {}, replicates=counts.shape[0], proper_scores=False
+    )
+    boot.update(preds, weights=counts if weights is None else counts * weights)
+    return replicate_values(boot, _double_keys(stats.specs))
+
+
+def _double_keys(specs) -> list[str]:
+    """The metrics whose cells are in ``specs`` (those a double bootstrap can give)."""
+    return [k for k, spec in METRICS.items() if spec.cells is not None and spec.cells in specs]
+
+
+def needs_double_bootstrap(keys, method: str | None) -> bool:
+    """Whether the intervals of ``keys`` by ``method`` (None: each metric's own) read a
+    double bootstrap."""
+    return any((method or METRICS[k].interval_method) in DOUBLE_BOOTSTRAP_METHODS for k in keys)
+
+
 def _fast_intervals(
     preds: Predictions,
     metrics: dict,
@@ -303,11 +338,12 @@ def _fast_intervals(
     :func:`scipy.stats.bootstrap`); every metric's replicates come from the statistics
     engine with the counts as weights (:func:`bootstrap_replicates`); bins and KDE
     bandwidths are the full sample's. ``"bca"`` adds a grouped jackknife through the
-    same engine (:func:`jackknife_weights`).
+    same engine (:func:`jackknife_weights`), ``"iterated"`` a resample of each resample
+    (:func:`double_bootstrap_replicates`).
 
     Returns
     -------
-    (intervals, notes, replicates, jackknife)
+    (intervals, notes, replicates, jackknife, double replicates)
     """
     keys = [k for k, v in metrics.items() if v is not None]
     notes = []
@@ -324,7 +360,7 @@ def _fast_intervals(
             )
             for k in keys
         }
-        return nan, notes, {}, {}
+        return nan, notes, {}, {}, {}
     counts = resample_counts(preds.n_samples, int(n_bootstrap), seed)
     reps, used = bootstrap_replicates(
         preds, stats, counts, kde_max_work=kde_max_work, weights=weights
@@ -335,6 +371,10 @@ def _fast_intervals(
         jack, _ = bootstrap_replicates(
             preds, stats, groups, kde_max_work=kde_max_work, weights=weights
         )
+    double = {}
+    if needs_double_bootstrap(keys, method):
+        twice = double_resample_counts(counts, seed)
+        double = double_bootstrap_replicates(preds, stats, twice, weights=weights)
     for key, spec in stats.kde_specs.items():
         if used[key] < n_bootstrap:
             notes.append(
@@ -363,12 +403,15 @@ def _fast_intervals(
         )
     reps = {k: reps[k] for k in keys}
     jack = {k: jack[k] for k in keys if k in jack}
-    intervals = _intervals_from(metrics, reps, used, confidence_level, method, jack)
+    double = {k: double[k] for k in keys if k in double}
+    intervals = _intervals_from(metrics, reps, used, confidence_level, method, jack, double)
     notes += _interval_notes(keys, method) + _sparse_cell_notes(stats, keys)
-    return intervals, notes, reps, jack
+    return intervals, notes, reps, jack, double
 
 
-def _intervals_from(estimates, reps, used, level, method, jackknife) -> dict[str, Interval]:
+def _intervals_from(
+    estimates, reps, used, level, method, jackknife, double=None
+) -> dict[str, Interval]:
     """One :class:`Interval` per metric with replicates, read off them by ``method``.
 
     ``method=None``: each metric's ``interval_method`` from :data:`METRICS`, extended to
@@ -377,6 +420,8 @@ def _intervals_from(estimates, reps, used, level, method, jackknife) -> dict[str
     out = {}
     for k, values in reps.items():
         chosen = method or METRICS[k].interval_method
+        if chosen in DOUBLE_BOOTSTRAP_METHODS and k not in (double or {}):
+            chosen = "normal"  # no binned cells (scoring, KDE): the once-corrected interval
         # Clipped to the metric's range: the replicates are sums over resample weights and
         # can step outside it by an ulp (a TL-ECE of 1 + 2e-16), a reflected bound by more.
         low, high = interval_bounds(
@@ -385,6 +430,7 @@ def _intervals_from(estimates, reps, used, level, method, jackknife) -> dict[str
             method=chosen,
             confidence_level=level,
             jackknife=jackknife.get(k),
+            double_replicates=(double or {}).get(k),
             bounds=METRICS[k].bounds,
             contain_estimate=method is None,
         )
@@ -396,7 +442,9 @@ def _interval_notes(keys, method) -> list[str]:
     """What the intervals of ``keys`` cover, and the caveats of those that do not."""
     if method is not None:
         return [f"Intervals: {method} bootstrap intervals (interval_method={method!r})."]
-    corrected = [METRICS[k].label for k in keys if METRICS[k].interval_method == "normal"]
+    corrected = [
+        METRICS[k].label for k in keys if METRICS[k].interval_method in ("normal", "iterated")
+    ]
     notes = []
     if corrected:
         notes.append(
@@ -548,11 +596,14 @@ def streamed_report(
             f"kde_ece_classwise was not computed: {n_classes} classes > "
             f"{KDE_CLASSWISE_MAX_CLASSES} (one KDE per class)."
         )
-    intervals, reps = {}, {}
+    intervals, reps, double = {}, {}, {}
     if boot is not None:
         reps = replicate_values(boot, [k for k, v in m.items() if v is not None])
         used = dict.fromkeys(reps, boot.n_replicates)
-        intervals = _intervals_from(m, reps, used, confidence_level, interval_method, {})
+        if passes.double_bootstrap is not None:
+            twice = passes.double_bootstrap
+            double = replicate_values(twice, [k for k in _double_keys(twice.specs) if k in reps])
+        intervals = _intervals_from(m, reps, used, confidence_level, interval_method, {}, double)
         notes.extend(_interval_notes(list(reps), interval_method))
         notes.extend(_sparse_cell_notes(stats, list(reps)))
         notes.append(
@@ -581,6 +632,7 @@ def streamed_report(
         tuple(notes),
         replicates=reps,
         calibration_test=test,
+        double_replicates=double,
     )
 
 
@@ -605,7 +657,14 @@ def _evaluate_stream(
     boot = (int(n_bootstrap), seed) if n_bootstrap else None
     tested = [k for k in TESTABLE_METRICS if k in wanted] if test_calibration else []
     redraws = (int(n_bootstrap), seed) if n_bootstrap and tested else None
-    passes = stream_statistics(stream, requests=requests, kde=kde, bootstrap=boot, redraws=redraws)
+    passes = stream_statistics(
+        stream,
+        requests=requests,
+        kde=kde,
+        bootstrap=boot,
+        redraws=redraws,
+        double_bootstrap=bool(n_bootstrap) and needs_double_bootstrap(wanted, interval_method),
+    )
     stats = passes.statistics
     if stats.n_rows == 0 or stats.weight == 0:
         raise CalcoreError(
@@ -658,15 +717,19 @@ def evaluate(
     n_bootstrap : int, default 0
         Bootstrap resamples for intervals on every metric; 0 for none.
     confidence_level : float, default 0.95
-    interval_method : {None, "percentile", "basic", "normal", "bc", "bca"}, default None
+    interval_method : {None, "percentile", "basic", "normal", "bc", "bca", "iterated"}, \
+default None
         How the bounds are read off the replicates
         (:func:`calcore.evaluation.intervals.interval_bounds`). None: each metric's
         ``interval_method`` in :data:`calcore.METRICS`, the one that covered the true value
         best in the coverage study (``docs/replications/intervals.md``): percentile for
-        accuracy, NLL and Brier, bias-corrected normal for the calibration errors, extended
-        to contain the estimate. A method named here applies to every metric as is.
-        ``"bca"`` needs in-memory predictions (its grouped jackknife costs 20 more
-        replicates). The replicates are kept in the report whatever the method.
+        accuracy, NLL, Brier and the KDE-ECE, the iterated bias correction for the binned
+        calibration errors, extended to contain the estimate. A method named here applies
+        to every metric as is. ``"bca"`` needs in-memory predictions (its grouped
+        jackknife costs 20 more replicates); ``"iterated"`` costs a second set of binned
+        replicates (a resample of each resample); the metrics without bins (accuracy, NLL,
+        Brier, the KDE-ECEs) then get ``"normal"``. The replicates are kept in the report
+        whatever the method.
     test_calibration : bool, default True
         With ``n_bootstrap > 0``, also run :func:`calcore.calibration_test` on every
         computed calibration error (as many redrawn label sets as resamples, same seed):
@@ -752,8 +815,9 @@ def evaluate(
         )
     intervals: dict[str, Interval] = {}
     reps, jack = {}, {}
+    double = {}
     if n_bootstrap:
-        intervals, boot_notes, reps, jack = _fast_intervals(
+        intervals, boot_notes, reps, jack, double = _fast_intervals(
             preds,
             values,
             stats,
@@ -793,4 +857,5 @@ def evaluate(
         replicates=reps,
         jackknife=jack,
         calibration_test=test,
+        double_replicates=double,
     )

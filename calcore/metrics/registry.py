@@ -111,9 +111,9 @@ def _spec(
 #: binned calibration errors, biased upwards, get the bias-corrected normal interval (TL-ECE
 #: 0.91 on average against 0.65 for the percentile one). The l2 errors, ACE, TACE and the
 #: debiased ECE have no known truth in the simulators and follow their l1 counterparts.
-_BIAS_CORRECTED = ("normal", None)
+_BIAS_CORRECTED = ("iterated", None)
 _MAX_OVER_BINS = (
-    "normal",
+    "iterated",
     "An MCE is the largest gap over bins: both it and its resamples are maxima over noisy "
     "bins, and no bootstrap interval covers its population value reliably; read the "
     "interval as the estimator's spread, not as a range for the truth.",

@@ -81,6 +81,10 @@ class StreamedStatistics:
     redrawn : CalibrationStatistics or None
         The statistics of label sets redrawn from the predictions (leading axis ``R``),
         when asked for and every row was normalised.
+    double_bootstrap : CalibrationStatistics or None
+        The binned cells of ``R`` resamples of resamples (Poisson weights with
+        ``double=True``; no KDE or scoring sums), for the iterated bias correction, when
+        asked for.
 
     Examples
     --------
@@ -101,6 +105,7 @@ class StreamedStatistics:
     statistics: CalibrationStatistics
     bootstrap: CalibrationStatistics | None = None
     redrawn: CalibrationStatistics | None = None
+    double_bootstrap: CalibrationStatistics | None = None
 
 
 def _points(batch, reduction: str):
@@ -124,6 +129,7 @@ def stream_statistics(
     kde: tuple = (),
     bootstrap: tuple[int, int] | None = None,
     redraws: tuple[int, int] | None = None,
+    double_bootstrap: bool = False,
     progress=None,
 ) -> "StreamedStatistics":
     """Statistics of a re-readable stream of Predictions batches.
@@ -144,6 +150,10 @@ def stream_statistics(
         weighted by :func:`~calcore.statistics.poisson.poisson_weights` of its position
         (so the replicates do not depend on the batching). The bins and KDE bandwidths
         stay those of the full data.
+    double_bootstrap : bool, default False
+        With ``bootstrap``, also accumulate the binned cells of ``R`` resamples of
+        resamples (``poisson_weights(..., double=True)``), which the iterated interval
+        reads (:func:`calcore.evaluation.intervals.interval_bounds`).
     redraws : (int, int), optional
         ``(R, seed)``: also accumulate the statistics of ``R`` label sets redrawn from the
         predicted probabilities (:class:`~calcore.statistics.redraws.LabelRedraws`, keyed
@@ -177,7 +187,7 @@ def stream_statistics(
     ([2.0, 2.0], [2.0, 1.0])
     """
     _check_requests(requests)
-    lanes = _Lanes(stream, requests, kde, bootstrap, redraws, progress)
+    lanes = _Lanes(stream, requests, kde, bootstrap, redraws, progress, double=double_bootstrap)
     lanes.run(lambda batch: ((0, batch.preds, _positions(batch), _weights(batch)),))
     return lanes.result(0)
 
@@ -191,6 +201,7 @@ def stream_statistics_by(
     bootstrap: tuple[int, int] | None = None,
     redraws: tuple[int, int] | None = None,
     redraw_keys=None,
+    double_bootstrap: bool = False,
     progress=None,
 ) -> "SlicedStatistics":
     """Statistics of every slice of a stream's rows, and of all of them, in the same passes.
@@ -211,7 +222,7 @@ def stream_statistics_by(
         As in :func:`stream_statistics`; its batches also have ``slice_values``, ``file``
         and ``first_row`` (:class:`calcore.io.stream.StreamBatch`).
     slicer : calcore.slicing_batches.BatchSlicer
-    requests, kde, bootstrap, redraws, progress :
+    requests, kde, bootstrap, redraws, double_bootstrap, progress :
         As in :func:`stream_statistics`, for every slice and the overall statistics.
     redraw_keys : iterable of str, optional
         The requests and KDE problems whose redrawn statistics are kept (default: all):
@@ -244,7 +255,9 @@ def stream_statistics_by(
     """
     _check_requests(requests)
     merged = kde == () and all(r.fixed for r in requests.values())
-    lanes = _Lanes(stream, requests, kde, bootstrap, redraws, progress, redraw_keys)
+    lanes = _Lanes(
+        stream, requests, kde, bootstrap, redraws, progress, redraw_keys, double=double_bootstrap
+    )
     overall = None if merged else -1  # the lane of every row, when not merged
 
     def parts(batch):
@@ -367,11 +380,14 @@ class _Lanes:
     an id met in the first pass; an id first met in a later pass means the data changed.
     """
 
-    def __init__(self, stream, requests, kde, bootstrap, redraws, progress, redraw_keys=None):
+    def __init__(
+        self, stream, requests, kde, bootstrap, redraws, progress, redraw_keys=None, *, double=False
+    ):
         self.stream, self.progress = stream, progress
         self.names = tuple(stream.class_names)
         self.requests, self.kde = requests, tuple(kde)
         self.bootstrap, self.redraws, self.redraw_keys = bootstrap, redraws, redraw_keys
+        self.double = double
         self.lanes: dict = {}
         self.passes = 0
         self.state_bytes = 0
@@ -424,7 +440,7 @@ class _Lanes:
         """Start a lane's statistics, within the memory budget of all lanes' sums."""
         from calcore.io._budget import BUDGET_ENV, resolve_budget
 
-        lane.start(self.bootstrap, self.redraws, self.redraw_keys)
+        lane.start(self.bootstrap, self.redraws, self.redraw_keys, double=self.double)
         self.state_bytes += _nbytes(lane)
         budget = resolve_budget(None)
         if self.state_bytes > budget and len(self.lanes) > 1:
@@ -440,19 +456,21 @@ class _Lanes:
         if key not in self.lanes:  # no rows at all
             lane = _Lane(self.names, self.requests, self.kde)
             lane.plan()
-            lane.start(self.bootstrap, self.redraws, self.redraw_keys)
+            lane.start(self.bootstrap, self.redraws, self.redraw_keys, double=self.double)
             return lane.result()
         return self.lanes[key].result()
 
     def merged(self, keys) -> "StreamedStatistics":
         """The statistics of the lanes ``keys`` together (their cells are the same)."""
         lanes = [self.lanes[k] for k in keys]
-        stats, boot, redrawn = lanes[0].stats, lanes[0].boot, lanes[0].redrawn
+        first = lanes[0]
+        stats, boot, redrawn, boot2 = first.stats, first.boot, first.redrawn, first.boot2
         for lane in lanes[1:]:
             stats = stats.merge(lane.stats)
             boot = None if boot is None else boot.merge(lane.boot)
             redrawn = None if redrawn is None else redrawn.merge(lane.redrawn)
-        return _Lane.finished(stats, boot, redrawn)
+            boot2 = None if boot2 is None else boot2.merge(lane.boot2)
+        return _Lane.finished(stats, boot, redrawn, boot2)
 
 
 class _Lane:
@@ -483,7 +501,7 @@ class _Lane:
         }
         self.layout: dict = {}  # request -> (bins per group, [(group, slice of its ranks)])
         self.edges: dict = {}
-        self.stats = self.boot = self.redrawn = None
+        self.stats = self.boot = self.redrawn = self.boot2 = None
 
     def profile(self, preds, w) -> None:
         """Group sizes of the data-dependent requests (and of all points of the reductions
@@ -561,8 +579,9 @@ class _Lane:
             if finder.wants_pass():
                 finder.end_pass()
 
-    def start(self, bootstrap, redraws, redraw_keys=None) -> None:
-        """Empty statistics on the final cells and KDE bandwidths."""
+    def start(self, bootstrap, redraws, redraw_keys=None, *, double=False) -> None:
+        """Empty statistics on the final cells and KDE bandwidths (``double``: also the
+        double bootstrap's binned cells)."""
         for key, (nb, places) in self.layout.items():
             req = self.requests[key]
             values = self.finders[req.reduction].values()
@@ -583,6 +602,10 @@ class _Lane:
             self.boot = CalibrationStatistics.empty(
                 self.names, specs, kde_specs, replicates=self.n_replicates
             )
+            if double:
+                self.boot2 = CalibrationStatistics.empty(
+                    self.names, specs, {}, replicates=self.n_replicates, proper_scores=False
+                )
         if redraws is not None:
             n_redraws, seed = redraws
             if redraw_keys is not None:
@@ -599,18 +622,21 @@ class _Lane:
             self.boot.update(
                 preds, weights=replicate_weights if w is None else replicate_weights * w
             )
+        if self.boot2 is not None:
+            twice = poisson_weights(rows, self.n_replicates, self.boot_seed, double=True)
+            self.boot2.update(preds, weights=twice if w is None else twice * w)
         if self.redrawn is not None and preds.normalized:
             self.redrawn.update(preds, rows, w)
 
     def result(self) -> "StreamedStatistics":
-        return self.finished(self.stats, self.boot, self.redrawn)
+        return self.finished(self.stats, self.boot, self.redrawn, self.boot2)
 
     @staticmethod
-    def finished(stats, boot, redrawn) -> "StreamedStatistics":
+    def finished(stats, boot, redrawn, boot2=None) -> "StreamedStatistics":
         if redrawn is not None:
             # a label is drawn from a distribution: unnormalised rows leave no test
             redrawn = redrawn.statistics(stats) if stats.normalized else None
-        return StreamedStatistics(stats, boot, redrawn)
+        return StreamedStatistics(stats, boot, redrawn, boot2)
 
 
 def _layout(m: ScoreMoments) -> KDELayout:

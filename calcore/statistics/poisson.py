@@ -28,23 +28,35 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
-# Poisson(1) distribution function at 0..19 as 32-bit thresholds (a weight is the number
-# of thresholds at or below a 32-bit uniform); P(K > 19) < 1e-18 is never reached. The
-# 2^-32 rounding of the thresholds is far below any bootstrap's resolution.
-_THRESHOLDS = np.round(
-    np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(20)]) * 2.0**32
-).astype(np.uint64)
-_THRESHOLDS = np.minimum(_THRESHOLDS, np.uint64(2**32))
-# The weight of each 2^16-wide bucket of uniforms (the weight at its start), NaN where a
-# threshold falls inside it: one lookup gives the weight and marks the rare uniforms
-# (about 3 in 10,000) that a search then settles.
-_BUCKET_START = np.arange(1 << 16, dtype=np.uint64) << np.uint64(16)
-_BUCKET_LAST = _BUCKET_START + np.uint64((1 << 16) - 1)
-_WEIGHT_OF_BUCKET = np.where(
-    np.searchsorted(_THRESHOLDS, _BUCKET_LAST, "right")
-    > np.searchsorted(_THRESHOLDS, _BUCKET_START, "right"),
-    np.nan,
-    np.searchsorted(_THRESHOLDS, _BUCKET_START, "right").astype(np.float64),
+
+def _inverse_cdf_table(pmf) -> tuple[np.ndarray, np.ndarray]:
+    """``(thresholds, weight_of_bucket)`` of an integer distribution given by ``pmf``.
+
+    The distribution function at ``0..len(pmf) - 1`` as 32-bit thresholds (a weight is
+    the number of thresholds at or below a 32-bit uniform; the tail beyond the table is
+    below 2^-32, never reached). Then the weight of each 2^16-wide bucket of uniforms
+    (the weight at its start), NaN where a threshold falls inside it: one lookup gives
+    the weight and marks the rare uniforms (about 3 in 10,000) that a search settles.
+    The 2^-32 rounding of the thresholds is far below any bootstrap's resolution.
+    """
+    thresholds = np.round(np.cumsum(pmf) * 2.0**32).astype(np.uint64)
+    thresholds = np.minimum(thresholds, np.uint64(2**32))
+    start = np.arange(1 << 16, dtype=np.uint64) << np.uint64(16)
+    last = start + np.uint64((1 << 16) - 1)
+    at_start = np.searchsorted(thresholds, start, "right")
+    inside = np.searchsorted(thresholds, last, "right") > at_start
+    return thresholds, np.where(inside, np.nan, at_start.astype(np.float64))
+
+
+# Poisson(1): a row's count in a resample of a large sample.
+_POISSON = _inverse_cdf_table([math.exp(-1.0) / math.factorial(k) for k in range(20)])
+# Neyman type A(1, 1), Poisson(N) with N ~ Poisson(1): a row's count in a resample of a
+# resample (the double bootstrap), marginally; mean 1, variance 2.
+_DOUBLE = _inverse_cdf_table(
+    [
+        sum(math.exp(-1.0 - m) * m**k / math.factorial(m) for m in range(80)) / math.factorial(k)
+        for k in range(40)
+    ]
 )
 # Which 32-bit word of a uint64 in memory is its low half.
 _LOW_WORD_FIRST = sys.byteorder == "little"
@@ -77,7 +89,7 @@ def _mix_in_place(x: np.ndarray, scratch: np.ndarray) -> None:
 _HASH_CHUNK = 1 << 15
 
 
-def poisson_weights(positions, n_replicates: int, seed: int) -> np.ndarray:
+def poisson_weights(positions, n_replicates: int, seed: int, *, double: bool = False) -> np.ndarray:
     """Poisson(1) bootstrap weights of rows at the given stream positions.
 
     Parameters
@@ -86,6 +98,13 @@ def poisson_weights(positions, n_replicates: int, seed: int) -> np.ndarray:
         Each row's position in the whole source (0-based, stable across reads).
     n_replicates : int
     seed : int
+    double : bool, default False
+        Weights of a double bootstrap instead (a resample of a resample): each row's
+        count is then Neyman type A(1, 1), ``Poisson(N)`` with ``N ~ Poisson(1)``, the
+        marginal of a Poisson(1) resample of a Poisson(1) resample. Its replicates give
+        the mean ``E** theta**`` of the iterated bias correction
+        (:func:`calcore.evaluation.intervals.interval_bounds`). Drawn from hashes keyed
+        apart from the single level's.
 
     Returns
     -------
@@ -110,8 +129,11 @@ def poisson_weights(positions, n_replicates: int, seed: int) -> np.ndarray:
     pos = np.asarray(positions).reshape(-1)
     n_rep = int(n_replicates)
     pairs = (n_rep + 1) // 2
+    thresholds, weight_of_bucket = _DOUBLE if double else _POISSON
     with np.errstate(over="ignore"):
         key = _mix(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _GOLDEN + _GOLDEN)
+        if double:
+            key = _mix(key ^ _M2)
     out = np.empty((pos.size, n_rep), dtype=np.float64)
     rows = max(1, _HASH_CHUNK // max(pairs, 1))
     size = min(pos.size, rows)
@@ -132,11 +154,11 @@ def poisson_weights(positions, n_replicates: int, seed: int) -> np.ndarray:
         uniforms = halves[:n, :n_rep] if _LOW_WORD_FIRST else halves[:n, columns]
         chunk = out[start : start + n]
         # every bucket index is < 2^16; mode "raise" (the default) would buffer the output
-        np.take(_WEIGHT_OF_BUCKET, uniforms >> np.uint32(16), out=chunk, mode="clip")
+        np.take(weight_of_bucket, uniforms >> np.uint32(16), out=chunk, mode="clip")
         near = np.flatnonzero(np.isnan(chunk))  # a threshold inside the bucket: search
         if near.size:
             exact = uniforms.ravel()[near].astype(np.uint64)
-            chunk.reshape(-1)[near] = np.searchsorted(_THRESHOLDS, exact, side="right")
+            chunk.reshape(-1)[near] = np.searchsorted(thresholds, exact, side="right")
     return out.T
 
 

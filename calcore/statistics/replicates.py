@@ -25,6 +25,7 @@ import numpy as np
 __all__ = [
     "JACKKNIFE_GROUPS",
     "KDE_MAX_WORK",
+    "double_resample_counts",
     "jackknife_weights",
     "resample_counts",
     "kde_work_per_resample",
@@ -58,6 +59,37 @@ def resample_counts(n: int, n_resamples: int, seed) -> np.ndarray:
     idx += (np.arange(n_resamples, dtype=idx.dtype) * n)[:, None]
     counts = np.bincount(idx.reshape(-1), minlength=n_resamples * n)
     return counts.reshape(n_resamples, n).astype(np.float64)
+
+
+def double_resample_counts(counts: np.ndarray, seed) -> np.ndarray:
+    """Row counts of a resample of each resample in ``counts`` (shape (R, n)), float64.
+
+    Resample ``r`` of the result draws ``n`` rows uniformly from the ``n`` rows of
+    resample ``r`` of ``counts`` (with their multiplicities), as a bootstrap of that
+    bootstrap sample does; a row's count is then Multinomial(n, counts[r] / n). The mean
+    of a metric over these is the double bootstrap's ``E** theta**`` with one second-level
+    resample per first-level one, which is all its mean needs (Hall 1992, Sec. 1.4). The
+    draws come from a stream of the generator separate from the first level's and the
+    jackknife's.
+
+    Examples
+    --------
+    >>> first = resample_counts(6, 3, seed=0)
+    >>> second = double_resample_counts(first, seed=0)
+    >>> second.sum(axis=1).tolist(), bool(((first == 0) <= (second == 0)).all())
+    ([6.0, 6.0, 6.0], True)
+    """
+    counts = np.asarray(counts)
+    n_resamples, n = counts.shape
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2,)))
+    rows = np.repeat(np.tile(np.arange(n), n_resamples), counts.reshape(-1).astype(np.int64))
+    # resample r's rows are rows[r * n:(r + 1) * n]: each resample holds n rows in all
+    picks = rng.integers(0, n, (n_resamples, n))
+    picks += (np.arange(n_resamples, dtype=picks.dtype) * n)[:, None]
+    cells = rows[picks] + (np.arange(n_resamples, dtype=np.int64) * n)[:, None]
+    return np.bincount(cells.reshape(-1), minlength=n_resamples * n).reshape(
+        n_resamples, n
+    ).astype(np.float64)
 
 
 def jackknife_weights(n: int, seed, groups: int = JACKKNIFE_GROUPS) -> np.ndarray:
