@@ -330,3 +330,47 @@ def test_every_class_wise_cell_path_equals_the_reference(binning, bins, threshol
     monkeypatch.setattr(engine_module, "_LOOP_CLASSES", loop_classes)
     for preds in (SMOOTH, TIED, WIDE):
         check(preds, binning, bins, threshold=threshold)
+
+
+# --------------------------------------------------------------- shared sorts of the columns
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_requests_sharing_one_sort_equal_each_column_binned_as_a_group(n_classes, weighted):
+    """``classwise_edges`` of several requests at once (unweighted: one partition per
+    column at every request's ranks; weighted or unique: one sort per column) equals
+    ``edges_for`` of the flat class-wise points grouped by class, which sorts every group
+    itself."""
+    from calcore.binning import resolve_binning
+    from calcore.statistics.edges import edges_for
+    from calcore.statistics.points import RowBatch, classwise_edges
+
+    rng = np.random.default_rng(n_classes)
+    raw = np.round(rng.dirichlet(np.ones(n_classes), 3000), 2)  # many ties
+    if n_classes == 2:
+        probs = np.column_stack([1.0 - raw[:, 1], raw[:, 1]])
+    else:
+        probs = raw / raw.sum(axis=1, keepdims=True)
+    preds = Predictions.from_probs(probs, rng.integers(0, n_classes, 3000))
+    w = rng.integers(0, 4, 3000).astype(float) if weighted else None
+    requests = [
+        (resolve_binning("equal-mass", 7), None),
+        (resolve_binning("equal-mass", 7), 1e-3),
+        (resolve_binning("points-per-bin", 40), 0.3),
+        (resolve_binning("equal-width", 10), None),
+        (resolve_binning("unique", None), None),
+    ]
+    got = classwise_edges(RowBatch.of(preds), requests, weights=w)
+    flat = preds.probs.reshape(-1)
+    groups = np.tile(np.arange(n_classes), 3000)
+    pw = None if w is None else np.repeat(w, n_classes)
+    for (scheme, cut), edges in zip(requests, got, strict=True):
+        want = edges_for(
+            flat, groups, n_groups=n_classes, binning=scheme, weights=pw, min_score=cut
+        )
+        np.testing.assert_array_equal(edges.bins_per_group, want.bins_per_group)
+        if want.thresholds is None:
+            assert edges.thresholds is None
+        else:
+            np.testing.assert_array_equal(edges.thresholds, want.thresholds)

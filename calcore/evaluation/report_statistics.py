@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from calcore.binning import resolve_binning
 from calcore.diagnostics.bin_statistics import BinStatistics, bin_statistics_from_sums
 from calcore.kde import validated_scores_bandwidth
 from calcore.metrics.registry import METRICS, adaptive_bins_for
 from calcore.predictions import Predictions
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
 from calcore.statistics.kde_cells import ScoreMoments
-from calcore.statistics.points import RowBatch, reduction_edges
+from calcore.statistics.points import RowBatch, classwise_edges, reduction_edges
 
 __all__ = [
     "CELLS_OF_METRIC",
@@ -55,16 +56,20 @@ def report_cell_specs(preds: Predictions, *, bins, binning, keys=None, weights=N
         "ace": ("class-wise", "equal-mass", r, None),
         "tace": ("class-wise", "equal-mass", r, TACE_THRESHOLD),
     }
-    return {
-        key: CellSpec(
-            reduction,
-            reduction_edges(
-                batch, reduction, binning=b, bins=k, min_score=threshold, weights=weights
-            ),
-        )
-        for key, (reduction, b, k, threshold) in requests.items()
-        if keys is None or key in keys
+    wanted = [k for k in requests if keys is None or k in keys]
+    edges = {
+        key: reduction_edges(batch, reduction, binning=b, bins=k, weights=weights)
+        for key, (reduction, b, k, _) in requests.items()
+        if key in wanted and reduction != "class-wise"
     }
+    classwise = [k for k in wanted if requests[k][0] == "class-wise"]
+    found = classwise_edges(  # one sort of each column for all of them
+        batch,
+        [(resolve_binning(requests[k][1], requests[k][2]), requests[k][3]) for k in classwise],
+        weights=weights,
+    )
+    edges.update(zip(classwise, found, strict=True))
+    return {key: CellSpec(requests[key][0], edges[key]) for key in wanted}
 
 
 def statistics_bins(stats: CalibrationStatistics, key: str) -> BinStatistics:
