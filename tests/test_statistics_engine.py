@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import calcore
 from calcore.diagnostics.bin_statistics import bin_statistics
-from calcore.statistics import CalibrationStatistics, CellSums
+from calcore.statistics import CalibrationStatistics, CellRequest, CellSums, stream_statistics
 from calcore.statistics.edges import edges_for
 
 
@@ -922,3 +922,19 @@ def test_stream_sample_is_the_bottom_k_of_the_row_uniforms(tmp_path):
         assert n == 2_000
         np.testing.assert_array_equal(got.probs, preds.probs[rows])
         np.testing.assert_array_equal(got.labels, preds.labels[rows])
+
+
+def test_a_stream_asked_for_neither_nll_nor_brier_skips_their_sums(tmp_path):
+    preds = _binary(300, seed=31)
+    _write_parts(tmp_path, preds, [120])
+    stream = calcore.scan(tmp_path, batch_rows=50)
+    request = {"conf": CellRequest("confidence", calcore.resolve_binning("equal-width", 15))}
+    assert not stream_statistics(
+        stream, requests=request, proper_scores=False
+    ).statistics.proper_scores
+    got = calcore.evaluate(stream, metrics=["conf_ece", "accuracy"])
+    want = calcore.evaluate(preds, metrics=["conf_ece", "accuracy", "nll"])
+    assert got.metrics["nll"] is None and got.metrics["brier"] is None
+    for key in ("conf_ece", "accuracy"):
+        assert got.metrics[key] == pytest.approx(want.metrics[key], rel=1e-12, abs=1e-15)
+    assert calcore.evaluate(stream, metrics=["nll"]).nll == pytest.approx(want.nll, rel=1e-12)

@@ -57,6 +57,9 @@ from calcore.statistics.replicates import (
 
 __all__ = ["CalibrationReport", "evaluate", "KDE_CLASSWISE_MAX_CLASSES", "TACE_THRESHOLD"]
 
+#: The metrics read off the NLL and Brier sums (a stream skips them when neither is asked).
+PROPER_SCORES = frozenset({"nll", "brier"})
+
 #: Above this many classes ``evaluate`` leaves ``kde_ece_classwise`` out (one KDE per class).
 KDE_CLASSWISE_MAX_CLASSES = 100
 
@@ -664,6 +667,7 @@ def _evaluate_stream(
         bootstrap=boot,
         redraws=redraws,
         double_bootstrap=bool(n_bootstrap) and needs_double_bootstrap(wanted, interval_method),
+        proper_scores=bool(PROPER_SCORES & wanted),
     )
     stats = passes.statistics
     if stats.n_rows == 0 or stats.weight == 0:

@@ -29,7 +29,12 @@ from calcore._limits import N_BOOTSTRAP
 from calcore.binning import resolve_binning
 from calcore.evaluation.bootstrap import check_bootstrap_options
 from calcore.evaluation.calibration_test import test_from_null
-from calcore.evaluation.evaluator import needs_double_bootstrap, stream_requests, streamed_report
+from calcore.evaluation.evaluator import (
+    PROPER_SCORES,
+    needs_double_bootstrap,
+    stream_requests,
+    streamed_report,
+)
 from calcore.evaluation.intervals import check_interval_method
 from calcore.evaluation.report_statistics import CELLS_OF_METRIC, replicate_values
 from calcore.evaluation.slices import (
@@ -91,6 +96,7 @@ def evaluate_stream_by(
         redraw_keys={CELLS_OF_METRIC.get(rank_metric, rank_metric)},
         double_bootstrap=bool(n_bootstrap)
         and needs_double_bootstrap(wanted, options["interval_method"]),
+        proper_scores=bool(PROPER_SCORES & wanted),
     )
     if out.overall.statistics.n_rows == 0 or out.overall.statistics.weight == 0:
         raise CalcoreError(f"{stream.name}: no rows with a positive weight. Nothing to evaluate.")
