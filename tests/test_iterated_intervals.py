@@ -49,18 +49,25 @@ def test_double_resample_counts_are_resamples_of_each_resample():
     assert not np.array_equal(second, double_resample_counts(first, seed=2))
 
 
-def test_double_poisson_weights_are_neyman_type_a_and_keyed_by_position():
-    w = poisson_weights(np.arange(400_000), 5, seed=3, double=True)
+def test_nested_poisson_weights_resample_each_resample_and_are_keyed_by_position():
+    first = poisson_weights(np.arange(400_000), 5, seed=3)
+    w = poisson_weights(np.arange(400_000), 5, seed=3, of=first)
+    assert not w[first == 0].any()  # a row out of a resample stays out of its resamples
+    # Given the first level's count lam, Poisson(lam): mean lam, variance lam.
+    for lam in (1, 2, 3):
+        given = w[first == lam]
+        assert given.mean() == pytest.approx(lam, rel=0.01) and given.var() == pytest.approx(
+            lam, rel=0.03
+        ), lam
+    # Marginally Neyman type A(1, 1): P(0) = exp(e^-1 - 1), P(1) = exp(e^-1 - 2),
+    # P(2) = P(1) (1 + e^-1) / 2; mean 1, variance 2.
     freq = np.bincount(w.ravel().astype(np.int64)) / w.size
     e = math.exp(-1.0)
-    # Neyman type A(1, 1): P(0) = exp(e^-1 - 1), P(1) = exp(e^-1 - 2), P(2) = P(1) (1 + e^-1) / 2
     p0, p1 = math.exp(e - 1), math.exp(e - 2)
     for k, p in enumerate((p0, p1, p1 * (1 + e) / 2)):
         assert freq[k] == pytest.approx(p, abs=4 * math.sqrt(p * (1 - p) / w.size)), k
     assert w.mean() == pytest.approx(1.0, abs=0.01) and w.var() == pytest.approx(2.0, rel=0.02)
-    single = poisson_weights(np.arange(400_000), 5, seed=3)
-    assert abs(np.corrcoef(single.ravel(), w.ravel())[0, 1]) < 0.01  # keyed apart
-    part = poisson_weights(np.arange(1000, 1200), 5, seed=3, double=True)
+    part = poisson_weights(np.arange(1000, 1200), 5, seed=3, of=first[:, 1000:1200])
     np.testing.assert_array_equal(part, w[:, 1000:1200])
 
 
@@ -123,7 +130,9 @@ def test_streamed_double_replicates_equal_the_metric_functions_whatever_the_batc
                          seed=2, metrics=list(BINNED))
         for rows in (33, 500)
     ]  # fmt: skip
-    twice = poisson_weights(np.arange(500), 8, seed=2, double=True)
+    twice = poisson_weights(
+        np.arange(500), 8, seed=2, of=poisson_weights(np.arange(500), 8, seed=2)
+    )
     for key, metric in BINNED.items():
         want = [metric(preds, bins=15, sample_weight=w) for w in twice]
         for report in reports:

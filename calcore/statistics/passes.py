@@ -82,9 +82,9 @@ class StreamedStatistics:
         The statistics of label sets redrawn from the predictions (leading axis ``R``),
         when asked for and every row was normalised.
     double_bootstrap : CalibrationStatistics or None
-        The binned cells of ``R`` resamples of resamples (Poisson weights with
-        ``double=True``; no KDE or scoring sums), for the iterated bias correction, when
-        asked for.
+        The binned cells of ``R`` resamples of the resamples (``poisson_weights(...,
+        of=...)``; no KDE or scoring sums), for the iterated bias correction, when asked
+        for.
 
     Examples
     --------
@@ -153,7 +153,7 @@ def stream_statistics(
         stay those of the full data.
     double_bootstrap : bool, default False
         With ``bootstrap``, also accumulate the binned cells of ``R`` resamples of
-        resamples (``poisson_weights(..., double=True)``), which the iterated interval
+        resamples (``poisson_weights(..., of=...)``), which the iterated interval
         reads (:func:`calcore.evaluation.intervals.interval_bounds`).
     proper_scores : bool, default True
         Keep the NLL and Brier sums (a log and a square per row); False when neither is
@@ -653,9 +653,11 @@ class _Lane:
             self.boot.update(
                 preds, weights=replicate_weights if w is None else replicate_weights * w
             )
-        if self.boot2 is not None:
-            twice = poisson_weights(rows, self.n_replicates, self.boot_seed, double=True)
-            self.boot2.update(preds, weights=twice if w is None else twice * w)
+            if self.boot2 is not None:  # a resample of each resample
+                twice = poisson_weights(
+                    rows, self.n_replicates, self.boot_seed, of=replicate_weights
+                )
+                self.boot2.update(preds, weights=twice if w is None else twice * w)
         if self.redrawn is not None and preds.normalized:
             self.redrawn.update(preds, rows, w)
 

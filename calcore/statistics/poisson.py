@@ -50,14 +50,50 @@ def _inverse_cdf_table(pmf) -> tuple[np.ndarray, np.ndarray]:
 
 # Poisson(1): a row's count in a resample of a large sample.
 _POISSON = _inverse_cdf_table([math.exp(-1.0) / math.factorial(k) for k in range(20)])
-# Neyman type A(1, 1), Poisson(N) with N ~ Poisson(1): a row's count in a resample of a
-# resample (the double bootstrap), marginally; mean 1, variance 2.
-_DOUBLE = _inverse_cdf_table(
+# Poisson(lam) for lam = 0..19 (every count a Poisson(1) weight takes): a row's count in a
+# resample of a resample that counted it lam times. Each distribution function as 32-bit
+# thresholds at 0..63 (the tail beyond is below 2^-32), row lam offset by lam * 2^33, so
+# that one search over the flat table inverts any row's: the count is the number of
+# thresholds at or below ``u + lam * 2^33``, less ``lam * 64``.
+_NESTED_MAX, _NESTED_VALUES = 19, 64
+_NESTED = np.concatenate(
     [
-        sum(math.exp(-1.0 - m) * m**k / math.factorial(m) for m in range(80)) / math.factorial(k)
-        for k in range(40)
+        np.minimum(
+            np.round(
+                np.cumsum(
+                    [
+                        (math.exp(-lam) * lam**k / math.factorial(k)) if lam else float(k == 0)
+                        for k in range(_NESTED_VALUES)
+                    ]
+                )
+                * 2.0**32
+            ).astype(np.uint64),
+            np.uint64(2**32),
+        )
+        + np.uint64(lam << 33)
+        for lam in range(_NESTED_MAX + 1)
     ]
 )
+# The count of each (lam, 2^20-wide bucket of uniforms) of the nested table, -1 where a
+# threshold falls inside the bucket: one lookup in 640 KB settles about 99% of the draws,
+# a search the rest.
+_NESTED_BUCKET_BITS = 12
+
+
+def _nested_buckets() -> np.ndarray:
+    shift = 32 - _NESTED_BUCKET_BITS
+    start = np.arange(1 << _NESTED_BUCKET_BITS, dtype=np.uint64) << np.uint64(shift)
+    last = start + np.uint64((1 << shift) - 1)
+    out = np.empty((_NESTED_MAX + 1, start.size), dtype=np.float64)
+    for lam in range(_NESTED_MAX + 1):
+        offset = np.uint64(lam << 33)
+        at_start = np.searchsorted(_NESTED, start + offset, "right") - lam * _NESTED_VALUES
+        at_last = np.searchsorted(_NESTED, last + offset, "right") - lam * _NESTED_VALUES
+        out[lam] = np.where(at_last > at_start, -1, at_start)
+    return out.reshape(-1)
+
+
+_NESTED_BUCKETS = _nested_buckets()
 # Which 32-bit word of a uint64 in memory is its low half.
 _LOW_WORD_FIRST = sys.byteorder == "little"
 
@@ -89,7 +125,7 @@ def _mix_in_place(x: np.ndarray, scratch: np.ndarray) -> None:
 _HASH_CHUNK = 1 << 15
 
 
-def poisson_weights(positions, n_replicates: int, seed: int, *, double: bool = False) -> np.ndarray:
+def poisson_weights(positions, n_replicates: int, seed: int, *, of=None) -> np.ndarray:
     """Poisson(1) bootstrap weights of rows at the given stream positions.
 
     Parameters
@@ -98,13 +134,14 @@ def poisson_weights(positions, n_replicates: int, seed: int, *, double: bool = F
         Each row's position in the whole source (0-based, stable across reads).
     n_replicates : int
     seed : int
-    double : bool, default False
-        Weights of a double bootstrap instead (a resample of a resample): each row's
-        count is then Neyman type A(1, 1), ``Poisson(N)`` with ``N ~ Poisson(1)``, the
-        marginal of a Poisson(1) resample of a Poisson(1) resample. Its replicates give
-        the mean ``E** theta**`` of the iterated bias correction
-        (:func:`calcore.evaluation.intervals.interval_bounds`). Drawn from hashes keyed
-        apart from the single level's.
+    of : ndarray of shape (n_replicates, m), optional
+        Weights of a resample of each of these resamples instead (the double bootstrap):
+        the row counted ``of[r, i]`` times in resample ``r`` gets ``Poisson(of[r, i])``,
+        so marginally Neyman type A(1, 1) (mean 1, variance 2) when ``of`` is this
+        function's Poisson(1) weights. Their replicates give the mean ``E** theta**`` of
+        the iterated bias correction (:func:`calcore.evaluation.intervals.interval_bounds`);
+        drawn from each resample, not apart from it, the difference of the two levels'
+        means carries less Monte Carlo noise. Uniforms keyed apart from the first level's.
 
     Returns
     -------
@@ -129,11 +166,14 @@ def poisson_weights(positions, n_replicates: int, seed: int, *, double: bool = F
     pos = np.asarray(positions).reshape(-1)
     n_rep = int(n_replicates)
     pairs = (n_rep + 1) // 2
-    thresholds, weight_of_bucket = _DOUBLE if double else _POISSON
+    thresholds, weight_of_bucket = _POISSON
     with np.errstate(over="ignore"):
         key = _mix(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _GOLDEN + _GOLDEN)
-        if double:
+        if of is not None:
             key = _mix(key ^ _M2)
+            # (m, R), each count shifted to its row of the bucket table
+            rows_of = np.minimum(np.asarray(of).T, _NESTED_MAX).astype(np.uint32)
+            rows_of <<= np.uint32(_NESTED_BUCKET_BITS)
     out = np.empty((pos.size, n_rep), dtype=np.float64)
     rows = max(1, _HASH_CHUNK // max(pairs, 1))
     size = min(pos.size, rows)
@@ -153,6 +193,19 @@ def poisson_weights(positions, n_replicates: int, seed: int, *, double: bool = F
         _mix_in_place(x, scratch[:n])
         uniforms = halves[:n, :n_rep] if _LOW_WORD_FIRST else halves[:n, columns]
         chunk = out[start : start + n]
+        if of is not None:  # Poisson(count): row ``count`` of the nested table
+            bucket = uniforms >> np.uint32(32 - _NESTED_BUCKET_BITS)
+            bucket |= rows_of[start : start + n]
+            np.take(_NESTED_BUCKETS, bucket, out=chunk, mode="clip")
+            near = np.flatnonzero(chunk < 0)  # a threshold inside the bucket: search
+            if near.size:
+                lam_near = (bucket.ravel()[near] >> np.uint32(_NESTED_BUCKET_BITS)).astype(
+                    np.uint64
+                )
+                exact = uniforms.ravel()[near].astype(np.uint64) + (lam_near << np.uint64(33))
+                found = np.searchsorted(_NESTED, exact, side="right")
+                chunk.reshape(-1)[near] = found - lam_near.astype(np.int64) * _NESTED_VALUES
+            continue
         # every bucket index is < 2^16; mode "raise" (the default) would buffer the output
         np.take(weight_of_bucket, uniforms >> np.uint32(16), out=chunk, mode="clip")
         near = np.flatnonzero(np.isnan(chunk))  # a threshold inside the bucket: search

@@ -87,9 +87,11 @@ def double_resample_counts(counts: np.ndarray, seed) -> np.ndarray:
     picks = rng.integers(0, n, (n_resamples, n))
     picks += (np.arange(n_resamples, dtype=picks.dtype) * n)[:, None]
     cells = rows[picks] + (np.arange(n_resamples, dtype=np.int64) * n)[:, None]
-    return np.bincount(cells.reshape(-1), minlength=n_resamples * n).reshape(
-        n_resamples, n
-    ).astype(np.float64)
+    return (
+        np.bincount(cells.reshape(-1), minlength=n_resamples * n)
+        .reshape(n_resamples, n)
+        .astype(np.float64)
+    )
 
 
 def jackknife_weights(n: int, seed, groups: int = JACKKNIFE_GROUPS) -> np.ndarray:
