@@ -17,7 +17,8 @@ Prints one JSON object. Cases (binary predictions, a deterministic generator):
   metrics (the Slices view's six, then every metric), no tests (``n_resamples=0``), and
   DuckDB's per-segment confidence-ECE query;
 * ``directory`` (only with ``--dir-rows``, e.g. 1,000,000,000: ~10 GB, not in CI):
-  a directory of 50M-row Parquet files, ``calcore metrics DIR --json``.
+  a directory of 50M-row Parquet files, ``calcore metrics DIR --json`` with
+  ``--metric conf_ece`` (the query's metric) and with every metric.
 
 Usage: ``python benchmarks/bench_scale.py [--rows 10000000] [--stream-rows 100000000]
 [--sliced-rows 100000000] [--dir-rows 0] [--only sliced]`` (files are written to a
@@ -308,12 +309,17 @@ def directory_case(n: int, folder: str) -> dict:
         rows = min(per_file, n - start)
         _write_parquet(os.path.join(sub, "part.parquet"), rows, first_seed=start)
         files += 1
+    one = _cli(folder, "--metric", "conf_ece")
+    print(json.dumps({"directory_calcore_conf_ece": one}), file=sys.stderr, flush=True)
     every = _cli(folder)
     print(json.dumps({"directory_calcore": every}), file=sys.stderr, flush=True)
     duck = _duck(f"(select p_click as p, label from read_parquet({folder + '/*/*.parquet'!r}))")
     return {
         "rows": n,
         "files": files,
+        "calcore_metrics_conf_ece_s": round(one["seconds"], 1),
+        "calcore_metrics_conf_ece_peak_rss_mb": round(one["peak_rss_mb"]),
+        "conf_ece_ratio_to_duckdb": round(one["seconds"] / duck["seconds"], 2),
         "calcore_metrics_all_s": round(every["seconds"], 1),
         "calcore_peak_rss_mb": round(every["peak_rss_mb"]),
         "duckdb_query_s": round(duck["seconds"], 2),
