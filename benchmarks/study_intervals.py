@@ -101,6 +101,7 @@ def run_cell(kind, n_classes, n, *, reps, resamples, level, truth, metrics=None)
     hits = {k: {m: [] for m in COLUMNS} for k in keys}
     estimates = {k: [] for k in keys}
     rejected = {k: [] for k in binned}
+    caveated = {k: [] for k in binned}
     for rep in range(reps):
         seed = cell_seed(kind, n_classes, n, rep)
         preds = calcore.simulate_predictions(sim, n, seed=seed).preds
@@ -121,6 +122,7 @@ def run_cell(kind, n_classes, n, *, reps, resamples, level, truth, metrics=None)
             )
             for k in binned:
                 rejected[k].append(second.calibration_test.p_values[k] <= TEST_LEVEL)
+                caveated[k].append(second.intervals[k].caveat is not None)
         for k in keys:
             est = report.metrics[k]
             estimates[k].append(est)
@@ -163,7 +165,26 @@ def run_cell(kind, n_classes, n, *, reps, resamples, level, truth, metrics=None)
         }
         if k in rejected:
             out[k]["test_rejection_rate"] = float(np.mean(rejected[k]))
+            out[k]["caveated"] = float(np.mean(caveated[k]))
     return out
+
+
+def caveated_share(kind, n_classes, n, *, reps, metrics=BINNED) -> dict:
+    """The share of a cell's test sets whose default interval of each binned error carries
+    a caveat (too few rows per cell: the page shows no range), for runs made before it was
+    recorded. The caveat depends on the rows only, so two resamples draw the same ones."""
+    sim = simulator(kind, n_classes)
+    keys = [k for k in cell_metrics(n_classes, metrics) if k in BINNED]
+    flags = {k: [] for k in keys}
+    for rep in range(reps):
+        seed = cell_seed(kind, n_classes, n, rep)
+        preds = calcore.simulate_predictions(sim, n, seed=seed).preds
+        report = calcore.evaluate(
+            preds, n_bootstrap=2, seed=seed, metrics=keys, test_calibration=False
+        )
+        for k in keys:
+            flags[k].append(report.intervals[k].caveat is not None)
+    return {k: float(np.mean(v)) for k, v in flags.items()}
 
 
 def merge_results(results: list[dict]) -> dict:
@@ -276,22 +297,41 @@ GOAL_METRICS = ("conf_ece", "top_label_ece", "classwise_ece", "kde_ece")
 
 
 def goal_lines(mis: list[dict]) -> list[str]:
-    """Whether the default intervals reach the goal, and the cells where they do not."""
-    lines = ["", "The goal, for the default intervals over the miscalibrated cells:", ""]
+    """Whether the default intervals reach the goal, and the cells where they do not.
+
+    Cells where most default intervals carry a caveat (too few rows per (class, bin)
+    cell: the page shows the estimate without a range, and says why) are listed apart:
+    there the issue asks for words instead of a misleading bar, not for coverage.
+    """
+    lines = [
+        "",
+        "The goal, for the default intervals over the miscalibrated cells (coverage >= 0.9 "
+        "on average, >= 0.8 in every cell with n >= 1,000), leaving out the cells where the "
+        "interval is shown with a caveat instead of a range:",
+        "",
+    ]
     for key in GOAL_METRICS:
         cells = [c for c in mis if key in c["metrics"]]
-        if not cells:
+        flagged = [c for c in cells if c["metrics"][key].get("caveated", 0.0) >= 0.5]
+        shown = [c for c in cells if c not in flagged]
+        if not shown:
             continue
-        cov = [c["metrics"][key]["methods"]["default"]["coverage"] for c in cells]
+        cov = [c["metrics"][key]["methods"]["default"]["coverage"] for c in shown]
         short = [
             f"{c['kind']} {c['n_classes']} classes n = {c['n']:,} ({v:.2f})"
-            for c, v in zip(cells, cov, strict=True)
+            for c, v in zip(shown, cov, strict=True)
             if c["n"] >= 1000 and v < 0.8
         ]
+        mean = float(np.mean(cov))
         lines.append(
-            f"- {key}: mean {np.mean(cov):.2f} ({'met' if np.mean(cov) >= 0.9 else 'missed'}); "
+            f"- {key}: mean {mean:.3f} over {len(shown)} cells "
+            f"({'met' if mean >= 0.9 else 'missed'}); "
             + (f"below 0.8 in {len(short)} cells with n >= 1,000: " + "; ".join(short)
                if short else "every cell with n >= 1,000 at 0.8 or more")
+            + (f"; shown with a caveat in {len(flagged)} cells: " + "; ".join(
+                f"{c['kind']} {c['n_classes']} classes n = {c['n']:,} (coverage "
+                f"{c['metrics'][key]['methods']['default']['coverage']:.2f})" for c in flagged)
+               if flagged else "")
         )  # fmt: skip
     return lines
 
@@ -353,6 +393,14 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", nargs="*", type=int, default=None)
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument(
+        "--add-caveats",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="fill in each cell's share of caveated intervals in runs made before it was "
+        "recorded (rewrites the files), instead of running",
+    )
+    parser.add_argument(
         "--summarize",
         nargs="+",
         type=Path,
@@ -361,6 +409,16 @@ def main(argv=None) -> int:
         "write FILE.md and FILE.json) instead of running",
     )
     args = parser.parse_args(argv)
+    if args.add_caveats:
+        for path in args.add_caveats:
+            run = json.loads(path.read_text())
+            for cell in run["cells"]:
+                reps = cell.get("reps", run["reps_per_cell"])
+                shares = caveated_share(cell["kind"], cell["n_classes"], cell["n"], reps=reps)
+                for k, share in shares.items():
+                    cell["metrics"][k]["caveated"] = share
+            path.write_text(json.dumps(run, indent=1) + "\n")
+        return 0
     if args.summarize:
         merged = merge_results([json.loads(p.read_text()) for p in args.summarize])
         text = document(merged)

@@ -164,7 +164,7 @@ def _add_estimation_options(
         choices=("auto", *INTERVAL_METHODS),
         default="auto",
         help="how intervals are read off the resamples (default auto: each metric's method "
-        "from the coverage study, bias-corrected for the calibration errors)",
+        "from the coverage study, bias-corrected twice for the binned calibration errors)",
     )
 
 

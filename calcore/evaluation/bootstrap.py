@@ -35,6 +35,11 @@ class Interval:
     method : str
         How the bounds were read off the replicates (see
         :data:`calcore.evaluation.intervals.INTERVAL_METHODS`).
+    caveat : str or None
+        Why this interval should not be read as a range for the true value, on these
+        data (e.g. bins too sparse for any bias correction the coverage study checked);
+        None when nothing is known against it. The metric's own caveat, whatever the
+        data, is ``calcore.METRICS[key].interval_caveat``.
 
     Examples
     --------
@@ -53,6 +58,7 @@ class Interval:
     confidence_level: float
     n_resamples: int
     method: str = "percentile"
+    caveat: str | None = None
 
 
 def percentile_bounds(replicates, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:

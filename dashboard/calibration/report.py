@@ -155,7 +155,8 @@ def _settings_rows(ctx, source: str) -> list[tuple[str, str]]:
     return rows
 
 
-def _metrics_html(ctx) -> str:
+def _metrics_html(ctx) -> tuple[str, dict]:
+    """The metrics table as HTML, and its values (method -> metric -> Interval)."""
     # the page's choice: no intervals on large data until someone asked for them
     table_of = metrics.comparison(ctx, n_bootstrap=0 if metrics.intervals_deferred(ctx) else None)
     values = table_of.values
@@ -171,11 +172,12 @@ def _metrics_html(ctx) -> str:
             cls = ' class="best"' if col in winners else ""
             cells.append(f"<td{cls}>{html.escape(str(row[col]))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>", values
 
 
 def report_html(ctx, *, source: str, slicing: dict | None = None) -> str:
     """The whole report as one HTML document (about 5 MB: plotly.js is embedded once)."""
+    table, values = _metrics_html(ctx)
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>calibration-lens report: {html.escape(source)}</title>",
@@ -188,10 +190,10 @@ def report_html(ctx, *, source: str, slicing: dict | None = None) -> str:
         ),
         "</table>",
         "<h2>Metrics on the test rows</h2>",
-        _metrics_html(ctx),
-        "<p>Brackets: 95% bootstrap intervals (percentile for accuracy, NLL and Brier; "
-        "bias-corrected for the calibration errors, so that they cover the true error); "
-        f"bold: best per row. {html.escape(metrics.caveat_caption())}</p>",
+        table,
+        "<p>Brackets: 95% bootstrap intervals (percentile for accuracy, NLL, Brier and the "
+        "KDE-ECE; bias-corrected for the binned calibration errors, so that they cover the "
+        f"true error); bold: best per row. {html.escape(metrics.caveat_caption(values))}</p>",
     ]
     for i, (title, fig) in enumerate(report_figures(ctx)):
         parts.append(f"<h2>{html.escape(title)}</h2>")

@@ -23,8 +23,9 @@ def metric_intervals_figure(
     Parameters
     ----------
     values : Mapping[str, Mapping[str, calcore.Interval | None]]
-        Method -> metric key -> interval (``low``/``high`` NaN: no interval yet), in display
-        order; a missing or None entry leaves a gap.
+        Method -> metric key -> interval (``low``/``high`` NaN: no interval yet; an
+        interval with a ``caveat`` is drawn without its bar), in display order; a missing
+        or None entry leaves a gap.
     metrics : Sequence[tuple[str, str]]
         ``(metric key, label)`` in x order (errors on a common scale, e.g. the ECEs).
     theme : {"light", "dark"}
@@ -50,7 +51,9 @@ def metric_intervals_figure(
         for i, (key, _) in enumerate(metrics):
             iv = row.get(key)
             if iv is not None and math.isfinite(iv.estimate):
-                est[i], low[i], high[i] = iv.estimate, iv.low, iv.high
+                est[i] = iv.estimate
+                if not getattr(iv, "caveat", None):  # no bar that reads as a range for the truth
+                    low[i], high[i] = iv.low, iv.high
         label, style = esc(method), styles[method]
         fig.add_trace(
             go.Scatter(

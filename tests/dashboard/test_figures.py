@@ -652,6 +652,25 @@ def test_metric_intervals_figure_carries_the_intervals():
         figures.metric_intervals_figure(values, metrics=[])
 
 
+def test_an_interval_with_a_caveat_is_drawn_without_its_bar_and_shown_without_brackets():
+    from dashboard.calibration.views import metrics as metrics_view
+
+    iv = calcore.Interval
+    sparse = iv(0.2, 0.1, 0.3, 0.95, 50, "iterated", "its cells hold 3.0 rows on average")
+    values = {UNCALIBRATED: {"top_label_ece": sparse, "conf_ece": iv(0.1, 0.08, 0.12, 0.95, 50)}}
+    fig = figures.metric_intervals_figure(
+        values, metrics=[("conf_ece", "conf"), ("top_label_ece", "TL")]
+    )
+    base = trace(fig, UNCALIBRATED)
+    np.testing.assert_array_equal(base.y, [0.1, 0.2])  # the estimate stays
+    assert np.isfinite(base.error_y.array[0]) and np.isnan(base.error_y.array[1])
+    table = metrics_view.display_table(values).set_index("metric")
+    assert table.loc["TL-ECE", UNCALIBRATED] == "0.2000 †"
+    assert table.loc["conf-ECE", UNCALIBRATED] == "0.1000 [0.0800, 0.1200]"
+    words = metrics_view.caveat_caption(values)
+    assert f"† TL-ECE of {UNCALIBRATED}: no interval shown, its cells hold 3.0 rows" in words
+
+
 def test_top_label_bin_names_only_the_busiest_classes_on_the_points():
     rng = np.random.default_rng(4)
     z = rng.normal(size=(4000, 40)) + np.linspace(0, 2, 40)  # uneven class frequencies

@@ -113,7 +113,7 @@ def _cell(iv: calcore.Interval | None, key: str) -> str:
     if math.isnan(iv.low):
         return f"{iv.estimate:.4f}"
     spec = calcore.METRICS.get(key)
-    if spec is not None and spec.interval_caveat:
+    if (spec is not None and spec.interval_caveat) or iv.caveat:
         # No bracket that reads as a range for the truth: the words are in the caption.
         return f"{iv.estimate:.4f} {UNRELIABLE}"
     return f"{iv.estimate:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
@@ -139,13 +139,21 @@ def display_table(values, verdicts=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def caveat_caption() -> str:
-    """The words that replace the brackets of the metrics marked :data:`UNRELIABLE`."""
+def caveat_caption(values=None) -> str:
+    """The words that replace the brackets of the metrics marked :data:`UNRELIABLE`: the
+    metrics' own caveats, then those of intervals of ``values`` (method -> metric ->
+    Interval) on these data (e.g. too few rows per bin)."""
     marked = [spec.label for spec in calcore.METRICS.values() if spec.interval_caveat]
     caveats = dict.fromkeys(
         s.interval_caveat for s in calcore.METRICS.values() if s.interval_caveat
     )
-    return f"{UNRELIABLE} {', '.join(marked)}: no interval shown. " + " ".join(caveats)
+    words = f"{UNRELIABLE} {', '.join(marked)}: no interval shown. " + " ".join(caveats)
+    for method, row in (values or {}).items():
+        for key, iv in row.items():
+            if iv is not None and iv.caveat:
+                label = calcore.METRICS[key].label
+                words += f" {UNRELIABLE} {label} of {method}: no interval shown, {iv.caveat}"
+    return words
 
 
 def tidy_rows(values) -> list[dict]:
@@ -253,7 +261,7 @@ def render(ctx) -> None:
         + " · best per row in bold."
         + (
             " Intervals of the binned calibration errors are bias-corrected (they aim at the "
-            "true error, not at the spread of the estimate). " + caveat_caption()
+            "true error, not at the spread of the estimate). " + caveat_caption(values)
             if s.n_bootstrap and not deferred
             else ""
         )
