@@ -456,12 +456,14 @@ def _interval_notes(keys, method) -> list[str]:
             "Intervals of the calibration errors ("
             + ", ".join(corrected)
             + ") are bias-corrected: these estimators read high on finite samples, so each "
-            "interval is centred on the estimate minus the bias its resamples show, and "
+            "interval spans the estimate minus the bias its resamples show and that bias "
+            "corrected again by resamples of the resamples, plus the resamples' spread, and is "
             "extended to the estimate when it ends below it. In simulation (miscalibrated "
-            "models of 2 to 10 classes, 1,000 to 5,000 rows) 95% intervals contained the true "
-            "error in 91-93% of samples on average, against 64-65% for percentile intervals of "
-            "the TL- and CW-ECE (docs/replications/intervals.md). For a calibrated model (true "
-            "error 0) read the calibration test instead."
+            "models of 2 to 10 classes, 500 to 50,000 rows) 95% intervals contained the true "
+            "error in about 90% of samples on average and at least 80% in every setting of "
+            "1,000 rows or more, against 58% for percentile intervals of the TL- and CW-ECE "
+            "(docs/replications/intervals.md). For a calibrated model (true error 0) read the "
+            "calibration test instead."
         )
     caveats = dict.fromkeys(METRICS[k].interval_caveat for k in keys)
     notes.extend(c for c in caveats if c)
