@@ -92,9 +92,12 @@ def cell_metrics(n_classes: int, metrics=None) -> list[str]:
     return keys if metrics is None else [k for k in keys if k in metrics]
 
 
-def run_cell(kind, n_classes, n, *, reps, resamples, level, truth, metrics=None) -> dict:
+def run_cell(
+    kind, n_classes, n, *, reps, resamples, level, truth, metrics=None, first_rep=0
+) -> dict:
     """Coverage, width and exclusion of the estimate per metric and method in one cell,
-    and the test of calibration's rejection rate per binned error."""
+    and the test of calibration's rejection rate per binned error (test sets
+    ``first_rep .. first_rep + reps - 1``: a later run adds test sets to a cell)."""
     sim = simulator(kind, n_classes)
     keys = cell_metrics(n_classes, metrics)
     binned = [k for k in keys if k in BINNED]
@@ -102,7 +105,7 @@ def run_cell(kind, n_classes, n, *, reps, resamples, level, truth, metrics=None)
     estimates = {k: [] for k in keys}
     rejected = {k: [] for k in binned}
     caveated = {k: [] for k in binned}
-    for rep in range(reps):
+    for rep in range(first_rep, first_rep + reps):
         seed = cell_seed(kind, n_classes, n, rep)
         preds = calcore.simulate_predictions(sim, n, seed=seed).preds
         report = calcore.evaluate(
@@ -199,7 +202,7 @@ def merge_results(results: list[dict]) -> dict:
     for r in results:
         for cell in r["cells"]:
             cell.setdefault("reps", r["reps_per_cell"])
-    first["cells"] = [c for r in results for c in r["cells"]]
+    first["cells"] = _pooled([c for r in results for c in r["cells"]])
     for cell in first["cells"]:
         for key, entry in cell["metrics"].items():
             if "default" not in entry["methods"]:
@@ -213,6 +216,41 @@ def merge_results(results: list[dict]) -> dict:
     first["methods"] = list(COLUMNS)
     first["seconds"] = round(sum(r["seconds"] for r in results), 1)
     return first
+
+
+def _pooled(cells: list[dict]) -> list[dict]:
+    """Cells of the same (kind, classes, n) from several runs (other test sets of the same
+    cell, ``--first-rep``) as one: every rate and mean weighted by the runs' test sets."""
+    groups: dict = {}
+    for cell in cells:
+        groups.setdefault((cell["kind"], cell["n_classes"], cell["n"]), []).append(cell)
+    out = []
+    for parts in groups.values():
+        if len(parts) == 1:
+            out.append(parts[0])
+            continue
+        w = np.array([c["reps"] for c in parts], dtype=float)
+
+        def mean(values, w=w):
+            return float(np.dot(w, values) / w.sum())
+
+        pooled = {k: v for k, v in parts[0].items() if k != "metrics"}
+        pooled["reps"] = int(w.sum())
+        pooled["metrics"] = {}
+        for key, entry in parts[0]["metrics"].items():
+            entries = [c["metrics"][key] for c in parts]
+            merged = {"truth": entry["truth"]}
+            for field in ("mean_estimate", "test_rejection_rate", "caveated"):
+                if all(field in e for e in entries):
+                    merged[field] = mean([e[field] for e in entries])
+            merged["bias"] = merged["mean_estimate"] - entry["truth"]
+            merged["methods"] = {
+                m: {f: mean([e["methods"][m][f] for e in entries]) for f in entry["methods"][m]}
+                for m in entry["methods"]
+            }
+            pooled["metrics"][key] = merged
+        out.append(pooled)
+    return out
 
 
 def _width(value: float) -> str:
@@ -386,6 +424,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the reduced grid of the tests")
     parser.add_argument("--reps", type=int, default=100, help="test sets per cell")
+    parser.add_argument(
+        "--first-rep",
+        type=int,
+        default=0,
+        help="index of the first test set (a run from 30 adds test sets 30.. to a cell; "
+        "--summarize pools the runs)",
+    )
     parser.add_argument("--resamples", type=int, default=200, help="bootstrap resamples")
     parser.add_argument("--level", type=float, default=0.95)
     parser.add_argument("--kinds", nargs="*", default=None)
@@ -446,6 +491,7 @@ def main(argv=None) -> int:
                     resamples=args.resamples,
                     level=args.level,
                     truth=truth,
+                    first_rep=args.first_rep,
                 )
                 cells.append(
                     {"kind": kind, "n_classes": n_classes, "n": n, "reps": args.reps,
