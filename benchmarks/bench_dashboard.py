@@ -11,9 +11,11 @@ no stale elements, plus the chart/table drawn):
 * issue 15: a dataset on the server (the demo of ``make run``, 10M rows by default,
   ``--server-rows``) opened from a link: first paint of the metrics table (sampling
   included; in a fresh browser profile and in one that has opened the page before), a
-  bins change, a view switch, the Slices view (its first opening reads the slice columns)
-  and a slicing by segment, and every test row evaluated streamed, beside
-  DuckDB's 15-bin conf-ECE query over the same file's test rows (measured in the same run).
+  bins change, a view switch, the Slices view's first opening (straight after those, and
+  in the second browser after a reviewer's pause on the table, when the slice columns have
+  been read in the background) and a slicing by segment, and every test row evaluated
+  streamed, beside DuckDB's 15-bin conf-ECE query over the same file's test rows (measured
+  in the same run).
 
 Usage::
 
@@ -248,6 +250,11 @@ def dataset_first_paint(page, url: str) -> float:
     return time.monotonic() - start
 
 
+#: Seconds a reviewer spends on the metrics table before opening the Slices view, in the
+#: second measure of its first opening (the first one opens it straight after the others).
+READING_PAUSE_S = 4.0
+
+
 def server_case(browser, n_rows: int, *, every_row: bool = True) -> dict:
     """The demo dataset on the server, opened from a link on a running server that has not
     read it yet (cold caches). A fresh server process first imports the page's libraries
@@ -303,6 +310,10 @@ def server_case(browser, n_rows: int, *, every_row: bool = True) -> dict:
                 page, f"{server.url}/?data=clicks_again.parquet&m=ts&m=tl-hb"
             )
             settle(page)
+            # A reviewer reads the table before moving on: the page reads the slice columns
+            # in the background once the server is quiet, so the Slices view finds them.
+            time.sleep(READING_PAUSE_S)
+            slices_after_reading = open_slices(page, "segment")[0]
             context.close()
         value, duck = duckdb_conf_ece(path)
         return {
@@ -317,6 +328,7 @@ def server_case(browser, n_rows: int, *, every_row: bool = True) -> dict:
             "view_switch_s": round(view, 2),
             "back_to_metrics_s": round(back, 2),
             "slices_view_first_switch_s": round(slices_switch, 2),
+            "slices_view_first_switch_after_reading_s": round(slices_after_reading, 2),
             "slices_by_segment_s": round(slices_by, 2),
             "every_row_3_outputs_s": every_row_s,
             "duckdb_conf_ece_test_rows_s": round(duck, 3),

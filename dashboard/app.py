@@ -10,11 +10,13 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.calibration.page import render_calibration
+from dashboard.calibration.server import ACTIVITY
 from dashboard.lab.page import render_lab
 
-st.navigation(
-    [
-        st.Page(render_calibration, title="Calibration", default=True),
-        st.Page(render_lab, title="Simulation lab", url_path="lab"),
-    ]
-).run()
+with ACTIVITY.run():  # background reads wait for a quiet server
+    st.navigation(
+        [
+            st.Page(render_calibration, title="Calibration", default=True),
+            st.Page(render_lab, title="Simulation lab", url_path="lab"),
+        ]
+    ).run()

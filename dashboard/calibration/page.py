@@ -23,6 +23,7 @@ from dashboard.calibration.downloads import downloads
 from dashboard.calibration.preview import load_options
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.server import (
+    ACTIVITY,
     RowsProgress,
     Streamed,
     open_dataset,
@@ -294,6 +295,11 @@ def sample_words(streamed: Streamed, mode: str) -> str:
 def view_area(ctx) -> None:
     """The view selector and the chosen view: a fragment, so switching views reruns only
     this part (the sidebar, data panel and fitted calibrators are unchanged by it)."""
+    with ACTIVITY.run():  # a fragment's rerun is a script run too (see server.ACTIVITY)
+        _view_area(ctx)
+
+
+def _view_area(ctx) -> None:
     view = controls.view_control()
     settings = dataclasses.replace(ctx.settings, view=view)
     st.session_state[KEY_LAST] = settings
