@@ -252,7 +252,7 @@ def dataset_first_paint(page, url: str) -> float:
 
 #: Seconds a reviewer spends on the metrics table before opening the Slices view, in the
 #: second measure of its first opening (the first one opens it straight after the others).
-READING_PAUSE_S = 4.0
+READING_PAUSE_S = 6.0
 
 
 def server_case(browser, n_rows: int, *, every_row: bool = True) -> dict:
