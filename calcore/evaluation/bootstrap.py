@@ -49,7 +49,7 @@ class Interval:
     >>> calcore.bootstrap_interval(calcore.accuracy, preds, n_resamples=100, seed=0)
     ... # doctest: +NORMALIZE_WHITESPACE
     Interval(estimate=0.75, low=0.25, high=1.0, confidence_level=0.95, n_resamples=100,
-             method='percentile')
+             method='percentile', caveat=None)
     """
 
     estimate: float
