@@ -63,7 +63,7 @@ def report_cell_specs(preds: Predictions, *, bins, binning, keys=None, weights=N
         if key in wanted and reduction != "class-wise"
     }
     classwise = [k for k in wanted if requests[k][0] == "class-wise"]
-    found = classwise_edges(  # one sort of each column for all of them
+    found = classwise_edges(  # one partition (or sort) of each column for all of them
         batch,
         [(resolve_binning(requests[k][1], requests[k][2]), requests[k][3]) for k in classwise],
         weights=weights,
