@@ -6,9 +6,10 @@ reads, in one pass over the files, a seeded uniform sample of at most :func:`sam
 rows per split (:meth:`calcore.PredictionStream.sample_splits`: bottom-k of per-row
 uniforms keyed by row position, the same whatever the batching). The metadata columns
 (for the Slices view) are read later, for the same rows (:func:`with_slice_columns`): in
-the background once the first page is drawn (:func:`prefetch_slice_columns`), or when a
-page needs them first. The Metrics view, where a review starts, does not wait for them
-(on the 100M-row demo the samples take 1.9 s without them, 2.6 s with them).
+the background once no session's script has run for a few seconds
+(:func:`prefetch_slice_columns`), or when a page needs them first. The Metrics view,
+where a review starts, does not wait for them (on the 100M-row demo the samples take
+1.9 s without them, 2.6 s with them).
 
 Every view works on the samples, as on a file loaded whole, and the page says so; the
 Metrics view can also evaluate every test row, streamed (:func:`streamed_report`). Results
