@@ -298,6 +298,8 @@ def prefetch_slice_columns(loaded: Loaded, streamed: Streamed) -> bool:
                 if slice_columns_read(streamed):
                     return  # a page read them meanwhile
                 time.sleep(0.1)
+            if _OPENED.peek((streamed.dataset.fingerprint, streamed.sample_rows)) is None:
+                return  # the dataset left the cache meanwhile: nobody is looking at it
             with_slice_columns(loaded, streamed)
         except Exception:
             pass
