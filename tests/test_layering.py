@@ -156,3 +156,20 @@ def test_import_calcore_loads_neither_pandas_nor_pyarrow():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_diagnostics_take_their_bin_sums_from_the_statistics_engine():
+    """One implementation of binned sums (issue 11): a diagnostic bins rows through
+    ``calcore.statistics`` (``CellSums``, ``replicate_sums``), never with its own
+    ``np.bincount`` / ``np.add.reduceat`` / ``np.histogram`` over rows."""
+    own = []
+    for path in sorted((PACKAGE / "diagnostics").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in (
+                "bincount",
+                "reduceat",
+                "histogram",
+            ):
+                own.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.attr}")
+    assert not own, "\n".join(own)

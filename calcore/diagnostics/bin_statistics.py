@@ -86,7 +86,7 @@ class BinStatistics:
         return self.count > 0
 
 
-def _counts(weight: np.ndarray) -> np.ndarray:
+def counts_of(weight: np.ndarray) -> np.ndarray:
     """Integer counts as int64 (unit and integer weights); other weights stay float64."""
     rounded = np.rint(weight)
     if np.array_equal(rounded, weight) and (weight.size == 0 or weight.max() < 2.0**53):
@@ -109,7 +109,7 @@ def bin_statistics_from_sums(
     of a subset of classes report the class indices). Empty bins have NaN means and,
     for rank-based schemes, NaN edges.
     """
-    count = _counts(sums.weight)
+    count = counts_of(sums.weight)
     with np.errstate(invalid="ignore", divide="ignore"):  # empty bins -> NaN, documented
         mean_score = sums.score / sums.weight
         mean_outcome = sums.outcome / sums.weight

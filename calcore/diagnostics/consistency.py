@@ -23,7 +23,8 @@ from calcore._limits import N_RESAMPLES
 from calcore._validation import refuse_weights
 from calcore.predictions import Predictions
 from calcore.reductions import binary_view
-from calcore.statistics.edges import assign_bins
+from calcore.statistics.cells import CellSums, replicate_sums
+from calcore.statistics.edges import edges_for
 
 __all__ = ["ConsistencyBands", "consistency_bands"]
 
@@ -117,25 +118,24 @@ def consistency_bands(
             f"consistency_bands needs a single-problem view such as 'confidence'; {view!r} has "
             f"{v.n_groups} groups. For one class, build the bands from that class's diagram data."
         )
-    assignment = assign_bins(v.scores, binning=binning, bins=bins)
-    total = assignment.n_bins_total
-    count = np.bincount(assignment.point_bin, minlength=total)
-    conf = np.bincount(assignment.point_bin, weights=v.scores, minlength=total)
+    edges = edges_for(v.scores, binning=binning, bins=bins)
+    cells = edges.cell_of(v.scores)
+    total = edges.n_cells
+    sums = CellSums.zeros(total)
+    sums.add(cells, v.scores)
+    count, conf = sums.weight, sums.score
     rng = np.random.default_rng(seed)
     freq = np.empty((n_resamples, total))
     per_block = max(1, _DRAWS_PER_BLOCK // max(v.scores.size, 1))
-    # Sort points by bin once so that each resample's per-bin sums are a reduceat.
-    order = np.argsort(assignment.point_bin, kind="stable")
-    s_sorted = v.scores[order]
-    starts = np.searchsorted(assignment.point_bin[order], np.arange(total))
+    # The draws follow the points sorted by bin (as they always have, so a seed gives the
+    # same bands); each block of resamples is one replicate-weighted sum per cell.
+    order = np.argsort(cells, kind="stable")
+    s_sorted, cells_sorted = v.scores[order], cells[order]
     nonempty = count > 0
     for r0 in range(0, n_resamples, per_block):
         r1 = min(n_resamples, r0 + per_block)
         draws = (rng.random((r1 - r0, s_sorted.size)) < s_sorted).astype(np.float64)
-        sums = np.zeros((r1 - r0, total))
-        if s_sorted.size:
-            sums[:, nonempty] = np.add.reduceat(draws, starts[nonempty], axis=1)
-        freq[r0:r1] = sums
+        (freq[r0:r1],) = replicate_sums(draws, cells_sorted, total)
     with np.errstate(invalid="ignore", divide="ignore"):
         freq /= count
         lo, hi = np.quantile(freq, [(1 - level) / 2, (1 + level) / 2], axis=0)

@@ -16,13 +16,16 @@ from calcore._errors import CalcoreError
 from calcore._validation import row_weights
 from calcore.diagnostics.bin_statistics import (
     BinStatistics,
+    bin_statistics_from_sums,
     classwise_bin_statistics,
+    counts_of,
     statistics_for,
     view_bin_statistics,
 )
 from calcore.predictions import Predictions
-from calcore.reductions import binary_view, top_label_view
-from calcore.statistics.edges import assign_bins
+from calcore.reductions import top_label_view
+from calcore.statistics.cells import CellSums
+from calcore.statistics.edges import edges_for
 
 __all__ = [
     "wilson_interval",
@@ -279,8 +282,18 @@ def top_label_reliability_diagram(
     """
     view = top_label_view(preds)
     w = row_weights(preds, sample_weight)
-    overall = view_bin_statistics(
-        binary_view(preds, "confidence"), binning=binning, bins=bins, weights=w
+    # One set of confidence-view edges; its cells crossed with the predicted class give
+    # the drill-down (Fig. 1b), summed by the same CellSums as every other diagram.
+    edges = edges_for(view.scores, binning=binning, bins=bins, weights=w)
+    point_bin = edges.cell_of(view.scores)
+    overall_sums = CellSums.zeros(edges.n_cells, ranges=edges.thresholds is not None)
+    overall_sums.add(point_bin, view.scores, w, outcomes=view.outcomes)
+    overall = bin_statistics_from_sums(
+        overall_sums,
+        edges,
+        view="confidence",
+        group_names=("all",),
+        n_rows=view.n_rows if w is None else float(w.sum()),
     )
     conf_diagram = _diagram(
         overall,
@@ -289,18 +302,12 @@ def top_label_reliability_diagram(
         group=None,
         n=overall.n_rows,
     )
-    # Re-derive each row's overall bin, then cross it with the predicted class.
-    point_bin = assign_bins(view.scores, binning=binning, bins=bins, weights=w).point_bin
-    n_bins, n_classes = overall.count.size, preds.n_classes
-    cell = point_bin * n_classes + view.groups
-    size = n_bins * n_classes
-    count = np.bincount(cell, weights=w, minlength=size).reshape(n_bins, n_classes)
-    ws = view.scores if w is None else w * view.scores
-    wo = view.outcomes if w is None else w * view.outcomes
-    sum_s = np.bincount(cell, weights=ws, minlength=size).reshape(n_bins, n_classes)
-    sum_o = np.bincount(cell, weights=wo, minlength=size).reshape(n_bins, n_classes)
-    if w is None or np.array_equal(count, np.rint(count)):
-        count = np.rint(count).astype(np.int64)
+    n_bins, n_classes = edges.n_cells, preds.n_classes
+    crossed = CellSums.zeros(n_bins * n_classes)
+    crossed.add(point_bin * n_classes + view.groups, view.scores, w, outcomes=view.outcomes)
+    count = counts_of(crossed.weight).reshape(n_bins, n_classes)
+    sum_s = crossed.score.reshape(n_bins, n_classes)
+    sum_o = crossed.outcome.reshape(n_bins, n_classes)
     with np.errstate(invalid="ignore", divide="ignore"):
         conf_bl, acc_bl = sum_s / count, sum_o / count
         gap_bl = np.abs(acc_bl - conf_bl)
