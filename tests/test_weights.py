@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from scipy.optimize import minimize_scalar
+from scipy.optimize import minimize, minimize_scalar
 from scipy.special import log_softmax
 
 import calcore
@@ -157,6 +157,72 @@ def test_every_calibrator_fits_integer_weights_as_repeated_rows(name):
     np.testing.assert_allclose(
         weighted.transform(preds).probs, repeated.transform(preds).probs, rtol=tol, atol=tol
     )
+
+
+def _weighted_cases():
+    return [name for name in _fit_cases() if CALIBRATORS[name].weighted]
+
+
+def test_the_common_methods_fit_any_weights_themselves():
+    """Platt, beta, isotonic, vector/matrix scaling, Dirichlet and their M2B wrappers take
+    fractional weights in their objective (not only integer weights repeated)."""
+    names = {name for name, info in CALIBRATORS.items() if info.weighted}
+    wanted = {"ts", "platt", "beta", "iso", "vs", "ms", "dirichlet"}
+    wanted |= {f"{p}-{m}" for p in ("conf", "tl", "cw", "n") for m in ("platt", "beta", "iso")}
+    assert wanted <= names, sorted(wanted - names)
+    assert not CALIBRATORS["hb"].weighted  # repeats integer weights (and refuses others)
+
+
+@pytest.mark.parametrize("name", _weighted_cases())
+def test_fractional_weights_fit_as_the_rows_repeated_in_proportion(name):
+    """Weights k / 7 give the fit of each row repeated k times: a weighted mean does not
+    change when every weight is scaled, and integer weights are repeated rows."""
+    n_classes = 2 if CALIBRATORS[name].binary_only else 3
+    z, y = _logits(500, n_classes, seed=8)
+    k = np.random.default_rng(8).integers(0, 4, 500)
+    preds = calcore.Predictions.from_logits(z, y)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        weighted = calcore.make_calibrator(name).fit(preds.with_sample_weight(k / 7.0))
+        repeated = calcore.make_calibrator(name).fit(preds.subset(np.repeat(np.arange(500), k)))
+    assert weighted.fit_info["sample_weight"] == "row weights in the fit's objective"
+    np.testing.assert_allclose(
+        weighted.transform(preds).probs, repeated.transform(preds).probs, rtol=1e-6, atol=1e-7
+    )
+
+
+def test_platt_with_fractional_weights_minimises_the_weighted_log_loss():
+    z, y = _logits(2_000, 2, seed=9)
+    w = np.random.default_rng(9).random(2_000)
+    preds = calcore.Predictions.from_logits(z, y)
+    platt = calcore.make_calibrator("platt").fit(preds, sample_weight=w)
+    logit = z[:, 1] - z[:, 0]
+
+    def loss(theta):
+        eta = theta[0] * logit + theta[1]
+        return float(np.sum(w * (np.logaddexp(0.0, eta) - y * eta)) / w.sum())
+
+    best = minimize(
+        loss, [1.0, 0.0], method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-15}
+    )
+    want = 1.0 / (1.0 + np.exp(-(best.x[0] * logit + best.x[1])))
+    np.testing.assert_allclose(platt.transform(preds).probs[:, 1], want, atol=1e-6)
+    unweighted = calcore.make_calibrator("platt").fit(preds).transform(preds).probs[:, 1]
+    assert np.max(np.abs(unweighted - want)) > 1e-4  # the weights matter
+
+
+def test_isotonic_with_fractional_weights_pools_ties_by_their_weight():
+    """Hand-worked: scores 0.2 (w 0.5, y 1), 0.2 (w 1.5, y 0), 0.6 (w 1, y 0), 0.9 (w 2, y 1).
+    The tie pools to 0.5 / 2 = 0.25; 0.6's 0 violates order and pools with it:
+    (0.5 + 0) / 3 = 1/6 for both; 0.9 keeps 1."""
+    probs = np.array([[0.8, 0.2], [0.8, 0.2], [0.4, 0.6], [0.1, 0.9]])
+    preds = calcore.Predictions.from_probs(probs, [1, 0, 0, 1])
+    iso = calcore.make_calibrator("iso").fit(preds, sample_weight=[0.5, 1.5, 1.0, 2.0])
+    np.testing.assert_allclose(iso.transform(preds).probs[:, 1], [1 / 6, 1 / 6, 1 / 6, 1.0])
+    plain = calcore.make_calibrator("iso").fit(preds)  # unweighted: 0.5, 0, then 1
+    np.testing.assert_allclose(plain.transform(preds).probs[:, 1], [1 / 3, 1 / 3, 1 / 3, 1.0])
 
 
 def test_fractional_weights_are_refused_where_rows_can_only_be_repeated():

@@ -306,7 +306,10 @@ class Calibrator:
         if weights is None:
             state, info = self._fit(preds)
         elif self.weighted:
-            state, info = self._fit(replace(preds, sample_weight=weights))
+            # rows of weight 0 are left out, as repeating each row w times leaves them out
+            kept = np.flatnonzero(weights > 0)
+            fitted = preds if kept.size == preds.n_samples else preds.subset(kept)
+            state, info = self._fit(replace(fitted, sample_weight=weights[kept]))
             info = {**info, "sample_weight": "row weights in the fit's objective"}
         else:
             rows = _repeated_rows(weights, preds.n_classes, owner=self.name)

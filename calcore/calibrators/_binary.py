@@ -8,6 +8,8 @@ A binary calibrator class (:class:`BinaryCalibrator`)
   both classmethods working on 1-D float64 arrays;
 - may provide ``min_points(params) -> int``, the fewest calibration points it
   can fit (wrappers leave groups with fewer points unchanged; default 1);
+- with ``weighted = True``, ``fit_binary`` also takes ``weights=`` (positive row
+  weights, frequency weights) and fits them itself; the wrappers then pass them on;
 - fits a 2-class :class:`~calcore.Predictions` on column 1 (the positive class).
 
 :class:`BinaryCalibrator` implements the last two points; subclasses only write
@@ -46,7 +48,8 @@ class BinaryCalibrator(Calibrator):
 
     def _fit(self, preds: Predictions) -> tuple[dict, dict]:
         outcomes = (preds.labels == 1).astype(np.float64)
-        state = self.fit_binary(preds.probs[:, 1], outcomes, self._params)
+        extra = {} if preds.sample_weight is None else {"weights": preds.sample_weight}
+        state = self.fit_binary(preds.probs[:, 1], outcomes, self._params, **extra)
         return state, {"n_calibration": preds.n_samples}
 
     def _transform(self, preds: Predictions, state: dict) -> tuple[np.ndarray, None]:

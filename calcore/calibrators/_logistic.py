@@ -54,10 +54,12 @@ class _SoftmaxRegression:
 
     One evaluation: one product ``x W^T`` (an elementwise product for a diagonal
     ``W``), one ``exp``, one product ``G^T x`` (numpy passes the transpose to BLAS
-    as a flag, no copy). ``x`` is made C-contiguous float64 once.
+    as a flag, no copy). ``x`` is made C-contiguous float64 once. With row
+    ``weights`` (frequency weights) the mean is ``sum(w * nll) / sum(w)``, so integer
+    weights give the objective of the repeated rows.
     """
 
-    def __init__(self, x, labels, *, diagonal: bool):
+    def __init__(self, x, labels, *, diagonal: bool, weights=None):
         self.x = np.ascontiguousarray(x, dtype=np.float64)
         self.labels = np.asarray(labels, dtype=np.intp)
         self.diagonal = diagonal
@@ -65,10 +67,15 @@ class _SoftmaxRegression:
         self.rows = np.arange(n)
         self.z = np.empty((n, n_classes))
         self.gw = np.empty(n_classes if diagonal else (n_classes, n_classes))
+        # Each row's share of the weighted mean, w / sum(w) (None: the plain mean).
+        self.share = (
+            None
+            if weights is None
+            else np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+        )
 
     def __call__(self, w, b):
         x, z, rows = self.x, self.z, self.rows
-        n = x.shape[0]
         if self.diagonal:
             np.multiply(x, w, out=z)
         else:
@@ -78,9 +85,16 @@ class _SoftmaxRegression:
         z_label = z[rows, self.labels]
         np.exp(z, out=z)
         total = z.sum(axis=1)
-        nll = float(np.mean(np.log(total) - z_label))
-        z *= (1.0 / (n * total))[:, None]  # softmax / n
-        z[rows, self.labels] -= 1.0 / n  # (softmax - onehot) / n
+        share = self.share
+        if share is None:
+            n = x.shape[0]
+            nll = float(np.mean(np.log(total) - z_label))
+            z *= (1.0 / (n * total))[:, None]  # softmax / n
+            z[rows, self.labels] -= 1.0 / n  # (softmax - onehot) / n
+        else:
+            nll = float(np.dot(share, np.log(total) - z_label))
+            z *= (share / total)[:, None]  # softmax * w / sum(w)
+            z[rows, self.labels] -= share  # (softmax - onehot) * w / sum(w)
         gb = z.sum(axis=0)
         if self.diagonal:
             np.einsum("ij,ij->j", z, x, out=self.gw)
@@ -114,13 +128,13 @@ def _representative(w, b, omega, penalty: AffinePenalty, diagonal: bool):
     return w, b
 
 
-def affine_objective(x, labels, *, diagonal: bool, penalty: AffinePenalty):
+def affine_objective(x, labels, *, diagonal: bool, penalty: AffinePenalty, weights=None):
     """The penalised mean NLL of :func:`fit_affine_softmax` as ``f(W, b) -> (value, dW, db)``.
 
     This is the plain objective (no reparametrisation), for checking a fit's
     first-order condition.
     """
-    nll = _SoftmaxRegression(x, labels, diagonal=diagonal)
+    nll = _SoftmaxRegression(x, labels, diagonal=diagonal, weights=weights)
     n_classes = nll.x.shape[1]
     omega = None if diagonal else penalty.weights(n_classes)
 
@@ -142,11 +156,20 @@ def affine_objective(x, labels, *, diagonal: bool, penalty: AffinePenalty):
 
 
 def fit_affine_softmax(
-    x, labels, *, diagonal: bool, penalty: AffinePenalty, max_iter: int, warm_start: bool = True
+    x,
+    labels,
+    *,
+    diagonal: bool,
+    penalty: AffinePenalty,
+    max_iter: int,
+    warm_start: bool = True,
+    weights=None,
 ):
     """Penalised multinomial logistic regression ``softmax(x W^T + b)`` (L-BFGS-B).
 
-    Minimises ``mean NLL + penalty(W, b)`` (see :class:`AffinePenalty`).
+    Minimises ``mean NLL + penalty(W, b)`` (see :class:`AffinePenalty`); with row
+    ``weights`` the weighted mean ``sum(w NLL) / sum(w)`` (integer weights: the repeated
+    rows' objective).
 
     Parameters
     ----------
@@ -162,6 +185,8 @@ def fit_affine_softmax(
         Start at temperature scaling, ``W = I / T`` and ``b = 0`` with ``T`` the
         NLL-optimal temperature of ``x`` (a 1-D Newton search, clipped to
         ``[0.01, 100]``); otherwise at the identity ``W = I``.
+    weights : ndarray of shape (n_samples,), optional
+        Positive row weights (frequency weights).
 
     Returns
     -------
@@ -196,7 +221,7 @@ def fit_affine_softmax(
     "Beyond temperature scaling", Eq. 5 and Sec. 4 (ODIR); Nocedal & Wright
     (2006), Ch. 7 (L-BFGS).
     """
-    nll = _SoftmaxRegression(x, labels, diagonal=diagonal)
+    nll = _SoftmaxRegression(x, labels, diagonal=diagonal, weights=weights)
     n_classes = nll.x.shape[1]
     omega = penalty.weights(n_classes)
     eye = np.eye(n_classes)
@@ -225,7 +250,7 @@ def fit_affine_softmax(
 
     scale = 1.0
     if warm_start:
-        scale = warm_start_inverse_temperature(nll.x, nll.labels)
+        scale = warm_start_inverse_temperature(nll.x, nll.labels, weights=weights)
     w0 = np.full(n_classes, scale) if diagonal else scale * eye.ravel()
     theta0 = np.concatenate([w0, np.zeros(n_classes)])
     with single_threaded_blas():
@@ -240,18 +265,23 @@ def fit_affine_softmax(
     return w, b, res
 
 
-def fit_binary_logistic(features, targets, *, x0, bounds=None, max_iter=1000):
+def fit_binary_logistic(features, targets, *, x0, bounds=None, max_iter=1000, weights=None):
     """Mean log-loss ``sigmoid(features @ coef + intercept)`` vs soft targets in [0, 1]; L-BFGS-B.
 
-    Returns ``(coef, intercept, scipy OptimizeResult)``.
+    With row ``weights`` (frequency weights) the mean is ``sum(w loss) / sum(w)``, so
+    integer weights give the repeated rows' objective. Returns ``(coef, intercept,
+    scipy OptimizeResult)``.
     """
     n, k = features.shape
     design = np.column_stack([features, np.ones(n)])
+    share = None if weights is None else np.asarray(weights, np.float64) / float(np.sum(weights))
 
     def objective(theta):
         eta = design @ theta
-        loss = -np.mean(targets * log_expit(eta) + (1.0 - targets) * log_expit(-eta))
-        return float(loss), design.T @ (expit(eta) - targets) / n
+        loss_i = targets * log_expit(eta) + (1.0 - targets) * log_expit(-eta)
+        if share is None:
+            return float(-np.mean(loss_i)), design.T @ (expit(eta) - targets) / n
+        return float(-np.dot(share, loss_i)), design.T @ (share * (expit(eta) - targets))
 
     res = minimize(
         objective,

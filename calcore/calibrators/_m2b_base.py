@@ -131,20 +131,26 @@ class M2BWrapper(Calibrator):
         min_points = getattr(self.binary_cls, "min_points", None)
         return 1 if min_points is None else int(min_points(self._binary_params))
 
-    def _fit_groups(self, scores, outcomes, groups, n_groups):
-        """One binary state per group (None for groups with too few points), and their sizes."""
+    def _fit_binary(self, scores, outcomes, weights=None) -> dict:
+        """The binary method's state for one subproblem (row ``weights`` if it takes them)."""
+        extra = {} if weights is None else {"weights": weights}
+        return self.binary_cls.fit_binary(scores, outcomes, self._binary_params, **extra)
+
+    def _fit_groups(self, scores, outcomes, groups, n_groups, weights=None):
+        """One binary state per group (None for groups with too few points), and their sizes
+        (with row ``weights``, each group's total weight: the rows it repeats into)."""
         order = np.argsort(groups, kind="stable")
-        sizes = np.bincount(groups, minlength=n_groups)
-        starts = np.r_[0, np.cumsum(sizes)]
+        rows = np.bincount(groups, minlength=n_groups)
+        sizes = rows if weights is None else np.bincount(groups, weights, minlength=n_groups)
+        if weights is not None and np.array_equal(sizes, np.rint(sizes)):
+            sizes = np.rint(sizes).astype(np.int64)
+        starts = np.r_[0, np.cumsum(rows)]
         needed, states = self._min_points(), []
         for g in range(n_groups):
             idx = order[starts[g] : starts[g + 1]]
             ok = sizes[g] >= needed
-            states.append(
-                self.binary_cls.fit_binary(scores[idx], outcomes[idx], self._binary_params)
-                if ok
-                else None
-            )
+            w = None if weights is None else weights[idx]
+            states.append(self._fit_binary(scores[idx], outcomes[idx], w) if ok else None)
         return states, sizes
 
     def _apply_groups(self, states, scores, groups, default):
@@ -175,6 +181,7 @@ class M2BWrapper(Calibrator):
             False,
             built.slow,
             built.parameters,
+            built.weighted,
         )
 
     @classmethod
@@ -195,6 +202,7 @@ class M2BWrapper(Calibrator):
                     "family": binary_cls.family,
                     "description": f"{cls.label} of {binary_cls.name}: {binary_cls.description}",
                     "slow": binary_cls.slow,
+                    "weighted": binary_cls.weighted,
                     "parameters": tuple(cls.own_parameters) + tuple(binary_cls.parameters),
                     "prefix": prefix,
                     "binary_cls": binary_cls,

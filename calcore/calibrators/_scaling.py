@@ -244,8 +244,9 @@ def fit_inverse_temperature(
     )
 
 
-def warm_start_inverse_temperature(z, labels, *, t_min=0.01, t_max=100.0) -> float:
-    """The NLL-optimal ``1/T`` of :func:`fit_inverse_temperature`, as a starting point only.
+def warm_start_inverse_temperature(z, labels, *, t_min=0.01, t_max=100.0, weights=None) -> float:
+    """The NLL-optimal ``1/T`` of :func:`fit_inverse_temperature`, as a starting point only
+    (weighted NLL with positive row ``weights``).
 
     Never raises: an optimum beyond a bound gives the bound, constant rows give 1.
     """
@@ -253,7 +254,11 @@ def warm_start_inverse_temperature(z, labels, *, t_min=0.01, t_max=100.0) -> flo
     if not _any_varying_row(z, zmax):
         return 1.0
     lo, hi = 1.0 / t_max, 1.0 / t_min
-    fit = _newton_on_beta(z, labels, 1.0, lo, hi, xtol=1e-6, max_iter=50, zmax=zmax)
+    if weights is not None:  # normalised to mean 1, as _temperature_terms expects
+        weights = np.asarray(weights, dtype=np.float64) * (z.shape[0] / float(np.sum(weights)))
+    fit = _newton_on_beta(
+        z, labels, 1.0, lo, hi, xtol=1e-6, max_iter=50, zmax=zmax, weights=weights
+    )
     return float(fit.beta)
 
 

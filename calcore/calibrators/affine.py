@@ -42,6 +42,7 @@ class _AffineScaling(Calibrator):
     """
 
     family = "parametric"
+    weighted = True  # the weighted mean NLL
     diagonal = False
     features = "logits"  # or "log-probs"
 
@@ -60,6 +61,7 @@ class _AffineScaling(Calibrator):
             diagonal=self.diagonal,
             penalty=self._penalty(preds.n_classes),
             max_iter=self._params["max_iter"],
+            weights=preds.sample_weight,
         )
         return {"weights": w, "bias": b}, _report(self.name, res)
 

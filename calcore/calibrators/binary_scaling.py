@@ -58,7 +58,7 @@ def _fit_facts(res):
     return {"converged": bool(res.success), "iterations": int(res.nit), "message": str(res.message)}
 
 
-def fit_platt(scores, outcomes, *, prior_correction=False, max_iter=1000) -> dict:
+def fit_platt(scores, outcomes, *, prior_correction=False, max_iter=1000, weights=None) -> dict:
     """Platt scaling of binary scores: ``P(y=1 | s) = sigmoid(a logit(s) + b)``.
 
     Parameters
@@ -68,8 +68,12 @@ def fit_platt(scores, outcomes, *, prior_correction=False, max_iter=1000) -> dic
     outcomes : array_like of shape (n_samples,)
         0/1 or booleans.
     prior_correction : bool, default False
-        Use Platt's targets ``(N+ + 1) / (N+ + 2)`` and ``1 / (N- + 2)`` instead of 0/1.
+        Use Platt's targets ``(N+ + 1) / (N+ + 2)`` and ``1 / (N- + 2)`` instead of 0/1
+        (``N+``, ``N-``: the positives' and negatives' total weight when weighted).
     max_iter : int, default 1000
+    weights : array_like of shape (n_samples,), optional
+        Positive row weights (frequency weights): the weighted mean log-loss, so integer
+        weights fit as the repeated rows do.
 
     Returns
     -------
@@ -84,10 +88,14 @@ def fit_platt(scores, outcomes, *, prior_correction=False, max_iter=1000) -> dic
     s, y = _binary_inputs(scores, outcomes, owner="platt")
     targets = y
     if prior_correction:
-        n_pos = y.sum()
-        targets = np.where(y == 1, (n_pos + 1) / (n_pos + 2), 1 / (y.size - n_pos + 2))
+        if weights is None:
+            n_pos, n_all = y.sum(), y.size
+        else:
+            w = np.asarray(weights, dtype=np.float64)
+            n_pos, n_all = float(w @ y), float(w.sum())
+        targets = np.where(y == 1, (n_pos + 1) / (n_pos + 2), 1 / (n_all - n_pos + 2))
     coef, intercept, res = _logistic.fit_binary_logistic(
-        _logit(s)[:, None], targets, x0=[1.0, 0.0], max_iter=max_iter
+        _logit(s)[:, None], targets, x0=[1.0, 0.0], max_iter=max_iter, weights=weights
     )
     return {"a": float(coef[0]), "b": intercept, **_fit_facts(res)}
 
@@ -98,7 +106,7 @@ def apply_platt(state: dict, scores) -> np.ndarray:
     return expit(state["a"] * _logit(s) + state["b"])
 
 
-def fit_beta(scores, outcomes, *, monotone=True, max_iter=1000) -> dict:
+def fit_beta(scores, outcomes, *, monotone=True, max_iter=1000, weights=None) -> dict:
     """Beta calibration: ``sigmoid(a log s - b log(1 - s) + c)``.
 
     Parameters
@@ -109,6 +117,8 @@ def fit_beta(scores, outcomes, *, monotone=True, max_iter=1000) -> dict:
         Constrain ``a, b >= 0`` (a non-decreasing map), the constrained MLE
         rather than the paper's "drop the negative feature and refit".
     max_iter : int, default 1000
+    weights : array_like of shape (n_samples,), optional
+        Positive row weights, as in :func:`fit_platt`.
 
     Returns
     -------
@@ -123,7 +133,7 @@ def fit_beta(scores, outcomes, *, monotone=True, max_iter=1000) -> dict:
     s, y = _binary_inputs(scores, outcomes, owner="beta")
     bounds = [(0.0, None), (0.0, None), (None, None)] if monotone else None
     coef, intercept, res = _logistic.fit_binary_logistic(
-        _beta_features(s), y, x0=[1.0, 1.0, 0.0], bounds=bounds, max_iter=max_iter
+        _beta_features(s), y, x0=[1.0, 1.0, 0.0], bounds=bounds, max_iter=max_iter, weights=weights
     )
     return {"a": float(coef[0]), "b": float(coef[1]), "c": intercept, **_fit_facts(res)}
 
@@ -139,9 +149,10 @@ class _BinaryScaling(Calibrator):
 
     family = "parametric"
     binary_only = True
+    weighted = True  # the weighted mean log-loss
 
     @classmethod
-    def fit_binary(cls, scores, outcomes, params: dict) -> dict:
+    def fit_binary(cls, scores, outcomes, params: dict, weights=None) -> dict:
         raise NotImplementedError
 
     @classmethod
@@ -149,7 +160,9 @@ class _BinaryScaling(Calibrator):
         raise NotImplementedError
 
     def _fit(self, preds):
-        state = self.fit_binary(preds.probs[:, 1], preds.labels == 1, self._params)
+        state = self.fit_binary(
+            preds.probs[:, 1], preds.labels == 1, self._params, weights=preds.sample_weight
+        )
         info = {k: state[k] for k in ("converged", "iterations", "message")}
         if not state["converged"]:
             warnings.warn(f"{self.name}: {state['message']}", CalcoreWarning, stacklevel=3)
@@ -173,12 +186,13 @@ class PlattScaling(_BinaryScaling):
     )
 
     @classmethod
-    def fit_binary(cls, scores, outcomes, params):
+    def fit_binary(cls, scores, outcomes, params, weights=None):
         return fit_platt(
             scores,
             outcomes,
             prior_correction=params.get("prior_correction", False),
             max_iter=params.get("max_iter", 1000),
+            weights=weights,
         )
 
     @classmethod
@@ -195,12 +209,13 @@ class BetaCalibration(_BinaryScaling):
     parameters = (Param("monotone", True, "bool", "Constrain a, b >= 0."), MAX_ITER)
 
     @classmethod
-    def fit_binary(cls, scores, outcomes, params):
+    def fit_binary(cls, scores, outcomes, params, weights=None):
         return fit_beta(
             scores,
             outcomes,
             monotone=params.get("monotone", True),
             max_iter=params.get("max_iter", 1000),
+            weights=weights,
         )
 
     @classmethod

@@ -23,17 +23,26 @@ from calcore.predictions import Predictions
 __all__ = ["IsotonicRegression", "IsotonicRegressionMultiClass", "fit_isotonic_steps"]
 
 
-def fit_isotonic_steps(scores: np.ndarray, outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def fit_isotonic_steps(
+    scores: np.ndarray, outcomes: np.ndarray, weights=None
+) -> tuple[np.ndarray, np.ndarray]:
     """Non-decreasing least-squares fit of ``outcomes`` on ``scores``, as a step function.
 
-    Equal scores are pooled first (weighted by their count), so they always get
-    one value; ``scipy.optimize.isotonic_regression`` (PAVA) then fits the
-    distinct scores. Returns the fitted blocks as ``(starts, values)``: the
-    smallest calibration score of each block and its value (strictly increasing).
+    Equal scores are pooled first (weighted by their count, or by their total weight
+    with positive row ``weights``), so they always get one value;
+    ``scipy.optimize.isotonic_regression`` (PAVA) then fits the distinct scores.
+    Returns the fitted blocks as ``(starts, values)``: the smallest calibration score
+    of each block and its value (strictly increasing).
     """
-    xs, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
-    means = np.bincount(inverse, weights=outcomes, minlength=xs.size) / counts
-    fitted = isotonic_regression(means, weights=counts.astype(np.float64)).x
+    xs, inverse = np.unique(scores, return_inverse=True)
+    if weights is None:
+        mass = np.bincount(inverse, minlength=xs.size).astype(np.float64)
+        hits = np.bincount(inverse, weights=outcomes, minlength=xs.size)
+    else:
+        w = np.asarray(weights, dtype=np.float64)
+        mass = np.bincount(inverse, weights=w, minlength=xs.size)
+        hits = np.bincount(inverse, weights=w * outcomes, minlength=xs.size)
+    fitted = isotonic_regression(hits / mass, weights=mass).x
     first = np.r_[True, fitted[1:] != fitted[:-1]]
     return xs[first], fitted[first]
 
@@ -103,9 +112,10 @@ class IsotonicRegression(BinaryCalibrator):
     family = "isotonic"
     description = "Isotonic regression (PAVA), piecewise-constant prediction"
     parameters = ()
+    weighted = True  # distinct scores pooled by their total weight
 
     @classmethod
-    def fit_binary(cls, scores, outcomes, params) -> dict:
+    def fit_binary(cls, scores, outcomes, params, weights=None) -> dict:
         scores = np.asarray(scores, dtype=np.float64).reshape(-1)
         outcomes = np.asarray(outcomes, dtype=np.float64).reshape(-1)
         if scores.shape != outcomes.shape or scores.size == 0:
@@ -113,7 +123,7 @@ class IsotonicRegression(BinaryCalibrator):
                 f"iso: needs equally long, non-empty scores and outcomes; got {scores.size} "
                 f"and {outcomes.size}."
             )
-        starts, values = fit_isotonic_steps(scores, outcomes)
+        starts, values = fit_isotonic_steps(scores, outcomes, weights)
         return {"starts": starts, "values": values}
 
     @classmethod

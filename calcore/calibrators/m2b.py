@@ -57,7 +57,7 @@ class ConfidenceCalibrator(M2BWrapper):
     accuracy_preserving = True
 
     def _fit(self, preds: Predictions) -> tuple[dict, dict]:
-        state = self.binary_cls.fit_binary(preds.confidence, preds.correct, self._binary_params)
+        state = self._fit_binary(preds.confidence, preds.correct, preds.sample_weight)
         return {"binary": state}, {"n_calibration": preds.n_samples}
 
     def _transform(self, preds: Predictions, state: dict) -> tuple[np.ndarray, None]:
@@ -72,7 +72,7 @@ class TopLabelCalibrator(M2BWrapper):
 
     def _fit(self, preds: Predictions) -> tuple[dict, dict]:
         states, sizes = self._fit_groups(
-            preds.confidence, preds.correct, preds.predicted, preds.n_classes
+            preds.confidence, preds.correct, preds.predicted, preds.n_classes, preds.sample_weight
         )
         unchanged = [preds.class_names[g] for g, s in enumerate(states) if s is None]
         info = {
@@ -110,12 +110,15 @@ class _ClassWiseBase(M2BWrapper):
                 f"{self.name}: needs at least {self._min_points()} calibration rows with "
                 f"{self._binary_params}; got {preds.n_samples}."
             )
-        by_rows = getattr(self.binary_cls, "fit_binary_rows", None)
+        weights = preds.sample_weight  # set only for a method that fits weights itself
+        by_rows = None if weights is not None else getattr(self.binary_cls, "fit_binary_rows", None)
         if by_rows is not None:  # no full transposed copy
             states = by_rows(preds.probs, preds.labels, self._binary_params)
             return {"classes": states}, {"n_calibration": preds.n_samples}
         cols = self._columns(preds.probs)
-        batched = getattr(self.binary_cls, "fit_binary_columns", None)
+        batched = (
+            None if weights is not None else getattr(self.binary_cls, "fit_binary_columns", None)
+        )
         if batched is not None:
             states = batched(cols, preds.labels, self._binary_params)
             return {"classes": states}, {"n_calibration": preds.n_samples}
@@ -123,7 +126,7 @@ class _ClassWiseBase(M2BWrapper):
         states = []
         for lab in range(preds.n_classes):
             outcomes = (onehot_pos == lab).astype(np.float64)
-            states.append(self.binary_cls.fit_binary(cols[lab], outcomes, self._binary_params))
+            states.append(self._fit_binary(cols[lab], outcomes, weights))
         return {"classes": states}, {"n_calibration": preds.n_samples}
 
     def _calibrated_columns(self, preds: Predictions, state: dict) -> np.ndarray:

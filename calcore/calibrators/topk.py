@@ -189,10 +189,8 @@ class TopKConfidenceCalibrator(_TopK):
                 f"{self.name}: needs at least {self._min_points()} calibration rows with "
                 f"{self._binary_params}; got {preds.n_samples}."
             )
-        fit = self.binary_cls.fit_binary
-        states = [
-            fit(values[:, r], outcomes[:, r], self._binary_params) for r in range(len(values[0]))
-        ]
+        w = preds.sample_weight
+        states = [self._fit_binary(values[:, r], outcomes[:, r], w) for r in range(len(values[0]))]
         return states, {"n_calibration": preds.n_samples}
 
     def _apply_ranks(self, states, values, classes) -> np.ndarray:
@@ -210,7 +208,7 @@ class TopKLabelCalibrator(_TopK):
         states, sizes, unchanged = [], [], []
         for r in range(classes.shape[1]):
             rank_states, rank_sizes = self._fit_groups(
-                values[:, r], outcomes[:, r], classes[:, r], preds.n_classes
+                values[:, r], outcomes[:, r], classes[:, r], preds.n_classes, preds.sample_weight
             )
             states.append(rank_states)
             sizes.append(rank_sizes)
