@@ -322,12 +322,14 @@ WIDE = dirichlet_preds(300, 40, seed=7, decimals=2)  # 40 classes, many ties
 
 @pytest.mark.parametrize(("binning", "bins"), SCHEMES)
 @pytest.mark.parametrize("threshold", [None, 1e-3, 0.05])
-@pytest.mark.parametrize("loop_classes", [0, 100], ids=["all-classes-at-once", "class-loop"])
-def test_every_class_wise_cell_path_equals_the_reference(binning, bins, threshold, loop_classes,
+@pytest.mark.parametrize("max_table", [1 << 23, 64], ids=["fine-buckets", "coarse-buckets"])
+def test_every_class_wise_cell_path_equals_the_reference(binning, bins, threshold, max_table,
                                                         monkeypatch):  # fmt: skip
-    # the class loop and the all-classes paths (one threshold table when every class has
-    # the same number of bins, a bisection when counts differ) give the reference's bins
-    monkeypatch.setattr(engine_module, "_LOOP_CLASSES", loop_classes)
+    # every class's thresholds in one bucket table (GroupedCuts); coarse buckets send most
+    # scores to the exact bisection within their class: both give the reference's bins
+    import calcore.statistics.cuts as cuts_module
+
+    monkeypatch.setattr(cuts_module, "_MAX_TABLE", max_table)
     for preds in (SMOOTH, TIED, WIDE):
         check(preds, binning, bins, threshold=threshold)
 

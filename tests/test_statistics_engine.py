@@ -472,7 +472,7 @@ def test_score_moments_merge_to_the_bandwidth_rule():
 
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_sorted_cuts_equal_searchsorted_at_and_around_every_cut(side):
-    from calcore.statistics.edges import SortedCuts
+    from calcore.statistics.cuts import SortedCuts
 
     rng = np.random.default_rng(24)
     cuts = np.sort(np.r_[-np.inf, rng.random(300), np.round(rng.random(50), 2), 0.5, 0.5, 1.0])
@@ -938,3 +938,42 @@ def test_a_stream_asked_for_neither_nll_nor_brier_skips_their_sums(tmp_path):
     for key in ("conf_ece", "accuracy"):
         assert got.metrics[key] == pytest.approx(want.metrics[key], rel=1e-12, abs=1e-15)
     assert calcore.evaluate(stream, metrics=["nll"]).nll == pytest.approx(want.nll, rel=1e-12)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_grouped_cuts_equal_searchsorted_per_group(side):
+    """Per-group cuts crowded near 0 (softmax-like), ties, -inf, 0, 1 and the smallest
+    subnormal; values at, just below and just above every cut, -0.0; offsets and groups
+    without cells (-1). Reference: ``np.searchsorted`` of each value in its own group."""
+    from calcore.statistics.cuts import GroupedCuts
+
+    rng = np.random.default_rng(26)
+    for _ in range(40):
+        n_groups = int(rng.integers(1, 12))
+        per_group = []
+        for size in rng.integers(0, 15, n_groups):
+            c = np.r_[rng.random(size) ** rng.integers(1, 12), np.round(rng.random(2), 2)]
+            if rng.random() < 0.3:
+                c = np.r_[c, -np.inf, 0.0, 1.0, 5e-324]
+            per_group.append(np.sort(c))
+        starts = np.r_[0, np.cumsum([c.size for c in per_group])]
+        cuts = np.concatenate(per_group)
+        offsets = rng.integers(-1, 50, n_groups)
+        finite = cuts[np.isfinite(cuts)]
+        values = np.r_[
+            rng.random(300) ** rng.integers(1, 12),
+            finite,
+            np.nextafter(finite, -1.0),
+            np.nextafter(finite, 2.0),
+            0.0,
+            -0.0,
+            1.0,
+        ]
+        values = np.clip(values, -0.0, 1.0)
+        groups = rng.integers(0, n_groups, values.size)
+        got = GroupedCuts(cuts, starts, side=side, offsets=offsets).count(values, groups)
+        want = [
+            np.searchsorted(per_group[g], v, side=side) + offsets[g] if offsets[g] >= 0 else -1
+            for v, g in zip(values, groups, strict=True)
+        ]
+        np.testing.assert_array_equal(got, want)

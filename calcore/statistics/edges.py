@@ -39,11 +39,11 @@ from functools import cached_property
 import numpy as np
 
 from calcore.binning import BIN_COUNT_RULES, BinningScheme, equal_width_index, resolve_binning
+from calcore.statistics.cuts import GroupedCuts
 
 __all__ = [
     "BinEdges",
     "BinAssignment",
-    "SortedCuts",
     "edges_for",
     "group_thresholds",
     "assign_bins",
@@ -67,35 +67,6 @@ def bins_per_group(scheme: BinningScheme, group_sizes) -> np.ndarray:
         else:
             out[g] = scheme.n_bins(m)
     return out
-
-
-class SortedCuts:
-    """``np.searchsorted(cuts, values, side)`` for many values against fixed sorted cuts.
-
-    Through a table over ``4 * len(cuts)`` (at least 64) equal-width buckets of [0, 1]:
-    each value's exact bucket (:func:`calcore.binning.equal_width_index`), the count of
-    cuts below the bucket from the table, then a few compares with the cuts inside the
-    bucket. Same result as ``searchsorted`` for values in [0, 1], several times faster on
-    long inputs (a binary search is a chain of dependent loads).
-    """
-
-    def __init__(self, cuts: np.ndarray, *, side: str):
-        self.cuts = np.asarray(cuts, dtype=np.float64)
-        self.side = side
-        m = max(64, 4 * self.cuts.size)
-        self._table = np.searchsorted(self.cuts, np.arange(m + 1) / m, side=side)
-        self._steps = int(np.max(np.diff(self._table), initial=0))
-        self._padded = np.append(self.cuts, np.inf)
-
-    def count(self, values: np.ndarray) -> np.ndarray:
-        """``#{cuts <= v}`` (side "right") or ``#{cuts < v}`` (side "left") of each value."""
-        idx = self._table[equal_width_index(values, self._table.size - 1)]
-        for _ in range(self._steps):
-            if self.side == "right":
-                idx += self._padded[idx] <= values
-            else:
-                idx += self._padded[idx] < values
-        return idx
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,13 +127,12 @@ class BinEdges:
         inner = np.maximum(self.bins_per_group - 1, 0)
         return np.concatenate(([0], np.cumsum(inner))).astype(np.intp)
 
-    def group_search(self, group: int) -> SortedCuts:
-        """``#{u_k < s}`` over one group's thresholds, for rank-based and unique bins."""
-        cache = self.__dict__.setdefault("_searches", {})
-        if group not in cache:
-            start = self._threshold_start
-            cache[group] = SortedCuts(self.thresholds[start[group] : start[group + 1]], side="left")
-        return cache[group]
+    @cached_property
+    def search(self) -> GroupedCuts:
+        """Each score's flat cell, ``offsets[g] + #{k : u_k < s}`` over its group's
+        thresholds (rank-based and unique bins); ``-1`` in a group without bins."""
+        first = np.where(self.bins_per_group > 0, self.offsets[:-1], -1)
+        return GroupedCuts(self.thresholds, self._threshold_start, side="left", offsets=first)
 
     def fixed_edges(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Lower and upper edge of every cell for equal-width bins, else None."""
@@ -186,17 +156,17 @@ class BinEdges:
         ndarray of intp, the shape of ``scores``
         """
         scores = np.asarray(scores, dtype=np.float64)
+        if self.thresholds is not None:
+            cell = self.search.count(scores, groups)
+            if self.min_score is not None:
+                cell[scores < self.min_score] = -1
+            return cell
         g = np.zeros((), dtype=np.intp) if groups is None else np.asarray(groups, dtype=np.intp)
         nb = self.bins_per_group
-        if self.thresholds is None:
-            if self.n_groups == 1 or np.all(nb == nb[0]):
-                local = equal_width_index(scores, max(int(nb[0]), 1))
-            else:
-                local = equal_width_index(scores, np.maximum(nb, 1)[g])
-        elif self.n_groups == 1:
-            local = self.group_search(0).count(scores)
+        if self.n_groups == 1 or np.all(nb == nb[0]):
+            local = equal_width_index(scores, max(int(nb[0]), 1))
         else:
-            local = self._ragged_search(scores, g)
+            local = equal_width_index(scores, np.maximum(nb, 1)[g])
         cell = local + self.offsets[g]
         empty_group = nb[g] == 0
         if self.min_score is not None or np.any(empty_group):
@@ -205,26 +175,6 @@ class BinEdges:
                 drop = drop | empty_group
             cell = np.where(drop, -1, cell)
         return cell
-
-    def _ragged_search(self, scores: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """``#{k : s > u_k}`` within each score's own group, by a vectorised bisection.
-
-        ``np.searchsorted`` takes one sorted array; here every group has its own
-        thresholds, so the bisection runs on all scores at once, ``log2(B)`` steps.
-        """
-        start = self._threshold_start
-        padded = np.append(self.thresholds, np.inf)
-        lo = np.broadcast_to(start[g], scores.shape).copy()
-        hi = np.broadcast_to(start[g + 1], scores.shape).copy()
-        base = lo.copy()
-        widest = int(np.max(np.diff(start), initial=0))
-        for _ in range(int(widest).bit_length()):
-            mid = (lo + hi) >> 1
-            below = padded[mid] < scores
-            active = lo < hi
-            np.copyto(lo, mid + 1, where=below & active)
-            np.copyto(hi, mid, where=~below & active)
-        return lo - base
 
 
 def _order_statistics(sorted_scores: np.ndarray, cum_weight, ranks: np.ndarray) -> np.ndarray:

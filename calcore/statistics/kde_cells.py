@@ -46,7 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from calcore.kde import MIN_BANDWIDTH, default_grid_size
-from calcore.statistics.edges import SortedCuts
+from calcore.statistics.cuts import SortedCuts
 
 __all__ = ["positive_moments", "KDELayout", "KDESums", "ScoreMoments", "kde_ece_from_sums"]
 

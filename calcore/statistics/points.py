@@ -37,10 +37,6 @@ REDUCTIONS = tuple(BINARY_REDUCTIONS)  # the names, defined once in calcore.redu
 
 # Values per block when the class-wise points of a batch are formed (~32 MB per temporary).
 _BLOCK_VALUES = 4_000_000
-# Up to this many classes, rank-based class-wise cells are found class by class (a bucket
-# table per class beats the bisection); beyond, the per-class Python loop would dominate
-# (50,000 x 1,000: 48,000 calls, 5 s).
-_LOOP_CLASSES = 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -382,29 +378,4 @@ def point_cells(edges: BinEdges, batch: RowBatch, reduction: str, *, classes=Non
 
 def _classwise_cells(edges: BinEdges, block: np.ndarray) -> np.ndarray:
     """Cells of a (k, L) block of class-wise points (column ``l`` is group ``l``)."""
-    if edges.thresholds is None:
-        return edges.cell_of(block, np.arange(block.shape[1])[None, :])
-    nb = edges.bins_per_group
-    if block.shape[1] > _LOOP_CLASSES and nb[0] >= 1 and np.all(nb == nb[0]):
-        # every class has B - 1 thresholds: count the ones below each score, column by
-        # column of the (classes, B - 1) table, all classes at once (exact comparisons)
-        table = edges.thresholds.reshape(nb.size, int(nb[0]) - 1)
-        local = np.zeros(block.shape, dtype=np.intp)
-        for j in range(table.shape[1]):
-            local += block > table[:, j]
-        cells = local + edges.offsets[:-1]
-        if edges.min_score is not None:
-            cells[block < edges.min_score] = -1
-        return cells
-    if block.shape[1] > _LOOP_CLASSES:  # ragged: a vectorised bisection per class
-        return edges.cell_of(block, np.arange(block.shape[1])[None, :])
-    cells = np.empty(block.shape, dtype=np.intp)
-    for c in range(block.shape[1]):  # one small sorted set of thresholds per class
-        col = np.ascontiguousarray(block[:, c])
-        local = edges.group_search(c).count(col) + edges.offsets[c]
-        if edges.bins_per_group[c] == 0:
-            local[:] = -1
-        elif edges.min_score is not None:
-            local[col < edges.min_score] = -1
-        cells[:, c] = local
-    return cells
+    return edges.cell_of(block, np.arange(block.shape[1])[None, :])
