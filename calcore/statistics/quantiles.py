@@ -119,6 +119,7 @@ class ExactRanks:
         self._buffer = []
         self._dense = None
         self._entry_prefix = None
+        self._top_table = None
 
     def _entries(self):
         """Distinct (group, prefix) of the pending targets, as sorted uint64 codes."""
@@ -126,6 +127,23 @@ class ExactRanks:
             code = self._code(self.t_group, self.t_prefix)
             self._entry_prefix = np.unique(code)
         return self._entry_prefix
+
+    def _top_lookup(self) -> np.ndarray:
+        """Per (group, top-16-bit prefix): the index of the pending entry with that prefix
+        when entries are 16 bits long, else 0 where some entry starts with it; -1 where
+        none does. One look-up per value then replaces a binary search for nearly all."""
+        if self._top_table is None:
+            entries = self._entries()
+            width = 63 - self.shift
+            group = (entries >> np.uint64(width)).astype(np.intp)
+            top = ((entries & np.uint64((1 << width) - 1)) >> np.uint64(width - _BITS)).astype(
+                np.intp
+            )
+            table = np.full(self.n_groups << _BITS, -1, dtype=np.intp)
+            exact = width == _BITS
+            table[(group << _BITS) | top] = np.arange(entries.size) if exact else 0
+            self._top_table = table
+        return self._top_table
 
     def _code(self, groups, prefix):
         # group in the bits above the prefix: prefixes have at most 63 - shift bits
@@ -141,19 +159,28 @@ class ExactRanks:
         keys = _keys(scores).ravel()
         w = None if weights is None else np.asarray(weights, dtype=np.float64).ravel()
         g = (
-            np.zeros(keys.size, dtype=np.uint64)
+            np.zeros(keys.size, dtype=np.intp)
             if groups is None
-            else np.asarray(groups).ravel().astype(np.uint64)
+            else np.broadcast_to(np.asarray(groups, dtype=np.intp), np.shape(scores)).ravel()
         )
         if self.shift is not None:  # only values inside a kept prefix matter now
-            code = self._code(g, keys >> np.uint64(self.shift))
-            entries = self._entries()
-            pos = np.searchsorted(entries, code)
-            hit = (pos < entries.size) & (entries[np.minimum(pos, entries.size - 1)] == code)
-            keys, g, pos = keys[hit], g[hit], pos[hit]
+            slot = (keys >> np.uint64(_TOP_SHIFT)).view(np.int64)
+            slot += g << _BITS
+            found = self._top_lookup().take(slot)
+            hit = np.flatnonzero(found >= 0)
+            keys, g = keys[hit], g[hit]
             w = None if w is None else w[hit]
+            if self.shift == _TOP_SHIFT:  # the top 16 bits name the entry
+                pos = found[hit]
+            else:  # the few values sharing an entry's top 16 bits: the exact search
+                code = self._code(g, keys >> np.uint64(self.shift))
+                entries = self._entries()
+                pos = np.searchsorted(entries, code)
+                ok = (pos < entries.size) & (entries[np.minimum(pos, entries.size - 1)] == code)
+                keys, g, pos = keys[ok], g[ok], pos[ok]
+                w = None if w is None else w[ok]
         else:
-            pos = g.astype(np.int64)
+            pos = g
         if self.collecting:  # the remaining low bits, counted per distinct value
             low = keys & np.uint64((1 << self.shift) - 1)
             self._buffer.append(((pos.astype(np.uint64) << np.uint64(self.shift)) | low, w))
