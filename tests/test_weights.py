@@ -363,3 +363,86 @@ def test_the_worker_thread_split_equals_one_thread(monkeypatch, replicates):
         np.testing.assert_allclose(a.cells[key].outcome, b.cells[key].outcome, rtol=1e-12)
     np.testing.assert_allclose(a.kde_ece("kde_ece"), b.kde_ece("kde_ece"), rtol=1e-10)
     np.testing.assert_allclose(a.nll, b.nll, rtol=1e-12)
+
+
+# Metrics whose definition has no count in it (means and weighted shares only): scaling every
+# weight by a constant changes nothing. Left out: ACE and TACE (equal-mass ranks
+# floor(k m / B) of the total weight m), the debiased ECE (n_b - 1) and the KDE-ECEs (the
+# bandwidth's n); ACE and TACE are checked against a loop reference below.
+SCALE_FREE = [
+    "accuracy",
+    "nll",
+    "brier",
+    "conf_ece",
+    "conf_ece_l2",
+    "conf_mce",
+    "top_label_ece",
+    "top_label_ece_l2",
+    "top_label_mce",
+    "classwise_ece",
+    "classwise_ece_l2",
+    "classwise_mce",
+]
+
+
+def test_fractional_weights_equal_rows_repeated_in_proportion_in_every_scale_free_metric():
+    z, y = _logits(900, 4, seed=11)
+    k = np.random.default_rng(11).integers(0, 5, 900)
+    weighted = calcore.Predictions.from_logits(z, y, sample_weight=k / 3.0)
+    rows = np.repeat(np.arange(900), k)
+    repeated = calcore.Predictions.from_logits(z[rows], y[rows])
+    got = calcore.evaluate(weighted, metrics=SCALE_FREE, bins=10)
+    want = calcore.evaluate(repeated, metrics=SCALE_FREE, bins=10)
+    for key in SCALE_FREE:
+        assert got.metrics[key] == pytest.approx(want.metrics[key], rel=1e-9, abs=1e-13), key
+
+
+def _adaptive_reference(probs, labels, w, bins, threshold):
+    """ACE / TACE with row weights, written from the definition with Python loops: per
+    class, the rows of positive weight (and score >= threshold); thresholds ``u_k``, the
+    smallest score whose cumulative weight reaches ``floor(k m / B)``, ``m`` the total weight
+    rounded down (the group's size, as for the count rules); a score's bin is
+    ``#{k : s > u_k}``; the unweighted mean of |weighted accuracy - weighted confidence| over
+    the non-empty (class, bin) pairs."""
+    import math
+
+    gaps = []
+    n, n_classes = probs.shape
+    for c in range(n_classes):
+        kept = [i for i in range(n) if w[i] > 0 and (threshold is None or probs[i, c] >= threshold)]
+        total = math.floor(float(np.sum([w[i] for i in kept])) + 1e-9)  # the group's size
+        ordered = sorted(kept, key=lambda i: probs[i, c])
+        cuts = []
+        for k in range(1, bins):
+            rank = math.floor(k * total / bins)
+            cum, cut = 0.0, -math.inf
+            if rank > 0:
+                for i in ordered:
+                    cum += w[i]
+                    if cum >= rank:
+                        cut = probs[i, c]
+                        break
+            cuts.append(cut)
+        mass, score, hits = {}, {}, {}
+        for i in kept:
+            b = sum(1 for t in cuts if probs[i, c] > t)
+            mass[b] = mass.get(b, 0.0) + w[i]
+            score[b] = score.get(b, 0.0) + w[i] * probs[i, c]
+            hits[b] = hits.get(b, 0.0) + w[i] * (labels[i] == c)
+        gaps += [abs(hits[b] / mass[b] - score[b] / mass[b]) for b in mass]
+    return sum(gaps) / len(gaps)
+
+
+@pytest.mark.parametrize("metric", ["ace", "tace"])
+def test_ace_and_tace_with_fractional_weights_equal_a_loop_reference(metric):
+    z, y = _logits(400, 3, seed=12)
+    rng = np.random.default_rng(12)
+    w = rng.random(400) * 3.0
+    w[rng.random(400) < 0.1] = 0.0  # rows of weight 0 are not there
+    preds = calcore.Predictions.from_logits(z, y, sample_weight=w)
+    got = calcore.evaluate(preds, metrics=[metric], bins=7).metrics[metric]
+    threshold = 1e-3 if metric == "tace" else None
+    want = _adaptive_reference(preds.probs, y, w, 7, threshold)
+    assert got == pytest.approx(want, rel=1e-12)
+    unweighted = calcore.evaluate(preds.with_sample_weight(None), metrics=[metric], bins=7)
+    assert abs(unweighted.metrics[metric] - want) > 1e-4  # the weights matter

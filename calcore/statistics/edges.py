@@ -14,7 +14,8 @@ intervals, and so is described by edges alone:
 * **rank-based** (equal-mass, points-per-bin) and **unique**: ``B - 1`` thresholds
   ``u_1 <= ... <= u_{B-1}`` per group, and a score ``s`` falls in bin
   ``#{k : s > u_k}``. For equal-mass, ``u_k`` is the smallest score whose
-  cumulative weight reaches ``R_k = floor(k m / B)`` (``m`` the group's total weight;
+  cumulative weight reaches ``R_k = floor(k m / B)`` (``m`` the group's total weight rounded
+  down, its size for the count rules too;
   ``u_k = -inf`` when ``R_k = 0``). A score ``s`` is then in bin ``>= k`` exactly when
   the weight strictly below it is ``>= R_k``, which, for unit weights, is the rule
   "bin ``k`` holds ranks ``[floor(k m/B), floor((k+1) m/B))`` and a block of ties goes
