@@ -510,8 +510,13 @@ def test_update_in_row_chunks_equals_one_chunk(monkeypatch):
     "kind", ["uniform", "ties", "constant", "packed", "zeros", "subnormal-ish"]
 )
 @pytest.mark.parametrize("collect_limit", [1 << 20, 10])
-def test_exact_ranks_equal_a_sort(kind, collect_limit):
+@pytest.mark.parametrize("dense_limit", [1 << 22, 1 << 10], ids=["tables", "searches"])
+def test_exact_ranks_equal_a_sort(kind, collect_limit, dense_limit, monkeypatch):
+    import calcore.statistics.quantiles as quantiles
     from calcore.statistics.quantiles import ExactRanks
+
+    # small limit: prefixes counted sparsely and found by binary search, as for many groups
+    monkeypatch.setattr(quantiles, "_DENSE_LIMIT", dense_limit)
 
     rng = np.random.default_rng(31)
     s = {

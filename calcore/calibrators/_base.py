@@ -183,8 +183,9 @@ class Calibrator:
     slow : bool
         Whether a fit can take more than a few seconds on 10^4 x 10^2 data.
     weighted : bool
-        Whether :meth:`_fit` uses row weights (``preds.sample_weight``) itself, so any
-        non-negative weights work. Other methods fit weighted rows by repeating each
+        Whether :meth:`_fit` uses row weights (``preds.sample_weight``, the positive ones:
+        rows of weight 0 are left out before) itself, so any non-negative weights work.
+        Other methods fit weighted rows by repeating each
         row as often as its weight says, which is exact for integer weights and
         refused for fractional ones (see :meth:`fit`).
 
@@ -281,9 +282,10 @@ class Calibrator:
         preds : Predictions
         sample_weight : array_like of shape (n_samples,), optional
             Row weights (frequency weights); default ``preds.sample_weight`` (a file's
-            weight column). Methods with ``weighted = True`` (temperature scaling) use
-            them in their objective; the others are fitted on each row repeated as
-            often as its weight, which equals fitting on repeated rows exactly and
+            weight column). Methods with ``weighted = True`` (the scaling methods, Platt,
+            beta, isotonic regression and their wrappers) use them in their objective;
+            the others are fitted on each row repeated as often as its weight, which
+            equals fitting on repeated rows exactly and
             needs integer weights (at most :data:`MAX_REPEATED_VALUES` values once
             repeated). ``fit_info["sample_weight"]`` says which was done.
 

@@ -10,8 +10,8 @@ table look-up that is exact:
 * :class:`GroupedCuts`: one set of cuts per group (per class), a table over the
   buckets of the float64 bit pattern. Non-negative float64 values sort like their
   bits, so a value's top bits (its exponent and first mantissa bits) name a bucket
-  that is narrow in relative terms (``2**-10`` of the value) however close to 0 the
-  values crowd, as softmax outputs and rare-event scores do. In a bucket holding no
+  that is narrow in relative terms (down to ``2**-10`` of the value) however close to 0
+  the values crowd, as softmax outputs and rare-event scores do. In a bucket holding no
   cut of the group every value has the same count (read from the table); the few
   values in a bucket holding a cut take the exact search.
 
@@ -28,12 +28,13 @@ from calcore.binning import equal_width_index
 
 __all__ = ["SortedCuts", "GroupedCuts"]
 
-# Buckets of 2**42 consecutive bit patterns (10 mantissa bits): 4,093 buckets cover
-# [0, 1], the last one also taking everything above 1, NaN and the sign bit.
+# Buckets of 2**42 consecutive bit patterns (10 mantissa bits): 1,047,553 buckets cover
+# [0, 1]; one more takes everything above 1, NaN and the sign bit.
 _SHIFT = 42
-# Table entries (groups x buckets) at most (9 bytes each: 19 MB); more groups get coarser
-# buckets. 50,000 x 1,000 (ACE and TACE): 2**21 gives 4.2 s and 170 MB of peak extra
-# memory, 2**23 4.5 s and 272 MB.
+# Table entries (groups x buckets) at most (9 bytes each: 19 MB). One or two groups get
+# the finest buckets; each doubling of the groups drops one mantissa bit (1,000 groups: 3
+# bits, an eighth of a binade). 50,000 x 1,000 (ACE and TACE in evaluate): 93 MB of peak
+# extra memory; 2**23 entries used 272 MB and were no faster.
 _MAX_TABLE = 1 << 21
 # Values searched exactly at a time (the bisection keeps ~8 arrays of them).
 _SEARCH_CHUNK = 1 << 16

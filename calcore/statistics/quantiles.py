@@ -131,7 +131,8 @@ class ExactRanks:
     def _top_lookup(self) -> np.ndarray:
         """Per (group, top-16-bit prefix): the index of the pending entry with that prefix
         when entries are 16 bits long, else 0 where some entry starts with it; -1 where
-        none does. One look-up per value then replaces a binary search for nearly all."""
+        none does. One look-up per value then replaces a binary search for nearly all
+        (used up to ``_DENSE_LIMIT`` entries: 64 groups, 32 MB)."""
         if self._top_table is None:
             entries = self._entries()
             width = 63 - self.shift
@@ -163,7 +164,15 @@ class ExactRanks:
             if groups is None
             else np.broadcast_to(np.asarray(groups, dtype=np.intp), np.shape(scores)).ravel()
         )
-        if self.shift is not None:  # only values inside a kept prefix matter now
+        if self.shift is not None and self.n_groups << _BITS > _DENSE_LIMIT:
+            # too many groups for a look-up table: a binary search among the entries
+            code = self._code(g, keys >> np.uint64(self.shift))
+            entries = self._entries()
+            pos = np.searchsorted(entries, code)
+            hit = (pos < entries.size) & (entries[np.minimum(pos, entries.size - 1)] == code)
+            keys, g, pos = keys[hit], g[hit], pos[hit]
+            w = None if w is None else w[hit]
+        elif self.shift is not None:  # only values inside a kept prefix matter now
             slot = (keys >> np.uint64(_TOP_SHIFT)).view(np.int64)
             slot += g << _BITS
             found = self._top_lookup().take(slot)
