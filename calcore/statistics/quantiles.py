@@ -146,6 +146,14 @@ class ExactRanks:
             self._top_table = table
         return self._top_table
 
+    def _in_entries(self, keys, g, w):
+        """The values whose (group, prefix) is a pending entry, and that entry's index."""
+        code = self._code(g, keys >> np.uint64(self.shift))
+        entries = self._entries()
+        pos = np.searchsorted(entries, code)
+        hit = (pos < entries.size) & (entries[np.minimum(pos, entries.size - 1)] == code)
+        return keys[hit], g[hit], (None if w is None else w[hit]), pos[hit]
+
     def _code(self, groups, prefix):
         # group in the bits above the prefix: prefixes have at most 63 - shift bits
         width = 0 if self.shift is None else 63 - self.shift
@@ -166,12 +174,7 @@ class ExactRanks:
         )
         if self.shift is not None and self.n_groups << _BITS > _DENSE_LIMIT:
             # too many groups for a look-up table: a binary search among the entries
-            code = self._code(g, keys >> np.uint64(self.shift))
-            entries = self._entries()
-            pos = np.searchsorted(entries, code)
-            hit = (pos < entries.size) & (entries[np.minimum(pos, entries.size - 1)] == code)
-            keys, g, pos = keys[hit], g[hit], pos[hit]
-            w = None if w is None else w[hit]
+            keys, g, w, pos = self._in_entries(keys, g, w)
         elif self.shift is not None:  # only values inside a kept prefix matter now
             slot = (keys >> np.uint64(_TOP_SHIFT)).view(np.int64)
             slot += g << _BITS
@@ -182,12 +185,7 @@ class ExactRanks:
             if self.shift == _TOP_SHIFT:  # the top 16 bits name the entry
                 pos = found[hit]
             else:  # the few values sharing an entry's top 16 bits: the exact search
-                code = self._code(g, keys >> np.uint64(self.shift))
-                entries = self._entries()
-                pos = np.searchsorted(entries, code)
-                ok = (pos < entries.size) & (entries[np.minimum(pos, entries.size - 1)] == code)
-                keys, g, pos = keys[ok], g[ok], pos[ok]
-                w = None if w is None else w[ok]
+                keys, g, w, pos = self._in_entries(keys, g, w)
         else:
             pos = g
         if self.collecting:  # the remaining low bits, counted per distinct value
