@@ -434,3 +434,17 @@ def test_ace_and_tace_with_fractional_weights_equal_a_loop_reference(metric):
     assert got == pytest.approx(want, rel=1e-12)
     unweighted = calcore.evaluate(preds.with_sample_weight(None), metrics=[metric], bins=7)
     assert abs(unweighted.metrics[metric] - want) > 1e-4  # the weights matter
+
+
+@pytest.mark.parametrize("name", ["tl-iso", "tl-platt"])
+def test_tiny_uniform_weights_fit_as_no_weights(name):
+    """Uniform weights of 0.001 change no weighted mean, so the fit is the unweighted one; a
+    class is fitted for its rows, not skipped because its weights add up to less than 1."""
+    z, y = _logits(300, 3, seed=13)
+    preds = calcore.Predictions.from_logits(z, y)
+    tiny = calcore.make_calibrator(name).fit(preds, sample_weight=np.full(300, 1e-3))
+    plain = calcore.make_calibrator(name).fit(preds)
+    assert tiny.fit_info["unchanged_classes"] == []
+    np.testing.assert_allclose(
+        tiny.transform(preds).probs, plain.transform(preds).probs, rtol=1e-6, atol=1e-7
+    )

@@ -138,7 +138,9 @@ class M2BWrapper(Calibrator):
 
     def _fit_groups(self, scores, outcomes, groups, n_groups, weights=None):
         """One binary state per group (None for groups with too few points), and their sizes
-        (with row ``weights``, each group's total weight: the rows it repeats into)."""
+        (with row ``weights``, each group's total weight). A group is fitted when it has
+        ``min_points`` rows (of positive weight: the fit dropped the others), whatever
+        their weights add up to, so scaling every weight changes nothing."""
         order = np.argsort(groups, kind="stable")
         rows = np.bincount(groups, minlength=n_groups)
         sizes = rows if weights is None else np.bincount(groups, weights, minlength=n_groups)
@@ -148,7 +150,7 @@ class M2BWrapper(Calibrator):
         needed, states = self._min_points(), []
         for g in range(n_groups):
             idx = order[starts[g] : starts[g + 1]]
-            ok = sizes[g] >= needed
+            ok = rows[g] >= needed
             w = None if weights is None else weights[idx]
             states.append(self._fit_binary(scores[idx], outcomes[idx], w) if ok else None)
         return states, sizes
