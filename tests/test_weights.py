@@ -448,3 +448,31 @@ def test_tiny_uniform_weights_fit_as_no_weights(name):
     np.testing.assert_allclose(
         tiny.transform(preds).probs, plain.transform(preds).probs, rtol=1e-6, atol=1e-7
     )
+
+
+def test_debiased_ece_with_fractional_weights_equals_a_loop_reference():
+    """Kumar et al.'s estimate with frequency weights, from its formula: per equal-width bin,
+    ``n_b`` the bin's total weight, ``N`` the total; ``sum_b n_b/N [(acc_b - conf_b)^2 -
+    acc_b (1 - acc_b) / (n_b - 1)]`` (no correction where ``n_b <= 1``), square root of its
+    positive part."""
+    z, y = _logits(600, 3, seed=14)
+    w = np.random.default_rng(14).random(600) * 2.0
+    preds = calcore.Predictions.from_logits(z, y, sample_weight=w)
+    conf, correct = preds.confidence, preds.predicted == y
+    assert np.min(np.abs(conf * 10 - np.round(conf * 10))) > 1e-9  # no score on an edge
+    mass, score, hits = np.zeros(10), np.zeros(10), np.zeros(10)
+    for i in range(600):
+        b = min(int(conf[i] * 10), 9)
+        mass[b] += w[i]
+        score[b] += w[i] * conf[i]
+        hits[b] += w[i] * correct[i]
+    total, squared = w.sum(), 0.0
+    for b in range(10):
+        if mass[b] > 0:
+            acc, cf = hits[b] / mass[b], score[b] / mass[b]
+            correction = acc * (1 - acc) / (mass[b] - 1) if mass[b] > 1 else 0.0
+            squared += mass[b] / total * ((acc - cf) ** 2 - correction)
+    want = np.sqrt(max(squared, 0.0))
+    assert want > 0.01  # a miscalibrated model: the estimate is not clipped to 0
+    got = calcore.evaluate(preds, metrics=["debiased_ece"], bins=10).metrics["debiased_ece"]
+    assert got == pytest.approx(want, rel=1e-10)
