@@ -368,7 +368,7 @@ def test_the_worker_thread_split_equals_one_thread(monkeypatch, replicates):
 # Metrics whose definition has no count in it (means and weighted shares only): scaling every
 # weight by a constant changes nothing. Left out: ACE and TACE (equal-mass ranks
 # floor(k m / B) of the total weight m), the debiased ECE (n_b - 1) and the KDE-ECEs (the
-# bandwidth's n); ACE and TACE are checked against a loop reference below.
+# bandwidth's n); ACE, TACE and the debiased ECE are checked against loop references below.
 COUNTING = ("ace", "tace", "debiased_ece", "kde_ece", "kde_ece_classwise")
 SCALE_FREE = [k for k in calcore.METRICS if k not in COUNTING]
 
