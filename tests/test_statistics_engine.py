@@ -946,11 +946,18 @@ def test_a_stream_asked_for_neither_nll_nor_brier_skips_their_sums(tmp_path):
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
-def test_grouped_cuts_equal_searchsorted_per_group(side):
+@pytest.mark.parametrize("max_table", [1 << 21, 5000, 64], ids=["fine", "coarse", "one-bucket"])
+@pytest.mark.parametrize("max_steps", [4, 0], ids=["steps", "bisection"])
+def test_grouped_cuts_equal_searchsorted_per_group(side, max_table, max_steps, monkeypatch):
     """Per-group cuts crowded near 0 (softmax-like), ties, -inf, 0, 1 and the smallest
     subnormal; values at, just below and just above every cut, -0.0; offsets and groups
-    without cells (-1). Reference: ``np.searchsorted`` of each value in its own group."""
+    without cells (-1); fine and coarse buckets, values in a bucket with cuts stepped over
+    or bisected. Reference: ``np.searchsorted`` of each value in its own group."""
+    import calcore.statistics.cuts as cuts_module
     from calcore.statistics.cuts import GroupedCuts
+
+    monkeypatch.setattr(cuts_module, "_MAX_TABLE", max_table)
+    monkeypatch.setattr(cuts_module, "_MAX_STEPS", max_steps)
 
     rng = np.random.default_rng(26)
     for _ in range(40):

@@ -38,6 +38,8 @@ _SHIFT = 42
 _MAX_TABLE = 1 << 21
 # Values searched exactly at a time (the bisection keeps ~8 arrays of them).
 _SEARCH_CHUNK = 1 << 16
+# Cuts in one bucket that are stepped over one compare at a time; more take a bisection.
+_MAX_STEPS = 4
 
 
 class SortedCuts:
@@ -147,9 +149,36 @@ class GroupedCuts:
         flat_key, flat_values, flat_count = key.reshape(-1), values.reshape(-1), count.reshape(-1)
         for a in range(0, slow.size, _SEARCH_CHUNK):  # bounded temporaries
             part = slow[a : a + _SEARCH_CHUNK]
-            g = flat_key[part] // self._width  # the group is in the key
-            flat_count[part] = self._search(flat_values[part], g) + self._offsets[g]
+            k, v = flat_key[part], flat_values[part]
+            g = k // self._width  # the group is in the key
+            stepped = self._step(k, v, g, flat_count[part])
+            if stepped is None:
+                stepped = self._search(v, g) + self._offsets[g]
+            flat_count[part] = stepped
         return count
+
+    def _step(self, key, values, g, first):
+        """The exact counts by stepping over the few cuts inside each value's bucket, or
+        None where a bucket holds more than :data:`_MAX_STEPS` cuts or is the last one.
+
+        ``first`` is the table's count at the bucket (cuts below it, offset included);
+        the bucket's cuts are the next ``below[key + 1] - below[key]`` of the group.
+        """
+        if np.any(key % self._width == self._last):
+            return None
+        inside = self._below.take(key + 1) - first
+        steps = int(inside.max(initial=0))
+        if steps > _MAX_STEPS:
+            return None
+        shift = self.starts[:-1][g] - self._offsets[g]  # from a cell id to a cut index
+        idx = first + shift
+        for j in range(steps):
+            cut = self._padded[idx]
+            advance = cut <= values if self.side == "right" else cut < values
+            if j:
+                advance &= inside > j
+            idx += advance
+        return idx - shift
 
     def _search(self, values: np.ndarray, g: np.ndarray) -> np.ndarray:
         """The exact count by a vectorised bisection within each value's group."""
