@@ -638,13 +638,9 @@ def test_poisson_weights_are_the_splitmix64_halves_of_position_and_replicate_pai
     np.testing.assert_array_equal(poisson_weights(np.arange(n), 2, seed), want)
 
 
-@pytest.mark.parametrize(
-    ("bins", "dense_values"), [(5, 1 << 18), (5, 97), (40, 1 << 18)]
-)  # dense sums in one block, dense in many blocks of rows, sparse sums
-def test_replicate_statistics_equal_weighted_statistics_one_by_one(monkeypatch, bins, dense_values):
-    from calcore.statistics import cells
-
-    monkeypatch.setattr(cells, "_DENSE_VALUES", dense_values)
+@pytest.mark.parametrize("bins", [5, 40])
+@pytest.mark.parametrize("layout", ["poisson", "C-ordered"])  # (m, R) transposed, or (R, m)
+def test_replicate_statistics_equal_weighted_statistics_one_by_one(bins, layout):
     from calcore.evaluation.report_statistics import (
         binned_values,
         report_cell_specs,
@@ -657,6 +653,8 @@ def test_replicate_statistics_equal_weighted_statistics_one_by_one(monkeypatch, 
     specs = report_cell_specs(preds, bins=bins, binning="equal-mass")
     kdes = report_kde_specs(preds, confidence=True, classwise=True)
     w = poisson_weights(np.arange(300), 4, seed=9)
+    if layout == "C-ordered":
+        w = np.ascontiguousarray(w)
     boot = CalibrationStatistics.empty(preds.class_names, specs, kdes, replicates=4)
     boot.update(preds, weights=w)
     for r in range(4):

@@ -43,7 +43,8 @@ _MIN_KDE_RESAMPLES = 25
 
 
 def resample_counts(n: int, n_resamples: int, seed) -> np.ndarray:
-    """Row counts of ``n_resamples`` bootstrap resamples of ``n`` rows, shape (R, n), float64.
+    """Row counts of ``n_resamples`` bootstrap resamples of ``n`` rows, shape (R, n), float64
+    (the transpose of a C-ordered (n, R) array).
 
     The rows are drawn as ``default_rng(seed).integers(0, n, (R, n))`` -- the draw
     :func:`scipy.stats.bootstrap` makes -- and counted, so each row of the result is a
@@ -56,9 +57,18 @@ def resample_counts(n: int, n_resamples: int, seed) -> np.ndarray:
     [4.0, 4.0]
     """
     idx = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
-    idx += (np.arange(n_resamples, dtype=idx.dtype) * n)[:, None]
-    counts = np.bincount(idx.reshape(-1), minlength=n_resamples * n)
-    return counts.reshape(n_resamples, n).astype(np.float64)
+    idx *= n_resamples
+    idx += np.arange(n_resamples, dtype=idx.dtype)[:, None]
+    return _by_row(np.bincount(idx.reshape(-1), minlength=n_resamples * n), n, n_resamples)
+
+
+def _by_row(flat_counts: np.ndarray, n: int, n_resamples: int) -> np.ndarray:
+    """(R, n) float64 view of counts laid out row by row (``flat[i * R + r]``).
+
+    A row's replicate weights are then adjacent in memory, the layout in which the
+    statistics engine's sparse products read them (as the stream's Poisson weights).
+    """
+    return flat_counts.reshape(n, n_resamples).astype(np.float64).T
 
 
 def double_resample_counts(counts: np.ndarray, seed) -> np.ndarray:
@@ -86,12 +96,8 @@ def double_resample_counts(counts: np.ndarray, seed) -> np.ndarray:
     # resample r's rows are rows[r * n:(r + 1) * n]: each resample holds n rows in all
     picks = rng.integers(0, n, (n_resamples, n))
     picks += (np.arange(n_resamples, dtype=picks.dtype) * n)[:, None]
-    cells = rows[picks] + (np.arange(n_resamples, dtype=np.int64) * n)[:, None]
-    return (
-        np.bincount(cells.reshape(-1), minlength=n_resamples * n)
-        .reshape(n_resamples, n)
-        .astype(np.float64)
-    )
+    cells = rows[picks] * n_resamples + np.arange(n_resamples, dtype=np.int64)[:, None]
+    return _by_row(np.bincount(cells.reshape(-1), minlength=n_resamples * n), n, n_resamples)
 
 
 def jackknife_weights(n: int, seed, groups: int = JACKKNIFE_GROUPS) -> np.ndarray:
@@ -112,7 +118,7 @@ def jackknife_weights(n: int, seed, groups: int = JACKKNIFE_GROUPS) -> np.ndarra
     g = max(1, min(int(groups), int(n)))
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
     group = rng.permutation(n) % g
-    return (group[None, :] != np.arange(g)[:, None]).astype(np.float64)
+    return (group[:, None] != np.arange(g)).astype(np.float64).T  # a row's weights adjacent
 
 
 def kde_work_per_resample(spec, n_rows: int) -> int:
