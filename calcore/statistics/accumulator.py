@@ -306,8 +306,8 @@ class CalibrationStatistics:
             total, sums = float(w.sum()), [float(w @ t) for t in terms]
             per_label = np.bincount(preds.labels, weights=w, minlength=n_labels)
         else:  # (R, m) replicate weights
-            total = w.sum(axis=1)
-            sums = list((w @ np.column_stack(terms)).T)  # one product for every term
+            # one product for the total weight and every term
+            total, *sums = (w @ np.column_stack((np.ones(n),) + terms)).T
             (per_label,) = replicate_sums(w, preds.labels, n_labels)
         self.weight = self.weight + total
         self.correct = self.correct + sums[0]

@@ -31,7 +31,7 @@ from calcore.binning import BIN_COUNT_RULES, BinningScheme
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec, row_slice
 from calcore.statistics.edges import BinEdges, bins_per_group
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
-from calcore.statistics.poisson import poisson_weights
+from calcore.statistics.poisson import WeightsBuffer, poisson_weights
 from calcore.statistics.quantiles import ExactRanks
 from calcore.statistics.redraws import LabelRedraws
 
@@ -451,11 +451,13 @@ class _Lanes:
         for lane in self.lanes.values():
             self._start(lane)
 
+        buffers = (WeightsBuffer(), WeightsBuffer())  # the lanes take batches in turn
+
         def accumulate(lane, preds, rows, w):
             if lane.stats is None:  # a lane created in this pass (one-pass statistics)
                 lane.plan()
                 self._start(lane)
-            lane.accumulate(preds, rows, w)
+            lane.accumulate(preds, rows, w, buffers)
 
         self._read(route, accumulate)
 
@@ -646,18 +648,28 @@ class _Lane:
                 self.names, specs, kde_specs, redraws=range(n_redraws), seed=seed
             )
 
-    def accumulate(self, preds, rows, w) -> None:
+    def accumulate(self, preds, rows, w, buffers) -> None:
+        """Add a batch (``buffers``: two :class:`WeightsBuffer`, the stream's, for the
+        bootstrap weights of the two levels)."""
         self.stats.update(preds, weights=w)
         if self.boot is not None:
-            replicate_weights = poisson_weights(rows, self.n_replicates, self.boot_seed)
-            self.boot.update(
-                preds, weights=replicate_weights if w is None else replicate_weights * w
+            replicate_weights = poisson_weights(
+                rows, self.n_replicates, self.boot_seed, buffer=buffers[0]
             )
-            if self.boot2 is not None:  # a resample of each resample
+            twice = None
+            if self.boot2 is not None:  # a resample of each resample, drawn from the first
                 twice = poisson_weights(
-                    rows, self.n_replicates, self.boot_seed, of=replicate_weights
+                    rows,
+                    self.n_replicates,
+                    self.boot_seed,
+                    of=replicate_weights,
+                    buffer=buffers[1],
                 )
-                self.boot2.update(preds, weights=twice if w is None else twice * w)
+            for stats, weights in ((self.boot, replicate_weights), (self.boot2, twice)):
+                if stats is not None:
+                    if w is not None:
+                        weights *= w
+                    stats.update(preds, weights=weights)
         if self.redrawn is not None and preds.normalized:
             self.redrawn.update(preds, rows, w)
 

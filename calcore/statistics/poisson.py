@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["poisson_weights", "row_uniforms"]
+__all__ = ["WeightsBuffer", "poisson_weights", "row_uniforms"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -125,7 +125,29 @@ def _mix_in_place(x: np.ndarray, scratch: np.ndarray) -> None:
 _HASH_CHUNK = 1 << 15
 
 
-def poisson_weights(positions, n_replicates: int, seed: int, *, of=None) -> np.ndarray:
+class WeightsBuffer:
+    """Memory for a stream's bootstrap weights, kept from one batch to the next.
+
+    A batch of 1M rows x 20 replicates is 160 MB of weights. Allocated afresh for each
+    batch, those pages are mapped and zeroed by the kernel on first write, which cost
+    more than drawing the weights (measured: 16 ns per weight written to fresh memory,
+    1 ns to memory already touched). One buffer per stream, grown when a batch needs
+    more, removes that cost.
+    """
+
+    def __init__(self) -> None:
+        self._memory = np.empty(0, dtype=np.float64)
+
+    def array(self, rows: int, columns: int) -> np.ndarray:
+        """A C-ordered (rows, columns) float64 view of the buffer (contents undefined)."""
+        if self._memory.size < rows * columns:
+            self._memory = np.empty(rows * columns, dtype=np.float64)
+        return self._memory[: rows * columns].reshape(rows, columns)
+
+
+def poisson_weights(
+    positions, n_replicates: int, seed: int, *, of=None, buffer: "WeightsBuffer | None" = None
+) -> np.ndarray:
     """Poisson(1) bootstrap weights of rows at the given stream positions.
 
     Parameters
@@ -142,6 +164,9 @@ def poisson_weights(positions, n_replicates: int, seed: int, *, of=None) -> np.n
         the iterated bias correction (:func:`calcore.evaluation.intervals.interval_bounds`);
         drawn from each resample, not apart from it, the difference of the two levels'
         means carries less Monte Carlo noise. Uniforms keyed apart from the first level's.
+    buffer : WeightsBuffer, optional
+        Memory to write the weights into, reused from batch to batch; the result is then
+        a view of it, valid until the buffer's next use.
 
     Returns
     -------
@@ -156,6 +181,7 @@ def poisson_weights(positions, n_replicates: int, seed: int, *, of=None) -> np.n
     high 32 bits of one SplitMix64 hash of ``(i * ceil(R / 2) + j) * golden + key``,
     ``key`` a hash of the seed, as uniforms. Rows are hashed a chunk at a time in place
     (see :func:`_mix_in_place`); measured on 1M rows x 20 replicates: 0.15 -> 0.06 s.
+    The weights of a resample of each resample (``of``) take 0.10 s for the same rows.
 
     Examples
     --------
@@ -171,31 +197,42 @@ def poisson_weights(positions, n_replicates: int, seed: int, *, of=None) -> np.n
         key = _mix(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * _GOLDEN + _GOLDEN)
         if of is not None:
             key = _mix(key ^ _M2)
-            # (m, R), each count shifted to its row of the bucket table
-            rows_of = np.minimum(np.asarray(of).T, _NESTED_MAX).astype(np.uint32)
-            rows_of <<= np.uint32(_NESTED_BUCKET_BITS)
-    out = np.empty((pos.size, n_rep), dtype=np.float64)
+    counts_of = None if of is None else np.asarray(of).T  # (m, R)
+    out = (
+        np.empty((pos.size, n_rep), dtype=np.float64)
+        if buffer is None
+        else buffer.array(pos.size, n_rep)
+    )
     rows = max(1, _HASH_CHUNK // max(pairs, 1))
     size = min(pos.size, rows)
-    bits, scratch = np.empty((size, pairs), np.uint64), np.empty((size, pairs), np.uint64)
+    bits, mixing = np.empty((size, pairs), np.uint64), np.empty((size, pairs), np.uint64)
+    table_row = np.empty((size, n_rep), np.uint32) if of is not None else None
     halves = bits.view(np.uint32)  # the two 32-bit words of each hash, in memory order
     columns = np.arange(n_rep) if _LOW_WORD_FIRST else np.arange(n_rep) ^ 1
-    counter = np.arange(pairs, dtype=np.uint64)
+    # (i * pairs + j) * golden + key, as i * (pairs * golden) + (j * golden + key): the
+    # same wrapping uint64 values in two passes instead of five
+    unsigned = pos.astype(np.uint64, copy=False)
+    with np.errstate(over="ignore"):
+        stride = np.uint64(pairs) * _GOLDEN
+        offsets = np.arange(pairs, dtype=np.uint64) * _GOLDEN + key
     for start in range(0, pos.size, rows):
         n = min(rows, pos.size - start)
         x = bits[:n]
-        np.copyto(x, pos[start : start + n, None], casting="unsafe")
         with np.errstate(over="ignore"):
-            x *= np.uint64(pairs)
-            x += counter
-            x *= _GOLDEN
-            x += key
-        _mix_in_place(x, scratch[:n])
+            np.multiply(unsigned[start : start + n, None], stride, out=x)
+            x += offsets
+        _mix_in_place(x, mixing[:n])
         uniforms = halves[:n, :n_rep] if _LOW_WORD_FIRST else halves[:n, columns]
         chunk = out[start : start + n]
         if of is not None:  # Poisson(count): row ``count`` of the nested table
+            # each count, capped, shifted to its row of the bucket table (chunk by chunk:
+            # no batch-sized temporaries)
+            lam = table_row[:n]
+            np.copyto(lam, counts_of[start : start + n], casting="unsafe")
+            np.minimum(lam, np.uint32(_NESTED_MAX), out=lam)
+            lam <<= np.uint32(_NESTED_BUCKET_BITS)
             bucket = uniforms >> np.uint32(32 - _NESTED_BUCKET_BITS)
-            bucket |= rows_of[start : start + n]
+            bucket |= lam
             np.take(_NESTED_BUCKETS, bucket, out=chunk, mode="clip")
             near = np.flatnonzero(chunk < 0)  # a threshold inside the bucket: search
             if near.size:
