@@ -34,7 +34,7 @@ def _report_stats(preds, pieces, bins=10, binning="equal-width"):
     specs = report_cell_specs(preds, bins=bins, binning=binning)
     parts = []
     for rows in pieces:
-        s = CalibrationStatistics.empty(preds.class_names, specs)
+        s = CalibrationStatistics.empty(preds.class_names, specs, ranges=True)
         s.update(preds.subset(rows))
         parts.append(s)
     return parts
@@ -66,6 +66,7 @@ def test_merging_in_any_grouping_and_order_equals_one_pass(cuts, order, binning)
     bounds = [0, *sorted(cuts), 300]
     pieces = [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     whole = _report_stats(preds, [np.arange(300)], binning=binning, bins=7)[0]
+    assert whole.cells["ace"].low is not None  # score ranges merge too (min and max)
     parts = _report_stats(preds, pieces, binning=binning, bins=7)
     order.shuffle(parts)
     # left fold in a random order, and a balanced tree: both equal the single pass

@@ -158,18 +158,23 @@ class CalibrationStatistics:
         *,
         replicates=None,
         proper_scores: bool = True,
+        ranges: bool = False,
     ):
-        """Zero statistics for the given cells (ranges kept for rank-based edges) and KDEs.
+        """Zero statistics for the given cells and KDEs.
 
         With ``replicates=R`` every sum gets a leading axis of ``R`` bootstrap replicates,
         and :meth:`update` takes ``(R, m)`` weights (e.g. :func:`poisson_weights`).
         ``proper_scores=False`` skips the NLL and Brier sums (a report without them).
+        ``ranges=True`` keeps each rank-based cell's smallest and largest score (a bin's
+        edges in a table or diagram; no metric reads them): off by default, as they cost
+        a ``np.minimum.at`` and a ``np.maximum.at`` per point, about a quarter of ACE's
+        and TACE's sums.
         """
         cells = {
             k: CellSums.zeros(
                 s.edges.n_cells,
                 replicates=replicates,
-                ranges=s.edges.thresholds is not None and replicates is None,
+                ranges=ranges and s.edges.thresholds is not None and replicates is None,
             )
             for k, s in specs.items()
         }
@@ -258,6 +263,7 @@ class CalibrationStatistics:
             self.kde_specs,
             replicates=self.n_replicates,
             proper_scores=self.proper_scores,
+            ranges=any(c.low is not None for c in self.cells.values()),
         )
 
     def _update_chunks(self, preds, w, starts, step: int) -> None:
