@@ -26,7 +26,9 @@ from calcore.statistics.points import RowBatch, add_rows
 
 __all__ = ["CellSpec", "KDESpec", "CalibrationStatistics"]
 
-_CHUNK_VALUES = 1 << 20  # probabilities per chunk of CalibrationStatistics.update
+# Probabilities per chunk of CalibrationStatistics.update (10M binary rows, every metric:
+# 2.61 s of CPU with 1 << 20, 2.51 s with 1 << 18, 2.70 s with 1 << 17).
+_CHUNK_VALUES = 1 << 18
 _SPLIT_CHUNKS = 4  # from this many chunks on, half of them are added on a worker thread
 
 
