@@ -547,6 +547,38 @@ def test_exact_ranks_equal_a_sort(kind, collect_limit, dense_limit, monkeypatch)
         np.testing.assert_array_equal(finder.values()[k], want)
 
 
+@pytest.mark.parametrize(
+    "kind",
+    ["beta", "ties", "constant", "packed", "tiny", "bucket edges", "minus zero", "above one", "nan"],
+)
+@pytest.mark.parametrize("chunk", [1 << 20, 1000])  # one chunk per pass, or many
+def test_order_statistics_equal_a_sort(kind, chunk, monkeypatch):
+    import calcore.statistics.selection as selection
+    from calcore.statistics.selection import order_statistics
+
+    monkeypatch.setattr(selection, "_MIN_VALUES", 100)  # the histogram path on small columns
+    monkeypatch.setattr(selection, "_CHUNK", chunk)
+    rng = np.random.default_rng(34)
+    # a bucket is 2**-10 of its value wide: values on both sides of bucket boundaries
+    edges = (np.arange(1, 1024) / 1024.0 + 1.0) * 0.25
+    v = {
+        "beta": lambda: rng.beta(0.5, 3.0, 20_000),
+        "ties": lambda: np.round(rng.random(20_000), 2),
+        "constant": lambda: np.full(5_000, 0.3),
+        "packed": lambda: 0.9 + rng.random(20_000) * 1e-12,  # every value in one bucket
+        "tiny": lambda: np.r_[np.zeros(300), rng.random(2_000) * 1e-300, rng.random(50)],
+        "bucket edges": lambda: np.r_[edges, np.nextafter(edges, 0), np.nextafter(edges, 1)],
+        # the partition's fallback: -0.0's sign bit, values over 1, NaN
+        "minus zero": lambda: np.r_[rng.random(3_000), -np.zeros(10), np.zeros(10)],
+        "above one": lambda: np.r_[rng.random(3_000), [1.0, 1.5, 7.0]],
+        "nan": lambda: np.r_[rng.random(3_000), [np.nan]],
+    }[kind]()
+    rng.shuffle(v)
+    at = np.r_[0, v.size - 1, rng.integers(0, v.size, 60), (np.arange(1, 15) * v.size) // 15]
+    got = order_statistics(v, at)
+    np.testing.assert_array_equal(got, np.sort(v)[at])
+
+
 def test_exact_ranks_notice_data_that_changed_between_passes():
     from calcore.statistics.quantiles import ExactRanks
 

@@ -4,6 +4,9 @@ Layers, bottom up:
 
 * :mod:`~calcore.statistics.edges` -- where the bins of each group lie
   (:class:`BinEdges`, from data by :func:`edges_for`);
+* :mod:`~calcore.statistics.cuts`, :mod:`~calcore.statistics.selection` -- a score's
+  cell among sorted cuts, and the order statistics that rank-based bins start from
+  (exact, without a sort);
 * :mod:`~calcore.statistics.cells` -- weighted sums per cell (:class:`CellSums`),
   merged by addition;
 * :mod:`~calcore.statistics.points` -- how a batch of multiclass rows falls into

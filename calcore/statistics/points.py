@@ -22,6 +22,7 @@ from calcore.binning import resolve_binning
 from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, bins_per_group, edges_for, group_thresholds
+from calcore.statistics.selection import order_statistics
 
 __all__ = [
     "REDUCTIONS",
@@ -149,9 +150,9 @@ def classwise_edges(batch: RowBatch, requests, *, weights=None, classes=None) ->
     """The class-wise bins of several requests ``[(scheme, min_score), ...]`` at once.
 
     Rank-based requests (equal-mass, points-per-bin) need order statistics of each
-    probability column: unweighted, every request's ranks of a column are selected in one
-    ``np.partition`` (ACE and TACE bin the same columns, TACE above a cut: O(n) a column,
-    no sort); with weights, or for ``"unique"``, each column is sorted once for all
+    probability column: unweighted, every request's ranks of a column are selected at
+    once (ACE and TACE bin the same columns, TACE above a cut: O(n) a column, no sort;
+    :func:`~calcore.statistics.selection.order_statistics`); with weights, or for ``"unique"``, each column is sorted once for all
     requests. Each result equals :func:`reduction_edges` of its request alone.
 
     Parameters
@@ -206,7 +207,8 @@ def classwise_edges(batch: RowBatch, requests, *, weights=None, classes=None) ->
 
 def _selected_thresholds(probs: np.ndarray, requests, w) -> list:
     """``[(bins per column, [thresholds per column])]`` of unweighted rank-based requests:
-    each column's order statistics at every request's ranks, in one ``np.partition``. A
+    each column's order statistics at every request's ranks, in one selection
+    (:func:`~calcore.statistics.selection.order_statistics`). A
     binary batch whose column 0 is exactly ``1 - p1`` partitions column 1 only: ``1 - x``
     rounds monotonically, so column 0 sorted is ``1 - (p1 sorted)`` reversed, value for
     value."""
@@ -231,10 +233,11 @@ def _selected_thresholds(probs: np.ndarray, requests, w) -> list:
         kth = {int(q) if col == c else n - 1 - int(q) for col, ps in asked for q in ps if q >= 0}
         if not kth:
             continue
-        part = np.partition(probs[:, c], np.fromiter(sorted(kth), dtype=np.intp))
+        ks = np.fromiter(sorted(kth), dtype=np.intp)
+        at = dict(zip(ks.tolist(), order_statistics(probs[:, c], ks).tolist(), strict=True))
         for col, ps in asked:
             for q in ps[ps >= 0].tolist():
-                values[col, q] = part[q] if col == c else 1.0 - part[n - 1 - q]
+                values[col, q] = at[q] if col == c else 1.0 - at[n - 1 - q]
     found = [(np.zeros(n_groups, dtype=np.int64), []) for _ in requests]
     for c in range(n_groups):
         for (nb, thresholds), (b, m, positions) in zip(found, wanted[c], strict=True):
