@@ -6,7 +6,8 @@ The layers, lowest first (the longest matching prefix decides a module's layer):
 
 0. foundations on plain arrays: errors, validation, softmax, binning schemes, the KDE
    estimators, the keyed random numbers of the bootstrap, the exact ranks found over
-   several passes (equal-mass bins and quantile ranges of streams);
+   several passes (equal-mass bins and quantile ranges of streams) or in memory, the
+   split of numpy work between threads;
 1. ``Predictions``;
 2. views of predictions that need nothing else: multiclass-to-binary views, per-row
    scoring terms, the bootstrap's resampling helpers, the calibrators;
@@ -42,10 +43,12 @@ LAYERS = {
     "calcore._softmax": 0,
     "calcore._validation": 0,
     "calcore._limits": 0,
+    "calcore._threads": 0,
     "calcore.binning": 0,
     "calcore.kde": 0,
     "calcore.statistics.poisson": 0,
     "calcore.statistics.quantiles": 0,
+    "calcore.statistics.selection": 0,
     "calcore.metadata": 0,
     "calcore.slicing": 1,
     "calcore.slicing_batches": 1,

@@ -549,7 +549,8 @@ def test_exact_ranks_equal_a_sort(kind, collect_limit, dense_limit, monkeypatch)
 
 @pytest.mark.parametrize(
     "kind",
-    ["beta", "ties", "constant", "packed", "tiny", "bucket edges", "minus zero", "above one", "nan"],
+    ["beta", "ties", "constant", "packed", "tiny", "bucket edges"]
+    + ["minus zero", "above one", "nan"],
 )
 @pytest.mark.parametrize("chunk", [1 << 20, 1000])  # one chunk per pass, or many
 def test_order_statistics_equal_a_sort(kind, chunk, monkeypatch):
