@@ -215,13 +215,22 @@ def _selected_thresholds(probs: np.ndarray, requests, w) -> list:
     rounds monotonically, so column 0 sorted is ``1 - (p1 sorted)`` reversed, value for
     value."""
     n, n_groups = probs.shape
+    # per request and column: points below the cut, then the bins of the points kept
+    # (one pass over the rows for each cut, not a strided pass per column)
+    starts = [
+        np.zeros(n_groups, np.int64) if cut is None else np.count_nonzero(probs < cut, axis=0)
+        for _, cut in requests
+    ]
+    n_bins = [
+        bins_per_group(scheme, n - start)
+        for (scheme, _), start in zip(requests, starts, strict=True)
+    ]
     wanted = []  # per column, per request: (bins, rows kept, positions in the sorted column)
     for c in range(n_groups):
-        col, per_request = probs[:, c], []
-        for scheme, min_score in requests:
-            start = 0 if min_score is None else int(np.count_nonzero(col < min_score))
+        per_request = []
+        for start_of, bins_of in zip(starts, n_bins, strict=True):
+            start, b = int(start_of[c]), int(bins_of[c])
             m = n - start
-            b = int(bins_per_group(scheme, [m])[0])
             ranks = (np.arange(1, b, dtype=np.int64) * m) // b if b > 1 and m else None
             positions = None if ranks is None else np.where(ranks > 0, start + ranks - 1, -1)
             per_request.append((b, m, positions))
