@@ -28,8 +28,8 @@ __all__ = ["CellSpec", "KDESpec", "CalibrationStatistics"]
 
 # Probabilities per chunk of CalibrationStatistics.update, and rows at most. Fewer rows
 # per chunk suit few classes (10M binary rows: 131,072 rather than 524,288 a chunk saved 4%
-# of the CPU); many classes keep 2**20 values (10,000 x 100 with 200 resamples took 4.1 s
-# so, 7.8 s at 2**18 values: each chunk has a fixed cost per class and replicate block).
+# of the CPU); many classes keep 2**20 values (10,000 x 100 with 200 resamples took 3.8-5.3 s
+# so, 8.1-9.8 s at 2**18 values: each chunk has a fixed cost per class and replicate block).
 _CHUNK_VALUES = 1 << 20
 _CHUNK_ROWS = 1 << 17
 _SPLIT_CHUNKS = 4  # from this many chunks on, half of them are added on a worker thread

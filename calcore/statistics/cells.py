@@ -229,7 +229,7 @@ class _Points:
         matrix = sp.csr_matrix(
             (data.reshape(-1), columns.reshape(-1), indptr), shape=(m, n_cells * n_values)
         )
-        # a C-ordered (R, m) w (multinomial counts) is copied to the (m, R) layout once
+        # w in another layout (e.g. a C-ordered (R, m) array) is copied to (m, R) once
         out = np.asarray(matrix.T @ np.ascontiguousarray(w.T)).T
         return [out[:, j * n_cells : (j + 1) * n_cells] for j in range(n_values)]
 

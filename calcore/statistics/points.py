@@ -210,10 +210,9 @@ def classwise_edges(batch: RowBatch, requests, *, weights=None, classes=None) ->
 def _selected_thresholds(probs: np.ndarray, requests, w) -> list:
     """``[(bins per column, [thresholds per column])]`` of unweighted rank-based requests:
     each column's order statistics at every request's ranks, in one selection
-    (:func:`~calcore.statistics.selection.order_statistics`). A
-    binary batch whose column 0 is exactly ``1 - p1`` partitions column 1 only: ``1 - x``
-    rounds monotonically, so column 0 sorted is ``1 - (p1 sorted)`` reversed, value for
-    value."""
+    (:func:`~calcore.statistics.selection.order_statistics`). A binary batch whose
+    column 0 is exactly ``1 - p1`` selects from column 1 only: ``1 - x`` rounds
+    monotonically, so column 0 sorted is ``1 - (p1 sorted)`` reversed, value for value."""
     n, n_groups = probs.shape
     # per request and column: points below the cut, then the bins of the points kept
     starts = [

@@ -9,7 +9,7 @@ prefix (sign, exponent and 10 mantissa bits: a bucket is ``2**-10`` of its value
 the cumulative counts name the bucket holding each wanted rank, a second pass gathers
 the values of those buckets only, and one ``np.partition`` of that small set (values of
 a lower bucket are all smaller) gives every rank exactly. Measured on those 10M scores:
-0.32 -> 0.09 s.
+0.32 -> 0.06 s.
 
 Hand-written rather than a library call: numpy has no multi-rank selection that is not
 an introselect per rank, and scipy none at all.
