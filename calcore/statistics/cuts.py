@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from calcore.binning import equal_width_index
+from calcore.statistics.selection import bit_buckets, last_bucket
 
 __all__ = ["SortedCuts", "GroupedCuts"]
 
@@ -100,13 +101,10 @@ class GroupedCuts:
         self.side = side
         n_groups = self.starts.size - 1
         shift = _SHIFT
-        while (
-            shift < 62
-            and n_groups * ((int(np.float64(1.0).view(np.uint64)) >> shift) + 2) > _MAX_TABLE
-        ):
+        while shift < 62 and n_groups * (last_bucket(shift) + 1) > _MAX_TABLE:
             shift += 1  # coarser buckets; at 62, one bucket holds [0, 1] (all searched)
-        self._shift = np.uint64(shift)
-        self._last = (int(np.float64(1.0).view(np.uint64)) >> shift) + 1  # beyond [0, 1]
+        self._shift = shift
+        self._last = last_bucket(shift)  # beyond [0, 1]
         width = self._last + 1
         self._width = width
         group_of_cut = np.repeat(np.arange(n_groups), np.diff(self.starts))
@@ -135,8 +133,7 @@ class GroupedCuts:
         self._padded = np.append(self.cuts, np.inf)
 
     def _buckets(self, values: np.ndarray) -> np.ndarray:
-        keys = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64) >> self._shift
-        return np.minimum(keys, self._last, out=keys).view(np.int64)
+        return bit_buckets(values, self._shift)
 
     def count(self, values: np.ndarray, groups=None) -> np.ndarray:
         """The count for each value (any shape) in its group (broadcast; group 0 if None)."""

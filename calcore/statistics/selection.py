@@ -19,24 +19,40 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["order_statistics"]
+__all__ = ["bit_buckets", "last_bucket", "order_statistics"]
 
+_ONE = int(np.float64(1.0).view(np.uint64))
 _SHIFT = 42  # 64 - 42 = 22-bit prefixes
-# Prefix of 1.0; everything above it (values over 1, NaN, the sign bit of -0.0 and of
-# negative values) is counted in one overflow bucket and sends the column to np.partition.
-_TOP = int(np.float64(1.0).view(np.uint64)) >> _SHIFT
 # Columns shorter than this are partitioned directly (the histogram's 8 MB would dominate).
 _MIN_VALUES = 1 << 20
 # Values per chunk of a pass: their prefixes (8 MB) are written into one reused buffer.
 _CHUNK = 1 << 20
 
 
-def _prefixes(chunk: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """22-bit prefix of each value, capped at ``_TOP + 1`` (the overflow bucket), as intp."""
-    prefix = out[: chunk.size]
-    np.right_shift(chunk.view(np.uint64), np.uint64(_SHIFT), out=prefix)
-    np.minimum(prefix, np.uint64(_TOP + 1), out=prefix)
-    return prefix.view(np.intp)  # below 2**23: the same numbers
+def last_bucket(shift: int) -> int:
+    """The overflow bucket of :func:`bit_buckets`: one past the bucket of 1.0."""
+    return (_ONE >> shift) + 1
+
+
+def bit_buckets(values: np.ndarray, shift: int, *, out: np.ndarray | None = None) -> np.ndarray:
+    """Bucket of each value by the top ``64 - shift`` bits of its float64 pattern, as intp.
+
+    Non-negative float64 values sort like their bits, so buckets are ordered and narrow in
+    relative terms. Everything above 1 (values over 1, NaN, and the sign bit of ``-0.0``
+    and of negative values) lands in one overflow bucket, :func:`last_bucket`. ``out``
+    (uint64, at least as long) receives the buckets instead of a new array.
+
+    Examples
+    --------
+    >>> bit_buckets(np.array([0.0, 0.5, 1.0, 2.0, -0.0]), 52).tolist()  # exponents
+    [0, 1022, 1023, 1024, 1024]
+    """
+    keys = np.ascontiguousarray(values, dtype=np.float64).reshape(-1).view(np.uint64)
+    prefix = keys >> np.uint64(shift) if out is None else out[: keys.size]
+    if out is not None:
+        np.right_shift(keys, np.uint64(shift), out=prefix)
+    np.minimum(prefix, np.uint64(last_bucket(shift)), out=prefix)
+    return prefix.view(np.intp).reshape(np.shape(values))  # below 2**63: the same numbers
 
 
 def order_statistics(values: np.ndarray, positions) -> np.ndarray:
@@ -71,16 +87,17 @@ def order_statistics(values: np.ndarray, positions) -> np.ndarray:
         return np.partition(v, kth)[at]
     chunks = [v[a : a + _CHUNK] for a in range(0, v.size, _CHUNK)]
     buffer = np.empty(min(v.size, _CHUNK), dtype=np.uint64)
-    counts = np.zeros(_TOP + 2, dtype=np.int64)
+    top = last_bucket(_SHIFT)
+    counts = np.zeros(top + 1, dtype=np.int64)
     for chunk in chunks:
-        counts += np.bincount(_prefixes(chunk, buffer), minlength=_TOP + 2)
-    if counts[_TOP + 1]:  # a value above 1, NaN or a sign bit: the plain partition
+        counts += np.bincount(bit_buckets(chunk, _SHIFT, out=buffer), minlength=top + 1)
+    if counts[top]:  # a value above 1, NaN or a sign bit: the plain partition
         return np.partition(v, kth)[at]
     below = np.cumsum(counts) - counts  # values in lower buckets
     bucket = np.searchsorted(below, kth, side="right") - 1  # the bucket holding each rank
-    wanted = np.zeros(_TOP + 2, dtype=bool)
+    wanted = np.zeros(top + 1, dtype=bool)
     wanted[bucket] = True
-    gathered = np.concatenate([c[wanted[_prefixes(c, buffer)]] for c in chunks])
+    gathered = np.concatenate([c[wanted[bit_buckets(c, _SHIFT, out=buffer)]] for c in chunks])
     # values of the wanted buckets below each one, then the rank within it
     before = np.cumsum(np.where(wanted, counts, 0)) - np.where(wanted, counts, 0)
     local = before[bucket] + (kth - below[bucket])
