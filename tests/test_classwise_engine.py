@@ -330,7 +330,8 @@ def test_every_class_wise_cell_path_equals_the_reference(binning, bins, threshol
     import calcore.statistics.cuts as cuts_module
 
     monkeypatch.setattr(cuts_module, "_MAX_TABLE", max_table)
-    if max_table < 1 << 10:  # and the exact search in many small pieces
+    if max_table < 1 << 10:  # one bucket per class, and the exact search in small pieces
+        monkeypatch.setattr(cuts_module, "_MIN_BUCKETS", 3)
         monkeypatch.setattr(cuts_module, "_SEARCH_CHUNK", 7)
     for preds in (SMOOTH, TIED, WIDE):
         check(preds, binning, bins, threshold=threshold)

@@ -979,17 +979,19 @@ def test_a_stream_asked_for_neither_nll_nor_brier_skips_their_sums(tmp_path):
 
 @pytest.mark.parametrize("side", ["left", "right"])
 @pytest.mark.parametrize("max_table", [1 << 21, 5000, 64], ids=["fine", "coarse", "one-bucket"])
-@pytest.mark.parametrize("max_steps", [4, 0], ids=["steps", "bisection"])
-def test_grouped_cuts_equal_searchsorted_per_group(side, max_table, max_steps, monkeypatch):
+def test_grouped_cuts_equal_searchsorted_per_group(side, max_table, monkeypatch):
     """Per-group cuts crowded near 0 (softmax-like), ties, -inf, 0, 1 and the smallest
-    subnormal; values at, just below and just above every cut, -0.0; offsets and groups
-    without cells (-1); fine and coarse buckets, values in a bucket with cuts stepped over
-    or bisected. Reference: ``np.searchsorted`` of each value in its own group."""
+    subnormal, some below 0 or above 1; values at, just below and just above every cut,
+    -0.0, negative values, values over 1, inf and NaN; offsets and groups without cells
+    (-1); fine and coarse buckets, values in a bucket with one cut compared with it, in a
+    bucket with several searched. Reference: ``np.searchsorted`` of each value in its own
+    group."""
     import calcore.statistics.cuts as cuts_module
     from calcore.statistics.cuts import GroupedCuts
 
     monkeypatch.setattr(cuts_module, "_MAX_TABLE", max_table)
-    monkeypatch.setattr(cuts_module, "_MAX_STEPS", max_steps)
+    if max_table == 64:  # one bucket for a group's whole range: every value in it searched
+        monkeypatch.setattr(cuts_module, "_MIN_BUCKETS", 3)
 
     rng = np.random.default_rng(26)
     for _ in range(40):
@@ -999,6 +1001,8 @@ def test_grouped_cuts_equal_searchsorted_per_group(side, max_table, max_steps, m
             c = np.r_[rng.random(size) ** rng.integers(1, 12), np.round(rng.random(2), 2)]
             if rng.random() < 0.3:
                 c = np.r_[c, -np.inf, 0.0, 1.0, 5e-324]
+            if rng.random() < 0.2:  # outside [0, 1]: negative and zero cuts, above 1
+                c = np.r_[c, -0.25, -0.0, 1.5]
             per_group.append(np.sort(c))
         starts = np.r_[0, np.cumsum([c.size for c in per_group])]
         cuts = np.concatenate(per_group)
@@ -1013,7 +1017,7 @@ def test_grouped_cuts_equal_searchsorted_per_group(side, max_table, max_steps, m
             -0.0,
             1.0,
         ]
-        values = np.clip(values, -0.0, 1.0)
+        values = np.r_[np.clip(values, -0.0, 1.0), -0.5, -0.25, -1e-300, 1.5, 3.0, np.inf, np.nan]
         groups = rng.integers(0, n_groups, values.size)
         got = GroupedCuts(cuts, starts, side=side, offsets=offsets).count(values, groups)
         want = [

@@ -351,6 +351,7 @@ def test_the_worker_thread_split_equals_one_thread(monkeypatch, replicates):
     specs = report_cell_specs(preds, bins=10, binning="equal-mass")
     kde = report_kde_specs(preds, confidence=True, classwise=False)
     monkeypatch.setattr(accumulator, "_CHUNK_VALUES", 300)  # 30 chunks
+    monkeypatch.setattr(accumulator, "_CHUNK_VALUES_REPLICATED", 300)
     out = {}
     for split_from in (4, 10**9):  # a worker thread, and none
         monkeypatch.setattr(accumulator, "_SPLIT_CHUNKS", split_from)

@@ -7,13 +7,13 @@ table look-up that is exact:
 
 * :class:`SortedCuts`: one set of cuts, a table over equal-width buckets of [0, 1]
   (for cuts spread over [0, 1], such as a KDE grid);
-* :class:`GroupedCuts`: one set of cuts per group (per class), a table over the
-  buckets of the float64 bit pattern. Non-negative float64 values sort like their
-  bits, so a value's top bits (its exponent and first mantissa bits) name a bucket
-  that is narrow in relative terms (down to ``2**-10`` of the value) however close to 0
-  the values crowd, as softmax outputs and rare-event scores do. In a bucket holding no
-  cut of the group every value has the same count (read from the table); the few
-  values in a bucket holding a cut take the exact search.
+* :class:`GroupedCuts`: one set of cuts per group (per class), a table over buckets
+  of the float64 bit pattern between each group's smallest and largest cut.
+  Non-negative float64 values sort like their bits, so a group's buckets stay narrow
+  in relative terms however close to 0 its cuts crowd, as softmax outputs and
+  rare-event scores do. In a bucket holding no cut of the group every value has the
+  same count (read from the table); the few values in a bucket holding a cut take the
+  exact search.
 
 Both give exactly ``np.searchsorted(cuts, values, side)`` (tested at, just below and
 just above every cut). Hand-written rather than a library call: numpy and scipy have
@@ -25,22 +25,19 @@ from __future__ import annotations
 import numpy as np
 
 from calcore.binning import equal_width_index
-from calcore.statistics.selection import bit_buckets, last_bucket
 
 __all__ = ["SortedCuts", "GroupedCuts"]
 
-# Buckets of 2**42 consecutive bit patterns (10 mantissa bits): 1,047,553 buckets cover
-# [0, 1]; one more takes everything above 1, NaN and the sign bit.
-_SHIFT = 42
-# Table entries (groups x buckets) at most (9 bytes each: 19 MB). One or two groups get
-# the finest buckets; each doubling of the groups drops one mantissa bit (1,000 groups: 3
-# bits, an eighth of a binade). 50,000 x 1,000 (ACE and TACE in evaluate): 93 MB of peak
-# extra memory; 2**23 entries used 272 MB and were no faster.
-_MAX_TABLE = 1 << 21
+# Table entries (groups x buckets) at most, 16 bytes each: 1 MB, which the L2 cache
+# holds. Cells of equal-mass bins, ns a point, 2**15 / 2**16 / 2**17 / 2**18 entries:
+# 10M binary scores 3.3 / 3.3 / 4.2 / 4.6; 50,000 x 1,000 softmax outputs 6.4 / 6.8 /
+# 7.4 / 8.3. Fewer than _MIN_BUCKETS a group would put several cuts in most buckets.
+_MAX_TABLE = 1 << 16
+_MIN_BUCKETS = 64
 # Values searched exactly at a time (the bisection keeps ~8 arrays of them).
 _SEARCH_CHUNK = 1 << 16
-# Cuts in one bucket that are stepped over one compare at a time; more take a bisection.
-_MAX_STEPS = 4
+# The table's count of a bucket holding several cuts: its values are searched.
+_SEARCHED = -2
 
 
 class SortedCuts:
@@ -74,7 +71,21 @@ class SortedCuts:
 
 class GroupedCuts:
     """Per group ``g``, ``np.searchsorted(cuts[starts[g]:starts[g + 1]], v, side)`` for
-    every value ``v`` of the group, exactly.
+    every value ``v`` of the group, exactly (any value but a NaN with its sign bit set).
+
+    Each group gets its own buckets, spread over the bit patterns between its smallest
+    and its largest non-negative cut (non-negative float64 values sort like their bits):
+    ``max(_MIN_BUCKETS, _MAX_TABLE // G)`` buckets, of ``2**s`` consecutive patterns
+    each, ``s`` the smallest shift (at least 1) that fits the group's range, plus one
+    bucket below the range and one above it. A value's bucket is ``(bits >> s) -
+    origin``, clipped: no search. Per bucket the table keeps the count of the cuts below
+    it and the one cut inside it, if any, which the value is compared with; only the
+    values of a bucket holding several cuts are searched. Negative values (negative bits
+    as int64) fall in the bucket below the range, searched in a group holding a negative
+    or a zero cut.
+
+    The tables stay small enough for the L2 cache: with one table of every 22-bit prefix
+    of [0, 1] for all groups (16 MB), ACE's cells of 10M binary scores took 15 ns a point.
 
     Parameters
     ----------
@@ -100,82 +111,89 @@ class GroupedCuts:
         self.starts = np.asarray(starts, dtype=np.intp)
         self.side = side
         n_groups = self.starts.size - 1
-        shift = _SHIFT
-        while shift < 62 and n_groups * (last_bucket(shift) + 1) > _MAX_TABLE:
-            shift += 1  # coarser buckets; at 62, one bucket holds [0, 1] (all searched)
-        self._shift = shift
-        self._last = last_bucket(shift)  # beyond [0, 1]
-        width = self._last + 1
+        width = max(_MIN_BUCKETS, _MAX_TABLE // max(n_groups, 1))
         self._width = width
         group_of_cut = np.repeat(np.arange(n_groups), np.diff(self.starts))
-        # -inf (and any cut below 0) is below every value in [0, 1]: counted as it stands
-        below_all = self.cuts < 0
-        inside = ~below_all
-        bucket = self._buckets(self.cuts[inside])
-        per_bucket = np.bincount(
-            group_of_cut[inside] * width + bucket, minlength=n_groups * width
-        ).reshape(n_groups, width)
-        base = np.bincount(group_of_cut[below_all], minlength=n_groups)
-        below = np.cumsum(per_bucket, axis=1)  # in place from here: the table can be large
+        # -0.0 + 0.0 is +0.0: a zero cut's bits are 0 whichever its sign
+        bits = (self.cuts + 0.0).view(np.int64)
+        ranged = self.cuts >= 0.0  # in the buckets; -inf and negative cuts: below all
+        group = group_of_cut[ranged]
+        low = np.full(n_groups, np.iinfo(np.int64).max)
+        high = np.zeros(n_groups, dtype=np.int64)
+        np.minimum.at(low, group, bits[ranged])
+        np.maximum.at(high, group, bits[ranged])
+        low = np.minimum(low, high)  # a group without ranged cuts: range [0, 0]
+        # the smallest shift >= 1 (so that shifted negative bits never overflow below)
+        # putting the range in width - 2 buckets; 1 and width - 1 flank it
+        shift = np.ones(n_groups, dtype=np.int64)
+        for _ in range(63):
+            wide = (high >> shift) - (low >> shift) + 1 > width - 2
+            if not wide.any():
+                break
+            shift[wide] += 1
+        self._shift = shift
+        self._origin = (low >> shift) - 1  # the range's first bucket is 1
+        key = group * width + (bits[ranged] >> shift[group]) - self._origin[group]
+        per_bucket = np.bincount(key, minlength=n_groups * width)
+        base = np.bincount(group_of_cut[~ranged], minlength=n_groups)
+        below = np.cumsum(per_bucket.reshape(n_groups, width), axis=1).reshape(-1)
         below -= per_bucket
-        below += base[:, None]
-        exact = per_bucket > 0
-        del per_bucket
-        exact[:, self._last] = True  # above 1, NaN, the sign bit: searched
+        below += np.repeat(base, width)
+        # the one cut of a bucket (NaN: none, and every comparison with NaN is False)
+        inside = np.full(n_groups * width, np.nan)
+        inside[key] = self.cuts[ranged]  # where a bucket holds several, searched anyway
+        searched = per_bucket > 1
+        # below the range: negative values and -0.0, searched where a cut is negative
+        # (and finite) or zero, which a plain count would get wrong
+        odd = (np.isfinite(self.cuts) & (self.cuts < 0.0)) | (self.cuts == 0.0)
+        searched[::width] = np.bincount(group_of_cut[odd], minlength=n_groups) > 0
         self._offsets = np.zeros(n_groups, dtype=np.intp)
         if offsets is not None:
             self._offsets = np.asarray(offsets, dtype=np.intp)
-            below += self._offsets[:, None]
-            none = self._offsets < 0
-            below[none], exact[none] = -1, False
-        self._below = below.astype(np.intp, copy=False).reshape(-1)
-        self._exact = exact.reshape(-1)
-        self._padded = np.append(self.cuts, np.inf)
+            below += np.repeat(self._offsets, width)
+            none = np.repeat(self._offsets < 0, width)
+            below[none], inside[none], searched[none] = -1, np.nan, False
+        below[searched], inside[searched] = _SEARCHED, np.nan
+        self._below = below.astype(np.intp, copy=False)
+        self._inside = inside
+        self._padded = np.append(self.cuts, np.inf)  # for the bisection
 
-    def _buckets(self, values: np.ndarray) -> np.ndarray:
-        return bit_buckets(values, self._shift)
+    def _keys(self, values: np.ndarray, groups) -> np.ndarray:
+        """Each value's bucket in the table: ``g * width + clip((bits >> s) - origin)``."""
+        bits = values.view(np.int64)
+        if groups is None:
+            key = bits >> self._shift[0]
+            key -= self._origin[0]
+        else:
+            key = bits >> self._shift[groups]
+            key -= self._origin[groups]
+        np.clip(key, 0, self._width - 1, out=key)
+        if groups is not None:
+            key += groups * self._width  # broadcast, not expanded
+        return key
 
     def count(self, values: np.ndarray, groups=None) -> np.ndarray:
         """The count for each value (any shape) in its group (broadcast; group 0 if None)."""
         values = np.ascontiguousarray(values, dtype=np.float64)
-        key = self._buckets(values)
         if groups is not None:
-            key += np.asarray(groups, dtype=np.intp) * self._width  # broadcast, not expanded
-        count = self._below.take(key)
-        slow = np.flatnonzero(self._exact.take(key))
-        flat_key, flat_values, flat_count = key.reshape(-1), values.reshape(-1), count.reshape(-1)
-        for a in range(0, slow.size, _SEARCH_CHUNK):  # bounded temporaries
-            part = slow[a : a + _SEARCH_CHUNK]
-            k, v = flat_key[part], flat_values[part]
-            g = k // self._width  # the group is in the key
-            stepped = self._step(k, v, g, flat_count[part])
-            if stepped is None:
-                stepped = self._search(v, g) + self._offsets[g]
-            flat_count[part] = stepped
+            groups = np.asarray(groups, dtype=np.intp)
+        count = np.empty(values.shape, dtype=np.intp)
+        self._count_into(values, groups, count)
         return count
 
-    def _step(self, key, values, g, first):
-        """The exact counts by stepping over the few cuts inside each value's bucket, or
-        None where a bucket holds more than :data:`_MAX_STEPS` cuts or is the last one.
-
-        ``first`` is the table's count at the bucket (cuts below it, offset included);
-        the bucket's cuts are the next ``below[key + 1] - below[key]`` of the group.
-        """
-        if np.any(key % self._width == self._last):
-            return None
-        inside = self._below.take(key + 1) - first
-        steps = int(inside.max(initial=0))
-        if steps > _MAX_STEPS:
-            return None
-        shift = self.starts[:-1][g] - self._offsets[g]  # from a cell id to a cut index
-        idx = first + shift
-        for j in range(steps):
-            cut = self._padded[idx]
-            advance = cut <= values if self.side == "right" else cut < values
-            if j:
-                advance &= inside > j
-            idx += advance
-        return idx - shift
+    def _count_into(self, values: np.ndarray, groups, out: np.ndarray) -> None:
+        key = self._keys(values, groups)
+        self._below.take(key, out=out)
+        cut = self._inside.take(key)
+        out += (cut <= values) if self.side == "right" else (cut < values)
+        if out.size == 0 or out.min() > _SEARCHED:
+            return
+        flat_key, flat_values, flat_count = key.reshape(-1), values.reshape(-1), out.reshape(-1)
+        slow = np.flatnonzero(flat_count == _SEARCHED)
+        for a in range(0, slow.size, _SEARCH_CHUNK):  # bounded temporaries
+            part = slow[a : a + _SEARCH_CHUNK]
+            g = flat_key[part] // self._width  # the group is in the key
+            flat_count[part] = self._search(flat_values[part], g) + self._offsets[g]
 
     def _search(self, values: np.ndarray, g: np.ndarray) -> np.ndarray:
         """The exact count by a vectorised bisection within each value's group."""
