@@ -14,7 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["in_threads"]
+__all__ = ["in_threads", "side_by_side"]
+
+# Elements from which splitting the work between threads pays for starting them.
+_MIN_THREADED = 4_000_000
 
 
 def in_threads(run, n: int, size: int) -> list:
@@ -23,9 +26,27 @@ def in_threads(run, n: int, size: int) -> list:
     Large inputs (``size`` elements) are split between up to 4 threads (numpy
     releases the GIL in the vectorised passes); small ones run in one call.
     """
-    workers = min(4, os.cpu_count() or 1) if size >= 4_000_000 else 1
+    workers = min(4, os.cpu_count() or 1) if size >= _MIN_THREADED else 1
     if workers < 2 or n < 2:
         return [run(0, n)]
     bounds = np.linspace(0, n, workers + 1).astype(int)
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(run, bounds[:-1], bounds[1:]))
+
+
+def side_by_side(tasks, size: int) -> list:
+    """``[task() for task in tasks]``, the tasks on threads of their own when they read
+    ``size`` elements or more (they must be independent: each result is the same either
+    way). An exception in a task is raised here.
+
+    Examples
+    --------
+    >>> side_by_side([lambda: 1, lambda: 2], 10)
+    [1, 2]
+    """
+    if size < _MIN_THREADED or len(tasks) < 2 or (os.cpu_count() or 1) < 2:
+        return [task() for task in tasks]
+    with ThreadPoolExecutor(len(tasks) - 1) as pool:
+        later = [pool.submit(task) for task in tasks[1:]]
+        first = tasks[0]()
+        return [first] + [f.result() for f in later]

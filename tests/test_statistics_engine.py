@@ -245,6 +245,30 @@ def test_streamed_report_equals_in_memory(tmp_path_factory, cuts, batch_rows, hi
         assert got.metrics[k] == pytest.approx(memory.metrics[k], rel=1e-10, abs=1e-14), k
 
 
+def test_complementary_binary_keeps_one_class_wise_kde_problem(tmp_path):
+    """Column 0 exactly 1 - p: the class-wise KDE-ECE is computed for class 1 alone, in
+    memory and streamed, and equals the mean of both classes' KDE-ECEs computed directly
+    (calcore.kde_ece, the rule-of-thumb bandwidth of each column). A column 0 one ulp off
+    keeps both problems."""
+    from calcore.evaluation.report_statistics import report_kde_specs
+
+    preds = _binary(3_000, seed=40)
+    reference = np.mean([calcore.kde_ece(preds.probs[:, c], preds.labels == c) for c in range(2)])
+    spec = report_kde_specs(preds, confidence=False, classwise=True)["kde_ece_classwise"]
+    assert spec.classes.tolist() == [1] and len(spec.layouts) == 1
+    memory = calcore.evaluate(preds, metrics=["kde_ece_classwise"]).kde_ece_classwise
+    assert memory == pytest.approx(reference, rel=1e-12)
+    _write_parts(tmp_path, preds, [1_000])
+    streamed = calcore.evaluate(calcore.scan(tmp_path), metrics=["kde_ece_classwise"])
+    assert streamed.kde_ece_classwise == pytest.approx(reference, rel=1e-12)
+
+    off = preds.probs.copy()
+    off[7, 0] = np.nextafter(off[7, 0], 2.0)
+    other = calcore.Predictions.from_probs(off, preds.labels)
+    spec = report_kde_specs(other, confidence=False, classwise=True)["kde_ece_classwise"]
+    assert spec.classes is None and len(spec.layouts) == 2
+
+
 def test_streamed_multiclass_with_ties_equals_in_memory(tmp_path):
     rng = np.random.default_rng(30)
     p = np.round(rng.dirichlet(np.full(4, 0.6), size=700), 2)
@@ -484,6 +508,12 @@ def test_sorted_cuts_equal_searchsorted_at_and_around_every_cut(side):
     values = np.clip(values, 0.0, 1.0)
     got = SortedCuts(cuts, side=side).count(values)
     np.testing.assert_array_equal(got, np.searchsorted(cuts, values, side=side))
+    # cuts on the buckets' own boundaries (16 cuts: 64 buckets, k / 64), and thirds, whose
+    # products with 64 round: values on both sides of each
+    for cuts in (np.arange(1, 17) / 64.0, np.arange(1, 17) / 48.0):
+        values = np.r_[cuts, np.nextafter(cuts, 0.0), np.nextafter(cuts, 1.0), 0.0, 1.0]
+        got = SortedCuts(cuts, side=side).count(values)
+        np.testing.assert_array_equal(got, np.searchsorted(cuts, values, side=side))
 
 
 def test_update_in_row_chunks_equals_one_chunk(monkeypatch):
@@ -553,11 +583,16 @@ def test_exact_ranks_equal_a_sort(kind, collect_limit, dense_limit, monkeypatch)
     + ["minus zero", "above one", "nan"],
 )
 @pytest.mark.parametrize("chunk", [1 << 20, 1000])  # one chunk per pass, or many
-def test_order_statistics_equal_a_sort(kind, chunk, monkeypatch):
+@pytest.mark.parametrize("path", ["prefixes", "range"])
+def test_order_statistics_equal_a_sort(kind, chunk, path, monkeypatch):
     import calcore.statistics.selection as selection
     from calcore.statistics.selection import order_statistics
 
-    monkeypatch.setattr(selection, "_MIN_VALUES", 100)  # the histogram path on small columns
+    if path == "prefixes":  # the 22-bit prefix histogram on small columns
+        monkeypatch.setattr(selection, "_MIN_VALUES", 100)
+    else:  # the histogram over the column's own range, in few buckets (several ranks each)
+        monkeypatch.setattr(selection, "_MIN_RANGE", 100)
+        monkeypatch.setattr(selection, "_RANGE_BUCKETS", 64 if chunk == 1000 else 1 << 12)
     monkeypatch.setattr(selection, "_CHUNK", chunk)
     rng = np.random.default_rng(34)
     # a bucket is 2**-10 of its value wide: values on both sides of bucket boundaries

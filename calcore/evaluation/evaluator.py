@@ -15,6 +15,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._limits import N_BOOTSTRAP
+from calcore._threads import side_by_side
 from calcore._validation import row_weights
 from calcore.binning import resolve_binning
 from calcore.evaluation.bootstrap import Interval, check_bootstrap_options
@@ -235,13 +236,20 @@ def _point_metrics(
     enough = preds.n_samples >= 2
     want_kde = enough and "kde_ece" in wanted
     want_kde_cw = enough and with_kde_classwise and "kde_ece_classwise" in wanted
-    kde_specs = report_kde_specs(preds, confidence=want_kde, classwise=want_kde_cw, weights=weights)
     keys = {CELLS_OF_METRIC[k] for k in wanted if k in CELLS_OF_METRIC}
-    specs = (
-        report_cell_specs(preds, bins=bins, binning=binning, keys=keys, weights=weights)
-        if keys
-        else {}
-    )
+
+    def kde_specs_of():
+        return report_kde_specs(preds, confidence=want_kde, classwise=want_kde_cw, weights=weights)
+
+    def cell_specs_of():
+        if not keys:
+            return {}
+        return report_cell_specs(preds, bins=bins, binning=binning, keys=keys, weights=weights)
+
+    # bandwidths and bins side by side: both read every row before the sums can start
+    # (10M binary rows: 0.08 s and 0.12 s); the argmax they share is computed first
+    _ = preds.confidence
+    specs, kde_specs = side_by_side([cell_specs_of, kde_specs_of], preds.probs.size)
     proper = bool({"nll", "brier"} & wanted)
     stats = CalibrationStatistics.empty(preds.class_names, specs, kde_specs, proper_scores=proper)
     stats.update(preds, weights=weights)

@@ -80,9 +80,9 @@ class CellSums:
             ``outcome`` too. With replicate weights the three sums are then one product
             and no weights are gathered (:meth:`add_outcomes` takes a subset of rows).
         """
-        points = _Points(cells, scores, outcomes)
         n = self.n_cells
         if self.weight.ndim == 2:
+            points = _Points(cells, scores, outcomes)
             sums = points.weighted_sums(
                 _replicate_weights(weights),
                 n,
@@ -95,10 +95,12 @@ class CellSums:
             return
         if outcomes is not None:
             self.add_outcomes(cells, weights, values=outcomes)
+        # points in no cell go to a spare cell, n, unless the scores' ranges are kept
+        points = _Points(cells, scores, spare=None if self.low is not None else n)
         pw = points.weights(weights)
-        self.weight += np.bincount(points.cells, weights=pw, minlength=n)
+        self.weight += np.bincount(points.cells, weights=pw, minlength=n + 1)[:n]
         sw = points.scores if pw is None else pw * points.scores
-        self.score += np.bincount(points.cells, weights=sw, minlength=n)
+        self.score += np.bincount(points.cells, weights=sw, minlength=n + 1)[:n]
         if self.low is not None and points.cells.size:
             c, s = points.cells, points.scores
             if pw is not None:
@@ -113,16 +115,17 @@ class CellSums:
         Without ``values`` every row given has outcome 1 (pass the rows whose event
         happened); with ``values`` (shape (m,)) each row adds ``w * value``.
         """
-        points = _Points(cells, values)
         n = self.n_cells
         if self.weight.ndim == 2:
+            points = _Points(cells, values)
             (outcome,) = points.weighted_sums(_replicate_weights(weights), n, (points.scores,))
             self.outcome += outcome
             return
+        points = _Points(cells, values, spare=n)
         pw = points.weights(weights)
         if values is not None:
             pw = points.scores if pw is None else pw * points.scores
-        self.outcome += np.bincount(points.cells, weights=pw, minlength=n)
+        self.outcome += np.bincount(points.cells, weights=pw, minlength=n + 1)[:n]
 
     def merge(self, other: "CellSums") -> "CellSums":
         """The sums of both (a new object); cells must be the same."""
@@ -167,14 +170,25 @@ def replicate_sums(w: np.ndarray, cells: np.ndarray, n_cells: int, values=(None,
 
 
 class _Points:
-    """The points of a batch that fall in a cell, flattened; rows found only when needed."""
+    """The points of a batch that fall in a cell, flattened; rows found only when needed.
 
-    def __init__(self, cells: np.ndarray, scores, outcomes=None):
+    With ``spare`` (a cell id past the real ones), the points in no cell are moved to it
+    rather than left out when they are at most a quarter of the batch: one pass, where
+    leaving them out gathers every per-point array (TACE's class-wise points of 10M binary
+    rows, 3% below its cut: 6.0 against 3.3 ns a point). Sums over ``spare`` are dropped.
+    """
+
+    def __init__(self, cells: np.ndarray, scores, outcomes=None, *, spare: int | None = None):
         cells = np.asarray(cells)
         self.k = 1 if cells.ndim == 1 else cells.shape[1]
         flat = cells.reshape(-1)
-        valid = flat >= 0
-        self.kept = None if valid.all() else np.flatnonzero(valid)
+        out = flat < 0
+        n_out = int(np.count_nonzero(out))
+        self.kept = None
+        if n_out and spare is not None and 4 * n_out <= flat.size:
+            flat = np.where(out, spare, flat)
+        elif n_out:
+            self.kept = np.flatnonzero(~out)
         self.cells = flat if self.kept is None else flat[self.kept]
         self.scores = self.per_point(scores)
         self.outcomes = self.per_point(outcomes)

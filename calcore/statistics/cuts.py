@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore.binning import equal_width_index
-
 __all__ = ["SortedCuts", "GroupedCuts"]
 
 # Table entries (groups x buckets) at most, 16 bytes each: 1 MB, which the L2 cache
@@ -43,24 +41,32 @@ _SEARCHED = -2
 class SortedCuts:
     """``np.searchsorted(cuts, values, side)`` for many values against fixed sorted cuts.
 
-    Through a table over ``4 * len(cuts)`` (at least 64) equal-width buckets of [0, 1]:
-    each value's exact bucket (:func:`calcore.binning.equal_width_index`), the count of
-    cuts below the bucket from the table, then a few compares with the cuts inside the
-    bucket. Same result as ``searchsorted`` for values in [0, 1], several times faster on
-    long inputs.
+    Through a table over ``4 * len(cuts)`` (at least 64) buckets of [0, 1]: each value's
+    bucket ``trunc(v * m)``, the count of cuts in lower buckets from the table, then a
+    compare with each cut inside the bucket (as many steps as the fullest bucket holds).
+    The buckets need not be exactly ``[k/m, (k+1)/m)``: the table places every cut with
+    the same rounded product as the values, and the product is monotone, so a cut in a
+    lower bucket is below the value and one in a higher bucket above it. Same result as
+    ``searchsorted`` for values in [0, 1], several times faster on long inputs.
     """
 
     def __init__(self, cuts: np.ndarray, *, side: str):
         self.cuts = np.asarray(cuts, dtype=np.float64)
         self.side = side
-        m = max(64, 4 * self.cuts.size)
-        self._table = np.searchsorted(self.cuts, np.arange(m + 1) / m, side=side)
-        self._steps = int(np.max(np.diff(self._table), initial=0))
+        self._m = m = max(64, 4 * self.cuts.size)
+        per_bucket = np.bincount(self._buckets(self.cuts), minlength=m + 1)
+        self._table = np.cumsum(per_bucket) - per_bucket  # cuts in lower buckets
+        self._steps = int(per_bucket.max(initial=0))
         self._padded = np.append(self.cuts, np.inf)
+
+    def _buckets(self, values: np.ndarray) -> np.ndarray:
+        scaled = values * self._m
+        np.clip(scaled, 0.0, self._m, out=scaled)  # also what casts badly: -inf, above 1
+        return scaled.astype(np.intp)  # truncation: monotone, as floor is
 
     def count(self, values: np.ndarray) -> np.ndarray:
         """``#{cuts <= v}`` (side "right") or ``#{cuts < v}`` (side "left") of each value."""
-        idx = self._table[equal_width_index(values, self._table.size - 1)]
+        idx = self._table[self._buckets(values)]
         for _ in range(self._steps):
             if self.side == "right":
                 idx += self._padded[idx] <= values

@@ -162,7 +162,7 @@ class BinEdges:
         if self.thresholds is not None:
             cell = self.search.count(scores, groups)
             if self.min_score is not None:
-                cell[scores < self.min_score] = -1
+                np.copyto(cell, -1, where=scores < self.min_score)
             return cell
         g = np.zeros((), dtype=np.intp) if groups is None else np.asarray(groups, dtype=np.intp)
         nb = self.bins_per_group
@@ -254,11 +254,15 @@ def edges_for(
     scheme = resolve_binning(binning, bins)
     scores = np.asarray(scores, dtype=np.float64)
     if groups is None:
-        groups = np.zeros(scores.shape[0], dtype=np.intp)
         n_groups = 1
+    elif n_groups is None:
+        n_groups = int(np.max(groups)) + 1 if np.size(groups) else 1
+    if scheme.kind == "equal-width" and scheme.bins not in BIN_COUNT_RULES:
+        # a fixed count: B bins in every group whatever its size (no pass over the rows)
+        return BinEdges(scheme, bins_per_group(scheme, np.zeros(n_groups)), None, min_score)
+    if groups is None:
+        groups = np.zeros(scores.shape[0], dtype=np.intp)
     groups = np.asarray(groups, dtype=np.intp)
-    if n_groups is None:
-        n_groups = int(groups.max()) + 1 if groups.size else 1
     if min_score is not None:
         keep = scores >= min_score
         scores, groups = scores[keep], groups[keep]

@@ -31,6 +31,7 @@ from calcore.binning import BIN_COUNT_RULES, BinningScheme
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec, row_slice
 from calcore.statistics.edges import BinEdges, bins_per_group
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
+from calcore.statistics.points import complementary_binary
 from calcore.statistics.poisson import WeightsBuffer, poisson_weights
 from calcore.statistics.quantiles import ExactRanks
 from calcore.statistics.redraws import LabelRedraws
@@ -524,6 +525,9 @@ class _Lane:
             "kde_ece": [ScoreMoments()],
             "kde_ece_classwise": [ScoreMoments()] * n_classes,
         }
+        # every batch binary with column 0 exactly 1 - column 1: the class-wise KDE keeps
+        # class 1 alone, as in memory (calcore.evaluation.report_statistics.report_kde_specs)
+        self.complementary = n_classes == 2
         self.layout: dict = {}  # request -> (bins per group, [(group, slice of its ranks)])
         self.edges: dict = {}
         self.stats = self.boot = self.redrawn = self.boot2 = None
@@ -559,6 +563,7 @@ class _Lane:
             per = self.moments["kde_ece_classwise"]
             for c in range(n_classes):
                 per[c] = per[c].merge(ScoreMoments.of(preds.probs[:, c], w))
+            self.complementary = self.complementary and complementary_binary(preds.probs)
 
     def plan(self) -> None:
         """Edges of the fixed and equal-width requests; the ranks the others want."""
@@ -619,7 +624,10 @@ class _Lane:
         kde_specs = {}
         if "kde_ece" in self.kde:
             kde_specs["kde_ece"] = KDESpec("confidence", (_layout(self.moments["kde_ece"][0]),))
-        if "kde_ece_classwise" in self.kde:
+        if "kde_ece_classwise" in self.kde and self.complementary:
+            one = self.moments["kde_ece_classwise"][1]
+            kde_specs["kde_ece_classwise"] = KDESpec("class-wise", (_layout(one),), np.array([1]))
+        elif "kde_ece_classwise" in self.kde:
             kde_specs["kde_ece_classwise"] = KDESpec(
                 "class-wise", tuple(_layout(m) for m in self.moments["kde_ece_classwise"])
             )

@@ -30,6 +30,7 @@ __all__ = [
     "RowBatch",
     "add_rows",
     "classwise_edges",
+    "complementary_binary",
     "local_labels",
     "point_cells",
     "reduction_edges",
@@ -80,6 +81,22 @@ class RowBatch:
 def _check_reduction(reduction: str) -> None:
     if reduction not in REDUCTIONS:
         raise CalcoreError(f"reduction must be one of {list(REDUCTIONS)}; got {reduction!r}.")
+
+
+def complementary_binary(probs: np.ndarray) -> bool:
+    """Whether ``probs`` has two columns, column 0 exactly ``1 - column 1`` (a binary
+    score and its complement, as ``Predictions.from_probs`` of ``[1 - p, p]`` gives).
+
+    Class 0's points are then the mirror images of class 1's (score ``1 - s``, outcome
+    ``1 - o``, and ``1 - x`` rounds monotonically), which spares work on one of them.
+
+    Examples
+    --------
+    >>> p = np.array([0.1, 0.7])
+    >>> complementary_binary(np.column_stack([1 - p, p])), complementary_binary(np.eye(3))
+    (True, False)
+    """
+    return probs.shape[1] == 2 and np.array_equal(probs[:, 0], 1.0 - probs[:, 1])
 
 
 def local_labels(labels: np.ndarray, n_classes: int, classes) -> np.ndarray:
@@ -234,7 +251,7 @@ def _selected_thresholds(probs: np.ndarray, requests, w) -> list:
             positions = None if ranks is None else np.where(ranks > 0, start + ranks - 1, -1)
             per_request.append((b, m, positions))
         wanted.append(per_request)
-    mirrored = n_groups == 2 and np.array_equal(probs[:, 0], 1.0 - probs[:, 1])
+    mirrored = complementary_binary(probs)
     plan = []  # (column, [(column asking, positions)], its sorted positions to select)
     for c in [1] if mirrored else range(n_groups):
         asked = [(c, p) for _, _, p in wanted[c] if p is not None]

