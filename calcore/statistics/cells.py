@@ -93,14 +93,15 @@ class CellSums:
             if outcomes is not None:
                 self.outcome += sums[2]
             return
-        if outcomes is not None:
-            self.add_outcomes(cells, weights, values=outcomes)
         # points in no cell go to a spare cell, n, unless the scores' ranges are kept
-        points = _Points(cells, scores, spare=None if self.low is not None else n)
+        points = _Points(cells, scores, outcomes, spare=None if self.low is not None else n)
         pw = points.weights(weights)
         self.weight += np.bincount(points.cells, weights=pw, minlength=n + 1)[:n]
         sw = points.scores if pw is None else pw * points.scores
         self.score += np.bincount(points.cells, weights=sw, minlength=n + 1)[:n]
+        if outcomes is not None:
+            ow = points.outcomes if pw is None else pw * points.outcomes
+            self.outcome += np.bincount(points.cells, weights=ow, minlength=n + 1)[:n]
         if self.low is not None and points.cells.size:
             c, s = points.cells, points.scores
             if pw is not None:

@@ -144,7 +144,15 @@ class BinEdges:
         nb = self.bins_per_group[self.cell_group]
         return self.cell_index / nb, (self.cell_index + 1) / nb
 
-    def cell_of(self, scores: np.ndarray, groups=None) -> np.ndarray:
+    @property
+    def uniform_bins(self) -> int | None:
+        """The equal-width bin count shared by every group (None: rank-based or mixed)."""
+        nb = self.bins_per_group
+        if self.thresholds is not None or nb.size == 0 or not np.all(nb == nb[0]):
+            return None
+        return max(int(nb[0]), 1)
+
+    def cell_of(self, scores: np.ndarray, groups=None, *, local=None) -> np.ndarray:
         """Flat cell id of each score (``-1`` below ``min_score`` or in a group without bins).
 
         Parameters
@@ -153,6 +161,9 @@ class BinEdges:
             Any shape.
         groups : ndarray of int or int, optional
             The group of each score (broadcast against ``scores``); group 0 when omitted.
+        local : ndarray of intp, optional
+            ``equal_width_index(scores, uniform_bins)`` when the caller has it already
+            (the confidence and top-label cells of a batch share it).
 
         Returns
         -------
@@ -166,7 +177,9 @@ class BinEdges:
             return cell
         g = np.zeros((), dtype=np.intp) if groups is None else np.asarray(groups, dtype=np.intp)
         nb = self.bins_per_group
-        if self.n_groups == 1 or np.all(nb == nb[0]):
+        if local is not None:
+            pass
+        elif self.n_groups == 1 or np.all(nb == nb[0]):
             local = equal_width_index(scores, max(int(nb[0]), 1))
         else:
             local = equal_width_index(scores, np.maximum(nb, 1)[g])

@@ -13,13 +13,13 @@ Everything binned in calcore goes through these two functions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._threads import in_threads
-from calcore.binning import resolve_binning
+from calcore.binning import equal_width_index, resolve_binning
 from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, bins_per_group, edges_for, group_thresholds
@@ -66,6 +66,14 @@ class RowBatch:
     confidence: np.ndarray
     predicted: np.ndarray
     correct: np.ndarray
+    _confidence_bins: dict = field(default_factory=dict, init=False, repr=False)
+
+    def confidence_bins(self, n_bins: int) -> np.ndarray:
+        """``equal_width_index(confidence, n_bins)``, computed once per batch (the
+        confidence and top-label cells both read it)."""
+        if n_bins not in self._confidence_bins:
+            self._confidence_bins[n_bins] = equal_width_index(self.confidence, n_bins)
+        return self._confidence_bins[n_bins]
 
     @classmethod
     def of(cls, preds) -> "RowBatch":
@@ -422,10 +430,11 @@ def point_cells(edges: BinEdges, batch: RowBatch, reduction: str, *, classes=Non
     [1, 3]
     """
     _check_reduction(reduction)
-    if reduction == "confidence":
-        return edges.cell_of(batch.confidence)
-    if reduction == "top-label":
-        return edges.cell_of(batch.confidence, batch.predicted)
+    if reduction in ("confidence", "top-label"):
+        b = edges.uniform_bins
+        local = None if b is None else batch.confidence_bins(b)
+        groups = None if reduction == "confidence" else batch.predicted
+        return edges.cell_of(batch.confidence, groups, local=local)
     block = batch.probs if classes is None else batch.probs[:, np.asarray(classes, dtype=np.intp)]
     return _classwise_cells(edges, block)
 
