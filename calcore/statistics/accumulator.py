@@ -7,8 +7,9 @@ each label and the number of rows with a tied argmax. It is updated with batches
 :class:`~calcore.Predictions` (in memory: one batch; a streamed source: many) and
 merged with another built on the same edges. Every quantity is a sum, so any
 batching, any partition and any merge order give the same statistics up to float64
-rounding (tested to 1e-12), and the state is a few arrays of size ``n_cells``:
-small, serialisable (``to_arrays``) and independent of the number of rows.
+rounding (tested to 1e-12), and the state is a few numpy arrays of size ``n_cells``:
+small, plain arrays (any array format carries them) and independent of the number of
+rows.
 """
 
 from __future__ import annotations
