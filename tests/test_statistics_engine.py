@@ -245,7 +245,7 @@ def test_streamed_report_equals_in_memory(tmp_path_factory, cuts, batch_rows, hi
         assert got.metrics[k] == pytest.approx(memory.metrics[k], rel=1e-10, abs=1e-14), k
 
 
-def test_complementary_binary_keeps_one_class_wise_kde_problem(tmp_path):
+def test_complementary_binary_keeps_one_class_wise_kde_problem(tmp_path, monkeypatch):
     """Column 0 exactly 1 - p: the class-wise KDE-ECE is computed for class 1 alone, in
     memory and streamed, and equals the mean of both classes' KDE-ECEs computed directly
     (calcore.kde_ece, the rule-of-thumb bandwidth of each column). A column 0 one ulp off
@@ -262,11 +262,16 @@ def test_complementary_binary_keeps_one_class_wise_kde_problem(tmp_path):
     streamed = calcore.evaluate(calcore.scan(tmp_path), metrics=["kde_ece_classwise"])
     assert streamed.kde_ece_classwise == pytest.approx(reference, rel=1e-12)
 
-    off = preds.probs.copy()
-    off[7, 0] = np.nextafter(off[7, 0], 2.0)
-    other = calcore.Predictions.from_probs(off, preds.labels)
-    spec = report_kde_specs(other, confidence=False, classwise=True)["kde_ece_classwise"]
-    assert spec.classes is None and len(spec.layouts) == 2
+    import calcore.statistics.points as points
+
+    monkeypatch.setattr(points, "_CHECK_ROWS", 100)  # compared 100 rows at a time
+    for row in (7, 2_950):  # in the first slice, in the last
+        off = preds.probs.copy()
+        off[row, 0] = np.nextafter(off[row, 0], 2.0)
+        other = calcore.Predictions.from_probs(off, preds.labels)
+        spec = report_kde_specs(other, confidence=False, classwise=True)["kde_ece_classwise"]
+        assert spec.classes is None and len(spec.layouts) == 2
+    assert points.complementary_binary(preds.probs)
 
 
 def test_streamed_multiclass_with_ties_equals_in_memory(tmp_path):
@@ -583,28 +588,26 @@ def test_exact_ranks_equal_a_sort(kind, collect_limit, dense_limit, monkeypatch)
     + ["minus zero", "above one", "nan"],
 )
 @pytest.mark.parametrize("chunk", [1 << 20, 1000])  # one chunk per pass, or many
-@pytest.mark.parametrize("path", ["prefixes", "range"])
-def test_order_statistics_equal_a_sort(kind, chunk, path, monkeypatch):
+@pytest.mark.parametrize("buckets", [1 << 12, 64])  # fine buckets, or coarse ones
+def test_order_statistics_equal_a_sort(kind, chunk, buckets, monkeypatch):
     import calcore.statistics.selection as selection
     from calcore.statistics.selection import order_statistics
 
-    if path == "prefixes":  # the 22-bit prefix histogram on small columns
-        monkeypatch.setattr(selection, "_MIN_VALUES", 100)
-    else:  # the histogram over the column's own range, in few buckets (several ranks each)
-        monkeypatch.setattr(selection, "_MIN_RANGE", 100)
-        monkeypatch.setattr(selection, "_RANGE_BUCKETS", 64 if chunk == 1000 else 1 << 12)
+    monkeypatch.setattr(selection, "_MIN_VALUES", 100)  # the histogram path on small columns
+    monkeypatch.setattr(selection, "_MIN_BUCKETS", buckets)
+    monkeypatch.setattr(selection, "_MAX_BUCKETS", buckets)
     monkeypatch.setattr(selection, "_CHUNK", chunk)
     rng = np.random.default_rng(34)
-    # a bucket is 2**-10 of its value wide: values on both sides of bucket boundaries
+    # values on both sides of many power-of-two boundaries of the bit patterns
     edges = (np.arange(1, 1024) / 1024.0 + 1.0) * 0.25
     v = {
         "beta": lambda: rng.beta(0.5, 3.0, 20_000),
         "ties": lambda: np.round(rng.random(20_000), 2),
         "constant": lambda: np.full(5_000, 0.3),
-        "packed": lambda: 0.9 + rng.random(20_000) * 1e-12,  # every value in one bucket
+        "packed": lambda: 0.9 + rng.random(20_000) * 1e-12,  # a narrow range of patterns
         "tiny": lambda: np.r_[np.zeros(300), rng.random(2_000) * 1e-300, rng.random(50)],
         "bucket edges": lambda: np.r_[edges, np.nextafter(edges, 0), np.nextafter(edges, 1)],
-        # the partition's fallback: -0.0's sign bit, values over 1, NaN
+        # -0.0's sign bit: the partition's fallback; values over 1 and NaN sort by their bits
         "minus zero": lambda: np.r_[rng.random(3_000), -np.zeros(10), np.zeros(10)],
         "above one": lambda: np.r_[rng.random(3_000), [1.0, 1.5, 7.0]],
         "nan": lambda: np.r_[rng.random(3_000), [np.nan]],
