@@ -379,3 +379,25 @@ def test_requests_sharing_one_sort_equal_each_column_binned_as_a_group(n_classes
             assert edges.thresholds is None
         else:
             np.testing.assert_array_equal(edges.thresholds, want.thresholds)
+
+
+@pytest.mark.parametrize("threshold", [None, 0.05])
+def test_bin_statistics_without_ranges_differ_only_in_the_edges(threshold):
+    """``ranges=False`` (what ACE and TACE ask for) leaves the bins' score ranges NaN and
+    every count, sum and mean as they are with the ranges."""
+    import dataclasses
+
+    with_ranges = classwise_bin_statistics(WIDE, binning="equal-mass", bins=6, threshold=threshold)
+    without = classwise_bin_statistics(
+        WIDE, binning="equal-mass", bins=6, threshold=threshold, ranges=False
+    )
+    assert np.isnan(without.lower_edge).all() and np.isnan(without.upper_edge).all()
+    assert np.isfinite(with_ranges.lower_edge[with_ranges.count > 0]).all()
+    for f in dataclasses.fields(with_ranges):
+        if f.name in ("lower_edge", "upper_edge"):
+            continue
+        a, b = getattr(with_ranges, f.name), getattr(without, f.name)
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b, err_msg=f.name)
+        else:
+            assert a == b, f.name

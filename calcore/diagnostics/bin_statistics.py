@@ -223,10 +223,12 @@ def classwise_bin_statistics(
     classes=None,
     threshold: float | None = None,
     sample_weight=None,
+    ranges: bool = True,
 ) -> BinStatistics:
     """Bin statistics of the class-wise view, computed blockwise (the ``n * L`` view is
     never built). ``threshold`` keeps only scores ``>= threshold`` (as TACE does);
-    ``classes`` restricts to some classes; ``sample_weight`` are row weights.
+    ``classes`` restricts to some classes; ``sample_weight`` are row weights; ``ranges``
+    as in :func:`statistics_for`.
 
     Examples
     --------
@@ -245,6 +247,7 @@ def classwise_bin_statistics(
         threshold=threshold,
         classes=classes,
         sample_weight=sample_weight,
+        ranges=ranges,
     )
 
 
@@ -257,6 +260,7 @@ def statistics_for(
     threshold: float | None = None,
     classes=None,
     sample_weight=None,
+    ranges: bool = True,
 ) -> BinStatistics:
     """Bin statistics of ``preds`` under the named view (``"confidence"``, ``"top-label"``,
     ``"class-wise"``), through the statistics engine: the one entry point for predictions
@@ -264,7 +268,10 @@ def statistics_for(
 
     ``threshold`` keeps only points with a score ``>= threshold`` (TACE); ``classes``
     restricts the class-wise view to some classes; ``sample_weight`` are row weights
-    (frequency weights; default ``preds.sample_weight``).
+    (frequency weights; default ``preds.sample_weight``). ``ranges=False`` leaves out the
+    smallest and largest score of each rank-based bin (``lower_edge`` and ``upper_edge``
+    are then NaN), which no metric reads: they cost a ``np.minimum.at`` and a
+    ``np.maximum.at`` per point.
 
     Examples
     --------
@@ -283,7 +290,7 @@ def statistics_for(
     edges = reduction_edges(
         batch, view, binning=binning, bins=bins, weights=w, min_score=threshold, classes=chosen
     )
-    sums = CellSums.zeros(edges.n_cells, ranges=edges.thresholds is not None)
+    sums = CellSums.zeros(edges.n_cells, ranges=ranges and edges.thresholds is not None)
     add_rows(sums, edges, batch, view, weights=w, classes=chosen)
     names = ("all",) if view == "confidence" else preds.class_names
     n_rows = preds.n_samples if w is None else float(w.sum())

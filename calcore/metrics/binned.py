@@ -351,6 +351,7 @@ def _adaptive(preds: Predictions, *, bins: int, threshold: float | None, sample_
             bins=bins,
             threshold=threshold,
             sample_weight=sample_weight,
+            ranges=False,  # the bins' score ranges: no part of the metric
         )
     )
 
