@@ -177,11 +177,9 @@ class BinEdges:
             return cell
         g = np.zeros((), dtype=np.intp) if groups is None else np.asarray(groups, dtype=np.intp)
         nb = self.bins_per_group
-        if local is not None:
-            pass
-        elif self.n_groups == 1 or np.all(nb == nb[0]):
+        if local is None and (self.n_groups == 1 or np.all(nb == nb[0])):
             local = equal_width_index(scores, max(int(nb[0]), 1))
-        else:
+        elif local is None:
             local = equal_width_index(scores, np.maximum(nb, 1)[g])
         cell = local + self.offsets[g]
         empty_group = nb[g] == 0
