@@ -543,7 +543,7 @@ def test_update_in_row_chunks_equals_one_chunk(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "kind", ["uniform", "ties", "constant", "packed", "zeros", "subnormal-ish"]
+    "kind", ["uniform", "ties", "constant", "packed", "narrow", "zeros", "subnormal-ish"]
 )
 @pytest.mark.parametrize("collect_limit", [1 << 20, 10])
 @pytest.mark.parametrize("dense_limit", [1 << 22, 1 << 10], ids=["tables", "searches"])
@@ -553,6 +553,9 @@ def test_exact_ranks_equal_a_sort(kind, collect_limit, dense_limit, monkeypatch)
 
     # small limit: prefixes counted sparsely and found by binary search, as for many groups
     monkeypatch.setattr(quantiles, "_DENSE_LIMIT", dense_limit)
+    # batches observed in chunks, dense counts added many times
+    monkeypatch.setattr(quantiles, "_OBSERVE_VALUES", 100)
+    monkeypatch.setattr(quantiles, "_PENDING_VALUES", 1_000)
 
     rng = np.random.default_rng(31)
     s = {
@@ -560,6 +563,8 @@ def test_exact_ranks_equal_a_sort(kind, collect_limit, dense_limit, monkeypatch)
         "ties": lambda: np.round(rng.random(20_000), 2),
         "constant": lambda: np.full(5_000, 0.3),
         "packed": lambda: 0.9 + rng.random(20_000) * 1e-12,  # 4 passes: 48 bits shared
+        # the top 16 bits shared, the next ones not: several kept prefixes under one slot
+        "narrow": lambda: 0.9 + rng.random(20_000) * 1e-6,
         "zeros": lambda: np.r_[np.zeros(300), -np.zeros(10), rng.random(100)],
         "subnormal-ish": lambda: rng.random(2_000) * 1e-300,
     }[kind]()
@@ -580,6 +585,37 @@ def test_exact_ranks_equal_a_sort(kind, collect_limit, dense_limit, monkeypatch)
         ordered = np.sort(s[g == k] + 0.0)
         want = np.where(ranks[k] > 0, ordered[np.maximum(ranks[k] - 1, 0)], -np.inf)
         np.testing.assert_array_equal(finder.values()[k], want)
+
+
+def test_exact_ranks_of_class_wise_rows_equal_their_flattened_points(monkeypatch):
+    """Rows of L scores with groups ``arange(L)[None, :]`` and row weights ``w[:, None]``
+    (expanded a chunk at a time) find the values of the flattened points."""
+    import calcore.statistics.quantiles as quantiles
+    from calcore.statistics.quantiles import ExactRanks
+
+    monkeypatch.setattr(quantiles, "_OBSERVE_VALUES", 70)
+    rng = np.random.default_rng(32)
+    probs = rng.dirichlet(np.ones(3), 2_000)
+    w = rng.integers(1, 4, 2_000).astype(float)
+    ranks = [np.r_[0, np.arange(1, 7) * 500] for _ in range(3)]  # of about 4,000
+    found = []
+    for rows in (True, False):
+        finder = ExactRanks(ranks, collect_limit=50)
+        while finder.wants_pass():
+            for a in range(0, 2_000, 333):
+                p, wa = probs[a : a + 333], w[a : a + 333]
+                if rows:
+                    finder.observe(p, np.arange(3)[None, :], wa[:, None])
+                else:
+                    finder.observe(p.reshape(-1), np.tile(np.arange(3), len(p)), np.repeat(wa, 3))
+            finder.end_pass()
+        found.append(finder.values())
+    for a, b in zip(*found, strict=True):
+        np.testing.assert_array_equal(a, b)
+    ordered = np.sort(probs[:, 1])
+    cum = np.cumsum(w[np.argsort(probs[:, 1], kind="stable")])
+    want = ordered[np.searchsorted(cum, ranks[1][1:], side="left")]
+    np.testing.assert_array_equal(found[0][1][1:], want)
 
 
 @pytest.mark.parametrize(

@@ -600,9 +600,14 @@ class _Lane:
 
     def select(self, preds, w) -> None:
         for red, finder in self.finders.items():
-            if finder.wants_pass():
-                scores, groups = _points(preds, red)
-                finder.observe(scores, groups, _point_weights(w, red, self.n_classes))
+            if not finder.wants_pass():
+                continue
+            if red == "class-wise":  # the (m, L) points, their groups broadcast
+                classes = np.arange(self.n_classes)[None, :]
+                finder.observe(preds.probs, classes, None if w is None else w[:, None])
+                continue
+            scores, groups = _points(preds, red)
+            finder.observe(scores, groups, w)
 
     def end_select(self) -> None:
         for finder in self.finders.values():
