@@ -210,8 +210,9 @@ class ExactRanks:
 
         def fitted(a, dtype):  # broadcast to the values, expanded a chunk at a time
             a = np.asarray(a, dtype=dtype)
-            return np.broadcast_to(a.reshape(-1, 1) if one_column and a.ndim == 1 else a,
-                                   values.shape)  # fmt: skip
+            if one_column and a.ndim == 1:
+                a = a.reshape(-1, 1)
+            return np.broadcast_to(a, values.shape)
 
         g = None if groups is None else fitted(groups, np.intp)
         w = None if weights is None else fitted(weights, np.float64)
