@@ -31,7 +31,7 @@ from calcore.binning import BIN_COUNT_RULES, BinningScheme
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec, row_slice
 from calcore.statistics.edges import BinEdges, bins_per_group
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
-from calcore.statistics.points import complementary_binary
+from calcore.statistics.points import complementary_binary, points_below
 from calcore.statistics.poisson import WeightsBuffer, poisson_weights
 from calcore.statistics.quantiles import ExactRanks
 from calcore.statistics.redraws import LabelRedraws
@@ -110,13 +110,11 @@ class StreamedStatistics:
 
 
 def _points(batch, reduction: str):
-    """``(scores, groups)`` of a batch's points in a reduction (flattened for class-wise)."""
+    """``(scores, groups)`` of a batch's confidence or top-label points (the class-wise
+    ones stay the (m, L) probabilities: :func:`_observe`, :func:`_group_sizes`)."""
     if reduction == "confidence":
         return batch.confidence, None
-    if reduction == "top-label":
-        return batch.confidence, batch.predicted
-    n, n_classes = batch.probs.shape
-    return batch.probs.reshape(-1), np.tile(np.arange(n_classes), n)
+    return batch.confidence, batch.predicted
 
 
 def _n_groups(reduction: str, n_classes: int) -> int:
@@ -537,25 +535,12 @@ class _Lane:
         with rank-based bins) and score moments of the KDE problems; the finders count
         their first 16 bits on the way."""
         requests, n_classes = self.requests, self.n_classes
-        points = {}
         for key in self.sizes:
             red = key[1] if isinstance(key, tuple) else requests[key].reduction
-            if red not in points:
-                scores, groups = _points(preds, red)
-                points[red] = (scores, groups, _point_weights(w, red, n_classes))
-            scores, groups, pw = points[red]
             cut = None if isinstance(key, tuple) else requests[key].min_score
-            if cut is not None:
-                keep = scores >= cut
-                scores = scores[keep]
-                groups = None if groups is None else groups[keep]
-                pw = None if pw is None else pw[keep]
-            if groups is None:
-                self.sizes[key][0] += scores.size if pw is None else pw.sum()
-            else:
-                self.sizes[key] += np.bincount(groups, weights=pw, minlength=self.sizes[key].size)
+            self.sizes[key] += _group_sizes(preds, red, w, cut, self.sizes[key].size)
         for red, finder in self.finders.items():
-            finder.observe(*points[red])
+            _observe(finder, preds, red, w)
         if "kde_ece" in self.kde:
             step = ScoreMoments.of(preds.confidence, w)
             self.moments["kde_ece"][0] = self.moments["kde_ece"][0].merge(step)
@@ -600,14 +585,8 @@ class _Lane:
 
     def select(self, preds, w) -> None:
         for red, finder in self.finders.items():
-            if not finder.wants_pass():
-                continue
-            if red == "class-wise":  # the (m, L) points, their groups broadcast
-                classes = np.arange(self.n_classes)[None, :]
-                finder.observe(preds.probs, classes, None if w is None else w[:, None])
-                continue
-            scores, groups = _points(preds, red)
-            finder.observe(scores, groups, w)
+            if finder.wants_pass():
+                _observe(finder, preds, red, w)
 
     def end_select(self) -> None:
         for finder in self.finders.values():
@@ -705,8 +684,33 @@ _RANK_BASED = ("equal-mass", "points-per-bin")
 _ALL = "all points"  # sizes[_ALL, reduction]: every point of a reduction, per group
 
 
-def _point_weights(w, reduction: str, n_classes: int):
-    """Row weights repeated for each of a row's points (class-wise: one per class)."""
-    if w is None or reduction != "class-wise":
-        return w
-    return np.repeat(w, n_classes)
+def _observe(finder: ExactRanks, batch, reduction: str, w) -> None:
+    """A batch's points of one reduction into a rank finder; class-wise, the (m, L) scores
+    with their groups and row weights broadcast (no flattened copy of either)."""
+    if reduction == "class-wise":
+        classes = np.arange(batch.probs.shape[1])[None, :]
+        finder.observe(batch.probs, classes, None if w is None else w[:, None])
+        return
+    scores, groups = _points(batch, reduction)
+    finder.observe(scores, groups, w)
+
+
+def _group_sizes(batch, reduction: str, w, cut, n_groups: int) -> np.ndarray:
+    """Weight (count, unweighted) of a batch's points in each group of a reduction, those
+    scored below ``cut`` left out."""
+    if reduction == "class-wise":
+        probs = batch.probs
+        if cut is None:
+            return np.full(n_groups, float(probs.shape[0] if w is None else w.sum()))
+        if w is None:
+            return probs.shape[0] - points_below(probs, cut)
+        return w @ (probs >= cut)
+    scores, groups = _points(batch, reduction)
+    if cut is not None:
+        keep = scores >= cut
+        scores = scores[keep]
+        groups = None if groups is None else groups[keep]
+        w = None if w is None else w[keep]
+    if groups is None:
+        return np.array([scores.size if w is None else w.sum()], dtype=np.float64)
+    return np.bincount(groups, weights=w, minlength=n_groups)
