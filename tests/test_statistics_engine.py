@@ -652,6 +652,9 @@ def test_order_statistics_equal_a_sort(kind, chunk, buckets, monkeypatch):
     at = np.r_[0, v.size - 1, rng.integers(0, v.size, 60), (np.arange(1, 15) * v.size) // 15]
     got = order_statistics(v, at)
     np.testing.assert_array_equal(got, np.sort(v)[at])
+    # a column of a C-ordered block is read in place, through a strided view of its bits
+    block = np.column_stack([rng.random(v.size), v])
+    np.testing.assert_array_equal(order_statistics(block[:, 1], at), got)
 
 
 def test_exact_ranks_notice_data_that_changed_between_passes():
@@ -1093,7 +1096,11 @@ def test_grouped_cuts_equal_searchsorted_per_group(side, max_table, monkeypatch)
         ]
         values = np.r_[np.clip(values, -0.0, 1.0), -0.5, -0.25, -1e-300, 1.5, 3.0, np.inf, np.nan]
         groups = rng.integers(0, n_groups, values.size)
-        got = GroupedCuts(cuts, starts, side=side, offsets=offsets).count(values, groups)
+        finder = GroupedCuts(cuts, starts, side=side, offsets=offsets)
+        got = finder.count(values, groups)
+        # a strided column (a class of a block) is read in place: the same counts
+        block = np.column_stack([values, rng.random(values.size)])
+        np.testing.assert_array_equal(finder.count(block[:, 0], groups), got)
         want = [
             np.searchsorted(per_group[g], v, side=side) + offsets[g] if offsets[g] >= 0 else -1
             for v, g in zip(values, groups, strict=True)

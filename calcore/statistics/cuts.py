@@ -180,7 +180,7 @@ class GroupedCuts:
 
     def count(self, values: np.ndarray, groups=None) -> np.ndarray:
         """The count for each value (any shape) in its group (broadcast; group 0 if None)."""
-        values = np.ascontiguousarray(values, dtype=np.float64)
+        values = np.asarray(values, dtype=np.float64)  # a strided column is read in place
         if groups is not None:
             groups = np.asarray(groups, dtype=np.intp)
         count = np.empty(values.shape, dtype=np.intp)
