@@ -6,7 +6,9 @@ Prints one JSON object. Cases (binary predictions, a deterministic generator):
   ECE alone, beside DuckDB's 15-bin confidence-ECE query over the same arrays;
 * ``stream``: the rows written as one Parquet file: ``calcore metrics FILE --json``
   (every metric) and ``--metric conf_ece`` (the query's metric), beside the DuckDB query
-  straight from the file; peak RSS of each measured in a fresh child process;
+  straight from the file, and beside DuckDB computing what every metric needs
+  (``duckdb_every_metric.py``: its values checked against calcore's); peak RSS of each
+  measured in a fresh child process;
 * ``bootstrap``: 20 Poisson bootstrap replicates over a streamed 10M-row Parquet file
   (with the calibration test's 20 redrawn label sets, as the CLI runs them, and without;
   without, also with ``interval_method="normal"``, which needs no resample of each
@@ -19,7 +21,8 @@ Prints one JSON object. Cases (binary predictions, a deterministic generator):
   DuckDB's per-segment confidence-ECE query;
 * ``directory`` (only with ``--dir-rows``, e.g. 1,000,000,000: ~10 GB, not in CI):
   a directory of 50M-row Parquet files, ``calcore metrics DIR --json`` with
-  ``--metric conf_ece`` (the query's metric) and with every metric.
+  ``--metric conf_ece`` (the query's metric) and with every metric, beside the same two
+  DuckDB peers.
 
 Usage: ``python benchmarks/bench_scale.py [--rows 10000000] [--stream-rows 100000000]
 [--sliced-rows 100000000] [--dir-rows 0] [--only sliced]`` (files are written to a
@@ -130,6 +133,16 @@ def _write_parquet(path: str, n: int, *, first_seed: int = 0) -> None:
     writer.close()
 
 
+def _child_or_failure(code: str) -> dict:
+    """:func:`_child`, or the seconds it ran and the last line of its error if it failed."""
+    t = time.perf_counter()
+    try:
+        return _child(code)
+    except RuntimeError as error:
+        last = str(error).strip().splitlines()[-1]
+        return {"seconds": time.perf_counter() - t, "error": last}
+
+
 def _cli(source: str, *extra: str, env: dict | None = None) -> dict:
     """``calcore metrics SOURCE --json`` in a fresh interpreter: seconds, peak RSS, result."""
     args = ["metrics", source, "--json", *extra]
@@ -142,7 +155,8 @@ def _cli(source: str, *extra: str, env: dict | None = None) -> dict:
         f"with contextlib.redirect_stdout(buf): code = main({args!r})\n"
         "s = time.perf_counter() - t\n"
         "r = json.loads(buf.getvalue())\n"
-        "print(json.dumps({'seconds': s, 'code': code, 'conf_ece': r['conf_ece'], 'n': r['n']}))"
+        "print(json.dumps({'seconds': s, 'code': code, 'conf_ece': r['conf_ece'], 'n': r['n'],"
+        " 'report': {k: v for k, v in r.items() if isinstance(v, float)}}))"
     )
 
 
@@ -158,12 +172,40 @@ def _duck(src: str, query: str = QUERY) -> dict:
     )
 
 
+def _duck_every_metric(src: str, *, failing_ok: bool = False) -> dict:
+    """DuckDB computing what every metric needs (``duckdb_every_metric.py``), timed in a
+    fresh process: seconds, peak RSS and its values, to check against calcore's. With
+    ``failing_ok``, a failed run (its quantiles of 1B rows can run out of memory) gives
+    its seconds and error instead of stopping the benchmark."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    run = _child if not failing_ok else _child_or_failure
+    return run(
+        "import json, sys, time, duckdb\n"
+        f"sys.path.insert(0, {here!r})\n"
+        "from duckdb_every_metric import every_metric\n"
+        "con = duckdb.connect()\n"
+        "con.execute('SET enable_progress_bar = false')\n"
+        f"t = time.perf_counter(); v = every_metric(con, {src!r})\n"
+        "print(json.dumps({'seconds': time.perf_counter() - t, 'values': v}))"
+    )
+
+
+def _agreement(every: dict, duck: dict) -> float | None:
+    """Largest difference between calcore's and DuckDB's values of the metrics both give
+    (None if DuckDB gave none)."""
+    if "values" not in duck:
+        return None
+    shared = [k for k in duck["values"] if k in every["report"] and k != "n"]
+    return max(abs(every["report"][k] - duck["values"][k]) for k in shared)
+
+
 def stream_case(n: int, folder: str) -> dict:
     path = os.path.join(folder, "preds.parquet")
     _write_parquet(path, n)
     every = _cli(path)
     conf = _cli(path, "--metric", "conf_ece")
     duck = _duck(f"(select p_click as p, label from {path!r})")
+    duck_every = _duck_every_metric(path)
     return {
         "rows": n,
         "file_mb": round(os.path.getsize(path) / 2**20, 1),
@@ -173,7 +215,11 @@ def stream_case(n: int, folder: str) -> dict:
         "calcore_metrics_conf_ece_peak_rss_mb": round(conf["peak_rss_mb"]),
         "duckdb_query_s": round(duck["seconds"], 3),
         "duckdb_peak_rss_mb": round(duck["peak_rss_mb"]),
+        "duckdb_every_metric_s": round(duck_every["seconds"], 3),
+        "duckdb_every_metric_peak_rss_mb": round(duck_every["peak_rss_mb"]),
         "all_ratio_to_duckdb": round(every["seconds"] / duck["seconds"], 2),
+        "all_ratio_to_duckdb_every_metric": round(every["seconds"] / duck_every["seconds"], 2),
+        "every_metric_largest_difference": _agreement(every, duck_every),
         "conf_ece_ratio_to_duckdb": round(conf["seconds"] / duck["seconds"], 2),
         "conf_ece": conf["conf_ece"],
         "all_metrics_conf_ece": every["conf_ece"],
@@ -319,7 +365,10 @@ def directory_case(n: int, folder: str) -> dict:
     print(json.dumps({"directory_calcore_conf_ece": one}), file=sys.stderr, flush=True)
     every = _cli(folder)
     print(json.dumps({"directory_calcore": every}), file=sys.stderr, flush=True)
-    duck = _duck(f"(select p_click as p, label from read_parquet({folder + '/*/*.parquet'!r}))")
+    files_glob = folder + "/*/*.parquet"
+    duck = _duck(f"(select p_click as p, label from read_parquet({files_glob!r}))")
+    duck_every = _duck_every_metric(files_glob, failing_ok=True)
+    failed = "error" in duck_every
     return {
         "rows": n,
         "files": files,
@@ -330,6 +379,14 @@ def directory_case(n: int, folder: str) -> dict:
         "calcore_peak_rss_mb": round(every["peak_rss_mb"]),
         "duckdb_query_s": round(duck["seconds"], 2),
         "duckdb_peak_rss_mb": round(duck["peak_rss_mb"]),
+        # until it failed, if it did (then no ratio)
+        "duckdb_every_metric_s": round(duck_every["seconds"], 1),
+        "duckdb_every_metric_error": duck_every.get("error"),
+        "duckdb_every_metric_peak_rss_mb": None if failed else round(duck_every["peak_rss_mb"]),
+        "all_ratio_to_duckdb_every_metric": (
+            None if failed else round(every["seconds"] / duck_every["seconds"], 2)
+        ),
+        "every_metric_largest_difference": _agreement(every, duck_every),
         "conf_ece": every["conf_ece"],
         "duckdb_conf_ece": duck["conf_ece"],
     }
