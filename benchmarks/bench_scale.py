@@ -134,13 +134,15 @@ def _write_parquet(path: str, n: int, *, first_seed: int = 0) -> None:
 
 
 def _child_or_failure(code: str) -> dict:
-    """:func:`_child`, or the seconds it ran and the last line of its error if it failed."""
+    """:func:`_child`, or the seconds it ran and its error's line if it failed (the last
+    line naming an error: DuckDB ends its messages with a line of advice)."""
     t = time.perf_counter()
     try:
         return _child(code)
     except RuntimeError as error:
-        last = str(error).strip().splitlines()[-1]
-        return {"seconds": time.perf_counter() - t, "error": last}
+        lines = str(error).strip().splitlines()
+        named = [line for line in lines if "Error" in line]
+        return {"seconds": time.perf_counter() - t, "error": (named or lines)[-1].strip()}
 
 
 def _cli(source: str, *extra: str, env: dict | None = None) -> dict:
