@@ -56,8 +56,9 @@ def order_statistics(values: np.ndarray, positions) -> np.ndarray:
     >>> bool((order_statistics(v, at) == np.sort(v)[at]).all())
     True
     """
-    # a column of a C-ordered block is read in place: copying 10M strided values cost
-    # more than the histogram (a fresh 80 MB, page by page)
+    # a column of a C-ordered block is read in place. 10M values of a binary block: its
+    # strided bits cost 17 ms more than contiguous ones; a copy cost 16 ms, 175 ms when
+    # its 80 MB were fresh (as each call's were)
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     at = np.asarray(positions, dtype=np.intp)
     if at.size == 0:
