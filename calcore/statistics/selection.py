@@ -65,10 +65,11 @@ def order_statistics(values: np.ndarray, positions) -> np.ndarray:
         return np.empty(at.shape)
     kth = np.unique(at)
     bits = v.view(np.int64)  # same item size: a view even of a strided column
-    if v.size < _MIN_VALUES or kth.size < 2 or int(bits.min()) < 0:
-        # short, one rank, or a sign bit (-0.0, a negative value, -NaN): the plain partition
+    if v.size < _MIN_VALUES or kth.size < 2:  # short, or one rank: the plain partition
         return np.partition(v, kth)[at]
     low, high = int(bits.min()), int(bits.max())  # NaN's bits are above +inf's: sorted last
+    if low < 0:  # a sign bit (-0.0, a negative value, -NaN): the plain partition
+        return np.partition(v, kth)[at]
     n_buckets = int(np.clip(v.size // 16, _MIN_BUCKETS, _MAX_BUCKETS))
     shift = 0
     while (high >> shift) - (low >> shift) >= n_buckets:
