@@ -43,6 +43,8 @@ Every metric at once, and calibrators compared.
    CalibrationReport    -- what evaluate returns
    compare              -- calibrators side by side on calibration and test rows
    Comparison           -- what compare returns
+   Verdict              -- which calibrator to ship (Comparison.verdict): paired, with warnings
+   PairedDifference     -- a metric's difference between two methods on common resamples
    UNCALIBRATED         -- the row label of the predictions before recalibration
    learning_curve       -- a metric against the number of calibration rows
    LearningCurve        -- what learning_curve returns
@@ -249,6 +251,8 @@ from calcore.evaluation import (
     UNCALIBRATED,
     Comparison,
     LearningCurve,
+    PairedDifference,
+    Verdict,
     calibrator_validity,
     compare,
     learning_curve,
@@ -330,6 +334,8 @@ __all__ = [
     "CalibrationReport",
     "compare",
     "Comparison",
+    "Verdict",
+    "PairedDifference",
     "UNCALIBRATED",
     "learning_curve",
     "LearningCurve",

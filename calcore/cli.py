@@ -8,6 +8,9 @@
   data, print before/after metrics on test data, optionally write the
   recalibrated test predictions (``--out``) and the fitted calibrator (``--save``).
 * ``calcore apply calibrator.json FILE --out out.csv``: apply a saved calibrator.
+* ``calcore compare FILE --method ts --method tl-hb ...``: which calibrator to ship: every
+  method fitted on the calibration rows and evaluated on the same bootstrap resamples of
+  the test rows, the paired verdict of :meth:`calcore.Comparison.verdict` first.
 * ``calcore check FILE --max top_label_ece=0.03 [--min accuracy=0.9] [--on upper]``:
   calibration gates for CI (:mod:`calcore.gates`); exit 0 when every gate holds, 1 when
   one fails; optional JUnit XML (``--junit``) and Markdown (``--markdown``) reports.
@@ -270,7 +273,63 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_loading_options(a)
     _add_check_parser(sub)
+    _add_compare_parser(sub)
     return parser
+
+
+def _add_compare_parser(sub) -> None:
+    v = sub.add_parser(
+        "compare",
+        help="which calibrator to ship: methods compared on paired resamples, with a verdict",
+        epilog="Example: calcore compare preds.csv --method ts --method tl-hb:bins=10 "
+        "--method n-iso",
+    )
+    v.add_argument("file", nargs="?", help="one file with both splits (needs a split column)")
+    v.add_argument("--calib", metavar="FILE", help="calibration data (with --test)")
+    v.add_argument("--test", metavar="FILE", help="test data (with --calib)")
+    v.add_argument(
+        "--method",
+        action="append",
+        required=True,
+        metavar="NAME[:K=V,...]",
+        help="a calibrator to compare, with parameters after a colon (repeatable); the "
+        "uncalibrated predictions are always a candidate",
+    )
+    v.add_argument(
+        "--primary",
+        choices=tuple(METRICS),
+        metavar="METRIC",
+        help="the calibration error to rank by (default: positive_class_ece for two "
+        "classes, top_label_ece otherwise)",
+    )
+    v.add_argument(
+        "--metric",
+        action="append",
+        choices=tuple(METRICS),
+        metavar="KEY",
+        help="also report this metric (repeatable; the primary, Brier, NLL and accuracy "
+        "always are)",
+    )
+    _add_loading_options(v, with_split_value=False)
+    _add_estimation_options(
+        v, bootstrap=200, bootstrap_help="paired bootstrap resamples of the test rows (default 200)"
+    )
+    v.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def parse_method_option(text: str) -> tuple[str, dict]:
+    """``"tl-hb:bins=10,seed=1"`` -> ``("tl-hb", {"bins": 10, "seed": 1})``.
+
+    Raises
+    ------
+    CalcoreError
+        An empty name or a parameter without ``=``.
+    """
+    name, _, rest = text.partition(":")
+    if not name.strip():
+        raise CalcoreError(f"--method must look like NAME or NAME:K=V,...; got {text!r}.")
+    params = dict(parse_param(p) for p in rest.split(",") if p.strip()) if rest else {}
+    return name.strip(), params
 
 
 _CHECK_EPILOG = """\
@@ -814,7 +873,124 @@ def _write_atomic(path: str, data: bytes) -> None:
         raise
 
 
-_COMMANDS = {"metrics": _metrics, "calibrate": _calibrate, "apply": _apply, "check": _check}
+def _compare(args) -> int:
+    """``calcore compare``: the verdict sentence, then every method's numbers."""
+    from calcore.evaluation.protocols import compare
+    from calcore.evaluation.verdict import default_primary, primary_metrics
+
+    methods = [parse_method_option(m) for m in args.method]
+    if args.bootstrap < 0:
+        raise CalcoreError(f"--bootstrap must be at least 0; got {args.bootstrap}.")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CalcoreWarning)
+        calib, test = _calibration_data(args)
+    primary = args.primary or default_primary(test.n_classes)
+    if primary not in primary_metrics(test.n_classes):
+        raise CalcoreError(
+            f"--primary {primary} does not apply to {test.n_classes}-class predictions; "
+            f"choose one of {primary_metrics(test.n_classes)}."
+        )
+    wanted = list(dict.fromkeys([primary, "brier", "nll", "accuracy", *(args.metric or [])]))
+    comparison = compare(
+        calib,
+        test,
+        [(name, params) for name, params in methods],
+        bins=args.bins,
+        binning=args.binning,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        metrics=wanted,
+    )
+    verdict = comparison.verdict(primary=primary)
+    notes = _notes_of(test, caught)
+    notes += list(dict.fromkeys(n for m in comparison.methods for n in comparison.notes[m]))
+    if args.json:
+        out = verdict.as_dict() | {
+            "file": args.file,
+            "calib_file": args.calib,
+            "test_file": args.test,
+            "n_calib": calib.n_samples,
+            "n_test": test.n_samples,
+            "n_classes": test.n_classes,
+            "bins": args.bins,
+            "binning": args.binning,
+            "seed": args.seed,
+            "methods": {
+                m: {
+                    "params": dict(getattr(comparison.calibrators.get(m), "params", {}) or {}),
+                    "fit_info": _plain_json(
+                        getattr(comparison.calibrators.get(m), "fit_info", {}) or {}
+                    ),
+                    "metrics": {
+                        k: _interval_json(comparison.values[m][k])
+                        for k in wanted
+                        if comparison.values[m].get(k) is not None
+                    },
+                }
+                for m in comparison.methods
+            },
+            "notes": notes,
+        }
+        print(json.dumps(out, indent=2, allow_nan=False))
+        return 0
+    print(_with_notes(_verdict_table(comparison, verdict, wanted), notes))
+    return 0
+
+
+def _interval_json(iv) -> dict:
+    def num(v):
+        return float(v) if v is not None and v == v and abs(v) != float("inf") else None
+
+    return {"estimate": num(iv.estimate), "low": num(iv.low), "high": num(iv.high)}
+
+
+def _plain_json(info: dict) -> dict:
+    """A fit-info dict with only JSON values (numbers, text, booleans; others as text)."""
+    out = {}
+    for k, v in info.items():
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            out[k] = v
+        elif isinstance(v, (int, float)):
+            out[k] = float(v) if v == v and abs(v) != float("inf") else None
+        else:
+            out[k] = str(v)
+    return out
+
+
+def _verdict_table(comparison, verdict, wanted) -> list[str]:
+    primary = METRICS[verdict.primary].label
+    pct = f"{100 * verdict.paired[verdict.best].confidence_level:.1f}%"
+    lines = [verdict.sentence(), ""]
+    head = f"  {'method':<16} {primary:>24} {'minus best [' + pct + ']':>30}"
+    others = [k for k in wanted if k != verdict.primary]
+    head += "".join(f" {METRICS[k].label:>10}" for k in others)
+    lines.append(head)
+    for m in comparison.methods:
+        iv, d = comparison.values[m][verdict.primary], verdict.paired[m]
+        mark = "*" if m == verdict.recommended else "=" if m in verdict.tied_with_best else " "
+        row = f"{mark} {m:<16} {iv.estimate:>9.4f} [{iv.low:.4f}, {iv.high:.4f}]"
+        row += f" {d.estimate:>+11.4f} [{d.low:+.4f}, {d.high:+.4f}]"
+        row += "".join(
+            f" {comparison.values[m][k].estimate:>10.4f}"
+            if comparison.values[m].get(k) is not None
+            else f" {'n/a':>10}"
+            for k in others
+        )
+        lines.append(row)
+    lines.append("  * recommended   = tied with the best (paired interval contains 0)")
+    warned = [(m, w) for m in comparison.methods for w in verdict.warnings.get(m, ())]
+    if warned:
+        lines += ["", "Warnings:"] + [f"  - {m}: {w}" for m, w in warned]
+    return lines
+
+
+_COMMANDS = {
+    "metrics": _metrics,
+    "calibrate": _calibrate,
+    "apply": _apply,
+    "check": _check,
+    "compare": _compare,
+}
 
 
 def main(argv=None) -> int:

@@ -10,6 +10,9 @@ bootstrap
 protocols
     ``compare`` (calibrators side by side), ``learning_curve``, ``calibrator_validity``,
     and the data helpers ``random_split`` and ``concatenate``.
+verdict
+    ``Verdict``: which calibrator to ship, from paired differences on a comparison's
+    common resamples (``Comparison.verdict``).
 """
 
 from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
@@ -25,6 +28,7 @@ from calcore.evaluation.protocols import (
     learning_curve,
     random_split,
 )
+from calcore.evaluation.verdict import PairedDifference, Verdict, default_primary, verdict_of
 
 __all__ = [
     "CalibrationReport",
@@ -41,4 +45,8 @@ __all__ = [
     "calibrator_validity",
     "random_split",
     "concatenate",
+    "Verdict",
+    "PairedDifference",
+    "verdict_of",
+    "default_primary",
 ]

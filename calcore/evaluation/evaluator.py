@@ -405,8 +405,14 @@ def _fast_intervals(
                 if data_dependent
                 else ""
             )
-            + "; ACE/TACE (equal-mass) are conditional on the full sample's bins too, so their "
-            "intervals leave out the variability of the bin edges."
+            + (
+                "; ACE/TACE (equal-mass) are conditional on the full sample's bins too, so "
+                "their intervals leave out the variability of the bin edges."
+                if {"ace", "tace"} & set(keys)
+                else ", so they leave out the variability of the bin edges."
+                if data_dependent
+                else "."
+            )
         )
     if stats.kde_specs:
         notes.append(

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore._errors import CalcoreError, CalcoreWarning
 from calcore._limits import N_REPEATS, N_RESAMPLES
 from calcore._validation import refuse_weights
 from calcore.calibrators import Calibrator, make_calibrator
@@ -162,6 +163,15 @@ class Comparison:
         Per method: the evaluation notes and whether the calibration gain is exact.
     calibration_tests : dict of str to CalibrationTest
         Per method with intervals: the test of "calibrated" of its report.
+    replicates, double_replicates : dict of str to dict of str to ndarray
+        Per method, its report's bootstrap replicates of each metric (and those of the
+        resamples of the resamples): every method's come from the same resamples of the
+        test rows, so differences between methods are paired (:meth:`verdict`).
+    fit_warnings : dict of str to tuple of str
+        Per method, the warnings its fit issued (a bound hit, no convergence).
+    n_classes : int
+    n_calib : int or None
+        Calibration rows the methods were fitted on (None when unknown).
 
     Examples
     --------
@@ -183,6 +193,28 @@ class Comparison:
     fit_seconds: dict
     notes: dict
     calibration_tests: dict = field(default_factory=dict)
+    replicates: dict = field(default_factory=dict, repr=False)
+    double_replicates: dict = field(default_factory=dict, repr=False)
+    fit_warnings: dict = field(default_factory=dict)
+    n_classes: int = 0
+    n_calib: int | None = None
+
+    def verdict(self, *, primary: str | None = None, confidence_level: float = 0.95):
+        """Which calibrator to ship (:func:`calcore.evaluation.verdict.verdict_of`): the
+        best on ``primary``, the methods tied with it on paired intervals, and the one
+        recommended, with its warnings.
+
+        Examples
+        --------
+        >>> import calcore
+        >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
+        >>> calib, test = (calcore.simulate_predictions(sim, 1000, seed=s).preds for s in (0, 1))
+        >>> calcore.compare(calib, test, ["ts"], n_bootstrap=100).verdict().recommended
+        'ts'
+        """
+        from calcore.evaluation.verdict import verdict_of
+
+        return verdict_of(self, primary=primary, confidence_level=confidence_level)
 
     def rows(self) -> list[dict]:
         """Tidy rows ``{method, metric, estimate, low, high}``, for tables and CSV."""
@@ -211,6 +243,8 @@ class Comparison:
         calibrated: dict | None = None,
         calibrators: dict | None = None,
         fit_seconds: dict | None = None,
+        fit_warnings: dict | None = None,
+        n_calib: int | None = None,
     ) -> "Comparison":
         """The comparison of reports computed elsewhere (e.g. cached one method at a time).
 
@@ -223,8 +257,10 @@ class Comparison:
             Each method's :func:`~calcore.calibration_gain` (not the uncalibrated one's);
             None when it was not computed (reports of a streamed source, whose gain needs
             both row sets in memory): the table's gain is then None for every row.
-        calibrated, calibrators, fit_seconds : dict, optional
+        calibrated, calibrators, fit_seconds, fit_warnings : dict, optional
             As in :func:`compare`; empty when not given.
+        n_calib : int, optional
+            Calibration rows of the fits (for the verdict's warning on small sets).
 
         Returns
         -------
@@ -278,6 +314,11 @@ class Comparison:
             dict(fit_seconds or {}),
             notes,
             {m: r.calibration_test for m, r in reports.items() if r.calibration_test is not None},
+            {m: dict(r.replicates) for m, r in reports.items()},
+            {m: dict(r.double_replicates) for m, r in reports.items()},
+            {m: tuple(w) for m, w in (fit_warnings or {}).items()},
+            int(base.n_classes),
+            n_calib,
         )
 
     @staticmethod
@@ -333,6 +374,7 @@ def compare(
     binning: str = "equal-width",
     n_bootstrap: int = 0,
     seed: int = 0,
+    metrics=None,
 ) -> Comparison:
     """Fit each method on ``calib``, evaluate it and the uncalibrated predictions on ``test``.
 
@@ -345,8 +387,14 @@ def compare(
     bins, binning :
         Binning of the binned metrics (as :func:`calcore.evaluate`).
     n_bootstrap : int, default 0
-        Bootstrap resamples of the test rows for intervals on every metric.
+        Bootstrap resamples of the test rows for intervals on every metric. Every method
+        is evaluated on the same resamples, so :meth:`Comparison.verdict` reads paired
+        differences.
     seed : int, default 0
+    metrics : iterable of str, optional
+        Keys of :data:`calcore.METRICS` to compute (default every metric); the others are
+        None. A verdict needs its primary metric and reads the Brier score, NLL and
+        accuracy as guards.
 
     Returns
     -------
@@ -375,13 +423,16 @@ def compare(
     names = [name for name, _ in built]
     if len(set(names)) != len(names) or UNCALIBRATED in names:
         raise CalcoreError(f"Method names must be distinct and not {UNCALIBRATED!r}; got {names}.")
-    options = dict(bins=bins, binning=binning, seed=seed, n_bootstrap=n_bootstrap)
+    options = dict(bins=bins, binning=binning, seed=seed, n_bootstrap=n_bootstrap, metrics=metrics)
     reports = {UNCALIBRATED: evaluate(test, **options)}
-    gains, calibrated, calibrators, seconds = {}, {}, {}, {}
+    gains, calibrated, calibrators, seconds, caught = {}, {}, {}, {}, {}
     for name, calibrator in built:
         start = time.perf_counter()
-        calibrator.fit(calib)
+        with warnings.catch_warnings(record=True) as raised:
+            warnings.simplefilter("always", CalcoreWarning)
+            calibrator.fit(calib)
         seconds[name] = time.perf_counter() - start
+        caught[name] = fit_warning_texts(raised)
         out = calibrator.transform(test)
         reports[name] = evaluate(out, **options)
         gains[name] = calibration_gain(
@@ -389,8 +440,26 @@ def compare(
         )
         calibrated[name], calibrators[name] = out, calibrator
     return Comparison.from_reports(
-        reports, gains, calibrated=calibrated, calibrators=calibrators, fit_seconds=seconds
+        reports,
+        gains,
+        calibrated=calibrated,
+        calibrators=calibrators,
+        fit_seconds=seconds,
+        fit_warnings=caught,
+        n_calib=calib.n_samples,
     )
+
+
+def fit_warning_texts(raised) -> tuple[str, ...]:
+    """The texts of the :class:`~calcore.CalcoreWarning` a fit raised (recorded by
+    ``warnings.catch_warnings(record=True)``), each once; others are raised again."""
+    out = []
+    for w in raised:
+        if issubclass(w.category, CalcoreWarning):
+            out.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return tuple(dict.fromkeys(out))
 
 
 def exact_gain(calibrator) -> bool:
