@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ct
 
 import calcore
 from calcore.evaluation import concatenate
+from calcore.evaluation.protocols import fit_warning_texts
 
 __all__ = [
     "Fitted",
@@ -97,6 +99,8 @@ class Fitted:
     output: calcore.Predictions
     seconds: float
     info: dict
+    #: What the fit warned about (a bound hit, no convergence), shown on the verdict.
+    warnings: tuple[str, ...] = ()
 
 
 @st.cache_resource(show_spinner=False, max_entries=_FITS, ttl=CACHE_TTL_S)
@@ -104,9 +108,17 @@ def fit(key: str, name: str, params: tuple, _calib, _test) -> Fitted:
     """``make_calibrator(name, **params).fit(calib)``, then ``transform(test)``."""
     calibrator = calcore.make_calibrator(name, **dict(params))
     start = time.perf_counter()
-    calibrator.fit(_calib)
+    with warnings.catch_warnings(record=True) as raised:
+        warnings.simplefilter("always", calcore.CalcoreWarning)
+        calibrator.fit(_calib)
     seconds = time.perf_counter() - start
-    return Fitted(calibrator, calibrator.transform(_test), seconds, calibrator.fit_info)
+    return Fitted(
+        calibrator,
+        calibrator.transform(_test),
+        seconds,
+        calibrator.fit_info,
+        fit_warning_texts(raised),
+    )
 
 
 _BINNED = tuple(k for k in calcore.METRICS if k not in calcore.BIN_FREE_METRICS)

@@ -10,8 +10,8 @@ so tests look traces up by the escaped label.
 Modules: ``_style`` (colours), ``_theme`` (light/dark), ``_common`` (shared traces and
 layout), ``reliability``, ``top_label``, ``top_label_bin``, ``small_multiples``
 (per-class top-label and class-wise grids), ``validity``, ``kde`` (KDE curve and ECE by
-bins), ``learning``, ``simplex``, ``metrics`` (errors with intervals), ``slices``
-(calibration per slice).
+bins), ``learning``, ``simplex``, ``metrics`` (errors with intervals), ``verdict`` (the
+calibrator verdict), ``slices`` (calibration per slice).
 """
 
 from dashboard.figures._style import UNCALIBRATED, method_colors, method_style
@@ -34,6 +34,7 @@ from dashboard.figures.small_multiples import (
 from dashboard.figures.top_label import top_label_figure
 from dashboard.figures.top_label_bin import top_label_bin_figure
 from dashboard.figures.validity import validity_figure
+from dashboard.figures.verdict import verdict_figure
 
 __all__ = [
     "UNCALIBRATED",
@@ -55,4 +56,5 @@ __all__ = [
     "top_label_bin_figure",
     "top_label_figure",
     "validity_figure",
+    "verdict_figure",
 ]

@@ -10,10 +10,11 @@ import streamlit as st
 
 import calcore
 from calcore.evaluation import exact_gain
+from calcore.evaluation.verdict import default_primary, primary_metrics
 from dashboard.calibration import compute, server
 from dashboard.calibration.exports import table_csv
 from dashboard.calibration.views._common import explain
-from dashboard.figures import metric_intervals_figure
+from dashboard.figures import metric_intervals_figure, verdict_figure
 from dashboard.text import escape_markdown as esc
 
 GAIN = "calibration_gain"
@@ -42,6 +43,9 @@ def comparison(ctx, *, n_bootstrap: int | None = None) -> calcore.Comparison:
     return calcore.Comparison.from_reports(
         {label: results[label] for label in ctx.outputs},
         {label: results[(GAIN, label)] for label in ctx.fitted},
+        calibrators={label: f.calibrator for label, f in ctx.fitted.items()},
+        fit_warnings={label: f.warnings for label, f in ctx.fitted.items()},
+        n_calib=None if ctx.split.calib is None else ctx.split.calib.n_samples,
     )
 
 
@@ -213,7 +217,72 @@ def intervals_deferred(ctx) -> bool:
     )
 
 
+KEY_PRIMARY = "view.metrics.primary"
+VERDICT_CHART_KEY = "figure.verdict"
+
+
+def primary_choice(ctx) -> str:
+    """The metric the verdict ranks by: the user's choice, else calcore's default for the
+    number of classes (only metrics that apply are offered)."""
+    options = primary_metrics(ctx.test.n_classes)
+    default = default_primary(ctx.test.n_classes)
+    if st.session_state.get(KEY_PRIMARY) not in options:
+        st.session_state[KEY_PRIMARY] = default
+    return st.selectbox(
+        "Rank the calibrators by",
+        options,
+        format_func=lambda k: calcore.METRICS[k].label,
+        key=KEY_PRIMARY,
+        help="The calibration error the verdict compares (lower is better). Default: "
+        + calcore.METRICS[default].label
+        + (
+            " (the positive class's probability)"
+            if ctx.test.n_classes == 2
+            else " (the predicted class's probability)"
+        )
+        + ". The Brier score and NLL are read beside it: a method that lowers a calibration "
+        "error by giving up sharpness raises them, and the verdict warns.",
+    )
+
+
+def verdict_of(ctx, final: calcore.Comparison, primary: str):
+    """calcore's verdict, or None with the reason when none can be given."""
+    if not ctx.fitted:
+        return None, (
+            "Choose calibrators in the sidebar (Calibrators): the verdict compares them with "
+            "the uncalibrated model on the same resamples and says which to ship."
+        )
+    if final.values[calcore.UNCALIBRATED].get(primary) is None:
+        return None, f"{calcore.METRICS[primary].label} was not computed on these data."
+    return final.verdict(primary=primary), ""
+
+
+def show_verdict(ctx, verdict, why: str, chart_slot) -> None:
+    """The sentence a reviewer reads aloud, the paired-difference chart, the warnings."""
+    if verdict is None:
+        st.info(why)
+        return
+    sentence = verdict.sentence()
+    (st.success if verdict.improves else st.info)(esc(sentence))
+    chart_slot.plotly_chart(
+        verdict_figure(
+            verdict, metric_label=calcore.METRICS[verdict.primary].label, theme=ctx.theme
+        ),
+        theme=None,
+        key=VERDICT_CHART_KEY,
+    )
+    warned = [(m, w) for m in verdict.paired for w in verdict.warnings.get(m, ())]
+    if warned:
+        st.markdown(
+            "**Before shipping**\n" + "\n".join(f"- **{esc(m)}**: {esc(w)}" for m, w in warned)
+        )
+
+
 def render(ctx) -> None:
+    st.subheader("Which calibrator to ship")
+    primary = primary_choice(ctx)
+    verdict_slot = st.container()
+    verdict_chart_slot = st.empty()
     st.subheader("Metrics on the test rows")
     explain("metrics")
     slot = st.empty()
@@ -241,6 +310,8 @@ def render(ctx) -> None:
     else:
         final = comparison(ctx)
     values, verdicts = final.values, calibration_verdicts(final)
+    with verdict_slot:
+        show_verdict(ctx, *verdict_of(ctx, final, primary), verdict_chart_slot)
     _show(slot, values, verdicts)
     _show_chart(chart_slot, ctx, values, final=True)
     s = ctx.settings
