@@ -98,8 +98,9 @@ def verdict_figure(verdict, *, metric_label: str, theme: str = "light") -> go.Fi
     )
     level = next(iter(verdict.paired.values())).confidence_level
     subtitle = (
-        f"paired {100 * level:.1f}% intervals on the same resamples (Bonferroni over the "
-        "methods); a bar that reaches 0 is a tie; ★ recommended"
+        f"paired {100 * level:.1f}% intervals on the same resamples (Bonferroni over "
+        f"{max(len(methods) - 1, 1)} method(s))<br>a bar that reaches 0: tied with the best · "
+        "★ recommended"
         if verdict.n_resamples
         else "no resamples: estimates only, ties cannot be told"
     )
@@ -108,6 +109,7 @@ def verdict_figure(verdict, *, metric_label: str, theme: str = "light") -> go.Fi
         theme=theme,
         title=f"Which calibrator: {esc(metric_label)} against the best",
         subtitle=subtitle,
-        height=150 + ROW_PX * len(methods),
+        height=170 + ROW_PX * len(methods),
         legend=False,
+        headroom=20,  # the subtitle's second line
     )

@@ -257,14 +257,14 @@ def verdict_of(ctx, final: calcore.Comparison, primary: str):
     return final.verdict(primary=primary), ""
 
 
-def show_verdict(ctx, verdict, why: str, chart_slot) -> None:
+def show_verdict(ctx, verdict, why: str) -> None:
     """The sentence a reviewer reads aloud, the paired-difference chart, the warnings."""
     if verdict is None:
         st.info(why)
         return
     sentence = verdict.sentence()
     (st.success if verdict.improves else st.info)(esc(sentence))
-    chart_slot.plotly_chart(
+    st.plotly_chart(
         verdict_figure(
             verdict, metric_label=calcore.METRICS[verdict.primary].label, theme=ctx.theme
         ),
@@ -282,7 +282,6 @@ def render(ctx) -> None:
     st.subheader("Which calibrator to ship")
     primary = primary_choice(ctx)
     verdict_slot = st.container()
-    verdict_chart_slot = st.empty()
     st.subheader("Metrics on the test rows")
     explain("metrics")
     slot = st.empty()
@@ -311,7 +310,7 @@ def render(ctx) -> None:
         final = comparison(ctx)
     values, verdicts = final.values, calibration_verdicts(final)
     with verdict_slot:
-        show_verdict(ctx, *verdict_of(ctx, final, primary), verdict_chart_slot)
+        show_verdict(ctx, *verdict_of(ctx, final, primary))
     _show(slot, values, verdicts)
     _show_chart(chart_slot, ctx, values, final=True)
     s = ctx.settings
