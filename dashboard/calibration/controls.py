@@ -17,6 +17,7 @@ import streamlit as st
 import calcore
 from calcore.slicing import parse_slice_spec
 from dashboard.calibration.datadir import DataDirectory, ServerDataset
+from dashboard.calibration.explain import interval_words
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.state import (
     BINNING_CHOICES,
@@ -528,7 +529,7 @@ def evaluation_controls() -> tuple[str, int, int]:
         BOOTSTRAP_CHOICES,
         index=_index(BOOTSTRAP_CHOICES, KEY_BOOTSTRAP, 200),
         key=KEY_BOOTSTRAP,
-        help="Percentile bootstrap over test rows; 0 shows point estimates only.",
+        help=interval_words() + " 0 shows point estimates only.",
     )
     return binning, bins, int(boot)
 

@@ -6,9 +6,26 @@ follow it up. Texts are trusted (written here), so they may use Markdown.
 
 from __future__ import annotations
 
+import calcore
 from calcore.evaluation.slice_fits import MIN_FIT_ROWS
 
-__all__ = ["EXPLAIN"]
+__all__ = ["EXPLAIN", "interval_words"]
+
+
+def interval_words() -> str:
+    """What the brackets are, in one sentence read off calcore's registry (each metric's
+    default interval), for the sidebar help, the table's caption and the report alike."""
+    by_method: dict[str, list[str]] = {}
+    for spec in calcore.METRICS.values():
+        by_method.setdefault(spec.interval_method, []).append(spec.label)
+    percentile = ", ".join(by_method.get("percentile", []))
+    return (
+        "95% bootstrap intervals over the test rows: percentile intervals for "
+        f"{percentile}; bias-corrected intervals for the calibration errors (a binned ECE "
+        "reads high on a finite sample; these aim at the true error, not at the estimate's "
+        "spread)."
+    )
+
 
 EXPLAIN = {
     "metrics": (

@@ -13,6 +13,7 @@ import html
 import plotly.io as pio
 
 import calcore
+from dashboard.calibration.explain import interval_words
 from dashboard.calibration.state import BINNING_CHOICES, SPLIT_MODES
 from dashboard.calibration.views import (
     classwise,
@@ -191,9 +192,8 @@ def report_html(ctx, *, source: str, slicing: dict | None = None) -> str:
         "</table>",
         "<h2>Metrics on the test rows</h2>",
         table,
-        "<p>Brackets: 95% bootstrap intervals (percentile for accuracy, NLL, Brier and the "
-        "KDE-ECE; bias-corrected for the binned calibration errors, so that they cover the "
-        f"true error); bold: best per row. {html.escape(metrics.caveat_caption(values))}</p>",
+        f"<p>Brackets: {html.escape(interval_words())} Bold: best per row. "
+        f"{html.escape(metrics.caveat_caption(values))}</p>",
     ]
     for i, (title, fig) in enumerate(report_figures(ctx)):
         parts.append(f"<h2>{html.escape(title)}</h2>")

@@ -12,6 +12,7 @@ import calcore
 from calcore.evaluation import exact_gain
 from calcore.evaluation.verdict import default_primary, primary_metrics
 from dashboard.calibration import compute, server
+from dashboard.calibration.explain import interval_words
 from dashboard.calibration.exports import table_csv
 from dashboard.calibration.views._common import explain
 from dashboard.figures import metric_intervals_figure, verdict_figure
@@ -88,6 +89,20 @@ def evaluation_notes(ctx, *, n_bootstrap: int | None = None) -> dict[str, tuple[
     return out
 
 
+def notes_once(notes: dict, methods: list[str]) -> list[tuple[str, str]]:
+    """``(who, note)`` pairs with each note once: a note that every method carries is said
+    once for "every method", the others under the method they belong to."""
+    everyone = [m for m in methods if m in notes]
+    common = (
+        [n for n in notes[everyone[0]] if all(n in notes[m] for m in everyone)]
+        if len(everyone) == len(methods) and len(methods) > 1
+        else []
+    )
+    out = [("every method", n) for n in common]
+    out += [(m, n) for m, ns in notes.items() for n in ns if n not in common]
+    return list(dict.fromkeys(out))
+
+
 def columns() -> dict[str, tuple[str, bool]]:
     """metric key -> (column title, higher is better)."""
     cols = {k: (spec.label, spec.higher_is_better) for k, spec in calcore.METRICS.items()}
@@ -121,6 +136,40 @@ def _cell(iv: calcore.Interval | None, key: str) -> str:
         # No bracket that reads as a range for the truth: the words are in the caption.
         return f"{iv.estimate:.4f} {UNRELIABLE}"
     return f"{iv.estimate:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
+
+
+def interval_and_test_words(table: calcore.Comparison, level: float = 0.05) -> list[str]:
+    """Where an error's interval and its test of "calibrated" seem to disagree, why they
+    do not: at most one sentence per kind of disagreement, naming the (method, metric)
+    pairs, for the caption under the table."""
+    reaches_zero, excludes_zero = [], []
+    for method, test in table.calibration_tests.items():
+        for key in TEST_ROWS:
+            iv, p = table.values[method].get(key), test.p_values.get(key)
+            if iv is None or p is None or not math.isfinite(iv.low) or not math.isfinite(p):
+                continue
+            where = f"{calcore.METRICS[key].label} of {method}"
+            if iv.low <= 1e-12 and p <= level:
+                reaches_zero.append(where)
+            elif iv.low > 0 and p > level:
+                excludes_zero.append(where)
+    out = []
+    if reaches_zero:
+        out.append(
+            f"{', '.join(reaches_zero)}: the interval reaches 0 and the test finds "
+            "miscalibration. The interval aims at the size of the error after removing its "
+            "finite-sample bias, and reaches 0 when that bias is about as large as the "
+            "estimate; the test asks whether an error this large arises from a calibrated "
+            "model with these predictions, and is the sharper answer to 'is it calibrated?'."
+        )
+    if excludes_zero:
+        out.append(
+            f"{', '.join(excludes_zero)}: the interval excludes 0 but the test finds no "
+            "evidence of miscalibration. A binned error of a calibrated model is above 0 on "
+            "any finite sample and its interval rarely reaches 0; the test is the answer to "
+            "'is it calibrated?': this test set cannot tell it from a calibrated model."
+        )
+    return out
 
 
 def test_row_title(key: str) -> str:
@@ -316,11 +365,12 @@ def render(ctx) -> None:
     s = ctx.settings
     b, k = compute.calcore_binning(s.binning, s.bins)
     notes = evaluation_notes(ctx, n_bootstrap=0 if deferred else None)
-    if notes:
-        with st.expander(f"Notes from the evaluation ({sum(len(v) for v in notes.values())})"):
-            st.markdown(
-                "\n".join(f"- **{esc(m)}**: {esc(n)}" for m, ns in notes.items() for n in ns)
-            )
+    shown = notes_once(notes, list(ctx.outputs))
+    if shown:
+        with st.expander(f"Notes from the evaluation ({len(shown)})"):
+            st.markdown("\n".join(f"- **{esc(who)}**: {esc(n)}" for who, n in shown))
+    for words in interval_and_test_words(final) if s.n_bootstrap and not deferred else ():
+        st.caption(esc(words))
     caption_slot.caption(
         f"{ctx.test.n_samples:,} test rows{sample_words(ctx)} · binning {esc(b)}, {esc(k)} · "
         + (
@@ -330,8 +380,7 @@ def render(ctx) -> None:
         )
         + " · best per row in bold."
         + (
-            " Intervals of the binned calibration errors are bias-corrected (they aim at the "
-            "true error, not at the spread of the estimate). " + caveat_caption(values)
+            " " + interval_words() + " " + caveat_caption(values)
             if s.n_bootstrap and not deferred
             else ""
         )
