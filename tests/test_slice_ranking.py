@@ -195,3 +195,86 @@ def test_a_calibrated_model_has_no_discovery_in_most_seeds():
         preds = preds.with_metadata({"segment": SEGMENTS[rng.integers(0, 6, 6000)]})
         found += bool(calcore.evaluate_by(preds, "segment", n_resamples=99).discoveries(0.05))
     assert found <= 1
+
+
+# ------------------------------------------------------------------ after recalibration
+
+
+@pytest.fixture
+def split_file(tmp_path):
+    """Over-confident everywhere, segment "f" also under-predicted; 40% calib rows."""
+    preds = _planted(6, n=8000)
+    seg = preds.metadata["segment"]
+    split = np.where(np.random.default_rng(7).random(8000) < 0.4, "calib", "test")
+    table = pa.table(
+        {
+            "label": preds.labels,
+            "p_click": preds.probs[:, 1],
+            "segment": np.array(seg.categories)[seg.values],
+            "split": split,
+        }
+    )
+    pq.write_table(table, tmp_path / "s.parquet", row_group_size=1500)
+    table.to_pandas().to_csv(tmp_path / "s.csv", index=False)
+    return tmp_path, preds, split
+
+
+def test_a_global_calibrator_keeps_weights_and_slice_columns_and_leaves_the_slice(split_file):
+    _, preds, split = split_file
+    w = np.random.default_rng(8).integers(1, 3, preds.n_samples).astype(float)
+    preds = preds.with_sample_weight(w)
+    calib, test = (
+        preds.subset(np.flatnonzero(split == "calib")),
+        preds.subset(np.flatnonzero(split == "test")),
+    )
+    out = calcore.make_calibrator("ts").fit(calib).transform(test)
+    np.testing.assert_array_equal(out.sample_weight, test.sample_weight)
+    assert out.metadata["segment"].values.tolist() == test.metadata["segment"].values.tolist()
+    before = calcore.evaluate_by(test, "segment", n_resamples=49)
+    after = calcore.evaluate_by(out, "segment", n_resamples=49)
+    # a global temperature fixes the over-confidence everywhere, not segment f's bias
+    assert after.overall.top_label_ece < before.overall.top_label_ece / 2
+    assert after.slices[0].label == "f" and after.slices[0].direction == "under-predicted"
+    assert len(after.discoveries()) == 1
+
+
+def test_cli_metrics_after_ranks_the_recalibrated_test_rows(split_file, capsys):
+    import json
+
+    from calcore.cli import main
+
+    folder, _, _ = split_file
+    got = {}
+    for ext in ("csv", "parquet"):  # loaded whole, streamed
+        args = ["metrics", str(folder / f"s.{ext}"), "--by", "segment", "--after", "ts"]
+        assert main(args + ["--resamples", "49", "--json"]) == 0
+        got[ext] = json.loads(capsys.readouterr().out)
+    for out in got.values():
+        assert out["after"]["method"] == "ts" and "max_temperature" in out["after"]["params"]
+        assert out["notes"][0].startswith("Slices after recalibration: ts")
+        assert out["slices"][0]["value"] == "f"
+        assert out["slices"][0]["direction"] == "under-predicted"
+        assert sum(s["n"] for s in out["slices"]) == out["n"]
+    assert [s["value"] for s in got["csv"]["slices"]] == [
+        s["value"] for s in got["parquet"]["slices"]
+    ]
+    assert got["csv"]["top_label_ece"] == pytest.approx(got["parquet"]["top_label_ece"], rel=1e-9)
+    assert main(["metrics", str(folder / "s.csv"), "--by", "segment", "--resamples", "19"]) == 0
+    table = capsys.readouterr().out
+    assert "direction" in table and "under-predicted" in table and "obs/exp rate" in table
+
+
+def test_cli_after_refusals_say_why_and_how(split_file, tmp_path, capsys):
+    from calcore.cli import main
+
+    folder, _, _ = split_file
+    path = str(folder / "s.csv")
+    assert main(["metrics", path, "--after", "ts"]) == 2
+    assert "give --by COLUMN too" in capsys.readouterr().err
+    assert main(["metrics", path, "--by", "segment", "--after", "ts", "--split", "calib"]) == 2
+    assert "not the rows it was fitted on" in capsys.readouterr().err
+    assert main(["metrics", path, "--by", "segment", "--after", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    (tmp_path / "nosplit.csv").write_text("label,p_click,segment\n1,0.7,a\n0,0.2,b\n")
+    assert main(["metrics", str(tmp_path / "nosplit.csv"), "--by", "segment", "--after", "ts"]) == 2
+    assert "--after needs a split column" in capsys.readouterr().err
