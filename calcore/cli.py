@@ -12,10 +12,12 @@
   calibration gates for CI (:mod:`calcore.gates`); exit 0 when every gate holds, 1 when
   one fails; optional JUnit XML (``--junit``) and Markdown (``--markdown``) reports.
 * ``--by COLUMN`` (``metrics``, ``check``; repeatable, crossed): the same per slice of a
-  metadata column (:func:`calcore.evaluate_by`): slices ranked by the calibration test
-  with Benjamini-Hochberg q-values; ``check`` holds every gate in every slice too. A
-  source is streamed or loaded whole as for ``metrics``; quantile ranges of a streamed
-  source take passes over its slice columns first.
+  metadata column (:func:`calcore.evaluate_by`): discoveries at Benjamini-Hochberg
+  q <= 0.05 first, slices ranked by z (error beyond the slice's noise and the whole
+  model's), with observed/expected and a direction; ``check`` holds every gate in every
+  slice too. A source is streamed or loaded whole as for ``metrics``; quantile ranges of
+  a streamed source take passes over its slice columns first. ``metrics --by COL --after
+  METHOD``: the slices of the test rows recalibrated by METHOD fitted on the calib rows.
 
 Errors are one line on stderr and exit code 2; never a traceback.
 """
