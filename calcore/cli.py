@@ -15,10 +15,12 @@
   calibration gates for CI (:mod:`calcore.gates`); exit 0 when every gate holds, 1 when
   one fails; optional JUnit XML (``--junit``) and Markdown (``--markdown``) reports.
 * ``--by COLUMN`` (``metrics``, ``check``; repeatable, crossed): the same per slice of a
-  metadata column (:func:`calcore.evaluate_by`): slices ranked by the calibration test
-  with Benjamini-Hochberg q-values; ``check`` holds every gate in every slice too. A
-  source is streamed or loaded whole as for ``metrics``; quantile ranges of a streamed
-  source take passes over its slice columns first.
+  metadata column (:func:`calcore.evaluate_by`): discoveries at Benjamini-Hochberg
+  q <= 0.05 first, slices ranked by z (error beyond the slice's noise and the whole
+  model's), with observed/expected and a direction; ``check`` holds every gate in every
+  slice too. A source is streamed or loaded whole as for ``metrics``; quantile ranges of
+  a streamed source take passes over its slice columns first. ``metrics --by COL --after
+  METHOD``: the slices of the test rows recalibrated by METHOD fitted on the calib rows.
 
 Errors are one line on stderr and exit code 2; never a traceback.
 """
@@ -223,6 +225,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="compute only this metric (repeatable; default: every metric): " + ", ".join(METRICS),
     )
     _add_slicing_options(m)
+    g = m.add_argument_group("slices after recalibration")
+    g.add_argument(
+        "--after",
+        metavar="METHOD",
+        help="with --by: fit METHOD (a calibrator short name, e.g. ts) on the file's calib "
+        "rows and rank the slices of the recalibrated --split rows (default test): what a "
+        "global map leaves, which a per-slice fit could fix",
+    )
+    g.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="METHOD's parameter (repeatable)",
+    )
     m.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     c = sub.add_parser("calibrate", help="fit a calibrator; before/after metrics on test data")
@@ -557,14 +574,26 @@ def _report_of_file(args, **options) -> tuple[CalibrationReport, list[str]]:
     return report, notes
 
 
-def _sliced_of_file(args, *, metrics=None, n_bootstrap=None) -> tuple[SlicedReport, list[str]]:
-    """:func:`evaluate_by` of ``args.file`` (streamed or loaded whole, as ``metrics`` does)
-    and the notes of both steps."""
+#: Most calibration rows ``metrics --after`` fits on when the file is streamed (a seeded
+#: uniform sample beyond it, as ``calibrate --max-fit-rows`` by default).
+AFTER_MAX_FIT_ROWS = 1_000_000
+
+
+def _sliced_of_file(
+    args, *, metrics=None, n_bootstrap=None
+) -> tuple[SlicedReport, list[str], dict | None]:
+    """:func:`evaluate_by` of ``args.file`` (streamed or loaded whole, as ``metrics`` does),
+    the notes of both steps and, with ``--after``, the method and parameters fitted (the
+    slices are then of the recalibrated rows)."""
     columns = [parse_slice_spec(spec).column for spec in args.by]
     streamed = _streamable(args.file, args.max_decoded_bytes)
+    after = getattr(args, "after", None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
-        if streamed:
+        fit = None
+        if after:
+            preds, fit, fitted = _recalibrated(args, columns, streamed)
+        elif streamed:
             preds = _stream(args.file, args, split=args.split, slice_columns=columns)
         else:
             preds = _load_one(args.file, args, split=args.split, slice_columns=columns)
@@ -586,7 +615,52 @@ def _sliced_of_file(args, *, metrics=None, n_bootstrap=None) -> tuple[SlicedRepo
         notes = [str(w.message) for w in caught]
     else:
         notes = _notes_of(preds, caught)
-    return sliced, notes + list(sliced.overall.notes) + list(sliced.notes)
+    if after:
+        notes.insert(0, f"Slices after recalibration: {fitted}.")
+    return sliced, notes + list(sliced.overall.notes) + list(sliced.notes), fit
+
+
+def _recalibrated(args, columns, streamed):
+    """``--after``: the ``--split`` rows (test by default) with their slice columns,
+    recalibrated by METHOD fitted on the file's calib rows; ``{"method", "params"}``; and a
+    sentence saying what was fitted on what. A streamed file is fitted on a seeded sample
+    of at most :data:`AFTER_MAX_FIT_ROWS` calibration rows and recalibrated batch by
+    batch."""
+    from calcore.calibrators import make_calibrator
+
+    split = args.split or "test"
+    if split == "calib":
+        raise CalcoreError(
+            "--after fits METHOD on the calib rows: evaluate other rows (--split test), not "
+            "the rows it was fitted on."
+        )
+    calibrator = make_calibrator(args.after, **dict(parse_param(p) for p in args.param))
+    if streamed:
+        calib = _stream(args.file, args, split="calib")
+        sample, n_calib = calib.sample(AFTER_MAX_FIT_ROWS, seed=args.seed)
+        calib.progress.close()
+        calibrator.fit(sample)
+        test = _stream(args.file, args, split=split, slice_columns=columns)
+        preds = test.with_transform(calibrator.transform)
+        rows = f"{sample.n_samples:,} of {n_calib:,} calib rows (seeded sample)"
+        if sample.n_samples == n_calib:
+            rows = f"{n_calib:,} calib rows"
+    else:
+        from calcore.io import load_splits
+
+        splits = load_splits(args.file, **_load_kwargs(args))
+        missing = [s for s in ("calib", split) if s not in splits]
+        if missing:
+            raise CalcoreError(
+                f"{args.file}: no {' or '.join(missing)} rows; --after needs a split column "
+                "with calib rows to fit on and the --split rows to evaluate."
+            )
+        # a calibrator's output keeps its input's weights and metadata (slice columns)
+        preds = calibrator.fit(splits["calib"]).transform(splits[split])
+        rows = f"{splits['calib'].n_samples:,} calib rows"
+    fit = {"method": calibrator.name, "params": calibrator.params}
+    words = f"{calibrator.name} {calibrator.params} fitted on {rows}, applied to the {split} rows"
+    return preds, fit, words
 
 
 #: Slices shown in the text table of ``calcore metrics --by`` (JSON has every slice).
@@ -595,7 +669,8 @@ _SLICES_SHOWN = 30
 
 def _slices_table(sliced: SlicedReport) -> list[str]:
     label = METRICS[sliced.rank_metric].label
-    rows = [["slice", "n", label, "p", "q", "share"]]
+    truth = "rate" if any(s.view == "positive" for s in sliced.slices) else "acc"
+    rows = [["slice", "n", label, "z", "excess", "p", "q", f"obs/exp {truth}", "direction"]]
     for s in sliced.slices[:_SLICES_SHOWN]:
         value = None if s.report is None else s.report.metrics.get(sliced.rank_metric)
         rows.append(
@@ -603,28 +678,38 @@ def _slices_table(sliced: SlicedReport) -> list[str]:
                 gates.terminal_text(s.label),  # untrusted text: one line, no escapes
                 f"{s.n:,}",
                 "n/a" if value is None else f"{value:.6f}",
-                f"{s.p_value:.3g}" if s.tested else "-",
+                f"{s.z:.1f}" if s.z == s.z else "-",
+                f"{s.excess:+.4f}" if s.excess == s.excess else "-",
+                (f"{s.p_value:.3g}" + ("*" if s.p_method == "tail fit" else ""))
+                if s.tested
+                else "-",
                 f"{s.q_value:.3g}" if s.tested else "-",
-                f"{s.share:.1%}" if s.share == s.share else "-",
+                f"{s.observed:.4f}/{s.expected:.4f}" if s.expected == s.expected else "-",
+                s.direction or "-",
             ]
         )
     widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
     lines = [
         "",
         f"Slices by {' x '.join(sliced.columns)}, most miscalibrated first "
-        f"(calibration test of {label}, {sliced.n_resamples} redrawn label sets each):",
+        f"(calibration test of {label}, {sliced.n_resamples} redrawn label sets each; "
+        "q <= 0.05 first, by z: the excess over the slice's noise and the whole model's):",
         "",
     ]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     if len(sliced.slices) > _SLICES_SHOWN:
         lines.append(f"  ... {len(sliced.slices) - _SLICES_SHOWN} more (--json lists every slice)")
+    if any(s.p_method == "tail fit" for s in sliced.slices):
+        lines.append("  * p beyond the redraws' floor: a gamma fitted to the redrawn values")
     return lines
 
 
 def _metrics(args) -> int:
-    sliced = None
+    sliced = after = None
+    if args.after and not args.by:
+        raise CalcoreError("--after ranks slices after recalibration: give --by COLUMN too.")
     if args.by:
-        sliced, notes = _sliced_of_file(args)
+        sliced, notes, after = _sliced_of_file(args)
         report = sliced.overall
     else:
         report, notes = _report_of_file(args)
@@ -632,6 +717,8 @@ def _metrics(args) -> int:
         out = report.as_dict() | {"file": args.file, "notes": notes}
         if sliced is not None:
             out |= sliced.as_dict()
+        if after is not None:
+            out["after"] = after
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
         title = (
@@ -836,7 +923,7 @@ def _check(args) -> int:
             raise CalcoreError(f"cannot write {path}: no such directory {folder}.")
     wanted = [k for k in METRICS if any(g.metric == k for g in checked)]
     if args.by:
-        sliced, notes = _sliced_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
+        sliced, notes, _ = _sliced_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
         result = gates.check_sliced(sliced, checked, on=args.on, file=args.file, notes=notes)
     else:
         report, notes = _report_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)

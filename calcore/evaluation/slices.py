@@ -1,9 +1,15 @@
 """Calibration per slice: which slices are miscalibrated, with evidence, not raw ECE.
 
-Small slices have a large binned ECE by noise alone, so slices are ranked by the test
-of calibration (:func:`calcore.calibration_test`, consistency resampling) of one metric,
-with Benjamini-Hochberg q-values across the tested slices (the false discovery rate of
-"this slice is miscalibrated"), then by their share of the total miscalibration.
+Small slices have a large binned ECE by noise alone, and when the whole model is
+miscalibrated every slice is. So each slice is tested (:func:`calcore.calibration_test`,
+consistency resampling, of one metric), and ranked by its miscalibration beyond what its
+size explains and beyond the whole model's (:mod:`calcore.evaluation.slice_ranking`:
+``excess`` and ``z`` from the redrawn errors), with Benjamini-Hochberg q-values across
+the tested slices (the false discovery rate of "this slice is miscalibrated") as the
+filter: the slices with ``q <= 0.05`` first, by ``z``; then the other tested slices, by
+``z``; then the untested ones. p-values at the redraws' floor are resolved by a gamma
+tail fit. Every slice also says which way it is off: observed against expected
+(:mod:`calcore.evaluation.slice_truth`: "under-predicted", "overconfident", ...).
 
 Every slice is evaluated as a data set of its own (its own bins and bandwidths, as if
 its rows had been loaded alone), so a slice's metrics equal :func:`calcore.evaluate` of
@@ -13,20 +19,23 @@ whole data, so the slices' tests draw independent labels.
 References
 ----------
 Benjamini & Hochberg (1995), "Controlling the false discovery rate", JRSS B 57.
+Vaicenavicius et al. (2019), "Evaluating model calibration in classification", AISTATS.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+import math
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy.stats import false_discovery_control
 
 from calcore._errors import CalcoreError
 from calcore._limits import SLICE_RESAMPLES
 from calcore._validation import row_weights
 from calcore.evaluation.calibration_test import TESTABLE_METRICS, CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
+from calcore.evaluation.slice_ranking import RANK_LEVEL, noise_effect, rank_key, with_evidence
+from calcore.evaluation.slice_truth import direction_of, signed_truth
 from calcore.io._bottom_k import BottomK
 from calcore.io.stream import concatenate_batches
 from calcore.metadata import MAX_SLICE_VALUES, MISSING
@@ -78,6 +87,21 @@ class SliceResult:
     note : str
         Why a slice was not tested ("" when it was).
     test : CalibrationTest or None
+    observed, expected : float
+        Binary: the slice's weighted rate of the positive class (label index 1) and its
+        mean predicted probability of it; several classes: its weighted accuracy and
+        mean confidence (:mod:`calcore.evaluation.slice_truth`).
+    view : str
+        ``"positive"`` (binary) or ``"confidence"``: what ``observed`` and ``expected`` are.
+    excess : float
+        The ranking metric above the slice's noise floor (the mean of its redrawn
+        errors) minus the overall model's above its own
+        (:mod:`calcore.evaluation.slice_ranking`); NaN when untested.
+    z : float
+        ``excess`` over the sd of the slice's redrawn errors: what the slices are ranked by.
+    p_method : str
+        ``"redraws"``, or ``"tail fit"`` when no redrawn error reached the observed one
+        and the p-value comes from a gamma fitted to them ("" when untested).
 
     Examples
     --------
@@ -86,8 +110,8 @@ class SliceResult:
     >>> preds = calcore.simulate_predictions(sim, 400, seed=0).preds
     >>> preds = preds.with_metadata({"shop": np.tile(["x", "y"], 200)})
     >>> top = calcore.evaluate_by(preds, "shop", n_resamples=19).slices[0]
-    >>> top.n, top.p_value, sorted(top.as_dict())[:4]
-    (200, 0.05, ['accuracy', 'ace', 'brier', 'classwise_ece'])
+    >>> top.n, top.p_method, top.p_value < 0.05, sorted(top.as_dict())[:4]
+    (200, 'tail fit', True, ['accuracy', 'ace', 'brier', 'classwise_ece'])
     """
 
     columns: tuple[str, ...]
@@ -100,6 +124,12 @@ class SliceResult:
     share: float = float("nan")
     note: str = ""
     test: CalibrationTest | None = field(default=None, repr=False, compare=False)
+    observed: float = float("nan")
+    expected: float = float("nan")
+    view: str = ""
+    excess: float = float("nan")
+    z: float = float("nan")
+    p_method: str = ""
 
     @property
     def label(self) -> str:
@@ -109,9 +139,24 @@ class SliceResult:
     def tested(self) -> bool:
         return bool(np.isfinite(self.p_value))
 
+    @property
+    def ratio(self) -> float:
+        """``observed / expected`` (NaN when ``expected`` is 0 or undefined)."""
+        if not (self.expected > 0 and math.isfinite(self.observed)):
+            return math.nan
+        return self.observed / self.expected
+
+    @property
+    def direction(self) -> str:
+        """Which way the slice is off: "under-predicted" / "over-predicted" (binary),
+        "underconfident" / "overconfident" (several classes), or "" within noise
+        (:func:`calcore.evaluation.slice_truth.direction_of`)."""
+        return direction_of(self.observed, self.expected, self.n, self.view) if self.view else ""
+
     def as_dict(self) -> dict:
         """``column``, ``value``, ``n``, the report's metrics (and intervals), ``p_value``,
-        ``q_value``, ``share`` (JSON-ready; NaN as None)."""
+        ``p_method``, ``q_value``, ``share``, ``excess``, ``z``, ``observed``, ``expected``,
+        ``ratio``, ``direction`` (JSON-ready; NaN as None)."""
         out = {"column": " x ".join(self.columns), "value": self.label, "n": self.n}
         if self.weight != self.n:
             out["weight"] = self.weight
@@ -120,9 +165,11 @@ class SliceResult:
             out |= {k: body[k] for k in METRICS if k in body}
             if "intervals" in body:
                 out["intervals"] = body["intervals"]
-        for key in ("p_value", "q_value", "share"):
+        for key in ("p_value", "q_value", "share", "excess", "z", "observed", "expected", "ratio"):
             value = getattr(self, key)
             out[key] = float(value) if np.isfinite(value) else None
+        out["p_method"] = self.p_method or None
+        out["direction"] = self.direction
         if self.note:
             out["note"] = self.note
         return out
@@ -211,8 +258,13 @@ class SlicedReport:
     rank_metric : str
         The metric of the tests, q-values and shares.
     slices : tuple of SliceResult
-        Most miscalibrated first: tested slices by q-value, then p-value, then share;
-        then the untested ones, largest first (by share when nothing was tested).
+        Most miscalibrated first: the tested slices with ``q_value <= 0.05`` by ``z``
+        (miscalibration beyond their size's noise and the overall model's), then the
+        other tested slices by ``z``, then the untested ones, largest first (by share
+        when nothing was tested).
+    overall_effect : float
+        The overall model's ranking metric above its noise floor (observed minus the
+        mean of its redrawn values), subtracted from every slice's (NaN when untested).
     ordered : bool
         Whether the slices have a natural order (periods, ranges): :meth:`in_order`.
     min_slice_rows, n_resamples : int
@@ -241,6 +293,7 @@ class SlicedReport:
     notes: tuple[str, ...] = ()
     order: tuple[int, ...] = field(default=(), repr=False)
     change: PeriodChange | None = None
+    overall_effect: float = float("nan")
 
     def in_order(self) -> tuple[SliceResult, ...]:
         """The slices in their natural order (periods, ranges, sorted values)."""
@@ -256,6 +309,7 @@ class SlicedReport:
             "rank_metric": self.rank_metric,
             "n_resamples": self.n_resamples,
             "min_slice_rows": self.min_slice_rows,
+            "overall_effect": self.overall_effect if np.isfinite(self.overall_effect) else None,
             "slices": [s.as_dict() for s in self.slices],
         }
         if self.change is not None:
@@ -386,23 +440,42 @@ def _evaluate_in_memory_by(
             options=options, metric=rank_metric, n_resamples=n_resamples, min_rows=min_slice_rows,
         )  # fmt: skip
 
+    overall_test = None
+    if n_resamples and preds.normalized and preds.n_samples >= 2:
+        # the whole model's redrawn errors, with the slices' seed and R and the rows'
+        # positions as keys: the same draws as a stream's overall test
+        overall_test = calibration_test(
+            preds, metrics=[rank_metric], bins=options["bins"], binning=options["binning"],
+            n_resamples=n_resamples, seed=options["seed"], sample_weight=weights,
+        )  # fmt: skip
     return sliced_report(
         overall, slicing, results, change_of if slicing.kinds == ("datetime",) else None,
         rank_metric=rank_metric, n_resamples=n_resamples, min_slice_rows=min_slice_rows,
+        overall_test=overall_test,
     )  # fmt: skip
 
 
 def sliced_report(
-    overall, slicing, results, change_of, *, rank_metric, n_resamples, min_slice_rows, notes=()
-) -> SlicedReport:
-    """The slices' results (in ``slicing``'s order) ranked by evidence, with q-values,
-    shares and notes; ``change_of(results, notes)`` the period change test, if any (it
+    overall, slicing, results, change_of, *, rank_metric, n_resamples, min_slice_rows, notes=(),
+    overall_test=None,
+) -> SlicedReport:  # fmt: skip
+    """The slices' results (in ``slicing``'s order) ranked by evidence
+    (:mod:`calcore.evaluation.slice_ranking`), with q-values, shares and notes;
+    ``overall_test`` the whole model's test of ``rank_metric`` (its effect is subtracted
+    from every slice's); ``change_of(results, notes)`` the period change test, if any (it
     may add a note of why there is none)."""
     notes = list(notes)
     label = METRICS[rank_metric].label
-    results = _with_q_values_and_shares(results, rank_metric)
+    overall_effect = math.nan
+    if overall_test is not None and rank_metric in overall_test.null_values:
+        overall_effect, _ = noise_effect(
+            overall_test.observed[rank_metric], overall_test.null_values[rank_metric]
+        )
+    # without an overall test (unnormalised rows) the slices' own effects are compared
+    base = overall_effect if math.isfinite(overall_effect) else 0.0
+    results = with_evidence(results, rank_metric, base)
     untested_by = "share" if n_resamples == 0 else "size"
-    order = sorted(range(len(results)), key=lambda i: _evidence_key(results[i], untested_by))
+    order = sorted(range(len(results)), key=lambda i: rank_key(results[i], untested_by))
     ranked = tuple(results[i] for i in order)
     natural = tuple(order.index(i) for i in range(len(results)))
     small = sum(1 for s in results if not s.tested)
@@ -420,12 +493,23 @@ def sliced_report(
                 "weight); they are listed after the tested ones."
             )
         notes.append(
-            f"Slices are ranked by the calibration test of {label} ({n_resamples} redrawn "
-            "label sets per slice) with Benjamini-Hochberg q-values across the tested slices: "
-            "a q-value is the false discovery rate of calling the slice and every slice ranked "
-            f"above it miscalibrated. Share: the slice's weight x {label} over the sum across "
-            "slices."
+            f"Slices are tested by the calibration test of {label} ({n_resamples} redrawn "
+            "label sets per slice) with Benjamini-Hochberg q-values across the tested slices "
+            f"(the false discovery rate of calling the slice miscalibrated). Those with q <= "
+            f"{RANK_LEVEL} come first, then the other tested slices; each group by z: the "
+            f"slice's {label} above the mean of its redrawn values (what a calibrated slice "
+            "of its size shows by noise), minus the whole model's above its own "
+            f"({_number(overall_effect)}), over the sd of its redrawn values. Share: the "
+            f"slice's weight x {label} over the sum across slices."
         )
+        fitted = sum(1 for s in results if s.p_method == "tail fit")
+        if fitted:
+            notes.append(
+                f"{fitted} slice(s) had no redrawn {label} at or above the observed one: "
+                f"instead of the floor 1/{n_resamples + 1}, their p-values are the upper "
+                "tail of a gamma fitted to the redrawn values by moments (p_method 'tail "
+                "fit'), an extrapolation that orders strong slices."
+            )
     change = None if change_of is None else change_of(results, notes)
     if change is not None:
         notes.append(f"Over time: {change.verdict()} ({change.method()}).")
@@ -440,7 +524,12 @@ def sliced_report(
         tuple(notes),
         natural,
         change,
+        overall_effect,
     )
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}" if math.isfinite(value) else "not tested"
 
 
 def _period_change(
@@ -532,6 +621,8 @@ def _one_slice(
     if weight == 0:
         return SliceResult(slicing.columns, values, int(rows.size), 0.0, None, note="no weight")
     sub = preds.subset(rows)
+    observed, expected, view = signed_truth(sub, w)
+    truth = dict(observed=observed, expected=expected, view=view)
     testable = rows.size >= min_slice_rows and preds.normalized and n_resamples > 0
     report = evaluate(
         sub,
@@ -548,7 +639,9 @@ def _one_slice(
             if n_resamples == 0
             else f"{rows.size} rows"
         )
-        return SliceResult(slicing.columns, values, int(rows.size), weight, report, note=why)
+        return SliceResult(
+            slicing.columns, values, int(rows.size), weight, report, note=why, **truth
+        )
     test = calibration_test(
         sub,
         metrics=[rank_metric],
@@ -560,31 +653,6 @@ def _one_slice(
         positions=rows,
     )
     p = test.p_values[rank_metric]
-    return SliceResult(slicing.columns, values, int(rows.size), weight, report, p, test=test)
-
-
-def _with_q_values_and_shares(results: list, rank_metric: str) -> list:
-    tested = [i for i, s in enumerate(results) if s.tested]
-    q = np.full(len(results), np.nan)
-    if tested:
-        q[tested] = false_discovery_control([results[i].p_value for i in tested], method="bh")
-    mass = np.array(
-        [
-            s.weight * s.report.metrics[rank_metric]
-            if s.report is not None and s.report.metrics.get(rank_metric) is not None
-            else 0.0
-            for s in results
-        ]
+    return SliceResult(
+        slicing.columns, values, int(rows.size), weight, report, p, test=test, **truth
     )
-    total = mass.sum()
-    share = mass / total if total > 0 else np.full(len(results), np.nan)
-    return [replace(s, q_value=float(q[i]), share=float(share[i])) for i, s in enumerate(results)]
-
-
-def _evidence_key(s: SliceResult, untested_by: str = "size"):
-    share = s.share if np.isfinite(s.share) else 0.0
-    if s.tested:
-        return (0, s.q_value, s.p_value, -share, s.label)
-    if untested_by == "share":
-        return (1, -share, 0.0, -s.n, s.label)
-    return (1, 0.0, 0.0, -s.n, s.label)

@@ -37,6 +37,7 @@ from calcore.evaluation.evaluator import (
 )
 from calcore.evaluation.intervals import check_interval_method
 from calcore.evaluation.report_statistics import CELLS_OF_METRIC, replicate_values
+from calcore.evaluation.slice_truth import SIGNED_CELLS, signed_request, signed_truth_from
 from calcore.evaluation.slices import (
     PERIOD_TEST_ROWS,
     SliceResult,
@@ -80,6 +81,8 @@ def evaluate_stream_by(
         bins=options["bins"], binning=options["binning"], wanted=wanted,
         n_classes=len(stream.class_names),
     )  # fmt: skip
+    # every slice's observed and expected, whatever metrics= asked for (one cell or two)
+    requests[SIGNED_CELLS] = signed_request(len(stream.class_names))
     seed = options["seed"]
     slicer = BatchSlicer(by, stream.slice_columns, max_slices=max_slices)
     while slicer.wants_range_pass():  # quantile ranges: cut from every row first
@@ -136,6 +139,7 @@ def evaluate_stream_by(
     return sliced_report(
         overall, out.slicing, results, change_of, rank_metric=rank_metric,
         n_resamples=n_resamples, min_slice_rows=min_slice_rows, notes=notes,
+        overall_test=overall.calibration_test,
     )  # fmt: skip
 
 
@@ -160,6 +164,8 @@ def _one_slice(passes, columns, values, *, rank_metric, min_slice_rows, n_bootst
     n, weight = int(stats.n_rows), float(stats.weight)
     if weight == 0:
         return SliceResult(columns, values, n, 0.0, None, note="no weight")
+    observed, expected, view = signed_truth_from(stats)
+    truth = dict(observed=observed, expected=expected, view=view)
     testable = n >= min_slice_rows and stats.normalized and passes.redrawn is not None
     # an untested slice gets point estimates only, as in memory
     own = replace(passes, redrawn=None, bootstrap=passes.bootstrap if testable else None)
@@ -172,12 +178,12 @@ def _one_slice(passes, columns, values, *, rank_metric, min_slice_rows, n_bootst
             if passes.redrawn is None
             else f"{n} rows"
         )
-        return SliceResult(columns, values, n, weight, result, note=why)
+        return SliceResult(columns, values, n, weight, result, note=why, **truth)
     observed = {rank_metric: result.metrics[rank_metric]}
     null = replicate_values(passes.redrawn, observed)
     test = test_from_null(observed, null, report["seed"])
     p = test.p_values[rank_metric]
-    return SliceResult(columns, values, n, weight, result, p, test=test)
+    return SliceResult(columns, values, n, weight, result, p, test=test, **truth)
 
 
 def _period_change(

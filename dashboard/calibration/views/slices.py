@@ -148,6 +148,11 @@ def slice_rows(sliced: calcore.SlicedReport) -> list[dict]:
                 "slice": s.label,
                 "rows": s.n,
                 f"{label} [95% interval]": _interval_text(report, key),
+                # the ranking: excess over the slice's noise and the whole model's, in
+                # units of the slice's noise (calcore.evaluation.slice_ranking)
+                "z": s.z,
+                "excess": s.excess,
+                "direction": s.direction,
                 "p-value": s.p_value,
                 "q-value": s.q_value,
                 "share of miscalibration": s.share,
@@ -334,6 +339,8 @@ def show(
     st.dataframe(
         frame,
         column_config={
+            "z": st.column_config.NumberColumn(format="%.1f"),
+            "excess": st.column_config.NumberColumn(format="%+.4f"),
             "p-value": st.column_config.NumberColumn(format="%.3g"),
             "q-value": st.column_config.NumberColumn(format="%.3g"),
             "share of miscalibration": st.column_config.NumberColumn(format="percent"),
