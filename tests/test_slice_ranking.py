@@ -95,12 +95,34 @@ def test_two_planted_slices_at_the_floor_are_ordered_by_their_tail():
 # ------------------------------------------------------------------ the effect, z
 
 
+def _folded_effect(observed, null):
+    """The gap g whose folded normal mean (scipy's foldnorm, noise s set so that g = 0
+    gives the redraws' mean) equals the observed error; 0 at or below that mean."""
+    from scipy.optimize import brentq
+    from scipy.stats import foldnorm
+
+    s = null.mean() * np.sqrt(np.pi / 2)
+    if observed <= null.mean():
+        return 0.0
+    return brentq(lambda g: foldnorm.mean(g / s, scale=s) - observed, 0, observed, xtol=1e-15)
+
+
+def test_folded_effect_is_about_the_gap_far_above_the_noise_and_0_at_it():
+    from calcore.evaluation.slice_ranking import noise_effect
+
+    null = np.random.default_rng(0).normal(0.02, 0.004, 200)
+    assert noise_effect(0.3, null)[0] == pytest.approx(0.3, abs=1e-9)
+    assert noise_effect(null.mean(), null)[0] == 0.0
+    for t in (0.021, 0.03, 0.05):
+        assert noise_effect(t, null)[0] == pytest.approx(_folded_effect(t, null), abs=1e-12)
+
+
 def test_excess_and_z_from_the_slice_and_overall_tests_computed_independently():
     preds = _planted(2, n=6000)
     sliced = calcore.evaluate_by(preds, "segment", n_resamples=49, seed=3)
     whole = calcore.calibration_test(preds, metrics=["top_label_ece"], n_resamples=49, seed=3)
     t_all, n_all = whole.observed["top_label_ece"], whole.null_values["top_label_ece"]
-    overall = t_all - n_all.mean()
+    overall = _folded_effect(t_all, n_all)
     assert sliced.overall_effect == pytest.approx(overall, rel=1e-12)
     seg = preds.metadata["segment"]
     for s in sliced.slices:
@@ -109,11 +131,11 @@ def test_excess_and_z_from_the_slice_and_overall_tests_computed_independently():
             preds.subset(rows), metrics=["top_label_ece"], n_resamples=49, seed=3, positions=rows
         )
         t, null = own.observed["top_label_ece"], own.null_values["top_label_ece"]
-        assert s.excess == pytest.approx((t - null.mean()) - overall, rel=1e-10, abs=1e-14)
+        assert s.excess == pytest.approx(_folded_effect(t, null) - overall, rel=1e-9, abs=1e-12)
         assert s.z == pytest.approx(s.excess / np.std(null, ddof=1), rel=1e-10)
-    # discoveries first by z, then the other tested slices by z
+    # discoveries first by z, then the other tested slices by p-value
     tested = [s for s in sliced.slices if s.tested]
-    keys = [(s.q_value > 0.05, -s.z) for s in tested]
+    keys = [(s.q_value > 0.05, -s.z if s.q_value <= 0.05 else s.p_value) for s in tested]
     assert keys == sorted(keys)
 
 

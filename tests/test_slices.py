@@ -287,8 +287,11 @@ def test_q_values_are_benjamini_hochberg_by_hand_and_ranking_follows_them():
         running = min(running, p[order[rank - 1]] * m / rank)
         by_hand[order[rank - 1]] = running
     np.testing.assert_allclose([s.q_value for s in tested], by_hand, rtol=1e-12)
-    qs = [s.q_value for s in tested]
-    assert qs == sorted(qs)
+    found = [s for s in tested if s.q_value <= 0.05]
+    rest = [s for s in tested if s.q_value > 0.05]
+    assert tested == found + rest  # discoveries first
+    assert [s.z for s in found] == sorted((s.z for s in found), reverse=True)
+    assert [s.p_value for s in rest] == sorted(s.p_value for s in rest)
     assert {s.label for s in sliced.slices[:2]} == {"s02", "s04"}
     shares = [s.share for s in sliced.slices]
     assert sum(shares) == pytest.approx(1.0)

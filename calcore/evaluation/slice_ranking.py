@@ -4,17 +4,18 @@ Each tested slice's calibration test (:mod:`calcore.evaluation.calibration_test`
 its labels from its own predictions ``R`` times; the redrawn errors ``T*`` are what a
 calibrated slice *of that size and those scores* shows by noise alone. So:
 
-* ``excess = (T - mean T*) - (T_all - mean T*_all)``: the slice's error above its own noise
-  floor, minus the whole model's error above its floor (from the overall test, same
-  seed and ``R``). Subtracting the overall effect keeps "the whole model is
+* ``excess = g(T, T*) - g(T_all, T*_all)``: the slice's error without its own noise
+  (:func:`noise_effect`: the folded-normal inversion, about ``T`` well above the noise and
+  0 at the calibrated mean ``mean T*``), minus the whole model's (from the overall test,
+  same seed and ``R``). Subtracting the overall effect keeps "the whole model is
   miscalibrated" from ranking every slice: a slice as miscalibrated as the rest has
   ``excess`` near 0, however large.
 * ``z = excess / sd(T*)``: the excess in units of the slice's own noise. A small slice
   needs a larger excess than a large one to rank high.
 
 Ranking: the slices whose q-value is at most :data:`RANK_LEVEL` first, by ``z``
-descending; then the other tested slices by ``z``; then the untested ones, listed with
-the reason. With ``n_resamples=0`` there is no null: slices are ranked by their share of
+descending; then the other tested slices by p-value (their effect is within noise, so
+their ``z`` says little), then ``z``; then the untested ones, listed with the reason. With ``n_resamples=0`` there is no null: slices are ranked by their share of
 the miscalibration (see :func:`shares`).
 
 p-values beyond the floor. With no redrawn error at or above the observed one, the
@@ -42,6 +43,8 @@ import math
 from dataclasses import replace
 
 import numpy as np
+from scipy.optimize import brentq
+from scipy.special import ndtr
 from scipy.stats import false_discovery_control, gamma
 
 __all__ = [
@@ -94,19 +97,49 @@ def tail_p_value(observed: float, null) -> tuple[float, str]:
 
 
 def noise_effect(observed: float, null) -> tuple[float, float]:
-    """``(observed - mean(null), sd(null))``: the error above its noise floor and the
+    """``(effect, sd(null))``: the error the slice would have without its noise, and the
     noise's spread (sample sd, ``ddof=1``; NaN with fewer than 2 finite draws).
+
+    A binned l1 error adds noise to each gap as ``E|g + e|``, not ``g + E|e|``: a slice
+    whose true gap is well above its noise reads about ``g``, one with no gap about the
+    mean of its redrawn errors. So ``observed - mean(null)`` under-states a miscalibrated
+    slice's gap (a slice as miscalibrated as the whole model would rank below 0). The
+    effect inverts the folded normal's mean instead: with ``s = mean(null) sqrt(pi / 2)``
+    (the noise whose folded mean is the calibrated error), it is the ``g >= 0`` with
+    ``s sqrt(2 / pi) exp(-g^2 / 2 s^2) + g (1 - 2 Phi(-g / s)) = observed`` (0 when the
+    observed error is at or below the calibrated mean). Exact for one bin with normal
+    noise; for several bins an approximation that keeps ``effect`` near ``g`` at both ends.
+
+    References
+    ----------
+    Leone, Nelson & Nottingham (1961), "The folded normal distribution", Technometrics 3
+    (its mean).
 
     Examples
     --------
-    >>> [round(v, 12) for v in noise_effect(0.05, np.array([0.01, 0.02, 0.03]))]
-    [0.03, 0.01]
+    >>> null = np.array([0.01, 0.02, 0.03])
+    >>> effect, sd = noise_effect(0.5, null)  # far above the noise: about the observed
+    >>> round(effect, 6), round(sd, 6)
+    (0.5, 0.01)
+    >>> noise_effect(0.015, null)[0]  # below the calibrated mean: no effect
+    0.0
     """
     null = np.asarray(null, dtype=np.float64)
     null = null[np.isfinite(null)]
     if null.size < 2 or not math.isfinite(observed):
         return math.nan, math.nan
-    return float(observed - null.mean()), float(null.std(ddof=1))
+    floor, sd = float(null.mean()), float(null.std(ddof=1))
+    if observed <= floor or floor <= 0:
+        return (0.0 if floor > 0 else float(observed - floor)), sd
+    s = floor * math.sqrt(math.pi / 2)
+
+    def folded_mean(g: float) -> float:
+        return s * math.sqrt(2 / math.pi) * math.exp(-g * g / (2 * s * s)) + g * (
+            1 - 2 * ndtr(-g / s)
+        )
+
+    # folded_mean rises from floor (g = 0) and stays above g: the root lies in [0, observed]
+    return float(brentq(lambda g: folded_mean(g) - observed, 0.0, observed, xtol=1e-15)), sd
 
 
 def with_evidence(results: list, metric: str, overall_effect: float) -> list:
@@ -151,7 +184,11 @@ def rank_key(s, untested_by: str = "size"):
     share = s.share if np.isfinite(s.share) else 0.0
     if s.tested:
         z = s.z if np.isfinite(s.z) else -math.inf
-        return (0 if s.q_value <= RANK_LEVEL else 1, -z, s.p_value, -share, s.label)
+        if s.q_value <= RANK_LEVEL:
+            return (0, -z, s.p_value, -share, s.label)
+        # no evidence: z of a slice within its noise is mostly the overall effect over its
+        # noise's spread, so these are listed by their evidence (p-value), then by z
+        return (1, s.p_value, -z, -share, s.label)
     if untested_by == "share":
         return (2, -share, 0.0, -s.n, s.label)
     return (2, 0.0, 0.0, -s.n, s.label)

@@ -7,7 +7,7 @@ size explains and beyond the whole model's (:mod:`calcore.evaluation.slice_ranki
 ``excess`` and ``z`` from the redrawn errors), with Benjamini-Hochberg q-values across
 the tested slices (the false discovery rate of "this slice is miscalibrated") as the
 filter: the slices with ``q <= 0.05`` first, by ``z``; then the other tested slices, by
-``z``; then the untested ones. p-values at the redraws' floor are resolved by a gamma
+p-value; then the untested ones. p-values at the redraws' floor are resolved by a gamma
 tail fit. Every slice also says which way it is off: observed against expected
 (:mod:`calcore.evaluation.slice_truth`: "under-predicted", "overconfident", ...).
 
@@ -94,9 +94,9 @@ class SliceResult:
     view : str
         ``"positive"`` (binary) or ``"confidence"``: what ``observed`` and ``expected`` are.
     excess : float
-        The ranking metric above the slice's noise floor (the mean of its redrawn
-        errors) minus the overall model's above its own
-        (:mod:`calcore.evaluation.slice_ranking`); NaN when untested.
+        The ranking metric without the slice's noise (the folded-normal inversion of
+        :func:`~calcore.evaluation.slice_ranking.noise_effect` against its redrawn errors)
+        minus the overall model's; NaN when untested.
     z : float
         ``excess`` over the sd of the slice's redrawn errors: what the slices are ranked by.
     p_method : str
@@ -260,11 +260,12 @@ class SlicedReport:
     slices : tuple of SliceResult
         Most miscalibrated first: the tested slices with ``q_value <= 0.05`` by ``z``
         (miscalibration beyond their size's noise and the overall model's), then the
-        other tested slices by ``z``, then the untested ones, largest first (by share
+        other tested slices by p-value, then the untested ones, largest first (by share
         when nothing was tested).
     overall_effect : float
-        The overall model's ranking metric above its noise floor (observed minus the
-        mean of its redrawn values), subtracted from every slice's (NaN when untested).
+        The overall model's ranking metric without its noise
+        (:func:`~calcore.evaluation.slice_ranking.noise_effect` of its redrawn values),
+        subtracted from every slice's (NaN when untested).
     ordered : bool
         Whether the slices have a natural order (periods, ranges): :meth:`in_order`.
     min_slice_rows, n_resamples : int
@@ -496,10 +497,10 @@ def sliced_report(
             f"Slices are tested by the calibration test of {label} ({n_resamples} redrawn "
             "label sets per slice) with Benjamini-Hochberg q-values across the tested slices "
             f"(the false discovery rate of calling the slice miscalibrated). Those with q <= "
-            f"{RANK_LEVEL} come first, then the other tested slices; each group by z: the "
-            f"slice's {label} above the mean of its redrawn values (what a calibrated slice "
-            "of its size shows by noise), minus the whole model's above its own "
-            f"({_number(overall_effect)}), over the sd of its redrawn values. Share: the "
+            f"{RANK_LEVEL} come first, by z: the slice's {label} without the noise its "
+            "redrawn values show (what a calibrated slice of its size reads), minus the whole "
+            f"model's ({_number(overall_effect)}), over the sd of its redrawn values; then "
+            "the other tested slices, by p-value. Share: the "
             f"slice's weight x {label} over the sum across slices."
         )
         fitted = sum(1 for s in results if s.p_method == "tail fit")
