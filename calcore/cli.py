@@ -691,6 +691,8 @@ def _slices_table(sliced: SlicedReport) -> list[str]:
     widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
     lines = [
         "",
+        gates.terminal_text(sliced.headline()),
+        "",
         f"Slices by {' x '.join(sliced.columns)}, most miscalibrated first "
         f"(calibration test of {label}, {sliced.n_resamples} redrawn label sets each; "
         "q <= 0.05 first, by z: the excess over the slice's noise and the whole model's):",

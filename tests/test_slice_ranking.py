@@ -300,3 +300,27 @@ def test_cli_after_refusals_say_why_and_how(split_file, tmp_path, capsys):
     (tmp_path / "nosplit.csv").write_text("label,p_click,segment\n1,0.7,a\n0,0.2,b\n")
     assert main(["metrics", str(tmp_path / "nosplit.csv"), "--by", "segment", "--after", "ts"]) == 2
     assert "--after needs a split column" in capsys.readouterr().err
+
+
+def test_the_headline_names_the_planted_slice_its_direction_and_what_to_do():
+    preds = _planted(2, n=6000)
+    sliced = calcore.evaluate_by(preds, "segment", n_resamples=99, seed=1)
+    top = sliced.slices[0]
+    assert sliced.standouts() and sliced.standouts()[0] is top
+    words = sliced.headline()
+    assert words.startswith(f"{top.label} stands out: TL-ECE ")
+    assert top.direction in words and "noise SDs beyond the model's error" in words
+    assert sliced.as_dict()["headline"] == words
+    assert sliced.as_dict()["standouts"][0] == top.label
+
+
+def test_the_headline_of_calibrated_slices_says_no_slice_is_off():
+    rng = np.random.default_rng(4)
+    p = rng.uniform(0.05, 0.95, 4000)
+    y = (rng.random(4000) < p).astype(int)
+    preds = calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y).with_metadata(
+        {"part": np.repeat(["a", "b", "c", "d"], 1000)}
+    )
+    sliced = calcore.evaluate_by(preds, "part", n_resamples=99)
+    assert not sliced.discoveries() and not sliced.standouts()
+    assert sliced.headline().startswith("No slice is miscalibrated beyond noise: 4 tested")

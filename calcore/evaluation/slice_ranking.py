@@ -15,8 +15,9 @@ calibrated slice *of that size and those scores* shows by noise alone. So:
 
 Ranking: the slices whose q-value is at most :data:`RANK_LEVEL` first, by ``z``
 descending; then the other tested slices by p-value (their effect is within noise, so
-their ``z`` says little), then ``z``; then the untested ones, listed with the reason. With ``n_resamples=0`` there is no null: slices are ranked by their share of
-the miscalibration (see :func:`shares`).
+their ``z`` says little), then ``z``; then the untested ones, listed with the reason.
+With ``n_resamples=0`` there is no null: slices are ranked by their share of the
+miscalibration (see :func:`shares`).
 
 p-values beyond the floor. With no redrawn error at or above the observed one, the
 Monte Carlo p-value is ``1 / (R + 1)`` for every clearly miscalibrated slice, which
@@ -49,6 +50,7 @@ from scipy.stats import false_discovery_control, gamma
 
 __all__ = [
     "RANK_LEVEL",
+    "STANDOUT_Z",
     "TAIL_FIT_BELOW",
     "tail_p_value",
     "noise_effect",
@@ -59,6 +61,9 @@ __all__ = [
 
 #: The q-value up to which a tested slice ranks among the discoveries (first).
 RANK_LEVEL = 0.05
+#: The ``z`` from which a discovery "stands out": its error beyond the whole model's by
+#: more than two of its own noise's standard deviations (about a one-sided 2.3% tail).
+STANDOUT_Z = 2.0
 #: Exceedances (redrawn errors at or above the observed one) below which the p-value
 #: comes from the gamma tail fit instead of the redraws.
 TAIL_FIT_BELOW = 1

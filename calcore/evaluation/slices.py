@@ -34,7 +34,13 @@ from calcore._limits import SLICE_RESAMPLES
 from calcore._validation import row_weights
 from calcore.evaluation.calibration_test import TESTABLE_METRICS, CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
-from calcore.evaluation.slice_ranking import RANK_LEVEL, noise_effect, rank_key, with_evidence
+from calcore.evaluation.slice_ranking import (
+    RANK_LEVEL,
+    STANDOUT_Z,
+    noise_effect,
+    rank_key,
+    with_evidence,
+)
 from calcore.evaluation.slice_truth import direction_of, signed_truth
 from calcore.io._bottom_k import BottomK
 from calcore.io.stream import concatenate_batches
@@ -304,6 +310,69 @@ class SlicedReport:
         """The slices whose q-value is at most ``level`` (miscalibrated, at that FDR)."""
         return tuple(s for s in self.slices if s.tested and s.q_value <= level)
 
+    def standouts(self, level: float = 0.05) -> tuple[SliceResult, ...]:
+        """The discoveries whose error is beyond the whole model's by more than
+        :data:`~calcore.evaluation.slice_ranking.STANDOUT_Z` of their noise: where the
+        model is miscalibrated more than it is everywhere, most first."""
+        return tuple(s for s in self.discoveries(level) if s.z >= STANDOUT_Z)
+
+    def headline(self, level: float = 0.05) -> str:
+        """One sentence a reviewer can read aloud: where the model is miscalibrated, which
+        way, how sure, what to do.
+
+        Examples
+        --------
+        >>> import calcore
+        >>> sim = calcore.dirichlet_simulator(2, miscalibration="calibrated")
+        >>> preds = calcore.simulate_predictions(sim, 600, seed=0).preds
+        >>> preds = preds.with_metadata({"half": np.repeat(["a", "b"], 300)})
+        >>> calcore.evaluate_by(preds, "half", n_resamples=49).headline()[:38]
+        'No slice is miscalibrated beyond noise'
+        """
+        label = METRICS[self.rank_metric].label
+        tested = [s for s in self.slices if s.tested]
+        overall = self.overall.metrics.get(self.rank_metric)
+        overall_words = "n/a" if overall is None else f"{overall:.3f}"
+        if not tested:
+            return (
+                f"No slice was tested (too few rows, or no redraws): {len(self.slices)} "
+                f"slice(s) are listed by their share of the {label}, which is not evidence."
+            )
+        stand = self.standouts(level)
+        found = self.discoveries(level)
+        if stand:
+            top = stand[0]
+            value = top.report.metrics.get(self.rank_metric)
+            words = f"{top.label} stands out: {label} {value:.3f} against {overall_words} overall"
+            if top.direction:
+                what = "observed rate" if top.view == "positive" else "accuracy"
+                against = "predicted" if top.view == "positive" else "confidence"
+                words += (
+                    f", {top.direction} ({what} {top.observed:.3g} against {against} "
+                    f"{top.expected:.3g})"
+                )
+            words += f"; {top.z:.1f} noise SDs beyond the model's error (q = {top.q_value:.2g})."
+            more = [s.label for s in stand[1:]]
+            if more:
+                shown = ", ".join(more[:3]) + (
+                    f" and {len(more) - 3} others" if len(more) > 3 else ""
+                )
+                words += f" {len(more)} more beyond the model's error: {shown}."
+            return words + (
+                " One global calibrator leaves these; check them after recalibration, then "
+                "fit per slice or give the model the feature it lacks."
+            )
+        if found:
+            return (
+                f"{len(found)} of {len(tested)} tested slices are miscalibrated (q <= {level}), "
+                f"but none beyond the model's overall error ({label} {overall_words}): the "
+                "miscalibration is the model's, and one global calibrator is where to start."
+            )
+        return (
+            f"No slice is miscalibrated beyond noise: {len(tested)} tested, none with "
+            f"q <= {level} ({label} {overall_words} overall)."
+        )
+
     def as_dict(self) -> dict:
         out = {
             "by": list(self.columns),
@@ -311,6 +380,8 @@ class SlicedReport:
             "n_resamples": self.n_resamples,
             "min_slice_rows": self.min_slice_rows,
             "overall_effect": self.overall_effect if np.isfinite(self.overall_effect) else None,
+            "headline": self.headline(),
+            "standouts": [s.label for s in self.standouts()],
             "slices": [s.as_dict() for s in self.slices],
         }
         if self.change is not None:

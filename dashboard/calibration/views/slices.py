@@ -331,9 +331,11 @@ def show(
     sliced = reports[method]
     found = sliced.discoveries(LEVEL)
     tested = sum(1 for s in sliced.slices if s.tested)
-    st.markdown(
-        f"**{len(found)} of {tested} tested slices** of {esc(method)} are miscalibrated at a "
-        f"{LEVEL:.0%} false discovery rate ({len(sliced.slices)} slices in all)."
+    (st.warning if sliced.standouts(LEVEL) else st.info)(esc(sliced.headline(LEVEL)))
+    st.caption(
+        f"{len(found)} of {tested} tested slices of {esc(method)} are miscalibrated at a "
+        f"{LEVEL:.0%} false discovery rate ({len(sliced.slices)} slices in all); "
+        f"{len(sliced.standouts(LEVEL))} beyond the model's overall error."
     )
     frame = table(sliced)
     st.dataframe(
