@@ -359,8 +359,9 @@ class SlicedReport:
                 )
                 words += f" {len(more)} more beyond the model's error: {shown}."
             return words + (
-                " One global calibrator leaves these; check them after recalibration, then "
-                "fit per slice or give the model the feature it lacks."
+                " Check them after a global calibrator (evaluate_by on its output; the CLI's "
+                "--after): a slice that keeps its error needs a per-slice fit or a feature the "
+                "model lacks."
             )
         if found:
             return (

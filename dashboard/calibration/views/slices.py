@@ -163,6 +163,12 @@ def slice_rows(sliced: calcore.SlicedReport) -> list[dict]:
     return rows
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of a headline (up to the first ". " that ends a sentence)."""
+    head, sep, _ = text.partition(". ")
+    return head + "." if sep else text
+
+
 def table(sliced: calcore.SlicedReport) -> pd.DataFrame:
     return pd.DataFrame(slice_rows(sliced)).set_index("rank")
 
@@ -332,6 +338,17 @@ def show(
     found = sliced.discoveries(LEVEL)
     tested = sum(1 for s in sliced.slices if s.tested)
     (st.warning if sliced.standouts(LEVEL) else st.info)(esc(sliced.headline(LEVEL)))
+    after = [label for label in reports if label != method and label in ctx.fitted]
+    if method == calcore.UNCALIBRATED and after:
+        # The residual a global map leaves: a slice the model misses keeps its error after
+        # recalibration, one that only shares the model's overall miscalibration loses it.
+        st.markdown(
+            "**After a global calibrator** (what one map for all rows leaves):\n"
+            + "\n".join(
+                f"- {esc(label)}: {esc(first_sentence(reports[label].headline(LEVEL)))}"
+                for label in after
+            )
+        )
     st.caption(
         f"{len(found)} of {tested} tested slices of {esc(method)} are miscalibrated at a "
         f"{LEVEL:.0%} false discovery rate ({len(sliced.slices)} slices in all); "
