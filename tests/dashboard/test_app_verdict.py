@@ -58,3 +58,20 @@ def test_the_primary_metric_can_be_changed_and_only_applicable_ones_are_offered(
         primary="conf_ece"
     )
     assert v.sentence() in _texts(at)
+
+
+def test_words_under_the_table_name_exactly_the_intervals_that_need_them():
+    s = splits_of(DEFAULT_SAMPLE)
+    c = calcore.compare(s["calib"], s["test"], ["ts", "tl-hb"], n_bootstrap=50)
+    words = " ".join(metrics_view.interval_and_test_words(c))
+    # on this sample TS's TL-ECE interval ends at its estimate (0.0223 [0.0141, 0.0223])
+    assert "TL-ECE of ts" in words.split(": the interval ends at the estimate")[0]
+    for m in c.methods:
+        for key in metrics_view.TEST_ROWS:
+            iv, p = c.values[m][key], c.calibration_tests[m].p_values[key]
+            where = f"{calcore.METRICS[key].label} of {m}"
+            if iv.low <= 1e-12 and p <= 0.05:
+                assert where in words.split(": the interval reaches 0")[0]
+            ends_at = iv.high == iv.estimate and iv.low < iv.estimate
+            if ends_at:
+                assert where in words.split(": the interval ends at the estimate")[0]

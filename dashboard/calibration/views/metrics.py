@@ -154,6 +154,25 @@ def interval_and_test_words(table: calcore.Comparison, level: float = 0.05) -> l
             elif iv.low > 0 and p > level:
                 excludes_zero.append(where)
     out = []
+    at_estimate = [
+        f"{calcore.METRICS[k].label} of {m}"
+        for m in table.methods
+        for k, iv in table.values[m].items()
+        if iv is not None
+        and k in calcore.METRICS
+        and calcore.METRICS[k].interval_method in ("normal", "iterated")
+        and not calcore.METRICS[k].interval_caveat
+        and math.isfinite(iv.high)
+        and iv.high == iv.estimate
+        and iv.low < iv.estimate
+    ]
+    if at_estimate:
+        shown = ", ".join(at_estimate[:6]) + (" ..." if len(at_estimate) > 6 else "")
+        out.append(
+            f"{shown}: the interval ends at the estimate. The bias-corrected range lay wholly "
+            "below the estimate (the estimate reads high by the noise in its bins) and is "
+            "extended up to it, so that no interval excludes its own estimate."
+        )
     if reaches_zero:
         out.append(
             f"{', '.join(reaches_zero)}: the interval reaches 0 and the test finds "
