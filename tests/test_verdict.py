@@ -148,6 +148,14 @@ def test_without_resamples_the_verdict_says_it_cannot_tell(overconfident):
     assert "without resamples no difference can be told from noise" in v.sentence()
 
 
+def test_without_resamples_an_uncalibrated_best_is_recommended_as_is(calibrated):
+    calib, test = calibrated
+    # "irm" on calibrated data: its TL-ECE estimate is above the uncalibrated one here
+    v = compare(calib, test, ["irm"], metrics=GUARDS).verdict()
+    assert v.best == UNCALIBRATED and v.recommended == UNCALIBRATED and not v.improves
+    assert "without resamples" in v.sentence()
+
+
 def test_a_primary_metric_that_does_not_apply_is_refused_with_the_list(overconfident):
     calib, test = overconfident
     c = compare(calib, test, ["ts"], metrics=GUARDS)

@@ -405,8 +405,13 @@ def verdict_of(
         if m != _UNCALIBRATED
     }
     warnings = {m: tuple(_warnings_of(comparison, m, guards.get(m, {}))) for m in candidates}
-    if n_resamples and _UNCALIBRATED in tied:
-        recommended, reason = _UNCALIBRATED, "the uncalibrated model is tied with the best"
+    if _UNCALIBRATED in tied:
+        recommended = _UNCALIBRATED
+        reason = (
+            "the uncalibrated model is tied with the best"
+            if n_resamples
+            else "the uncalibrated model has the lowest estimate"
+        )
     else:
         recommended, reason = _choose(comparison, tied, estimates, guards)
     improvement = None
