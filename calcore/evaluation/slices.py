@@ -87,7 +87,7 @@ class SliceResult:
     >>> preds = preds.with_metadata({"shop": np.tile(["x", "y"], 200)})
     >>> top = calcore.evaluate_by(preds, "shop", n_resamples=19).slices[0]
     >>> top.n, top.p_value, sorted(top.as_dict())[:4]
-    (200, 0.05, ['accuracy', 'ace', 'brier', 'classwise_ece'])
+    (200, 0.05, ['accuracy', 'ace', 'brier', 'calibration_intercept'])
     """
 
     columns: tuple[str, ...]
