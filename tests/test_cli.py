@@ -11,8 +11,8 @@ import pytest
 from _keys import REQUIRED_KEYS  # tests/ is on sys.path (rootdir conftest, no __init__.py)
 
 import calcore
-from calcore.metrics.registry import IN_MEMORY_METRICS
 from calcore.cli import main
+from calcore.metrics.registry import IN_MEMORY_METRICS
 
 
 @pytest.fixture()

@@ -7,7 +7,8 @@ them with the committed ones within the tolerances stated in the file.
 
 For each sample (``assets/<name>.npz``, identified by its SHA-256), on the ``test``
 rows: every metric of ``calcore.METRICS`` that applies (the measures of binary models
-for the binary sample only) with 15 equal-width and 15 equal-mass bins; bootstrap intervals (50 resamples, seed 0) of four metrics; and for six
+for the binary sample only) with 15 equal-width and 15 equal-mass bins; bootstrap
+intervals (50 resamples, seed 0) of four metrics; and for six
 calibrators fitted on the ``calib`` rows, the fitted temperature (TS), the metrics
 after calibration and a checksum of the calibrated probabilities (column sums and
 the first three rows).
