@@ -36,3 +36,20 @@ def multiclass_keys():
     import calcore
 
     return [k for k, spec in calcore.METRICS.items() if not spec.binary_only]
+
+
+def assert_same_metrics(got, want, *, rel, abs):
+    """Every metric of two reports equal within the tolerance; a metric None in either must
+    be None in both (the binary measures of multiclass rows) or one of those a stream
+    leaves out because they need the rows in memory (``IN_MEMORY_METRICS``, with a note)."""
+    import pytest
+
+    import calcore
+    from calcore.metrics.registry import IN_MEMORY_METRICS
+
+    for k in calcore.METRICS:
+        g, w = got.metrics[k], want.metrics[k]
+        if g is None or w is None:
+            assert (g is None and w is None) or k in IN_MEMORY_METRICS, k
+            continue
+        assert g == pytest.approx(w, rel=rel, abs=abs), k

@@ -84,7 +84,7 @@ def multiclass_note(n_classes: int, wanted) -> list[str]:
     if n_classes == 2 or not set(BINARY_METRICS) & set(wanted):
         return []
     return [
-        f"The binary measures ({', '.join(METRICS[k].label for k in BINARY_METRICS)}) apply "
+        f"The binary measures ({', '.join(k for k in BINARY_METRICS if k in wanted)}) apply "
         f"to binary models (2 classes, class 1 positive); these predictions have {n_classes} "
         "classes, so they are not computed (one-vs-rest is not offered)."
     ]

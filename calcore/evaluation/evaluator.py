@@ -467,6 +467,9 @@ def _intervals_from(
     """
     out = {}
     for k, values in reps.items():
+        # an infinite replicate (an HL group whose certain prediction failed in a resample)
+        # leaves the interval undefined, as a NaN one (a slope fit without a maximum) does
+        values = np.where(np.isinf(values), np.nan, values)
         chosen = method or METRICS[k].interval_method
         if chosen in DOUBLE_BOOTSTRAP_METHODS and k not in (double or {}):
             chosen = "normal"  # no binned cells (scoring, KDE): the once-corrected interval

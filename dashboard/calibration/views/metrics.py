@@ -108,7 +108,7 @@ UNRELIABLE = "†"
 
 
 def _cell(iv: calcore.Interval | None, key: str) -> str:
-    if iv is None:
+    if iv is None or math.isnan(iv.estimate):  # NaN: e.g. a slope fit without a maximum
         return "—"
     if math.isnan(iv.low):
         return f"{iv.estimate:.4f}"
