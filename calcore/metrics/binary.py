@@ -57,6 +57,8 @@ LOGIT_CLIP = float(np.finfo(np.float64).eps)
 
 #: Groups of the Hosmer-Lemeshow statistic (deciles of risk).
 HL_GROUPS = 10
+#: Relative rounding of a group's expected count (a sum of n_g probabilities) in HL.
+_CERTAIN = 64 * float(np.finfo(np.float64).eps)
 
 _MULTICLASS = (
     "the metrics of several classes are accuracy, nll, brier, the confidence, top-label and "
@@ -226,17 +228,22 @@ def hosmer_lemeshow_from_bins(stats: BinStatistics) -> tuple[float, int]:
     class-wise equal-mass bins of class 1 (:func:`hosmer_lemeshow`).
 
     A group whose expected count ``E_g`` is 0 or ``n_g`` (every ``p`` in it 0, or every one
-    1) has no variance: it adds 0 when ``O_g = E_g`` and ``inf`` otherwise (an outcome the
-    model called impossible).
+    1; within the rounding of the sum, ``64 eps n_g``) has no variance: it adds 0 when
+    ``O_g = E_g`` (within the same rounding) and ``inf`` otherwise (an outcome the model
+    called impossible).
     """
     ones = (stats.bin_group == 1) & stats.nonempty
     n_g = np.asarray(stats.count[ones], dtype=np.float64)
     observed = n_g * stats.mean_outcome[ones]
     expected = n_g * stats.mean_score[ones]
     variance = expected * (1.0 - expected / n_g)
-    diff2 = (observed - expected) ** 2
+    diff = np.abs(observed - expected)
+    # E_g is a sum of n_g terms: within _CERTAIN n_g of 0 or n_g its variance is rounding
+    # (and would make the statistic depend on the row order), so the group is certain
+    rounding = _CERTAIN * n_g
+    certain = (expected <= rounding) | (n_g - expected <= rounding)
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(variance > 0, diff2 / variance, np.where(diff2 > 0, np.inf, 0.0))
+        terms = np.where(certain, np.where(diff > rounding, np.inf, 0.0), diff**2 / variance)
     return float(terms.sum()), int(n_g.size)
 
 
