@@ -108,6 +108,26 @@ Binned calibration errors
    debiased_ece                 -- the debiased squared-error estimator of Kumar et al.
    calibration_error_from_bins  -- a binned error from per-bin statistics
 
+Binary models
+=============
+
+The measures that binary classifiers report (two classes; class 1 is the positive one).
+
+.. autosummary::
+   :toctree: generated/
+
+   oe_ratio               -- observed / expected events (calibration-in-the-large, 1 ideal)
+   observed_expected      -- the observed rate and the mean predicted probability
+   calibration_slope      -- logistic recalibration slope on the logit (1 ideal)
+   calibration_intercept  -- calibration-in-the-large intercept, logit as offset (0 ideal)
+   logistic_calibration   -- both fits, with why one is NaN
+   LogisticCalibration    -- what logistic_calibration returns
+   spiegelhalter_z        -- Spiegelhalter's Z test of calibration (0 ideal)
+   spiegelhalter_p        -- its two-sided p-value
+   hosmer_lemeshow        -- Hosmer-Lemeshow statistic on deciles of risk
+   hosmer_lemeshow_p      -- its chi-square p-value
+   positive_class_ece     -- binned ECE of the positive class's probability
+
 KDE-ECE
 =======
 
@@ -267,6 +287,21 @@ from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions,
 from calcore.io.stream import PredictionStream, scan
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
 from calcore.metadata import MetadataColumn
+from calcore.metrics.binary import (
+    hosmer_lemeshow,
+    hosmer_lemeshow_p,
+    observed_expected,
+    oe_ratio,
+    positive_class_ece,
+    spiegelhalter_p,
+    spiegelhalter_z,
+)
+from calcore.metrics.binary_fit import (
+    LogisticCalibration,
+    calibration_intercept,
+    calibration_slope,
+    logistic_calibration,
+)
 from calcore.metrics.binned import (
     adaptive_ece,
     calibration_error_from_bins,
@@ -375,6 +410,18 @@ __all__ = [
     "thresholded_adaptive_ece",
     "debiased_ece",
     "calibration_error_from_bins",
+    # Binary models
+    "oe_ratio",
+    "observed_expected",
+    "calibration_slope",
+    "calibration_intercept",
+    "logistic_calibration",
+    "LogisticCalibration",
+    "spiegelhalter_z",
+    "spiegelhalter_p",
+    "hosmer_lemeshow",
+    "hosmer_lemeshow_p",
+    "positive_class_ece",
     # KDE-ECE
     "kde_ece_confidence",
     "kde_ece_classwise",

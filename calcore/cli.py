@@ -428,6 +428,8 @@ def _metrics_table(report: CalibrationReport, title: str) -> list[str]:
     lines = [title, ""]
     for key, spec in METRICS.items():
         value = report.metrics[key]
+        if spec.binary_only and report.n_classes != 2:
+            continue  # a note says they apply to binary models
         shown = "not computed" if value is None else f"{value:.6f}"
         if key in report.intervals:
             iv = report.intervals[key]
@@ -855,6 +857,8 @@ def _calibrate(args) -> int:
         f"  {'metric':<{width}}  {'before':>10}  {'after':>10}",
     ]
     for key, spec in METRICS.items():
+        if spec.binary_only and before.n_classes != 2:
+            continue  # a note says they apply to binary models
         b, a = before.metrics[key], after.metrics[key]
         fmt = lambda v: "n/a" if v is None else f"{v:.6f}"  # noqa: E731
         lines.append(f"  {spec.label:<{width}}  {fmt(b):>10}  {fmt(a):>10}")

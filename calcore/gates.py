@@ -4,7 +4,9 @@ A gate is ``--max METRIC=LIMIT`` (the metric must not exceed the limit) or ``--m
 METRIC=LIMIT`` (it must not fall below). Either kind is allowed on any metric of
 :data:`calcore.METRICS`: ``--max`` suits errors (lower is better) and ``--min`` suits
 accuracy (higher is better), but the gate is the user's, and a ``--min`` and a ``--max``
-on the same metric make a band. A gate holds at equality.
+on the same metric make a band (``--max oe_ratio=1.2 --min oe_ratio=0.8`` for a measure
+with an ideal value inside its range). A gate holds at equality. A gate on a measure of
+binary models over predictions of more classes is refused, with the keys that apply.
 
 Gates compare the point estimate (``on="estimate"``) or the end of the bootstrap
 interval on the side the limit guards (``on="upper"``: the upper end for a ``--max``
@@ -341,6 +343,7 @@ def check_report(report, gates, *, on: str = "estimate", file: str = "", notes=(
     """
     if on not in COMPARE_ON:
         raise CalcoreError(f"on must be one of {COMPARE_ON}; got {on!r}.")
+    _check_applicable(gates, report.n_classes)
     results = tuple(_judge(g, report, on) for g in gates)
     level = next(iter(report.intervals.values())).confidence_level if report.intervals else None
     return CheckResult(
@@ -352,6 +355,19 @@ def check_report(report, gates, *, on: str = "estimate", file: str = "", notes=(
         level,
         tuple(notes) if notes else tuple(report.notes),
     )
+
+
+def _check_applicable(gates, n_classes: int) -> None:
+    """Refuse gates on measures of binary models over predictions of more classes (they
+    would fail as "not computed", which reads as a regression of the model)."""
+    binary = [g.metric for g in gates if METRICS[g.metric].binary_only]
+    if binary and n_classes != 2:
+        keys = [k for k, spec in METRICS.items() if not spec.binary_only]
+        raise CalcoreError(
+            f"{', '.join(dict.fromkeys(binary))}: measure(s) of binary models (2 classes), but "
+            f"these predictions have {n_classes} classes. The metrics that apply: "
+            f"{', '.join(keys)}."
+        )
 
 
 def check_sliced(sliced, gates, *, on: str = "estimate", file: str = "", notes=()) -> CheckResult:

@@ -68,6 +68,7 @@ LAYERS = {
     "calcore.evaluation.report_statistics": 7,
     "calcore.evaluation.calibration_test": 7,
     "calcore.evaluation.evaluator": 7,
+    "calcore.evaluation.binary_rows": 7,
     "calcore.evaluation.slice_truth": 7,
     "calcore.evaluation.slice_ranking": 7,
     "calcore.evaluation.slices": 7,

@@ -16,7 +16,19 @@ import pytest
 import calcore
 from calcore import METRICS
 
-KEYS = list(METRICS)
+#: The metrics of any number of classes; the measures of binary models (which refuse the
+#: multiclass data sets here) have their own tests in tests/test_binary_measures.py.
+KEYS = [k for k, spec in METRICS.items() if not spec.binary_only]
+BINARY_KEYS = {
+    "oe_ratio",
+    "calibration_slope",
+    "calibration_intercept",
+    "spiegelhalter_z",
+    "spiegelhalter_p",
+    "hosmer_lemeshow",
+    "hosmer_lemeshow_p",
+    "positive_class_ece",
+}
 
 # Metrics of the calibration error (0 for a calibrated model); the others are scoring rules.
 SCORING = {"accuracy", "nll", "brier"}
@@ -45,6 +57,8 @@ def test_registry_lists_the_documented_metrics():
         "kde_ece_classwise",
     }
     assert set(KEYS) == expected
+    assert set(METRICS) == expected | BINARY_KEYS
+    assert {k for k, spec in METRICS.items() if spec.binary_only} == BINARY_KEYS
     for key, spec in METRICS.items():
         assert spec.key == key
         assert spec.bounds[0] < spec.bounds[1]

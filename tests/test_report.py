@@ -9,7 +9,10 @@ import math
 
 import numpy as np
 import pytest
-from _keys import REQUIRED_KEYS  # tests/ is on sys.path (rootdir conftest, no __init__.py)
+from _keys import (  # tests/ is on sys.path (rootdir conftest, no __init__.py)
+    REQUIRED_KEYS,
+    interval_keys,
+)
 
 import calcore
 
@@ -51,6 +54,9 @@ def test_evaluate_equals_standalone_metrics(data, binning, bins):
     report = calcore.evaluate(preds, bins=bins, binning=binning)
     assert list(report.metrics) == list(calcore.METRICS)
     for key in calcore.METRICS:
+        if calcore.METRICS[key].binary_only:  # these data have 5 classes: not computed
+            assert report.metrics[key] is None, key
+            continue
         want = calcore.compute_metric(key, preds, bins=bins, binning=binning)
         got = report.metrics[key]
         assert got == pytest.approx(want, rel=1e-12, abs=1e-15), key
@@ -87,14 +93,17 @@ def test_as_dict_keys_and_json():
     assert back["n"] == 400 and back["n_classes"] == 5 and back["bins"] == 10
     assert back["binning"] == "equal-width"
     for key, value in report.metrics.items():
+        if value is None:  # the binary measures of these 5-class predictions
+            assert back[key] is None and calcore.METRICS[key].binary_only, key
+            continue
         assert back[key] == pytest.approx(value, rel=1e-15, abs=0)
-    assert back["notes"] == []
+    assert back["notes"] == list(report.notes) and len(report.notes) == 1  # binary measures
 
 
 def test_as_dict_json_with_intervals():
     report = calcore.evaluate(_continuous(), bins=10, n_bootstrap=5, seed=1)
     back = json.loads(json.dumps(report.as_dict(), allow_nan=False))
-    assert set(back["intervals"]) == set(calcore.METRICS)
+    assert set(back["intervals"]) == interval_keys(report)
     for key, iv in back["intervals"].items():
         assert iv["low"] <= iv["high"], key
         assert iv["confidence_level"] == 0.95
@@ -144,8 +153,18 @@ def test_notes_for_tied_rows_and_absent_classes():
 
 
 def test_no_notes_when_nothing_to_say():
-    preds = calcore.Predictions.from_probs([[0.7, 0.3], [0.2, 0.8]], [0, 1])
+    # binary, and the scores do not separate the outcomes (else the calibration slope is NaN
+    # with a note saying why)
+    preds = calcore.Predictions.from_probs([[0.7, 0.3], [0.2, 0.8], [0.4, 0.6]], [1, 1, 0])
     assert calcore.evaluate(preds).notes == ()
+
+
+def test_one_note_for_the_binary_measures_of_a_multiclass_model():
+    notes = calcore.evaluate(_continuous(), bins=10).notes
+    assert len(notes) == 1 and "apply to binary models" in notes[0], notes
+    assert "one-vs-rest is not offered" in notes[0]
+    # asked for none of them: no note
+    assert calcore.evaluate(_continuous(), metrics=["accuracy"]).notes == ()
 
 
 def test_kde_classwise_skipped_above_the_class_limit():
@@ -182,7 +201,7 @@ def test_evaluate_intervals_deterministic_per_seed():
     a = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=4)
     b = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=4)
     c = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=5)
-    assert set(a.intervals) == set(calcore.METRICS)
+    assert set(a.intervals) == interval_keys(a)
     assert a.intervals == b.intervals
     differs = [
         k
@@ -268,7 +287,8 @@ def test_a_subset_of_metrics_equals_the_full_report():
     for bins, binning in ((3, "equal-width"), (20, "equal-mass"), (40, "points-per-bin")):
         other = calcore.evaluate(preds, bins=bins, binning=binning, n_bootstrap=30, seed=3)
         for k in bin_free:
-            assert other.metrics[k] == full.metrics[k] and other.intervals[k] == full.intervals[k]
+            assert other.metrics[k] == full.metrics[k]
+            assert other.intervals.get(k) == full.intervals.get(k)
     for subset in (bin_free, binned, ["kde_ece_classwise"], "nll"):
         part = calcore.evaluate(preds, bins=8, n_bootstrap=30, seed=3, metrics=subset)
         keys = [subset] if isinstance(subset, str) else subset
@@ -276,7 +296,7 @@ def test_a_subset_of_metrics_equals_the_full_report():
         for k in calcore.METRICS:
             if k in keys:
                 assert part.metrics[k] == full.metrics[k]
-                assert part.intervals[k] == full.intervals[k]  # the same resamples
+                assert part.intervals.get(k) == full.intervals.get(k)  # the same resamples
             else:
                 assert part.metrics[k] is None and k not in part.intervals
     with pytest.raises(calcore.CalcoreError, match=r"metrics must name .*\['ece'\] unknown"):

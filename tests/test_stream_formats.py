@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import calcore
 import calcore.io._csv_stream as csv_stream
 from calcore.cli import main
+from calcore.metrics.registry import IN_MEMORY_METRICS
 
 NAMES = ("cat", "dog", "eel")
 
@@ -57,6 +58,11 @@ def tiny_pieces(monkeypatch):
 def _assert_same_report(got, want, tol=1e-10, *, same_rows=True):
     assert got.n == want.n or not same_rows
     for k in calcore.METRICS:
+        if want.metrics[k] is None or got.metrics[k] is None:
+            # not computed: the binary measures of multiclass rows (both None), or those a
+            # stream leaves out because they need the rows in memory (documented, one note)
+            assert want.metrics[k] is None and got.metrics[k] is None or k in IN_MEMORY_METRICS, k
+            continue
         assert got.metrics[k] == pytest.approx(want.metrics[k], rel=tol, abs=1e-14), k
 
 

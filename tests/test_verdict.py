@@ -187,7 +187,7 @@ def split_csv(tmp_path_factory, overconfident):
     path = tmp_path_factory.mktemp("cmp") / "preds.csv"
     rows = ["label,p_a,p_b,p_c,p_d,split"]
     for part, name in ((calib, "calib"), (test, "test")):
-        for p, y in zip(part.probs, part.labels):
+        for p, y in zip(part.probs, part.labels, strict=True):
             rows.append(f"{y}," + ",".join(repr(float(v)) for v in p) + f",{name}")
     path.write_text("\n".join(rows) + "\n")
     return path

@@ -59,8 +59,12 @@ __all__ = [
     "DEFAULT_TESTED",
 ]
 
-#: The metrics the test can use: the calibration errors (not accuracy or the scores).
-TESTABLE_METRICS = tuple(k for k in METRICS if k not in ("accuracy", "nll", "brier"))
+#: The metrics the test can use: the calibration errors (not accuracy or the scores, and
+#: not the binary measures: O/E, slope and intercept are not errors whose null
+#: distribution is redrawn here, Spiegelhalter and Hosmer-Lemeshow are tests already).
+TESTABLE_METRICS = tuple(
+    k for k in METRICS if k not in ("accuracy", "nll", "brier") and not METRICS[k].binary_only
+)
 #: What :func:`calibration_test` tests by default: one metric per view and the KDE-ECE.
 DEFAULT_TESTED = ("conf_ece", "top_label_ece", "classwise_ece", "kde_ece")
 

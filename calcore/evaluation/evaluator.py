@@ -18,6 +18,12 @@ from calcore._limits import N_BOOTSTRAP
 from calcore._threads import side_by_side
 from calcore._validation import row_weights
 from calcore.binning import resolve_binning
+from calcore.evaluation.binary_rows import (
+    binary_row_replicates,
+    binary_row_values,
+    multiclass_note,
+    streamed_note,
+)
 from calcore.evaluation.bootstrap import Interval, check_bootstrap_options
 from calcore.evaluation.calibration_test import (
     TESTABLE_METRICS,
@@ -43,7 +49,14 @@ from calcore.evaluation.report_statistics import (
     statistics_bins,
 )
 from calcore.io.stream import PredictionStream
-from calcore.metrics.registry import BIN_FREE_METRICS, METRICS, adaptive_bins_for, metric_keys
+from calcore.metrics.binary import HL_GROUPS
+from calcore.metrics.registry import (
+    BIN_FREE_METRICS,
+    BINARY_METRICS,
+    METRICS,
+    adaptive_bins_for,
+    metric_keys,
+)
 from calcore.predictions import Predictions
 from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.passes import CellRequest, stream_statistics
@@ -103,8 +116,8 @@ class CalibrationReport:
     >>> report = calcore.evaluate(preds, bins=10)
     >>> report.n, report.n_classes, report.accuracy, round(report.top_label_ece, 4)
     (4, 2, 0.75, 0.4)
-    >>> report.as_dict()["binning"], report.notes
-    ('equal-width', ())
+    >>> report.as_dict()["binning"], report.notes  # 4 rows: a slope fit has no maximum
+    ('equal-width', ('calibration_slope is NaN: the outcomes are separated by the scores: ...',))
     """
 
     n: int
@@ -266,11 +279,14 @@ def bootstrap_replicates(
     *,
     kde_max_work: int,
     weights=None,
+    row_keys=(),
 ):
     """Every metric of ``stats`` for each resample (row counts ``counts``, shape (R, n)).
 
     The replicate statistics are the same sums as the point estimate's, weighted by the
-    counts (times the row weights), on the same cells and KDE bandwidths. The KDE-ECEs
+    counts (times the row weights), on the same cells and KDE bandwidths; the binary
+    measures of the rows (``row_keys``: slope, intercept, Spiegelhalter's Z) are refitted
+    with those weights (:func:`~calcore.evaluation.binary_rows.binary_row_replicates`). The KDE-ECEs
     get the first ``r`` resamples only when their kernel moments would cost more than
     ``kde_max_work`` (14 weighted sums per point, per problem and per resample).
 
@@ -294,6 +310,7 @@ def bootstrap_replicates(
         one = boot.replicate(r)
         for key, value in (scoring_values(one) | binned_values(one)).items():
             reps.setdefault(key, np.empty(n_resamples))[r] = value
+    reps |= binary_row_replicates(preds, w, row_keys)
     used = dict.fromkeys(reps, n_resamples)
     for key, spec in stats.kde_specs.items():
         work = kde_work_per_resample(spec, preds.n_samples)
@@ -316,12 +333,18 @@ def double_bootstrap_replicates(
         stats.class_names, stats.specs, {}, replicates=counts.shape[0], proper_scores=False
     )
     boot.update(preds, weights=counts if weights is None else counts * weights)
-    return replicate_values(boot, _double_keys(stats.specs))
+    return replicate_values(boot, _double_keys(stats))
 
 
-def _double_keys(specs) -> list[str]:
-    """The metrics whose cells are in ``specs`` (those a double bootstrap can give)."""
-    return [k for k, spec in METRICS.items() if spec.cells is not None and spec.cells in specs]
+def _double_keys(stats: CalibrationStatistics) -> list[str]:
+    """The metrics whose cells ``stats`` keeps (those a double bootstrap can give)."""
+    return [
+        k
+        for k, spec in METRICS.items()
+        if spec.cells is not None
+        and spec.cells in stats.specs
+        and (len(stats.class_names) == 2 or not spec.binary_only)
+    ]
 
 
 def needs_double_bootstrap(keys, method: str | None) -> bool:
@@ -357,7 +380,8 @@ def _fast_intervals(
     -------
     (intervals, notes, replicates, jackknife, double replicates)
     """
-    keys = [k for k, v in metrics.items() if v is not None]
+    # p-values get no interval (MetricSpec.p_value): their statistics have one
+    keys = [k for k, v in metrics.items() if v is not None and not METRICS[k].p_value]
     notes = []
     if preds.n_samples < 2:
         notes.append("Bootstrap intervals are undefined with fewer than 2 rows (NaN).")
@@ -375,13 +399,13 @@ def _fast_intervals(
         return nan, notes, {}, {}, {}
     counts = resample_counts(preds.n_samples, int(n_bootstrap), seed)
     reps, used = bootstrap_replicates(
-        preds, stats, counts, kde_max_work=kde_max_work, weights=weights
+        preds, stats, counts, kde_max_work=kde_max_work, weights=weights, row_keys=keys
     )
     jack = {}
     if method == "bca":
         groups = jackknife_weights(preds.n_samples, seed)
         jack, _ = bootstrap_replicates(
-            preds, stats, groups, kde_max_work=kde_max_work, weights=weights
+            preds, stats, groups, kde_max_work=kde_max_work, weights=weights, row_keys=keys
         )
     double = {}
     if needs_double_bootstrap(keys, method):
@@ -419,6 +443,7 @@ def _fast_intervals(
             "The KDE-ECE intervals keep the full sample's bandwidth, so they leave out its "
             "variability."
         )
+    notes += _deciles_note(keys)
     reps = {k: reps[k] for k in keys}
     jack = {k: jack[k] for k in keys if k in jack}
     double = {k: double[k] for k in keys if k in double}
@@ -426,6 +451,16 @@ def _fast_intervals(
     intervals, sparse = _with_sparse_cell_caveats(intervals, stats)
     notes += _interval_notes(keys, method) + sparse
     return intervals, notes, reps, jack, double
+
+
+def _deciles_note(keys) -> list[str]:
+    """The conditioning of the intervals read off the deciles of risk (O/E, HL)."""
+    if not any(METRICS[k].cells == "deciles" for k in keys):
+        return []
+    return [
+        "The O/E and Hosmer-Lemeshow intervals keep the full sample's deciles of risk, so they "
+        "leave out the variability of the group edges."
+    ]
 
 
 def _intervals_from(
@@ -438,6 +473,9 @@ def _intervals_from(
     """
     out = {}
     for k, values in reps.items():
+        # an infinite replicate (an HL group whose certain prediction failed in a resample)
+        # leaves the interval undefined, as a NaN one (a slope fit without a maximum) does
+        values = np.where(np.isinf(values), np.nan, values)
         chosen = method or METRICS[k].interval_method
         if chosen in DOUBLE_BOOTSTRAP_METHODS and k not in (double or {}):
             chosen = "normal"  # no binned cells (scoring, KDE): the once-corrected interval
@@ -592,7 +630,9 @@ def stream_requests(*, bins, binning, wanted, n_classes) -> tuple[dict, tuple]:
         "cw": CellRequest("class-wise", scheme),
         "ace": CellRequest("class-wise", adaptive),
         "tace": CellRequest("class-wise", adaptive, TACE_THRESHOLD),
+        "deciles": CellRequest("class-wise", resolve_binning("equal-mass", HL_GROUPS)),
     }
+    wanted = applicable(wanted, n_classes)
     keys = {CELLS_OF_METRIC[k] for k in wanted if k in CELLS_OF_METRIC}
     kde = tuple(
         k
@@ -600,6 +640,12 @@ def stream_requests(*, bins, binning, wanted, n_classes) -> tuple[dict, tuple]:
         if k in wanted and (k == "kde_ece" or n_classes <= KDE_CLASSWISE_MAX_CLASSES)
     )
     return {k: v for k, v in every.items() if k in keys}, kde
+
+
+def applicable(wanted, n_classes: int) -> frozenset:
+    """The ``wanted`` metrics that apply to predictions of ``n_classes`` classes (the binary
+    measures only to two)."""
+    return frozenset(wanted) if n_classes == 2 else frozenset(wanted) - set(BINARY_METRICS)
 
 
 def streamed_report(
@@ -626,6 +672,7 @@ def streamed_report(
         values |= kde_point_values(stats)
     m = {k: (values.get(k) if k in wanted else None) for k in METRICS}
     notes = _data_notes(stats.n_tied_rows, stats.normalized, stats.label_weight, names)
+    notes += multiclass_note(n_classes, wanted) + streamed_note(n_classes, wanted)
     if "kde_ece_classwise" in wanted and "kde_ece_classwise" not in kde:
         notes.append(
             f"kde_ece_classwise was not computed: {n_classes} classes > "
@@ -633,15 +680,17 @@ def streamed_report(
         )
     intervals, reps, double = {}, {}, {}
     if boot is not None:
-        reps = replicate_values(boot, [k for k, v in m.items() if v is not None])
+        reps = replicate_values(
+            boot, [k for k, v in m.items() if v is not None and not METRICS[k].p_value]
+        )
         used = dict.fromkeys(reps, boot.n_replicates)
         if passes.double_bootstrap is not None:
             twice = passes.double_bootstrap
-            double = replicate_values(twice, [k for k in _double_keys(twice.specs) if k in reps])
+            double = replicate_values(twice, [k for k in _double_keys(twice) if k in reps])
         intervals = _intervals_from(m, reps, used, confidence_level, interval_method, {}, double)
         intervals, sparse = _with_sparse_cell_caveats(intervals, stats)
         notes.extend(_interval_notes(list(reps), interval_method))
-        notes.extend(sparse)
+        notes.extend(sparse + _deciles_note(list(reps)))
         notes.append(
             f"Intervals: Poisson bootstrap, {n_bootstrap} replicates (each row weighted "
             "Poisson(1) by a generator keyed by its position, so any batching gives the same "
@@ -840,10 +889,13 @@ default None
         bins=bins,
         binning=binning,
         with_kde_classwise=with_kde_cw,
-        wanted=wanted,
+        wanted=applicable(wanted, preds.n_classes),
         weights=weights,
     )
+    rows, fit_notes = binary_row_values(preds, weights=weights, wanted=wanted)
+    values |= rows
     notes = _data_notes(stats.n_tied_rows, stats.normalized, stats.label_weight, preds.class_names)
+    notes += multiclass_note(preds.n_classes, wanted) + fit_notes
     if not with_kde_cw and "kde_ece_classwise" in wanted:
         notes.append(
             f"kde_ece_classwise was not computed: {preds.n_classes} classes > "

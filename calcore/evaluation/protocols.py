@@ -323,22 +323,36 @@ class Comparison:
 
     @staticmethod
     def higher_is_better(metric: str) -> bool:
-        """Whether a larger value of ``metric`` is better (accuracy, the calibration gain)."""
+        """Whether a larger value of ``metric`` is better (accuracy, the calibration gain).
+        False too for the metrics ranked by their distance to an ideal value (calibration
+        slope, intercept, O/E, Spiegelhalter's Z) and for p-values, which rank nothing: see
+        :meth:`best_methods`."""
         return metric == "calibration_gain" or (
             metric in METRICS and METRICS[metric].higher_is_better
         )
 
     def best_methods(self, metric: str) -> set[str]:
         """Every method with the best (finite) estimate of ``metric``: ties all count; empty
-        when no method has a value."""
+        when no method has a value, and for a p-value (evidence, not a quality). Best is the
+        largest for accuracy and the gain, the closest to the ideal for a metric with one
+        (:attr:`MetricSpec.ideal <calcore.MetricSpec>`: slope 1, intercept 0, O/E 1, Z 0),
+        else the smallest."""
+        spec = METRICS.get(metric)
+        if spec is not None and spec.p_value:
+            return set()
         scored = {
             m: self.values[m][metric].estimate for m in self.methods if self.values[m].get(metric)
         }
         scored = {m: v for m, v in scored.items() if np.isfinite(v)}
         if not scored:
             return set()
-        target = (max if self.higher_is_better(metric) else min)(scored.values())
-        return {m for m, v in scored.items() if v == target}
+        if spec is None:  # the calibration gain: higher is better
+            sign = -1.0 if self.higher_is_better(metric) else 1.0
+            shortfall = {m: sign * v for m, v in scored.items()}
+        else:
+            shortfall = {m: spec.shortfall(v) for m, v in scored.items()}
+        target = min(shortfall.values())
+        return {m for m, v in shortfall.items() if v == target}
 
     def best(self, metric: str) -> str:
         """The method with the best estimate of ``metric`` (the first of ties, in order)."""

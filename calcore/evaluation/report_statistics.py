@@ -14,6 +14,7 @@ import numpy as np
 from calcore.binning import resolve_binning
 from calcore.diagnostics.bin_statistics import BinStatistics, bin_statistics_from_sums
 from calcore.kde import validated_scores_bandwidth
+from calcore.metrics.binary import HL_GROUPS
 from calcore.metrics.registry import METRICS, adaptive_bins_for
 from calcore.predictions import Predictions
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
@@ -49,8 +50,9 @@ def report_cell_specs(preds: Predictions, *, bins, binning, keys=None, weights=N
 
     ``conf``, ``top`` and ``cw`` use the report's binning; ``ace`` and ``tace`` the
     class-wise equal-mass bins of :func:`calcore.metrics.registry.adaptive_bins_for` (TACE only
-    scores ``>= TACE_THRESHOLD``). ``keys`` limits them to some of these (all by default);
-    ``weights`` are row weights (equal-mass ranks count weight).
+    scores ``>= TACE_THRESHOLD``); ``deciles`` the class-wise deciles of risk of the binary
+    measures (Hosmer-Lemeshow, O/E), whatever the binning. ``keys`` limits them to some of
+    these (all by default); ``weights`` are row weights (equal-mass ranks count weight).
     """
     batch = RowBatch.of(preds)
     r = adaptive_bins_for(binning, bins)
@@ -60,6 +62,7 @@ def report_cell_specs(preds: Predictions, *, bins, binning, keys=None, weights=N
         "cw": ("class-wise", binning, bins, None),
         "ace": ("class-wise", "equal-mass", r, None),
         "tace": ("class-wise", "equal-mass", r, TACE_THRESHOLD),
+        "deciles": ("class-wise", "equal-mass", HL_GROUPS, None),
     }
     wanted = [k for k in requests if keys is None or k in keys]
     edges = {
@@ -98,12 +101,14 @@ def scoring_values(stats: CalibrationStatistics) -> dict:
 
 def binned_values(stats: CalibrationStatistics) -> dict:
     """The binned metrics whose cells ``stats`` keeps, each by its registry entry's
-    ``from_bins`` (:data:`calcore.metrics.registry.METRICS`: the one table of metrics)."""
+    ``from_bins`` (:data:`calcore.metrics.registry.METRICS`: the one table of metrics); the
+    binary measures only for two classes."""
     bins = {key: statistics_bins(stats, key) for key in stats.specs}
+    binary = len(stats.class_names) == 2
     return {
         k: float(spec.from_bins(bins[spec.cells]))
         for k, spec in METRICS.items()
-        if spec.cells in bins
+        if spec.cells in bins and (binary or not spec.binary_only)
     }
 
 

@@ -117,7 +117,7 @@ class SliceResult:
     >>> preds = preds.with_metadata({"shop": np.tile(["x", "y"], 200)})
     >>> top = calcore.evaluate_by(preds, "shop", n_resamples=19).slices[0]
     >>> top.n, top.p_method, top.p_value < 0.05, sorted(top.as_dict())[:4]
-    (200, 'tail fit', True, ['accuracy', 'ace', 'brier', 'classwise_ece'])
+    (200, 'tail fit', True, ['accuracy', 'ace', 'brier', 'calibration_intercept'])
     """
 
     columns: tuple[str, ...]

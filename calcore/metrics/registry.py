@@ -10,12 +10,22 @@ from typing import Callable
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore.metrics import binary as bm
+from calcore.metrics import binary_fit as bf
 from calcore.metrics import binned as mb
 from calcore.metrics import kde as mk
 from calcore.metrics import scoring as ms
 from calcore.predictions import Predictions
 
-__all__ = ["MetricSpec", "METRICS", "BIN_FREE_METRICS", "adaptive_bins_for", "compute_metric"]
+__all__ = [
+    "MetricSpec",
+    "METRICS",
+    "BIN_FREE_METRICS",
+    "BINARY_METRICS",
+    "IN_MEMORY_METRICS",
+    "adaptive_bins_for",
+    "compute_metric",
+]
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,8 @@ class MetricSpec:
     binned : bool
         Whether it takes ``bins`` and ``binning``.
     higher_is_better : bool
+        Whether a larger value is better (accuracy). False for the metrics with an
+        ``ideal`` inside their range and for p-values, which :meth:`shortfall` ranks.
     bounds : tuple of float
         The range of possible values.
     description : str
@@ -52,6 +64,16 @@ class MetricSpec:
     interval_caveat : str or None
         Why the interval does not cover the true value reliably, where the study found
         that no method does; a report shows these words instead of trusting the bar.
+    ideal : float or None
+        The value of a perfectly calibrated model when it lies inside the range (slope 1,
+        intercept 0, O/E 1, Spiegelhalter's Z 0): values are then ranked by their distance
+        to it. None: the better end of the range (``higher_is_better``).
+    binary_only : bool
+        A measure of binary models (:mod:`calcore.metrics.binary`): None in the report of
+        predictions with more classes, refused by ``calcore check``.
+    p_value : bool
+        A p-value of a test: evidence, not a quality, so never "best" (:meth:`shortfall` is
+        None) and given no bootstrap interval (its statistic has one).
 
     Examples
     --------
@@ -76,6 +98,30 @@ class MetricSpec:
     from_bins: Callable | None = None
     interval_method: str = "percentile"
     interval_caveat: str | None = None
+    ideal: float | None = None
+    binary_only: bool = False
+    p_value: bool = False
+
+    def shortfall(self, value: float) -> float | None:
+        """How far ``value`` is from the best, for ranking methods (smaller is better):
+        ``|value - ideal|`` with an ``ideal``, ``-value`` when higher is better, else
+        ``value``; None for a p-value, which ranks nothing.
+
+        Examples
+        --------
+        >>> import calcore
+        >>> calcore.METRICS["calibration_slope"].shortfall(0.75)  # 1 is ideal
+        0.25
+        >>> calcore.METRICS["accuracy"].shortfall(0.5)  # higher is better
+        -0.5
+        >>> calcore.METRICS["spiegelhalter_p"].shortfall(0.5) is None  # a p-value ranks nothing
+        True
+        """
+        if self.p_value:
+            return None
+        if self.ideal is not None:
+            return abs(value - self.ideal)
+        return -value if self.higher_is_better else value
 
 
 def _spec(
@@ -88,6 +134,7 @@ def _spec(
     higher_is_better=False,
     cells=None,
     from_bins=None,
+    **binary,
 ):
     method, caveat = _INTERVALS.get(key, ("percentile", None))
     return MetricSpec(
@@ -102,6 +149,7 @@ def _spec(
         from_bins,
         method,
         caveat,
+        **binary,
     )
 
 
@@ -142,6 +190,17 @@ _INTERVALS = {
     "debiased_ece": _BIAS_CORRECTED,
     "kde_ece": ("percentile", None),
     "kde_ece_classwise": _SMOOTHED_CLASSWISE,
+    # Binary models: the ECE of class 1 is a term of the class-wise ECE and follows it; the
+    # ratio, the fits and the test statistics (no coverage study yet) keep the percentile
+    # interval; the p-values get none (MetricSpec.p_value).
+    "positive_class_ece": _BIAS_CORRECTED,
+    "hosmer_lemeshow": (
+        "percentile",
+        "A resample's Hosmer-Lemeshow statistic adds the resampling noise to the data's own "
+        "lack of fit (a chi-square statistic grows with noise), so its replicates read high "
+        "and the interval does not cover the population value reliably; read it as the "
+        "statistic's spread and the p-value for evidence.",
+    ),
 }
 
 
@@ -321,14 +380,116 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "KDE-ECE averaged over classes.",
         ),
+        # -- binary models (calcore.metrics.binary): class 1 is the positive class
+        _spec(
+            "oe_ratio",
+            "O/E",
+            bm.oe_ratio,
+            False,
+            (0.0, np.inf),
+            "Observed / expected events (1 ideal; > 1: the model under-predicts).",
+            cells="deciles",
+            from_bins=bm.oe_ratio_from_bins,
+            ideal=1.0,
+            binary_only=True,
+        ),
+        _spec(
+            "calibration_slope",
+            "slope",
+            bf.calibration_slope,
+            False,
+            (-np.inf, np.inf),
+            "Logistic recalibration slope on the logit (1 ideal; < 1: over-confident).",
+            ideal=1.0,
+            binary_only=True,
+        ),
+        _spec(
+            "calibration_intercept",
+            "intercept",
+            bf.calibration_intercept,
+            False,
+            (-np.inf, np.inf),
+            "Calibration-in-the-large intercept, logit offset (0 ideal; > 0: under-predicts).",
+            ideal=0.0,
+            binary_only=True,
+        ),
+        _spec(
+            "spiegelhalter_z",
+            "Spiegelhalter Z",
+            bm.spiegelhalter_z,
+            False,
+            (-np.inf, np.inf),
+            "Spiegelhalter's Z (0 ideal; standard normal for a calibrated model).",
+            ideal=0.0,
+            binary_only=True,
+        ),
+        _spec(
+            "spiegelhalter_p",
+            "Spiegelhalter p",
+            bm.spiegelhalter_p,
+            False,
+            (0.0, 1.0),
+            "Two-sided p-value of Spiegelhalter's Z (small: evidence of miscalibration).",
+            binary_only=True,
+            p_value=True,
+        ),
+        _spec(
+            "hosmer_lemeshow",
+            "HL",
+            bm.hosmer_lemeshow,
+            False,
+            (0.0, np.inf),
+            "Hosmer-Lemeshow statistic on deciles of risk (depends on the grouping).",
+            cells="deciles",
+            from_bins=lambda stats: bm.hosmer_lemeshow_from_bins(stats)[0],
+            binary_only=True,
+        ),
+        _spec(
+            "hosmer_lemeshow_p",
+            "HL p",
+            bm.hosmer_lemeshow_p,
+            False,
+            (0.0, 1.0),
+            "Hosmer-Lemeshow p-value, chi-square with groups - 2 degrees of freedom.",
+            cells="deciles",
+            from_bins=bm.hosmer_lemeshow_p_from_bins,
+            binary_only=True,
+            p_value=True,
+        ),
+        _spec(
+            "positive_class_ece",
+            "ECE (class 1)",
+            bm.positive_class_ece,
+            True,
+            (0.0, 1.0),
+            "ECE of the positive class's probability (class-wise ECE of class 1).",
+            cells="cw",
+            from_bins=bm.positive_class_error_from_bins,
+            binary_only=True,
+        ),
     ]
 }
+
+#: The measures of binary models (two classes, class 1 positive): None for more classes.
+BINARY_METRICS = tuple(k for k, spec in METRICS.items() if spec.binary_only)
+
+#: The metrics computed from the rows themselves, not from mergeable sums: a streamed
+#: source (``calcore.scan``) reports them as None, with a note saying how to load the rows.
+IN_MEMORY_METRICS = tuple(k for k, spec in METRICS.items() if spec.binary_only and not spec.cells)
 
 
 #: The metrics that depend on neither ``bins`` nor ``binning`` (ACE and TACE are not
 #: among them: their number of equal-mass bins follows ``bins``), so a report of these can
-#: be kept while the binning changes (``evaluate(metrics=...)``).
-BIN_FREE_METRICS = ("accuracy", "nll", "brier", "kde_ece", "kde_ece_classwise")
+#: be kept while the binning changes (``evaluate(metrics=...)``). Of the binary measures
+#: all but the ECE of class 1: Hosmer-Lemeshow and O/E read fixed deciles of risk.
+BIN_FREE_METRICS = (
+    "accuracy",
+    "nll",
+    "brier",
+    "kde_ece",
+    "kde_ece_classwise",
+    *(k for k in BINARY_METRICS if k != "positive_class_ece"),
+)
 
 
 def adaptive_bins_for(binning, bins):

@@ -6,8 +6,9 @@ calibrator or a sample, and review the diff of ``golden.json`` before committing
 them with the committed ones within the tolerances stated in the file.
 
 For each sample (``assets/<name>.npz``, identified by its SHA-256), on the ``test``
-rows: every metric of ``calcore.METRICS`` with 15 equal-width and 15 equal-mass
-bins; bootstrap intervals (50 resamples, seed 0) of four metrics; and for six
+rows: every metric of ``calcore.METRICS`` that applies (the measures of binary models
+for the binary sample only) with 15 equal-width and 15 equal-mass bins; bootstrap
+intervals (50 resamples, seed 0) of four metrics; and for six
 calibrators fitted on the ``calib`` rows, the fitted temperature (TS), the metrics
 after calibration and a checksum of the calibrated probabilities (column sums and
 the first three rows).
@@ -78,6 +79,7 @@ def compute(name: str) -> dict:
                     else spec.function(test)
                 )
                 for key, spec in calcore.METRICS.items()
+                if test.n_classes == 2 or not spec.binary_only
             }
         # Percentile bounds pin the replicates themselves (the default methods are checked
         # against scipy and the textbook formulas in tests/test_intervals.py).

@@ -127,7 +127,7 @@ UNRELIABLE = "†"
 
 
 def _cell(iv: calcore.Interval | None, key: str) -> str:
-    if iv is None:
+    if iv is None or math.isnan(iv.estimate):  # NaN: e.g. a slope fit without a maximum
         return "—"
     if math.isnan(iv.low):
         return f"{iv.estimate:.4f}"
@@ -215,10 +215,14 @@ def caveat_caption(values=None) -> str:
     """The words that replace the brackets of the metrics marked :data:`UNRELIABLE`: the
     metrics' own caveats, then those of intervals of ``values`` (method -> metric ->
     Interval) on these data (e.g. too few rows per bin)."""
-    marked = [spec.label for spec in calcore.METRICS.values() if spec.interval_caveat]
-    caveats = dict.fromkeys(
-        s.interval_caveat for s in calcore.METRICS.values() if s.interval_caveat
-    )
+    shown = {k for row in (values or {}).values() for k, iv in row.items() if iv is not None}
+    specs = [
+        spec
+        for spec in calcore.METRICS.values()
+        if spec.interval_caveat and (not spec.binary_only or spec.key in shown)
+    ]  # the binary measures only when these predictions have them
+    marked = [spec.label for spec in specs]
+    caveats = dict.fromkeys(spec.interval_caveat for spec in specs)
     words = f"{UNRELIABLE} {', '.join(marked)}: no interval shown. " + " ".join(caveats)
     for method, row in (values or {}).items():
         for key, iv in row.items():
