@@ -45,6 +45,7 @@ Every metric at once, and calibrators compared.
    Comparison           -- what compare returns
    Verdict              -- which calibrator to ship (Comparison.verdict): paired, with warnings
    PairedDifference     -- a metric's difference between two methods on common resamples
+   binary_summary       -- a binary report's calibration in one sentence (direction, slope)
    UNCALIBRATED         -- the row label of the predictions before recalibration
    learning_curve       -- a metric against the number of calibration rows
    LearningCurve        -- what learning_curve returns
@@ -164,6 +165,7 @@ Reliability diagrams, bands and validity.
    reliability_diagram             -- per-bin accuracy against confidence, with Wilson intervals
    top_label_reliability_diagram   -- one diagram per predicted class
    classwise_reliability_diagrams  -- one diagram per class
+   positive_class_reliability_diagram -- a binary model's P(class 1) against its frequency
    ReliabilityDiagram              -- what reliability_diagram returns
    TopLabelReliabilityDiagram      -- what top_label_reliability_diagram returns
    wilson_interval                 -- Wilson score interval of binomial proportions
@@ -262,6 +264,7 @@ from calcore.diagnostics.reliability import (
     ReliabilityDiagram,
     TopLabelReliabilityDiagram,
     classwise_reliability_diagrams,
+    positive_class_reliability_diagram,
     reliability_diagram,
     top_label_reliability_diagram,
     wilson_interval,
@@ -277,6 +280,7 @@ from calcore.evaluation import (
     compare,
     learning_curve,
 )
+from calcore.evaluation.binary_summary import binary_summary
 from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
 from calcore.evaluation.calibration_test import CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
@@ -371,6 +375,7 @@ __all__ = [
     "Comparison",
     "Verdict",
     "PairedDifference",
+    "binary_summary",
     "UNCALIBRATED",
     "learning_curve",
     "LearningCurve",
@@ -437,6 +442,7 @@ __all__ = [
     "reliability_diagram",
     "top_label_reliability_diagram",
     "classwise_reliability_diagrams",
+    "positive_class_reliability_diagram",
     "ReliabilityDiagram",
     "TopLabelReliabilityDiagram",
     "wilson_interval",

@@ -34,6 +34,7 @@ __all__ = [
     "reliability_diagram",
     "top_label_reliability_diagram",
     "classwise_reliability_diagrams",
+    "positive_class_reliability_diagram",
 ]
 
 _Z95 = 1.959963984540054  # two-sided 95% normal quantile
@@ -72,7 +73,8 @@ class ReliabilityDiagram:
     Attributes
     ----------
     view : str
-        ``"confidence"``, ``"top-label"`` (one predicted class) or ``"class-wise"`` (one class).
+        ``"confidence"``, ``"top-label"`` (one predicted class), ``"class-wise"`` (one class)
+        or ``"positive"`` (a binary model's probability of class 1).
     group : str or None
         The class the diagram is about, for per-class diagrams.
     confidence, accuracy : ndarray of shape (B,)
@@ -374,4 +376,50 @@ def classwise_reliability_diagrams(
             n=stats.n_rows,
         )
         for c in chosen
+    )
+
+
+def positive_class_reliability_diagram(
+    preds: Predictions, *, bins=15, binning="equal-width", sample_weight=None
+) -> ReliabilityDiagram:
+    """The reliability diagram of a binary model's one probability: ``P(class 1)`` against
+    the observed frequency of class 1 (view ``"positive"``).
+
+    A binary model states one number per row; its confidence view folds the scores at 0.5
+    (a 3% click model's rows all sit near a confidence of 0.97), this view does not. Its
+    ``ece`` equals :func:`calcore.metrics.binary.positive_class_ece` with the same bins.
+
+    Raises
+    ------
+    CalcoreError
+        Predictions with other than two classes (use the class-wise diagrams).
+
+    References
+    ----------
+    Murphy & Winkler (1977), "Reliability of subjective probability forecasts of
+    precipitation and temperature", JRSS C 26 (the reliability diagram of one probability).
+
+    Examples
+    --------
+    >>> import calcore
+    >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
+    >>> d = calcore.positive_class_reliability_diagram(
+    ...     calcore.Predictions.from_probs(probs, [0, 1, 1, 1]), bins=2)
+    >>> d.view, d.group, d.accuracy.tolist(), round(d.ece, 4)
+    ('positive', '1', [0.5, 1.0], 0.35)
+    """
+    if preds.n_classes != 2:
+        raise CalcoreError(
+            f"The positive-class diagram is for two classes; these predictions have "
+            f"{preds.n_classes}. Use classwise_reliability_diagrams for one diagram per class."
+        )
+    stats = classwise_bin_statistics(
+        preds, binning=binning, bins=bins, classes=[1], sample_weight=sample_weight
+    )
+    return _diagram(
+        stats,
+        stats.bin_group == 1,
+        view="positive",
+        group=preds.class_names[1],
+        n=stats.n_rows,
     )

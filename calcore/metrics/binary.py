@@ -248,7 +248,13 @@ def hosmer_lemeshow_from_bins(stats: BinStatistics) -> tuple[float, int]:
 
 
 def _hl_p(statistic: float, groups: int) -> float:
-    return float(sps.chi2.sf(statistic, groups - 2)) if groups > 2 else np.nan
+    # G degrees of freedom, not G - 2: the G - 2 of Hosmer & Lemeshow (1980) is for the
+    # rows a logistic model was fitted on (two fitted parameters); calcore evaluates
+    # predictions on rows they were not fitted to, where under calibration each group's
+    # standardised (O_g - E_g) is free and HL ~ chi2(G) (Hosmer, Lemeshow & Sturdivant 2013,
+    # Sec. 5.2.2; on 400 simulated calibrated test sets of 6,000 rows, G - 2 rejected at
+    # 0.05 in 11% of them, G in 4.5%: tests/test_binary_summary.py)
+    return float(sps.chi2.sf(statistic, groups)) if groups > 2 else np.nan
 
 
 def hosmer_lemeshow(preds: Predictions, *, sample_weight=None) -> float:
@@ -281,16 +287,19 @@ def hosmer_lemeshow(preds: Predictions, *, sample_weight=None) -> float:
 
 
 def hosmer_lemeshow_p(preds: Predictions, *, sample_weight=None) -> float:
-    """p-value of :func:`hosmer_lemeshow`: ``chi2.sf(HL, G - 2)``, ``G`` the non-empty
-    groups (NaN for fewer than 3). The grouping caveat of the statistic applies.
+    """p-value of :func:`hosmer_lemeshow`: ``chi2.sf(HL, G)``, ``G`` the non-empty groups
+    (NaN for fewer than 3): on held-out rows (the predictions were not fitted to them) the
+    statistic of a calibrated model is chi-square with ``G`` degrees of freedom; ``G - 2``
+    is for a logistic model's own fitting rows (Hosmer, Lemeshow & Sturdivant 2013, Sec.
+    5.2.2). The grouping caveat of the statistic applies.
 
     Examples
     --------
     >>> import calcore
     >>> probs = [[1 - q, q] for q in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)]
     >>> preds = calcore.Predictions.from_probs(probs, [0, 0, 1, 0, 1, 1, 0, 1, 1, 1])
-    >>> round(calcore.hosmer_lemeshow_p(preds), 4)  # chi-square with 8 degrees of freedom
-    0.4558
+    >>> round(calcore.hosmer_lemeshow_p(preds), 4)  # chi-square with 10 degrees of freedom
+    0.6508
     """
     return _hl_p(*hosmer_lemeshow_from_bins(_decile_bins(preds, sample_weight)))
 
