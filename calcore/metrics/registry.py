@@ -450,7 +450,7 @@ METRICS: dict[str, MetricSpec] = {
             bm.hosmer_lemeshow_p,
             False,
             (0.0, 1.0),
-            "Hosmer-Lemeshow p-value, chi-square with groups - 2 degrees of freedom.",
+            "Hosmer-Lemeshow p-value, chi-square with as many degrees of freedom as groups.",
             cells="deciles",
             from_bins=bm.hosmer_lemeshow_p_from_bins,
             binary_only=True,
