@@ -185,9 +185,10 @@ def _add_slicing_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--rank-by",
         choices=TESTABLE_METRICS,
-        default="top_label_ece",
+        default=None,
         metavar="METRIC",
-        help="metric whose calibration test ranks the slices (default top_label_ece)",
+        help="metric whose calibration test ranks the slices (default: positive_class_ece "
+        "for two classes, top_label_ece otherwise)",
     )
     g.add_argument(
         "--resamples",
@@ -969,7 +970,8 @@ def _write_atomic(path: str, data: bytes) -> None:
 def _compare(args) -> int:
     """``calcore compare``: the verdict sentence, then every method's numbers."""
     from calcore.evaluation.protocols import compare
-    from calcore.evaluation.verdict import default_primary, primary_metrics
+    from calcore.evaluation.verdict import primary_metrics
+    from calcore.metrics.registry import default_primary
 
     methods = [parse_method_option(m) for m in args.method]
     if args.bootstrap < 0:

@@ -158,9 +158,7 @@ def test_hosmer_lemeshow_equals_a_brute_force_loop(n):
     preds = calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y)
     hl, groups = _brute_hl(p, y)
     assert calcore.hosmer_lemeshow(preds) == pytest.approx(hl, rel=1e-10)
-    assert calcore.hosmer_lemeshow_p(preds) == pytest.approx(
-        stats.chi2.sf(hl, groups), rel=1e-8
-    )
+    assert calcore.hosmer_lemeshow_p(preds) == pytest.approx(stats.chi2.sf(hl, groups), rel=1e-8)
 
 
 def test_hosmer_lemeshow_rule_for_certain_groups():

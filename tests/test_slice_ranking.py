@@ -82,7 +82,10 @@ def test_two_planted_slices_at_the_floor_are_ordered_by_their_tail():
     sliced = calcore.evaluate_by(preds.with_metadata({"g": group}), "g", n_resamples=99)
     by = {s.label: s for s in sliced.slices}
     for s in (by["strong"], by["weak"]):  # the floor 1/100 would tie them
-        null, observed = s.test.null_values["top_label_ece"], s.test.observed["top_label_ece"]
+        null, observed = (
+            s.test.null_values["positive_class_ece"],
+            s.test.observed["positive_class_ece"],
+        )
         assert np.count_nonzero(null >= observed) == 0
         assert s.p_method == "tail fit" and s.p_value < 1 / 100
         assert s.direction == "under-predicted"
@@ -120,17 +123,21 @@ def test_folded_effect_is_about_the_gap_far_above_the_noise_and_0_at_it():
 def test_excess_and_z_from_the_slice_and_overall_tests_computed_independently():
     preds = _planted(2, n=6000)
     sliced = calcore.evaluate_by(preds, "segment", n_resamples=49, seed=3)
-    whole = calcore.calibration_test(preds, metrics=["top_label_ece"], n_resamples=49, seed=3)
-    t_all, n_all = whole.observed["top_label_ece"], whole.null_values["top_label_ece"]
+    whole = calcore.calibration_test(preds, metrics=["positive_class_ece"], n_resamples=49, seed=3)
+    t_all, n_all = whole.observed["positive_class_ece"], whole.null_values["positive_class_ece"]
     overall = _folded_effect(t_all, n_all)
     assert sliced.overall_effect == pytest.approx(overall, rel=1e-12)
     seg = preds.metadata["segment"]
     for s in sliced.slices:
         rows = np.flatnonzero(seg.values == seg.categories.index(s.label))
         own = calcore.calibration_test(
-            preds.subset(rows), metrics=["top_label_ece"], n_resamples=49, seed=3, positions=rows
+            preds.subset(rows),
+            metrics=["positive_class_ece"],
+            n_resamples=49,
+            seed=3,
+            positions=rows,
         )
-        t, null = own.observed["top_label_ece"], own.null_values["top_label_ece"]
+        t, null = own.observed["positive_class_ece"], own.null_values["positive_class_ece"]
         assert s.excess == pytest.approx(_folded_effect(t, null) - overall, rel=1e-9, abs=1e-12)
         assert s.z == pytest.approx(s.excess / np.std(null, ddof=1), rel=1e-10)
     # discoveries first by z, then the other tested slices by p-value
@@ -308,7 +315,8 @@ def test_the_headline_names_the_planted_slice_its_direction_and_what_to_do():
     top = sliced.slices[0]
     assert sliced.standouts() and sliced.standouts()[0] is top
     words = sliced.headline()
-    assert words.startswith(f"{top.label} stands out: TL-ECE ")
+    # two classes: ranked by the ECE of class 1 (the default for binary models)
+    assert words.startswith(f"{top.label} stands out: ECE (class 1) ")
     assert top.direction in words and "noise SDs beyond the model's error" in words
     assert sliced.as_dict()["headline"] == words
     assert sliced.as_dict()["standouts"][0] == top.label

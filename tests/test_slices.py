@@ -364,7 +364,7 @@ def _over_time(kinds, n_per_day, seed):
 
 def test_a_change_over_time_is_flagged_with_its_evidence():
     preds = _over_time(["calibrated", "calibrated", "overconfident"], 800, seed=1)
-    sliced = calcore.evaluate_by(preds, "day", n_resamples=99)
+    sliced = calcore.evaluate_by(preds, "day", n_resamples=99, rank_by="top_label_ece")
     change = sliced.change
     assert (change.first, change.last) == ("2026-11-01", "2026-11-03")
     first, last = sliced.in_order()[0], sliced.in_order()[-1]
@@ -389,7 +389,7 @@ def test_large_periods_are_compared_on_a_seeded_sample_that_says_so(monkeypatch,
 
     monkeypatch.setattr(slices, "PERIOD_TEST_ROWS", 120)
     preds = _over_time(["calibrated", "overconfident"], 400, seed=3)
-    sliced = calcore.evaluate_by(preds, "day", n_resamples=49)
+    sliced = calcore.evaluate_by(preds, "day", n_resamples=49, rank_by="top_label_ece")
     change = sliced.change
     assert change.n_rows == (400, 400) and change.n_tested == (120, 120) and change.sampled
     assert change.first_value == sliced.in_order()[0].report.top_label_ece  # all rows
@@ -442,7 +442,8 @@ def sliced_csv(tmp_path):
 def test_cli_metrics_by_json_lists_every_slice_by_evidence(sliced_csv, capsys):
     assert main(["metrics", str(sliced_csv), "--by", "segment", "--json", "--resamples", "49"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got["by"] == ["segment"] and got["rank_metric"] == "top_label_ece"
+    # two classes: ranked by the ECE of class 1 unless --rank-by says otherwise
+    assert got["by"] == ["segment"] and got["rank_metric"] == "positive_class_ece"
     assert [s["value"] for s in got["slices"]][0] == "s01"
     for s in got["slices"]:
         assert {"column", "value", "n", "p_value", "q_value", "share"} <= set(s)

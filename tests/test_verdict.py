@@ -13,7 +13,8 @@ from scipy.special import ndtri
 import calcore
 from calcore.cli import main
 from calcore.evaluation import UNCALIBRATED, compare
-from calcore.evaluation.verdict import default_primary, primary_metrics
+from calcore.evaluation.verdict import primary_metrics
+from calcore.metrics.registry import default_primary
 from calcore.statistics.replicates import double_resample_counts
 from tests._synthetic import calib_test_pair
 

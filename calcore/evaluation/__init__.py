@@ -28,7 +28,8 @@ from calcore.evaluation.protocols import (
     learning_curve,
     random_split,
 )
-from calcore.evaluation.verdict import PairedDifference, Verdict, default_primary, verdict_of
+from calcore.evaluation.verdict import PairedDifference, Verdict, verdict_of
+from calcore.metrics.registry import default_primary
 
 __all__ = [
     "CalibrationReport",

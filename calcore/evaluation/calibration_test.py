@@ -63,7 +63,10 @@ __all__ = [
 #: not the binary measures: O/E, slope and intercept are not errors whose null
 #: distribution is redrawn here, Spiegelhalter and Hosmer-Lemeshow are tests already).
 TESTABLE_METRICS = tuple(
-    k for k in METRICS if k not in ("accuracy", "nll", "brier") and not METRICS[k].binary_only
+    k
+    for k in METRICS
+    if k not in ("accuracy", "nll", "brier")
+    and (not METRICS[k].binary_only or k == "positive_class_ece")
 )
 #: What :func:`calibration_test` tests by default: one metric per view and the KDE-ECE.
 DEFAULT_TESTED = ("conf_ece", "top_label_ece", "classwise_ece", "kde_ece")

@@ -45,7 +45,7 @@ from calcore.evaluation.slice_truth import direction_of, signed_truth
 from calcore.io._bottom_k import BottomK
 from calcore.io.stream import concatenate_batches
 from calcore.metadata import MAX_SLICE_VALUES, MISSING
-from calcore.metrics.registry import METRICS, compute_metric, metric_keys
+from calcore.metrics.registry import METRICS, compute_metric, default_primary, metric_keys
 from calcore.predictions import Predictions
 from calcore.slicing import Slicing, slicing_of
 
@@ -401,7 +401,7 @@ def evaluate_by(
     n_resamples: int = 200,
     confidence_level: float = 0.95,
     metrics=None,
-    rank_by: str = "top_label_ece",
+    rank_by: str | None = None,
     min_slice_rows: int = MIN_SLICE_ROWS,
     interval_method: str | None = None,
     sample_weight=None,
@@ -427,8 +427,10 @@ def evaluate_by(
         Redrawn label sets of each slice's test; 0: no tests (nor a change test), the
         slices are ranked by their share of the miscalibration (for very large data,
         where drawing labels for every row costs more than the rest).
-    rank_by : str, default "top_label_ece"
-        The metric tested and ranked by (one of the calibration errors).
+    rank_by : str, optional
+        The calibration error tested and ranked by; default the one a reader of the model
+        reads (:func:`calcore.metrics.registry.default_primary`: the ECE of class 1 for
+        two classes, the top-label ECE otherwise).
     min_slice_rows : int, default MIN_SLICE_ROWS
         Slices with fewer rows are reported but neither tested nor ranked.
     sample_weight : array_like of shape (n,), optional
@@ -460,6 +462,8 @@ def evaluate_by(
     >>> [(s.label, s.n) for s in sliced.in_order()]
     [('a', 300), ('b', 300)]
     """
+    if rank_by is None:
+        rank_by = default_primary(len(getattr(preds, "class_names", ())))
     rank_metric = metric_keys([rank_by], among=TESTABLE_METRICS, what="rank_by")[0]
     n_resamples = SLICE_RESAMPLES.check(n_resamples, "n_resamples")
     if metrics is not None:

@@ -48,13 +48,12 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore.evaluation.intervals import DOUBLE_BOOTSTRAP_METHODS, interval_bounds
-from calcore.metrics.registry import METRICS
+from calcore.metrics.registry import METRICS, default_primary
 
 __all__ = [
     "PairedDifference",
     "Verdict",
     "verdict_of",
-    "default_primary",
     "primary_metrics",
     "MIN_ROWS_PER_BIN",
 ]
@@ -280,21 +279,6 @@ def primary_metrics(n_classes: int) -> list[str]:
             continue
         out.append(key)
     return out
-
-
-def default_primary(n_classes: int) -> str:
-    """The calibration notion a user reads: the positive class's ECE for a binary model
-    (its one probability), the top-label ECE for several classes (the predicted class's
-    probability, Gupta & Ramdas 2022).
-
-    Examples
-    --------
-    >>> default_primary(10)
-    'top_label_ece'
-    """
-    if n_classes == 2 and "positive_class_ece" in METRICS:
-        return "positive_class_ece"
-    return "top_label_ece"
 
 
 def verdict_of(

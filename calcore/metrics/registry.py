@@ -25,6 +25,7 @@ __all__ = [
     "IN_MEMORY_METRICS",
     "adaptive_bins_for",
     "compute_metric",
+    "default_primary",
 ]
 
 
@@ -572,3 +573,16 @@ def compute_metric(
     if key in ("ace", "tace"):
         return float(spec.function(preds, bins=adaptive_bins_for(binning, bins), **w))
     return float(spec.function(preds, **w))
+
+
+def default_primary(n_classes: int) -> str:
+    """The calibration notion a user reads: the positive class's ECE for a binary model
+    (its one probability), the top-label ECE for several classes (the predicted class's
+    probability, Gupta & Ramdas 2022).
+
+    Examples
+    --------
+    >>> default_primary(10), default_primary(2)
+    ('top_label_ece', 'positive_class_ece')
+    """
+    return "positive_class_ece" if n_classes == 2 else "top_label_ece"

@@ -15,6 +15,7 @@ from functools import cached_property
 import streamlit as st
 
 import calcore
+from calcore.metrics.registry import default_primary
 from calcore.slicing import parse_slice_spec
 from dashboard.calibration.datadir import DataDirectory, ServerDataset
 from dashboard.calibration.explain import interval_words
@@ -155,9 +156,7 @@ def slicing_choice() -> dict:
     so the report's download (whose callable runs on another thread, without the
     session) reads the choice made after its button was drawn.
     """
-    return st.session_state.setdefault(
-        KEY_SLICING, {"by": (), "rank": "top_label_ece", "per_slice": False}
-    )
+    return st.session_state.setdefault(KEY_SLICING, {"by": (), "rank": "", "per_slice": False})
 
 
 def _index(options, key: str, default) -> int:
@@ -570,8 +569,9 @@ _GROUPING_LABELS = {
 }
 
 
-def slice_controls(metadata: dict) -> tuple[tuple[str, ...], str]:
-    """The Slices view's choices: slice specifications (``"age:q4"``) and the ranking metric.
+def slice_controls(metadata: dict, n_classes: int) -> tuple[tuple[str, ...], str]:
+    """The Slices view's choices: slice specifications (``"age:q4"``) and the ranking metric
+    (the metrics that apply to ``n_classes``: the ECE of class 1 only for two).
 
     Columns are offered when calcore can slice them (``MetadataColumn.sliceable``); a
     numeric column starts in quartiles, an integer column with more than 12 values too,
@@ -597,10 +597,13 @@ def slice_controls(metadata: dict) -> tuple[tuple[str, ...], str]:
         key=KEY_SLICE_COLUMNS,
         help="One or two metadata columns of the file (two give crossed slices).",
     )
+    ranks = [k for k in RANK_CHOICES if n_classes == 2 or not calcore.METRICS[k].binary_only]
     rank = right.selectbox(
         "Rank by",
-        list(RANK_CHOICES),
-        index=list(RANK_CHOICES).index(choice["rank"]),
+        ranks,
+        index=ranks.index(
+            choice["rank"] if choice["rank"] in ranks else default_primary(n_classes)
+        ),
         format_func=RANK_CHOICES.get,
         key=KEY_SLICE_RANK,
     )
@@ -624,5 +627,7 @@ def slice_controls(metadata: dict) -> tuple[tuple[str, ...], str]:
             key=grouping_key(name),
         )
         specs.append(f"{name}:{grouping}" if grouping else name)
-    choice.update(by=tuple(specs), rank=rank)
+    # the data's default stays "" (no rank= in the link), so that a link keeps meaning
+    # "the default" when it opens other data
+    choice.update(by=tuple(specs), rank="" if rank == default_primary(n_classes) else rank)
     return tuple(specs), rank

@@ -13,6 +13,7 @@ import html
 import plotly.io as pio
 
 import calcore
+from calcore.metrics.registry import default_primary
 from dashboard.calibration.explain import interval_words
 from dashboard.calibration.state import BINNING_CHOICES, SPLIT_MODES
 from dashboard.calibration.views import (
@@ -72,7 +73,9 @@ def _sliced(ctx, slicing: dict | None) -> tuple[dict, dict] | None:
     view runs in a fragment, so it can be newer than ``ctx.settings``.
     """
     by = tuple(slicing["by"]) if slicing else ctx.settings.by
-    rank = slicing["rank"] if slicing else ctx.settings.rank_by
+    rank = (slicing["rank"] if slicing else ctx.settings.rank_by) or default_primary(
+        ctx.test.n_classes
+    )
     if not by:
         return None
     per_slice = slicing["per_slice"] if slicing else ctx.settings.per_slice_fit

@@ -79,7 +79,10 @@ BOOTSTRAP_CHOICES = (0, 50, 200, 1000)
 MAX_SLICE_COLUMNS = 2
 MAX_SLICE_SPEC_CHARS = 200
 #: Metrics the Slices view ranks by: the calibration test runs on one of them per slice.
-RANK_CHOICES = {k: calcore.METRICS[k].label for k in ("top_label_ece", "conf_ece", "classwise_ece")}
+RANK_CHOICES = {
+    k: calcore.METRICS[k].label
+    for k in ("top_label_ece", "conf_ece", "classwise_ece", "positive_class_ece")
+}
 #: ``fit=slice``: the Slices view also fits every chosen method per slice.
 PER_SLICE_FIT = "slice"
 
@@ -184,7 +187,9 @@ class Settings:
     split_seed: int = 0
     n_bootstrap: int = 200
     by: tuple[str, ...] = ()  # slice specifications of the Slices view ("age:q4"); untrusted
-    rank_by: str = "top_label_ece"
+    #: The Slices view's ranking metric; "" for the data's default (calcore's
+    #: default_primary: the ECE of class 1 for two classes, the TL-ECE otherwise).
+    rank_by: str = ""
     per_slice_fit: bool = False  # the Slices view also fits every method per slice
     dropped: tuple[str, ...] = field(default=(), compare=False)  # URL parts that were ignored
 
@@ -344,7 +349,7 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
         split_seed=_number(one("seed"), int, 0, 2**31 - 1, 0, "seed", dropped),
         n_bootstrap=_one_of(one("boot"), BOOTSTRAP_CHOICES, 200, "boot", dropped),
         by=_slice_specs(query.get("by") or [], dropped),
-        rank_by=_choice(one("rank"), RANK_CHOICES, "top_label_ece", "rank", dropped),
+        rank_by=_choice(one("rank"), RANK_CHOICES, "", "rank", dropped),
         per_slice_fit=_choice(one("fit"), (PER_SLICE_FIT,), None, "fit", dropped) is not None,
         dropped=tuple(dropped),
     )

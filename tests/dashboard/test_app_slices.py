@@ -75,12 +75,14 @@ def test_table_and_size_chart_carry_calcore_numbers_by_evidence():
     (red,) = [t for t in funnel["data"] if t["name"].startswith("miscalibrated")]
     found = expected.discoveries(0.05)
     assert sorted(plotly_array(red["x"])) == sorted(s.n for s in found)
+    key = expected.rank_metric  # two classes: the ECE of class 1 by default
+    assert key == "positive_class_ece"
     assert sorted(plotly_array(red["y"])) == pytest.approx(
-        sorted(s.report.metrics["top_label_ece"] for s in found), abs=1e-15
+        sorted(s.report.metrics[key] for s in found), abs=1e-15
     )
     (null,) = [t for t in funnel["data"] if t["name"] == "95% of calibrated draws"]
     tested = sorted((s for s in expected.slices if s.tested), key=lambda s: s.n)
-    want = [float(np.quantile(s.test.null_values["top_label_ece"], 0.95)) for s in tested]
+    want = [float(np.quantile(s.test.null_values[key], 0.95)) for s in tested]
     assert list(plotly_array(null["y"])) == pytest.approx(want, abs=1e-15)
     assert query(at, "by") == ["education"]
 
@@ -213,7 +215,7 @@ def test_weeks_in_order_with_the_change_and_hostile_slice_names_stay_text():
         "week of 2026-11-02", "week of 2026-11-09", "week of 2026-11-16", "week of 2026-11-23"
     ]  # fmt: skip
     assert "a change" in order["layout"]["title"]["subtitle"]["text"]
-    assert any("Over time: TL-ECE rose" in unescape_markdown(c.value) for c in at.caption)
+    assert any("Over time: ECE (class 1) rose" in unescape_markdown(c.value) for c in at.caption)
     # names as data: escaped in figures, plain text in the table, inert in the CSV
     at.multiselect(key=controls.KEY_SLICE_COLUMNS).set_value(["segment"]).run()
     assert not at.exception

@@ -10,7 +10,8 @@ import streamlit as st
 
 import calcore
 from calcore.evaluation import exact_gain
-from calcore.evaluation.verdict import default_primary, primary_metrics
+from calcore.evaluation.verdict import primary_metrics
+from calcore.metrics.registry import default_primary
 from dashboard.calibration import compute, server
 from dashboard.calibration.explain import interval_words
 from dashboard.calibration.exports import table_csv

@@ -192,10 +192,14 @@ def render(ctx):
             "'Credit default' sample has sex, education, marriage, age and credit limit."
         )
         return dataclasses.replace(ctx.settings, view="slices")
-    by, rank_by = controls.slice_controls(metadata)
+    by, rank_by = controls.slice_controls(metadata, ctx.test.n_classes)
     choice = controls.slicing_choice()
     settings = dataclasses.replace(
-        ctx.settings, view="slices", by=by, rank_by=rank_by, per_slice_fit=choice["per_slice"]
+        ctx.settings,
+        view="slices",
+        by=by,
+        rank_by=choice["rank"],
+        per_slice_fit=choice["per_slice"],
     )
     if not by:
         st.info("Choose one or two columns above to slice the test rows by.")
