@@ -122,6 +122,23 @@ class ReliabilityDiagram:
     def bin_edges(self) -> np.ndarray:
         return np.r_[self.lower_edge, self.upper_edge[-1:]]
 
+    @property
+    def largest_bin_share(self) -> float:
+        """The share of the rows (weight) in the fullest bin: near 1 when the scores crowd
+        into one bin (a rare event's probabilities on equal-width bins), where bins that
+        follow the data (equal-mass) show more.
+
+        Examples
+        --------
+        >>> import calcore
+        >>> probs = [[0.99, 0.01], [0.98, 0.02], [0.97, 0.03], [0.2, 0.8]]
+        >>> preds = calcore.Predictions.from_probs(probs, [0, 0, 1, 1])
+        >>> calcore.positive_class_reliability_diagram(preds, bins=10).largest_bin_share
+        0.75
+        """
+        total = float(np.sum(self.count))
+        return float(np.max(self.count)) / total if total > 0 else float("nan")
+
 
 def _diagram(
     stats: BinStatistics, mask: np.ndarray, *, view: str, group: str | None, n: int

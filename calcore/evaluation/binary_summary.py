@@ -27,6 +27,11 @@ def _interval(report, key):
     return iv.low, iv.high
 
 
+def _p(value: float) -> str:
+    """A p-value in words: ``p = 0.012``, or ``p < 1e-300`` where it underflows to 0."""
+    return f"p = {value:.2g}" if value > 0 else "p < 1e-300"
+
+
 def binary_summary(report, *, positive: str = "class 1", level: float = 0.05) -> str:
     """One sentence on a binary report's calibration, or "" when it has no binary measures.
 
@@ -94,11 +99,11 @@ def binary_summary(report, *, positive: str = "class 1", level: float = 0.05) ->
     hl_p = m.get("hosmer_lemeshow_p")
     if hl_p is not None and math.isfinite(hl_p) and hl_p <= level:
         if flagged:  # the rate or the slope already says the deciles are off
-            parts.append(f"Hosmer-Lemeshow on deciles agrees (p = {hl_p:.2g})")
+            parts.append(f"Hosmer-Lemeshow on deciles agrees ({_p(hl_p)})")
         else:  # a shape that neither the overall rate nor the slope shows
             parts.append(
                 f"but the deciles of risk depart from their predictions somewhere "
-                f"(Hosmer-Lemeshow p = {hl_p:.2g}, a test that depends on the grouping): see "
+                f"(Hosmer-Lemeshow {_p(hl_p)}, a test that depends on the grouping): see "
                 "where in the diagram"
             )
     return "; ".join(parts) + "."

@@ -163,6 +163,12 @@ def confidence_diagram(key: str, binning: str, bins, _preds) -> calcore.Reliabil
     return calcore.reliability_diagram(_preds, view="confidence", bins=k, binning=b)
 
 
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+def positive_diagram(key: str, binning: str, bins, _preds) -> calcore.ReliabilityDiagram:
+    b, k = calcore_binning(binning, bins)
+    return calcore.positive_class_reliability_diagram(_preds, bins=k, binning=b)
+
+
 #: Said under the views that calcore cannot weight yet, when the rows carry weights.
 UNWEIGHTED_NOTE = (
     "The rows carry weights (a weight column), which this view does not use yet: it is "

@@ -540,9 +540,14 @@ def theme_control() -> str:
     )  # fmt: skip
 
 
-def view_control() -> str:
+def view_control(n_classes: int = 0) -> str:
+    """The view selector; a binary model's reliability view is named for its one
+    probability (P(class 1)), not for the confidence."""
+    labels = dict(VIEWS)
+    if n_classes == 2:
+        labels["confidence"] = "Reliability (positive class)"
     return st.radio(
-        "View", list(VIEWS), index=_index(VIEWS, KEY_VIEW, "metrics"), format_func=VIEWS.get,
+        "View", list(VIEWS), index=_index(VIEWS, KEY_VIEW, "metrics"), format_func=labels.get,
         horizontal=True, key=KEY_VIEW,
         label_visibility="collapsed",
     )  # fmt: skip

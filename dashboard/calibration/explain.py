@@ -70,6 +70,18 @@ EXPLAIN = {
         "chance with these bin sizes (Bröcker & Smith, 2007). The bars count rows per bin: "
         "points over few rows are noisy."
     ),
+    "positive": (
+        "A binary model states **one probability** per row, P(class 1). Rows are grouped "
+        "into bins of it; each point is a bin's mean predicted probability against the "
+        "share of its rows that are class 1, with a 95% Wilson interval. On the diagonal the "
+        "model is calibrated; points **above** it are **under-predicted** (more events than "
+        "predicted), **below** it **over-predicted**. The sentence above reads the binary "
+        "measures: observed over expected events (calibration-in-the-large) and the "
+        "calibration slope (below 1: probabilities too extreme), with Hosmer-Lemeshow when "
+        "it shows a shape they do not (Van Calster et al., 2016). When the scores crowd "
+        "into one equal-width bin (rare events), the bins follow the data (equal-mass) and "
+        "the axes zoom to the scores. The confidence view (max(p, 1 - p)) is one click away."
+    ),
     "top-label": (
         "A confidence diagram can look perfect while the model is badly calibrated for "
         "individual predicted classes: over-confidence on one class cancels "

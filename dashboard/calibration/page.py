@@ -300,7 +300,7 @@ def view_area(ctx) -> None:
 
 
 def _view_area(ctx) -> None:
-    view = controls.view_control()
+    view = controls.view_control(ctx.test.n_classes)
     settings = dataclasses.replace(ctx.settings, view=view)
     st.session_state[KEY_LAST] = settings
     sync_url(settings)

@@ -21,6 +21,7 @@ __all__ = ["reliability_figure", "count_bars", "VIEW_LABELS"]
 
 VIEW_LABELS = {
     "confidence": ("confidence (max probability)", "accuracy"),
+    "positive": ("predicted probability of {group}", "observed frequency of {group}"),
     "top-label": ("top-label probability", "frequency of the predicted class"),
     "class-wise": ("class probability", "frequency of the class"),
 }
@@ -56,10 +57,29 @@ def _titles(diagrams: dict) -> tuple[str, str]:
     first = next(iter(diagrams.values()))
     n = int(first.n)
     eces = " · ".join(f"{esc(m)} {d.ece:.4f}" for m, d in diagrams.items())
-    return (
-        f"{esc(first.view).capitalize()} reliability diagram · {esc(first.binning)} · n = {n:,}",
-        f"ECE: {eces}",
+    what = (
+        f"Reliability of P({esc(first.group)})"
+        if first.view == "positive"
+        else f"{esc(first.view).capitalize()} reliability diagram"
     )
+    return f"{what} · {esc(first.binning)} · n = {n:,}", f"ECE: {eces}"
+
+
+def _zoomed_range(diagrams: dict) -> tuple[float, float]:
+    """An axis range around every non-empty bin's point and interval (with a margin): rare
+    events' probabilities drawn across the whole [0, 1] sit in one corner. Bin edges are
+    left out: the last equal-mass bin of a rare event reaches the largest score."""
+    values = []
+    for d in diagrams.values():
+        ok = np.asarray(d.count) > 0
+        for arr in (d.confidence, d.ci_lower, d.ci_upper, d.accuracy):
+            v = np.asarray(arr, dtype=float)[ok]
+            values.extend(v[np.isfinite(v)])
+    if not values:
+        return 0.0, 1.0
+    lo, hi = max(min(values), 0.0), min(max(values), 1.0)
+    pad = 0.08 * max(hi - lo, 1e-3)
+    return max(lo - pad, 0.0), min(hi + pad, 1.0)
 
 
 def reliability_figure(
@@ -70,6 +90,7 @@ def reliability_figure(
     title: str | None = None,
     theme: str = "light",
     height: int = 620,
+    zoom: bool = False,
 ) -> go.Figure:
     """Reliability diagrams of several methods overlaid, with bin counts below.
 
@@ -88,6 +109,8 @@ def reliability_figure(
     theme : {"light", "dark"}
     height : int
         Pixels.
+    zoom : bool
+        Both axes span the bins' scores and intervals instead of [0, 1] (rare events).
 
     Returns
     -------
@@ -106,6 +129,7 @@ def reliability_figure(
     styles = method_style(list(diagrams))
     first = next(iter(diagrams.values()))
     x_label, y_label = VIEW_LABELS.get(str(first.view), ("score", "observed frequency"))
+    x_label, y_label = (t.format(group=esc(first.group)) for t in (x_label, y_label))
 
     fig = make_subplots(
         rows=2, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26], vertical_spacing=0.05
@@ -150,9 +174,11 @@ def reliability_figure(
         )
         fig.add_trace(bars, row=2, col=1)
     fig.update_layout(bargap=0, barmode="overlay")
-    fig.update_xaxes(range=[0.0, 1.0], row=1, col=1)
-    fig.update_xaxes(range=[0.0, 1.0], title_text=x_label, row=2, col=1)
-    fig.update_yaxes(range=[-0.02, 1.02], title_text=y_label, row=1, col=1)
+    lo, hi = _zoomed_range(diagrams) if zoom else (0.0, 1.0)
+    fig.update_xaxes(range=[lo, hi], row=1, col=1)
+    fig.update_xaxes(range=[lo, hi], title_text=x_label, row=2, col=1)
+    pad = 0.02 * (hi - lo)
+    fig.update_yaxes(range=[lo - pad, hi + pad], title_text=y_label, row=1, col=1)
     fig.update_yaxes(title_text="rows per bin", rangemode="tozero", row=2, col=1)
     default, subtitle = _titles(diagrams)
     title = default if title is None else esc(title)
