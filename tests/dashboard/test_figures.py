@@ -692,7 +692,9 @@ def _sliced_sim():
     preds = calcore.simulate_predictions(sim, 620, seed=0).preds
     group = np.array(["<i>big</i>"] * 400 + ["small"] * 200 + ["tiny"] * 20)
     preds = preds.with_metadata({"g": group})
-    return preds, calcore.evaluate_by(preds, "g", n_resamples=19, n_bootstrap=20)
+    return preds, calcore.evaluate_by(
+        preds, "g", n_resamples=19, n_bootstrap=20, rank_by="top_label_ece"
+    )
 
 
 def test_slice_funnel_draws_calcore_values_and_hollow_untested_slices():
