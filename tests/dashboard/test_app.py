@@ -282,7 +282,8 @@ def test_query_string_restores_every_setting():
     assert at.selectbox(key=controls.KEY_BINNING).value == "equal-mass"
     assert at.number_input(key=controls.KEY_BINS).value == 12
     assert at.radio(key=controls.KEY_VIEW).value == "confidence"
-    spec = only_chart(at, "figure.confidence")
+    spec = only_chart(at, "figure.positive")  # a binary model: the diagram of P(class 1)
+    assert "equal-mass, 12 bins" in spec["layout"]["title"]["text"]
     assert spec["layout"]["paper_bgcolor"].lower() not in ("#ffffff", "white")
     assert query(at, "m") == ["platt", "hb:bins=10;randomized=false"]
 

@@ -79,3 +79,25 @@ def test_crowded_scores_get_equal_mass_bins_and_the_page_says_so():
         t for t in spec["data"] if t.get("name") == "uncalibrated" and t["type"] == "scatter"
     ]
     np.testing.assert_allclose(plotly_array(points["y"]), want.accuracy[want.count > 0], rtol=1e-12)
+
+
+def test_errors_that_are_the_same_number_share_one_row_and_binary_rows_only_for_two_classes():
+    from test_app import metrics_table, run_app
+
+    rng = np.random.default_rng(7)
+    p = rng.uniform(0.01, 0.2, 2000)  # a rare event: every row predicts class 0
+    y = (rng.random(2000) < p).astype(int)
+    preds = calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y)
+    values = calcore.Comparison.from_reports({"uncalibrated": calcore.evaluate(preds)}, {}).values
+    from dashboard.calibration.views import metrics as metrics_view
+
+    titles = metrics_view.row_titles(values)
+    assert titles["conf_ece"] == "conf-ECE = TL-ECE = CW-ECE = ECE (class 1)"
+    assert "top_label_ece" not in titles and "positive_class_ece" not in titles
+    m = values["uncalibrated"]
+    assert m["conf_ece"].estimate == pytest.approx(m["positive_class_ece"].estimate, abs=1e-12)
+    assert "shown once" in metrics_view.merged_note(values)
+    assert metrics_view.better_words("calibration_slope") == "→ 1"
+    # several classes: no row for the binary measures
+    table = metrics_table(run_app({"m": "ts"}))
+    assert "O/E" not in table.columns and "TL-ECE" in table.columns

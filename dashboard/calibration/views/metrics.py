@@ -196,13 +196,72 @@ def test_row_title(key: str) -> str:
     return f"calibrated? ({calcore.METRICS[key].label} test)"
 
 
+#: Errors that can be the same number on some data (binary rows: one predicted class, or the
+#: class-wise view's mirror image): each group's equal members share one table row.
+SAME_ON_BINARY = (
+    ("conf_ece", "top_label_ece", "classwise_ece", "positive_class_ece"),
+    ("conf_ece_l2", "top_label_ece_l2", "classwise_ece_l2"),
+    ("conf_mce", "top_label_mce", "classwise_mce"),
+)
+
+
+def _same_interval(a, b) -> bool:
+    if a is None or b is None:
+        return False
+    return all(
+        (math.isnan(x) and math.isnan(y)) or abs(x - y) <= 1e-12 * max(1.0, abs(x))
+        for x, y in ((a.estimate, b.estimate), (a.low, b.low), (a.high, b.high))
+    )
+
+
+def row_titles(values) -> dict[str, str]:
+    """metric key -> its row's title, for the keys that get a row: every metric computed
+    for some method, with the members of a :data:`SAME_ON_BINARY` group whose estimate and
+    interval equal the group's first for every method merged into its row ("conf-ECE =
+    TL-ECE = CW-ECE")."""
+    titles = {
+        key: title
+        for key, (title, _) in columns().items()
+        if any(values[m].get(key) is not None for m in values)
+    }
+    for group in SAME_ON_BINARY:
+        present = [k for k in group if k in titles]
+        if len(present) < 2:
+            continue
+        first = present[0]
+        same = [
+            k
+            for k in present[1:]
+            if all(_same_interval(values[m].get(first), values[m].get(k)) for m in values)
+        ]
+        if same:
+            titles[first] = " = ".join(titles[k] for k in (first, *same))
+            for k in same:
+                del titles[k]
+    return titles
+
+
+def better_words(key: str) -> str:
+    """Which way is better, in the table's words."""
+    if key == GAIN:
+        return "↑ higher"
+    spec = calcore.METRICS[key]
+    if spec.p_value:
+        return "p > 0.05: no evidence"
+    if spec.ideal is not None:
+        return f"→ {spec.ideal:g}"
+    return "↑ higher" if spec.higher_is_better else "↓ lower"
+
+
 def display_table(values, verdicts=None) -> pd.DataFrame:
     """One row per metric, one column per method ('estimate [low, high]'): on a projector a
-    handful of method columns reads better than eighteen metric columns. ``verdicts``
-    (:func:`calibration_verdicts`) add a row per tested metric."""
+    handful of method columns reads better than eighteen metric columns. Metrics no method
+    has (the binary measures of several classes) get no row; errors that are the same
+    number share one (:func:`row_titles`). ``verdicts`` (:func:`calibration_verdicts`) add
+    a row per tested metric."""
     rows = []
-    for key, (title, higher) in columns().items():
-        row = {"metric": title, "better": "↑ higher" if higher else "↓ lower"}
+    for key, title in row_titles(values).items():
+        row = {"metric": title, "better": better_words(key)}
         row |= {method: _cell(values[method].get(key), key) for method in values}
         rows.append(row)
     for key in TEST_ROWS if verdicts else ():
@@ -210,6 +269,19 @@ def display_table(values, verdicts=None) -> pd.DataFrame:
         row |= {method: verdicts.get(method, {}).get(key, "—") for method in values}
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def merged_note(values) -> str:
+    """What the table merged, in words ("" when nothing was)."""
+    merged = [t for t in row_titles(values).values() if " = " in t]
+    if not merged:
+        return ""
+    return (
+        f"{'; '.join(merged)}: the same number (estimate and interval) for every method on "
+        "these data, shown once (on binary rows with one predicted class the confidence and "
+        "top-label views coincide, and the class-wise ECE averages a class with its mirror "
+        "image)."
+    )
 
 
 def caveat_caption(values=None) -> str:
@@ -241,7 +313,7 @@ def tidy_rows(values) -> list[dict]:
 def _show(slot, values, verdicts=None) -> None:
     table = display_table(values, verdicts)
     best = best_methods(values)
-    keys = {title: key for key, (title, _) in columns().items()}
+    keys = {title: key for key, title in row_titles(values).items()}
 
     def bold_best(row: pd.Series):
         winners = best.get(keys.get(row["metric"]), set())
@@ -395,6 +467,8 @@ def render(ctx) -> None:
             st.markdown("\n".join(f"- **{esc(who)}**: {esc(n)}" for who, n in shown))
     for words in interval_and_test_words(final) if s.n_bootstrap and not deferred else ():
         st.caption(esc(words))
+    if merged_note(values):
+        st.caption(esc(merged_note(values)))
     caption_slot.caption(
         f"{ctx.test.n_samples:,} test rows{sample_words(ctx)} · binning {esc(b)}, {esc(k)} · "
         + (
