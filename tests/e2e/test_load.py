@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import re
 import time
 from pathlib import Path
 
@@ -57,7 +58,7 @@ async def settle(page) -> None:
 
 async def conf_ece_cell(page) -> str:
     row = page.locator("[data-testid='stTable'] tr").filter(
-        has=page.locator("td").get_by_text("conf-ECE", exact=True)
+        has=page.locator("td").get_by_text(re.compile(r"^conf-ECE( =|$)"))
     )
     return (await row.locator("td").nth(2).inner_text()).strip()
 
