@@ -580,5 +580,12 @@ def every_row(ctx) -> None:
     st.caption(
         f"{n_rows:,} rows · binning {esc(b)}, {esc(k)} · point estimates (no intervals: at "
         "this size bootstrap resamples of every row would take minutes) · calibration gain "
-        "not computed (it needs both row sets in memory) · best per row in bold."
+        "not computed (it needs both row sets in memory)"
+        + (
+            " · the calibration slope, intercept and Spiegelhalter's test neither (they refit "
+            "on every row in memory): the table above has them on the sample"
+            if ctx.test.n_classes == 2
+            else ""
+        )
+        + " · best per row in bold."
     )
