@@ -4,9 +4,9 @@ Usage::
 
     .venv/bin/python assets/build_samples.py [--data DIR]
 
-``DIR`` is the shared data folder (default: ``$CALCORE_SHARED_DATA`` or
-``<repo>/../shared/data``). Every output is deterministic: fixed seeds, fixed
-row order. Each file is an ``np.savez_compressed`` archive with
+``DIR`` is the reference data folder (default: ``assets/reference``, see its README).
+Every output is deterministic: fixed seeds, fixed row order. Each file is an
+``np.savez_compressed`` archive with
 
 - ``logits`` (float32, CIFAR-10) or ``probs`` (float64) of shape (n, n_classes),
 - ``labels`` int64 of shape (n,),
@@ -19,7 +19,6 @@ See ``assets/README.md`` for where each sample comes from.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 import numpy as np
@@ -42,8 +41,7 @@ WIDE_SEED = 1000
 
 
 def default_data_dir() -> Path:
-    env = os.environ.get("CALCORE_SHARED_DATA")
-    return Path(env) if env else REPO.parent / "shared" / "data"
+    return REPO / "assets" / "reference"
 
 
 def _split(n_calib: int, n_test: int) -> np.ndarray:

@@ -7,7 +7,7 @@ The scripts import it as ``_replication``, which works when they run as
 code that loads a script by file path must put ``benchmarks/`` on ``sys.path`` first, as
 ``tests/test_replications.py`` does.
 
-- Data: :func:`shared_data_dir` (``$CALCORE_SHARED_DATA``, else ``<repo>/../shared/data``)
+- Data: :func:`reference_data_dir` (``assets/reference`` in the repository)
   and :func:`load_cifar10` / :func:`load_cifar10_val_test` (the Brier-score CIFAR-10 logits
   of :data:`CIFAR10_MODELS`, 5,000 validation and 10,000 test rows per model).
 - Command line: :func:`arg_parser` (``--quick`` and ``--out``, the options every script has).
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -36,15 +35,15 @@ CIFAR10_MODELS = ["resnet50", "resnet110", "wide_resnet", "densenet121"]
 """The four CIFAR-10 models of the shared data, in the order the reports list them."""
 
 
-def shared_data_dir() -> Path:
-    """The shared data folder: ``$CALCORE_SHARED_DATA``, else ``<repo>/../shared/data``."""
-    env = os.environ.get("CALCORE_SHARED_DATA")
-    return Path(env).expanduser().resolve() if env else REPO.parent / "shared" / "data"
+def reference_data_dir() -> Path:
+    """The real model outputs kept in the repository: ``assets/reference`` (its README
+    says where each file comes from)."""
+    return REPO / "assets" / "reference"
 
 
 def load_cifar10(model: str, split: str) -> Predictions:
     """Logits and labels of one CIFAR-10 model (``split`` is ``"val"`` or ``"test"``)."""
-    d = shared_data_dir() / "cifar10"
+    d = reference_data_dir() / "cifar10"
     return Predictions.from_logits(
         np.load(d / f"{model}_{split}_logits.npy"), np.load(d / f"{model}_{split}_labels.npy")
     )

@@ -24,7 +24,7 @@ import numpy as np
 from _replication import (
     arg_parser,
     generated_by,
-    shared_data_dir,
+    reference_data_dir,
     table_header,
     table_row,
     write_outputs,
@@ -46,7 +46,7 @@ EPS_REPORT = (0.01, 0.02, 0.03, 0.05, 0.075, 0.1)
 
 def load_credit() -> tuple[np.ndarray, np.ndarray]:
     """Features (standardised) and labels of the UCI credit-default file (two header lines)."""
-    raw = np.loadtxt(shared_data_dir() / "credit_default.csv", delimiter=",", skiprows=2)
+    raw = np.loadtxt(reference_data_dir() / "credit_default.csv", delimiter=",", skiprows=2)
     x, y = raw[:, 1:-1], raw[:, -1].astype(np.int64)
     return (x - x.mean(axis=0)) / x.std(axis=0), y
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,25 +10,17 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 ASSETS_DIR = REPO_ROOT / "assets"
 
 
-def shared_data_dir() -> Path:
-    """The shared data folder: ``$CALCORE_SHARED_DATA``, else ``<repo>/../shared/data``.
-
-    In CI the repository is cloned with ``shared/`` beside it, so the default works there.
-    """
-    env = os.environ.get("CALCORE_SHARED_DATA")
-    return Path(env).expanduser().resolve() if env else REPO_ROOT.parent / "shared" / "data"
+#: The real model outputs the tests, replications and benchmarks read (CIFAR-10 logits, the
+#: UCI credit-default table), kept in the repository: see assets/reference/README.md.
+REFERENCE_DIR = ASSETS_DIR / "reference"
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """Path of the shared data folder; fails (never skips) when it is missing."""
-    path = shared_data_dir()
-    if not (path / "README.md").is_file():
-        pytest.fail(
-            f"shared data not found at {path}. Set CALCORE_SHARED_DATA to the folder holding "
-            "cifar10/ and credit_default.csv (normally <repo>/../shared/data)."
-        )
-    return path
+def reference_data() -> Path:
+    """Path of ``assets/reference``; fails (never skips) when a file is missing."""
+    if not (REFERENCE_DIR / "SHA256SUMS").is_file():
+        pytest.fail(f"reference data not found at {REFERENCE_DIR} (assets/reference/).")
+    return REFERENCE_DIR
 
 
 @pytest.fixture(scope="session")

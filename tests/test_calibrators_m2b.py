@@ -196,16 +196,16 @@ PAPER_NHB_TL_ECE = {
 }
 
 
-def _cifar(shared_data, model, split):
-    d = shared_data / "cifar10"
+def _cifar(reference_data, model, split):
+    d = reference_data / "cifar10"
     return Predictions.from_logits(
         np.load(d / f"{model}_{split}_logits.npy"), np.load(d / f"{model}_{split}_labels.npy")
     )
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_cifar10_top_label_paper_tables_2_3(shared_data, model):
-    val, test = _cifar(shared_data, model, "val"), _cifar(shared_data, model, "test")
+def test_cifar10_top_label_paper_tables_2_3(reference_data, model):
+    val, test = _cifar(reference_data, model, "val"), _cifar(reference_data, model, "test")
     # App. E.2: B = 15 bins in every binary HB call (TL-HB: 15 bins per predicted class,
     # CW-HB: 15 bins per class); outputs evaluated on their distinct values.
     tl = make_calibrator("tl-hb", bins=15).fit(val).transform(test)

@@ -264,12 +264,12 @@ def test_use_errors(name):
 
 # -- CIFAR-10 (paper Table 2, CIFAR10 rows: average ranks over the same four models) ---------
 @pytest.fixture(scope="module")
-def cifar_results(shared_data):
+def cifar_results(reference_data):
     rows = {}
     for model in MODELS:
         load = lambda split, m=model: calcore.Predictions.from_logits(  # noqa: E731
-            np.load(shared_data / "cifar10" / f"{m}_{split}_logits.npy"),
-            np.load(shared_data / "cifar10" / f"{m}_{split}_labels.npy"),
+            np.load(reference_data / "cifar10" / f"{m}_{split}_logits.npy"),
+            np.load(reference_data / "cifar10" / f"{m}_{split}_labels.npy"),
         )
         val, test = load("val"), load("test")
         out = {"uncalibrated": test}

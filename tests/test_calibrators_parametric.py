@@ -263,28 +263,28 @@ PAPER_TS = {"resnet50": (0.022, 0.42), "resnet110": (0.022, 0.50)}
 PAPER_BASE_EQUALS_TS = {"wide_resnet": 0.023, "densenet121": 0.027}
 
 
-def _cifar(shared_data, model, split):
-    d = shared_data / "cifar10"
+def _cifar(reference_data, model, split):
+    d = reference_data / "cifar10"
     return Predictions.from_logits(
         np.load(d / f"{model}_{split}_logits.npy"), np.load(d / f"{model}_{split}_labels.npy")
     )
 
 
 @pytest.mark.parametrize("model", list(PAPER_TS))
-def test_cifar10_ts_reproduces_paper(shared_data, model):
-    ts = make_calibrator("ts").fit(_cifar(shared_data, model, "val"))
-    out = ts.transform(_cifar(shared_data, model, "test"))
+def test_cifar10_ts_reproduces_paper(reference_data, model):
+    ts = make_calibrator("ts").fit(_cifar(reference_data, model, "val"))
+    out = ts.transform(_cifar(reference_data, model, "test"))
     tl, cw = PAPER_TS[model]
     assert round(calcore.top_label_ece(out, bins=15), 3) == tl
     assert round(100 * calcore.classwise_ece(out, bins=15), 2) == cw
 
 
 @pytest.mark.parametrize("model", list(PAPER_BASE_EQUALS_TS))
-def test_cifar10_models_the_paper_left_at_t1(shared_data, model):
+def test_cifar10_models_the_paper_left_at_t1(reference_data, model):
     # The paper's TS equals Base here; the NLL optimum is a T slightly below 1 and helps.
-    ts = make_calibrator("ts").fit(_cifar(shared_data, model, "val"))
+    ts = make_calibrator("ts").fit(_cifar(reference_data, model, "val"))
     assert 0.9 < ts.fit_info["temperature"] < 0.99
-    out = ts.transform(_cifar(shared_data, model, "test"))
+    out = ts.transform(_cifar(reference_data, model, "test"))
     assert calcore.top_label_ece(out, bins=15) < PAPER_BASE_EQUALS_TS[model]
 
 

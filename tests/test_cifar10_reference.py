@@ -1,14 +1,13 @@
 """Published values on real data: the "Base" column of Tables 2-3 of Gupta & Ramdas (2022),
 "Top-label calibration and multiclass-to-binary reductions" (ICLR), for the four CIFAR-10
-models of Mukhoti et al. (2020) in the shared data folder (see its README.md).
+models of Mukhoti et al. (2020) kept in ``assets/reference`` (see its README.md).
 
 Softmax of the TEST logits, 15 equal-width bins. The paper prints TL-ECE to 3 decimals and
 CW-ECE x 100 to 2 decimals; we require equality at that printed precision.
 
-The data folder comes from the ``shared_data`` fixture of ``tests/conftest.py``:
-``$CALCORE_SHARED_DATA``, else ``<repo>/../shared/data`` (a clone at /work/<name> finds
-/work/shared/data). That fixture fails rather than skips when the folder is missing, so a CI
-run without the data cannot pass silently.
+The data folder comes from the ``reference_data`` fixture of ``tests/conftest.py``, which
+fails rather than skips when a file is missing, so a run without the data cannot pass
+silently.
 """
 
 from __future__ import annotations
@@ -28,9 +27,9 @@ PAPER = {
 
 
 @pytest.fixture(scope="module", params=list(PAPER))
-def model(request, shared_data):
+def model(request, reference_data):
     name = request.param
-    folder = shared_data / "cifar10"
+    folder = reference_data / "cifar10"
     logits = np.load(folder / f"{name}_test_logits.npy")
     labels = np.load(folder / f"{name}_test_labels.npy")
     assert logits.shape == (10_000, 10) and labels.shape == (10_000,)

@@ -15,7 +15,7 @@ from scipy.special import softmax
 from calcore import CalcoreError
 from calcore.io import inspect_table, load_predictions, load_splits
 
-CIFAR = Path("/work/shared/data/cifar10")
+CIFAR = Path(__file__).resolve().parents[1] / "assets" / "reference" / "cifar10"
 
 
 def parquet_bytes(table: dict) -> bytes:
@@ -188,7 +188,6 @@ def test_inspect_npz_leaves_later_rows_to_loading():
 
 
 # -- real data ---------------------------------------------------------------
-@pytest.mark.skipif(not CIFAR.exists(), reason="shared CIFAR-10 logits not available")
 def test_cifar_logits_csv_round_trip(tmp_path):
     logits = np.load(CIFAR / "resnet50_test_logits.npy").astype(np.float64)
     labels = np.load(CIFAR / "resnet50_test_labels.npy")

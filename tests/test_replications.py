@@ -12,13 +12,13 @@ from conftest import REPO_ROOT
 BENCH = REPO_ROOT / "benchmarks"
 
 
-def _run(name, tmp_path, monkeypatch, shared_data, *extra):
+def _run(name, tmp_path, monkeypatch, reference_data, *extra):
     """Import benchmarks/<name>.py and run ``main(["--quick", "--out", tmp_path, ...])``.
 
     benchmarks/ goes on ``sys.path`` as when the script runs directly: the scripts import
-    their shared helpers from ``benchmarks/_replication.py``.
+    their shared helpers from ``benchmarks/_replication.py``, which read ``reference_data``
+    (``assets/reference``) by itself.
     """
-    monkeypatch.setenv("CALCORE_SHARED_DATA", str(shared_data))
     monkeypatch.syspath_prepend(str(BENCH))
     spec = importlib.util.spec_from_file_location(f"_replication_{name}", BENCH / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
@@ -37,10 +37,10 @@ def _markdown(tmp_path, name):
     return text
 
 
-def test_estimator_study(tmp_path, monkeypatch, shared_data, capsys):
+def test_estimator_study(tmp_path, monkeypatch, reference_data, capsys):
     from calcore.simulate import mix_n_match_simulator, mix_n_match_true_ece
 
-    res = _run("study_estimators", tmp_path, monkeypatch, shared_data)
+    res = _run("study_estimators", tmp_path, monkeypatch, reference_data)
     capsys.readouterr()
     _markdown(tmp_path, "estimator_study.md")
     rows = res["mix_n_match"]
@@ -74,8 +74,8 @@ def test_estimator_study(tmp_path, monkeypatch, shared_data, capsys):
     assert bias[50] > bias[15] > bias[5] > 0
 
 
-def test_toplabel_tables(tmp_path, monkeypatch, shared_data, capsys):
-    res = _run("replicate_toplabel_tables", tmp_path, monkeypatch, shared_data)
+def test_toplabel_tables(tmp_path, monkeypatch, reference_data, capsys):
+    res = _run("replicate_toplabel_tables", tmp_path, monkeypatch, reference_data)
     capsys.readouterr()
     text = _markdown(tmp_path, "toplabel_tables.md")
     r = res["results"]["resnet50"]
@@ -94,8 +94,8 @@ def test_toplabel_tables(tmp_path, monkeypatch, shared_data, capsys):
     assert "TL-ECE cells that differ" in text
 
 
-def test_toplabel_fig2(tmp_path, monkeypatch, shared_data, capsys):
-    res = _run("replicate_toplabel_fig2", tmp_path, monkeypatch, shared_data)
+def test_toplabel_fig2(tmp_path, monkeypatch, reference_data, capsys):
+    res = _run("replicate_toplabel_fig2", tmp_path, monkeypatch, reference_data)
     capsys.readouterr()
     _markdown(tmp_path, "toplabel_fig2.md")
     r = res["results"]["resnet50"]
@@ -105,8 +105,8 @@ def test_toplabel_fig2(tmp_path, monkeypatch, shared_data, capsys):
     assert r["TL-HB"]["tl_ece"][0] < r["TL-HB"]["tl_ece"][-1]
 
 
-def test_mixnmatch_table1(tmp_path, monkeypatch, shared_data, capsys):
-    res = _run("replicate_mixnmatch_table1", tmp_path, monkeypatch, shared_data)
+def test_mixnmatch_table1(tmp_path, monkeypatch, reference_data, capsys):
+    res = _run("replicate_mixnmatch_table1", tmp_path, monkeypatch, reference_data)
     capsys.readouterr()
     _markdown(tmp_path, "mixnmatch_table1.md")
     r = res["results"]["resnet110"]
@@ -119,8 +119,8 @@ def test_mixnmatch_table1(tmp_path, monkeypatch, shared_data, capsys):
     assert all(r[m]["gain"] > 0 for m in ("TS", "ETS", "IRM", "IROvA", "IROvA-TS", "DirODIR"))
 
 
-def test_nafir(tmp_path, monkeypatch, shared_data, capsys):
-    res = _run("replicate_nafir", tmp_path, monkeypatch, shared_data)
+def test_nafir(tmp_path, monkeypatch, reference_data, capsys):
+    res = _run("replicate_nafir", tmp_path, monkeypatch, reference_data)
     capsys.readouterr()
     _markdown(tmp_path, "nafir.md")
     r = res["results"]["resnet110"]
@@ -129,8 +129,8 @@ def test_nafir(tmp_path, monkeypatch, shared_data, capsys):
     assert r["SCIR"]["conf_ece"] < min(r[m]["conf_ece"] for m in ("FIR", "NA-FIR", "TS"))
 
 
-def test_hb_validity(tmp_path, monkeypatch, shared_data, capsys):
-    res = _run("replicate_hb_validity", tmp_path, monkeypatch, shared_data)
+def test_hb_validity(tmp_path, monkeypatch, reference_data, capsys):
+    res = _run("replicate_hb_validity", tmp_path, monkeypatch, reference_data)
     capsys.readouterr()
     _markdown(tmp_path, "hb_validity.md")
     runs = {r["method"]: r for r in res["runs"]}
