@@ -122,7 +122,8 @@ def test_folded_effect_is_about_the_gap_far_above_the_noise_and_0_at_it():
 
 def test_excess_and_z_from_the_slice_and_overall_tests_computed_independently():
     preds = _planted(2, n=6000)
-    sliced = calcore.evaluate_by(preds, "segment", n_resamples=49, seed=3)
+    # against the slice's own predictions (beyond_model=False): the raw effect and z
+    sliced = calcore.evaluate_by(preds, "segment", n_resamples=49, seed=3, beyond_model=False)
     whole = calcore.calibration_test(preds, metrics=["positive_class_ece"], n_resamples=49, seed=3)
     t_all, n_all = whole.observed["positive_class_ece"], whole.null_values["positive_class_ece"]
     overall = _folded_effect(t_all, n_all)
@@ -317,7 +318,9 @@ def test_the_headline_names_the_planted_slice_its_direction_and_what_to_do():
     words = sliced.headline()
     # two classes: ranked by the ECE of class 1 (the default for binary models)
     assert words.startswith(f"{top.label} stands out: ECE (class 1) ")
-    assert top.direction in words and "noise SDs beyond the model's error" in words
+    assert top.direction in words
+    assert "noise SDs beyond the model's own calibration curve" in words
+    assert "One calibrator for every row will not fix it" in words
     assert sliced.as_dict()["headline"] == words
     assert sliced.as_dict()["standouts"][0] == top.label
 
@@ -332,3 +335,30 @@ def test_the_headline_of_calibrated_slices_says_no_slice_is_off():
     sliced = calcore.evaluate_by(preds, "part", n_resamples=99)
     assert not sliced.discoveries() and not sliced.standouts()
     assert sliced.headline().startswith("No slice is miscalibrated beyond noise: 4 tested")
+
+
+def test_z_beyond_the_model_equals_the_slices_of_its_own_isotonic_curve():
+    """beyond_model (the default): each slice's excess and z are those of the same slices
+    after an isotonic map fitted on every evaluated row, computed here step by step; p and
+    q stay those of "calibrated at all"."""
+    preds = _planted(3, n=6000)
+    sliced = calcore.evaluate_by(preds, "segment", n_resamples=49, seed=2)
+    raw = calcore.evaluate_by(preds, "segment", n_resamples=49, seed=2, beyond_model=False)
+    mapped = calcore.make_calibrator("iso").fit(preds).transform(preds)
+    after = calcore.evaluate_by(
+        mapped, "segment", n_resamples=49, seed=2, metrics=["positive_class_ece"],
+        rank_by="positive_class_ece", beyond_model=False,
+    )  # fmt: skip
+    by_raw = {s.label: s for s in raw.slices}
+    by_after = {s.label: s for s in after.slices}
+    for s in sliced.slices:
+        assert (s.p_value, s.q_value) == (by_raw[s.label].p_value, by_raw[s.label].q_value)
+        a = by_after[s.label]
+        assert (s.excess, s.z, s.beyond_q) == (a.excess, a.z, a.q_value)
+    assert sliced.slices[0].label == "f" and sliced.standouts()[0].label == "f"
+    assert any(
+        "own calibration curve (iso fitted on 6,000 evaluated rows)" in n for n in sliced.notes
+    )
+    # ordinary segments share the model's over-confidence only: within noise after its curve
+    ordinary = [s for s in sliced.slices if s.label != "f" and s.tested]
+    assert all(s.beyond_q > 0.05 for s in ordinary)

@@ -564,3 +564,15 @@ def test_a_million_distinct_values_are_refused_in_memory_and_streamed_at_bounded
     assert out[2].startswith("ids.parquet, rows from 0: column 'user' has 200,000 distinct")
     assert "(id-like), too many for slicing" in out[2]
     assert int(out[3]) < 1024, f"peak RSS {out[3]} MB"
+
+
+def test_transforms_of_a_stream_compose(files):
+    """with_transform on a transformed stream applies the new map to the first one's output
+    (it replaced it before, silently)."""
+    stream = calcore.scan(files / "p.parquet", weight_column=False)
+    memory = calcore.load_predictions(files / "p.parquet", weight_column=False)
+    ts = calcore.make_calibrator("ts").fit(memory)
+    iso = calcore.make_calibrator("conf-iso").fit(ts.transform(memory))
+    twice = stream.with_transform(ts.transform).with_transform(iso.transform)
+    got = np.concatenate([b.preds.probs for b in twice.batches()])
+    np.testing.assert_allclose(got, iso.transform(ts.transform(memory)).probs, rtol=0, atol=1e-15)

@@ -37,6 +37,8 @@ from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.slice_ranking import (
     RANK_LEVEL,
     STANDOUT_Z,
+    beyond_the_curve,
+    fit_model_curve,
     noise_effect,
     rank_key,
     with_evidence,
@@ -108,6 +110,12 @@ class SliceResult:
     p_method : str
         ``"redraws"``, or ``"tail fit"`` when no redrawn error reached the observed one
         and the p-value comes from a gamma fitted to them ("" when untested).
+    beyond_q : float
+        With ``beyond_model`` (the default), the q-value of the slice's test after the
+        model's own calibration curve (:data:`~calcore.evaluation.slice_ranking.MODEL_CURVE`):
+        evidence that the slice departs from what the model does everywhere, where
+        ``q_value`` is evidence that it is miscalibrated at all; ``excess`` and ``z`` are
+        then measured after that curve too. NaN when not measured.
 
     Examples
     --------
@@ -117,7 +125,7 @@ class SliceResult:
     >>> preds = preds.with_metadata({"shop": np.tile(["x", "y"], 200)})
     >>> top = calcore.evaluate_by(preds, "shop", n_resamples=19).slices[0]
     >>> top.n, top.p_method, top.p_value < 0.05, sorted(top.as_dict())[:4]
-    (200, 'tail fit', True, ['accuracy', 'ace', 'brier', 'calibration_intercept'])
+    (200, 'tail fit', True, ['accuracy', 'ace', 'beyond_q', 'brier'])
     """
 
     columns: tuple[str, ...]
@@ -136,6 +144,7 @@ class SliceResult:
     excess: float = float("nan")
     z: float = float("nan")
     p_method: str = ""
+    beyond_q: float = float("nan")
 
     @property
     def label(self) -> str:
@@ -171,7 +180,10 @@ class SliceResult:
             out |= {k: body[k] for k in METRICS if k in body}
             if "intervals" in body:
                 out["intervals"] = body["intervals"]
-        for key in ("p_value", "q_value", "share", "excess", "z", "observed", "expected", "ratio"):
+        for key in (
+            "p_value", "q_value", "share", "excess", "z", "observed", "expected", "ratio",
+            "beyond_q",
+        ):  # fmt: skip
             value = getattr(self, key)
             out[key] = float(value) if np.isfinite(value) else None
         out["p_method"] = self.p_method or None
@@ -312,9 +324,14 @@ class SlicedReport:
 
     def standouts(self, level: float = 0.05) -> tuple[SliceResult, ...]:
         """The discoveries whose error is beyond the whole model's by more than
-        :data:`~calcore.evaluation.slice_ranking.STANDOUT_Z` of their noise: where the
-        model is miscalibrated more than it is everywhere, most first."""
-        return tuple(s for s in self.discoveries(level) if s.z >= STANDOUT_Z)
+        :data:`~calcore.evaluation.slice_ranking.STANDOUT_Z` of their noise (and, when it
+        was measured, whose test after the model's own curve finds them at ``level`` too):
+        where the model is miscalibrated more than it is everywhere, most first."""
+        return tuple(
+            s
+            for s in self.discoveries(level)
+            if s.z >= STANDOUT_Z and not (np.isfinite(s.beyond_q) and s.beyond_q > level)
+        )
 
     def headline(self, level: float = 0.05) -> str:
         """One sentence a reviewer can read aloud: where the model is miscalibrated, which
@@ -351,13 +368,26 @@ class SlicedReport:
                     f", {top.direction} ({what} {top.observed:.3g} against {against} "
                     f"{top.expected:.3g})"
                 )
-            words += f"; {top.z:.1f} noise SDs beyond the model's error (q = {top.q_value:.2g})."
+            if np.isfinite(top.beyond_q):
+                words += (
+                    f"; {top.z:.1f} noise SDs beyond the model's own calibration curve "
+                    f"(q = {top.beyond_q:.2g})."
+                )
+            else:
+                words += (
+                    f"; {top.z:.1f} noise SDs beyond the model's error (q = {top.q_value:.2g})."
+                )
             more = [s.label for s in stand[1:]]
             if more:
                 shown = ", ".join(more[:3]) + (
                     f" and {len(more) - 3} others" if len(more) > 3 else ""
                 )
                 words += f" {len(more)} more beyond the model's error: {shown}."
+            if np.isfinite(top.beyond_q):
+                return words + (
+                    " One calibrator for every row will not fix it: fit one per slice, or give "
+                    "the model the feature it lacks."
+                )
             return words + (
                 " Check them after a global calibrator (evaluate_by on its output; the CLI's "
                 "--after): a slice that keeps its error needs a per-slice fit or a feature the "
@@ -406,6 +436,7 @@ def evaluate_by(
     interval_method: str | None = None,
     sample_weight=None,
     max_slices: int = MAX_SLICE_VALUES,
+    beyond_model: bool = True,
 ) -> SlicedReport:
     """Evaluate ``preds`` overall and per slice of its metadata columns.
 
@@ -438,6 +469,19 @@ def evaluate_by(
         column).
     max_slices : int
         Most slices allowed.
+    beyond_model : bool, default True
+        Measure each tested slice's ``excess`` and ``z`` (the ranking) after the model's
+        own calibration curve: an isotonic map of the ranking metric's view
+        (:data:`~calcore.evaluation.slice_ranking.MODEL_CURVE`) fitted on the evaluated
+        rows (a stream: a seeded sample of
+        :data:`~calcore.evaluation.slice_ranking.MODEL_FIT_ROWS`), then each slice tested
+        again on the mapped scores. A slice that only shares the model's miscalibration
+        (over-confident everywhere, so more where its scores are high) then ranks as noise;
+        one the model misses keeps its error. ``p_value`` and ``q_value`` stay those of
+        "the slice is calibrated"; ``beyond_q`` is that of "it departs from the model's
+        curve". Costs one more test of the ranking metric per slice (a stream: a sample
+        and the passes once more). False: both against the slice's own predictions, with
+        the whole model's effect subtracted.
 
     Returns
     -------
@@ -490,8 +534,25 @@ def evaluate_by(
                 "sample_weight= is for predictions in memory; a stream's weights come from its "
                 "weight column (scan(weight_column=))."
             )
-        return evaluate_stream_by(preds, by, options=options, **common)
-    return _evaluate_in_memory_by(preds, by, sample_weight, options=options, **common)
+        sliced = evaluate_stream_by(preds, by, options=options, **common)
+    else:
+        sliced = _evaluate_in_memory_by(preds, by, sample_weight, options=options, **common)
+    if not (beyond_model and n_resamples and any(s.tested for s in sliced.slices)):
+        return sliced
+    # the same slices after the model's own calibration curve: only the ranking metric
+    curve, fitted_on = fit_model_curve(preds, rank_metric, seed=seed, sample_weight=sample_weight)
+    mapped = (
+        curve.transform(preds)
+        if isinstance(preds, Predictions)
+        else preds.with_transform(curve.transform)
+    )
+    after = evaluate_by(
+        mapped, by, bins=bins, binning=binning, seed=seed, n_bootstrap=0,
+        n_resamples=n_resamples, metrics=[rank_metric], rank_by=rank_metric,
+        min_slice_rows=min_slice_rows, sample_weight=sample_weight, max_slices=max_slices,
+        beyond_model=False,
+    )  # fmt: skip
+    return beyond_the_curve(sliced, after, curve=curve.name, fitted_on=fitted_on)
 
 
 def _evaluate_in_memory_by(

@@ -162,6 +162,9 @@ class PredictionStream:
         as :func:`calcore.load_predictions` types them, from the batch's values), for a
         transform that needs them (:class:`calcore.PerSliceCalibrator`).
 
+        On a stream that already has a transform the two compose: ``transform`` is applied
+        to the first one's output (a calibrator's output keeps its input's metadata).
+
         Raises
         ------
         CalcoreError
@@ -171,6 +174,13 @@ class PredictionStream:
             from calcore.io._sampling import need_slice_columns
 
             need_slice_columns(self)
+        if self.transform is not None:
+            first, then = self.transform, transform
+
+            def transform(preds):
+                return then(first(preds))
+
+            with_metadata = with_metadata or self.transform_metadata
         return replace(self, transform=transform, transform_metadata=with_metadata)
 
     def with_split(self, split: str | None) -> "PredictionStream":
