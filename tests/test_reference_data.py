@@ -12,7 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REFERENCE_DIR, REPO_ROOT
+
+# computed here, not imported from conftest: with the whole suite collected, "conftest" can
+# name tests/e2e/conftest.py
+REPO_ROOT = Path(__file__).resolve().parents[1]
+REFERENCE_DIR = REPO_ROOT / "assets" / "reference"
 
 #: Text that would reach outside the repository for data (a folder beside the clone, a
 #: machine's absolute path, an environment variable naming one).
