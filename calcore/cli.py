@@ -698,7 +698,12 @@ def _slices_table(sliced: SlicedReport) -> list[str]:
         "",
         f"Slices by {' x '.join(sliced.columns)}, most miscalibrated first "
         f"(calibration test of {label}, {sliced.n_resamples} redrawn label sets each; "
-        "q <= 0.05 first, by z: the excess over the slice's noise and the whole model's):",
+        "q <= 0.05 first, by z: the error beyond the slice's noise"
+        + (
+            " after the model's own calibration curve):"
+            if any(s.beyond_q == s.beyond_q for s in sliced.slices)
+            else " and the whole model's):"
+        ),
         "",
     ]
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
