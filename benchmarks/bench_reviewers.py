@@ -2,8 +2,8 @@
 
 ``--sessions`` browser sessions (separate browser contexts, so separate Streamlit sessions)
 open the same link to the demo dataset at the same moment on a fresh server, then each
-changes the number of bins, switches to the confidence reliability view and back to the
-metrics. Reported:
+changes the number of bins, switches to the reliability view (of P(class 1) for a binary
+model) and back to the metrics. Reported:
 
 * per action, the seconds of every session and their median, 95th percentile (nearest
   rank: with 8 sessions, the slowest) and maximum;
@@ -43,6 +43,8 @@ TIMEOUT_MS = 900_000
 DATASET = "clicks.parquet"
 LINK = f"/?data={DATASET}&m=ts&m=tl-hb"
 READ_LINE = re.compile(r"read at \d\d:\d\d:\d\d UTC in [\d.]+ s")
+RELIABILITY_VIEW = re.compile(r"^(Confidence reliability|Reliability \(positive class\))$")
+RELIABILITY_HEADING = re.compile(r"^(Confidence reliability diagram|Reliability of P\(.+\))$")
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -96,8 +98,9 @@ async def reviewer(browser, url: str, start_together: asyncio.Event) -> dict:
         await settle(page)
 
     async def view_switch():
-        await page.get_by_test_id("stRadio").get_by_text("Confidence reliability").click()
-        await page.get_by_role("heading", name="Confidence reliability diagram").wait_for()
+        # the reliability view: named for the confidence, or for a binary model's P(class 1)
+        await page.get_by_test_id("stRadio").get_by_text(RELIABILITY_VIEW).click()
+        await page.get_by_role("heading", name=RELIABILITY_HEADING).wait_for()
         await settle(page)
 
     async def back_to_metrics():

@@ -266,15 +266,23 @@ def beyond_the_curve(sliced, after, *, curve: str, fitted_on: str):
     index = {s.values: j for j, s in enumerate(new)}
     order = tuple(index[s.values] for s in sliced.in_order())  # natural order -> rank
     note = (
-        f"z and excess are measured after the model's own calibration curve ({curve} fitted "
-        f"on {fitted_on}): a slice that only shares the model's miscalibration ranks as "
-        "noise, one the model misses keeps its error; beyond_q is the q-value of that "
-        "test. p and q say whether the slice is calibrated at all."
+        f"Those with q <= {RANK_LEVEL} come first, by z: the slice's error without the noise "
+        f"its redrawn values show, after the model's own calibration curve ({curve} fitted on "
+        f"{fitted_on}), over the sd of its redrawn values. A slice that only shares the "
+        "model's miscalibration ranks as noise, one the model misses keeps its error; "
+        "beyond_q is the q-value of that test. p and q say whether the slice is calibrated "
+        "at all. Then the other tested slices, by p-value."
     )
+    # the raw ranking's sentence described a z this replaces: keep its first part only
+    notes = []
+    for n in sliced.notes:
+        if n.startswith("Slices are tested by") and " Those with q" in n:
+            n = n.split(" Those with q")[0]
+        notes.append(n)
     return replace(
         sliced,
         slices=new,
         order=order,
-        notes=(*sliced.notes, note),
+        notes=(*notes, note),
         overall_effect=after.overall_effect,
     )
