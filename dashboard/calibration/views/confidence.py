@@ -11,6 +11,7 @@ import streamlit as st
 
 import calcore
 from dashboard.calibration import compute
+from dashboard.calibration.views import metrics
 from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import reliability_figure
 from dashboard.text import escape_markdown as esc
@@ -70,11 +71,14 @@ def positive(ctx) -> None:
     """A binary model: its one probability against the observed frequency, answer first."""
     name = ctx.test.class_names[1]
     st.subheader(f"Reliability of P({esc(name)})")
+    # the Metrics view's report (cached): with its intervals, unless that view defers them
+    # on large data (they would cost the same here, on a view switch)
+    boot = 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_bootstrap
     report = compute.report(
         ctx.keys[calcore.UNCALIBRATED],
         ctx.settings.binning,
         ctx.settings.bins,
-        ctx.settings.n_bootstrap,
+        boot,
         ctx.outputs[calcore.UNCALIBRATED],
     )
     words = calcore.binary_summary(report, positive=name)
