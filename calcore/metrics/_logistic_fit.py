@@ -36,6 +36,9 @@ _MAX_HALVINGS = 60
 _STEP_TOLERANCE = 1e-11
 #: Replicates x rows per block of temporaries (about 8 arrays of this many float64s).
 _BLOCK_VALUES = 2_000_000
+#: Rows of the warm start's fit (every k-th row): its estimate is within about
+#: 1/sqrt(65,536) of the full fit's, where Newton converges in 2-3 steps over every row.
+WARM_START_ROWS = 65_536
 
 
 def separated(z: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -55,9 +58,18 @@ def separated(z: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return (max_neg <= min_pos) | (max_pos <= min_neg)
 
 
-def _log_likelihood(eta: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    # y eta - log(1 + e^eta), exact for any eta (no overflow of e^eta)
-    return np.sum(weights * (y * eta - np.logaddexp(0.0, eta)), axis=1)
+def _log_likelihood(eta: np.ndarray, y: np.ndarray, weights: np.ndarray):
+    """``sum w (y eta - log(1 + e^eta))`` per row of ``weights``, and ``expit(eta)`` (the
+    next Newton step's probabilities, computed once for both).
+
+    ``log(1 + e^eta)`` is ``eta - log(mu)`` for ``eta > 0`` and ``-log1p(-mu)`` otherwise:
+    each accurate where it is used (``mu`` near 1, near 0), one logarithm a row instead of
+    ``np.logaddexp``'s two transcendental calls (10M rows: 0.06 s against 0.15 s).
+    """
+    mu = expit(eta)
+    with np.errstate(divide="ignore"):
+        softplus = np.where(eta > 0, eta - np.log(mu), -np.log1p(-mu))
+    return np.sum(weights * (y * eta - softplus), axis=1), mu
 
 
 def _blocks(n_rows: int, n_sets: int):
@@ -87,18 +99,46 @@ def fit_slope(z, y, weights) -> tuple[np.ndarray, np.ndarray]:
         w = weights[block]
         ok = ~separated(z, y, w)
         if ok.any():
-            a[block][ok], b[block][ok] = _newton_slope(z, y, w[ok])
+            start = _warm_start(z, y, w[ok], slope=True)
+            a[block][ok], b[block][ok] = _newton_slope(z, y, w[ok], *start)
     return a, b
 
 
-def _newton_slope(z, y, w):
+def _warm_start(z, y, w, *, slope: bool):
+    """Starting values from the fit on every k-th row (about :data:`WARM_START_ROWS`), where
+    that fit exists; the identity (``a = 0, b = 1``) elsewhere. The log-likelihood is
+    concave, so the full fit's maximum does not depend on the start; a start near it only
+    saves Newton steps over every row (10M rows: 2-3 instead of 6-8)."""
     r = w.shape[0]
-    a, b = np.zeros(r), np.ones(r)
+    a0, b0 = np.zeros(r), np.ones(r)
+    step = z.size // WARM_START_ROWS
+    if step < 2:
+        return (a0, b0) if slope else (a0,)
+    zs, ys, ws = z[::step], y[::step], w[:, ::step]
+    if slope:
+        fine = ~separated(zs, ys, ws)
+        if fine.any():
+            a, b = _newton_slope(zs, ys, ws[fine], a0[fine], b0[fine])
+            good = np.isfinite(a) & np.isfinite(b)
+            a0[np.flatnonzero(fine)[good]], b0[np.flatnonzero(fine)[good]] = a[good], b[good]
+        return a0, b0
+    pos = (ws * ys).sum(axis=1)
+    fine = (pos > 0) & (pos < ws.sum(axis=1))
+    if fine.any():
+        a = _newton_intercept(zs, ys, ws[fine], a0[fine])
+        good = np.isfinite(a)
+        a0[np.flatnonzero(fine)[good]] = a[good]
+    return (a0,)
+
+
+def _newton_slope(z, y, w, a, b):
+    r = w.shape[0]
+    a, b = a.copy(), b.copy()
     zz = z * z
     done = np.zeros(r, dtype=bool)
+    eta = a[:, None] + b[:, None] * z
+    ll, mu = None, expit(eta)
     for _ in range(MAX_ITERATIONS):
-        eta = a[:, None] + b[:, None] * z
-        mu = expit(eta)
         resid = w * (y - mu)
         g0, g1 = resid.sum(axis=1), resid @ z
         wv = w * (mu * (1.0 - mu))
@@ -108,10 +148,10 @@ def _newton_slope(z, y, w):
             da = (h11 * g0 - h01 * g1) / det
             db = (h00 * g1 - h01 * g0) / det
         da, db = np.where(done, 0.0, da), np.where(done, 0.0, db)
-        step = _line_search(eta, da[:, None] + db[:, None] * z, y, w)
+        step, eta, ll, mu = _line_search(eta, da[:, None] + db[:, None] * z, y, w, ll)
         a, b = a + step * da, b + step * db
         moved = np.maximum(np.abs(step * da) / (1 + np.abs(a)), np.abs(step * db) / (1 + np.abs(b)))
-        done |= ~(moved > _STEP_TOLERANCE)  # NaN (a singular Hessian) stops too, as NaN
+        done |= ~(_next_step(moved, step) > _STEP_TOLERANCE)  # NaN (singular Hessian) stops too
         if done.all():
             break
     bad = ~done | ~np.isfinite(a) | ~np.isfinite(b)
@@ -129,39 +169,62 @@ def fit_intercept(z, y, weights) -> np.ndarray:
         pos = (w * y).sum(axis=1)
         ok = (pos > 0) & (pos < w.sum(axis=1))
         if ok.any():
-            out[block][ok] = _newton_intercept(z, y, w[ok])
+            (start,) = _warm_start(z, y, w[ok], slope=False)
+            out[block][ok] = _newton_intercept(z, y, w[ok], start)
     return out
 
 
-def _newton_intercept(z, y, w):
-    a = np.zeros(w.shape[0])
+def _newton_intercept(z, y, w, a):
+    a = a.copy()
     done = np.zeros(w.shape[0], dtype=bool)
+    eta = a[:, None] + z
+    ll, mu = None, expit(eta)
     for _ in range(MAX_ITERATIONS):
-        eta = a[:, None] + z
-        mu = expit(eta)
         g = np.sum(w * (y - mu), axis=1)
         h = np.sum(w * (mu * (1.0 - mu)), axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             da = np.where(done, 0.0, g / h)
-        step = _line_search(eta, np.broadcast_to(da[:, None], eta.shape), y, w)
+        step, eta, ll, mu = _line_search(eta, np.broadcast_to(da[:, None], eta.shape), y, w, ll)
         a = a + step * da
-        done |= ~(np.abs(step * da) / (1 + np.abs(a)) > _STEP_TOLERANCE)
+        done |= ~(_next_step(np.abs(step * da) / (1 + np.abs(a)), step) > _STEP_TOLERANCE)
         if done.all():
             break
     return np.where(done & np.isfinite(a), a, np.nan)
 
 
-def _line_search(eta, direction, y, w) -> np.ndarray:
+def _line_search(eta, direction, y, w, start):
     """Per fit, the largest step ``t`` in 1, 1/2, 1/4, ... along ``direction`` (the change
-    of the linear predictor ``eta``) that does not lower the log-likelihood (by more than its
-    rounding: a converged fit's step changes nothing)."""
-    start = _log_likelihood(eta, y, w)
+    of the linear predictor ``eta``) that does not lower the log-likelihood ``start`` at
+    ``eta`` (by more than its rounding: a converged fit's step changes nothing); returns
+    ``t``, the new linear predictor, its log-likelihood (None where it was not needed: the
+    next step's ``start``) and its probabilities.
+
+    The full Newton step is taken without a log-likelihood when the likelihood still rises
+    at its end along ``direction`` (``sum w (y - mu) d >= 0``): the log-likelihood is
+    concave, so it then rose along the whole step. Only an overshooting step pays for the
+    log-likelihoods (about 0.15 s a fit on 10M rows) and the halving.
+    """
+    new = eta + direction
+    mu = expit(new)
+    if np.all(np.sum(w * (y - mu) * direction, axis=1) >= 0):
+        return np.ones(eta.shape[0]), new, None, mu
+    if start is None:
+        start, _ = _log_likelihood(eta, y, w)
     t = np.ones(start.shape[0])
     slack = 1e-12 * (1.0 + np.abs(start))
     for _ in range(_MAX_HALVINGS):
+        new = eta + t[:, None] * direction
+        ll, mu = _log_likelihood(new, y, w)
         with np.errstate(invalid="ignore"):
-            worse = ~(_log_likelihood(eta + t[:, None] * direction, y, w) >= start - slack)
+            worse = ~(ll >= start - slack)
         if not worse.any():
             break
         t = np.where(worse, t / 2, t)
-    return t
+    return t, new, ll, mu
+
+
+def _next_step(moved, step):
+    """The size the next Newton step would have: a full step converges quadratically, so
+    one of relative size ``m`` leaves about ``m**2`` (the step that would only confirm it is
+    skipped); a damped step says nothing of the next and counts as it is."""
+    return np.where(step == 1.0, moved * moved, moved)
