@@ -79,7 +79,8 @@ def binary_summary(report, *, positive: str = "class 1", level: float = 0.05) ->
     slope = m.get("calibration_slope")
     if slope is not None and math.isfinite(slope):
         s_iv = _interval(report, "calibration_slope")
-        s_shown = f"{slope:.2f}" + (f" [{s_iv[0]:.2f}, {s_iv[1]:.2f}]" if s_iv else "")
+        # three decimals: an end of 0.9997 must not read as the ideal 1.00
+        s_shown = f"{slope:.3f}" + (f" [{s_iv[0]:.3f}, {s_iv[1]:.3f}]" if s_iv else "")
         if s_iv and s_iv[1] < 1:
             parts.append(
                 f"its probabilities are too extreme (calibration slope {s_shown}: they should "

@@ -439,8 +439,9 @@ def _choose(comparison, tied, estimates, guards) -> tuple[str, str]:
     if len(pool) == 1:
         m = pool[0]
         why = "the lowest estimate, clearly below the others" if len(tied) == 1 else ""
-        keeps = "keeps accuracy" if _keeps_accuracy(comparison, m) else "changes the argmax"
-        return m, ", ".join(w for w in (why, keeps) if w)
+        # a change of the argmax is said once, as a warning with its size
+        keeps = "keeps accuracy" if _keeps_accuracy(comparison, m) else ""
+        return m, ", ".join(w for w in (why, keeps) if w) or "the only method tied with the best"
 
     def key(m):
         return (
