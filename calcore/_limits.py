@@ -23,6 +23,7 @@ __all__ = [
     "ROWS",
     "CLASSES",
     "N_REPEATS_FOR_SPREAD",
+    "MAX_TOTAL_WEIGHT",
 ]
 
 
@@ -73,3 +74,12 @@ ROWS = CountLimit(1)
 CLASSES = CountLimit(2)
 #: Repetitions from which a spread is estimated.
 N_REPEATS_FOR_SPREAD = CountLimit(2)
+
+
+# Row weights -------------------------------------------------------------------------
+
+#: The largest total weight of the rows evaluated together: 2**53, the last integer from
+#: which float64 sums of integer (frequency) weights are still exact. Equal-mass ranks
+#: ``floor(k m / B)`` and bin counts are exact below it; above it (hashed or monetary
+#: "weights" near 1e15-1e16) they round, and equal-mass metrics move by 0.01 or more.
+MAX_TOTAL_WEIGHT = float(2**53)

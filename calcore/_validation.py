@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._limits import MAX_TOTAL_WEIGHT
 
 __all__ = [
     "InputContext",
@@ -32,6 +33,7 @@ __all__ = [
     "check_label_names",
     "check_binary_probs",
     "check_sample_weight",
+    "check_total_weight",
 ]
 
 
@@ -506,7 +508,9 @@ def check_sample_weight(
             f"{source}: one weight per row is needed, shape ({n_rows},); got shape {w.shape}."
         )
     w = w.astype(np.float64)
-    bad = ~np.isfinite(w) | (w < 0)
+    # A subnormal weight has lost significant bits already (and its products with
+    # probabilities underflow to 0), so a row's share would be silently wrong.
+    bad = ~np.isfinite(w) | (w < 0) | ((w > 0) & (w < _SMALLEST_WEIGHT))
     if bad.any():
         i = int(np.argmax(bad))
         value = float(w[i])
@@ -517,8 +521,40 @@ def check_sample_weight(
             else f"{source}: {row(i)} has weight {value!r}"
         )
         raise CalcoreError(
-            f"{where}; weights must be finite and >= 0 (0 leaves a row out). Fix or drop that row."
+            f"{where}; weights must be finite and 0 (leaves the row out) or from "
+            f"{_SMALLEST_WEIGHT:.3g} (the smallest float64 with full precision). "
+            "Fix or drop that row, or rescale every weight by one factor."
         )
     if n_rows and not allow_all_zero and not (w > 0).any():
         raise CalcoreError(f"{source}: every weight is 0, so there is nothing to evaluate.")
+    check_total_weight(float(np.sum(w)), source=source, column=column)
     return w
+
+
+#: Positive weights below this are subnormal floats (fewer significant bits).
+_SMALLEST_WEIGHT = float(np.finfo(np.float64).tiny)
+
+
+def check_total_weight(total: float, *, source: str, column: str | None = None) -> float:
+    """``total`` (the weight of the rows evaluated together), or a CalcoreError when it
+    exceeds :data:`calcore._limits.MAX_TOTAL_WEIGHT` (2**53), beyond which float64 sums
+    of frequency weights, equal-mass ranks and bin counts are no longer exact.
+
+    Examples
+    --------
+    >>> check_total_weight(1e6, source="w")
+    1000000.0
+    >>> check_total_weight(1e17, source="w")
+    Traceback (most recent call last):
+    ...
+    calcore._errors.CalcoreError: w: the rows' total weight is 1e+17, above 2**53 = 9.01e+15, ...
+    """
+    if not total <= MAX_TOTAL_WEIGHT:  # also catches an infinite or NaN total
+        named = f", column {column!r}" if column is not None else ""
+        raise CalcoreError(
+            f"{source}{named}: the rows' total weight is {total:.3g}, above 2**53 = "
+            f"{MAX_TOTAL_WEIGHT:.3g}, the largest total at which float64 sums of weights, "
+            "equal-mass ranks and bin counts stay exact. Divide every weight by one "
+            "common factor."
+        )
+    return total

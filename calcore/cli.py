@@ -34,6 +34,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import traceback
 import warnings
 
 from calcore import gates
@@ -51,7 +52,8 @@ from calcore.slicing import parse_slice_spec
 __all__ = ["main", "build_parser", "parse_param"]
 
 EXIT_FAILED = 1  # calcore check: a gate failed
-EXIT_USAGE = 2
+EXIT_USAGE = 2  # bad input or arguments
+EXIT_INTERNAL = 3  # a bug in calcore: never read as "a gate failed" (1) nor "your input" (2)
 
 
 def _bins(text: str):
@@ -1095,7 +1097,7 @@ _COMMANDS = {
 
 def main(argv=None) -> int:
     """Entry point of the ``calcore`` console script; returns the exit code (``check``: 1 when
-    a gate fails; every command: 2 for bad input or arguments)."""
+    a gate fails; every command: 2 for bad input or arguments, 3 for a bug in calcore)."""
     args = build_parser().parse_args(argv)  # argparse itself exits with 2 on usage errors
     try:
         return _COMMANDS[args.command](args)
@@ -1104,6 +1106,15 @@ def main(argv=None) -> int:
     except OSError as exc:  # missing or unreadable file
         name = getattr(exc, "filename", None) or getattr(args, "file", "")
         _error_line(f"cannot read or write {name!s}: {exc.strerror or exc}")
+    except Exception as exc:  # a bug; Python's default would exit 1, read by CI as a failed gate
+        if os.environ.get("CALCORE_DEBUG"):
+            traceback.print_exc()
+        _error_line(
+            f"internal error ({type(exc).__name__}: {exc}). This is a bug in calcore, not in "
+            "your input: please report it with the command line (set CALCORE_DEBUG=1 for "
+            "the traceback)."
+        )
+        return EXIT_INTERNAL
     return EXIT_USAGE
 
 

@@ -395,3 +395,25 @@ def test_metric_option_computes_only_the_named_metrics(csv_file, parquet_dir, ca
     with pytest.raises(SystemExit) as exc:
         main(["metrics", str(path), "--metric", "ece_of_my_dreams"])
     assert exc.value.code == 2
+
+
+def test_a_bug_exits_3_with_one_line_never_1_which_reads_as_a_failed_gate(
+    csv_file, capsys, monkeypatch
+):
+    """An exception calcore did not mean to raise (here a TypeError planted in the metrics
+    command) is a bug: exit 3 and one line saying so, not Python's exit 1 and a traceback
+    that a CI step reads as 'a calibration gate failed'."""
+    import calcore.cli as cli
+
+    def broken(args):
+        raise TypeError("unsupported operand")
+
+    monkeypatch.setitem(cli._COMMANDS, "metrics", broken)
+    monkeypatch.delenv("CALCORE_DEBUG", raising=False)
+    assert main(["metrics", str(csv_file)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "internal error (TypeError: unsupported operand)" in err and "CALCORE_DEBUG=1" in err
+    monkeypatch.setenv("CALCORE_DEBUG", "1")
+    assert main(["metrics", str(csv_file)]) == 3
+    assert "Traceback" in capsys.readouterr().err

@@ -410,7 +410,7 @@ def _adaptive_reference(probs, labels, w, bins, threshold):
         ordered = sorted(kept, key=lambda i: probs[i, c])
         cuts = []
         for k in range(1, bins):
-            rank = math.floor(k * total / bins)
+            rank = (k * total) // bins  # Python integers: exact for any total
             cum, cut = 0.0, -math.inf
             if rank > 0:
                 for i in ordered:
@@ -484,3 +484,75 @@ def test_debiased_ece_with_fractional_weights_equals_a_loop_reference():
     assert want > 0.01  # a miscalibrated model: the estimate is not clipped to 0
     got = calcore.evaluate(preds, metrics=["debiased_ece"], bins=10).metrics["debiased_ece"]
     assert got == pytest.approx(want, rel=1e-10)
+
+
+def test_integer_weights_up_to_the_total_limit_give_exact_equal_mass_bins():
+    """Frequency weights scaled by 2**40 (total 1.3e15, below 2**53): ACE and TACE equal the
+    loop reference in exact integer arithmetic; the int64 product k*m of the old ranks
+    overflowed for such totals at 15 bins and moved ACE by 0.01."""
+    z, y = _logits(400, 3, seed=14)
+    w = np.random.default_rng(14).integers(1, 5, 400).astype(np.float64) * 2.0**40
+    preds = calcore.Predictions.from_logits(z, y, sample_weight=w)
+    for metric, threshold in (("ace", None), ("tace", 1e-3)):
+        got = calcore.evaluate(preds, metrics=[metric], bins=15).metrics[metric]
+        assert got == pytest.approx(_adaptive_reference(preds.probs, y, w, 15, threshold), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "weights, said",
+    [
+        ([2.0**52, 2.0**52, 2.0], "total weight is 9.01e+15"),  # 2**53 + 2: just past the limit
+        ([1e300, 1e300, 1e300], "total weight is 3e+300"),
+        ([1e308, 1e308, 1e308], "total weight is inf"),  # each finite, the sum is not
+    ],
+)
+def test_a_total_weight_above_2_53_is_refused_naming_the_limit(tmp_path, capsys, weights, said):
+    probs = np.array([[0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
+    with pytest.raises(calcore.CalcoreError, match=r"above 2\*\*53 = 9.01e\+15") as err:
+        calcore.Predictions.from_probs(probs, [0, 1, 1], sample_weight=weights)
+    assert said in str(err.value) and "Divide every weight by one common factor" in str(err.value)
+    path = tmp_path / "w.csv"
+    rows = [f"{y},{p[0]},{p[1]},{w!r}" for y, p, w in zip([0, 1, 1], probs.tolist(), weights)]
+    path.write_text("label,p0,p1,weight\n" + "\n".join(rows) + "\n")
+    # an input error, not a failed gate (it used to pass the gate on a NaN ECE, exit 0)
+    assert main(["check", str(path), "--max", "conf_ece=0.5"]) == 2
+    err_line = capsys.readouterr().err
+    assert "w.csv, column 'weight'" in err_line and said in err_line
+
+
+def test_a_stream_whose_batches_pass_but_whose_total_does_not_is_refused(tmp_path):
+    """Each row group's total is 2**53 exactly (allowed); the file's is 2**54."""
+    path = tmp_path / "w.parquet"
+    table = pa.table(
+        {
+            "label": [0, 1, 1, 0],
+            "p0": [0.8, 0.3, 0.4, 0.6],
+            "p1": [0.2, 0.7, 0.6, 0.4],
+            "weight": [2.0**52] * 4,
+        }
+    )
+    pq.write_table(table, path, row_group_size=2)
+    for metrics in (["conf_ece"], ["ace"]):  # the end of the pass, and the equal-mass ranks
+        with pytest.raises(calcore.CalcoreError, match=r"total weight is 1.8e\+16, above 2\*\*53"):
+            calcore.evaluate(calcore.scan(path, batch_rows=2), metrics=metrics)
+
+
+@pytest.mark.parametrize("tiny", [5e-324, 1e-310])
+def test_a_subnormal_weight_is_refused_naming_its_row(tiny):
+    w = np.ones(5)
+    w[3] = tiny
+    with pytest.raises(calcore.CalcoreError, match=r"row 3 \(0-based\) has weight .*smallest float64"):
+        calcore.Predictions.from_probs(np.full((5, 2), 0.5), [0, 1, 0, 1, 0], sample_weight=w)
+    w[3] = np.finfo(np.float64).tiny  # the smallest normal float is a weight
+    calcore.Predictions.from_probs(np.full((5, 2), 0.5), [0, 1, 0, 1, 0], sample_weight=w)
+
+
+def test_equal_mass_ranks_equal_exact_integer_arithmetic_up_to_the_limits():
+    from calcore.statistics.edges import equal_mass_ranks
+
+    rng = np.random.default_rng(15)
+    totals = [0, 1, 7, 2**31 + 3, 2**52 + 12345, 2**53] + [int(t) for t in rng.integers(0, 2**53, 20)]
+    for total in totals:
+        for bins in (2, 15, 1000, 100_000):
+            want = [(k * total) // bins for k in range(1, bins)]  # Python ints never overflow
+            assert equal_mass_ranks(float(total), bins).tolist() == want, (total, bins)

@@ -16,7 +16,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore._limits import N_BOOTSTRAP
 from calcore._threads import side_by_side
-from calcore._validation import row_weights
+from calcore._validation import check_total_weight, row_weights
 from calcore.binning import resolve_binning
 from calcore.evaluation.binary_rows import (
     binary_row_replicates,
@@ -759,6 +759,7 @@ def _evaluate_stream(
             + (" with a positive weight" if stats.n_rows else "")
             + ". Nothing to evaluate."
         )
+    check_total_weight(float(stats.weight), source=stream.name)
     return streamed_report(
         passes,
         wanted=wanted,

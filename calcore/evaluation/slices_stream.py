@@ -26,6 +26,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._limits import N_BOOTSTRAP
+from calcore._validation import check_total_weight
 from calcore.binning import resolve_binning
 from calcore.evaluation.bootstrap import check_bootstrap_options
 from calcore.evaluation.calibration_test import test_from_null
@@ -103,6 +104,7 @@ def evaluate_stream_by(
     )
     if out.overall.statistics.n_rows == 0 or out.overall.statistics.weight == 0:
         raise CalcoreError(f"{stream.name}: no rows with a positive weight. Nothing to evaluate.")
+    check_total_weight(float(out.overall.statistics.weight), source=stream.name)
     report = dict(
         wanted=wanted,
         kde=kde,

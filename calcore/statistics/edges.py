@@ -41,6 +41,7 @@ from functools import cached_property
 
 import numpy as np
 
+from calcore._validation import check_total_weight
 from calcore.binning import BIN_COUNT_RULES, BinningScheme, equal_width_index, resolve_binning
 from calcore.statistics.cuts import GroupedCuts
 
@@ -49,6 +50,7 @@ __all__ = [
     "BinAssignment",
     "edges_for",
     "group_thresholds",
+    "equal_mass_ranks",
     "assign_bins",
     "bins_per_group",
 ]
@@ -221,9 +223,34 @@ def group_thresholds(scheme, sorted_scores, weights_sorted, n_bins: int) -> np.n
         cum = None
     else:
         cum = np.cumsum(weights_sorted)
-        m = int(np.floor(cum[-1] + 1e-9))
-    ranks = (np.arange(1, n_bins, dtype=np.int64) * m) // n_bins
-    return _order_statistics(sorted_scores, cum, ranks)
+        m = cum[-1]
+    return _order_statistics(sorted_scores, cum, equal_mass_ranks(m, n_bins))
+
+
+def equal_mass_ranks(total, n_bins: int) -> np.ndarray:
+    """The ranks ``R_k = floor(k m / B)``, ``k = 1 .. B-1``, of a group of total weight
+    ``total`` (``m`` = ``total`` rounded down; its size for unit weights).
+
+    Computed as ``k q + floor(k r / B)`` with ``m = q B + r``, so that no product
+    exceeds ``m`` or ``B**2``: ``k m`` itself overflows int64 for totals near 2**53
+    and 100,000 bins.
+
+    Raises
+    ------
+    CalcoreError
+        If ``total`` exceeds 2**53, where float64 sums of weights are no longer exact.
+
+    Examples
+    --------
+    >>> equal_mass_ranks(10, 4).tolist()
+    [2, 5, 7]
+    >>> int(equal_mass_ranks(2**53, 100_000)[-1]) == (99_999 * 2**53) // 100_000
+    True
+    """
+    m = int(np.floor(check_total_weight(float(total), source="equal-mass bins") + 1e-9))
+    q, r = divmod(m, max(int(n_bins), 1))
+    k = np.arange(1, max(int(n_bins), 1), dtype=np.int64)
+    return k * q + (k * r) // max(int(n_bins), 1)
 
 
 def edges_for(

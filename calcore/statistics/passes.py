@@ -29,7 +29,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore.binning import BIN_COUNT_RULES, BinningScheme
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec, row_slice
-from calcore.statistics.edges import BinEdges, bins_per_group
+from calcore.statistics.edges import BinEdges, bins_per_group, equal_mass_ranks
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
 from calcore.statistics.points import complementary_binary, points_below
 from calcore.statistics.poisson import WeightsBuffer, poisson_weights
@@ -569,8 +569,7 @@ class _Lane:
             for group, (b, m) in enumerate(zip(nb, self.sizes[key], strict=True)):
                 # R_k = floor(k m / B), m the group's total weight (its size for unit
                 # weights); R_k = 0 stays 0 (a threshold of -inf), others move past the cut.
-                b, m = max(int(b), 1), int(np.floor(m + 1e-9))
-                ranks = (np.arange(1, b, dtype=np.int64) * m) // b
+                ranks = equal_mass_ranks(m, b)
                 shifted = np.where(ranks > 0, ranks + below[group], 0.0)
                 start = sum(r.size for r in wanted[req.reduction][group])
                 wanted[req.reduction][group].append(shifted)

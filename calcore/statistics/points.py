@@ -22,7 +22,13 @@ from calcore._threads import in_threads
 from calcore.binning import equal_width_index, resolve_binning
 from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
-from calcore.statistics.edges import BinEdges, bins_per_group, edges_for, group_thresholds
+from calcore.statistics.edges import (
+    BinEdges,
+    bins_per_group,
+    edges_for,
+    equal_mass_ranks,
+    group_thresholds,
+)
 from calcore.statistics.selection import order_statistics
 
 __all__ = [
@@ -272,7 +278,7 @@ def _selected_thresholds(probs: np.ndarray, requests, w) -> list:
         for start_of, bins_of in zip(starts, n_bins, strict=True):
             start, b = int(start_of[c]), int(bins_of[c])
             m = n - start
-            ranks = (np.arange(1, b, dtype=np.int64) * m) // b if b > 1 and m else None
+            ranks = equal_mass_ranks(m, b) if b > 1 and m else None
             positions = None if ranks is None else np.where(ranks > 0, start + ranks - 1, -1)
             per_request.append((b, m, positions))
         wanted.append(per_request)
