@@ -28,5 +28,6 @@ def assert_clean(at) -> None:
 
 
 def unescape_markdown(text: str) -> str:
-    """Undo ``dashboard.text.escape_markdown`` (backslash before each special character)."""
-    return re.sub(r"\\(.)", r"\1", text)
+    """Undo ``dashboard.text.escape_markdown`` (backslash before each special character, and
+    the invisible word joiners that keep URLs and e-mail addresses from becoming links)."""
+    return re.sub(r"\\(.)", r"\1", text).replace("\u2060", "")
