@@ -25,6 +25,7 @@ from dashboard.calibration.state import (
     BINS_RANGE,
     BOOTSTRAP_CHOICES,
     DEFAULT_METHODS,
+    MAX_METHODS,
     MAX_SLICE_COLUMNS,
     RANK_CHOICES,
     SPLIT_MODES,
@@ -478,6 +479,7 @@ def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
         default=first,
         format_func=_method_label,
         key=KEY_METHODS,
+        max_selections=MAX_METHODS,
         help="Each is compared with the uncalibrated predictions on the test rows. Binary-only "
         "methods appear for 2 classes; wrap them with conf-/tl-/cw-/n- for multiclass data.",
     )

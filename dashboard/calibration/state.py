@@ -24,6 +24,7 @@ from dashboard.calibration.datadir import MAX_NAME_CHARS
 __all__ = [
     "BINS_RANGE",
     "BOOTSTRAP_CHOICES",
+    "MAX_METHODS",
     "BINNING_CHOICES",
     "DEFAULT_METHODS",
     "MAX_SLICE_COLUMNS",
@@ -88,6 +89,9 @@ PER_SLICE_FIT = "slice"
 
 #: What a newcomer sees: one parametric and one binning method.
 DEFAULT_METHODS = ("ts", "tl-hb")
+#: Calibrators compared at once, in the sidebar and in a link alike: each is a fit and an
+#: evaluation per view, so a link naming all 60 methods would hold the server for minutes.
+MAX_METHODS = 8
 
 
 @dataclass(frozen=True)
@@ -329,6 +333,8 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
             choice, why = parse_method(text)
             if choice is None:
                 dropped.append(why)
+            elif len(methods) == MAX_METHODS and choice not in methods:
+                dropped.append(f"{choice.label}: at most {MAX_METHODS} calibrators at once")
             elif choice not in methods:
                 methods.append(choice)
         methods = tuple(methods)

@@ -568,3 +568,26 @@ def test_a_weight_column_weights_the_metrics_and_can_be_turned_off():
     unweighted = calcore.evaluate(test.with_sample_weight(None), bins=15).metrics["conf_ece"]
     assert metrics_table(at).loc["uncalibrated", "conf-ECE"] == f"{unweighted:.4f}"
     assert f"{unweighted:.4f}" != f"{expected:.4f}"
+
+
+def test_a_link_for_many_bins_and_resamples_waits_for_a_click():
+    """``boot=1000&bins=5000&binning=equal-mass`` held the server 101 s with no click:
+    5000 bins x 10 classes x 1000 resamples x 3 methods is far above the page's budget."""
+    at = run_app({"bins": "5000", "binning": "equal-mass"}, bootstrap=1000)
+    (info,) = [i.value for i in at.info if "not computed automatically" in i.value]
+    assert "3 methods and 5000 bins" in unescape_markdown(info)
+    assert "[" not in metrics_table(at).loc["uncalibrated", "conf-ECE"]  # point estimates only
+
+
+def test_a_link_compares_at_most_max_methods_calibrators_and_says_which_it_left():
+    from dashboard.calibration.state import MAX_METHODS
+
+    names = ["ts", "tl-hb", "tl-iso", "conf-iso", "cw-hb", "conf-hb", "tl-platt", "ets", "vs", "n-hb"]
+    assert MAX_METHODS == 8 < len(names)
+    at = new_app({"m": names, "boot": "0", "view": "confidence"})
+    at.run()
+    assert_clean(at)
+    assert at.multiselect(key=controls.KEY_METHODS).value == names[:MAX_METHODS]
+    message = unescape_markdown(" ".join(w.value for w in at.warning))
+    assert "vs: at most 8 calibrators at once" in message
+    assert "n-hb: at most 8 calibrators at once" in message

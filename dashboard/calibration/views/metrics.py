@@ -347,17 +347,34 @@ AUTO_BOOTSTRAP_CELLS = 5_000_000
 #: Above this many (test row, resample) pairs too: 1,000,000 binary test rows with 200
 #: resamples took 49 s (benchmarks/bench_dashboard.py, 2M-row CSV), about 0.25 us a pair,
 #: so the automatic intervals stay under ~3 s.
+#: Counted once per evaluated method (the uncalibrated rows and each calibrator), so that a
+#: link asking for 1,000 resamples of three methods on 10,000 rows waits for a click.
 AUTO_BOOTSTRAP_ROW_RESAMPLES = 10_000_000
+#: Above this many (bin cell, resample) pairs too, summed over the methods: every resample
+#: keeps bins x classes cells per binned metric, so a link with ``bins=5000`` and 50
+#: resamples on 10 classes took 6 s a method (10,000 CIFAR-10 test rows, equal-mass),
+#: ``boot=1000&bins=5000&binning=equal-mass`` 101 s for the page.
+AUTO_BOOTSTRAP_BIN_RESAMPLES = 3_000_000
 KEY_FORCE_BOOTSTRAP = "view.metrics.force_bootstrap"
 
 
 def intervals_deferred(ctx) -> bool:
-    """Whether bootstrap intervals wait for the user's click (large data, not yet asked)."""
+    """Whether bootstrap intervals wait for the user's click (large data or many bins,
+    resamples or methods, not yet asked): no link makes the server resample for minutes
+    on its own."""
+    s = ctx.settings
+    methods = 1 + len(s.methods)  # the uncalibrated rows and each calibrator
     cells = ctx.test.n_samples * ctx.test.n_classes
-    pairs = ctx.test.n_samples * ctx.settings.n_bootstrap
+    pairs = ctx.test.n_samples * s.n_bootstrap * methods
+    bins = s.bins if isinstance(s.bins, int) else 0  # a count rule gives few bins
+    bin_pairs = bins * ctx.test.n_classes * s.n_bootstrap * methods
     return bool(
-        ctx.settings.n_bootstrap
-        and (cells > AUTO_BOOTSTRAP_CELLS or pairs > AUTO_BOOTSTRAP_ROW_RESAMPLES)
+        s.n_bootstrap
+        and (
+            cells > AUTO_BOOTSTRAP_CELLS
+            or pairs > AUTO_BOOTSTRAP_ROW_RESAMPLES
+            or bin_pairs > AUTO_BOOTSTRAP_BIN_RESAMPLES
+        )
         and not st.session_state.get(KEY_FORCE_BOOTSTRAP)
     )
 
@@ -438,8 +455,10 @@ def render(ctx) -> None:
         final = comparison(ctx, n_bootstrap=0)
         st.info(
             f"Bootstrap intervals are not computed automatically for "
-            f"{ctx.test.n_samples:,} x {ctx.test.n_classes:,} predictions: "
-            f"{ctx.settings.n_bootstrap} resamples may take minutes."
+            f"{ctx.test.n_samples:,} x {ctx.test.n_classes:,} predictions, "
+            f"{1 + len(ctx.settings.methods)} methods and {ctx.settings.bins} bins: "
+            f"{ctx.settings.n_bootstrap} resamples may take minutes. Fewer resamples, "
+            "methods or bins compute them at once."
         )
         if st.button("Compute the intervals", key="view.metrics.bootstrap_button"):
             st.session_state[KEY_FORCE_BOOTSTRAP] = True
