@@ -16,7 +16,7 @@ import streamlit as st
 
 import calcore
 from calcore.metrics.registry import default_primary
-from calcore.slicing import parse_slice_spec
+from calcore.slicing import parse_slice_spec, quantile_count
 from dashboard.calibration.datadir import DataDirectory, ServerDataset
 from dashboard.calibration.explain import interval_words
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
@@ -576,6 +576,29 @@ _GROUPING_LABELS = {
 }
 
 
+def _grouping_label(grouping: str) -> str:
+    return _GROUPING_LABELS.get(grouping) or f"{grouping[1:]} quantile ranges"
+
+
+def _linked_grouping(column: str, wanted: str, options: list, auto: str):
+    """A link's grouping that the menu does not list: another count of quantile ranges
+    calcore takes is added to the menu; anything else is refused with what is allowed
+    (``by=age:q0`` used to become 4 quantile ranges without a word). Returns the options
+    and the warning (None when the grouping was added)."""
+    first = _grouping_label(options[0]) if options[0] else auto
+    if wanted.startswith("q") and "q4" in options:
+        try:
+            quantile_count(column, wanted)
+        except calcore.CalcoreError as exc:
+            return options, esc(f"Ignored in the link: {exc} Showing {first}.")
+        return options + [wanted], None
+    allowed = ", ".join(_grouping_label(g) if g else auto for g in options)
+    return options, esc(
+        f"Ignored in the link: column {column!r} is not grouped by {wanted!r} here; "
+        f"choose {allowed}. Showing {first}."
+    )
+
+
 def slice_controls(metadata: dict, n_classes: int) -> tuple[tuple[str, ...], str]:
     """The Slices view's choices: slice specifications (``"age:q4"``) and the ranking metric
     (the metrics that apply to ``n_classes``: the ECE of class 1 only for two).
@@ -626,11 +649,15 @@ def slice_controls(metadata: dict, n_classes: int) -> tuple[tuple[str, ...], str
             options = ["q4", "q10", ""]
         wanted = first_grouping.get(name, options[0])
         auto = "automatic period" if col.kind == "datetime" else _GROUPING_LABELS[""]
+        if wanted not in options:
+            options, refused = _linked_grouping(name, wanted, options, auto)
+            if refused:
+                cell.warning(refused)
         grouping = cell.selectbox(
             f"Group {esc(name)}",
             options,
             index=options.index(wanted) if wanted in options else 0,
-            format_func=lambda g, auto=auto: _GROUPING_LABELS[g] if g else auto,
+            format_func=lambda g, auto=auto: _grouping_label(g) if g else auto,
             key=grouping_key(name),
         )
         specs.append(f"{name}:{grouping}" if grouping else name)

@@ -239,3 +239,24 @@ def _as_file(data: bytes):
     buffer = io.BytesIO(data)
     buffer.name = "dated.csv"
     return buffer
+
+
+@pytest.mark.parametrize(
+    "spec, shown, said",
+    [
+        ("age:q0", "q4", "q0 asks for 0 quantile ranges; use 2 to 100"),
+        ("age:q101", "q4", "q101 asks for 101 quantile ranges; use 2 to 100"),
+        ("age:day", "q4", "column 'age' is not grouped by 'day' here; choose 4 quantile ranges"),
+        ("age:q7", "q7", None),  # any count calcore takes joins the menu
+    ],
+)
+def test_a_linked_grouping_the_menu_lacks_is_taken_or_refused_with_the_range(spec, shown, said):
+    """``by=age:q0`` used to become ``age:q4`` without a word."""
+    at = run({"sample": CREDIT, "m": "none", "by": spec})
+    assert_clean(at)
+    assert at.selectbox(key=controls.grouping_key("age")).value == shown
+    words = unescape_markdown(" ".join(w.value for w in at.warning))
+    if said is None:
+        assert words == "" and len(slices_table(at)) == 7
+    else:
+        assert said in words and "Ignored in the link" in words
