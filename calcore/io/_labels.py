@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore._errors import CalcoreError, quoted, quoted_list
 from calcore._validation import InputContext, check_label_names
 
 __all__ = ["SPLITS", "SPLIT_VALUES", "class_labels", "split_codes", "split_of_rows"]
@@ -49,7 +49,7 @@ def split_codes(distinct, index: np.ndarray, *, ctx: InputContext) -> np.ndarray
     if unknown.any():
         i = int(np.argmax(unknown[index]))
         raise CalcoreError(
-            f"{ctx.where(i)}: split value {str(distinct[index[i]])!r} is not known. Use calib, "
+            f"{ctx.where(i)}: split value {quoted(distinct[index[i]])} is not known. Use calib, "
             f"calibration, cal, val or validation for calibration rows and test or eval for "
             f"test rows (any case)."
         )
@@ -86,7 +86,8 @@ def _binary_names(values: np.ndarray, column_class: str, positive_class, ctx) ->
         )
         raise CalcoreError(
             f"{ctx.source}: one score column, so the problem is binary, but the labels take "
-            f"the values {uniq[:10]} and P({positive}) is the score; {hint}."
+            f"the values [{quoted_list(uniq, limit=10, what='values')}] and P({quoted(positive)}) "
+            f"is the score; {hint}."
         )
     return (others[0] if others else f"not {positive}"), positive
 
