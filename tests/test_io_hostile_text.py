@@ -12,6 +12,7 @@ import io
 import os
 import time
 import tracemalloc
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +24,7 @@ from calcore import CalcoreError
 from calcore._errors import quoted, quoted_list
 from calcore._validation import index_label
 from calcore.cli import main
+from calcore.io._csv_stream import csv_head
 
 LIMIT_TEXT = "4 MiB (4,194,304 bytes)"  # _limits.CSV_FIRST_LINES_BYTES, written out
 
@@ -64,6 +66,71 @@ def _cli(path, capsys):
         return code, capsys.readouterr().err
 
     return run
+
+
+# -- first lines that end far away -------------------------------------------------------------
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("head", "line"),
+    [(b"label,p0", "line 1"), (b"label,p_a,p_b\n", "line 2")],
+    ids=["header_never_ends", "first_row_never_ends"],
+)
+def test_a_sparse_3gb_csv_is_refused_in_seconds_on_little_memory(tmp_path, capsys, head, line):
+    """A 3 GiB file of zeros after its first bytes (a pre-allocated or cut copy): the CLI
+    and a server dataset (``scan``) refuse it after reading a few MiB, not the whole file
+    (before: still reading at 120 s, 1.1 GB)."""
+    path = tmp_path / "sparse.csv"
+    if not _sparse(path, head, 3 << 30):
+        pytest.skip("the file system does not store sparse files")
+    for call in (_scan(path), lambda: csv_head(str(path), "sparse.csv")):
+        err = _bounded(call, seconds=3, traced_bytes=48 << 20)
+        assert isinstance(err, CalcoreError), err
+        assert str(err).startswith(f"sparse.csv, {line}: ") and "NUL bytes" in str(err)
+    code, err = _bounded(_cli(path, capsys), seconds=3, traced_bytes=48 << 20)
+    assert code == 2 and err.startswith(f"calcore: error: sparse.csv, {line}: ")
+
+
+def _wide_header(n_columns: int) -> bytes:
+    names = b",".join(b"p_class_%07d" % k for k in range(n_columns))
+    return b"label," + names + b"\n" + b"0" + b",0" * n_columns + b"\n"
+
+
+@pytest.mark.timeout(60)
+def test_a_10mb_header_is_refused_with_the_limit(tmp_path, capsys):
+    data = _wide_header(650_000)  # 15 bytes a name: a header of about 10 MB
+    assert 9 << 20 < data.index(b"\n") < 11 << 20
+    path = tmp_path / "wide.csv"
+    path.write_bytes(data)
+    for call in (_scan(path), lambda: calcore.load_predictions(data, name="wide.csv")):
+        err = _bounded(call, seconds=4, traced_bytes=64 << 20)
+        assert isinstance(err, CalcoreError), err
+        assert str(err).startswith("wide.csv, line 1: the header has no line end")
+        assert LIMIT_TEXT in str(err)
+    code, err = _bounded(_cli(path, capsys), seconds=4, traced_bytes=64 << 20)
+    assert code == 2 and LIMIT_TEXT in err and err.count("\n") == 1
+
+
+@pytest.mark.timeout(60)
+def test_a_header_just_under_the_limit_is_read(tmp_path):
+    """About 3.9 MB of header (260,000 columns) is within the limit: the streamed head and
+    the loader's scan read every column name."""
+    data = _wide_header(260_000)
+    assert 3_800_000 < data.index(b"\n") < 4 << 20
+    path = tmp_path / "wide.csv"
+    path.write_bytes(data)
+    head = csv_head(str(path), "wide.csv")
+    assert len(head.layout.columns) == 260_001
+    assert head.layout.columns[-1] == "p_class_0259999"
+    schema = calcore.inspect_table(data, name="wide.csv")
+    assert len(schema.class_names) == 260_000
+
+
+def test_a_first_data_line_over_the_limit_is_refused_in_memory_too():
+    row = b"a," + b"0.5," * (1 << 20) + b"0.5\n"  # one line of 4 MiB and more
+    with pytest.raises(CalcoreError) as err:
+        calcore.load_predictions(b"label,p_a,p_b\n" + row, name="long.csv")
+    assert str(err.value).startswith("long.csv, line 2: the first data line has no line end")
+    assert LIMIT_TEXT in str(err.value)
 
 
 # -- labels: only canonical class indices ------------------------------------------------------
@@ -144,7 +211,54 @@ def test_an_out_of_range_lookalike_index_gets_the_plain_message():
         calcore.load_predictions(_label_file("+7"))
 
 
+# -- encodings, header line breaks, look-alike names --------------------------------------------
+@pytest.mark.parametrize(
+    ("encoding", "expected"),
+    [("utf-32-le", "UTF-32"), ("utf-32-be", "UTF-32"), ("utf-16-le", "UTF-16")],
+)
+def test_utf32_is_not_reported_as_utf16(encoding, expected):
+    bom = {"utf-32-le": b"\xff\xfe\x00\x00", "utf-32-be": b"\x00\x00\xfe\xff"}
+    bom.setdefault(encoding, b"\xff\xfe")
+    data = bom[encoding] + "label,p_a,p_b\na,0.5,0.5\n".encode(encoding)
+    with pytest.raises(CalcoreError) as err:
+        calcore.load_predictions(data, name="u.csv")
+    assert str(err.value).startswith(f"u.csv, line 1: the file is {expected} (it starts")
+    assert "Re-save the file as UTF-8" in str(err.value)
+
+
+def test_a_line_break_inside_a_quoted_column_name_is_named():
+    data = b'label,"p_cat\nfish",p_dog\ncat,0.5,0.5\n'
+    with pytest.raises(CalcoreError) as err:
+        calcore.load_predictions(data, name="h.csv")
+    message = str(err.value)
+    assert message.startswith("h.csv, line 1: the name of column 2 (1-based), 'p_cat\\nfish',")
+    assert "contains a line break" in message and "ends on line 2" in message
+    assert "remove the line break from the name" in message
+    with pytest.raises(CalcoreError, match=r"column 2 \(1-based\) opens a quote .* never closed"):
+        calcore.load_predictions(b'label,"p_cat,p_dog\ncat,0.5,0.5\n', name="h.csv")
+
+
 NFC, NFD = "caf\u00e9", "cafe\u0301"  # both print as 'café'
+
+
+def test_column_names_that_print_alike_are_refused_with_their_code_points():
+    data = f"label,p_{NFC},p_{NFD}\n{NFC},0.5,0.5\n".encode()
+    with pytest.raises(CalcoreError) as err:
+        calcore.load_predictions(data, name="n.csv")
+    message = str(err.value)
+    assert "print alike" in message
+    assert f"'p_{NFC}' (U+0070 U+005F U+0063 U+0061 U+0066 U+00E9) (position 2)" in message
+    assert f"'p_{NFD}' (U+0070 U+005F U+0063 U+0061 U+0066 U+0065 U+0301) (position 3)" in message
+
+
+def test_a_label_column_option_that_differs_by_normalisation_shows_both():
+    data = f"{NFC},p_a,p_b\na,0.5,0.5\n".encode()
+    with pytest.raises(CalcoreError) as err:
+        calcore.load_predictions(data, name="n.csv", label_column=NFD)
+    message = str(err.value)
+    assert f"label_column='{NFD}' is not a column" in message
+    assert f"'{NFC}' (U+0063 U+0061 U+0066 U+00E9) prints alike" in message
+    assert f"'{NFD}' (U+0063 U+0061 U+0066 U+0065 U+0301)" in message
 
 
 def test_a_label_that_prints_like_a_class_name_shows_both():
@@ -165,3 +279,40 @@ def test_quoted_cuts_long_text_and_lists_code_points():
     assert quoted("\u0661", code_points=True) == "'\u0661' (U+0661)"
     assert quoted("abcdefghijklm", code_points=True).endswith("U+006C …)")
     assert quoted_list(["a", "b", "c"], limit=2, what="columns") == "'a', 'b', ... (3 columns)"
+
+
+@pytest.mark.parametrize(
+    ("text", "options"),
+    [
+        ("label,p_{long},p_b\ncat,0.5,0.5\n", {}),  # a label that is no class: the classes
+        ("label,p_a,p_b\n{long},0.5,0.5\n", {}),  # the label itself
+        ("label,p_a,p_b\na,{long},0.5\n", {}),  # a score cell that is not a number
+        ("label,p_{long},p_{long}\na,0.5,0.5\n", {}),  # duplicate names
+        ("label,p_a,p_b\na,0.5,0.5\n", {"label_column": "{long}"}),  # an option
+    ],
+    ids=["class_name", "label", "cell", "duplicate", "option"],
+)
+def test_a_100kb_name_or_value_gives_a_short_message(text, options, capsys, tmp_path):
+    long = "x" * 100_000
+    options = {k: v.format(long=long) for k, v in options.items()}
+    path = tmp_path / "long.csv"
+    path.write_text(text.format(long=long), encoding="utf-8")
+    with pytest.raises(CalcoreError) as err:
+        calcore.load_predictions(path, **options)
+    message = str(err.value)
+    assert len(message) < 1000, message[:2000]
+    assert "… (100,0" in message  # 100,000 characters, or 100,002 with the p_ prefix
+    args = ["metrics", str(path)] + (["--label-col", options["label_column"]] if options else [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(args) == 2
+    assert len(capsys.readouterr().err) < 1000
+
+
+def test_ten_thousand_columns_are_not_all_listed():
+    header = ",".join(f"c{k}" for k in range(10_000))
+    data = f"{header}\n" + ",".join(["0.1"] * 10_000) + "\n"
+    with pytest.raises(CalcoreError) as err:
+        calcore.load_predictions(data.encode(), name="w.csv", label_column="label")
+    assert len(str(err.value)) < 2000
+    assert "... (10,000 columns)" in str(err.value)
