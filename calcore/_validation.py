@@ -33,6 +33,7 @@ __all__ = [
     "check_class_names",
     "check_label_names",
     "index_label",
+    "reads_as_integer",
     "check_binary_probs",
     "check_sample_weight",
 ]
@@ -356,8 +357,8 @@ def index_label(text: str) -> int | None:
     return int(text) if _INDEX_LABEL.fullmatch(text) else None
 
 
-def _reads_as_integer(text: str) -> bool:
-    """Whether Python's ``int()`` reads ``text`` (canonical or not)."""
+def reads_as_integer(text: str) -> bool:
+    """Whether Python's ``int()`` reads ``text``, canonical or not (``" 2"``, ``"٢"``, ...)."""
     try:
         int(text)
     except ValueError:
@@ -379,7 +380,7 @@ def _label_not_a_class(value: str, names: Sequence[str], where: str) -> CalcoreE
             f"normalisation). Write the labels and the column names the same way (e.g. both "
             f"in NFC: unicodedata.normalize('NFC', text))."
         )
-    if _reads_as_integer(value) and 0 <= int(value) < len(names):
+    if reads_as_integer(value) and 0 <= int(value) < len(names):
         return CalcoreError(
             f"{where}: label {quoted(value, code_points=not value.isascii())} is not a class "
             f"name, and is not written as a class index: an index is written with the ASCII "
@@ -454,7 +455,7 @@ def check_label_names(
             f"the whole column."
         )
     # Names that int() reads (" 1", "01", ...) make indices ambiguous too.
-    numeric_names = all(_reads_as_integer(n) for n in names)
+    numeric_names = all(reads_as_integer(n) for n in names)
     if numeric_names and names != tuple(str(k) for k in range(len(names))):
         k = int(np.argmax((by_name < 0)[inverse]))
         raise CalcoreError(

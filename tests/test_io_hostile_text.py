@@ -316,3 +316,17 @@ def test_ten_thousand_columns_are_not_all_listed():
         calcore.load_predictions(data.encode(), name="w.csv", label_column="label")
     assert len(str(err.value)) < 2000
     assert "... (10,000 columns)" in str(err.value)
+
+
+@pytest.mark.parametrize("value", [" 1", "+1", "01", "\u0661", "+0"])
+def test_binary_labels_written_like_0_or_1_are_refused(value):
+    data = f"label,p_cat\n0,0.2\n{value},0.7\n".encode()
+    with pytest.raises(CalcoreError) as err:
+        calcore.load_predictions(data, name="b.csv")
+    message = str(err.value)
+    assert message.startswith("b.csv, line 3, column 'label': label ")
+    assert f"is written like the class index {int(value)} but not as one" in message
+    # named as the positive label, the value is a class name
+    p = calcore.load_predictions(data, name="b.csv", positive_class=value)
+    assert p.class_names == ("0", value)
+    np.testing.assert_array_equal(p.labels, [0, 1])
