@@ -330,3 +330,13 @@ def test_binary_labels_written_like_0_or_1_are_refused(value):
     p = calcore.load_predictions(data, name="b.csv", positive_class=value)
     assert p.class_names == ("0", value)
     np.testing.assert_array_equal(p.labels, [0, 1])
+
+
+def test_a_100kb_label_column_name_is_cut_in_label_messages():
+    long = "y" * 100_000
+    data = f"{long},p_a,p_b\nc,0.5,0.5\n".encode()
+    with pytest.raises(CalcoreError) as err:
+        calcore.load_predictions(data, name="l.csv", label_column=long)
+    message = str(err.value)
+    assert "label 'c' is not a class" in message and len(message) < 1000
+    assert "… (100,000 characters)" in message
