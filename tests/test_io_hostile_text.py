@@ -179,10 +179,13 @@ def test_non_canonical_index_labels_are_refused_in_every_format(kind, tmp_path):
     value, shown = NON_CANONICAL[kind]
     path = tmp_path / "labels.csv"
     path.write_bytes(_label_file(value))
+    parquet = tmp_path / "labels.parquet"
+    parquet.write_bytes(_parquet(["0", value, "2"]))
     loads = {
         "csv": lambda: calcore.load_predictions(path),
         "csv streamed": _scan(path),
         "parquet": lambda: calcore.load_predictions(_parquet(["0", value, "2"]), name="l.pq"),
+        "parquet streamed": _scan(parquet),
         "npz": lambda: calcore.load_predictions(_npz(["0", value, "2"]), name="l.npz"),
     }
     for fmt, load in loads.items():
