@@ -6,7 +6,17 @@ exception) still fails loudly in the tests instead of being shown as user error.
 
 from __future__ import annotations
 
-__all__ = ["CalcoreError", "CalcoreWarning"]
+from typing import Iterable
+
+__all__ = ["CalcoreError", "CalcoreWarning", "quoted", "quoted_list", "QUOTED_CHARS"]
+
+#: Characters of one piece of user text (a name, a value) shown in a message; the rest
+#: is counted, not shown, so that a 100 KB column name still gives a readable line.
+#: (A limit of messages, not of input: it lives here because ``calcore._limits``
+#: imports this module.)
+QUOTED_CHARS = 80
+#: Code points listed after a name shown with ``code_points=True``.
+_CODE_POINTS_SHOWN = 12
 
 
 class CalcoreError(ValueError):
@@ -39,3 +49,54 @@ class CalcoreWarning(UserWarning):
     >>> print(caught[0].category.__name__, caught[0].message)
     CalcoreWarning <upload>: 1 class(es) never occur as a label in the loaded rows: 'b'.
     """
+
+
+def quoted(text, *, code_points: bool = False) -> str:
+    """User text as a message shows it: ``repr`` of at most :data:`QUOTED_CHARS` characters.
+
+    Every message that quotes a name or a value from the input goes through here, so
+    none can grow to the size of the input.
+
+    Parameters
+    ----------
+    text : object
+        The name or value (``str()`` of it is shown).
+    code_points : bool, default False
+        Also list the code points, for text that prints like other text (``'é'`` as
+        U+00E9 or as ``e`` + U+0301, digits of other scripts, look-alike letters).
+
+    Returns
+    -------
+    str
+        ``'name'``, ``'first 80 characters…' (100,000 characters)`` for long text, and
+        `` (U+0065 U+0301)`` after it with ``code_points``.
+
+    Examples
+    --------
+    >>> print(quoted("p_cat"), quoted("x" * 100_000)[-30:])
+    'p_cat' xxxxxxx'… (100,000 characters)
+    >>> print(quoted("e\u0301", code_points=True))
+    'e\u0301' (U+0065 U+0301)
+    """
+    text = str(text)
+    shown = repr(text[:QUOTED_CHARS])
+    if len(text) > QUOTED_CHARS:
+        shown += f"… ({len(text):,} characters)"
+    if code_points:
+        points = " ".join(f"U+{ord(ch):04X}" for ch in text[:_CODE_POINTS_SHOWN])
+        shown += f" ({points}{' …' if len(text) > _CODE_POINTS_SHOWN else ''})"
+    return shown
+
+
+def quoted_list(items: Iterable, *, limit: int = 20, what: str = "names") -> str:
+    """The first ``limit`` items of ``items`` quoted with :func:`quoted`, comma-separated,
+    followed by ``, ... (N names)`` when there are more.
+
+    Examples
+    --------
+    >>> print(quoted_list(["a", "b"]), "|", quoted_list(range(30), limit=2, what="columns"))
+    'a', 'b' | '0', '1', ... (30 columns)
+    """
+    items = list(items)
+    shown = ", ".join(quoted(item) for item in items[:limit])
+    return shown + (f", ... ({len(items):,} {what})" if len(items) > limit else "")

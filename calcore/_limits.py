@@ -24,6 +24,7 @@ __all__ = [
     "CLASSES",
     "N_REPEATS_FOR_SPREAD",
     "MAX_TOTAL_WEIGHT",
+    "CSV_FIRST_LINES_BYTES",
 ]
 
 
@@ -75,6 +76,11 @@ CLASSES = CountLimit(2)
 #: Repetitions from which a spread is estimated.
 N_REPEATS_FOR_SPREAD = CountLimit(2)
 
+#: Bytes within which a CSV file's header line must end, and its first data line (counted
+#: from its own start): 4 MiB holds the names of 200,000 columns, or a row of 150,000
+#: scores. A longer first line (a NUL-filled or sparse file, a file that is not text) is
+#: refused after reading this much, instead of the file being read whole to find a line end.
+CSV_FIRST_LINES_BYTES = 4 << 20
 
 # Row weights -------------------------------------------------------------------------
 

@@ -13,12 +13,14 @@ column 3 of probs" for an in-memory array.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore._errors import CalcoreError, quoted, quoted_list
 from calcore._limits import MAX_TOTAL_WEIGHT
 
 __all__ = [
@@ -31,6 +33,8 @@ __all__ = [
     "check_labels",
     "check_class_names",
     "check_label_names",
+    "index_label",
+    "reads_as_integer",
     "check_binary_probs",
     "check_sample_weight",
     "check_total_weight",
@@ -64,7 +68,7 @@ class InputContext:
     def column(self, j: int) -> str:
         if self.columns is None:
             return f"column {j}"
-        return f"column {self.columns[j]!r}"
+        return f"column {quoted(self.columns[j])}"
 
     def where(self, i: int, j: int | None = None) -> str:
         place = f"{self.source}, {self.row(i)}"
@@ -324,24 +328,73 @@ def check_class_names(
     for k, name in enumerate(names):
         if name in seen:
             raise CalcoreError(
-                f"{ctx.source}: class name {name!r} is used for classes {seen[name]} and {k}. "
-                f"Class names must be distinct."
+                f"{ctx.source}: class name {quoted(name)} is used for classes {seen[name]} and "
+                f"{k}. Class names must be distinct."
             )
         seen[name] = k
     return names
 
 
 def _format_class_list(class_names: Sequence[str], limit: int = 20) -> str:
-    shown = ", ".join(repr(c) for c in class_names[:limit])
-    more = f", ... ({len(class_names)} classes)" if len(class_names) > limit else ""
-    return shown + more
+    return quoted_list(class_names, limit=limit, what="classes")
 
 
-def _parse_int(text: str) -> int | None:
+#: A class index as a label writes it: ASCII digits without sign, spaces, underscores
+#: or leading zeros ("0", "7", "12"; not "07", "+7", " 7", "1_2" or "٧").
+_INDEX_LABEL = re.compile(r"0|[1-9][0-9]*")
+
+
+def index_label(text: str) -> int | None:
+    """The class index that a label writes, or ``None`` if it is not one.
+
+    Only the canonical form counts (see :data:`_INDEX_LABEL`): Python's ``int()`` also
+    reads ``" 2"``, ``"+2"``, ``"02"``, ``"1_0"`` and digits of other scripts
+    (``"٢"``, ``"２"``), which a file should not turn into class indices unnoticed.
+
+    Examples
+    --------
+    >>> [index_label(t) for t in ("0", "12", "012", "+1", " 2", "1_0", "\u0662")]
+    [0, 12, None, None, None, None, None]
+    """
+    return int(text) if _INDEX_LABEL.fullmatch(text) else None
+
+
+def reads_as_integer(text: str) -> bool:
+    """Whether Python's ``int()`` reads ``text``, canonical or not (``" 2"``, ``"٢"``, ...)."""
     try:
-        return int(text)
+        int(text)
     except ValueError:
-        return None
+        return False
+    return True
+
+
+def _label_not_a_class(value: str, names: Sequence[str], where: str) -> CalcoreError:
+    """The message for a label that is neither a class name nor a class index."""
+    valid = (
+        f"valid classes are {_format_class_list(names)} (or integer indices 0..{len(names) - 1})"
+    )
+    alike = unicodedata.normalize("NFC", value)
+    twin = next((n for n in names if unicodedata.normalize("NFC", n) == alike), None)
+    if twin is not None:
+        return CalcoreError(
+            f"{where}: label {quoted(value, code_points=True)} prints like the class "
+            f"{quoted(twin, code_points=True)} but is written with other code points (Unicode "
+            f"normalisation). Write the labels and the column names the same way (e.g. both "
+            f"in NFC: unicodedata.normalize('NFC', text))."
+        )
+    if reads_as_integer(value) and 0 <= int(value) < len(names):
+        return CalcoreError(
+            f"{where}: label {quoted(value, code_points=not value.isascii())} is not a class "
+            f"name, and is not written as a class index: an index is written with the ASCII "
+            f"digits 0-9 only, without sign, spaces, underscores or leading zeros. Write "
+            f"{int(value)} if it means class {quoted(names[int(value)])}, or the class name; "
+            f"{valid}."
+        )
+    return CalcoreError(
+        f"{where}: label {quoted(value, code_points=not value.isascii())} is not a class; "
+        f"{valid}. Fix the label, or check that the score columns (one per class) are the "
+        f"ones you meant."
+    )
 
 
 def check_label_names(
@@ -365,14 +418,18 @@ def check_label_names(
     kind : {"names", "indices"}
         ``"names"`` when every label is a class name (this wins when class
         names are themselves numbers), ``"indices"`` when every label is an
-        integer ``0 .. n_classes - 1``.
+        integer ``0 .. n_classes - 1`` written canonically (:func:`index_label`:
+        ASCII digits, no sign, spaces, underscores or leading zeros).
 
     Raises
     ------
     CalcoreError
         A label that is neither a class name nor a valid index (the first one is
-        named), labels mixing names and indices, or integer labels that are
-        ambiguous because the class names are integers in another order.
+        named; an index written otherwise, such as ``" 2"``, ``"+2"``, ``"02"`` or
+        ``"٢"``, is refused with the way to write it, and a label that prints like a
+        class name shows the code points of both), labels mixing names and indices,
+        or integer labels that are ambiguous because the class names are integers in
+        another order.
     """
     names = tuple(class_names)
     arr = np.asarray(values).astype(str)
@@ -383,32 +440,28 @@ def check_label_names(
     by_name = np.array([lookup.get(u, -1) for u in uniq], dtype=np.int64)
     if (by_name >= 0).all():
         return by_name[inverse].reshape(arr.shape), "names"
-    as_int = [_parse_int(u) for u in uniq]
+    as_int = [index_label(u) for u in uniq]
     by_index = np.array(
         [-1 if v is None or not 0 <= v < len(names) else v for v in as_int], dtype=np.int64
-    )
-    valid = (
-        f"valid classes are {_format_class_list(names)} (or integer indices 0..{len(names) - 1})"
     )
     neither = (by_name < 0) & (by_index < 0)
     if neither.any():
         i = int(np.argmax(neither[inverse]))
-        raise CalcoreError(
-            f"{ctx.where(i)}: label {arr[i].item()!r} is not a class; {valid}. Fix the label, or "
-            f"check that the score columns (one per class) are the ones you meant."
-        )
+        raise _label_not_a_class(arr[i].item(), names, ctx.where(i))
     if not (by_index >= 0).all():
         i = int(np.argmax((by_index < 0)[inverse]))
         k = int(np.argmax((by_name < 0)[inverse]))
         raise CalcoreError(
-            f"{ctx.source}: labels mix class names ({ctx.row(i)}: {arr[i].item()!r}) and integer "
-            f"indices ({ctx.row(k)}: {arr[k].item()!r}). Use one convention for the whole column."
+            f"{ctx.source}: labels mix class names ({ctx.row(i)}: {quoted(arr[i].item())}) and "
+            f"integer indices ({ctx.row(k)}: {quoted(arr[k].item())}). Use one convention for "
+            f"the whole column."
         )
-    numeric_names = all(_parse_int(n) is not None for n in names)
+    # Names that int() reads (" 1", "01", ...) make indices ambiguous too.
+    numeric_names = all(reads_as_integer(n) for n in names)
     if numeric_names and names != tuple(str(k) for k in range(len(names))):
         k = int(np.argmax((by_name < 0)[inverse]))
         raise CalcoreError(
-            f"{ctx.where(k)}: label {arr[k].item()!r} is not one of the class names "
+            f"{ctx.where(k)}: label {quoted(arr[k].item())} is not one of the class names "
             f"{_format_class_list(names)}, and reading it as a column index would be ambiguous "
             f"because the class names are numbers too. Write the labels as class names."
         )

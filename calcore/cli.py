@@ -486,22 +486,38 @@ def _streamable(path: str, budget: int | None = None) -> bool:
 
 
 def _decoded_size(path: str) -> int | None:
-    """What the loader's size check measures for a CSV or NPZ file (None if unreadable)."""
+    """What the loader's size check measures for a CSV or NPZ file (None if unreadable).
+
+    Raises
+    ------
+    CalcoreError
+        A CSV file whose header or first rows the loader refuses (read here within a
+        bounded head of the file).
+    """
     import zipfile
 
     from calcore.io._csv_stream import csv_head
+    from calcore.io._source import misnamed_binary
 
     try:
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as zf:
                 return sum(info.file_size for info in zf.infolist())
-        head = csv_head(path, os.path.basename(path))
+        try:
+            head = csv_head(path, os.path.basename(path))
+        except CalcoreError:
+            with open(path, "rb") as f:
+                if misnamed_binary(f.read(4)):
+                    return None  # Parquet or NPZ without its extension: the loader sniffs it
+            # The loader would refuse the same header or first rows, but only after reading
+            # the whole file (gigabytes for a sparse file whose first line never ends).
+            raise
         lines = 0
         with open(path, "rb") as f:
             while block := f.read(16 << 20):
                 lines += block.count(b"\n")
         return lines * len(head.layout.columns) * 8
-    except (CalcoreError, OSError, zipfile.BadZipFile):
+    except (OSError, zipfile.BadZipFile):
         return None
 
 

@@ -142,7 +142,10 @@ def load_predictions(
     in their first 100 rows (both reported).
 
     *Labels* are class names or integer indices ``0..L-1`` into the score
-    columns; names win when the class names are numbers.
+    columns; names win when the class names are numbers. An index is written
+    with the ASCII digits only, without sign, spaces, underscores or leading
+    zeros (``2``; not ``" 2"``, ``"+2"``, ``"02"``, ``"2_0"`` or ``"٢"``, which
+    are refused unless they are class names).
 
     *Binary shortcut.* A single score column holds P(positive class) (or its
     logit); the classes are ``[negative, positive]`` with probabilities

@@ -24,15 +24,17 @@ Ignored columns are always reported (and warned about), never dropped silently.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from calcore._errors import CalcoreError
+from calcore._errors import CalcoreError, quoted, quoted_list
 
 __all__ = [
     "Roles",
     "detect_roles",
     "check_header_names",
+    "not_a_column",
     "pick_weight",
     "WEIGHT_NAMES",
     "LABEL_NAMES",
@@ -68,14 +70,13 @@ def pick_weight(columns, weight_column, source: str) -> str | None:
         return None
     if weight_column is not None:
         if weight_column not in columns:
-            raise CalcoreError(
-                f"{source}: weight_column={weight_column!r} is not a column; columns are "
-                f"{list(columns)[:20]}."
-            )
+            raise not_a_column(source, "weight_column", weight_column, columns)
         return weight_column
     found = [c for c in columns if c.lower() in WEIGHT_NAMES]
     if len(found) > 1:
-        raise CalcoreError(f"{source}: several weight columns {found}; pass weight_column=.")
+        raise CalcoreError(
+            f"{source}: several weight columns [{quoted_list(found)}]; pass weight_column=."
+        )
     return found[0] if found else None
 
 
@@ -98,12 +99,36 @@ class Roles:
     problems: tuple[str, ...]
 
 
+def _alike(name: str) -> str:
+    """The text a name prints as: its canonical composition (NFC), under which ``'é'``
+    written as U+00E9 and as ``e`` + U+0301 are the same."""
+    return unicodedata.normalize("NFC", name)
+
+
+def not_a_column(source: str, option: str, name: str, columns: Sequence[str]) -> CalcoreError:
+    """The message for an option (``label_column=``, ...) that names no column: the
+    columns, and the code points of a column that prints like ``name`` but differs."""
+    message = (
+        f"{source}: {option}={quoted(name)} is not a column; columns are "
+        f"[{quoted_list(columns, what='columns')}]."
+    )
+    twin = next((c for c in columns if _alike(c) == _alike(str(name))), None)
+    if twin is not None:
+        message += (
+            f" Column {quoted(twin, code_points=True)} prints alike but is written with other "
+            f"code points than {quoted(name, code_points=True)} (Unicode normalisation): pass "
+            f"the name as the file writes it."
+        )
+    return CalcoreError(message)
+
+
 def check_header_names(columns: Sequence[str], *, source: str) -> None:
-    """Raise on blank or duplicate column names (pandas would rename them silently)."""
+    """Raise on blank or duplicate column names (pandas would rename them silently),
+    and on names that print alike but differ in their code points (NFC vs NFD)."""
     blank = [j + 1 for j, c in enumerate(columns) if not c.strip()]
     if blank:
         raise CalcoreError(
-            f"{source}: header (line 1) has blank column name(s) at position(s) {blank} "
+            f"{source}: header (line 1) has blank column name(s) at position(s) {blank[:20]} "
             f"(1-based). Give every column a name; a blank first name usually means the "
             f"file was written with its index (use index=False in DataFrame.to_csv)."
         )
@@ -111,13 +136,31 @@ def check_header_names(columns: Sequence[str], *, source: str) -> None:
     dupes = []
     for j, c in enumerate(columns):
         if c in seen:
-            dupes.append(f"{c!r} (positions {seen[c] + 1} and {j + 1})")
+            dupes.append(f"{quoted(c)} (positions {seen[c] + 1} and {j + 1})")
         seen.setdefault(c, j)
     if dupes:
+        shown = ", ".join(dupes[:5]) + (f", ... ({len(dupes):,} names)" if len(dupes) > 5 else "")
         raise CalcoreError(
-            f"{source}: header (line 1) has duplicate column name(s): {', '.join(dupes)}. "
+            f"{source}: header (line 1) has duplicate column name(s): {shown}. "
             f"Rename the columns so that each name is used once."
         )
+    _check_look_alikes(columns, source=source)
+
+
+def _check_look_alikes(columns: Sequence[str], *, source: str) -> None:
+    """Raise on two names that differ only in their Unicode composition: they print the
+    same, so neither a person nor a label written either way can tell them apart."""
+    first: dict[str, int] = {}
+    for j, c in enumerate(columns):
+        k = first.setdefault(_alike(c), j)
+        if k != j:
+            raise CalcoreError(
+                f"{source}: header (line 1) has column names that print alike but are written "
+                f"with different code points: {quoted(columns[k], code_points=True)} (position "
+                f"{k + 1}) and {quoted(c, code_points=True)} (position {j + 1}), the same text "
+                f"in Unicode's composed form (NFC). Rename one of them, or remove the column "
+                f"that repeats the other."
+            )
 
 
 def _prefix_of(column: str) -> str | None:
@@ -128,10 +171,7 @@ def _prefix_of(column: str) -> str | None:
 def _pick_label(columns, label_column, source) -> tuple[str | None, tuple[str, ...], str | None]:
     if label_column is not None:
         if label_column not in columns:
-            raise CalcoreError(
-                f"{source}: label_column={label_column!r} is not a column; columns are "
-                f"{list(columns)}."
-            )
+            raise not_a_column(source, "label_column", label_column, columns)
         return label_column, (label_column,), None
     found = tuple(c for c in columns if c.lower() in LABEL_NAMES)
     if len(found) == 1:
@@ -141,7 +181,8 @@ def _pick_label(columns, label_column, source) -> tuple[str | None, tuple[str, .
             None,
             found,
             (
-                f"{source}: no label column found; columns are {list(columns)[:30]}. A label "
+                f"{source}: no label column found; columns are "
+                f"[{quoted_list(columns, limit=30, what='columns')}]. A label "
                 f"column is named one of {list(LABEL_NAMES)} (any case); otherwise pass "
                 f"label_column='<name>'."
             ),
@@ -150,8 +191,8 @@ def _pick_label(columns, label_column, source) -> tuple[str | None, tuple[str, .
         None,
         found,
         (
-            f"{source}: label column is ambiguous: {list(found)} all look like labels. Pass "
-            f"label_column='<name>' to choose one."
+            f"{source}: label column is ambiguous: [{quoted_list(found)}] all look like labels. "
+            f"Pass label_column='<name>' to choose one."
         ),
     )
 
@@ -159,16 +200,15 @@ def _pick_label(columns, label_column, source) -> tuple[str | None, tuple[str, .
 def _pick_split(columns, split_column, label, source) -> str | None:
     if split_column is not None:
         if split_column not in columns:
-            raise CalcoreError(
-                f"{source}: split_column={split_column!r} is not a column; columns are "
-                f"{list(columns)}."
-            )
+            raise not_a_column(source, "split_column", split_column, columns)
         if split_column == label:
-            raise CalcoreError(f"{source}: split_column and label column are both {label!r}.")
+            raise CalcoreError(f"{source}: split_column and label column are both {quoted(label)}.")
         return split_column
     found = [c for c in columns if c.lower() in SPLIT_NAMES and c != label]
     if len(found) > 1:
-        raise CalcoreError(f"{source}: several split columns {found}; pass split_column='<name>'.")
+        raise CalcoreError(
+            f"{source}: several split columns [{quoted_list(found)}]; pass split_column='<name>'."
+        )
     return found[0] if found else None
 
 
@@ -192,8 +232,8 @@ def _pick_scores(rest, score_columns, scores_kind, is_numeric, source):
         missing = [c for c in score_columns if c not in available]
         if missing:
             raise CalcoreError(
-                f"{source}: score_columns {missing} are not columns (or are the label/split "
-                f"column); available: {list(rest)}."
+                f"{source}: score_columns [{quoted_list(missing)}] are not columns (or are the "
+                f"label/split column); available: [{quoted_list(rest, what='columns')}]."
             )
         scores = tuple(score_columns)
         prefixes = {_prefix_of(c) for c in scores}
@@ -217,7 +257,7 @@ def _pick_scores(rest, score_columns, scores_kind, is_numeric, source):
         ((prefix, scores),) = groups.items()
         chosen = set(scores)
         ignored = tuple(c for c in rest if c not in chosen)
-        reason = f"it does not start with the score prefix {prefix!r}"
+        reason = f"it does not start with the score prefix {quoted(prefix)}"
         return tuple(scores), prefix, ignored, (reason,) * len(ignored), None
     scores, ignored, reasons = [], [], []
     for c in rest:
@@ -280,7 +320,8 @@ def detect_roles(
         problems.append(problem)
     elif not scores:
         problems.append(
-            f"{source}: no score columns found among {rest}. Give one numeric column per class "
+            f"{source}: no score columns found among [{quoted_list(rest, what='columns')}]. Give "
+            f"one numeric column per class "
             f"(e.g. p_cat, p_dog) or pass score_columns=[...]."
         )
     if candidates and label is None:

@@ -41,13 +41,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from calcore._errors import CalcoreError
+from calcore._errors import CalcoreError, quoted, quoted_list
+from calcore._limits import CSV_FIRST_LINES_BYTES
 from calcore.io._columns import check_header_names
 from calcore.io._source import Source, misnamed_binary
 
 __all__ = ["CsvLayout", "scan_csv", "read_csv_columns", "record_lines"]
 
 _BOM = b"\xef\xbb\xbf"
+_UTF32_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _DELIMITERS = (",", ";", "\t")
 _WHITESPACE = frozenset(b" \t\r\n")
@@ -126,7 +128,7 @@ def _utf8_error(
         if data.find(b'"', begin, offset) < 0:
             j = data.count(layout.delimiter.encode(), begin, offset)
             if j < len(layout.columns):
-                where += f", column {layout.columns[j]!r}"
+                where += f", column {quoted(layout.columns[j])}"
     return CalcoreError(
         f"{source}, {where}: byte {shown} (0x{data[offset]:02x}) is not valid UTF-8. "
         f"Re-save the file as UTF-8 (e.g. 'CSV UTF-8' in Excel, or "
@@ -180,11 +182,107 @@ def _sniff_delimiter(source: str, line: str) -> str:
     best = max(_DELIMITERS, key=lambda d: counts[d])  # ties: comma first
     if counts[best] == 0:
         raise CalcoreError(
-            f"{source}: the header (line 1) {line[:80]!r} has a single column. Separate "
+            f"{source}: the header (line 1) {quoted(line)} has a single column. Separate "
             f"columns with commas, semicolons or tabs; a label column and one score column per "
             f"class are needed."
         )
     return best
+
+
+def _size(n_bytes: int) -> str:
+    """A byte count for a message: ``4 MiB (4,194,304 bytes)``."""
+    return f"{n_bytes / (1 << 20):g} MiB ({n_bytes:,} bytes)"
+
+
+def _check_text_encoding(source: str, data: bytes) -> None:
+    """Refuse UTF-32 and UTF-16 files by their byte order mark (UTF-32 first: its
+    little-endian mark FF FE 00 00 begins with UTF-16's FF FE)."""
+    for encoding, marks in (("UTF-32", _UTF32_BOMS), ("UTF-16", _UTF16_BOMS)):
+        if data.startswith(marks):
+            raise CalcoreError(
+                f"{source}, line 1: the file is {encoding} (it starts with a {encoding} byte "
+                f"order mark), not UTF-8. Re-save the file as UTF-8 (e.g. 'CSV UTF-8' in Excel)."
+            )
+
+
+def _nul_error(source: str, line: int) -> CalcoreError:
+    what = "the header" if line == 1 else "the first data line"
+    return CalcoreError(
+        f"{source}, line {line}: {what} holds NUL bytes, so the file is UTF-16/UTF-32 text or "
+        f"binary (or zeros where data should be), not a UTF-8 CSV. Re-save the file as UTF-8 CSV."
+    )
+
+
+def _bare_cr_error(source: str) -> CalcoreError:
+    return CalcoreError(
+        f"{source}, line 1: lines end with a bare carriage return (CR, old Mac style), so "
+        f"the whole file reads as one line. Re-save it with LF or CRLF line ends."
+    )
+
+
+def _first_line_end(source: str, data: bytes, start: int, line: int) -> int:
+    """Where the line starting at byte ``start`` ends (its line feed, or the data's end).
+
+    The header (``line`` 1) and the first data line must end within
+    :data:`~calcore._limits.CSV_FIRST_LINES_BYTES` of their start: a file is never
+    searched further for a line end (a sparse or NUL-filled file would be read whole).
+
+    Raises
+    ------
+    CalcoreError
+        The line runs past the limit: NUL bytes, bare carriage returns, or no line end.
+    """
+    bound = start + CSV_FIRST_LINES_BYTES
+    nl = data.find(b"\n", start, bound + 1)
+    if nl >= 0 or len(data) <= bound:
+        return len(data) if nl < 0 else nl
+    window = data[start:bound]
+    if b"\x00" in window:
+        raise _nul_error(source, line)
+    if line == 1 and b"\r" in window:
+        raise _bare_cr_error(source)
+    what = "the header" if line == 1 else "the first data line"
+    raise CalcoreError(
+        f"{source}, line {line}: {what} has no line end within its first "
+        f"{_size(CSV_FIRST_LINES_BYTES)}, the limit for the first lines of a CSV file, so the "
+        f"file is not read further (a file of zeros, a damaged copy, or some 200,000 columns "
+        f"or more?). Check that line 1 names the columns and that each line ends with a line "
+        f"break."
+    )
+
+
+def _header_fields(source: str, data: bytes, start: int, line: str, delimiter: str) -> list:
+    """The header's fields; raises if a quoted name runs past the header's line end."""
+    # The line end appended closes the record: a field holding it opened a quote that
+    # the header line does not close.
+    (_, fields), *_ = _records(source, line + "\n", delimiter, 1)
+    j = next((j for j, name in enumerate(fields) if "\n" in name), None)
+    if j is not None:
+        raise _header_line_break(source, data, start, delimiter, j)
+    return fields
+
+
+def _header_line_break(source: str, data: bytes, start: int, delimiter: str, j: int):
+    """The message for column ``j`` (0-based) whose quoted name runs past line 1."""
+    window = data[start : start + CSV_FIRST_LINES_BYTES].decode("utf-8", errors="replace")
+    # strict: a quote still open at the end of the window is an error, not a field
+    reader = csv.reader(io.StringIO(window, newline=""), delimiter=delimiter, strict=True)
+    try:
+        name = next(reader)[j]
+        closes = reader.line_num
+    except (csv.Error, StopIteration, IndexError):
+        name, closes = "", 0
+    if closes:
+        return CalcoreError(
+            f"{source}, line 1: the name of column {j + 1} (1-based), {quoted(name)}, contains a "
+            f"line break (inside quotes; the name ends on line {closes}). Column names must be "
+            f"on one line: remove the line break from the name (pandas: df.columns = "
+            f"df.columns.str.replace('\\n', ' ')) and save the file again."
+        )
+    return CalcoreError(
+        f'{source}, line 1: column {j + 1} (1-based) opens a quote (") that is never closed. '
+        f"Column names must be on one line: close the quote at the end of the name, or remove it."
+    )
 
 
 def _header(source: str, data: bytes) -> tuple[int, str, tuple[str, ...], int]:
@@ -197,47 +295,40 @@ def _header(source: str, data: bytes) -> tuple[int, str, tuple[str, ...], int]:
             f"{source}: this is {kind}, not a CSV file. Give it the right extension "
             f"(.npz or .parquet)."
         )
-    if data.startswith(_UTF16_BOMS):
-        raise CalcoreError(
-            f"{source}, line 1: the file is UTF-16 (it starts with a UTF-16 byte order mark), "
-            f"not UTF-8. Re-save the file as UTF-8 (e.g. 'CSV UTF-8' in Excel)."
-        )
+    _check_text_encoding(source, data)
     start = len(_BOM) if data.startswith(_BOM) else 0
-    nl = data.find(b"\n", start)
-    stop = len(data) if nl < 0 else nl
+    stop = _first_line_end(source, data, start, 1)
     if b"\x00" in data[start:stop]:
-        raise CalcoreError(
-            f"{source}, line 1: the header holds NUL bytes, so the file is UTF-16/UTF-32 text or "
-            f"binary, not a UTF-8 CSV. Re-save the file as UTF-8 CSV."
-        )
+        raise _nul_error(source, 1)
     line = _decode(source, data, start, stop).rstrip("\r")
     if "\r" in line:
-        raise CalcoreError(
-            f"{source}, line 1: lines end with a bare carriage return (CR, old Mac style), so "
-            f"the whole file reads as one line. Re-save it with LF or CRLF line ends."
-        )
+        raise _bare_cr_error(source)
     if not line.strip():
         raise CalcoreError(
             f"{source}: line 1 (the header) is blank. The first line must name the columns."
         )
     if re.fullmatch(r"\s*sep=.?\s*", line, re.IGNORECASE):
         raise CalcoreError(
-            f"{source}, line 1: {line.strip()!r} is Excel's delimiter hint, not a header. "
+            f"{source}, line 1: {quoted(line.strip())} is Excel's delimiter hint, not a header. "
             f"Delete the first line; the delimiter is detected from the header."
         )
     delimiter = _sniff_delimiter(source, line)
-    (_, fields), *_ = _records(source, line, delimiter, 1)
+    fields = _header_fields(source, data, start, line, delimiter)
     columns = tuple(c.strip() for c in fields)
     check_header_names(columns, source=source)
     return start, delimiter, columns, stop + 1
 
 
 def _preview(source: str, data: bytes, start: int, end: int, dialect: _Dialect, n: int):
+    """The first ``n`` data rows as text: those whose line ends within
+    ``CSV_FIRST_LINES_BYTES`` of the body's start (the first one does, as checked)."""
+    window_end = min(end, start + CSV_FIRST_LINES_BYTES + 1)
     stop = start
     for _ in range(n):
-        nl = data.find(b"\n", stop, end)
+        nl = data.find(b"\n", stop, window_end)
         if nl < 0:
-            stop = end
+            if window_end == end:  # the body's last line, without a line end
+                stop = end
             break
         stop = nl + 1
     text = _decode(source, data, start, stop, dialect)
@@ -263,6 +354,7 @@ def scan_csv(src: Source, *, preview_rows: int = 100) -> CsvLayout:
             f"{src.name}: the file has a header (line 1) but no data rows. Add one row per "
             f"sample below the header."
         )
+    _first_line_end(src.name, data, body_start, 2)  # the preview's first row, bounded
     n_rows = data.count(b"\n", body_start, end) + 1
     preview = _preview(src.name, data, body_start, end, _Dialect(delimiter, columns), preview_rows)
     return CsvLayout(body_start, end, delimiter, columns, preview, n_rows)
@@ -566,8 +658,7 @@ def _raise_field_count(source: str, layout: CsvLayout, line: int, actual: int, e
     if actual < expected:
         cut = layout.ends_file and line == layout.n_rows + layout.first_line - 1
         last = " It is the last line: the file may have been cut off." if cut else ""
-        missing = layout.columns[actual:]
-        names = ", ".join(repr(c) for c in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        names = quoted_list(layout.columns[actual:], limit=5, what="columns")
         raise CalcoreError(
             f"{source}, line {line}: {actual} field(s) but the header has {expected}: the line is "
             f"truncated or a value is missing (no value for column(s) {names}).{last} Complete "
@@ -618,8 +709,8 @@ def _parse_text_columns(
         lines = record_lines(src, layout, len(df))
         line = i + layout.first_line if lines is None else int(lines[i])
         raise CalcoreError(
-            f"{src.name}, line {line}, column {layout.columns[j]!r}: value {value!r} is not a "
-            f"number. Score and weight cells must be plain numbers with a '.' decimal point: no "
-            f"thousands separators, decimal commas or text. Fix the cell."
+            f"{src.name}, line {line}, column {quoted(layout.columns[j])}: value {quoted(value)} "
+            f"is not a number. Score and weight cells must be plain numbers with a '.' decimal "
+            f"point: no thousands separators, decimal commas or text. Fix the cell."
         )
     return values

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from calcore._errors import CalcoreError
+from calcore._limits import CSV_FIRST_LINES_BYTES
 from calcore.io._csv import CsvLayout, read_csv_columns, record_lines, scan_csv
 from calcore.io._source import Source
 
@@ -72,28 +73,50 @@ class CsvHead:
 def csv_head(path: str, name: str) -> CsvHead:
     """Read the header and the first rows of the CSV file at ``path``.
 
+    At most about twice :data:`~calcore._limits.CSV_FIRST_LINES_BYTES` are read, in
+    blocks scanned once each: a file whose first lines do not end by then is refused
+    (a sparse or NUL-filled file of gigabytes is not read whole to find a line end).
+
     Raises
     ------
     CalcoreError
         As :func:`calcore.io._csv.scan_csv` (empty file, a binary file named .csv, a
-        bad header, no data rows).
+        bad header, a first line over the limit, no data rows).
     """
     size = os.path.getsize(path)
     with open(path, "rb") as f:
-        data = f.read(HEAD_BYTES)
-        # at least the header and one whole data line (or the whole file)
-        while data.count(b"\n") < 2 and len(data) < size:
-            more = f.read(HEAD_BYTES)
-            if not more:
-                break
-            data += more
-    if len(data) < size:  # cut after the last whole line
+        data, whole_lines = _read_head(f, size)
+    if len(data) < size and whole_lines:  # cut after the last whole line
         data = data[: data.rfind(b"\n") + 1]
     layout = scan_csv(Source(name, data, "csv"))
     lines = data.count(b"\n", layout.body_start)
     body = len(data) - layout.body_start
     per_row = body / max(lines, 1) if lines else max(body, 1)
     return CsvHead(data[: layout.body_start], layout, max(per_row, 1.0), size)
+
+
+#: Bytes after which the head is read no further: a byte order mark, the header line and
+#: the first data line, each at its limit, and their line ends.
+_HEAD_READ_LIMIT = 3 + 2 * (CSV_FIRST_LINES_BYTES + 1)
+
+
+def _read_head(f, size: int) -> tuple[bytes, bool]:
+    """The file's first :data:`HEAD_BYTES` or more: until the header and a whole data line
+    are in (two line ends), the file ends, or :data:`_HEAD_READ_LIMIT` bytes are read.
+
+    Returns the bytes and whether they hold the two line ends. Each block is searched
+    once and the blocks are joined once (growing one bytes object and counting its line
+    ends again after each read took quadratic time on a long first line).
+    """
+    blocks, n_read, line_ends = [], 0, 0
+    while n_read < size and (not blocks or (line_ends < 2 and n_read < _HEAD_READ_LIMIT)):
+        block = f.read(HEAD_BYTES)
+        if not block:
+            break
+        blocks.append(block)
+        n_read += len(block)
+        line_ends += block.count(b"\n")
+    return b"".join(blocks), line_ends >= 2
 
 
 _QUOTES: dict[bytes, re.Pattern] = {}

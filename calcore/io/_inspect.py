@@ -6,6 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
+from calcore._errors import quoted
 from calcore.io._budget import resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._load_report import TableSchema
@@ -21,7 +22,7 @@ def _guess(sc) -> tuple[str | None, str]:
     roles = sc.roles
     if sc.source.file_format == "npz":
         name = roles.scores[0]
-        return name, f"the archive's array is named {name!r}"
+        return name, f"the archive's array is named {quoted(name)}"
     if not roles.scores:
         return None, "no score columns found"
     if roles.prefix in PROB_PREFIXES:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._validation import InputContext, check_label_names
+from calcore._errors import CalcoreError, quoted, quoted_list
+from calcore._validation import InputContext, check_label_names, index_label, reads_as_integer
 
 __all__ = ["SPLITS", "SPLIT_VALUES", "class_labels", "split_codes", "split_of_rows"]
 
@@ -49,7 +49,7 @@ def split_codes(distinct, index: np.ndarray, *, ctx: InputContext) -> np.ndarray
     if unknown.any():
         i = int(np.argmax(unknown[index]))
         raise CalcoreError(
-            f"{ctx.where(i)}: split value {str(distinct[index[i]])!r} is not known. Use calib, "
+            f"{ctx.where(i)}: split value {quoted(distinct[index[i]])} is not known. Use calib, "
             f"calibration, cal, val or validation for calibration rows and test or eval for "
             f"test rows (any case)."
         )
@@ -71,8 +71,30 @@ def split_of_rows(values: np.ndarray, *, ctx: InputContext) -> np.ndarray:
     return np.asarray(SPLITS, dtype=object)[split_codes(uniq, inverse, ctx=ctx)]
 
 
+def _check_binary_index_forms(values: np.ndarray, uniq, column_class: str, ctx) -> None:
+    """Refuse a label that ``int()`` reads as 0 or 1 but that is not written ``0`` or ``1``
+    (``" 1"``, ``"+1"``, ``"01"``, ``"١"``): the binary shortcut would take it for a class
+    name, unlike the 0/1 it was meant as."""
+    for u in uniq:
+        if (
+            u != column_class
+            and reads_as_integer(u)
+            and index_label(u) is None
+            and int(u) in (0, 1)
+        ):
+            i = int(np.argmax(np.asarray(values).astype(str) == u))
+            raise CalcoreError(
+                f"{ctx.where(i)}: label {quoted(u, code_points=not u.isascii())} is written like "
+                f"the class index {int(u)} but not as one: an index is written with the ASCII "
+                f"digits 0-9 only, without sign, spaces, underscores or leading zeros. Write "
+                f"{int(u)}, or pass positive_class= if the labels are names."
+            )
+
+
 def _binary_names(values: np.ndarray, column_class: str, positive_class, ctx) -> tuple[str, str]:
     uniq = [str(u) for u in np.unique(values)]
+    if positive_class is None:
+        _check_binary_index_forms(values, uniq, column_class, ctx)
     if positive_class is None and set(uniq) <= {"0", "1"}:
         # 0/1 labels: 1 is the class of the score column.
         return ("0", "1") if column_class == "1" else (f"not {column_class}", column_class)
@@ -86,7 +108,8 @@ def _binary_names(values: np.ndarray, column_class: str, positive_class, ctx) ->
         )
         raise CalcoreError(
             f"{ctx.source}: one score column, so the problem is binary, but the labels take "
-            f"the values {uniq[:10]} and P({positive}) is the score; {hint}."
+            f"the values [{quoted_list(uniq, limit=10, what='values')}] and P({quoted(positive)}) "
+            f"is the score; {hint}."
         )
     return (others[0] if others else f"not {positive}"), positive
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calcore._errors import quoted
 from calcore.io._columns import Roles
 
 __all__ = ["RawTable", "RowNames", "SelectedRowNames", "LabelRowNames", "columns_to_matrix"]
@@ -61,7 +62,7 @@ class LabelRowNames:
     column: str
 
     def __call__(self, i: int) -> str:
-        return f"{self.rows(i)}, column {self.column!r}"
+        return f"{self.rows(i)}, column {quoted(self.column)}"
 
 
 @dataclass(frozen=True, eq=False)

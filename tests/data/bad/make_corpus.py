@@ -66,6 +66,17 @@ def replace_row(k: int, row: str) -> list[str]:
     return out
 
 
+def index_rows(k: int, label: str) -> list[str]:
+    """ROWS with class indices (0, 1, 2) as labels and data row ``k``'s label ``label``."""
+    rows = [f"{CLASSES.index(r.split(',')[0])},{r.split(',', 1)[1]}" for r in ROWS]
+    rows[k] = f"{label},{rows[k].split(',', 1)[1]}"
+    return rows
+
+
+CAFE_NFC, CAFE_NFD = "caf\u00e9", "cafe\u0301"  # both print as 'café'
+LONG_NAME = "x" * 20_000
+
+
 # -- binary formats, written deterministically ---------------------------------------------
 _DATE = (2020, 1, 1, 0, 0, 0)
 
@@ -851,6 +862,78 @@ CASES = [
         options={"max_decoded_bytes": 100},
         what="a valid file over a 100-byte decoded-size budget",
         phrases=["max_decoded_bytes", "CALCORE_MAX_DECODED_BYTES"],
+    ),
+    # -- issue 33: text the CSV reader, the labels and the messages must not misread ------------
+    case(
+        "utf32.csv",
+        b"\xff\xfe\x00\x00" + csv_text().decode().encode("utf-32-le"),
+        "error",
+        what="UTF-32 with a BOM (its FF FE 00 00 begins like UTF-16's FF FE)",
+        row="line 1",
+        phrases=["the file is UTF-32", "Re-save the file as UTF-8"],
+    ),
+    case(
+        "header_line_break.csv",
+        csv_text(header='label,"p_cat\nfish",p_dog,p_eel'),
+        "error",
+        what="a quoted line break inside a column name of the header",
+        row="line 1",
+        column="p_cat\nfish",
+        phrases=["column 2 (1-based)", "contains a line break", "remove the line break"],
+    ),
+    case(
+        "nfc_nfd_columns.csv",
+        csv_text(header=f"label,p_{CAFE_NFC},p_{CAFE_NFD},p_eel"),
+        "error",
+        what="two column names that print alike: 'café' composed (NFC) and decomposed (NFD)",
+        row="line 1",
+        phrases=["print alike", "U+00E9", "U+0065 U+0301", "Rename one of them"],
+    ),
+    case(
+        "label_column_nfd.csv",
+        csv_text(header=f"{CAFE_NFC},p_cat,p_dog,p_eel"),
+        "error",
+        options={"label_column": CAFE_NFD},
+        what="label_column= written decomposed (NFD) for a column written composed (NFC)",
+        column=CAFE_NFC,
+        phrases=["is not a column", "prints alike", "U+00E9", "U+0065 U+0301"],
+    ),
+    *(
+        case(
+            f"label_index_{kind}.csv",
+            csv_text(index_rows(1, label)),
+            "error",
+            what=f"the class index 1 written as {label!r}: Python's int() reads it",
+            row="line 3",
+            column="label",
+            phrases=[f"label {shown} is not a class name", "ASCII digits 0-9 only", "Write 1"],
+        )
+        for kind, label, shown in [
+            ("space", " 1", "' 1'"),
+            ("plus", "+1", "'+1'"),
+            ("leading_zero", "01", "'01'"),
+            ("underscore", "0_1", "'0_1'"),
+            ("arabic_indic", "\u0661", "'\u0661' (U+0661)"),
+            ("full_width", "\uff11", "'\uff11' (U+FF11)"),
+        ]
+    ),
+    case(
+        "label_binary_plus_one.csv",
+        csv_text(["0,0.2", "+1,0.7", "1,0.9"], header="label,p_cat"),
+        "error",
+        what="a binary file's label 1 written '+1' (the shortcut compares with '0' and '1')",
+        row="line 3",
+        column="label",
+        phrases=["written like the class index 1", "ASCII digits 0-9 only"],
+    ),
+    case(
+        "long_column_name.csv",
+        csv_text(header=f"label,p_{LONG_NAME},p_dog,p_eel"),
+        "error",
+        what="a 20,000-character class name in a message (label 'cat' is not a class)",
+        row="line 2",
+        column="label",
+        phrases=["label 'cat' is not a class", "… (20,000 characters)"],
     ),
 ]
 
