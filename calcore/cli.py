@@ -394,11 +394,14 @@ def _add_check_parser(sub) -> None:
     _add_slicing_options(k)
     out = k.add_argument_group("reports (written whether the gates pass or fail)")
     out.add_argument(
-        "--junit", metavar="PATH", help="write a JUnit XML report ('-': standard output, "
-        "the table then on stderr)",
+        "--junit",
+        metavar="PATH",
+        help="write a JUnit XML report ('-': standard output, the table then on stderr)",
     )
     out.add_argument(
-        "--markdown", metavar="PATH", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY; "
+        "--markdown",
+        metavar="PATH",
+        help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY; "
         "'-': standard output, the table then on stderr)",
     )
     out.add_argument("--json", action="store_true", help="print JSON instead of a table")

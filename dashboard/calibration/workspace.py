@@ -284,9 +284,7 @@ class Workspace:
                     raise calcore.CalcoreError(_quota_message(used, self.quota_bytes, len(data)))
                 if not blob.exists():
                     if tmp_blob is None:  # deleted since we looked: write it again
-                        tmp_blob = temporaries.enter_context(
-                            _temporary(self.root / "blobs", data)
-                        )
+                        tmp_blob = temporaries.enter_context(_temporary(self.root / "blobs", data))
                     os.replace(tmp_blob, blob)
                     placed.append(blob)
                 os.replace(tmp_record, record)
