@@ -498,3 +498,24 @@ def test_a_delete_on_a_full_disk_frees_the_room_or_says_nothing_was_deleted(tmp_
     ws.purge()  # the row the failed commit left goes
     assert _index_ids(ws) == {a.id} and ws.open(a.id) == (a, CSV)
     _consistent(ws)
+
+
+def test_a_delete_the_server_cannot_do_is_shown_on_the_page(kept_dir, monkeypatch):
+    at = new_app({})
+    at.run()
+    at.radio(key=controls.KEY_SOURCE).set_value(controls.SOURCE_UPLOAD).run()
+    at.file_uploader(key=controls.KEY_UPLOAD).upload("mine.csv", CSV, "text/csv").run()
+    at.checkbox(key=controls.KEY_KEEP).check().run()
+    assert_clean(at)
+
+    def full(self, kept_id):
+        raise calcore.CalcoreError("Could not delete the kept file (disk full); try again.")
+
+    monkeypatch.setattr(Workspace, "delete", full)
+    at.button(key=controls.KEY_DELETE_KEPT).click().run()
+    assert not at.exception
+    assert [unescape_markdown(e.value) for e in at.error] == [
+        "Could not delete the kept file (disk full); try again."
+    ]
+    assert at.checkbox(key=controls.KEY_KEEP).value  # still kept: nothing changed
+    assert len(os.listdir(kept_dir / "ids")) == 1
