@@ -6,8 +6,9 @@ through :func:`open_output`, which decides by what the path is now:
 
 * missing, or a regular file: written to a temporary file in the same folder and renamed
   onto the path once complete, so a reader never sees half a file and a failure leaves
-  the old one. A replaced file keeps its permission bits; a new one gets the usual mode
-  (``0666`` less the umask, as a shell redirection would give).
+  the old one. A replaced file keeps its permission bits (and owner, where allowed); a new
+  one gets the usual mode (``0666`` less the umask, as a shell redirection would give).
+  A writable file in a folder that is not (no room for a temporary file) is written through.
 * a symbolic link: never replaced (it stays a link). Whatever it leads to is opened and
   written through, as ``> link`` in a shell does: the target file keeps its inode,
   owner, mode and other links. (This is also what ``/dev/stdout`` is: a link to the
@@ -92,6 +93,8 @@ def check_output(path, *, stdout: bool = False, what: str = "the output") -> str
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise CalcoreError(f"cannot write {path} ({what}): no such directory {folder}.")
+        if mode is not None and not os.access(folder, os.W_OK) and os.access(path, os.W_OK):
+            return THROUGH  # no temporary file can go beside it, but the file may be written
         return REPLACE
     return THROUGH  # a device or a FIFO
 
@@ -188,9 +191,9 @@ def _replacing(path: str) -> Iterator[BinaryIO]:
     """A temporary file beside ``path``, renamed onto it when the block ends cleanly."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        old_mode = stat.S_IMODE(os.stat(path).st_mode)
+        old = os.stat(path)
     except FileNotFoundError:
-        old_mode = None
+        old = None
     tmp = os.path.join(folder, f".calcore-{secrets.token_hex(8)}.partial")
     # 0o666 and O_EXCL: the umask applies as for any new file (mkstemp's 0600 would hide a
     # report from the other users of a CI runner), and nothing existing is opened
@@ -200,10 +203,19 @@ def _replacing(path: str) -> Iterator[BinaryIO]:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())  # complete on disk before it takes the name
-        if old_mode is not None:
-            os.chmod(tmp, old_mode)
+        if old is not None:
+            _same_owner_and_mode(tmp, old)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _same_owner_and_mode(tmp: str, old: os.stat_result) -> None:
+    """Give the new file the permission bits (and, where allowed, the owner and group) of
+    the file it replaces: a report a CI runner's other user could read stays readable."""
+    os.chmod(tmp, stat.S_IMODE(old.st_mode))
+    if hasattr(os, "chown"):
+        with contextlib.suppress(PermissionError):  # only root may give a file away
+            os.chown(tmp, old.st_uid, old.st_gid)
