@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import textwrap
 import time
 import traceback
@@ -46,6 +45,7 @@ from calcore.evaluation.calibration_test import TESTABLE_METRICS
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
 from calcore.evaluation.slices import MIN_SLICE_ROWS, SlicedReport, evaluate_by
+from calcore.io._output import STDOUT, check_output, write_output
 from calcore.metrics.registry import METRICS
 from calcore.slicing import parse_slice_spec
 
@@ -395,9 +395,16 @@ def _add_check_parser(sub) -> None:
     )
     _add_slicing_options(k)
     out = k.add_argument_group("reports (written whether the gates pass or fail)")
-    out.add_argument("--junit", metavar="PATH", help="write a JUnit XML report")
     out.add_argument(
-        "--markdown", metavar="PATH", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
+        "--junit",
+        metavar="PATH",
+        help="write a JUnit XML report ('-': standard output, the table then on stderr)",
+    )
+    out.add_argument(
+        "--markdown",
+        metavar="PATH",
+        help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY; "
+        "'-': standard output, the table then on stderr)",
     )
     out.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -947,10 +954,6 @@ def _check(args) -> int:
     """``calcore check``: gates checked before any data is read, reports written, exit 0 or 1."""
     checked = gates.parse_gates(args.max, args.min)
     n_bootstrap = gates.bootstrap_for(args.on, args.bootstrap)
-    for path in (args.junit, args.markdown):
-        folder = os.path.dirname(os.path.abspath(path)) if path else None
-        if folder and not os.path.isdir(folder):  # fail now, not after a long evaluation
-            raise CalcoreError(f"cannot write {path}: no such directory {folder}.")
     wanted = [k for k in METRICS if any(g.metric == k for g in checked)]
     if args.by:
         sliced, notes, _ = _sliced_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
@@ -959,35 +962,16 @@ def _check(args) -> int:
         report, notes = _report_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
         result = gates.check_report(report, checked, on=args.on, file=args.file, notes=notes)
     if args.junit:
-        _write_atomic(args.junit, gates.junit_xml(result))
+        write_output(args.junit, gates.junit_xml(result), stdout=True, what="--junit")
     if args.markdown:
-        _write_atomic(args.markdown, gates.markdown_summary(result).encode("utf-8"))
+        report = gates.markdown_summary(result).encode("utf-8")
+        write_output(args.markdown, report, stdout=True, what="--markdown")
     if args.json:
         print(json.dumps(result.as_dict(), indent=2, allow_nan=False))
-    else:
-        print(gates.text_summary(result))
+    else:  # on stderr when a report is the standard output, which then holds it alone
+        report_on_stdout = STDOUT in (args.junit, args.markdown)
+        print(gates.text_summary(result), file=sys.stderr if report_on_stdout else sys.stdout)
     return 0 if result.passed else EXIT_FAILED
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory, so that a
-    reader (a CI step collecting reports) never sees a half-written file. The file is
-    replaced, not appended to; it keeps the mode of the file it replaces (0644 if new)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".calcore-", suffix=".partial", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o644  # mkstemp's 0600 would hide the report from other users of the runner
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _compare(args) -> int:
@@ -1116,6 +1100,7 @@ def main(argv=None) -> int:
     a gate fails; every command: 2 for bad input or arguments, 3 for a bug in calcore)."""
     args = build_parser().parse_args(argv)  # argparse itself exits with 2 on usage errors
     try:
+        _check_outputs(args)
         return _COMMANDS[args.command](args)
     except CalcoreError as exc:
         _error_line(str(exc))
@@ -1132,6 +1117,29 @@ def main(argv=None) -> int:
         )
         return EXIT_INTERNAL
     return EXIT_USAGE
+
+
+#: Options naming a file the command writes, and whether ``-`` (standard output) may be
+#: given: a report may take standard output (the command's table then goes to stderr);
+#: ``--out``/``--save`` may not, beside the command's own table on standard output.
+_OUTPUT_OPTIONS = {"junit": True, "markdown": True, "out": False, "save": False}
+
+
+def _check_outputs(args) -> None:
+    """Refuse a file option's target (a directory, a missing folder, ``-`` where standard
+    output is taken) before any data is read, not after a long evaluation."""
+    given = {k: getattr(args, k, None) for k in _OUTPUT_OPTIONS}
+    given = {k: v for k, v in given.items() if v is not None}
+    for key, path in given.items():
+        check_output(path, stdout=_OUTPUT_OPTIONS[key], what="--" + key)
+    on_stdout = [f"--{k}" for k, v in given.items() if v == STDOUT]
+    if getattr(args, "json", False):
+        on_stdout.append("--json")
+    if len(on_stdout) > 1 and STDOUT in given.values():
+        raise CalcoreError(
+            f"{', '.join(on_stdout)}: only one of them may write to standard output; give '-' to "
+            "one and a file name to the others (--json prints to standard output)."
+        )
 
 
 def _error_line(message: str) -> None:

@@ -16,6 +16,7 @@ import os
 from typing import IO
 
 from calcore._errors import CalcoreError
+from calcore.io._output import open_output
 from calcore.predictions import Predictions
 
 __all__ = [
@@ -86,15 +87,18 @@ def predictions_to_csv(
 def write_predictions_csv(
     preds: Predictions, path: str | os.PathLike, *, prefix: str = "p_"
 ) -> None:
-    """:func:`predictions_to_csv` into a file (UTF-8, ``\\n`` line ends)."""
-    with open(path, "w", encoding="utf-8", newline="") as fh:
+    """:func:`predictions_to_csv` into a file (UTF-8, ``\\n`` line ends), written as
+    :func:`calcore.io._output.open_output` writes a path the user named (a regular file
+    replaced whole, a link, device or FIFO written through)."""
+    with open_output(path, text=True) as fh:
         predictions_to_csv(preds, fh, prefix=prefix)
 
 
 def write_json(data, path: str | os.PathLike) -> None:
-    """Strict JSON (no NaN/Infinity), UTF-8, indented."""
+    """Strict JSON (no NaN/Infinity), UTF-8, indented; written as
+    :func:`write_predictions_csv` writes its file."""
     text = json.dumps(data, indent=2, allow_nan=False)
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_output(path, text=True) as fh:
         fh.write(text + "\n")
 
 

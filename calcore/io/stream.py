@@ -45,6 +45,7 @@ from calcore._errors import CalcoreError
 from calcore._limits import ROWS
 from calcore._validation import InputContext, check_sample_weight
 from calcore.io._columns import Roles, detect_roles, pick_weight
+from calcore.io._files import check_regular
 from calcore.io._labels import SPLITS, class_labels, split_codes
 from calcore.io._prefetch import prefetched
 from calcore.io._table import (
@@ -351,17 +352,24 @@ def _short_path(files, path: str) -> str:
 
 
 def source_files(source) -> tuple[str, ...]:
-    """The data files of a path, directory or glob, sorted (refused when there are none)."""
+    """The data files of a path, directory or glob, sorted (refused when there are none,
+    or when one is not a regular file: a FIFO or device would block or never end)."""
     text = os.fspath(source)
     if any(ch in text for ch in "*?["):
-        found = sorted(p for p in globlib.glob(text, recursive=True) if os.path.isfile(p))
+        hits = globlib.glob(text, recursive=True)  # a FIFO too: refused below, not skipped
+        found = sorted(p for p in hits if os.path.exists(p) and not os.path.isdir(p))
         found = [p for p in found if not os.path.basename(p).startswith((".", "_"))]
     elif os.path.isdir(text):
         found = _data_files(text)
-    elif os.path.isfile(text):
+    elif os.path.exists(text):
         found = [text]
     else:
         raise CalcoreError(f"{text}: no such file or directory.")
+    for path in found:
+        try:
+            check_regular(path)
+        except FileNotFoundError:  # a broken link, or removed since it was listed
+            raise CalcoreError(f"{path}: no such file (a broken link?).") from None
     if not found:
         raise CalcoreError(
             f"{text}: no data files found. Give a Parquet, Arrow IPC, CSV or NPZ file, a "

@@ -3,18 +3,19 @@
 The output has the layout of :func:`calcore.export.predictions_to_csv`: a ``label``
 column of class indices, then one probability column ``p_<class>`` per class, so it
 reads back with :func:`calcore.load_predictions` or :func:`calcore.scan`. Batches are
-written as they come (bounded memory) to a temporary file beside the target, which
-replaces the target only when every batch was written: a failure leaves no partial
-file behind, and never one that looks complete.
+written as they come (bounded memory) by :func:`calcore.io._output.open_output`: to a
+temporary file beside a regular (or new) target, which replaces it only when every batch
+was written, so a failure leaves no partial file behind, and never one that looks
+complete; a symbolic link, device or FIFO is written through, never replaced.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 
 from calcore._errors import CalcoreError
 from calcore.export import predictions_to_csv
+from calcore.io._output import check_output, open_output
 
 __all__ = ["write_stream", "write_predictions", "OUTPUT_FORMATS"]
 
@@ -54,27 +55,22 @@ def write_stream(stream, path, *, prefix: str = "p_") -> int:
     """
     path = os.fspath(path)
     kind = _format(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".calcore-", suffix=".partial", dir=folder)
-    os.close(fd)
-    rows = 0
-    try:
+    check_output(path)  # a directory or a missing folder: refused before reading anything
+    with open_output(path, text=kind == "csv") as fh:
         if kind == "parquet":
-            rows = _write_parquet(stream, tmp, prefix)
-        else:
-            with open(tmp, "w", encoding="utf-8", newline="") as fh:
-                for b in stream.batches():
-                    predictions_to_csv(b.preds, fh, prefix=prefix, header=rows == 0)
-                    rows += b.preds.n_samples
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+            return _write_parquet(stream, fh, prefix)
+        return _write_csv(stream, fh, prefix)
+
+
+def _write_csv(stream, fh, prefix: str) -> int:
+    rows = 0
+    for b in stream.batches():
+        predictions_to_csv(b.preds, fh, prefix=prefix, header=rows == 0)
+        rows += b.preds.n_samples
     return rows
 
 
-def _write_parquet(stream, tmp: str, prefix: str) -> int:
+def _write_parquet(stream, fh, prefix: str) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -90,7 +86,7 @@ def _write_parquet(stream, tmp: str, prefix: str) -> int:
                 columns["weight"] = pa.array(preds.sample_weight)
             table = pa.table(columns)
             if writer is None:
-                writer = pq.ParquetWriter(tmp, table.schema)
+                writer = pq.ParquetWriter(fh, table.schema)
             writer.write_table(table)
             rows += preds.n_samples
     finally:

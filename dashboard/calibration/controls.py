@@ -47,6 +47,7 @@ KEY_DELETE_KEPT = "sidebar.delete_kept"
 KEY_KEPT_LINK = "data.kept_link"  # not a widget: the workspace id the link named
 KEY_KEPT_IDS = "data.kept_ids"  # not a widget: upload digest -> id kept in this session
 KEY_DELETED = "data.deleted"  # not a widget: the name of the file just deleted
+KEY_DELETE_FAILED = "data.delete_failed"  # not a widget: why a delete failed (a full disk)
 KEY_SPLIT = "sidebar.split"
 KEY_FRACTION = "sidebar.fraction"
 KEY_SEED = "sidebar.seed"
@@ -247,6 +248,9 @@ def data_source(
     deleted = st.session_state.pop(KEY_DELETED, None)
     if deleted is not None:
         st.success(f"Deleted {esc(deleted)} from the server: its link no longer opens it.")
+    failed = st.session_state.pop(KEY_DELETE_FAILED, None)
+    if failed is not None:
+        st.error(esc(failed))
     sources = [SOURCE_SAMPLE, SOURCE_UPLOAD] + ([SOURCE_SERVER] if data_dir else [])
     source = st.radio(
         "Source",
@@ -316,13 +320,25 @@ def _keep_control(workspace: Workspace, file: FileBytes) -> str | None:
     _kept_caption(kept)
 
     def delete() -> None:  # a callback: it runs before the rerun, when the box may change
-        workspace.delete(kept_id)
+        if not _deleted(workspace, kept_id):
+            return
         memo.pop(file.digest, None)
         st.session_state[KEY_KEEP] = False
         st.session_state[KEY_DELETED] = kept.name
 
     st.button("Delete from the server", key=KEY_DELETE_KEPT, on_click=delete)
     return kept_id
+
+
+def _deleted(workspace: Workspace, kept_id: str) -> bool:
+    """Delete ``kept_id`` from the workspace (in a button's callback); False, with the
+    reason kept for the next run to show, when the server could not."""
+    try:
+        workspace.delete(kept_id)
+    except calcore.CalcoreError as err:
+        st.session_state[KEY_DELETE_FAILED] = str(err)
+        return False
+    return True
 
 
 def _kept_caption(kept) -> None:
@@ -341,7 +357,8 @@ def _kept_upload(workspace: Workspace, kept_id: str) -> Source:
     _kept_caption(kept)
 
     def delete() -> None:
-        workspace.delete(kept.id)
+        if not _deleted(workspace, kept.id):
+            return
         st.session_state[KEY_KEPT_LINK] = None
         st.session_state[KEY_DELETED] = kept.name
 

@@ -10,8 +10,11 @@ A dataset's name comes from the URL, so it is untrusted. :meth:`DataDirectory.re
 accepts only a relative path of plain components (no ``..``, no hidden component, no
 absolute path, no glob character, no backslash) whose real path (symlinks followed) and
 whose every data file's real path lie inside the directory's real path. A symlink that
-stays inside is followed; one that leads out refuses the whole dataset. The checks run
-again on every open, so a link made before a symlink was planted does not get through.
+stays inside is followed; one that leads out refuses the whole dataset. So does a FIFO,
+socket or device under a data file's name (its read would block every session waiting
+for the dataset): the message names it, and the listing leaves the dataset out. The
+checks run again on every open, so a link made before a symlink was planted does not get
+through.
 (A symlink swapped between the check and the read is outside what a web page can do;
 the operator controls the directory.)
 
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import calcore
+from calcore.io._files import NotRegularFileError
 from calcore.io.stream import DATA_EXTENSIONS, source_files
 
 __all__ = [
@@ -174,6 +178,15 @@ class DataDirectory:
             raise refused
         try:
             files = source_files(str(path))
+        except NotRegularFileError as err:  # a FIFO or device: its read would never end
+            if not _inside(Path(os.path.realpath(err.path)), self.root):
+                raise refused from None  # a link out: say nothing of what it leads to
+            inner = os.path.relpath(err.path, self.root)
+            raise calcore.CalcoreError(
+                f"{_quoted(name)} cannot be read: {_quoted(inner)} in it is {err.kind}, not a "
+                "regular file (reading it could wait forever). Ask the server's operator to "
+                "remove it from the data directory."
+            ) from None
         except calcore.CalcoreError:
             raise refused from None
         stats = []

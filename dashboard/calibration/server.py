@@ -166,7 +166,9 @@ def open_dataset(
         What :func:`calcore.scan` or a batch's validation says (file, column, row).
     """
     return _OPENED.get(
-        (dataset.fingerprint, n_sample), lambda: _opened(dataset, n_sample, progress)
+        (dataset.fingerprint, n_sample),
+        lambda: _opened(dataset, n_sample, progress),
+        what=f"the dataset {dataset.name!r}",
     )
 
 
@@ -228,7 +230,8 @@ def with_slice_columns(loaded: Loaded, streamed: Streamed) -> Loaded:
         samples = {name: s.with_metadata(columns[name]) for name, s in loaded.splits.items()}
         return replace(loaded, splits=samples)
 
-    return _SLICE_COLUMNS.get(_slice_key(streamed), read)
+    what = f"the slice columns of {streamed.dataset.name!r}"
+    return _SLICE_COLUMNS.get(_slice_key(streamed), read, what=what)
 
 
 class _Activity:
@@ -333,7 +336,7 @@ def streamed_report(
             s = s.with_progress(progress)
         return calcore.evaluate(s, bins=k, binning=b, n_bootstrap=0, metrics=STREAMED_METRICS)
 
-    return _REPORTS.get((key, b, k), evaluate)
+    return _REPORTS.get((key, b, k), evaluate, what="this evaluation of every row")
 
 
 #: Redrawn label sets of each slice's test on every test row: each costs a draw per row
@@ -371,7 +374,9 @@ def streamed_sliced(
             n_resamples=STREAMED_SLICE_RESAMPLES, metrics=SLICE_METRICS,
         )  # fmt: skip
 
-    return _REPORTS.get((key, "sliced", by, rank_by, b, k), evaluate)
+    return _REPORTS.get(
+        (key, "sliced", by, rank_by, b, k), evaluate, what="these slices of every row"
+    )
 
 
 class RowsProgress:

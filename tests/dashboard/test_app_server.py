@@ -319,3 +319,16 @@ def _dataset(data_dir):
 
     (found,) = [d for d in data_directory().datasets() if d.name == NAME]
     return found
+
+
+@pytest.mark.timeout(120)
+def test_a_link_to_a_folder_holding_a_fifo_says_which_file_and_does_not_hang(data_dir):
+    folder = data_dir / "parts"
+    folder.mkdir()
+    (folder / "a.csv").write_text("label,p_a,p_b\na,0.9,0.1\nb,0.2,0.8\n")
+    os.mkfifo(folder / "b.csv")  # nobody writes to it: opening it would wait forever
+    at = run({"data": "parts"})
+    assert not at.exception
+    (error,) = at.error
+    text = unescape_markdown(error.value)
+    assert "'parts/b.csv' in it is a FIFO" in text and str(data_dir) not in text

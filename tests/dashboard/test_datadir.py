@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import os
+import stat
 import threading
 import time
 
@@ -178,3 +179,69 @@ def test_demo_is_deterministic_complete_and_has_its_planted_problems(tmp_path):
     loaded = calcore.load_predictions(path, split="test")
     assert loaded.class_names == ("no click", "click")
     assert np.isclose(loaded.n_samples, 0.8 * 1_200_000, rtol=0.01)
+
+
+# -- issue 33: a FIFO (or any non-regular file) never hangs a dataset -------------------
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_in_a_dataset_folder_refuses_the_dataset_naming_it_without_reading(tree):
+    os.mkfifo(tree / "logs" / "day=3.csv")  # nobody ever writes to it: a read would hang
+    with pytest.raises(calcore.CalcoreError) as err:
+        DataDirectory(tree).resolve("logs")
+    message = str(err.value)
+    assert "'logs' cannot be read: 'logs/day=3.csv' in it is a FIFO" in message
+    assert "operator" in message and str(tree) not in message  # no server path shown
+    assert [d.name for d in DataDirectory(tree).datasets()] == ["a.csv", "alias.csv"]
+
+
+@pytest.mark.timeout(30)
+def test_devices_sockets_and_links_out_to_a_fifo_are_refused_too(tree, tmp_path):
+    import socket
+
+    (tree / "dev").mkdir()
+    _csv(tree / "dev" / "ok.csv")
+    try:  # a copy of /dev/zero inside the directory: a read never ends
+        os.mknod(tree / "dev" / "zeros.csv", 0o666 | stat.S_IFCHR, os.stat("/dev/zero").st_rdev)
+    except PermissionError:
+        pass  # not root: the socket and the link below still count
+    else:
+        with pytest.raises(calcore.CalcoreError, match="'dev/zeros.csv' in it is a character"):
+            DataDirectory(tree).resolve("dev")
+    os.symlink("/dev/zero", tree / "dev" / "link.csv")  # a link out, to a device
+    with pytest.raises(calcore.CalcoreError, match="is not a dataset of the server"):
+        DataDirectory(tree).resolve("dev")
+    (tree / "sock").mkdir()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(tree / "sock" / "s.parquet"))
+        with pytest.raises(calcore.CalcoreError, match="'sock/s.parquet' in it is a socket"):
+            DataDirectory(tree).resolve("sock")
+    os.mkfifo(tmp_path / "outside" / "pipe.csv")
+    (tree / "out").mkdir()
+    _csv(tree / "out" / "ok.csv")
+    os.symlink(tmp_path / "outside" / "pipe.csv", tree / "out" / "pipe.csv")
+    with pytest.raises(calcore.CalcoreError, match="is not a dataset of the server") as err:
+        DataDirectory(tree).resolve("out")  # a link out: nothing said of its target
+    assert "FIFO" not in str(err.value)
+
+
+@pytest.mark.timeout(30)
+def test_a_session_waits_a_bounded_time_for_another_sessions_stuck_read():
+    cache = shared.SharedCache(max_entries=4, ttl_s=60, wait_s=0.5)
+    stuck, release = threading.Event(), threading.Event()
+
+    def stuck_read():
+        stuck.set()
+        release.wait(20)  # a read that does not end (until the test lets it)
+        return "rows"
+
+    first = threading.Thread(target=lambda: cache.get("k", stuck_read, what="'logs'"))
+    first.start()
+    stuck.wait(5)
+    start = time.monotonic()
+    with pytest.raises(calcore.CalcoreError, match="Another session is loading 'logs'; this"):
+        cache.get("k", lambda: "never computed twice", what="'logs'")
+    assert 0.4 < time.monotonic() - start < 5
+    release.set()
+    first.join(5)
+    assert cache.get("k", lambda: "never computed twice") == "rows"  # the first one's result

@@ -6,11 +6,17 @@ from __future__ import annotations
 import doctest
 import errno
 import io
+import json
 import os
+import signal
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
@@ -255,3 +261,261 @@ def test_without_a_workspace_the_box_is_absent_and_a_kept_link_says_so(monkeypat
     assert any("keeps no files" in unescape_markdown(i.value) for i in at.info)
     at.file_uploader(key=controls.KEY_UPLOAD).upload("mine.csv", CSV, "text/csv").run()
     assert not [c for c in at.checkbox if c.key == controls.KEY_KEEP]
+
+
+# -- issue 33: records and index rows trusted only once checked -------------------------
+
+
+def _index_ids(ws: Workspace) -> set[str]:
+    with sqlite3.connect(ws.index) as db:
+        return {kept_id for (kept_id,) in db.execute("SELECT id FROM kept")}
+
+
+def _drop_index(ws: Workspace) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{ws.index}{suffix}").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"digest": "../../victim.txt"},
+        {"digest": "/etc/hostname"},
+        {"digest": "A" * 64},
+        {"id": "f" * 32},  # not the record's own file name
+        {"size": "12"},
+        {"name": None},
+        {"expires": True},
+    ],
+)
+def test_the_rebuild_refuses_a_tampered_record_and_never_touches_its_path(tmp_path, change):
+    root, victim = tmp_path / "ws", tmp_path / "victim.txt"
+    victim.write_text("not the workspace's")
+    ws = Workspace(root)
+    good = ws.keep(CSV, "a.csv")
+    record = json.loads((root / "ids" / f"{good.id}.json").read_text())
+    forged_id = "e" * 32
+    forged = root / "ids" / f"{forged_id}.json"
+    forged.write_text(json.dumps(record | {"id": forged_id} | change))
+    _drop_index(ws)
+    again = Workspace(root)
+    assert _index_ids(again) == {good.id}
+    with pytest.raises(calcore.CalcoreError, match="not found"):
+        again.open(forged_id)
+    assert not forged.exists() and any(n.startswith(f"{forged_id}.json.damaged-")
+                                       for n in os.listdir(root / "ids"))  # fmt: skip
+    again.delete(forged_id)
+    again.purge()
+    assert victim.read_text() == "not the workspace's"
+    assert again.open(good.id) == (good, CSV)
+
+
+def test_a_tampered_index_row_serves_and_deletes_nothing_outside(tmp_path):
+    root, victim = tmp_path / "ws", tmp_path / "victim.txt"
+    victim.write_text("not the workspace's")
+    ws = Workspace(root)
+    row = ("d" * 32, "x.csv", "../../victim.txt", 10, time.time(), time.time() + 3600)
+    with sqlite3.connect(ws.index) as db:
+        db.execute("INSERT INTO kept VALUES (?, ?, ?, ?, ?, ?)", row)
+    with pytest.raises(calcore.CalcoreError, match="not found"):
+        ws.open(row[0])
+    ws.delete(row[0])
+    assert victim.read_text() == "not the workspace's"
+
+
+# -- issue 33: what a crash leaves is swept --------------------------------------------
+
+_HOLD_A_TEMPORARY = """
+import sys, time
+from pathlib import Path
+from dashboard.calibration.workspace import _temporary
+with _temporary(Path(sys.argv[1]), b"x" * 1_000_000):
+    print("writing", flush=True)
+    time.sleep(120)
+"""
+
+
+def _age(path: Path, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+@pytest.mark.timeout(60)
+def test_temporaries_of_a_killed_keep_are_swept_at_start_and_live_ones_are_not(tmp_path):
+    ws = Workspace(tmp_path)
+    killed = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_A_TEMPORARY, str(tmp_path / "blobs")],
+        stdout=subprocess.PIPE, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert killed.stdout.readline().strip() == b"writing"
+    killed.send_signal(signal.SIGKILL)  # kill -9: no clean-up ran
+    killed.wait(10)
+    (left,) = files(tmp_path, "blobs")
+    assert left.startswith(".tmp-")
+    with workspace._temporary(tmp_path / "ids", b"a live keep's record") as live:
+        for path in (tmp_path / "blobs" / left, Path(live)):
+            _age(path, workspace.TEMPORARY_GRACE_S + 5)  # past the moment before a lock
+        Workspace(tmp_path)  # a server start
+        assert files(tmp_path, "blobs") == []  # 1 MB back at once, not after an hour
+        assert files(tmp_path, "ids") == [os.path.basename(live)]  # its writer holds it
+    assert ws.used_bytes() == 0
+
+
+def test_moved_aside_files_are_kept_a_day_and_only_the_newest_damaged_index(tmp_path):
+    ws = Workspace(tmp_path)
+    stamp = lambda hours: time.strftime("%Y%m%dT%H%M%S", time.localtime(time.time() - hours * 3600))  # noqa: E731
+    names = {
+        f"index.sqlite3.damaged-{stamp(1)}": True,  # the newest damaged index, for a day
+        f"index.sqlite3-wal.damaged-{stamp(1)}": True,
+        f"index.sqlite3.damaged-{stamp(3)}": False,  # an older one: gone
+        f"ids/{'a' * 32}.json.damaged-{stamp(2)}": True,  # a refused record, for a day
+        f"ids/{'b' * 32}.json.damaged-{stamp(25)}": False,
+    }
+    for name in names:
+        (tmp_path / name).write_text("moved aside")
+    ws.sweep_damaged()
+    assert {name: (tmp_path / name).exists() for name in names} == names
+    assert ws.sweep_damaged(now=time.time() + 86_400) == 3  # a day later: nothing left
+
+
+# -- issue 33: a full disk during a keep leaves nothing ---------------------------------
+
+
+def _consistent(ws: Workspace) -> None:
+    """Every record is an index row and back; the bytes are exactly the rows' contents."""
+    root = ws.root
+    records = {f[: -len(".json")] for f in files(root, "ids")}
+    assert records == _index_ids(ws)
+    with sqlite3.connect(ws.index) as db:
+        digests = {d for (d,) in db.execute("SELECT DISTINCT digest FROM kept")}
+    assert set(files(root, "blobs")) == digests  # no temporary or unused file either
+    for kept_id in records:
+        kept, data = ws.open(kept_id)
+        assert len(data) == kept.size
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 400 kB file system of its own (tmpfs; needs root, as in CI containers)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(mount)],
+                          capture_output=True)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    yield mount
+    subprocess.run(["umount", "--lazy", str(mount)], check=True)
+
+
+def test_a_really_full_disk_refuses_keeps_with_a_message_and_leaves_nothing(tiny_disk):
+    ws = Workspace(tiny_disk / "ws")
+    rng = np.random.default_rng(3)
+    refused = 0
+    for i in range(400):  # sizes vary, so the disk fills at every step of a keep
+        data = rng.bytes(int(rng.integers(1, 9000)))
+        try:
+            ws.keep(data, f"f{i}.csv")
+        except calcore.CalcoreError as err:
+            assert "nothing was stored" in str(err)
+            refused += 1
+        _consistent(ws)
+    assert refused > 50
+    kept_id = files(ws.root, "ids")[0][:-5]
+    ws.delete(kept_id)  # room again: a small keep works
+    ws.keep(b"label,p\n1,0.5\n", "small.csv")
+    _consistent(ws)
+
+
+class _FailingConnection:
+    """A SQLite connection whose statement starting with ``fail_on`` fails as a full disk."""
+
+    def __init__(self, db, fail_on: str):
+        self.db, self.fail_on = db, fail_on
+
+    def execute(self, sql, *args):
+        if sql.lstrip().upper().startswith(self.fail_on):
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+
+@pytest.mark.parametrize("step", ["blob rename", "record rename", "INSERT", "COMMIT"])
+def test_a_keep_failing_at_any_step_rolls_everything_back(tmp_path, monkeypatch, step):
+    ws = Workspace(tmp_path)
+    first = ws.keep(b"other" + CSV, "b.csv")
+    if step in ("INSERT", "COMMIT"):
+        connect = ws._connect
+        monkeypatch.setattr(ws, "_connect", lambda: _FailingConnection(connect(), step))
+    else:
+        real_replace, calls = os.replace, []
+
+        def replace(src, dst):
+            calls.append(dst)
+            if len(calls) == (1 if step == "blob rename" else 2):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_replace(src, dst)
+
+        monkeypatch.setattr(workspace.os, "replace", replace)
+    with pytest.raises(calcore.CalcoreError, match=r"\(.*(space|full).*\); nothing was stored"):
+        ws.keep(CSV, "a.csv")
+    monkeypatch.undo()
+    assert _index_ids(ws) == {first.id}
+    _consistent(ws)
+    assert ws.keep(CSV, "a.csv").size == len(CSV)  # and the next keep works
+
+
+@pytest.mark.parametrize(
+    "quota_mb, size, words",
+    [
+        (0.0001, 150, "it holds 0 B of 100 B, and this file needs 150 B"),
+        (0.0025, 2600, "it holds 0 B of 2.5 kB, and this file needs 2.6 kB"),
+        (3, 3_100_000, "it holds 0 B of 3.0 MB, and this file needs 3.1 MB"),
+    ],
+)
+def test_the_quota_message_shows_sizes_in_readable_units(tmp_path, quota_mb, size, words):
+    ws = Workspace(tmp_path, quota_mb=quota_mb)
+    with pytest.raises(calcore.CalcoreError) as err:
+        ws.keep(b"x" * size, "big.csv")
+    assert words in str(err.value)
+
+
+def test_a_delete_on_a_full_disk_frees_the_room_or_says_nothing_was_deleted(tmp_path, monkeypatch):
+    ws = Workspace(tmp_path)
+    a, b = ws.keep(CSV, "a.csv"), ws.keep(b"other" + CSV, "b.csv")
+    connect = ws._connect
+    # the row's delete itself fails: nothing changed, and the page is told so
+    monkeypatch.setattr(ws, "_connect", lambda: _FailingConnection(connect(), "DELETE"))
+    with pytest.raises(calcore.CalcoreError, match="disk is full.*nothing was deleted"):
+        ws.delete(a.id)
+    # the commit fails once the files are gone (they made the room): the id is deleted
+    monkeypatch.setattr(ws, "_connect", lambda: _FailingConnection(connect(), "COMMIT"))
+    ws.delete(b.id)
+    monkeypatch.undo()
+    with pytest.raises(calcore.CalcoreError, match="not found"):
+        ws.open(b.id)
+    ws.purge()  # the row the failed commit left goes
+    assert _index_ids(ws) == {a.id} and ws.open(a.id) == (a, CSV)
+    _consistent(ws)
+
+
+def test_a_delete_the_server_cannot_do_is_shown_on_the_page(kept_dir, monkeypatch):
+    at = new_app({})
+    at.run()
+    at.radio(key=controls.KEY_SOURCE).set_value(controls.SOURCE_UPLOAD).run()
+    at.file_uploader(key=controls.KEY_UPLOAD).upload("mine.csv", CSV, "text/csv").run()
+    at.checkbox(key=controls.KEY_KEEP).check().run()
+    assert_clean(at)
+
+    def full(self, kept_id):
+        raise calcore.CalcoreError("Could not delete the kept file (disk full); try again.")
+
+    monkeypatch.setattr(Workspace, "delete", full)
+    at.button(key=controls.KEY_DELETE_KEPT).click().run()
+    assert not at.exception
+    assert [unescape_markdown(e.value) for e in at.error] == [
+        "Could not delete the kept file (disk full); try again."
+    ]
+    assert at.checkbox(key=controls.KEY_KEEP).value  # still kept: nothing changed
+    assert len(os.listdir(kept_dir / "ids")) == 1
