@@ -82,7 +82,13 @@ def test_a_sparse_3gb_csv_is_refused_in_seconds_on_little_memory(tmp_path, capsy
     path = tmp_path / "sparse.csv"
     if not _sparse(path, head, 3 << 30):
         pytest.skip("the file system does not store sparse files")
-    for call in (_scan(path), lambda: csv_head(str(path), "sparse.csv")):
+    loaders = (
+        _scan(path),
+        lambda: csv_head(str(path), "sparse.csv"),
+        lambda: calcore.load_predictions(path),  # read whole after the head: 11 s, 3.3 GB
+        lambda: calcore.inspect_table(path),
+    )
+    for call in loaders:
         err = _bounded(call, seconds=3, traced_bytes=48 << 20)
         assert isinstance(err, CalcoreError), err
         assert str(err).startswith(f"sparse.csv, {line}: ") and "NUL bytes" in str(err)

@@ -24,7 +24,7 @@ from typing import Iterator
 from calcore._errors import CalcoreError
 from calcore._limits import CSV_FIRST_LINES_BYTES
 from calcore.io._csv import CsvLayout, read_csv_columns, record_lines, scan_csv
-from calcore.io._source import Source
+from calcore.io._source import Source, open_source, path_format
 
 __all__ = ["CsvHead", "csv_head", "csv_pieces", "read_piece"]
 
@@ -93,6 +93,15 @@ def csv_head(path: str, name: str) -> CsvHead:
     body = len(data) - layout.body_start
     per_row = body / max(lines, 1) if lines else max(body, 1)
     return CsvHead(data[: layout.body_start], layout, max(per_row, 1.0), size)
+
+
+def open_source_bounded(path_or_buffer, *, name: str | None = None) -> Source:
+    """:func:`~calcore.io._source.open_source`, after checking a CSV path's first lines
+    with :func:`csv_head`: a sparse or NUL-filled file of gigabytes is refused after a few
+    MB instead of being read whole first (3 GB: 11 s and 3.3 GB of memory before)."""
+    if isinstance(path_or_buffer, (str, os.PathLike)) and path_format(path_or_buffer) == "csv":
+        csv_head(os.fspath(path_or_buffer), name or os.path.basename(path_or_buffer))
+    return open_source(path_or_buffer, name=name)
 
 
 #: Bytes after which the head is read no further: a byte order mark, the header line and

@@ -10,7 +10,6 @@ from calcore._errors import quoted
 from calcore.io._budget import resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._load_report import TableSchema
-from calcore.io._source import open_source
 
 __all__ = ["inspect_table"]
 
@@ -100,10 +99,12 @@ def inspect_table(
     >>> schema.label_column, schema.class_names, schema.scores_guess, schema.ignored_columns
     ('label', ('a', 'b'), 'probs', ('id',))
     """
-    from calcore.io._scan import scan  # pandas/pyarrow: loaded when a file is read
+    # pandas/pyarrow: loaded when a file is read
+    from calcore.io._csv_stream import open_source_bounded
+    from calcore.io._scan import scan
 
     max_decoded_bytes = resolve_budget(max_decoded_bytes)
-    src = open_source(path_or_buffer, name=name)
+    src = open_source_bounded(path_or_buffer, name=name)
     sc = scan(
         src,
         label_column=label_column,

@@ -20,10 +20,10 @@ from calcore._validation import (
 )
 from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
+from calcore.io._csv_stream import open_source_bounded
 from calcore.io._labels import class_labels, split_of_rows
 from calcore.io._load_report import LoadReport
 from calcore.io._scan import metadata_columns, read_table, scan
-from calcore.io._source import open_source
 from calcore.io._table import LabelRowNames, RawTable, SelectedRowNames
 from calcore.predictions import Predictions
 
@@ -80,7 +80,7 @@ def _open_table(
     weight_column=None,
     slice_columns=None,
 ):
-    src = open_source(path_or_buffer, name=name)
+    src = open_source_bounded(path_or_buffer, name=name)
     sc = scan(
         src,
         label_column=label_column,

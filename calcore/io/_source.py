@@ -8,7 +8,7 @@ from pathlib import Path, PurePath
 
 from calcore._errors import CalcoreError
 
-__all__ = ["Source", "open_source"]
+__all__ = ["Source", "open_source", "path_format"]
 
 _EXTENSIONS = {
     ".csv": "csv",
@@ -83,6 +83,17 @@ def open_source(path_or_buffer, *, name: str | None = None) -> Source:
     buffer_name = PurePath(buffer_name).name if isinstance(buffer_name, str) else None
     display = name or buffer_name or "<upload>"
     return Source(display, data, _format_of(buffer_name or name or "", data))
+
+
+def path_format(path) -> str | None:
+    """The format :func:`open_source` would give the file at ``path`` (from its name, else
+    its first bytes), reading at most 4 bytes; None for a missing or unreadable path."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError:
+        return None  # open_source says why
+    return _format_of(Path(path).name, magic)
 
 
 def _buffer_bytes(obj) -> bytes:
