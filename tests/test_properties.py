@@ -363,3 +363,64 @@ def test_calibrators_on_generated_inputs(name):
     run()
     # the outputs were checked on a good share of the examples, not only error paths
     assert EXAMPLES[f"calibrator {name} fitted"] >= EXAMPLES[f"calibrator {name}"] // 4
+
+
+# -- row weights across their range --------------------------------------------------------------
+@st.composite
+def row_weights(draw, n: int) -> np.ndarray:
+    """Frequency weights of ``n`` rows: small or large integers, fractions, zeros, scaled
+    by a power of two from 2**-1070 (subnormal) to 2**70 (exact in float64 down to the
+    subnormals, so the scaled weights are the same weights in another unit)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    kind = draw(st.sampled_from(["ones", "small", "wide", "fractional", "with-zeros"]))
+    w = {
+        "ones": np.ones(n),
+        "small": rng.integers(1, 5, n).astype(float),
+        "wide": 2.0 ** rng.integers(0, 40, n),
+        "fractional": rng.random(n) + 1e-3,
+        "with-zeros": rng.integers(0, 3, n).astype(float),
+    }[kind]
+    if not (w > 0).any():
+        w[0] = 1.0
+    edges = st.sampled_from([-1070, -1040, -1022, -1000, 0, 30, 45, 60, 70])
+    return w * 2.0 ** draw(st.one_of(edges, st.integers(-1070, 70)))
+
+
+#: Metrics whose value a common factor of the weights cannot change: weighted means and
+#: fixed (equal-width) bins. Not: the equal-mass ranks floor(k m / B), which count whole
+#: units of weight, and what depends on the sample size that frequency weights give (the
+#: tests' statistics grow with it, the debiasing term and the KDE bandwidth shrink with it).
+_SIZE_DEPENDENT = ("ace", "tace", "debiased_ece", "spiegelhalter_z", "spiegelhalter_p",
+                   "hosmer_lemeshow", "hosmer_lemeshow_p", "kde_ece", "kde_ece_classwise")  # fmt: skip
+_SCALE_FREE = [k for k in calcore.METRICS if k not in _SIZE_DEPENDENT]
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(prediction_arrays(max_rows=300, max_classes=6), st.data())
+def test_weights_across_their_range_give_unit_free_metrics_or_a_refusal(arrays, data):
+    """A weight below the smallest normal float or a total above 2**53 is refused naming
+    the limit; any other weights give finite metrics, the same in every unit of weight."""
+    EXAMPLES["weights"] += 1
+    probs, labels = arrays
+    w = data.draw(row_weights(len(labels)))
+    positive = w[w > 0]
+    too_small = positive.min() < np.finfo(np.float64).tiny
+    too_large = w.sum() > 2.0**53
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalcoreWarning)
+        if too_small or too_large:
+            rule = "smallest float64" if too_small else r"above 2\*\*53"
+            with pytest.raises(CalcoreError, match=rule):
+                Predictions.from_probs(probs, labels, sample_weight=w)
+            EXAMPLES["weights refused"] += 1
+            return
+        unit = np.ldexp(w, -int(np.frexp(positive.max())[1]))  # the largest back to 0.5-1
+        assume(unit[unit > 0].min() >= np.finfo(np.float64).tiny)
+        got = calcore.evaluate(Predictions.from_probs(probs, labels, sample_weight=w))
+        ref = calcore.evaluate(Predictions.from_probs(probs, labels, sample_weight=unit))
+    for key in _SCALE_FREE:
+        a, b = got.metrics[key], ref.metrics[key]
+        if a is None or b is None or not (np.isfinite(a) and np.isfinite(b)):
+            assert (a is None) == (b is None), key
+            continue
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12), (key, a, b)

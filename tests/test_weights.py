@@ -495,7 +495,9 @@ def test_integer_weights_up_to_the_total_limit_give_exact_equal_mass_bins():
     preds = calcore.Predictions.from_logits(z, y, sample_weight=w)
     for metric, threshold in (("ace", None), ("tace", 1e-3)):
         got = calcore.evaluate(preds, metrics=[metric], bins=15).metrics[metric]
-        assert got == pytest.approx(_adaptive_reference(preds.probs, y, w, 15, threshold), rel=1e-12)
+        assert got == pytest.approx(
+            _adaptive_reference(preds.probs, y, w, 15, threshold), rel=1e-12
+        )
 
 
 @pytest.mark.parametrize(
@@ -541,7 +543,9 @@ def test_a_stream_whose_batches_pass_but_whose_total_does_not_is_refused(tmp_pat
 def test_a_subnormal_weight_is_refused_naming_its_row(tiny):
     w = np.ones(5)
     w[3] = tiny
-    with pytest.raises(calcore.CalcoreError, match=r"row 3 \(0-based\) has weight .*smallest float64"):
+    with pytest.raises(
+        calcore.CalcoreError, match=r"row 3 \(0-based\) has weight .*smallest float64"
+    ):
         calcore.Predictions.from_probs(np.full((5, 2), 0.5), [0, 1, 0, 1, 0], sample_weight=w)
     w[3] = np.finfo(np.float64).tiny  # the smallest normal float is a weight
     calcore.Predictions.from_probs(np.full((5, 2), 0.5), [0, 1, 0, 1, 0], sample_weight=w)
@@ -551,7 +555,9 @@ def test_equal_mass_ranks_equal_exact_integer_arithmetic_up_to_the_limits():
     from calcore.statistics.edges import equal_mass_ranks
 
     rng = np.random.default_rng(15)
-    totals = [0, 1, 7, 2**31 + 3, 2**52 + 12345, 2**53] + [int(t) for t in rng.integers(0, 2**53, 20)]
+    totals = [0, 1, 7, 2**31 + 3, 2**52 + 12345, 2**53] + [
+        int(t) for t in rng.integers(0, 2**53, 20)
+    ]
     for total in totals:
         for bins in (2, 15, 1000, 100_000):
             want = [(k * total) // bins for k in range(1, bins)]  # Python ints never overflow

@@ -582,7 +582,18 @@ def test_a_link_for_many_bins_and_resamples_waits_for_a_click():
 def test_a_link_compares_at_most_max_methods_calibrators_and_says_which_it_left():
     from dashboard.calibration.state import MAX_METHODS
 
-    names = ["ts", "tl-hb", "tl-iso", "conf-iso", "cw-hb", "conf-hb", "tl-platt", "ets", "vs", "n-hb"]
+    names = [
+        "ts",
+        "tl-hb",
+        "tl-iso",
+        "conf-iso",
+        "cw-hb",
+        "conf-hb",
+        "tl-platt",
+        "ets",
+        "vs",
+        "n-hb",
+    ]
     assert MAX_METHODS == 8 < len(names)
     at = new_app({"m": names, "boot": "0", "view": "confidence"})
     at.run()

@@ -36,7 +36,9 @@ def hostile_csv(path: Path, n: int = 600) -> Path:
     return path
 
 
-@pytest.mark.parametrize("query", [f"upload={PHISHING}", "data=see www.evil.example or me@evil.example"])
+@pytest.mark.parametrize(
+    "query", [f"upload={PHISHING}", "data=see www.evil.example or me@evil.example"]
+)
 def test_a_query_parameter_never_becomes_a_link(page: Page, app_url: str, query: str):
     key, value = query.split("=", 1)
     page.goto(f"{app_url}/?{key}={urllib.parse.quote(value)}")
