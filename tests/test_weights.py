@@ -514,7 +514,10 @@ def test_a_total_weight_above_2_53_is_refused_naming_the_limit(tmp_path, capsys,
         calcore.Predictions.from_probs(probs, [0, 1, 1], sample_weight=weights)
     assert said in str(err.value) and "Divide every weight by one common factor" in str(err.value)
     path = tmp_path / "w.csv"
-    rows = [f"{y},{p[0]},{p[1]},{w!r}" for y, p, w in zip([0, 1, 1], probs.tolist(), weights)]
+    rows = [
+        f"{y},{p[0]},{p[1]},{w!r}"
+        for y, p, w in zip([0, 1, 1], probs.tolist(), weights, strict=True)
+    ]
     path.write_text("label,p0,p1,weight\n" + "\n".join(rows) + "\n")
     # an input error, not a failed gate (it used to pass the gate on a NaN ECE, exit 0)
     assert main(["check", str(path), "--max", "conf_ece=0.5"]) == 2
