@@ -390,8 +390,10 @@ def row_weights(draw, n: int) -> np.ndarray:
 #: fixed (equal-width) bins. Not: the equal-mass ranks floor(k m / B), which count whole
 #: units of weight, and what depends on the sample size that frequency weights give (the
 #: tests' statistics grow with it, the debiasing term and the KDE bandwidth shrink with it).
-_SIZE_DEPENDENT = ("ace", "tace", "debiased_ece", "spiegelhalter_z", "spiegelhalter_p",
-                   "hosmer_lemeshow", "hosmer_lemeshow_p", "kde_ece", "kde_ece_classwise")  # fmt: skip
+_SIZE_DEPENDENT = (
+    *("ace", "tace", "debiased_ece", "kde_ece", "kde_ece_classwise"),
+    *("spiegelhalter_z", "spiegelhalter_p", "hosmer_lemeshow", "hosmer_lemeshow_p"),
+)
 _SCALE_FREE = [k for k in calcore.METRICS if k not in _SIZE_DEPENDENT]
 
 

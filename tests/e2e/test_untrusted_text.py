@@ -30,7 +30,7 @@ def hostile_csv(path: Path, n: int = 600) -> Path:
     labels = [NAMES[int(rng.choice(3, p=p))] for p in probs]
     segments = ["ftp://evil.example", "xmpp:me@evil.example"]
     lines = ["label," + ",".join(f'"p_{c}"' for c in NAMES) + ",segment"]
-    for y, p, i in zip(labels, probs, range(n)):
+    for i, (y, p) in enumerate(zip(labels, probs, strict=True)):
         lines.append(f'"{y}",' + ",".join(f"{v:.6f}" for v in p) + f",{segments[i % 2]}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
