@@ -569,7 +569,7 @@ def check_sample_weight(
         value = float(w[i])
         # a file's cell as the loader names it ("file, row k, column 'c': ..."), else the row
         where = (
-            f"{source}, {row(i)}, column {column!r}: weight {value!r}"
+            f"{source}, {row(i)}, column {quoted(column)}: weight {value!r}"
             if column is not None
             else f"{source}: {row(i)} has weight {value!r}"
         )
@@ -603,7 +603,7 @@ def check_total_weight(total: float, *, source: str, column: str | None = None) 
     calcore._errors.CalcoreError: w: the rows' total weight is 1e+17, above 2**53 = 9.01e+15, ...
     """
     if not total <= MAX_TOTAL_WEIGHT:  # also catches an infinite or NaN total
-        named = f", column {column!r}" if column is not None else ""
+        named = f", column {quoted(column)}" if column is not None else ""
         raise CalcoreError(
             f"{source}{named}: the rows' total weight is {total:.3g}, above 2**53 = "
             f"{MAX_TOTAL_WEIGHT:.3g}, the largest total at which float64 sums of weights, "

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import calcore
+from calcore._errors import quoted
 from calcore.io._files import NotRegularFileError
 from calcore.io.stream import DATA_EXTENSIONS, source_files
 
@@ -164,7 +165,7 @@ class DataDirectory:
             quotes the name and never the server's paths.
         """
         refused = calcore.CalcoreError(
-            f"{_quoted(name)} is not a dataset of the server: choose one in the sidebar "
+            f"{quoted(name)} is not a dataset of the server: choose one in the sidebar "
             "under 'Dataset on the server'."
         )
         parts = _plain_parts(name)
@@ -183,7 +184,7 @@ class DataDirectory:
                 raise refused from None  # a link out: say nothing of what it leads to
             inner = os.path.relpath(err.path, self.root)
             raise calcore.CalcoreError(
-                f"{_quoted(name)} cannot be read: {_quoted(inner)} in it is {err.kind}, not a "
+                f"{quoted(name)} cannot be read: {quoted(inner)} in it is {err.kind}, not a "
                 "regular file (reading it could wait forever). Ask the server's operator to "
                 "remove it from the data directory."
             ) from None
@@ -229,7 +230,3 @@ def _plain_parts(name) -> list[str] | None:
 def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
-
-def _quoted(name) -> str:
-    text = str(name)
-    return repr(text if len(text) <= 80 else text[:77] + "...")
