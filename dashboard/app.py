@@ -11,12 +11,13 @@ import streamlit as st
 
 from dashboard.calibration.page import render_calibration
 from dashboard.calibration.server import ACTIVITY
+from dashboard.guard import bugs_as_messages
 from dashboard.lab.page import render_lab
 
 with ACTIVITY.run():  # background reads wait for a quiet server
     st.navigation(
         [
-            st.Page(render_calibration, title="Calibration", default=True),
-            st.Page(render_lab, title="Simulation lab", url_path="lab"),
+            st.Page(bugs_as_messages(render_calibration), title="Calibration", default=True),
+            st.Page(bugs_as_messages(render_lab), title="Simulation lab", url_path="lab"),
         ]
     ).run()

@@ -229,4 +229,3 @@ def _plain_parts(name) -> list[str] | None:
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
-

@@ -35,6 +35,7 @@ from dashboard.calibration.server import (
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.views import RENDERERS
 from dashboard.calibration.workspace import WORKSPACE_ENV, Workspace, workspace_from_env
+from dashboard.guard import bugs_as_messages
 from dashboard.text import escape_markdown as esc
 
 KEY_RESTORED = "app.restored_from_url"
@@ -292,6 +293,7 @@ def sample_words(streamed: Streamed, mode: str) -> str:
 
 
 @st.fragment
+@bugs_as_messages
 def view_area(ctx) -> None:
     """The view selector and the chosen view: a fragment, so switching views reruns only
     this part (the sidebar, data panel and fitted calibrators are unchanged by it)."""

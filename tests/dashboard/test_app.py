@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -602,3 +603,26 @@ def test_a_link_compares_at_most_max_methods_calibrators_and_says_which_it_left(
     message = unescape_markdown(" ".join(w.value for w in at.warning))
     assert "vs: at most 8 calibrators at once" in message
     assert "n-hb: at most 8 calibrators at once" in message
+
+
+def test_a_bug_in_a_view_is_a_message_with_a_reference_not_a_traceback(monkeypatch):
+    """Without CALCORE_DEBUG (a served page), an exception the page did not mean to raise
+    shows one sentence naming it a bug, and the rest of the page stays usable."""
+    from dashboard.calibration.views import metrics as metrics_view
+
+    def broken(*args, **kwargs):
+        raise KeyError("/srv/secret/path.py")
+
+    monkeypatch.setattr(metrics_view, "show_verdict", broken)
+    monkeypatch.delenv("CALCORE_DEBUG")
+    at = new_app({"m": "none", "boot": "0"})
+    at.run()
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert "Something went wrong on the server (KeyError): a bug in calibration-lens" in error
+    assert re.search(r"reference [0-9a-f]{8}", error) and "/srv/secret" not in error
+    assert at.radio(key=controls.KEY_VIEW).value == "metrics"  # the sidebar and views remain
+    monkeypatch.setenv("CALCORE_DEBUG", "1")
+    at = new_app({"m": "none", "boot": "0"})
+    at.run()
+    assert at.exception  # the test suite's setting: a bug fails the test that meets it

@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard.calibration import compute
 from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import classwise_grid_figure
+from dashboard.guard import bugs_as_messages
 
 KEY_CLASSES = "view.classwise.classes"
 MAX_PANELS = 20
@@ -35,6 +36,7 @@ def render(ctx) -> None:
 
 
 @st.fragment
+@bugs_as_messages
 def grid(ctx) -> None:
     """Class choice and the grid; a fragment, so a new choice reruns only this part."""
     names = ctx.test.class_names

@@ -14,6 +14,7 @@ from dashboard.calibration import compute
 from dashboard.calibration.views import metrics
 from dashboard.calibration.views._common import chart, explain
 from dashboard.figures import reliability_figure
+from dashboard.guard import bugs_as_messages
 from dashboard.text import escape_markdown as esc
 
 KEY_BANDS = "view.confidence.bands"
@@ -89,6 +90,7 @@ def positive(ctx) -> None:
 
 
 @st.fragment
+@bugs_as_messages
 def binary_diagram_with_options(ctx) -> None:
     """The binary view's toggles and figure (a fragment: a toggle reruns only this part)."""
     left, middle, right = st.columns(3)
@@ -135,6 +137,7 @@ def binary_diagram_with_options(ctx) -> None:
 
 
 @st.fragment
+@bugs_as_messages
 def diagram_with_options(ctx) -> None:
     """The toggles and the figure; a fragment, so a toggle reruns only this part."""
     left, right = st.columns(2)

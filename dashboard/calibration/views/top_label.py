@@ -12,6 +12,7 @@ from dashboard.figures import (
     top_label_bin_figure,
     top_label_figure,
 )
+from dashboard.guard import bugs_as_messages
 from dashboard.text import escape_markdown as esc
 
 KEY_METHOD = "view.top_label.method"
@@ -38,6 +39,7 @@ def render(ctx) -> None:
 
 
 @st.fragment
+@bugs_as_messages
 def drill_down(ctx, diagrams: dict) -> None:
     """One bin's classes and the per-class diagrams of one method.
 
