@@ -42,9 +42,10 @@ LARGEST_INTEGER = 2**53
 #: Largest magnitude of a fitted coefficient (scales, slopes, biases): far beyond any fit
 #: (penalised, or started at the identity), and small enough that ``W z`` stays finite.
 MAX_COEFFICIENT = 1e12
-#: Relative slack of a bound given by a parameter: a value fitted at the bound (a temperature
-#: clamped to ``max_temperature``, stored as ``1 / (1 / T)``) may differ in the last bits.
-PARAM_BOUND_SLACK = 1e-12
+#: Slack of every range bound, relative (at least 1e-12 absolute): a fitted value at a bound
+#: may differ from it in the last bits (a temperature clamped to ``max_temperature`` is
+#: stored as ``1 / (1 / T)``; a mean of 0/1 outcomes may round a bit above 1).
+BOUND_SLACK = 1e-12
 #: Longest text field of a state (an optimiser's message).
 MAX_TEXT_CHARS = 10_000
 #: Tolerance of "sums to 1" (rows of a distribution, weights on the simplex).
@@ -107,11 +108,11 @@ def _bound(spec_bound, ctx: Context):
     return ctx.params[spec_bound] if isinstance(spec_bound, str) else spec_bound
 
 
-def _slack(spec_bound, value: float, *, lower: bool) -> float:
-    """A parameter's bound widened by :data:`PARAM_BOUND_SLACK` (numbers stay exact)."""
-    if value is None or not isinstance(spec_bound, str):
-        return value
-    widen = abs(value) * PARAM_BOUND_SLACK
+def _slack(value: float | None, *, lower: bool) -> float | None:
+    """A bound widened by :data:`BOUND_SLACK` (rounding of a fit, never a real excess)."""
+    if value is None:
+        return None
+    widen = max(abs(value), 1.0) * BOUND_SLACK
     return value - widen if lower else value + widen
 
 
@@ -176,8 +177,8 @@ class Number:
             raise StateError(path, f"{rule}; got {_shown(value)} (more than 2**53)")
         if not math.isfinite(value) or (integer and not float(value).is_integer()):
             raise StateError(path, f"{rule}; got {_shown(value)}")
-        lo = _slack(self.minimum, _bound(self.minimum, ctx), lower=True)
-        hi = _slack(self.maximum, _bound(self.maximum, ctx), lower=False)
+        lo = _slack(_bound(self.minimum, ctx), lower=True)
+        hi = _slack(_bound(self.maximum, ctx), lower=False)
         if (
             (lo is not None and value < lo)
             or (hi is not None and value > hi)
@@ -280,9 +281,9 @@ class Array:
         lo, hi = _bound(self.minimum, ctx), _bound(self.maximum, ctx)
         with np.errstate(invalid="ignore"):
             if lo is not None:
-                bad |= array < lo
+                bad |= array < _slack(lo, lower=True)
             if hi is not None:
-                bad |= array > hi
+                bad |= array > _slack(hi, lower=False)
         if bad.any():
             where = np.unravel_index(int(np.argmax(bad)), array.shape)
             shown = array[where].item()

@@ -54,10 +54,10 @@ def apply_isotonic_steps(starts: np.ndarray, values: np.ndarray, scores: np.ndar
     return values[np.maximum(idx, 0)]
 
 
-#: The saved steps of an isotonic map: the first score of each block (strictly increasing)
-#: and its value (non-decreasing, in [0, 1]).
+#: The saved steps of an isotonic map: the first score of each block (strictly increasing,
+#: finite) and its value (non-decreasing, in [0, 1]).
 STEPS_STATE = {
-    "starts": Array(("M",), minimum=0.0, maximum=1.0, order="increasing", nonempty=True),
+    "starts": Array(("M",), order="increasing", nonempty=True),
     "values": Array(("M",), minimum=0.0, maximum=1.0, order="non-decreasing"),
 }
 

@@ -41,7 +41,7 @@ __all__ = ["FlattenedIsotonic", "NormalizationAwareFlattenedIsotonic", "SortedCu
 #: The saved map of FIR and NA-FIR: interpolation knots (strictly increasing scores), the
 #: map's values there (non-decreasing, in [0, 1]) and the ``eps`` added before normalising.
 FLAT_STATE = {
-    "knots": Array(("M",), minimum=0.0, maximum=1.0, order="increasing", nonempty=True),
+    "knots": Array(("M",), order="increasing", nonempty=True),
     "values": Array(("M",), minimum=0.0, maximum=1.0, order="non-decreasing"),
     "eps": Number(minimum=0.0, maximum=1.0),
 }
