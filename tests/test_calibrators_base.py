@@ -132,7 +132,7 @@ def test_json_round_trip_is_bit_identical(registered):
         ),
         (
             lambda d: d["state"].update(vector=[0.5, "0.5"]),
-            r"state.vector\[1\] must be one of numbers",
+            r"state.vector\[1\] must be a number",
         ),
     ],
 )

@@ -211,10 +211,12 @@ def load_nested(data, *, path: str):
         raise
     except CalcoreError as err:  # an unknown name or a parameter out of its declared range
         if method not in _known():
-            raise StateError(_top(path, "method"), f"is not a calibrator: {err}") from None
+            raise StateError(
+                _top(path, "method"), f"is not a calibrator: {str(err).rstrip('.')}"
+            ) from None
         named = [key for key in params if repr(key) in str(err)]
         where = _top(path, f"params.{named[0]}" if named else "params")
-        raise StateError(where, f"is refused: {err}") from None
+        raise StateError(where, f"is refused: {str(err).rstrip('.')}") from None
     names = _class_names(data["class_names"], _top(path, "class_names"), calibrator)
     fit_info = data.get("fit_info", {})
     if not isinstance(fit_info, dict):

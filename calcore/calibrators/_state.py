@@ -223,10 +223,10 @@ class Text:
             )
 
 
-_KINDS = {
-    "float": ("numbers", (int, float), np.float64),
-    "int": ("integers", (int,), np.int64),
-    "bool": ("true/false values", (bool,), np.bool_),
+_KINDS = {  # kind -> (plural, one entry, JSON types, dtype)
+    "float": ("numbers", "a number", (int, float), np.float64),
+    "int": ("integers", "an integer (no decimal point)", (int,), np.int64),
+    "bool": ("true/false values", "true or false", (bool,), np.bool_),
 }
 
 
@@ -297,7 +297,8 @@ class Array:
                 raise StateError(
                     _indexed(path, (i,)),
                     f"must be {'above' if self.order == 'increasing' else 'at least'} the entry "
-                    f"before it ({self.order} order); got {array[i]!r} after {array[i - 1]!r}",
+                    f"before it ({self.order} order); got {array[i].item()!r} after "
+                    f"{array[i - 1].item()!r}",
                 )
         if self.sums_to_one and array.size:
             totals = array.sum(axis=-1)
@@ -305,11 +306,11 @@ class Array:
             if np.any(bad):
                 where = np.unravel_index(int(np.argmax(bad)), np.shape(totals))
                 at = _indexed(path, where) if np.ndim(totals) else path
-                raise StateError(at, f"must sum to 1; sums to {np.asarray(totals)[where]!r}")
+                raise StateError(at, f"must sum to 1; sums to {np.asarray(totals)[where].item()!r}")
 
     def _entries(self, value, path: str, ctx: Context, *, axis: int) -> np.ndarray:
         """The nested lists as an ndarray, each level's length and each entry's type checked."""
-        noun, types, dtype = _KINDS[self.kind]
+        _, entry, types, dtype = _KINDS[self.kind]
         if not isinstance(value, list):
             rule = f"must be {self.describe(ctx)}"
             raise StateError(path, f"{rule}; got {_type_name(value)} ({_shown(value)})")
@@ -329,7 +330,7 @@ class Array:
         seen = set(map(type, value))
         if not seen <= set(types):  # bool is not a number here, nor 1.0 a count
             i = next(i for i, v in enumerate(value) if type(v) not in types)
-            raise StateError(f"{path}[{i}]", f"must be one of {noun}; got {_shown(value[i])}")
+            raise StateError(f"{path}[{i}]", f"must be {entry}; got {_shown(value[i])}")
         if int in seen and self.kind != "bool":
             big = next(
                 (i for i, v in enumerate(value) if type(v) is int and abs(v) > LARGEST_INTEGER),

@@ -347,14 +347,16 @@ class PerSliceCalibrator:
             try:
                 parse_slice_spec(spec)
             except CalcoreError as err:
-                raise StateError(f"{at('by')}[{i}]", f"is refused: {err}") from None
+                raise StateError(
+                    f"{at('by')}[{i}]", f"is refused: {str(err).rstrip('.')}"
+                ) from None
         Number(integer=True, minimum=1, maximum=LARGEST_INTEGER).check(
             data["min_rows"], at("min_rows"), None
         )
         try:  # an unknown method or a parameter out of its range
             out = cls(data["base_method"], by=by, params=data["params"], min_rows=data["min_rows"])
         except CalcoreError as err:
-            raise StateError(at("params"), f"is refused: {err}") from None
+            raise StateError(at("params"), f"is refused: {str(err).rstrip('.')}") from None
         out.resolved = _resolved(resolved, at("resolved"), out.by)
         out.fallback = _part(load_nested(data["global"], path=at("global")), out, at("global"))
         names = out.fallback.class_names

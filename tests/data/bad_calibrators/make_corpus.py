@@ -139,7 +139,7 @@ CASES = [
     case(
         "hb_count_fractional.json",
         _text(_hb(counts=[2, 2.5, 2])),
-        "must be one of integers",
+        "must be an integer (no decimal point)",
         path="state.counts[1]",
         binary=True,
     ),
