@@ -151,6 +151,16 @@ def _size(dim, actual: int, path: str, ctx: Context, what: str) -> None:
         raise StateError(path, f"must have {wanted} {what} ({meaning}); got {actual}")
 
 
+def _size_words(dim, ctx: Context | None) -> str:
+    """A declared size for people: its number where known (``"L"`` with 3 classes: 3)."""
+    if dim is None or isinstance(dim, int):
+        return "any" if dim is None else str(dim)
+    name, offset = _DIM.match(dim).groups()
+    if ctx is not None and name in ctx.dims:
+        return str(ctx.dims[name] + int(offset or 0))
+    return "any"
+
+
 @dataclass(frozen=True)
 class Number:
     """A JSON number: finite, within ``minimum``/``maximum`` (numbers or parameter names),
@@ -260,7 +270,7 @@ class Array:
 
     def describe(self, ctx: Context) -> str:
         noun = _KINDS[self.kind][0]
-        dims = " x ".join("any" if d is None else str(d) for d in self.shape)
+        dims = " x ".join(_size_words(d, ctx) for d in self.shape)
         words = [f"an array of {noun} of shape ({dims})"]
         rng = _range_words(_bound(self.minimum, ctx), _bound(self.maximum, ctx))
         if rng:
@@ -312,7 +322,8 @@ class Array:
         """The nested lists as an ndarray, each level's length and each entry's type checked."""
         _, entry, types, dtype = _KINDS[self.kind]
         if not isinstance(value, list):
-            rule = f"must be {self.describe(ctx)}"
+            whole = self.describe(ctx)
+            rule = f"must be an array (a row of {whole})" if axis else f"must be {whole}"
             raise StateError(path, f"{rule}; got {_type_name(value)} ({_shown(value)})")
         _size(self.shape[axis], len(value), path, ctx, "entries")
         if axis + 1 < len(self.shape):
