@@ -140,6 +140,21 @@ def read_calibrator(path: str | os.PathLike):
         or a field that breaks its declaration (named by its JSON path).
     OSError
         The file cannot be read.
+
+    Examples
+    --------
+    >>> import json, tempfile, calcore
+    >>> from calcore.calibrators import read_calibrator
+    >>> preds = calcore.Predictions.from_logits([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]], [0, 1, 1])
+    >>> saved = calcore.make_calibrator("ts").fit(preds).to_dict()
+    >>> saved["state"]["temperature"] = -1.0  # would invert every ranking
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+    ...     json.dump(saved, fh)
+    >>> try:
+    ...     read_calibrator(fh.name)
+    ... except calcore.CalcoreError as err:
+    ...     print(str(err).split(": ", 1)[1][:60])
+    state.temperature must be a finite number >= 0.01 and <= 100
     """
     with open(path, "rb") as fh:  # read at most one byte past the limit (a FIFO, /dev/zero)
         raw = fh.read(MAX_SAVED_BYTES + 1)
