@@ -106,16 +106,27 @@ def parse_param(text: str) -> tuple[str, object]:
     Raises
     ------
     CalcoreError
-        No ``=`` or an empty name.
+        No ``=`` or an empty name; a JSON value nested too deep, an integer beyond 2**53
+        or a number beyond float64 (not read as text instead).
     """
+    from calcore.calibrators._saved import parse_json
+
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise CalcoreError(f"--param must look like NAME=VALUE; got {text!r}.")
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
+    try:  # bounded: nesting, integer digits and finite numbers, as in a saved calibrator
+        parsed = parse_json(value, source=f"parameter {name.strip()!r}")
+    except CalcoreError:
+        if _looks_like_json(value):
+            raise  # a number or structure beyond the limits: say so, do not read it as text
         parsed = value
     return name.strip(), parsed
+
+
+def _looks_like_json(value: str) -> bool:
+    """Whether a parameter value was meant as a JSON number, array or object (not text)."""
+    head = value.strip()[:1]
+    return bool(head) and (head in "[{-" or head.isdigit())
 
 
 def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool = True) -> None:
@@ -908,17 +919,11 @@ def _calibrator_name(calibrator) -> str:
 
 
 def _apply(args) -> int:
-    from calcore.calibrators import Calibrator
+    from calcore.calibrators._saved import read_calibrator
     from calcore.export import write_predictions_csv
 
-    try:
-        with open(args.calibrator, encoding="utf-8") as fh:
-            saved = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise CalcoreError(
-            f"{args.calibrator}: not valid JSON ({exc.msg}, line {exc.lineno})."
-        ) from None
-    calibrator = Calibrator.from_dict(saved)
+    # bounded read, every field checked against its declaration before any use
+    calibrator = read_calibrator(args.calibrator)
     # a per-slice calibrator reads the columns it slices by (and needs them)
     per_slice = isinstance(calibrator, PerSliceCalibrator)
     columns = list(calibrator.columns) if per_slice else None

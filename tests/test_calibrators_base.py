@@ -11,6 +11,7 @@ import pytest
 import calcore
 from calcore.calibrators import Calibrator, Param, make_calibrator
 from calcore.calibrators._registry import _METHODS, _rebuild
+from calcore.calibrators._state import Array, Number
 
 
 class Shrink(Calibrator):
@@ -26,6 +27,10 @@ class Shrink(Calibrator):
         Param("flag", False, "bool", "a flag"),
         Param("limit", None, "float", "optional", optional=True),
     )
+    state_fields = {
+        "weight": Number(minimum=0.0, maximum=1.0),
+        "vector": Array((2,), minimum=0.0, maximum=1.0, sums_to_one=True),
+    }
 
     def _fit(self, preds):
         w = self.params["weight"] if self.params["mode"] == "fixed" else float(preds.correct.mean())
@@ -112,11 +117,23 @@ def test_json_round_trip_is_bit_identical(registered):
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda d: d.update(format="other"), "Not a saved calcore calibrator"),
-        (lambda d: d.update(version=99), "format version 99"),
-        (lambda d: d.pop("state"), "missing the 'state' field"),
-        (lambda d: d.update(method="no-such"), "Unknown calibrator 'no-such'"),
-        (lambda d: d["params"].update(weight=7), "'weight' must be <= 1.0"),
+        (lambda d: d.update(format="other"), "^saved calibrator: Not a saved calcore calibrator"),
+        (lambda d: d.update(version=99), "version is 99; this calcore reads"),
+        (lambda d: d.pop("state"), r"^saved calibrator: state is missing"),
+        (lambda d: d.update(method="no-such"), "method is not a calibrator: Unknown calibrator"),
+        (
+            lambda d: d["params"].update(weight=7),
+            r"params.weight is refused: .*'weight' must be <=",
+        ),
+        (lambda d: d["state"].update(weight=-1), r"state.weight must be a finite number >= 0"),
+        (
+            lambda d: d["state"].update(vector=[[0.5, 0.5]]),
+            r"state.vector must have 2 entries; got 1",
+        ),
+        (
+            lambda d: d["state"].update(vector=[0.5, "0.5"]),
+            r"state.vector\[1\] must be a number",
+        ),
     ],
 )
 def test_from_dict_errors(registered, mutate, message):

@@ -210,7 +210,7 @@ def test_a_per_slice_calibrator_refuses_what_it_cannot_do():
         cal.to_dict()
     saved = cal.fit(_two_shops(300, seed=41)).to_dict()
     del saved["resolved"]
-    with pytest.raises(CalcoreError, match="missing the 'resolved' field"):
+    with pytest.raises(CalcoreError, match="resolved is missing"):
         calcore.Calibrator.from_dict(saved)
 
 

@@ -11,6 +11,11 @@ Importing this package registers every method, so that
 * normalisation-aware isotonic (``normalization_aware``): fir, na-fir, scir;
 * compositions (``composite``): compose, irova, irova-ts;
 * top-K wrappers (``topk``): ``tkl-``, ``tkc-`` + any binary method.
+
+A saved calibrator (``to_dict``, ``calcore calibrate --save``) is read back with
+:func:`read_calibrator` (a file, within size and JSON limits) or
+:meth:`Calibrator.from_dict`; both check every field against the method's declared
+state (:mod:`calcore.calibrators._state`) before use.
 """
 
 from calcore.calibrators import affine as _affine  # noqa: F401  (registers)
@@ -26,6 +31,7 @@ from calcore.calibrators import topk as _topk  # noqa: F401
 from calcore.calibrators import uniform_binning as _uniform_binning  # noqa: F401
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator, Param
 from calcore.calibrators._registry import CALIBRATORS, CalibratorInfo, make_calibrator
+from calcore.calibrators._saved import read_calibrator
 
 __all__ = [
     "CALIBRATORS",
@@ -34,4 +40,5 @@ __all__ = [
     "CalibratorInfo",
     "Param",
     "make_calibrator",
+    "read_calibrator",
 ]

@@ -20,24 +20,43 @@ from __future__ import annotations
 
 import numpy as np
 
+from calcore import _limits
 from calcore._errors import CalcoreError
-from calcore.calibrators._base import Param
+from calcore.calibrators._base import MAX_SEED, Param
 from calcore.calibrators._binary import BinaryCalibrator
+from calcore.calibrators._state import Array
 
 __all__ = ["BINS", "POINTS_PER_BIN", "SEED", "BinnedCalibrator", "umd_edges", "bin_sums"]
-__all__ += ["bin_values", "bin_index", "lookup"]
+__all__ += ["bin_values", "bin_index", "lookup", "MAX_DELTA", "EDGE_STATE"]
 
+# Bins and points per bin share the limit of a metric's bins (calcore._limits.BINS): a fit
+# sorts the scores once and does O(log n) work per bin edge, so 100,000 bins on 50,000 x 100
+# rows stays well under a second per class; more bins than rows is refused at fit.
 BINS = Param(
-    "bins", 15, "int", "Number of bins B (give either bins or points_per_bin).", minimum=1,
-    optional=True,
+    "bins", 15, "int", "Number of bins B (give either bins or points_per_bin).",
+    minimum=_limits.BINS.minimum, maximum=_limits.BINS.maximum, optional=True,
 )  # fmt: skip
 POINTS_PER_BIN = Param(
     "points_per_bin", None, "int",
     "Points per bin k; the number of bins is then floor(n / k) "
     "(give either bins or points_per_bin).",
-    minimum=1, optional=True,
+    minimum=_limits.BINS.minimum, maximum=_limits.BINS.maximum, optional=True,
 )  # fmt: skip
-SEED = Param("seed", 0, "int", "Seed of the random generator (results are reproducible).")
+SEED = Param(
+    "seed", 0, "int", "Seed of the random generator (results are reproducible).", minimum=0,
+    maximum=MAX_SEED,
+)  # fmt: skip
+
+
+#: Largest noise of randomised histogram binning (its ``delta``), so edges reach 1 + MAX_DELTA.
+MAX_DELTA = 1e-3
+#: The saved state of the binning methods with edges (hb, ums, sb): B - 1 sorted edges
+#: (ties are kept whole, so equal edges are allowed), B values in [0, 1], B counts.
+EDGE_STATE = {
+    "edges": Array(("B-1",), minimum=0.0, maximum=1.0 + MAX_DELTA, order="non-decreasing"),
+    "values": Array(("B",), minimum=0.0, maximum=1.0),
+    "counts": Array(("B",), "int", minimum=0),
+}
 
 
 def _resolve_bin_params(params: dict) -> dict:

@@ -11,6 +11,8 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
+from calcore.calibrators._simplex import MAX_GRID_BINS
+from calcore.calibrators._state import Array, Number, StateError
 from calcore.predictions import Predictions
 
 __all__ = ["CanonicalCalibrator", "MAX_CLASSES", "MIN_COUNT", "FALLBACK"]
@@ -21,6 +23,7 @@ MAX_CLASSES = 6
 MIN_COUNT = Param(
     "min_count", 1, "int",
     "Bins with fewer calibration rows than this are fallback bins (see 'fallback').", minimum=1,
+    maximum=1_000_000_000,  # above any fit's rows (every bin a fallback bin); keeps it an int64
 )  # fmt: skip
 FALLBACK = Param(
     "fallback", "identity", "str",
@@ -30,6 +33,16 @@ FALLBACK = Param(
 )  # fmt: skip
 
 
+#: The saved state every canonical method shares: per bin (``N``, fixed by the parameters
+#: and L) its calibration rows, its label distribution and whether it is a fallback bin.
+BINS_STATE = {
+    "n_classes": Number(dim="L"),
+    "counts": Array(("N",), "int", minimum=0),
+    "distribution": Array(("N", "L"), minimum=0.0, maximum=1.0, sums_to_one=True),
+    "fallback": Array(("N",), "bool"),
+}
+
+
 class CanonicalCalibrator(Calibrator):
     """Shared fit/transform: bins from :meth:`_bins`, per-bin label distributions."""
 
@@ -37,6 +50,21 @@ class CanonicalCalibrator(Calibrator):
     accuracy_preserving = False
     injective = False
     normalized = True
+    state_fields = BINS_STATE
+
+    def state_sizes(self, n_classes: int, *, path: str) -> dict[str, int]:
+        if n_classes > MAX_CLASSES:
+            raise StateError(
+                f"{path}.n_classes",
+                f"must be at most {MAX_CLASSES} for {self.name}; the saved "
+                f"class names list {n_classes}",
+            )
+        n_bins = self._n_bins_for(n_classes)
+        if n_bins > MAX_GRID_BINS:
+            raise StateError(
+                path, f"cannot hold {n_bins:,} bins (more than {MAX_GRID_BINS:,}) for {self.params}"
+            )
+        return {"N": n_bins}
 
     # -- per method ------------------------------------------------------------------
     def _define(self, preds: Predictions) -> dict:

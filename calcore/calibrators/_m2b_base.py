@@ -121,10 +121,22 @@ class M2BWrapper(Calibrator):
             raise CalcoreError(
                 f"{self.name}: unknown parameter(s) {unknown}; the parameters are {sorted(known)}."
             )
-        binary = self.binary_cls(**{k: v for k, v in params.items() if k not in own_names})
+        try:
+            binary = self.binary_cls(**{k: v for k, v in params.items() if k not in own_names})
+        except CalcoreError as err:  # named as the user wrote it: "tl-hb", not "hb"
+            text = str(err).removeprefix(f"{self.binary_cls.name}: ")
+            raise CalcoreError(f"{self.name}: {text}") from None
         own = {k: v for k, v in params.items() if k in own_names}
         super().__init__(**own, **binary.params)
         self._binary_params = binary.params
+        self._binary = binary  # its declared state is each subproblem's
+
+    def declared_state(self) -> dict:
+        """The state of the reduction, each subproblem's being the binary method's."""
+        return self._reduction_state(self._binary.declared_state())
+
+    def _reduction_state(self, binary: dict) -> dict:
+        raise NotImplementedError
 
     # -- helpers for the subclasses ----------------------------------------------
     def _min_points(self) -> int:

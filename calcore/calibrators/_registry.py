@@ -92,6 +92,9 @@ def register(cls: type[Calibrator]) -> type[Calibrator]:
     """Class decorator: make a calibrator buildable by its ``name``."""
     if not cls.name or cls.name in _METHODS or cls.name in _WRAPPERS:
         raise ValueError(f"calibrator name {cls.name!r} is empty or taken")  # programming error
+    if cls.state_fields is None and cls.declared_state is Calibrator.declared_state:
+        # a saved state must be checked before use, so every method declares it
+        raise ValueError(f"calibrator {cls.name!r} declares no state_fields")
     _METHODS[cls.name] = cls
     _rebuild()
     return cls
@@ -144,7 +147,7 @@ def make_calibrator(name: str, **params) -> Calibrator:
     ...     calcore.make_calibrator("hb", bins=0)
     ... except calcore.CalcoreError as err:
     ...     print(err)
-    hb: parameter 'bins' must be >= 1; got 0.
+    hb: parameter 'bins' must be >= 1; got 0. Its range: an integer from 1 to 100,000 (or none).
     """
     if not isinstance(name, str):
         raise CalcoreError(f"A calibrator name must be a string; got {name!r}.")

@@ -37,6 +37,7 @@ from scipy.optimize import isotonic_regression
 
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import register
+from calcore.calibrators._state import Array, Items, Number, StateError
 
 __all__ = [
     "SortedCumulativeIsotonic",
@@ -279,6 +280,22 @@ class SortedCumulativeIsotonic(Calibrator):
     slow = True  # 20 s on 5,000 x 100
     description = "Sorted cumulative isotonic regression (exact 2-D isotonic fit on ranks)."
     parameters = (EPS_PARAM,)
+    # per rank r = 1..L-1 a step function: knots (strictly increasing top-r masses) and values
+    state_fields = {
+        "knots": Items("L-1", Array((None,), order="increasing")),
+        "values": Items("L-1", Array((None,), minimum=0.0, maximum=1.0, order="non-decreasing")),
+        "floor": Number(minimum=0.0, maximum=1.0),
+        "eps": Number(minimum=0.0, maximum=1.0),
+    }
+
+    def _check_saved_rules(self, state, *, path, n_classes):
+        for r, (knots, values) in enumerate(zip(state["knots"], state["values"], strict=True)):
+            if len(knots) != len(values):
+                raise StateError(
+                    f"{path}.values[{r}]",
+                    f"must have one value per knot of rank {r + 1} ({len(knots)}); got "
+                    f"{len(values)}",
+                )
 
     def _fit(self, preds):
         n, L = preds.probs.shape

@@ -23,7 +23,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 
 __all__ = ["sierpinski_n_bins", "sierpinski_bins", "sierpinski_index"]
-__all__ += ["grid_n_bins", "grid_bins", "grid_index", "MAX_GRID_BINS"]
+__all__ += ["grid_n_bins", "grid_bins", "grid_index", "largest_grid_k", "MAX_GRID_BINS"]
 __all__ += ["projection_values", "projection_thresholds", "projection_index"]
 
 #: Grid binning refuses K (for the given L) with more bins than this.
@@ -98,20 +98,35 @@ def grid_n_bins(n_classes: int, k: int) -> int:
     return sum(math.comb(s - 1, n_classes - 1) for s in range(lo, k + n_classes))
 
 
+def largest_grid_k(n_classes: int) -> int:
+    """The largest ``K`` whose grid has at most :data:`MAX_GRID_BINS` bins for ``n_classes``
+    (the bins grow with ``K``, so a bisection finds it)."""
+    lo, hi = 1, MAX_GRID_BINS + 1  # grid_n_bins(L, K) >= K for L >= 2
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if grid_n_bins(n_classes, mid) <= MAX_GRID_BINS else (lo, mid - 1)
+    return lo
+
+
 def grid_bins(n_classes: int, k: int) -> np.ndarray:
     """All ``k`` in ``I`` (eq. 20) in lexicographic order, ``ndarray of shape (n_bins, L)``."""
     n_bins = grid_n_bins(n_classes, k)
     if n_bins > MAX_GRID_BINS:
         raise CalcoreError(
-            f"grid: K={k} with L={n_classes} classes gives {n_bins} bins (more than "
-            f"{MAX_GRID_BINS}); use a smaller K."
+            f"grid: K={k} with L={n_classes} classes gives {n_bins:,} bins, more than "
+            f"{MAX_GRID_BINS:,}; with {n_classes} classes K must be 1 to "
+            f"{largest_grid_k(n_classes):,}. Use a smaller K."
         )
-    # stars and bars: m = k - 1 >= 0 with sum(m) <= K - 1 (a slack variable takes the rest)
-    bars = np.array(list(itertools.combinations(range(k - 1 + n_classes), n_classes)))
-    bars = bars.reshape(-1, n_classes)
-    m = np.diff(np.c_[np.full(len(bars), -1), bars], axis=1) - 1
-    keep = m.sum(axis=1) >= max(n_classes, k + 1) - n_classes
-    bins = m[keep] + 1
+    # Each sum s of the allowed range, one at a time: the compositions of s into L positive
+    # parts are the (L - 1)-subsets of cut points 1..s-1. Only the bins are generated (the
+    # earlier stars-and-bars over every sum <= K + L - 1 made 75x more tuples for L = 3).
+    parts = []
+    for total in range(max(n_classes, k + 1), k + n_classes):
+        cuts = np.array(list(itertools.combinations(range(1, total), n_classes - 1)), np.int64)
+        cuts = cuts.reshape(-1, n_classes - 1)
+        ends = np.full((len(cuts), 1), total, dtype=np.int64)
+        parts.append(np.diff(np.c_[np.zeros((len(cuts), 1), np.int64), cuts, ends], axis=1))
+    bins = np.concatenate(parts)
     return bins[np.lexsort(bins.T[::-1])].astype(np.int64)
 
 

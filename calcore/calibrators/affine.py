@@ -22,8 +22,13 @@ from calcore._softmax import log_softmax_rows
 from calcore.calibrators import _logistic, _scaling
 from calcore.calibrators._base import MAX_ITER, Calibrator, Param
 from calcore.calibrators._registry import register
+from calcore.calibrators._state import MAX_COEFFICIENT, Array
 
-__all__ = ["VectorScaling", "MatrixScaling", "DirichletCalibration"]
+__all__ = ["VectorScaling", "MatrixScaling", "DirichletCalibration", "MAX_PENALTY"]
+
+#: Largest L2 penalty: at 1e6 the map is already "no change" to about 1e-6 (the penalty
+#: outweighs any mean NLL gain), so larger values only invite overflow in the objective.
+MAX_PENALTY = 1e6
 
 
 def _report(owner, res):
@@ -45,6 +50,10 @@ class _AffineScaling(Calibrator):
     weighted = True  # the weighted mean NLL
     diagonal = False
     features = "logits"  # or "log-probs"
+    state_fields = {
+        "weights": Array(("L", "L"), minimum=-MAX_COEFFICIENT, maximum=MAX_COEFFICIENT),
+        "bias": Array(("L",), minimum=-MAX_COEFFICIENT, maximum=MAX_COEFFICIENT),
+    }
 
     def _penalty(self, n_classes) -> _logistic.AffinePenalty:
         raise NotImplementedError
@@ -90,8 +99,14 @@ class VectorScaling(_AffineScaling):
     name = "vs"
     description = "Vector scaling (per-class scale and bias on the logits)."
     diagonal = True
+    state_fields = {
+        "weights": Array(("L",), minimum=-MAX_COEFFICIENT, maximum=MAX_COEFFICIENT),
+        "bias": Array(("L",), minimum=-MAX_COEFFICIENT, maximum=MAX_COEFFICIENT),
+    }
     parameters = (
-        Param("reg", 0.0, "float", "L2 penalty towards a=1, b=0.", minimum=0.0),
+        Param(
+            "reg", 0.0, "float", "L2 penalty towards a=1, b=0.", minimum=0.0, maximum=MAX_PENALTY
+        ),
         MAX_ITER,
     )
 
@@ -120,7 +135,9 @@ class MatrixScaling(_AffineScaling):
     slow = True  # an L x L map: seconds on 100 classes, much more on 1,000
     description = "Matrix scaling (full linear map of the logits, L2 towards identity)."
     parameters = (
-        Param("reg", 1e-4, "float", "L2 penalty towards W=I, b=0.", minimum=0.0),
+        Param(
+            "reg", 1e-4, "float", "L2 penalty towards W=I, b=0.", minimum=0.0, maximum=MAX_PENALTY
+        ),
         MAX_ITER,
     )
 
@@ -171,8 +188,15 @@ class DirichletCalibration(_AffineScaling):
     description = "Dirichlet calibration with off-diagonal and intercept regularisation."
     features = "log-probs"
     parameters = (
-        Param("reg_lambda", 1.0, "float", "ODIR off-diagonal penalty.", minimum=0.0),
-        Param("reg_mu", 1.0, "float", "ODIR intercept penalty.", minimum=0.0),
+        Param(
+            "reg_lambda",
+            1.0,
+            "float",
+            "ODIR off-diagonal penalty.",
+            minimum=0.0,
+            maximum=MAX_PENALTY,
+        ),
+        Param("reg_mu", 1.0, "float", "ODIR intercept penalty.", minimum=0.0, maximum=MAX_PENALTY),
         MAX_ITER,
     )
 

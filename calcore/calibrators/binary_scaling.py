@@ -23,6 +23,7 @@ from calcore._validation import InputContext, check_binary_probs
 from calcore.calibrators import _logistic, _scaling
 from calcore.calibrators._base import MAX_ITER, Calibrator, Param
 from calcore.calibrators._registry import register
+from calcore.calibrators._state import MAX_COEFFICIENT, Flag, Number, Text
 
 __all__ = ["PlattScaling", "BetaCalibration", "fit_platt", "apply_platt", "fit_beta", "apply_beta"]
 
@@ -144,6 +145,16 @@ def apply_beta(state: dict, scores) -> np.ndarray:
     return expit(_beta_features(s) @ np.array([state["a"], state["b"]]) + state["c"])
 
 
+#: A fitted coefficient of a saved Platt or beta state.
+_COEFFICIENT = Number(minimum=-MAX_COEFFICIENT, maximum=MAX_COEFFICIENT)
+#: What the optimiser reported, kept in the state.
+_OPTIMISER_FACTS = {
+    "converged": Flag(),
+    "iterations": Number(integer=True, minimum=0),
+    "message": Text(),
+}
+
+
 class _BinaryScaling(Calibrator):
     """A binary calibrator on column 1 of 2-class predictions; M2B wrappers use the classmethods."""
 
@@ -184,6 +195,7 @@ class PlattScaling(_BinaryScaling):
         Param("prior_correction", False, "bool", "Platt's smoothed 0/1 targets."),
         MAX_ITER,
     )
+    state_fields = {"a": _COEFFICIENT, "b": _COEFFICIENT, **_OPTIMISER_FACTS}
 
     @classmethod
     def fit_binary(cls, scores, outcomes, params, weights=None):
@@ -207,6 +219,14 @@ class BetaCalibration(_BinaryScaling):
     name = "beta"
     description = "Beta calibration: logistic regression on log s and -log(1 - s)."
     parameters = (Param("monotone", True, "bool", "Constrain a, b >= 0."), MAX_ITER)
+    state_fields = {"a": _COEFFICIENT, "b": _COEFFICIENT, "c": _COEFFICIENT, **_OPTIMISER_FACTS}
+
+    def declared_state(self):
+        if not self._params["monotone"]:
+            return self.state_fields
+        # the monotone fit keeps a, b >= 0: a negative one would reverse the map
+        slope = Number(minimum=0.0, maximum=MAX_COEFFICIENT)
+        return {**self.state_fields, "a": slope, "b": slope}
 
     @classmethod
     def fit_binary(cls, scores, outcomes, params, weights=None):

@@ -32,14 +32,16 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore.calibrators import _simplex as sx
-from calcore.calibrators._base import Param
+from calcore.calibrators._base import MAX_SEED, Param
 from calcore.calibrators._canonical_base import (
+    BINS_STATE,
     FALLBACK,
     MAX_CLASSES,
     MIN_COUNT,
     CanonicalCalibrator,
 )
 from calcore.calibrators._registry import register
+from calcore.calibrators._state import Array, Recomputed
 from calcore.calibrators.canonical_summary import CanonicalBins, canonical_bin_summary
 from calcore.predictions import Predictions
 
@@ -68,6 +70,18 @@ class SierpinskiBinning(CanonicalCalibrator):
         MIN_COUNT,
         FALLBACK,
     )
+    state_fields = {
+        **BINS_STATE,  # first: their sizes are checked before the bins are recomputed
+        "depth": Recomputed(lambda cal, n: cal.params["depth"], "the 'depth' parameter"),
+        "paths": Recomputed(
+            lambda cal, n: sx.sierpinski_bins(n, cal.params["depth"])[0],
+            "the Sierpinski bins' corner paths for this depth and number of classes",
+        ),
+        "centre": Recomputed(
+            lambda cal, n: sx.sierpinski_bins(n, cal.params["depth"])[1],
+            "the Sierpinski bins' centre flags for this depth and number of classes",
+        ),
+    }
 
     def _n_bins_for(self, n_classes: int) -> int:
         return sx.sierpinski_n_bins(n_classes, self._params["depth"])
@@ -77,8 +91,8 @@ class SierpinskiBinning(CanonicalCalibrator):
         n_bins = sx.sierpinski_n_bins(preds.n_classes, depth)
         if n_bins > sx.MAX_GRID_BINS:
             raise CalcoreError(
-                f"sierpinski: depth={depth} with L={preds.n_classes} classes gives {n_bins} bins "
-                f"(more than {sx.MAX_GRID_BINS}); use a smaller depth."
+                f"sierpinski: depth={depth} with L={preds.n_classes} classes gives {n_bins:,} "
+                f"bins, more than {sx.MAX_GRID_BINS:,}; use a smaller depth."
             )
         paths, centre = sx.sierpinski_bins(preds.n_classes, depth)
         return {"depth": depth, "paths": paths, "centre": centre}
@@ -104,6 +118,14 @@ class GridBinning(CanonicalCalibrator):
         MIN_COUNT,
         FALLBACK,
     )
+    state_fields = {
+        **BINS_STATE,
+        "K": Recomputed(lambda cal, n: cal.params["K"], "the 'K' parameter"),
+        "bins": Recomputed(
+            lambda cal, n: sx.grid_bins(n, cal.params["K"]),
+            "the grid's bins for this K and number of classes",
+        ),
+    }
 
     def _n_bins_for(self, n_classes: int) -> int:
         return sx.grid_n_bins(n_classes, self._params["K"])
@@ -132,16 +154,27 @@ class ProjectionHistogramBinning(CanonicalCalibrator):
     name = "projection-hb"
     description = "Projection histogram binning of the simplex (canonical calibration, small L)"
     parameters = (
-        Param("bins", 15, "int", "Number of bins B.", minimum=1, maximum=100_000),
+        # Alg. 10 holds every row's projection on every direction (n x B floats: 200 MB for
+        # 50,000 rows and 500 bins) and cuts the bins one by one, so B stays in the hundreds.
+        Param("bins", 15, "int", "Number of bins B.", minimum=1, maximum=500),
         Param(
             "directions", "rotate", "str",
             "Unit vectors q_b: 'rotate' (-e_1, -e_2, ..., -e_L, -e_1, ...) or 'random'.",
             choices=("rotate", "random"),
         ),
-        Param("seed", 0, "int", "Seed for directions='random' (results are reproducible)."),
+        Param(
+            "seed", 0, "int", "Seed for directions='random' (results are reproducible).",
+            minimum=0, maximum=MAX_SEED,
+        ),
         MIN_COUNT,
         FALLBACK,
     )  # fmt: skip
+    state_fields = {
+        **BINS_STATE,
+        "directions": Array(("N", "L"), minimum=-1.0, maximum=1.0),  # unit vectors
+        # projections of simplex points on unit vectors, and the last bin's sx.T_LAST
+        "thresholds": Array(("N",), minimum=-sx.T_LAST, maximum=sx.T_LAST),
+    }
 
     def _n_bins_for(self, n_classes: int) -> int:
         return self._params["bins"]

@@ -40,6 +40,8 @@ import json
 from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import CALIBRATORS, make_calibrator, register
+from calcore.calibrators._saved import load_nested, parse_json
+from calcore.calibrators._state import Saved, StateError
 from calcore.calibrators.isotonic import IsotonicRegression
 from calcore.calibrators.m2b import NormalizedCalibrator
 from calcore.calibrators.temperature import TemperatureScaling
@@ -48,14 +50,26 @@ from calcore.predictions import Predictions
 __all__ = ["Composition", "IROvA", "IROvATS", "compose"]
 
 
+#: Longest JSON text of a part's parameters (a few parameters need a few dozen characters).
+MAX_PARAMS_CHARS = 10_000
+
+
 def _sub_params(text: str, *, owner: str, param: str) -> dict:
-    """The JSON object in the string parameter ``param``, as a dict."""
+    """The JSON object in the string parameter ``param``, as a dict (bounded: length,
+    nesting and numbers as in a saved calibrator)."""
+    if len(text) > MAX_PARAMS_CHARS:
+        raise CalcoreError(
+            f"{owner}: parameter {param!r} must be a JSON object of at most "
+            f"{MAX_PARAMS_CHARS:,} characters; got {len(text):,}."
+        )
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
+        value = parse_json(text, source="")
+    except CalcoreError as exc:
+        reason = str(exc).removeprefix(": ").rstrip(".")
+        shown = repr(text) if len(text) <= 60 else repr(text[:40]) + "..."
         raise CalcoreError(
             f"{owner}: parameter {param!r} must be a JSON object such as "
-            f"'{{\"bins\": 10}}'; got {text!r} ({exc.msg})."
+            f"'{{\"bins\": 10}}'; got {shown} ({reason})."
         ) from None
     if not isinstance(value, dict):
         raise CalcoreError(
@@ -69,6 +83,23 @@ class _Composed(Calibrator):
     """Two calibrators in sequence; subclasses say which in :meth:`_parts`."""
 
     family = "composite"
+    # two complete saved calibrators, each checked as any saved calibrator is
+    state_fields = {"first": Saved(), "second": Saved()}
+
+    def _check_saved_rules(self, state, *, path, n_classes):
+        """Each saved part is the method, with the parameters, that this composition names."""
+        for role, part in (("first", self._first), ("second", self._second)):
+            saved = load_nested(state[role], path=f"{path}.{role}")
+            if saved.name != part.name or saved.params != part.params:
+                raise StateError(
+                    f"{path}.{role}",
+                    f"must be the {role} calibrator the parameters name ({part.name} "
+                    f"{part.params}); got {saved.name} {saved.params}",
+                )
+            if len(saved.class_names) != n_classes:
+                raise StateError(
+                    f"{path}.{role}.class_names", f"must name the same {n_classes} classes"
+                )
 
     def _parts(self) -> tuple[tuple[str, dict], tuple[str, dict]]:
         """``((first name, first params), (second name, second params))``."""

@@ -22,6 +22,8 @@ from calcore._threads import in_threads
 from calcore.calibrators._base import Param
 from calcore.calibrators._bins import (
     BINS,
+    EDGE_STATE,
+    MAX_DELTA,
     POINTS_PER_BIN,
     SEED,
     BinnedCalibrator,
@@ -74,10 +76,11 @@ class HistogramBinning(BinnedCalibrator):
             "float",
             "Noise size of the randomised variant.",
             minimum=0.0,
-            maximum=1e-3,
+            maximum=MAX_DELTA,
         ),  # fmt: skip
         SEED,
     )
+    state_fields = EDGE_STATE
 
     @classmethod
     def fit_binary(cls, scores, outcomes, params) -> dict:

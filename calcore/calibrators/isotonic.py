@@ -18,6 +18,7 @@ from calcore._threads import in_threads
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._binary import BinaryCalibrator
 from calcore.calibrators._registry import register
+from calcore.calibrators._state import Array
 from calcore.predictions import Predictions
 
 __all__ = ["IsotonicRegression", "IsotonicRegressionMultiClass", "fit_isotonic_steps"]
@@ -52,6 +53,13 @@ def apply_isotonic_steps(starts: np.ndarray, values: np.ndarray, scores: np.ndar
     idx = np.searchsorted(starts, scores, side="right") - 1
     return values[np.maximum(idx, 0)]
 
+
+#: The saved steps of an isotonic map: the first score of each block (strictly increasing,
+#: finite) and its value (non-decreasing, in [0, 1]).
+STEPS_STATE = {
+    "starts": Array(("M",), order="increasing", nonempty=True),
+    "values": Array(("M",), minimum=0.0, maximum=1.0, order="non-decreasing"),
+}
 
 _CELL_SHIFT = 42  # cells of 2**42 consecutive float64 bit patterns (10 mantissa bits)
 _N_CELLS = int(np.float64(1.0).view(np.uint64) >> np.uint64(_CELL_SHIFT)) + 1  # cells of [0, 1]
@@ -113,6 +121,7 @@ class IsotonicRegression(BinaryCalibrator):
     description = "Isotonic regression (PAVA), piecewise-constant prediction"
     parameters = ()
     weighted = True  # distinct scores pooled by their total weight
+    state_fields = STEPS_STATE
 
     @classmethod
     def fit_binary(cls, scores, outcomes, params, weights=None) -> dict:
@@ -158,6 +167,7 @@ class IsotonicRegressionMultiClass(Calibrator):
             maximum=1e-3,
         ),  # fmt: skip
     )
+    state_fields = STEPS_STATE
 
     def _fit(self, preds: Predictions) -> tuple[dict, dict]:
         starts, values = _fit_one_hot_steps(preds.probs, preds.labels)

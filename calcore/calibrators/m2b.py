@@ -44,6 +44,7 @@ from calcore.calibrators._m2b_base import (
     transpose_blocks,
 )
 from calcore.calibrators._registry import register_wrapper
+from calcore.calibrators._state import Fields, Items
 from calcore.predictions import Predictions
 
 __all__ = ["top_label_rows", "normalize_rows"]
@@ -55,6 +56,9 @@ __all__ += ["NormalizedCalibrator"]
 class ConfidenceCalibrator(M2BWrapper):
     label = "Confidence calibration (Alg. 1)"
     accuracy_preserving = True
+
+    def _reduction_state(self, binary):
+        return {"binary": Fields(binary)}
 
     def _fit(self, preds: Predictions) -> tuple[dict, dict]:
         state = self._fit_binary(preds.confidence, preds.correct, preds.sample_weight)
@@ -69,6 +73,10 @@ class ConfidenceCalibrator(M2BWrapper):
 class TopLabelCalibrator(M2BWrapper):
     label = "Top-label calibration (Alg. 2 / 8)"
     accuracy_preserving = True
+
+    def _reduction_state(self, binary):
+        # one binary state per class; null for a class left unchanged (too few points)
+        return {"classes": Items("L", binary, optional=True)}
 
     def _fit(self, preds: Predictions) -> tuple[dict, dict]:
         states, sizes = self._fit_groups(
@@ -104,6 +112,9 @@ class TopLabelCalibrator(M2BWrapper):
 
 
 class _ClassWiseBase(M2BWrapper):
+    def _reduction_state(self, binary):
+        return {"classes": Items("L", binary)}  # one binary state per class
+
     def _fit(self, preds: Predictions) -> tuple[dict, dict]:
         if preds.n_samples < self._min_points():
             raise CalcoreError(

@@ -30,11 +30,21 @@ from scipy import sparse
 from scipy.optimize import isotonic_regression, minimize
 
 from calcore._errors import CalcoreWarning
-from calcore.calibrators._base import Calibrator, Param
+from calcore.calibrators._base import MAX_ITERATIONS, Calibrator, Param
 from calcore.calibrators._registry import register
 from calcore.calibrators._scir import EPS_PARAM, SortedCumulativeIsotonic, mean_nll
+from calcore.calibrators._state import Array, Number
 
 __all__ = ["FlattenedIsotonic", "NormalizationAwareFlattenedIsotonic", "SortedCumulativeIsotonic"]
+
+
+#: The saved map of FIR and NA-FIR: interpolation knots (strictly increasing scores), the
+#: map's values there (non-decreasing, in [0, 1]) and the ``eps`` added before normalising.
+FLAT_STATE = {
+    "knots": Array(("M",), order="increasing", nonempty=True),
+    "values": Array(("M",), minimum=0.0, maximum=1.0, order="non-decreasing"),
+    "eps": Number(minimum=0.0, maximum=1.0),
+}
 
 
 def _flat_pava(preds):
@@ -106,6 +116,7 @@ class FlattenedIsotonic(Calibrator):
     family = "isotonic"
     description = "Flattened isotonic regression on all (probability, one-hot) pairs, normalised."
     parameters = (EPS_PARAM,)
+    state_fields = FLAT_STATE
 
     def _fit(self, preds):
         u, count, _, fitted, starts = _flat_pava(preds)
@@ -227,10 +238,27 @@ class NormalizationAwareFlattenedIsotonic(Calibrator):
     description = "Flattened isotonic map fitted for the NLL of the normalised rows."
     parameters = (
         EPS_PARAM,
-        Param("min_blocks", 1, "int", "Cut PAVA blocks into about this many blocks.", minimum=1),
-        Param("max_iter", 5000, "int", "Iteration limit of L-BFGS-B.", minimum=1),
+        # min_blocks: one L-BFGS-B variable per block (and never more blocks than distinct
+        # scores); 100,000 keeps an iteration's vector work below its pass over the n x L entries
+        Param(
+            "min_blocks",
+            1,
+            "int",
+            "Cut PAVA blocks into about this many blocks.",
+            minimum=1,
+            maximum=100_000,
+        ),
+        Param(
+            "max_iter",
+            5000,
+            "int",
+            "Iteration limit of L-BFGS-B.",
+            minimum=1,
+            maximum=MAX_ITERATIONS,
+        ),
         Param("tol", 1e-10, "float", "Tolerance of L-BFGS-B.", minimum=0.0, maximum=1e-2),
     )
+    state_fields = FLAT_STATE
 
     def _fit(self, preds):
         eps = self.params["eps"]

@@ -30,9 +30,10 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator
 from calcore.calibrators._registry import make_calibrator
+from calcore.calibrators._state import LARGEST_INTEGER, Array, Number, StateError, Text
 from calcore.metadata import MAX_SLICE_VALUES
 from calcore.predictions import Predictions
-from calcore.slicing import Slicing, parse_slice_spec, slicing_of
+from calcore.slicing import PERIODS, Slicing, parse_slice_spec, slicing_of
 
 __all__ = ["MIN_FIT_ROWS", "PER_SLICE", "PerSliceCalibrator", "SliceFit", "fits_summary"]
 
@@ -312,37 +313,127 @@ class PerSliceCalibrator:
 
     @classmethod
     def from_dict(cls, data: dict) -> "PerSliceCalibrator":
-        """Rebuild a per-slice calibrator saved with :meth:`to_dict`.
+        """Rebuild a per-slice calibrator saved with :meth:`to_dict`, every field checked
+        (the global and each slice's calibrator as any saved calibrator is).
 
         Raises
         ------
         CalcoreError
-            Not a saved per-slice calibrator, another format version, a missing field.
+            Not a saved per-slice calibrator, another format version, or a field that
+            breaks its declaration, named by its JSON path (``slices[3].calibrator.state``).
         """
+        from calcore.calibrators._saved import calibrator_from_saved
+
         if not isinstance(data, dict) or data.get("method") != PER_SLICE:
             raise CalcoreError(f"Not a saved {PER_SLICE} calibrator.")
+        return calibrator_from_saved(data)
+
+    @classmethod
+    def _from_saved(cls, data: dict, *, path: str) -> "PerSliceCalibrator":
+        """:meth:`from_dict` for a document at JSON ``path``; raises ``StateError``."""
+        from calcore.calibrators._saved import load_nested
+
+        at = (lambda key: f"{path}.{key}") if path else (lambda key: key)
         for key in ("base_method", "params", "by", "resolved", "min_rows", "global", "slices"):
             if key not in data:
-                raise CalcoreError(f"Saved {PER_SLICE} calibrator is missing the {key!r} field.")
-        out = cls(
-            data["base_method"], by=data["by"], params=data["params"], min_rows=data["min_rows"]
+                raise StateError(at(key), f"is missing (a saved {PER_SLICE} calibrator has it)")
+        by, resolved = data["by"], data["resolved"]
+        Text().check(data["base_method"], at("base_method"), None)
+        if not isinstance(data["params"], dict):
+            raise StateError(at("params"), "must be an object of parameter values")
+        if not isinstance(by, list) or not by or not all(isinstance(b, str) for b in by):
+            raise StateError(at("by"), "must be an array of slice specifications (texts)")
+        for i, spec in enumerate(by):
+            try:
+                parse_slice_spec(spec)
+            except CalcoreError as err:
+                raise StateError(
+                    f"{at('by')}[{i}]", f"is refused: {str(err).rstrip('.')}"
+                ) from None
+        Number(integer=True, minimum=1, maximum=LARGEST_INTEGER).check(
+            data["min_rows"], at("min_rows"), None
         )
-        if len(data["resolved"]) != len(out.by):
-            raise CalcoreError(
-                f"Saved {PER_SLICE} calibrator: 'resolved' must have one entry per column."
-            )
-        out.resolved = tuple(tuple(r) if isinstance(r, list) else r for r in data["resolved"])
-        out.fallback = Calibrator.from_dict(data["global"])
+        try:  # an unknown method or a parameter out of its range
+            out = cls(data["base_method"], by=by, params=data["params"], min_rows=data["min_rows"])
+        except CalcoreError as err:
+            raise StateError(at("params"), f"is refused: {str(err).rstrip('.')}") from None
+        out.resolved = _resolved(resolved, at("resolved"), out.by)
+        out.fallback = _part(load_nested(data["global"], path=at("global")), out, at("global"))
+        names = out.fallback.class_names
+        slices = data["slices"]
+        if not isinstance(slices, list):
+            raise StateError(at("slices"), "must be an array of the slices' fits")
         fits, maps = [], {}
-        for entry in data["slices"]:
-            values = tuple(str(v) for v in entry["values"])
+        for i, entry in enumerate(slices):
+            where = f"{at('slices')}[{i}]"
+            values = _slice_entry(entry, where, len(out.by))
             own = "calibrator" in entry
             if own:
-                maps[values] = Calibrator.from_dict(entry["calibrator"])
-            fits.append(SliceFit(values, int(entry["n_calib"]), 0, own, str(entry.get("note", ""))))
+                fitted = load_nested(entry["calibrator"], path=f"{where}.calibrator")
+                maps[values] = _part(fitted, out, f"{where}.calibrator")
+                if fitted.class_names != names:
+                    raise StateError(
+                        f"{where}.calibrator.class_names", "must be the global fit's classes"
+                    )
+            fits.append(SliceFit(values, int(entry["n_calib"]), 0, own, entry.get("note", "")))
         out.maps, out.fits = maps, tuple(fits)
         return out
 
     def __repr__(self) -> str:
         state = f"{self.n_own} of {len(self.fits)} slices" if self.is_fitted else "not fitted"
         return f"PerSliceCalibrator({self.method!r}, by={list(self.by)!r}) [{state}]"
+
+
+def _part(fitted, out: PerSliceCalibrator, path: str):
+    """A saved fit of a per-slice calibrator: its method with its parameters."""
+    probe = make_calibrator(out.method, **out.params)
+    if not isinstance(fitted, Calibrator) or (fitted.name, fitted.params) != (
+        probe.name,
+        probe.params,
+    ):
+        raise StateError(
+            path, f"must be a {out.method} calibrator with the parameters {probe.params}"
+        )
+    return fitted
+
+
+def _resolved(value, path: str, specs: tuple[str, ...]) -> tuple:
+    """Each column's resolved grouping, as its specification allows: range edges (sorted,
+    finite) for a quantile grouping, a period for a datetime column, else null."""
+    if not isinstance(value, list) or len(value) != len(specs):
+        raise StateError(path, f"must be an array of {len(specs)} entries, one per column")
+    out = []
+    for i, (entry, spec) in enumerate(zip(value, specs, strict=True)):
+        grouping = parse_slice_spec(spec).grouping
+        quantiles = grouping is not None and grouping not in PERIODS
+        if entry is None:
+            out.append(None)
+        elif quantiles:
+            Array((None,), order="non-decreasing", nonempty=True).check(entry, f"{path}[{i}]", None)
+            out.append(tuple(entry))
+        elif isinstance(entry, str) and entry in PERIODS and grouping in (None, entry):
+            out.append(entry)
+        else:
+            allowed = list(PERIODS) if grouping is None else [grouping]
+            raise StateError(
+                f"{path}[{i}]", f"must be null or one of {allowed} for {spec!r}; got {entry!r}"
+            )
+    return tuple(out)
+
+
+def _slice_entry(entry, path: str, n_columns: int) -> tuple[str, ...]:
+    """One slice's saved fit record: its values (one text per column), rows and note."""
+    if not isinstance(entry, dict):
+        raise StateError(path, "must be an object (values, n_calib, note, calibrator)")
+    values = entry.get("values")
+    if not isinstance(values, list) or len(values) != n_columns:
+        raise StateError(f"{path}.values", f"must be an array of {n_columns} texts")
+    for j, v in enumerate(values):
+        Text().check(v, f"{path}.values[{j}]", None)
+    if "n_calib" not in entry:
+        raise StateError(f"{path}.n_calib", "is missing")
+    Number(integer=True, minimum=0, maximum=LARGEST_INTEGER).check(
+        entry["n_calib"], f"{path}.n_calib", None
+    )
+    Text().check(entry.get("note", ""), f"{path}.note", None)
+    return tuple(values)

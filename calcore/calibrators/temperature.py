@@ -22,15 +22,29 @@ from calcore._softmax import log_softmax_rows
 from calcore.calibrators import _scaling
 from calcore.calibrators._base import MAX_ITER, Calibrator, Param
 from calcore.calibrators._registry import register
+from calcore.calibrators._state import Array, Number, StateError
 
 __all__ = ["TemperatureScaling", "EnsembleTemperatureScaling"]
 
 
 def _temperature_params(default_max=100.0):
     return (
-        Param("min_temperature", 0.01, "float", "Lower bound of T.", minimum=1e-6),
-        Param("max_temperature", default_max, "float", "Upper bound of T.", maximum=1e6),
+        # 1e-6 .. 1e6: beyond, z / T under- or overflows for ordinary logits
+        Param("min_temperature", 0.01, "float", "Lower bound of T.", minimum=1e-6, maximum=1e6),
+        Param(
+            "max_temperature",
+            default_max,
+            "float",
+            "Upper bound of T.",
+            minimum=1e-6,
+            maximum=1e6,
+        ),  # fmt: skip
     )
+
+
+#: A saved temperature: within the parameters' bounds (a negative one would invert every
+#: ranking, an infinite one erase it).
+TEMPERATURE = Number(minimum="min_temperature", maximum="max_temperature")
 
 
 def _check_temperature_bounds(owner, params):
@@ -123,6 +137,7 @@ class TemperatureScaling(Calibrator):
     accuracy_preserving = True
     injective = True  # p -> softmax(log p / T) is one-to-one on the simplex for T > 0
     parameters = _temperature_params()
+    state_fields = {"temperature": TEMPERATURE}
 
     def _check_params(self, params):
         _check_temperature_bounds(self.name, params)
@@ -175,9 +190,18 @@ class EnsembleTemperatureScaling(Calibrator):
         *_temperature_params(),
         MAX_ITER,
     )
+    state_fields = {
+        "temperature": TEMPERATURE,
+        "weights": Array((3,), minimum=0.0, maximum=1.0, sums_to_one=True),
+    }
 
     def _check_params(self, params):
         _check_temperature_bounds(self.name, params)
+
+    def _check_saved_rules(self, state, *, path, n_classes):
+        w = state["weights"]
+        if w[0] + w[1] <= 0:  # the fit refuses it: all mass on the uniform erases the ranking
+            raise StateError(f"{path}.weights", "must put some weight on the two softmax terms")
 
     def _fit(self, preds):
         temperature, info = _fit_temperature(preds, self._params, self.name)

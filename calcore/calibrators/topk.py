@@ -56,11 +56,17 @@ from calcore._errors import CalcoreError
 from calcore.calibrators._base import Param
 from calcore.calibrators._m2b_base import H_FLOOR, M2BWrapper, top_label_rows
 from calcore.calibrators._registry import register_wrapper
+from calcore.calibrators._state import Items, StateError
 from calcore.predictions import Predictions
 
 __all__ = ["top_k_classes", "top_k_rows"]
 
-_K = Param("k", 2, "int", "Number of ranks K calibrated (the K largest probabilities).", minimum=1)
+# k ranks: k binary fits (tkc) or k passes over the rows' groups (tkl), and a full row sort
+# beyond 8; 100 ranks cover any top-K metric in use and keep a fit to k passes of the data.
+_K = Param(
+    "k", 2, "int", "Number of ranks K calibrated (the K largest probabilities).", minimum=1,
+    maximum=100,
+)  # fmt: skip
 _ITERATIVE_MAX_K = 8  # up to this k, k argmax passes are cheaper than a full row sort
 
 
@@ -151,6 +157,13 @@ class _TopK(M2BWrapper):
     own_parameters = (_K,)
     accuracy_preserving = True
 
+    def state_sizes(self, n_classes: int, *, path: str) -> dict[str, int]:
+        if self._params["k"] > n_classes:
+            raise StateError(
+                path, f"cannot hold k = {self._params['k']} ranks of {n_classes} classes"
+            )
+        return {"K": self._params["k"]}  # one entry per calibrated rank
+
     def _k(self, preds: Predictions) -> int:
         k, n_classes = self._params["k"], preds.n_classes
         if k > n_classes:
@@ -183,6 +196,9 @@ class _TopK(M2BWrapper):
 class TopKConfidenceCalibrator(_TopK):
     label = "Top-K-confidence calibration (Alg. 7)"
 
+    def _reduction_state(self, binary):
+        return {"ranks": Items("K", binary)}
+
     def _fit_ranks(self, values, outcomes, classes, preds):
         if preds.n_samples < self._min_points():
             raise CalcoreError(
@@ -203,6 +219,10 @@ class TopKConfidenceCalibrator(_TopK):
 @register_wrapper("tkl")
 class TopKLabelCalibrator(_TopK):
     label = "Top-K-label calibration (Alg. 6)"
+
+    def _reduction_state(self, binary):
+        # per rank, one binary state per class (null: a group left unchanged)
+        return {"ranks": Items("K", Items("L", binary, optional=True))}
 
     def _fit_ranks(self, values, outcomes, classes, preds):
         states, sizes, unchanged = [], [], []

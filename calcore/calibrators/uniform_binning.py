@@ -22,6 +22,7 @@ import numpy as np
 from calcore.binning import equal_width_index
 from calcore.calibrators._bins import (
     BINS,
+    EDGE_STATE,
     POINTS_PER_BIN,
     SEED,
     BinnedCalibrator,
@@ -31,6 +32,7 @@ from calcore.calibrators._bins import (
     umd_edges,
 )
 from calcore.calibrators._registry import register
+from calcore.calibrators._state import Array, Number
 
 __all__ = ["UniformMassSplit", "FixedWidthBinning", "ScalingBinning"]
 
@@ -47,6 +49,7 @@ class UniformMassSplit(BinnedCalibrator):
     name = "ums"
     description = "Uniform-mass binning with sample splitting (half for edges, half for means)"
     parameters = (BINS, POINTS_PER_BIN, SEED)
+    state_fields = EDGE_STATE
 
     @classmethod
     def min_points(cls, params: dict) -> int:
@@ -79,6 +82,11 @@ class FixedWidthBinning(BinnedCalibrator):
     name = "fwb"
     description = "Fixed-width (equal-width) binning; empty bins predict their midpoint"
     parameters = (BINS, POINTS_PER_BIN)
+    state_fields = {
+        "bins": Number(minimum=1, dim="B"),
+        "values": Array(("B",), minimum=0.0, maximum=1.0),
+        "counts": Array(("B",), "int", minimum=0),
+    }
 
     @classmethod
     def fit_binary(cls, scores, outcomes, params) -> dict:
@@ -111,6 +119,7 @@ class ScalingBinning(BinnedCalibrator):
     name = "sb"
     description = "Scaling-binning: uniform-mass bins predicting the mean score in the bin"
     parameters = (BINS, POINTS_PER_BIN)
+    state_fields = EDGE_STATE
 
     @classmethod
     def fit_binary(cls, scores, outcomes, params) -> dict:

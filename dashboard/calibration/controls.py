@@ -208,14 +208,17 @@ def _param_widget(method: str, p: calcore.Param):
 
 def available_methods(n_classes: int | None) -> list[str]:
     """Calibrators that apply to data with ``n_classes`` classes (all when unknown)."""
-    out = []
-    for name, info in calcore.CALIBRATORS.items():
-        if n_classes is not None and n_classes > 2 and info.binary_only:
-            continue
-        if n_classes is not None and n_classes > 6 and info.family == "canonical":
-            continue
-        out.append(name)
-    return out
+    return [name for name in calcore.CALIBRATORS if not_offered_because(name, n_classes) is None]
+
+
+def not_offered_because(name: str, n_classes: int | None) -> str | None:
+    """Why calibrator ``name`` is not offered for ``n_classes`` classes (None: it is)."""
+    info = calcore.CALIBRATORS[name]
+    if n_classes is not None and n_classes > 2 and info.binary_only:
+        return f"{name} is binary and the data has {n_classes} classes (try tl-{name} or cw-{name})"
+    if n_classes is not None and n_classes > 6 and info.family == "canonical":
+        return f"{name} bins the simplex, for at most 6 classes, and the data has {n_classes}"
+    return None
 
 
 def _method_label(name: str) -> str:
@@ -489,7 +492,12 @@ def split_controls(
 def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
     st.header("Calibrators")
     options = available_methods(n_classes)
-    first = [m for m in _initial(KEY_METHODS, list(DEFAULT_METHODS)) if m in options]
+    linked = _initial(KEY_METHODS, list(DEFAULT_METHODS))
+    first = [m for m in linked if m in options]
+    if KEY_METHODS not in st.session_state:  # the first run: say what a link asked for in vain
+        reasons = [not_offered_because(m, n_classes) for m in linked if m not in options]
+        if reasons:
+            st.warning("Not fitted: " + esc("; ".join(reasons)) + ".")
     names = st.multiselect(
         "Fitted on the calibration rows",
         options,

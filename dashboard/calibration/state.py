@@ -129,19 +129,36 @@ def _format_value(value) -> str:
     return "none" if value is None else str(value)
 
 
-def _parse_value(param: calcore.Param, text: str):
-    """One parameter value from the URL, by the parameter's kind; ValueError if invalid."""
+#: Longest parameter value a link may carry (a number needs a few dozen characters; a
+#: longer one is refused before it is parsed).
+MAX_PARAM_VALUE_CHARS = 100
+
+
+def _parse_value(method: str, param: calcore.Param, text: str):
+    """One parameter value from the URL, by the parameter's kind and its declared range.
+
+    Raises
+    ------
+    calcore.CalcoreError
+        Not a value of the parameter's kind, or outside its range; the message names the
+        method, the parameter and the range (the parameter's one definition says it).
+    """
+    if len(text) > MAX_PARAM_VALUE_CHARS:
+        raise calcore.CalcoreError(
+            f"{method}: parameter {param.name!r} must be {param.describe()}; got a value of "
+            f"{len(text):,} characters."
+        )
     if text == "none" and param.optional:
         return None
+    value = text
     if param.kind == "bool":
-        if text not in ("true", "false"):
-            raise ValueError(text)
-        return text == "true"
-    if param.kind == "int":
-        return int(text)
-    if param.kind == "float":
-        return float(text)
-    return text
+        value = {"true": True, "false": False}.get(text, text)
+    elif param.kind in ("int", "float"):
+        try:
+            value = int(text) if param.kind == "int" else float(text)
+        except ValueError:
+            pass  # the check below says what the parameter takes
+    return param.check(value, owner=method)
 
 
 def parse_method(text: str) -> tuple[MethodChoice | None, str | None]:
@@ -160,9 +177,9 @@ def parse_method(text: str) -> tuple[MethodChoice | None, str | None]:
         if key not in known:
             return None, f"{name}: unknown parameter {key!r}"
         try:
-            params[key] = known[key].check(_parse_value(known[key], value), owner=name)
-        except (ValueError, calcore.CalcoreError):
-            return None, f"{name}: invalid value {value!r} for {key!r}"
+            params[key] = _parse_value(name, known[key], value)
+        except calcore.CalcoreError as err:
+            return None, str(err)  # names the parameter and its range
     return method_choice(name, params), None
 
 
