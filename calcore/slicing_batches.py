@@ -50,7 +50,7 @@ from calcore.slicing import (
 )
 from calcore.statistics.quantiles import ExactRanks
 
-__all__ = ["BatchSlicer", "QuantileCuts", "StreamSlicing"]
+__all__ = ["BatchSlicer", "QuantileCuts", "StreamSlicing", "used_dictionary_entries"]
 
 # Kinds that name and order their values alike (a float key, _number's name).
 _FAMILY = {"integer": "number", "numeric": "number"}
@@ -418,12 +418,32 @@ def _factorized(values):
             return None, np.full(len(values), -1, dtype=np.intp)
         if isinstance(encoded, pa.ChunkedArray):
             encoded = encoded.combine_chunks()
-        index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
-        distinct = _arrow_values(encoded.dictionary)
-        return distinct, index.astype(np.intp)
+        index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.intp)
+        dictionary, index = used_dictionary_entries(encoded.dictionary, index)
+        return _arrow_values(dictionary), index
     arr = np.asarray(values)
     index, distinct = pd.factorize(arr if arr.dtype.kind != "U" else arr.astype(object))
     return np.asarray(distinct), np.asarray(index, dtype=np.intp)
+
+
+def used_dictionary_entries(dictionary, index: np.ndarray):
+    """The entries of an Arrow dictionary that some row uses, and each row's index into
+    them (-1: missing): a pandas Categorical keeps categories no row holds, and those must
+    not decide the column's kind nor count as its values (nor be judged as labels).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> kept, index = used_dictionary_entries(pa.array(["a", "b", "z"]), np.array([2, -1, 0]))
+    >>> kept.to_pylist(), index.tolist()
+    (['a', 'z'], [1, -1, 0])
+    """
+    used = np.flatnonzero(np.bincount(index[index >= 0], minlength=len(dictionary)))
+    if used.size == len(dictionary):
+        return dictionary, index
+    renumbered = np.append(np.full(len(dictionary), -1, dtype=np.intp), -1)
+    renumbered[used] = np.arange(used.size)
+    return dictionary.take(used), renumbered[index]  # index -1 reads the last: -1
 
 
 def _arrow_values(dictionary) -> np.ndarray:

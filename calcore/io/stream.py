@@ -55,6 +55,7 @@ from calcore.io._table import (
     columns_to_matrix,
 )
 from calcore.predictions import Predictions
+from calcore.slicing_batches import used_dictionary_entries
 
 __all__ = ["PredictionStream", "StreamBatch", "scan", "source_files", "DEFAULT_BATCH_ROWS"]
 
@@ -511,6 +512,10 @@ def _schema(path: str):
         return pq.read_schema(path)
     except FileNotFoundError:
         raise _gone(path) from None
+    except UnicodeDecodeError as exc:  # bad bytes in a column name
+        from calcore.io._parquet import non_utf8_name
+
+        raise non_utf8_name(path, exc) from None
     except (pa.ArrowException, OSError) as exc:
         raise CalcoreError(
             f"{path}: not a readable {'Arrow IPC' if _is_ipc(path) else 'Parquet'} file "
@@ -834,9 +839,13 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
 
 
 def arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
-    """``(table of one record batch, its first row in the file)`` of a Parquet or Arrow
-    IPC file, with ``columns`` only; a damaged chunk is named (file, row group, rows)."""
+    """``(table of one record batch, its row names)`` of a Parquet or Arrow IPC file, with
+    ``columns`` only: the names number the file's rows (from the batch's first row) and,
+    in a file of several chunks, name the row group or record batch; a damaged chunk is
+    named (file, row group, rows)."""
     import pyarrow as pa
+
+    from calcore.io._parquet import unreadable_chunk
 
     name = short_name(stream, path)
     first_row = 0
@@ -844,11 +853,12 @@ def arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
         chunks = _chunks(path, columns, stream.batch_rows)
     except FileNotFoundError:
         raise _gone(path) from None
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         raise CalcoreError(
             f"{name}: cannot be read ({' '.join(str(exc).split())[:200]}). Re-export it."
         ) from None
     for what, reader in chunks:
+        chunk = ((first_row, what),) if len(chunks) > 1 else ()
         while True:
             try:
                 batch = next(reader)
@@ -856,15 +866,11 @@ def arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
                 break
             except FileNotFoundError:
                 raise _gone(path) from None
-            except (pa.ArrowException, OSError) as exc:
-                raise CalcoreError(
-                    f"{name}, {what} (rows from {first_row}): cannot be read "
-                    f"({' '.join(str(exc).split())[:200]}). The file is damaged: re-export it. "
-                    f"No result was computed."
-                ) from None
+            except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+                raise unreadable_chunk(name, what, first_row, exc) from None
             yield (
                 (batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])),
-                first_row,
+                RowNames(csv=False, first=first_row, chunks=chunk),
             )
             first_row += batch.num_rows
 
@@ -874,9 +880,11 @@ def _arrow_tables(stream: PredictionStream, path: str):
     Arrow IPC file."""
     import pyarrow as pa
 
+    from calcore.io._parquet import check_utf8
+
     opts, roles = stream._options, stream.roles
     name = short_name(stream, path)
-    for table, first_row in arrow_batches(stream, path, opts["used"] + opts["extras"]):
+    for table, rows in arrow_batches(stream, path, opts["used"] + opts["extras"]):
         raw = RawTable(
             name,
             "arrow" if _is_ipc(path) else "parquet",
@@ -885,18 +893,21 @@ def _arrow_tables(stream: PredictionStream, path: str):
             roles,
             table.num_rows,
             columns_to_matrix(table, roles.scores),
-            encoded_labels(table[roles.label], name, roles.label, first_row),
+            encoded_labels(table[roles.label], name, roles.label, rows),
             None
             if roles.split is None
-            else encoded_labels(table[roles.split], name, roles.split, first_row),
-            RowNames(csv=False, first=first_row),
+            else encoded_labels(table[roles.split], name, roles.split, rows),
+            rows,
         )
         weights = None
         if stream.weight_column is not None:
             # decimals (and integers) as float64; a null becomes NaN, refused by name
             column = table[stream.weight_column].cast(pa.float64())
             weights = column.to_numpy(zero_copy_only=False)
-        yield raw, weights, {c: table[c] for c in opts["extras"]}
+        extras = {c: table[c] for c in opts["extras"]}
+        for c, values in extras.items():
+            check_utf8(values, source=name, name=c, rows=rows)
+        yield raw, weights, extras
 
 
 def _csv_tables(stream: PredictionStream, path: str):
@@ -975,27 +986,36 @@ def _factorized(values: np.ndarray):
     return np.asarray(distinct, dtype=object), index.astype(np.intp)
 
 
-def encoded_labels(column, source: str, name: str, first_row: int):
-    """``(distinct label texts, index of each row's label)`` of an Arrow label column."""
+def encoded_labels(column, source: str, name: str, rows: RowNames):
+    """``(distinct label texts, index of each row's label)`` of an Arrow label (or split)
+    column; ``rows`` names its rows in messages.
+
+    The distinct values are those the rows hold: a dictionary-encoded column (a pandas
+    Categorical) keeps categories no row uses (the usual result of filtering a frame),
+    and those are dropped here, never judged as labels or split values.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from calcore.io._parquet import text_column
+    from calcore.io._parquet import check_utf8, text_column, valid_utf8
 
     if column.null_count:  # the full conversion names the first missing label's row
-        text = text_column(column, source=source, name=name, first_row=first_row)
+        text = text_column(column, source=source, name=name, rows=rows)
         distinct, index = np.unique(text, return_inverse=True)
         return distinct, index
-    encoded = pc.dictionary_encode(column).combine_chunks()
-    values = encoded.dictionary
+    encoded = pc.dictionary_encode(column).combine_chunks()  # hashes bytes: no decoding
+    index = encoded.indices.to_numpy(zero_copy_only=False).astype(np.intp)
+    values, index = used_dictionary_entries(encoded.dictionary, index)
+    if not valid_utf8(values):  # checked on the few distinct values; the rows named
+        check_utf8(column, source=source, name=name, rows=rows)
     if pa.types.is_floating(values.type):  # integral floats are class indices; else an error
         try:
             text_column(pa.chunked_array([values]), source=source, name=name)
         except CalcoreError:
-            text_column(column, source=source, name=name, first_row=first_row)  # names the row
+            text_column(column, source=source, name=name, rows=rows)  # names the row
             raise
     distinct = text_column(pa.chunked_array([values]), source=source, name=name)
-    return distinct, encoded.indices.to_numpy(zero_copy_only=False).astype(np.intp)
+    return distinct, index
 
 
 def _class_indices(raw: RawTable, selected, opts, ctx):
