@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import warnings
+import zipfile
 
 import numpy as np
 import pyarrow as pa
@@ -322,3 +323,56 @@ def test_integer_text_beyond_64_bits_stays_text_and_missing_ids_stay_missing():
     assert ids.take(np.array([2, 1])).missing().tolist() == [False, True]
     arabic = metadata_from_text("n", np.array(["\u0663", "\u0664"], dtype=object))
     assert arabic.kind == "categorical"  # digits of another script are not read as numbers
+
+
+# -- NPZ: duplicate members, headers larger than their data ------------------------------------
+def _npz_members(members: list[tuple[str, np.ndarray]]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of a duplicate name
+        for name, arr in members:
+            member = io.BytesIO()
+            np.save(member, arr)
+            zf.writestr(name + ".npy", member.getvalue())
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("twice", ["labels", "probs", "region"])
+def test_an_npz_with_two_members_of_one_name_is_refused(tmp_path, twice):
+    probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+    members = [
+        ("probs", probs),
+        ("labels", np.array([0, 1, 1])),
+        ("region", np.array(["n", "s", "n"])),
+    ]
+    members.append((twice, dict(members)[twice][::-1].copy()))
+    path = tmp_path / "twice.npz"
+    path.write_bytes(_npz_members(members))
+    for read in (
+        lambda: calcore.load_predictions(path),
+        lambda: _streamed(path),
+        lambda: calcore.inspect_table(path),
+    ):
+        message = _error(read)
+        assert message.startswith("twice.npz: ") and f"'{twice}.npy' (2 times)" in message
+    assert main(["metrics", str(path)]) == 2
+
+
+def test_an_npy_header_larger_than_its_data_names_the_shape_and_the_limit(tmp_path, capsys):
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"
+    header = header.ljust(117) + "\n"
+    npy = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + bytes(16)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("probs.npy", npy)
+        member = io.BytesIO()
+        np.save(member, np.array([0, 1]))
+        zf.writestr("labels.npy", member.getvalue())
+    path = tmp_path / "huge.npz"
+    path.write_bytes(buf.getvalue())
+    expected_bytes = f"{2**64 * 8:,} bytes"  # 2**32 x 2**32 float64: beyond int64 itself
+    for message in (_error(calcore.load_predictions, path), _error(_streamed, path)):
+        assert "(4294967296, 4294967296)" in message and expected_bytes in message, message
+        assert "holds only 144 bytes" in message and "unpickling" not in message, message
+    assert main(["metrics", str(path)]) == 2
+    assert "Traceback" not in capsys.readouterr().err
