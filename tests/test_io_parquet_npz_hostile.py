@@ -14,6 +14,7 @@ dictionaries, rows and row groups placed by the test, integers written by the te
 from __future__ import annotations
 
 import io
+import json
 import warnings
 import zipfile
 
@@ -25,6 +26,7 @@ import pytest
 import calcore
 from calcore import CalcoreError
 from calcore.cli import main
+from calcore.io._load import FIRST_ROWS
 
 N_ROWS = 5000
 GROUP_ROWS = 1000
@@ -376,3 +378,34 @@ def test_an_npy_header_larger_than_its_data_names_the_shape_and_the_limit(tmp_pa
         assert "holds only 144 bytes" in message and "unpickling" not in message, message
     assert main(["metrics", str(path)]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+# -- what a stream decided, said once -----------------------------------------------------------
+def test_a_stream_notes_what_its_scan_decided_as_a_loaded_file_does(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    logits = rng.normal(0.0, 3.0, (400, 3))
+    rows = {
+        "label": rng.choice(CLASSES, 400).tolist(),
+        **{c: logits[:, j] for j, c in enumerate(CLASSES)},  # no prefix says the kind
+        "note": rng.choice(["x", "y"], 400).tolist(),
+    }
+    path = tmp_path / "logits.parquet"
+    pq.write_table(pa.table(rows), path, row_group_size=100)
+    loaded = _quiet(calcore.load_predictions, path).load_report
+    stream = calcore.scan(path)
+    assert loaded.scores_kind == "logits"
+    # the loaded file's sentence on the kind, said of the stream's first rows
+    said = next(n for n in loaded.messages() if n.startswith("Scores read as logits: "))
+    assert [n.replace(FIRST_ROWS, "") for n in stream.notes if n.startswith("Scores")] == [said]
+    why = loaded.ignored_reasons[loaded.ignored_columns.index("note")]
+    assert f"logits.parquet: column 'note' was ignored ({why})." in stream.notes
+    assert main(["metrics", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Scores read as logits: ") == 1 and out.count("'note' was ignored") == 1
+    assert main(["metrics", str(path), "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert notes[: len(stream.notes)] == list(stream.notes)
+    kept = calcore.scan(path, slice_columns=["note"]).notes
+    assert "Kept for slicing (not scores): 'note'." in kept and not any(
+        "ignored" in n for n in kept
+    )

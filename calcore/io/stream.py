@@ -116,6 +116,11 @@ class PredictionStream:
     slice_columns : tuple of str
         Columns (NPZ: arrays) read with every batch for slicing
         (:func:`calcore.evaluate_by`), in ``StreamBatch.slice_values``.
+    notes : tuple of str
+        What :func:`scan` detected and decided, in the words of a loaded file's report
+        (:meth:`calcore.io.LoadReport.messages`): the scores' kind and why, the columns
+        kept for slicing and those ignored. Settled once, on the first batch, for the
+        whole stream (a command or a page shows them once, not per batch).
 
     Examples
     --------
@@ -148,6 +153,7 @@ class PredictionStream:
     slice_columns: tuple[str, ...] = ()
     #: Whether ``transform`` gets each batch's slice columns as metadata.
     transform_metadata: bool = False
+    notes: tuple[str, ...] = ()
 
     def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
         """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
@@ -331,8 +337,8 @@ class PredictionStream:
                 b = replace(b, preds=self.transform(preds))
             yield b
 
-    def _batches(self) -> Iterator[StreamBatch]:
-        state = _KindState(self._options["scores"])
+    def _batches(self, state: "_KindState | None" = None) -> Iterator[StreamBatch]:
+        state = state or _KindState(self._options["scores"])
         position = 0
         for path in self.files:
             for preds, first_row, extras, codes in _file_batches(self, path, state):
@@ -661,10 +667,28 @@ def scan(
         slice_columns=named,
     )
     # The class names (and the scores' kind) come from the first batch with rows.
-    for b in stream.batches(read_ahead=False):
+    state = _KindState(scores)
+    for b in stream._batches(state):
         names = b.preds.class_names
         break
-    return replace(stream, class_names=names, _options={**options, "names": names})
+    notes = _scan_notes(display, roles, state.decided, percent=percent, kept=named)
+    return replace(stream, class_names=names, _options={**options, "names": names}, notes=notes)
+
+
+def _scan_notes(display: str, roles: Roles, decided, *, percent: bool, kept) -> tuple[str, ...]:
+    """The notes of :attr:`PredictionStream.notes`, worded as a loaded file's report says
+    them (``decided``: the scores' kind and reason, None when no row was read)."""
+    notes = []
+    if decided is not None:
+        kind, reason = decided
+        tail = "; scores divided by 100 (percent=True)." if percent else "."
+        notes.append(f"Scores read as {kind}: {reason}{tail}")
+    if kept:
+        notes.append("Kept for slicing (not scores): " + ", ".join(map(repr, kept)) + ".")
+    for col, why in zip(roles.ignored, roles.ignored_reasons, strict=True):
+        if col not in kept:
+            notes.append(f"{display}: column {col!r} was ignored ({why}).")
+    return tuple(notes)
 
 
 def _check_split_column(name: str, roles: Roles, split: str | None) -> None:
