@@ -440,7 +440,10 @@ def _load_one(path: str, args, *, split=None, slice_columns=None):
 
 
 def _notes_of(preds, caught) -> list[str]:
-    notes = list(preds.load_report.messages()) if preds.load_report is not None else []
+    """The notes of loaded predictions (their load report) or of a stream (what the scan
+    decided, :attr:`~calcore.PredictionStream.notes`), then the warnings caught."""
+    report = getattr(preds, "load_report", None)  # a stream has none: its scan's notes
+    notes = list(report.messages()) if report is not None else list(getattr(preds, "notes", ()))
     return notes + [str(w.message) for w in caught if str(w.message) not in notes]
 
 
@@ -605,7 +608,7 @@ def _report_of_file(args, **options) -> tuple[CalibrationReport, list[str]]:
                 report = _evaluate(preds, args, **options)
             finally:
                 preds.progress.close()
-            notes = [str(w.message) for w in caught] + list(report.notes)
+            notes = _notes_of(preds, caught) + list(report.notes)
         else:
             preds = _load_one(args.file, args, split=args.split)
             report = _evaluate(preds, args, **options)
@@ -651,9 +654,7 @@ def _sliced_of_file(
         )
     if streamed:
         preds.progress.close()
-        notes = [str(w.message) for w in caught]
-    else:
-        notes = _notes_of(preds, caught)
+    notes = _notes_of(preds, caught)
     if after:
         notes.insert(0, f"Slices after recalibration: {fitted}.")
     return sliced, notes + list(sliced.overall.notes) + list(sliced.notes), fit
@@ -827,7 +828,7 @@ def _streamed_calibration(args, calibrator, caught):
         write_stream(calibrated, args.out)
     for s in (calib, test):
         s.progress.close()
-    notes = [str(w.message) for w in caught] + list(after.notes)
+    notes = _notes_of(test, caught) + list(after.notes)
     return sample, before, after, notes
 
 

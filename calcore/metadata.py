@@ -9,12 +9,16 @@ holds memory beyond its read. :mod:`calcore.slicing` turns a column into slices.
 
 Text cells (CSV, Parquet string columns, arrays of str) are factorised once; the kind
 comes from the distinct values alone: all ``true``/``false`` -> boolean, all integers
--> integer, all numbers -> numeric, all ISO 8601 dates (``2026-11-24``,
+(within the 64-bit range) -> integer, all numbers -> numeric, all ISO 8601 dates (``2026-11-24``,
 ``2026-11-24T08:00:00``, with an optional ``Z`` or offset) -> datetime, else
 categorical, or id-like beyond :data:`MAX_SLICE_VALUES` values. One value that does
 not fit makes the column categorical: a date column with a typo is sliced by its text,
 never silently coerced. Empty cells (and, in CSV, pandas' NA strings: ``NA``,
 ``null``...) are missing.
+
+Integers are kept as integers (int64, or uint64 above int64's range), never as float64:
+hashed ids above 2**53 that differ in their last bits would otherwise become one value
+and merge two slices.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ __all__ = [
     "metadata_column",
     "metadata_from_text",
     "numeric_column",
+    "integer_column",
+    "EXACT_FLOAT_INTEGERS",
 ]
 
 #: Kinds of metadata columns, in the words of the load report.
@@ -41,6 +47,9 @@ METADATA_KINDS = ("categorical", "boolean", "integer", "numeric", "datetime", "i
 MAX_SLICE_VALUES = 1000
 #: The slice of rows whose value is missing.
 MISSING = "(missing)"
+#: Integers of at most this magnitude are exact as float64 (2**53): beyond it, two
+#: integers can share a float, so integer columns are never stored as floats.
+EXACT_FLOAT_INTEGERS = 2**53
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,7 +63,9 @@ class MetadataColumn:
         One of :data:`METADATA_KINDS`.
     values : ndarray or None
         ``categorical`` / ``boolean``: int32 codes into ``categories`` (-1: missing);
-        ``integer`` / ``numeric``: float64 (NaN: missing); ``datetime``:
+        ``integer``: int64, or uint64 when a value is above int64's range (exact; the
+        missing rows are marked by ``mask`` and hold 0); ``numeric``: float64 (NaN:
+        missing); ``datetime``:
         ``datetime64[s]`` (NaT: missing); ``id-like`` (text with more than
         :data:`MAX_SLICE_VALUES` values) and ``other`` (a type that cannot be sliced, such
         as a list): None, not kept.
@@ -63,6 +74,9 @@ class MetadataColumn:
     n_distinct : int
         Distinct non-missing values.
     n_missing : int
+    mask : ndarray of bool or None
+        ``integer`` columns: the rows whose value is missing (None: none is). Other
+        kinds mark missing values in ``values`` itself.
 
     Examples
     --------
@@ -80,12 +94,14 @@ class MetadataColumn:
     categories: tuple[str, ...] = ()
     n_distinct: int = 0
     n_missing: int = 0
+    mask: np.ndarray | None = None
 
     def __post_init__(self):
         if self.kind not in METADATA_KINDS:
             raise ValueError(f"unknown metadata kind {self.kind!r}")
-        if self.values is not None:
-            self.values.setflags(write=False)
+        for arr in (self.values, self.mask):
+            if arr is not None:
+                arr.setflags(write=False)
 
     @property
     def n_rows(self) -> int | None:
@@ -103,18 +119,23 @@ class MetadataColumn:
             return v < 0
         if self.kind == "datetime":
             return np.isnat(v)
+        if v.dtype.kind in "iu":  # exact integers: missing rows are marked aside
+            return np.zeros(v.shape, dtype=bool) if self.mask is None else self.mask
         return np.isnan(v)
 
     @classmethod
-    def counted(cls, name: str, kind: str, values: np.ndarray, categories=()) -> "MetadataColumn":
-        """A column with its distinct and missing values counted from ``values``.
+    def counted(
+        cls, name: str, kind: str, values: np.ndarray, categories=(), mask=None
+    ) -> "MetadataColumn":
+        """A column with its distinct and missing values counted from ``values`` (and
+        ``mask``, the missing rows of an integer column).
 
         Examples
         --------
         >>> MetadataColumn.counted("n", "integer", np.array([2.0, np.nan, 2.0])).describe()
         'n: integer, 1 values, 1 missing'
         """
-        col = cls(name, kind, values, tuple(categories))
+        col = cls(name, kind, values, tuple(categories), mask=mask)
         missing = col.missing()
         distinct = int(np.unique(values[~missing]).size)
         return replace(col, n_distinct=distinct, n_missing=int(missing.sum()))
@@ -123,8 +144,10 @@ class MetadataColumn:
         """The column at ``rows`` (an index array or boolean mask); counts recomputed."""
         if self.values is None:
             return self
+        rows = np.asarray(rows)
+        mask = None if self.mask is None else self.mask[rows]
         return MetadataColumn.counted(
-            self.name, self.kind, self.values[np.asarray(rows)], self.categories
+            self.name, self.kind, self.values[rows], self.categories, mask
         )
 
     def summary(self) -> str:
@@ -168,19 +191,45 @@ def metadata_column(name: str, values) -> MetadataColumn:
 
 
 def numeric_column(name: str, values, *, integer: bool) -> MetadataColumn:
-    """An integer or numeric column as float64 (NaN and infinities: missing).
+    """A numeric column as float64 (NaN and infinities: missing); ``integer``: an integer
+    column, exact when ``values`` are integers (:func:`integer_column`), else from floats
+    that are whole numbers.
 
     Examples
     --------
     >>> numeric_column("x", [1, np.inf, 3], integer=True).describe()
     'x: integer, 2 values, 1 missing'
     """
+    if integer and np.asarray(values).dtype.kind in "iu":
+        return integer_column(name, np.asarray(values))
     v = np.asarray(values, dtype=np.float64)
     v = np.where(np.isfinite(v), v, np.nan)  # an infinity is not a slice value
     return MetadataColumn.counted(name, "integer" if integer else "numeric", v)
 
 
-_INTEGER = re.compile(r"[+-]?\d{1,15}")
+def integer_column(name: str, values: np.ndarray, missing=None) -> MetadataColumn:
+    """An integer column kept exact: int64, or uint64 when a value is above int64's range
+    (``missing``: a mask of the rows without a value).
+
+    Examples
+    --------
+    >>> ids = integer_column("id", np.array([2**53 + 1, 2**53 + 2, 0]), np.array([0, 0, 1], bool))
+    >>> ids.describe(), ids.values[:2].tolist()
+    ('id: integer, 2 values, 1 missing', [9007199254740993, 9007199254740994])
+    """
+    v = np.asarray(values)
+    if v.dtype.kind not in "iu":
+        raise ValueError(f"integer_column: {name!r} has dtype {v.dtype}, not an integer one")
+    fits_int64 = v.dtype.kind == "i" or v.size == 0 or v.max() <= np.iinfo(np.int64).max
+    v = v.astype(np.int64 if fits_int64 else np.uint64)
+    mask = None
+    if missing is not None and np.any(missing):
+        mask = np.asarray(missing, dtype=bool)
+        v = np.where(mask, 0, v).astype(v.dtype)
+    return MetadataColumn.counted(name, "integer", v, mask=mask)
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 _ISO_DATE = re.compile(
     r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?"
 )
@@ -230,10 +279,15 @@ def _typed_from_text(name: str, text, codes) -> MetadataColumn | None:
         return _from_codes(
             name, "boolean", codes, lower.map(_BOOLEAN).to_numpy(np.int32), ("False", "True")
         )
+    if _INTEGER.fullmatch(text.iloc[0]) and text.str.fullmatch(_INTEGER).all():
+        integers = _as_integers(text)
+        if integers is None:  # beyond 64 bits: no exact number, the text as written
+            return None
+        padded = np.append(integers, np.zeros(1, integers.dtype))  # code -1: the last
+        return integer_column(name, padded[codes], codes < 0)
     numbers = _as_numbers(text)
     if numbers is not None:
-        integer = bool(text.str.fullmatch(_INTEGER).all())
-        return numeric_column(name, np.append(numbers, np.nan)[codes], integer=integer)
+        return numeric_column(name, np.append(numbers, np.nan)[codes], integer=False)
     dates = _as_dates(text)
     if dates is not None:
         values = np.append(dates, np.datetime64("NaT", "s"))[codes]
@@ -245,6 +299,18 @@ def _from_codes(name, kind, codes, lookup, categories) -> MetadataColumn:
     """A coded column: ``lookup[code]`` per row (``-1`` for the missing code ``-1``)."""
     values = np.append(lookup, np.int32(-1)).astype(np.int32)[codes]  # code -1: the last
     return MetadataColumn.counted(name, kind, values, categories)
+
+
+def _as_integers(text) -> np.ndarray | None:
+    """Integers written plainly (``-12``, ``+7``, ``007``) as exact int64, or uint64 when
+    one is above int64's range; None when they do not fit 64 bits."""
+    cells = text.to_numpy(dtype=str)
+    for dtype in (np.int64, np.uint64):
+        try:
+            return cells.astype(dtype)  # parsed exactly (never through a float)
+        except OverflowError:
+            continue
+    return None
 
 
 def _as_numbers(text) -> np.ndarray | None:

@@ -27,9 +27,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore.metadata import MAX_SLICE_VALUES, MISSING, MetadataColumn
+from calcore.metadata import EXACT_FLOAT_INTEGERS, MAX_SLICE_VALUES, MISSING, MetadataColumn
 
-__all__ = ["Slicing", "SliceLabels", "SliceSpec", "parse_slice_spec", "slicing_of", "PERIODS"]
+__all__ = [
+    "Slicing",
+    "SliceLabels",
+    "SliceSpec",
+    "parse_slice_spec",
+    "slicing_of",
+    "PERIODS",
+    "check_exact_ranges",
+]
 
 #: The missing values' slice when a column holds the value ``"(missing)"`` itself.
 MISSING_WHEN_TAKEN = "(no value)"
@@ -272,7 +280,7 @@ def column_slices(col: MetadataColumn, grouping: str | None, max_slices: int, *,
         )
     codes = np.full(col.values.shape, distinct.size, dtype=np.intp)
     codes[~missing] = np.searchsorted(distinct, present)
-    return codes, [_number(v) for v in distinct], distinct.tolist(), True
+    return codes, [_value_name(v) for v in distinct], distinct.tolist(), True
 
 
 def missing_name(names) -> str:
@@ -312,8 +320,41 @@ def _one_column(columns: dict, spec, max_slices: int, fixed=None):
     return codes.reshape(-1), [(names[int(u)],) for u in used], ordered, col.kind, resolved
 
 
-def _number(v: float) -> str:
+def _number(v) -> str:
+    """A number as a range's edge is shown: integers whole, other values to 6 digits."""
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))  # exact at any size (an int64 id above 2**53)
     return str(int(v)) if float(v).is_integer() and abs(v) < 2**53 else f"{v:.6g}"
+
+
+def _value_name(v) -> str:
+    """A value's slice name, a function of the value alone (the batches of a stream name
+    it alike) and never shared by two values: :func:`_number` when that reads back as the
+    value, else the shortest text that does (``9007199254740994.0``, ``0.1234567``)."""
+    name = _number(v)
+    if isinstance(v, (int, np.integer)) or float(name) == float(v):
+        return name
+    return repr(float(v))
+
+
+def check_exact_ranges(column: str, values: np.ndarray) -> None:
+    """Refuse quantile ranges of integers beyond 2**53: their ranks are found and their
+    edges compared as float64 (also on a stream), where such integers are not exact.
+
+    Raises
+    ------
+    CalcoreError
+        Naming the column, its largest magnitude and the limit.
+    """
+    if values.dtype.kind not in "iu" or values.size == 0:
+        return
+    largest = max(abs(int(values.min())), abs(int(values.max())))
+    if largest > EXACT_FLOAT_INTEGERS:
+        raise CalcoreError(
+            f"column {column!r} holds integers up to {largest:,} in magnitude, beyond 2**53 "
+            f"({EXACT_FLOAT_INTEGERS:,}), where quantile ranges cannot be cut exactly. Slice "
+            f"it by value ('{column}', e.g. an id), or by a coarser column."
+        )
 
 
 def quantile_count(column: str, grouping: str) -> int:
@@ -372,6 +413,7 @@ def _quantile_edges(col: MetadataColumn, k: int) -> np.ndarray | None:
     present = col.values[~col.missing()]
     if present.size == 0:
         return None
+    check_exact_ranges(col.name, present)
     n = present.size
     ranks = np.concatenate(([1], quantile_ranks(n, k), [n]))
     found = np.partition(present, ranks - 1)[ranks - 1]

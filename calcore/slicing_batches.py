@@ -39,6 +39,7 @@ from calcore.metadata import (
 from calcore.slicing import (
     PERIODS,
     SliceLabels,
+    check_exact_ranges,
     check_sliceable,
     column_slices,
     missing_name,
@@ -50,7 +51,7 @@ from calcore.slicing import (
 )
 from calcore.statistics.quantiles import ExactRanks
 
-__all__ = ["BatchSlicer", "QuantileCuts", "StreamSlicing"]
+__all__ = ["BatchSlicer", "QuantileCuts", "StreamSlicing", "used_dictionary_entries"]
 
 # Kinds that name and order their values alike (a float key, _number's name).
 _FAMILY = {"integer": "number", "numeric": "number"}
@@ -135,7 +136,8 @@ class BatchSlicer:
             check_sliceable(col, spec.grouping)
             counts = np.bincount(index[index >= 0], minlength=distinct.size)
             present = ~col.missing()
-            cuts.observe(col.values[present], counts[present].astype(np.float64))
+            check_exact_ranges(spec.column, col.values[present])
+            cuts.observe(col.values[present].astype(np.float64), counts[present].astype(np.float64))
 
     def end_range_pass(self) -> None:
         """Close a pass of :meth:`observe_ranges`."""
@@ -238,7 +240,7 @@ class BatchSlicer:
         """A batch's column as float64 (NaN: missing or infinite) when it is stored as
         numbers (an Arrow or numpy numeric array), typed like :func:`metadata_column`
         types it; None for text cells and other types (they are typed value by value)."""
-        found = _numeric_values(batch.slice_values[name])
+        found = _numeric_values(batch.slice_values[name], name)
         if found is None:
             return None
         values, kind = found
@@ -382,9 +384,10 @@ def _sort_key(entry: tuple):
     return tuple((missing, key) for missing, key, _ in entry)
 
 
-def _numeric_values(values):
+def _numeric_values(values, name: str):
     """``(float64 values, "integer" or "numeric")`` of an Arrow or numpy numeric array
-    (nulls, NaN and infinities as NaN), else None."""
+    (nulls, NaN and infinities as NaN), else None; integers beyond 2**53 are refused
+    (:func:`~calcore.slicing.check_exact_ranges`: these are cut into quantile ranges)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -394,12 +397,15 @@ def _numeric_values(values):
             return None
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
+        if pa.types.is_integer(t):
+            check_exact_ranges(name, values.drop_null().to_numpy(zero_copy_only=False))
         out = pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
         kind = "integer" if pa.types.is_integer(t) else "numeric"
     else:
         arr = np.asarray(values)
         if arr.dtype.kind not in "iuf":
             return None
+        check_exact_ranges(name, arr)
         out, kind = arr.astype(np.float64), "integer" if arr.dtype.kind != "f" else "numeric"
     return np.where(np.isfinite(out), out, np.nan), kind
 
@@ -418,12 +424,32 @@ def _factorized(values):
             return None, np.full(len(values), -1, dtype=np.intp)
         if isinstance(encoded, pa.ChunkedArray):
             encoded = encoded.combine_chunks()
-        index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
-        distinct = _arrow_values(encoded.dictionary)
-        return distinct, index.astype(np.intp)
+        index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.intp)
+        dictionary, index = used_dictionary_entries(encoded.dictionary, index)
+        return _arrow_values(dictionary), index
     arr = np.asarray(values)
     index, distinct = pd.factorize(arr if arr.dtype.kind != "U" else arr.astype(object))
     return np.asarray(distinct), np.asarray(index, dtype=np.intp)
+
+
+def used_dictionary_entries(dictionary, index: np.ndarray):
+    """The entries of an Arrow dictionary that some row uses, and each row's index into
+    them (-1: missing): a pandas Categorical keeps categories no row holds, and those must
+    not decide the column's kind nor count as its values (nor be judged as labels).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> kept, index = used_dictionary_entries(pa.array(["a", "b", "z"]), np.array([2, -1, 0]))
+    >>> kept.to_pylist(), index.tolist()
+    (['a', 'z'], [1, -1, 0])
+    """
+    used = np.flatnonzero(np.bincount(index[index >= 0], minlength=len(dictionary)))
+    if used.size == len(dictionary):
+        return dictionary, index
+    renumbered = np.append(np.full(len(dictionary), -1, dtype=np.intp), -1)
+    renumbered[used] = np.arange(used.size)
+    return dictionary.take(used), renumbered[index]  # index -1 reads the last: -1
 
 
 def _arrow_values(dictionary) -> np.ndarray:

@@ -47,7 +47,10 @@ def test_csv_metadata_kinds_and_missing_values(tmp_path):
     assert md["country"].categories == ("DE", "FR")
     assert md["country"].values.tolist() == [0, 1, -1, 0]
     assert md["ok"].values.tolist() == [1, 0, 1, 0]
-    np.testing.assert_array_equal(md["visits"].values, [3, np.nan, 5, 3])
+    # integers stay integers (int64); the missing row is marked aside
+    assert md["visits"].values.dtype == np.int64
+    assert md["visits"].missing().tolist() == [False, True, False, False]
+    assert md["visits"].values[~md["visits"].missing()].tolist() == [3, 5, 3]
     assert (md["visits"].n_distinct, md["visits"].n_missing) == (2, 1)
     assert str(md["day"].values[1]) == "2026-11-09T10:00:00" and np.isnat(md["day"].values[2])
     assert preds.load_report.ignored_columns[:2] == ("country", "ok")

@@ -46,7 +46,8 @@ def split_codes(distinct, index: np.ndarray, *, ctx: InputContext) -> np.ndarray
         dtype=np.int8,
     )
     unknown = per_value < 0
-    if unknown.any():
+    # judged on the rows: a distinct value no row holds (an unused category) is no error
+    if unknown.any() and unknown[index].any():
         i = int(np.argmax(unknown[index]))
         raise CalcoreError(
             f"{ctx.where(i)}: split value {quoted(distinct[index[i]])} is not known. Use calib, "

@@ -1,6 +1,7 @@
 """Metadata columns of Parquet and Arrow files, from their Arrow arrays.
 
-Typed columns keep their type: booleans, integers, floats, dates and timestamps
+Typed columns keep their type: booleans, integers (exact, never through float64),
+floats, dates and timestamps
 (converted to UTC); string columns are read as text cells
 (:func:`calcore.metadata.metadata_from_text`: the same rules as CSV).
 """
@@ -11,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from calcore.metadata import MetadataColumn, metadata_from_text, numeric_column
+from calcore.metadata import MetadataColumn, integer_column, metadata_from_text, numeric_column
 
 __all__ = ["metadata_from_arrow"]
 
@@ -33,9 +34,12 @@ def metadata_from_arrow(name: str, column) -> MetadataColumn:
     if pa.types.is_boolean(t):
         codes = pc.fill_null(pc.cast(column, pa.int32()), -1).to_numpy(zero_copy_only=False)
         return MetadataColumn.counted(name, "boolean", codes.astype(np.int32), ("False", "True"))
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+    if pa.types.is_integer(t):
+        missing = column.is_null().to_numpy(zero_copy_only=False)
+        return integer_column(name, pc.fill_null(column, 0).to_numpy(zero_copy_only=False), missing)
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
         values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)  # null -> NaN
-        return numeric_column(name, values, integer=pa.types.is_integer(t))
+        return numeric_column(name, values, integer=False)
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         if pa.types.is_timestamp(t) and t.tz is not None:
             column = pc.cast(column, pa.timestamp(t.unit))  # stored as UTC instants

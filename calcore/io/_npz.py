@@ -9,10 +9,12 @@ datetimes) are metadata for slicing; the rest are ignored and reported.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import itertools
 import lzma
+import math
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -82,9 +84,39 @@ def _refuse_overlapping_entries(src: Source, infos: list[zipfile.ZipInfo]) -> No
             )
 
 
+def _refuse_duplicate_members(src: Source, infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse two members of one name: ``np.load`` would silently read the last one (two
+    ``labels.npy``: which labels were meant cannot be known)."""
+    counts = collections.Counter(i.filename for i in infos)
+    twice = [name for name, n in counts.items() if n > 1]
+    if twice:
+        shown = ", ".join(f"{name!r} ({counts[name]} times)" for name in twice[:5])
+        raise CalcoreError(
+            f"{src.name}: the archive holds several members of one name: {shown}; numpy "
+            f"would silently read the last one. Re-save the arrays with np.savez or "
+            f"np.savez_compressed (one member per array)."
+        )
+
+
+def _array_bytes(src: Source, info: zipfile.ZipInfo, shape: tuple, dtype: np.dtype) -> int:
+    """The bytes an array's header declares, refused beyond what its member holds: numpy
+    allocates the array from the header before reading the data."""
+    nbytes = math.prod(shape) * dtype.itemsize  # Python integers: no overflow to wrap
+    if nbytes > info.file_size:
+        raise CalcoreError(
+            f"{src.name}: array {info.filename[:-4]!r} declares {nbytes:,} bytes in its "
+            f"header (shape {tuple(shape)} of {dtype}), but its member holds only "
+            f"{info.file_size:,} bytes, the most the array can be; the archive is corrupt "
+            f"or crafted. Re-save it with np.savez."
+        )
+    return nbytes
+
+
 def check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> None:
-    """Refuse archives whose declared or array sizes exceed the budget (zip bombs)."""
+    """Refuse archives whose declared or array sizes exceed the budget (zip bombs), an
+    array larger than its member, and two members of one name."""
     infos = zf.infolist()
+    _refuse_duplicate_members(src, infos)
     declared = sum(i.file_size for i in infos)
     if declared > max_decoded_bytes:
         raise CalcoreError(
@@ -108,16 +140,8 @@ def check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> Non
                 f"numbers as numeric arrays and names as a unicode array "
                 f"(np.array(names, dtype=str))."
             )
-        # numpy allocates the array from the header before reading the data:
-        # an array larger than its own member would allocate unchecked memory.
-        count = int(np.prod(shape, dtype=np.int64))
-        nbytes = count * dtype.itemsize
-        if nbytes > info.file_size:
-            raise CalcoreError(
-                f"{src.name}: array {info.filename[:-4]!r} declares {nbytes:,} bytes but its "
-                f"member holds {info.file_size:,}; the archive is corrupt or crafted."
-            )
-        decoded += count * max(dtype.itemsize, 8)  # scores become float64
+        _array_bytes(src, info, shape, dtype)
+        decoded += math.prod(shape) * max(dtype.itemsize, 8)  # scores become float64
     if decoded > max_decoded_bytes:
         raise over_budget(
             src.name, "the arrays (from their .npy headers)", decoded, max_decoded_bytes
@@ -127,7 +151,10 @@ def check_sizes(src: Source, zf: zipfile.ZipFile, max_decoded_bytes: int) -> Non
 def _get(src: Source, npz, key: str) -> np.ndarray:
     try:
         return npz[key]
-    except ValueError as exc:  # numpy: "Object arrays cannot be loaded when allow_pickle=False"
+    except ValueError as exc:
+        if "pickle" not in str(exc):  # a bad header or size, not an object array
+            raise corrupt_archive(src, exc, key) from None
+        # numpy: "Object arrays cannot be loaded when allow_pickle=False"
         raise CalcoreError(
             f"{src.name}: array {key!r} could not be loaded without unpickling ({exc}); "
             f"object/pickled arrays are refused. Save it as a numeric or unicode array."

@@ -50,9 +50,9 @@ def row_group_chunks(path: str, columns, batch_rows: int) -> list[tuple[str, Ite
         From opening the file here, or from reading a row group when its ``batches``
         are iterated (the caller names the row group).
     """
-    import pyarrow.parquet as pq
+    from calcore.io._parquet import open_parquet  # pages checked against their checksums
 
-    handle = pq.ParquetFile(path)
+    handle = open_parquet(path)
     n = handle.num_row_groups
     sizes = [handle.metadata.row_group(g).num_rows for g in range(n)]
     if n < 2 or max(sizes) > batch_rows:
@@ -76,11 +76,11 @@ class _ReadAhead:
         self.local = threading.local()
 
     def _read(self, group: int):
-        import pyarrow.parquet as pq
+        from calcore.io._parquet import open_parquet
 
         handle = getattr(self.local, "handle", None)
         if handle is None:
-            handle = self.local.handle = pq.ParquetFile(self.path)
+            handle = self.local.handle = open_parquet(self.path)
         return handle.read_row_group(group, columns=self.columns, use_threads=False)
 
     def tables(self, group: int) -> Iterator:

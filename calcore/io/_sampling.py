@@ -23,7 +23,7 @@ from calcore._validation import InputContext
 from calcore.io._bottom_k import BottomK, n_batch_rows
 from calcore.io._labels import SPLITS, split_codes
 from calcore.io._prefetch import prefetched
-from calcore.io._table import LabelRowNames, RowNames
+from calcore.io._table import LabelRowNames
 from calcore.predictions import Predictions
 
 __all__ = [
@@ -188,6 +188,7 @@ def _slice_values(stream, *, codes: bool) -> Iterator[tuple]:
 
 
 def _arrow_slice_batches(stream, *, codes: bool) -> Iterator[SliceBatch]:
+    from calcore.io._parquet import check_utf8
     from calcore.io.stream import arrow_batches, check_unchanged, encoded_labels, short_name
 
     split = stream.roles.split
@@ -196,14 +197,14 @@ def _arrow_slice_batches(stream, *, codes: bool) -> Iterator[SliceBatch]:
     for path in stream.files:
         check_unchanged(stream, path)
         name = short_name(stream, path)
-        for table, first_row in arrow_batches(stream, path, columns):
+        for table, rows in arrow_batches(stream, path, columns):
             values = {c: table[c] for c in stream.slice_columns}
+            for c, v in values.items():
+                check_utf8(v, source=name, name=c, rows=rows)
             row_codes = None
             if read_split:
-                ctx = InputContext(
-                    name, row=LabelRowNames(RowNames(csv=False, first=first_row), split)
-                )
-                encoded = encoded_labels(table[split], name, split, first_row)
+                ctx = InputContext(name, row=LabelRowNames(rows, split))
+                encoded = encoded_labels(table[split], name, split, rows)
                 row_codes = split_codes(*encoded, ctx=ctx)
             if stream.split is not None:  # the stream's rows are one split's
                 chosen = np.flatnonzero(row_codes == SPLITS.index(stream.split))
@@ -211,4 +212,4 @@ def _arrow_slice_batches(stream, *, codes: bool) -> Iterator[SliceBatch]:
                     continue
                 values = {c: v.take(chosen) for c, v in values.items()}
                 row_codes = row_codes[chosen]
-            yield SliceBatch(values, name, first_row, row_codes if codes else None)
+            yield SliceBatch(values, name, rows.first, row_codes if codes else None)

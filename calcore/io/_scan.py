@@ -251,7 +251,11 @@ def read_table(sc: Scan) -> RawTable:
         scores,
         np.asarray(text[roles.label]),
         split,
-        RowNames(csv=src.file_format == "csv", lines=lines),
+        RowNames(
+            csv=src.file_format == "csv",
+            lines=lines,
+            chunks=sc.layout.row_groups if src.file_format == "parquet" else (),
+        ),
         None,
         weights,
         sc.weight,

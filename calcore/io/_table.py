@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,7 +21,8 @@ class RowNames:
     so blank lines are kept as rows rather than skipped; a streamed piece starts further
     down), or ``"line {lines[i]}"`` when some records span several lines (quoted line
     breaks). Parquet/NPZ: ``"row {i + first} (0-based)"`` (``first`` = 0 for a whole
-    file), the same wording as in-memory arrays.
+    file), the same wording as in-memory arrays, followed by the file's chunk that holds
+    the row when ``chunks`` says (``"row 3998 (0-based) in row group 3"``).
     """
 
     csv: bool
@@ -28,13 +30,23 @@ class RowNames:
     #: The file line of row 0 (a piece of a streamed CSV starts further down), or for
     #: other formats the file's 0-based index of row 0.
     first: int | None = None
+    #: ``(first file row, name)`` of the file's chunks that hold the rows, in file order
+    #: (``(0, "row group 0"), (1000, "row group 1")``): a damaged or bad value deep in a
+    #: Parquet file is named with its row group. Empty: not said.
+    chunks: tuple[tuple[int, str], ...] = field(default=(), compare=False, repr=False)
 
     def __call__(self, i: int) -> str:
         if not self.csv:
-            return f"row {i + (self.first or 0)} (0-based)"
+            row = i + (self.first or 0)
+            return f"row {row} (0-based)" + self._chunk_of(row)
         if self.lines is not None:
             return f"line {int(self.lines[i])}"
         return f"line {i + (2 if self.first is None else self.first)}"
+
+    def _chunk_of(self, row: int) -> str:
+        """`` in row group 3`` for a file row, or ``""`` without chunks."""
+        k = bisect.bisect_right([start for start, _ in self.chunks], row) - 1
+        return f" in {self.chunks[k][1]}" if k >= 0 else ""
 
     @property
     def numbering(self) -> str:

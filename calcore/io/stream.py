@@ -56,6 +56,7 @@ from calcore.io._table import (
     columns_to_matrix,
 )
 from calcore.predictions import Predictions
+from calcore.slicing_batches import used_dictionary_entries
 
 __all__ = ["PredictionStream", "StreamBatch", "scan", "source_files", "DEFAULT_BATCH_ROWS"]
 
@@ -116,6 +117,11 @@ class PredictionStream:
     slice_columns : tuple of str
         Columns (NPZ: arrays) read with every batch for slicing
         (:func:`calcore.evaluate_by`), in ``StreamBatch.slice_values``.
+    notes : tuple of str
+        What :func:`scan` detected and decided, in the words of a loaded file's report
+        (:meth:`calcore.io.LoadReport.messages`): the scores' kind and why, the columns
+        kept for slicing and those ignored. Settled once, on the first batch, for the
+        whole stream (a command or a page shows them once, not per batch).
 
     Examples
     --------
@@ -148,6 +154,7 @@ class PredictionStream:
     slice_columns: tuple[str, ...] = ()
     #: Whether ``transform`` gets each batch's slice columns as metadata.
     transform_metadata: bool = False
+    notes: tuple[str, ...] = ()
 
     def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
         """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
@@ -331,8 +338,8 @@ class PredictionStream:
                 b = replace(b, preds=self.transform(preds))
             yield b
 
-    def _batches(self) -> Iterator[StreamBatch]:
-        state = _KindState(self._options["scores"])
+    def _batches(self, state: "_KindState | None" = None) -> Iterator[StreamBatch]:
+        state = state or _KindState(self._options["scores"])
         position = 0
         for path in self.files:
             for preds, first_row, extras, codes in _file_batches(self, path, state):
@@ -519,6 +526,10 @@ def _schema(path: str):
         return pq.read_schema(path)
     except FileNotFoundError:
         raise _gone(path) from None
+    except UnicodeDecodeError as exc:  # bad bytes in a column name
+        from calcore.io._parquet import non_utf8_name
+
+        raise non_utf8_name(path, exc) from None
     except (pa.ArrowException, OSError) as exc:
         raise CalcoreError(
             f"{path}: not a readable {'Arrow IPC' if _is_ipc(path) else 'Parquet'} file "
@@ -664,10 +675,28 @@ def scan(
         slice_columns=named,
     )
     # The class names (and the scores' kind) come from the first batch with rows.
-    for b in stream.batches(read_ahead=False):
+    state = _KindState(scores)
+    for b in stream._batches(state):
         names = b.preds.class_names
         break
-    return replace(stream, class_names=names, _options={**options, "names": names})
+    notes = _scan_notes(display, roles, state.decided, percent=percent, kept=named)
+    return replace(stream, class_names=names, _options={**options, "names": names}, notes=notes)
+
+
+def _scan_notes(display: str, roles: Roles, decided, *, percent: bool, kept) -> tuple[str, ...]:
+    """The notes of :attr:`PredictionStream.notes`, worded as a loaded file's report says
+    them (``decided``: the scores' kind and reason, None when no row was read)."""
+    notes = []
+    if decided is not None:
+        kind, reason = decided
+        tail = "; scores divided by 100 (percent=True)." if percent else "."
+        notes.append(f"Scores read as {kind}: {reason}{tail}")
+    if kept:
+        notes.append("Kept for slicing (not scores): " + ", ".join(map(repr, kept)) + ".")
+    for col, why in zip(roles.ignored, roles.ignored_reasons, strict=True):
+        if col not in kept:
+            notes.append(f"{display}: column {col!r} was ignored ({why}).")
+    return tuple(notes)
 
 
 def _check_split_column(name: str, roles: Roles, split: str | None) -> None:
@@ -842,9 +871,13 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
 
 
 def arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
-    """``(table of one record batch, its first row in the file)`` of a Parquet or Arrow
-    IPC file, with ``columns`` only; a damaged chunk is named (file, row group, rows)."""
+    """``(table of one record batch, its row names)`` of a Parquet or Arrow IPC file, with
+    ``columns`` only: the names number the file's rows (from the batch's first row) and,
+    in a file of several chunks, name the row group or record batch; a damaged chunk is
+    named (file, row group, rows)."""
     import pyarrow as pa
+
+    from calcore.io._parquet import unreadable_chunk
 
     name = short_name(stream, path)
     first_row = 0
@@ -852,11 +885,12 @@ def arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
         chunks = _chunks(path, columns, stream.batch_rows)
     except FileNotFoundError:
         raise _gone(path) from None
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         raise CalcoreError(
             f"{name}: cannot be read ({' '.join(str(exc).split())[:200]}). Re-export it."
         ) from None
     for what, reader in chunks:
+        chunk = ((first_row, what),) if len(chunks) > 1 else ()
         while True:
             try:
                 batch = next(reader)
@@ -864,15 +898,11 @@ def arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
                 break
             except FileNotFoundError:
                 raise _gone(path) from None
-            except (pa.ArrowException, OSError) as exc:
-                raise CalcoreError(
-                    f"{name}, {what} (rows from {first_row}): cannot be read "
-                    f"({' '.join(str(exc).split())[:200]}). The file is damaged: re-export it. "
-                    f"No result was computed."
-                ) from None
+            except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+                raise unreadable_chunk(name, what, first_row, exc) from None
             yield (
                 (batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])),
-                first_row,
+                RowNames(csv=False, first=first_row, chunks=chunk),
             )
             first_row += batch.num_rows
 
@@ -882,9 +912,11 @@ def _arrow_tables(stream: PredictionStream, path: str):
     Arrow IPC file."""
     import pyarrow as pa
 
+    from calcore.io._parquet import check_utf8
+
     opts, roles = stream._options, stream.roles
     name = short_name(stream, path)
-    for table, first_row in arrow_batches(stream, path, opts["used"] + opts["extras"]):
+    for table, rows in arrow_batches(stream, path, opts["used"] + opts["extras"]):
         raw = RawTable(
             name,
             "arrow" if _is_ipc(path) else "parquet",
@@ -893,18 +925,21 @@ def _arrow_tables(stream: PredictionStream, path: str):
             roles,
             table.num_rows,
             columns_to_matrix(table, roles.scores),
-            encoded_labels(table[roles.label], name, roles.label, first_row),
+            encoded_labels(table[roles.label], name, roles.label, rows),
             None
             if roles.split is None
-            else encoded_labels(table[roles.split], name, roles.split, first_row),
-            RowNames(csv=False, first=first_row),
+            else encoded_labels(table[roles.split], name, roles.split, rows),
+            rows,
         )
         weights = None
         if stream.weight_column is not None:
             # decimals (and integers) as float64; a null becomes NaN, refused by name
             column = table[stream.weight_column].cast(pa.float64())
             weights = column.to_numpy(zero_copy_only=False)
-        yield raw, weights, {c: table[c] for c in opts["extras"]}
+        extras = {c: table[c] for c in opts["extras"]}
+        for c, values in extras.items():
+            check_utf8(values, source=name, name=c, rows=rows)
+        yield raw, weights, extras
 
 
 def _csv_tables(stream: PredictionStream, path: str):
@@ -983,27 +1018,36 @@ def _factorized(values: np.ndarray):
     return np.asarray(distinct, dtype=object), index.astype(np.intp)
 
 
-def encoded_labels(column, source: str, name: str, first_row: int):
-    """``(distinct label texts, index of each row's label)`` of an Arrow label column."""
+def encoded_labels(column, source: str, name: str, rows: RowNames):
+    """``(distinct label texts, index of each row's label)`` of an Arrow label (or split)
+    column; ``rows`` names its rows in messages.
+
+    The distinct values are those the rows hold: a dictionary-encoded column (a pandas
+    Categorical) keeps categories no row uses (the usual result of filtering a frame),
+    and those are dropped here, never judged as labels or split values.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from calcore.io._parquet import text_column
+    from calcore.io._parquet import check_utf8, text_column, valid_utf8
 
     if column.null_count:  # the full conversion names the first missing label's row
-        text = text_column(column, source=source, name=name, first_row=first_row)
+        text = text_column(column, source=source, name=name, rows=rows)
         distinct, index = np.unique(text, return_inverse=True)
         return distinct, index
-    encoded = pc.dictionary_encode(column).combine_chunks()
-    values = encoded.dictionary
+    encoded = pc.dictionary_encode(column).combine_chunks()  # hashes bytes: no decoding
+    index = encoded.indices.to_numpy(zero_copy_only=False).astype(np.intp)
+    values, index = used_dictionary_entries(encoded.dictionary, index)
+    if not valid_utf8(values):  # checked on the few distinct values; the rows named
+        check_utf8(column, source=source, name=name, rows=rows)
     if pa.types.is_floating(values.type):  # integral floats are class indices; else an error
         try:
             text_column(pa.chunked_array([values]), source=source, name=name)
         except CalcoreError:
-            text_column(column, source=source, name=name, first_row=first_row)  # names the row
+            text_column(column, source=source, name=name, rows=rows)  # names the row
             raise
     distinct = text_column(pa.chunked_array([values]), source=source, name=name)
-    return distinct, encoded.indices.to_numpy(zero_copy_only=False).astype(np.intp)
+    return distinct, index
 
 
 def _class_indices(raw: RawTable, selected, opts, ctx):

@@ -86,7 +86,8 @@ def _write_parquet(stream, fh, prefix: str) -> int:
                 columns["weight"] = pa.array(preds.sample_weight)
             table = pa.table(columns)
             if writer is None:
-                writer = pq.ParquetWriter(fh, table.schema)
+                # page checksums: calcore verifies them when it reads the file back
+                writer = pq.ParquetWriter(fh, table.schema, write_page_checksum=True)
             writer.write_table(table)
             rows += preds.n_samples
     finally:

@@ -33,6 +33,7 @@ import io
 import json
 import struct
 import sys
+import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -261,6 +262,86 @@ def null_score_parquet() -> bytes:
             }
         )
     )
+
+
+def _score_columns() -> dict[str, pa.Array]:
+    cols = list(zip(*[r.split(",") for r in ROWS], strict=True))
+    return {
+        "p_" + name: pa.array([float(v) for v in cols[1 + j]]) for j, name in enumerate(CLASSES)
+    }
+
+
+def categorical_parquet() -> bytes:
+    """Label, split and a metadata column as pandas writes a Categorical filtered down:
+    dictionary-encoded, with categories no row uses; two row groups."""
+    labels = [r.split(",")[0] for r in ROWS]
+
+    def categorical(values, categories):
+        indices = pa.array([categories.index(v) for v in values], type=pa.int8())
+        return pa.DictionaryArray.from_arrays(indices, pa.array(categories))
+
+    table = pa.table(
+        {
+            "label": categorical(labels, [*CLASSES, "ferret"]),
+            **_score_columns(),
+            "split": categorical(["calib", "test"] * 3, ["calib", "holdout", "test"]),
+            "region": categorical(["n", "s", "n", "s", "n", "s"], ["e", "n", "s", "w"]),
+        }
+    )
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="none", row_group_size=3)
+    return sink.getvalue()
+
+
+def non_utf8_label_parquet() -> bytes:
+    """A Parquet string label whose third value holds cp1252 bytes (not UTF-8)."""
+    raw = [r.split(",")[0].encode() for r in ROWS]
+    raw[2] = "eel\xe9".encode("cp1252")
+    labels = pa.array(raw, type=pa.binary()).view(pa.string())  # unchecked, as a writer may
+    return parquet_bytes(pa.table({"label": labels, **_score_columns()}))
+
+
+def corrupt_page_parquet() -> bytes:
+    """Two row groups written with page checksums, a bit of row group 1's last ``p_dog``
+    value flipped: read without verification it is a slightly wrong probability."""
+    labels = pa.array([r.split(",")[0] for r in ROWS])
+    sink = io.BytesIO()
+    pq.write_table(
+        pa.table({"label": labels, **_score_columns()}),
+        sink,
+        compression="none",
+        use_dictionary=False,
+        row_group_size=3,
+        write_page_checksum=True,
+    )
+    data = bytearray(sink.getvalue())
+    chunk = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(1).column(2)
+    last_value = chunk.data_page_offset + chunk.total_compressed_size - 8
+    data[last_value] ^= 0x01  # the lowest mantissa bit of a little-endian float64
+    return bytes(data)
+
+
+def huge_shape_npz() -> bytes:
+    """A valid archive whose ``probs`` header declares 2**40 x 2**40 float64 values."""
+    members = valid_npz_members()
+    text = "{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }"
+    text = text.ljust(128 - 10 - 1) + "\n"
+    header = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode("latin1")
+    members["probs"] = header + b"\0" * 16
+    return npz_bytes(members)
+
+
+def duplicate_member_npz() -> bytes:
+    """A valid archive with a second ``labels.npy`` member (other labels) after the first."""
+    members = npz_bytes(valid_npz_members())
+    buf = io.BytesIO(members)
+    with zipfile.ZipFile(buf, "a") as zf, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name
+        info = zipfile.ZipInfo("labels.npy", date_time=_DATE)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = 0o644 << 16
+        zf.writestr(info, npy_bytes(np.array([2, 2, 0, 1, 1, 0], dtype=np.int64)))
+    return buf.getvalue()
 
 
 def wide_csv(n_classes: int = 10_000) -> bytes:
@@ -934,6 +1015,47 @@ CASES = [
         row="line 2",
         column="label",
         phrases=["label 'cat' is not a class", "… (20,000 characters)"],
+    ),
+    # -- Parquet and NPZ, round two (issue 33) --------------------------------------------------
+    case(
+        "categorical_unused_categories.parquet",
+        categorical_parquet(),
+        "ok",
+        what="label, split and region as pandas Categoricals with unused categories "
+        "('ferret', 'holdout', 'e', 'w'), two row groups",
+        expect=OK3,
+    ),
+    case(
+        "non_utf8_label.parquet",
+        non_utf8_label_parquet(),
+        "error",
+        what="a Parquet string label holding cp1252 bytes (not UTF-8) in row 2",
+        row="row 2 (0-based)",
+        column="label",
+        phrases=["not valid UTF-8", "real encoding"],
+    ),
+    case(
+        "corrupt_page.parquet",
+        corrupt_page_parquet(),
+        "error",
+        what="a page checksum that fails: one bit of row group 1's data flipped",
+        row="row group 1 (rows from 3)",
+        phrases=["CRC checksum", "re-export"],
+    ),
+    case(
+        "huge_shape.npz",
+        huge_shape_npz(),
+        "error",
+        what="an NPZ whose probs header declares shape (2**40, 2**40) over 16 bytes of data",
+        column="probs",
+        phrases=["(1099511627776, 1099511627776)", "member holds only", "np.savez"],
+    ),
+    case(
+        "duplicate_member.npz",
+        duplicate_member_npz(),
+        "error",
+        what="an NPZ with two labels.npy members (np.load would read the last)",
+        phrases=["'labels.npy' (2 times)", "np.savez"],
     ),
 ]
 
