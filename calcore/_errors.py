@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["CalcoreError", "CalcoreWarning", "quoted", "quoted_list", "QUOTED_CHARS"]
+__all__ = [
+    "CalcoreError",
+    "EmptySplitError",
+    "CalcoreWarning",
+    "quoted",
+    "quoted_list",
+    "QUOTED_CHARS",
+]
 
 #: Characters of one piece of user text (a name, a value) shown in a message; the rest
 #: is counted, not shown, so that a 100 KB column name still gives a readable line.
@@ -34,6 +41,23 @@ class CalcoreError(ValueError):
     ...     print(err)
     probs, row 0 (0-based): probabilities sum to 1.1, not 1 ...
     """
+
+
+class EmptySplitError(CalcoreError):
+    """No row of the requested split: ``source`` has no ``split`` rows in its split column
+    ``column``. A :class:`CalcoreError`; the CLI, which picks the test rows by default,
+    catches it to say which ``--split`` to give instead.
+
+    Examples
+    --------
+    >>> err = EmptySplitError("f.csv: no rows have split 'test'.", source="f.csv", split="test")
+    >>> isinstance(err, CalcoreError), err.split
+    (True, 'test')
+    """
+
+    def __init__(self, message: str, *, source: str, split: str, column: str | None = None):
+        super().__init__(message)
+        self.source, self.split, self.column = source, split, column
 
 
 class CalcoreWarning(UserWarning):

@@ -37,7 +37,7 @@ import traceback
 import warnings
 
 from calcore import gates
-from calcore._errors import CalcoreError, CalcoreWarning
+from calcore._errors import CalcoreError, CalcoreWarning, EmptySplitError, quoted
 from calcore._limits import SLICE_RESAMPLES
 from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
 from calcore.calibrators.per_slice import MIN_FIT_ROWS, PerSliceCalibrator
@@ -53,6 +53,8 @@ __all__ = ["main", "build_parser", "parse_param"]
 
 EXIT_FAILED = 1  # calcore check: a gate failed
 EXIT_USAGE = 2  # bad input or arguments
+#: ``--split`` values: a split of the split column, or every row on purpose.
+SPLIT_CHOICES = ("calib", "test", "all")
 EXIT_INTERNAL = 3  # a bug in calcore: never read as "a gate failed" (1) nor "your input" (2)
 
 
@@ -146,7 +148,12 @@ def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool =
         "or example_weight, if any)",
     )
     if with_split_value:
-        g.add_argument("--split", metavar="VALUE", help="only rows of this split (calib or test)")
+        g.add_argument(
+            "--split",
+            choices=SPLIT_CHOICES,
+            help="the rows of this split; 'all' mixes calib and test rows on purpose (default: "
+            "the test rows when the file has a split column; apply: every row)",
+        )
     g.add_argument(
         "--renormalize", action="store_true", help="rescale rows that do not sum to 1 (reported)"
     )
@@ -542,6 +549,40 @@ def _decoded_size(path: str) -> int | None:
         return None
 
 
+def _evaluated_split(args) -> str | None:
+    """Settle ``args.split`` for ``metrics`` and ``check``: the split the loaders take (None:
+    every row), and ``args.split_used`` for the JSON (``"test"``, ``"calib"``, ``"all"``, or
+    None without a split column).
+
+    A file with a split column is evaluated on its test rows unless ``--split`` says
+    otherwise (said on stderr): calibration rows, on which a calibrator was fitted, would
+    give a gate optimistic numbers, and mixing the two is a choice (``--split all``).
+    """
+    if args.split is not None:
+        args.split_used = args.split
+        return None if args.split == "all" else args.split
+    column = _stream(args.file, args).roles.split  # reads the head only
+    args.split_used = None if column is None else "test"
+    if column is not None:
+        print(
+            f"calcore: {args.file}: the test rows of split column {quoted(column)} "
+            "(--split calib: the calibration rows; --split all: every row)",
+            file=sys.stderr,
+        )
+    return args.split_used
+
+
+def _with_split_advice(args, exc: EmptySplitError) -> CalcoreError:
+    """A defaulted test split that is empty: say which ``--split`` to give instead."""
+    if getattr(args, "split_given", True):
+        return exc
+    column = f" {quoted(exc.column)}" if exc.column else ""
+    return CalcoreError(
+        f"{exc.source}: the split column{column} has no test rows, which calcore evaluates "
+        "by default; give --split calib for the calibration rows or --split all for every row."
+    )
+
+
 def _stream(path: str, args, *, split=None, slice_columns=None):
     from calcore.io.stream import scan
 
@@ -669,7 +710,7 @@ def _recalibrated(args, columns, streamed):
     from calcore.calibrators import make_calibrator
 
     split = args.split or "test"
-    if split == "calib":
+    if split == "calib" or args.split_used == "all":
         raise CalcoreError(
             "--after fits METHOD on the calib rows: evaluate other rows (--split test), not "
             "the rows it was fitted on."
@@ -752,6 +793,15 @@ def _slices_table(sliced: SlicedReport) -> list[str]:
 
 
 def _metrics(args) -> int:
+    args.split_given = args.split is not None
+    args.split = _evaluated_split(args)
+    try:
+        return _metrics_of_split(args)
+    except EmptySplitError as exc:
+        raise _with_split_advice(args, exc) from None
+
+
+def _metrics_of_split(args) -> int:
     sliced = after = None
     if args.after and not args.by:
         raise CalcoreError("--after ranks slices after recalibration: give --by COLUMN too.")
@@ -761,7 +811,7 @@ def _metrics(args) -> int:
     else:
         report, notes = _report_of_file(args)
     if args.json:
-        out = report.as_dict() | {"file": args.file, "notes": notes}
+        out = report.as_dict() | {"file": args.file, "split": args.split_used, "notes": notes}
         if sliced is not None:
             out |= sliced.as_dict()
         if after is not None:
@@ -923,6 +973,8 @@ def _apply(args) -> int:
     from calcore.calibrators._saved import read_calibrator
     from calcore.export import write_predictions_csv
 
+    args.split = None if args.split == "all" else args.split  # apply's default: every row
+
     # bounded read, every field checked against its declaration before any use
     calibrator = read_calibrator(args.calibrator)
     # a per-slice calibrator reads the columns it slices by (and needs them)
@@ -961,19 +1013,25 @@ def _check(args) -> int:
     checked = gates.parse_gates(args.max, args.min)
     n_bootstrap = gates.bootstrap_for(args.on, args.bootstrap)
     wanted = [k for k in METRICS if any(g.metric == k for g in checked)]
-    if args.by:
-        sliced, notes, _ = _sliced_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
-        result = gates.check_sliced(sliced, checked, on=args.on, file=args.file, notes=notes)
-    else:
-        report, notes = _report_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
-        result = gates.check_report(report, checked, on=args.on, file=args.file, notes=notes)
+    args.split_given = args.split is not None
+    args.split = _evaluated_split(args)
+    try:
+        if args.by:
+            sliced, notes, _ = _sliced_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
+            result = gates.check_sliced(sliced, checked, on=args.on, file=args.file, notes=notes)
+        else:
+            report, notes = _report_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
+            result = gates.check_report(report, checked, on=args.on, file=args.file, notes=notes)
+    except EmptySplitError as exc:
+        raise _with_split_advice(args, exc) from None
     if args.junit:
         write_output(args.junit, gates.junit_xml(result), stdout=True, what="--junit")
     if args.markdown:
         report = gates.markdown_summary(result).encode("utf-8")
         write_output(args.markdown, report, stdout=True, what="--markdown")
     if args.json:
-        print(json.dumps(result.as_dict(), indent=2, allow_nan=False))
+        out = result.as_dict() | {"split": args.split_used}
+        print(json.dumps(out, indent=2, allow_nan=False))
     else:  # on stderr when a report is the standard output, which then holds it alone
         report_on_stdout = STDOUT in (args.junit, args.markdown)
         print(gates.text_summary(result), file=sys.stderr if report_on_stdout else sys.stdout)

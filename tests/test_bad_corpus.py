@@ -61,6 +61,8 @@ def cli_args(c: dict) -> list[str]:
             args.append("--renormalize")
         elif key in _FLAGS:
             args += [_FLAGS[key], str(value)]
+    if "split" not in c["options"]:
+        args += ["--split", "all"]  # every row, as the loader without split= reads them
     return args
 
 

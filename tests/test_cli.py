@@ -58,7 +58,8 @@ def test_json_has_the_documented_keys_and_matches_evaluate(csv_file, capsys):
 
 def test_settings_are_used_and_echoed(csv_file, capsys):
     path, probs, labels = csv_file
-    assert main(["metrics", str(path), "--bins", "5", "--binning", "equal-mass", "--json"]) == 0
+    argv = ["metrics", str(path), "--bins", "5", "--binning", "equal-mass", "--split", "all"]
+    assert main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["bins"], out["binning"], out["n"]) == (5, "equal-mass", 300)
     preds = calcore.Predictions.from_probs(probs, labels)
@@ -134,7 +135,10 @@ def test_console_entry_point_runs_as_a_process(csv_file):
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["n"] == 300
+    # a split column and no --split: the 200 test rows, said on stderr and in the JSON
+    out = json.loads(done.stdout)
+    assert (out["n"], out["split"]) == (200, "test")
+    assert "the test rows of split column 'split'" in done.stderr
     bad = subprocess.run(
         [sys.executable, "-m", "calcore.cli", "metrics", str(path), "--split", "nonsense"],
         capture_output=True,
@@ -142,7 +146,10 @@ def test_console_entry_point_runs_as_a_process(csv_file):
         timeout=120,
         check=False,
     )
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "argument --split: invalid choice: 'nonsense' (choose from 'calib', 'test', 'all')" in (
+        bad.stderr
+    )
 
 
 def test_calibrate_single_file_with_split_json_save_and_apply(csv_file, tmp_path, capsys):
@@ -417,3 +424,59 @@ def test_a_bug_exits_3_with_one_line_never_1_which_reads_as_a_failed_gate(
     monkeypatch.setenv("CALCORE_DEBUG", "1")
     assert main(["metrics", str(csv_file)]) == 3
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_file_with_a_split_column_is_evaluated_on_its_test_rows_by_default(csv_file, capsys):
+    """A gate on the calibration rows of a fitted calibrator reads optimistic numbers, so
+    without --split the test rows are evaluated (said on stderr and in the JSON);
+    --split all mixes the two on purpose."""
+    path, probs, labels = csv_file
+    want = {
+        "test": calcore.Predictions.from_probs(probs[100:], labels[100:]),
+        "calib": calcore.Predictions.from_probs(probs[:100], labels[:100]),
+        "all": calcore.Predictions.from_probs(probs, labels),
+    }
+    runs = [("test", []), ("test", ["--split", "test"])]
+    runs += [("calib", ["--split", "calib"]), ("all", ["--split", "all"])]
+    for split, args in runs:
+        assert main(["metrics", str(path), "--json", *args]) == 0
+        captured = capsys.readouterr()
+        out = json.loads(captured.out)
+        assert out["split"] == split and out["n"] == want[split].n_samples
+        assert out["conf_ece"] == pytest.approx(calcore.confidence_ece(want[split]), abs=1e-12)
+        said = "the test rows of split column 'split' (--split calib" in captured.err
+        assert said == (args == [])
+    # check: the same rows, and the split in its JSON
+    assert main(["check", str(path), "--max", "conf_ece=1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["split"] == "test"
+
+
+def test_a_file_without_a_split_column_is_every_row_and_says_nothing(tmp_path, capsys):
+    path = tmp_path / "plain.csv"
+    path.write_text("label,p0,p1\n0,0.8,0.2\n1,0.3,0.7\n1,0.4,0.6\n")
+    assert main(["metrics", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["split"] is None and json.loads(captured.out)["n"] == 3
+    assert "split" not in captured.err
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])  # loaded whole, and streamed
+def test_a_split_column_without_test_rows_is_refused_with_the_choices(tmp_path, capsys, suffix):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {"label": [0, 1, 1], "p0": [0.8, 0.3, 0.4], "p1": [0.2, 0.7, 0.6], "split": ["calib"] * 3}
+    )
+    path = tmp_path / f"only_calib{suffix}"
+    if suffix == ".csv":
+        table.to_pandas().to_csv(path, index=False)
+    else:
+        pq.write_table(table, path)
+    for command in (["metrics"], ["check", "--max", "conf_ece=1"]):
+        assert main([command[0], str(path), *command[1:]]) == 2
+        err = capsys.readouterr().err
+        assert f"only_calib{suffix}: the split column 'split' has no test rows" in err
+        assert "--split calib" in err and "--split all" in err and err.count("\n") == 2
+    assert main(["metrics", str(path), "--split", "calib", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 3

@@ -251,7 +251,8 @@ def test_cli_weight_col_for_metrics_and_calibrate(tmp_path, capsys):
         f"{y[i]},{float(p[i])!r},{w[i]},{split[i]}" for i in range(400)
     ]
     (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
-    assert main(["metrics", str(tmp_path / "d.csv"), "--weight-col", "imp", "--json"]) == 0
+    argv = ["metrics", str(tmp_path / "d.csv"), "--weight-col", "imp", "--split", "all"]
+    assert main([*argv, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     rows = np.repeat(np.arange(400), w)
     want = calcore.evaluate(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore._errors import CalcoreError, EmptySplitError
 from calcore._limits import N_BOOTSTRAP
 from calcore._threads import side_by_side
 from calcore._validation import check_total_weight, row_weights
@@ -753,12 +753,17 @@ def _evaluate_stream(
     )
     stats = passes.statistics
     if stats.n_rows == 0 or stats.weight == 0:
-        raise CalcoreError(
+        message = (
             f"{stream.name}: no rows"
             + (f" in split {stream.split!r}" if stream.split else "")
             + (" with a positive weight" if stats.n_rows else "")
             + ". Nothing to evaluate."
         )
+        if stream.split and not stats.n_rows:
+            raise EmptySplitError(
+                message, source=stream.name, split=stream.split, column=stream.roles.split
+            )
+        raise CalcoreError(message)
     check_total_weight(float(stats.weight), source=stream.name)
     return streamed_report(
         passes,

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore._errors import CalcoreError, EmptySplitError
 from calcore._limits import N_BOOTSTRAP
 from calcore._validation import check_total_weight
 from calcore.binning import resolve_binning
@@ -102,6 +102,13 @@ def evaluate_stream_by(
         and needs_double_bootstrap(wanted, options["interval_method"]),
         proper_scores=bool(PROPER_SCORES & wanted),
     )
+    if out.overall.statistics.n_rows == 0 and stream.split:
+        raise EmptySplitError(
+            f"{stream.name}: no rows in split {stream.split!r}. Nothing to evaluate.",
+            source=stream.name,
+            split=stream.split,
+            column=stream.roles.split,
+        )
     if out.overall.statistics.n_rows == 0 or out.overall.statistics.weight == 0:
         raise CalcoreError(f"{stream.name}: no rows with a positive weight. Nothing to evaluate.")
     check_total_weight(float(out.overall.statistics.weight), source=stream.name)

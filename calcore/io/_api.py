@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore._errors import CalcoreError, EmptySplitError
 from calcore.predictions import Predictions
 
 __all__ = ["load_predictions", "load_splits"]
@@ -197,9 +197,12 @@ def load_predictions(
             )
         rows = np.flatnonzero(split_values == split)
         if rows.size == 0:
-            raise CalcoreError(
+            raise EmptySplitError(
                 f"{table.source}: no rows have split {split!r} in column {table.roles.split!r}. "
-                f"Use split=None to load every row."
+                f"Use split=None to load every row.",
+                source=table.source,
+                split=split,
+                column=table.roles.split,
             )
     return build_predictions(
         table,
