@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import numbers
 import os
 import sys
 import textwrap
@@ -865,7 +866,7 @@ def _streamed_calibration(args, calibrator, caught):
         calib = _stream(args.calib, args, slice_columns=columns)
         test = _stream(args.test, args, slice_columns=columns)
     sample, n_calib = calib.sample(args.max_fit_rows, seed=args.seed)
-    calibrator.fit(sample)
+    fit_warnings = _fitted(calibrator, sample)
     if sample.n_samples < n_calib:
         fitted = calibrator.fallback if per_slice else calibrator
         fitted.note_fit(
@@ -879,7 +880,18 @@ def _streamed_calibration(args, calibrator, caught):
     for s in (calib, test):
         s.progress.close()
     notes = _notes_of(test, caught) + list(after.notes)
-    return sample, before, after, notes
+    return sample, before, after, notes, fit_warnings
+
+
+def _fitted(calibrator, data) -> tuple[str, ...]:
+    """Fit ``calibrator`` on ``data``; the texts of the warnings the fit raised (a bound
+    hit, no convergence), which ``calibrate`` shows first."""
+    from calcore.evaluation.protocols import fit_warning_texts
+
+    with warnings.catch_warnings(record=True) as raised:
+        warnings.simplefilter("always", CalcoreWarning)
+        calibrator.fit(data)
+    return fit_warning_texts(raised)
 
 
 def _calibrate(args) -> int:
@@ -900,11 +912,14 @@ def _calibrate(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalcoreWarning)
         if streamed:
-            calib, before, after, notes = _streamed_calibration(args, calibrator, caught)
+            calib, before, after, notes, fit_warnings = _streamed_calibration(
+                args, calibrator, caught
+            )
             test = None
         else:
             calib, test = _calibration_data(args)
-            calibrated = calibrator.fit(calib).transform(test)
+            fit_warnings = _fitted(calibrator, calib)
+            calibrated = calibrator.transform(test)
             before, after = _evaluate(test, args), _evaluate(calibrated, args)
     if args.out and not streamed:
         write_predictions_csv(calibrated, args.out)
@@ -917,6 +932,7 @@ def _calibrate(args) -> int:
             "method": calibrator.name,
             "params": calibrator.params,
             "fit_info": calibrator.fit_info,
+            "warnings": list(fit_warnings),
             "before": before.as_dict(),
             "after": after.as_dict(),
             "notes": notes,
@@ -938,29 +954,58 @@ def _calibrate(args) -> int:
         return 0
     width = max(len(spec.label) for spec in METRICS.values())
     name = _calibrator_name(calibrator)
+    params = ", ".join(f"{k}={_for_people(v)}" for k, v in calibrator.params.items())
     lines = [
-        f"{name} {calibrator.params}: fitted on {calib.n_samples} rows, "
-        f"evaluated on {after.n} test rows; bins: {args.binning}, {args.bins}",
-        f"fit: {calibrator.fit_info}",
+        f"{name}" + (f" ({params})" if params else "") + f": fitted on {calib.n_samples:,} "
+        f"rows, evaluated on {after.n:,} test rows; bins: {args.binning}, {args.bins}",
     ]
+    if fit_warnings:
+        lines += ["", "Warnings:"] + [f"  - {w}" for w in fit_warnings]
+    lines += ["", "Fit:"] + _aligned(calibrator.fit_info)
     if args.per_slice:
-        lines.append(calibrator.summary())
+        lines += ["", calibrator.summary()]
     lines += [
         "",
-        f"  {'metric':<{width}}  {'before':>10}  {'after':>10}",
+        f"  {'metric':<{width}}  {'better':<8}  {'before':>10}  {'after':>10}",
     ]
     for key, spec in METRICS.items():
         if spec.binary_only and before.n_classes != 2:
             continue  # a note says they apply to binary models
         b, a = before.metrics[key], after.metrics[key]
         fmt = lambda v: "n/a" if v is None else f"{v:.6f}"  # noqa: E731
-        lines.append(f"  {spec.label:<{width}}  {fmt(b):>10}  {fmt(a):>10}")
+        lines.append(f"  {spec.label:<{width}}  {spec.better:<8}  {fmt(b):>10}  {fmt(a):>10}")
     if args.out:
         lines.append(f"\nwrote {args.out}")
     if args.save:
         lines.append(f"wrote {args.save}")
     print(_with_notes(lines, notes))
     return 0
+
+
+def _for_people(value, *, depth: int = 0) -> str:
+    """A fit detail as a person reads it: 4 significant digits, thousands separators,
+    yes/no, short lists; ``--json`` keeps full precision."""
+    if isinstance(value, bool) or value is None:
+        return {True: "yes", False: "no", None: "none"}[value]
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        return f"{float(value):.4g}"
+    if isinstance(value, (dict, list, tuple)) and not value:
+        return "none"
+    if isinstance(value, dict) and depth < 2:
+        return ", ".join(f"{k}={_for_people(v, depth=depth + 1)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)) and depth < 2:
+        shown = [_for_people(v, depth=depth + 1) for v in value[:6]]
+        return ", ".join(shown) + (f", ... ({len(value):,} values)" if len(value) > 6 else "")
+    text = str(value)
+    return text if len(text) <= 200 else text[:200] + f"... ({len(text):,} characters)"
+
+
+def _aligned(details: dict) -> list[str]:
+    """``key: value`` lines with the values aligned."""
+    width = max((len(str(k)) for k in details), default=0) + 1
+    return [f"  {str(k) + ':':<{width}} {_for_people(v)}" for k, v in details.items()]
 
 
 def _calibrator_name(calibrator) -> str:

@@ -480,3 +480,35 @@ def test_a_split_column_without_test_rows_is_refused_with_the_choices(tmp_path, 
         assert "--split calib" in err and "--split all" in err and err.count("\n") == 2
     assert main(["metrics", str(path), "--split", "calib", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 3
+
+
+def test_calibrate_prints_warnings_first_then_aligned_fit_details_and_a_better_column(
+    csv_file, capsys
+):
+    path, _, _ = csv_file
+    argv = ["calibrate", str(path), "--method", "ts", "--param", "max_temperature=1.0001"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("ts (min_temperature=0.01, max_temperature=1): fitted on 100 rows")
+    # the warning comes before the details it explains
+    assert lines[2] == "Warnings:" and "hit the upper bound" in lines[3]
+    fit = lines[lines.index("Fit:") + 1 : lines.index("", lines.index("Fit:"))]
+    keys = [line.split(":")[0].strip() for line in fit]
+    assert {"temperature", "converged", "at_bound"} <= set(keys)
+    starts = {line.index(line.split(":", 1)[1].strip()) for line in fit}
+    assert len(starts) == 1  # the values are aligned
+    assert "  at_bound:    yes" in fit or any(line.split() == ["at_bound:", "yes"] for line in fit)
+    assert not any("{" in line or "np.float64" in line for line in fit)  # no raw Python dict
+    header = next(line for line in lines if line.strip().startswith("metric"))
+    assert header.split()[:4] == ["metric", "better", "before", "after"]
+    rows = {line.split()[0]: line.split() for line in lines if line.startswith("  ")}
+    assert rows["Accuracy"][1] == "higher" and rows["NLL"][1] == "lower"
+
+
+def test_calibrate_json_keeps_full_precision_and_lists_the_fit_warnings(csv_file, capsys):
+    path, _, _ = csv_file
+    argv = ["calibrate", str(path), "--method", "ts", "--param", "max_temperature=1.0001"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fit_info"]["temperature"] == 1.0001  # not rounded for people
+    assert len(out["warnings"]) == 1 and "hit the upper bound" in out["warnings"][0]

@@ -103,6 +103,23 @@ class MetricSpec:
     binary_only: bool = False
     p_value: bool = False
 
+    @property
+    def better(self) -> str:
+        """Which way is better, in a word or two: ``"lower"``, ``"higher"``, ``"near 1"``
+        (an ideal value), or ``"p > 0.05"`` for a p-value (no evidence of miscalibration).
+
+        Examples
+        --------
+        >>> import calcore
+        >>> [calcore.METRICS[k].better for k in ("nll", "accuracy", "calibration_slope")]
+        ['lower', 'higher', 'near 1']
+        """
+        if self.p_value:
+            return "p > 0.05"
+        if self.ideal is not None:
+            return f"near {self.ideal:g}"
+        return "higher" if self.higher_is_better else "lower"
+
     def shortfall(self, value: float) -> float | None:
         """How far ``value`` is from the best, for ranking methods (smaller is better):
         ``|value - ideal|`` with an ``ideal``, ``-value`` when higher is better, else

@@ -247,10 +247,10 @@ def better_words(key: str) -> str:
         return "↑ higher"
     spec = calcore.METRICS[key]
     if spec.p_value:
-        return "p > 0.05: no evidence"
+        return f"{spec.better}: no evidence"
     if spec.ideal is not None:
         return f"→ {spec.ideal:g}"
-    return "↑ higher" if spec.higher_is_better else "↓ lower"
+    return ("↑ " if spec.higher_is_better else "↓ ") + spec.better
 
 
 def display_table(values, verdicts=None) -> pd.DataFrame:
