@@ -47,6 +47,7 @@ from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
 from calcore.evaluation.slices import MIN_SLICE_ROWS, SlicedReport, evaluate_by
 from calcore.io._output import STDOUT, check_output, write_output
+from calcore.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of
 from calcore.metrics.registry import METRICS
 from calcore.slicing import parse_slice_spec
 
@@ -229,10 +230,21 @@ def _add_slicing_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="calcore", description="Calibration of classifiers.")
+    parser = argparse.ArgumentParser(
+        prog="calcore",
+        description="Calibration of classifiers: metrics, calibrators, CI gates.",
+        epilog=_examples(["metrics", "calibrate", "apply", "check", "compare"])
+        + "\n\nEach command's --help ends with more examples.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    m = sub.add_parser("metrics", help="every calibration metric of a predictions file")
+    m = sub.add_parser(
+        "metrics",
+        help="every calibration metric of a predictions file",
+        epilog=_examples(["metrics"]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     m.add_argument(
         "file",
         help="CSV, Parquet, Arrow IPC or NPZ file of predictions; or a directory or glob of them",
@@ -264,7 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    c = sub.add_parser("calibrate", help="fit a calibrator; before/after metrics on test data")
+    c = sub.add_parser(
+        "calibrate",
+        help="fit a calibrator; before/after metrics on test data",
+        epilog=_examples(["calibrate"]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     c.add_argument("file", nargs="?", help="one file with both splits (needs a split column)")
     c.add_argument("--calib", metavar="FILE", help="calibration data (with --test)")
     c.add_argument("--test", metavar="FILE", help="test data (with --calib)")
@@ -302,7 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--save", metavar="JSON", help="write the fitted calibrator")
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    a = sub.add_parser("apply", help="apply a saved calibrator to a predictions file")
+    a = sub.add_parser(
+        "apply",
+        help="apply a saved calibrator to a predictions file",
+        epilog=_examples(["apply"]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     a.add_argument("calibrator", help="JSON written by 'calcore calibrate --save'")
     a.add_argument(
         "file", help="CSV, Parquet or NPZ file; or a directory or glob of Parquet files (streamed)"
@@ -313,6 +335,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_loading_options(a)
     _add_check_parser(sub)
     _add_compare_parser(sub)
+    sc = sub.add_parser(
+        "schema",
+        help="the JSON Schema of a command's --json output",
+        description="Print the JSON Schema (draft 2020-12) of 'calcore COMMAND --json'. Every "
+        "output carries schema_version; it changes when a field is removed or changes meaning.",
+        epilog=_examples(["schema"]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sc.add_argument("command_name", metavar="COMMAND", choices=tuple(SCHEMAS))
     return parser
 
 
@@ -320,8 +351,8 @@ def _add_compare_parser(sub) -> None:
     v = sub.add_parser(
         "compare",
         help="which calibrator to ship: methods compared on paired resamples, with a verdict",
-        epilog="Example: calcore compare preds.csv --method ts --method tl-hb:bins=10 "
-        "--method n-iso",
+        epilog=_examples(["compare"]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     v.add_argument("file", nargs="?", help="one file with both splits (needs a split column)")
     v.add_argument("--calib", metavar="FILE", help="calibration data (with --test)")
@@ -371,6 +402,75 @@ def parse_method_option(text: str) -> tuple[str, dict]:
     return name.strip(), params
 
 
+#: Each command's examples, shown at the end of its --help (and all of them, one per
+#: command, at the end of ``calcore --help``). The files are the samples bundled with a
+#: clone (assets/), so every line runs as written from its root; tests/test_cli.py runs them.
+EXAMPLES = {
+    "metrics": [
+        ("calcore metrics assets/cifar10_resnet110.npz", "every metric of the test rows"),
+        (
+            "calcore metrics assets/credit_default_logreg.npz --by sex --bootstrap 200",
+            "per slice, with 95% intervals",
+        ),
+        (
+            "calcore metrics assets/cifar10_resnet110.npz --split all --json",
+            "every row, as JSON (calcore schema metrics)",
+        ),
+    ],
+    "calibrate": [
+        (
+            "calcore calibrate assets/cifar10_resnet110.npz --method ts --save ts.json",
+            "fit on the calib rows, compare on the test rows, save",
+        ),
+        (
+            "calcore calibrate assets/credit_default_logreg.npz --method platt --per-slice sex",
+            "one fit per slice",
+        ),
+    ],
+    "apply": [
+        (
+            "calcore apply ts.json assets/cifar10_resnet110.npz --out recalibrated.csv",
+            "the saved calibrator on every row",
+        ),
+        (
+            "calcore apply ts.json assets/cifar10_resnet110.npz --split test --out test.parquet",
+            "on the test rows, to Parquet",
+        ),
+    ],
+    "check": [
+        (
+            "calcore check assets/cifar10_resnet110.npz --max top_label_ece=0.05",
+            "exit 1 if the TL-ECE of the test rows is above 0.05",
+        ),
+        (
+            "calcore check assets/credit_default_logreg.npz --max positive_class_ece=0.08 "
+            "--on upper --junit report.xml",
+            "the whole interval, a JUnit report",
+        ),
+    ],
+    "compare": [
+        (
+            "calcore compare assets/cifar10_resnet110.npz --method ts --method tl-hb:bins=10",
+            "which calibrator to ship",
+        ),
+        (
+            "calcore compare assets/credit_default_logreg.npz --method platt --method hb --json",
+            "the verdict as JSON",
+        ),
+    ],
+    "schema": [("calcore schema check", "the JSON Schema of 'calcore check --json'")],
+}
+
+
+def _examples(commands) -> str:
+    """The 'Examples' block of a help text: each command line, then what it does."""
+    lines = ["Examples (from a clone's root, on its bundled samples):"]
+    for command in commands:
+        for line, what in EXAMPLES[command][: 1 if len(commands) > 1 else None]:
+            lines += [f"  {line}", f"      {what}"]
+    return "\n".join(lines)
+
+
 _CHECK_EPILOG = """\
 Either kind of gate works on any metric: --max suits errors (lower is better), --min
 accuracy (higher is better); a --min and a --max on one metric make a band. A gate holds at
@@ -380,7 +480,7 @@ against a --min limit: stricter than the estimate. An undefined value (NaN, e.g.
 2 rows) fails its gate. --junit and --markdown replace their file (not appended).
 
 Exit codes: 0 every gate passed, 1 a gate failed, 2 bad input or arguments (no report file
-is written then).
+is written then), 3 a bug in calcore.
 
 """
 
@@ -389,7 +489,10 @@ def _add_check_parser(sub) -> None:
     k = sub.add_parser(
         "check",
         help="calibration gates for CI: exit 1 when a metric is over (or under) its limit",
-        epilog=_CHECK_EPILOG + textwrap.fill("Metric keys: " + ", ".join(METRICS), 88),
+        epilog=_CHECK_EPILOG
+        + textwrap.fill("Metric keys: " + ", ".join(METRICS), 88)
+        + "\n\n"
+        + _examples(["check"]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     k.add_argument("file", help="predictions file, directory or glob (as for 'calcore metrics')")
@@ -812,7 +915,8 @@ def _metrics_of_split(args) -> int:
     else:
         report, notes = _report_of_file(args)
     if args.json:
-        out = report.as_dict() | {"file": args.file, "split": args.split_used, "notes": notes}
+        out = {"schema_version": SCHEMA_VERSION} | report.as_dict()
+        out |= {"file": args.file, "split": args.split_used, "notes": notes}
         if sliced is not None:
             out |= sliced.as_dict()
         if after is not None:
@@ -929,6 +1033,7 @@ def _calibrate(args) -> int:
         notes = _notes_of(test, caught) + list(after.notes)
     if args.json:
         out = {
+            "schema_version": SCHEMA_VERSION,
             "method": calibrator.name,
             "params": calibrator.params,
             "fit_info": calibrator.fit_info,
@@ -1075,7 +1180,7 @@ def _check(args) -> int:
         report = gates.markdown_summary(result).encode("utf-8")
         write_output(args.markdown, report, stdout=True, what="--markdown")
     if args.json:
-        out = result.as_dict() | {"split": args.split_used}
+        out = {"schema_version": SCHEMA_VERSION} | result.as_dict() | {"split": args.split_used}
         print(json.dumps(out, indent=2, allow_nan=False))
     else:  # on stderr when a report is the standard output, which then holds it alone
         report_on_stdout = STDOUT in (args.junit, args.markdown)
@@ -1116,10 +1221,12 @@ def _compare(args) -> int:
     notes = _notes_of(test, caught)
     notes += list(dict.fromkeys(n for m in comparison.methods for n in comparison.notes[m]))
     if args.json:
-        out = verdict.as_dict() | {
+        out = {"schema_version": SCHEMA_VERSION} | verdict.as_dict()
+        out |= {
             "file": args.file,
             "calib_file": args.calib,
             "test_file": args.test,
+            "split": "test" if args.file else None,
             "n_calib": calib.n_samples,
             "n_test": test.n_samples,
             "n_classes": test.n_classes,
@@ -1195,7 +1302,14 @@ def _verdict_table(comparison, verdict, wanted) -> list[str]:
     return lines
 
 
+def _schema(args) -> int:
+    """``calcore schema COMMAND``: the JSON Schema of that command's ``--json`` output."""
+    print(json.dumps(schema_of(args.command_name), indent=2))
+    return 0
+
+
 _COMMANDS = {
+    "schema": _schema,
     "metrics": _metrics,
     "calibrate": _calibrate,
     "apply": _apply,

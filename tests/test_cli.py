@@ -512,3 +512,27 @@ def test_calibrate_json_keeps_full_precision_and_lists_the_fit_warnings(csv_file
     out = json.loads(capsys.readouterr().out)
     assert out["fit_info"]["temperature"] == 1.0001  # not rounded for people
     assert len(out["warnings"]) == 1 and "hit the upper bound" in out["warnings"][0]
+
+
+def test_every_help_example_runs_as_written(tmp_path, monkeypatch, repo_root, capsys):
+    """The examples at the end of ``calcore --help`` and each command's help are real: each
+    runs from a clone's root (here a folder holding its assets) and exits as it says."""
+    import shlex
+
+    from calcore.cli import EXAMPLES, build_parser
+
+    (tmp_path / "assets").symlink_to(repo_root / "assets")
+    monkeypatch.chdir(tmp_path)
+    helps = {None: build_parser().format_help()}
+    subparsers = build_parser()._subparsers._group_actions[0].choices
+    helps |= {name: sub.format_help() for name, sub in subparsers.items()}
+    for command in ("metrics", "calibrate", "apply", "check", "compare", "schema"):
+        for line, what in EXAMPLES[command]:
+            assert f"  {line}\n      {what}\n" in helps[command] + "\n", line
+            argv = shlex.split(line)
+            assert argv[0] == "calcore"
+            code = main(argv[1:])
+            err = capsys.readouterr().err
+            assert code in ((0, 1) if command == "check" else (0,)), (line, err)
+    assert "calcore metrics assets/cifar10_resnet110.npz" in helps[None]
+    assert (tmp_path / "ts.json").is_file() and (tmp_path / "recalibrated.csv").is_file()

@@ -212,7 +212,8 @@ def test_a_parquet_file_is_streamed(tmp_path, capsys):
 def test_json_schema(four, capsys):
     code, got = run_json(["check", four, "--max", "conf_ece=0.5", "--bootstrap", "20"], capsys)
     assert code == 0
-    assert set(got) == {"file", "n_rows", "on", "passed", "gates", "notes", "split"}
+    keys = {"schema_version", "file", "n_rows", "on", "passed", "gates", "notes", "split"}
+    assert set(got) == keys
     assert (got["file"], got["n_rows"], got["on"], got["passed"]) == (
         str(four),
         4,
