@@ -16,7 +16,7 @@ import streamlit as st
 
 import calcore
 from calcore.metrics.registry import default_primary
-from calcore.slicing import parse_slice_spec, quantile_count
+from calcore.slicing import check_exact_ranges, parse_slice_spec, quantile_count
 from dashboard.calibration.datadir import DataDirectory, ServerDataset
 from dashboard.calibration.explain import interval_words
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
@@ -601,6 +601,15 @@ _GROUPING_LABELS = {
 }
 
 
+def _exact_ranges(col) -> bool:
+    """Whether calcore cuts quantile ranges of this integer column (values within 2**53)."""
+    try:
+        check_exact_ranges(col.name, col.values)
+    except calcore.CalcoreError:
+        return False
+    return True
+
+
 def _grouping_label(grouping: str) -> str:
     return _GROUPING_LABELS.get(grouping) or f"{grouping[1:]} quantile ranges"
 
@@ -671,7 +680,8 @@ def slice_controls(metadata: dict, n_classes: int) -> tuple[tuple[str, ...], str
             specs.append(name)
             continue
         if col.kind == "integer" and col.n_distinct > 12:
-            options = ["q4", "q10", ""]
+            # quantile ranges of hashed ids beyond 2**53 cannot be cut exactly (refused)
+            options = ["q4", "q10", ""] if _exact_ranges(col) else [""]
         wanted = first_grouping.get(name, options[0])
         auto = "automatic period" if col.kind == "datetime" else _GROUPING_LABELS[""]
         if wanted not in options:

@@ -260,3 +260,21 @@ def test_a_linked_grouping_the_menu_lacks_is_taken_or_refused_with_the_range(spe
         assert words == "" and len(slices_table(at)) == 7
     else:
         assert said in words and "Ignored in the link" in words
+
+
+def test_hashed_ids_beyond_2_53_are_offered_by_value_not_in_quantile_ranges():
+    """Quantile ranges of such integers cannot be cut exactly (calcore refuses them), so
+    the page offers the values only, instead of opening on that refusal."""
+    rng = np.random.default_rng(4)
+    ids = 2**60 + rng.integers(0, 20, 600)  # 20 hashed ids, differing in their last bits
+    p = rng.uniform(0.05, 0.95, 600)
+    y = (rng.random(600) < p).astype(int)
+    lines = ["label,p_1,account"] + [f"{y[i]},{p[i]:.6f},{ids[i]}" for i in range(600)]
+    at = run({"m": "none", "by": "account", "split": "same"})
+    at.radio(key=controls.KEY_SOURCE).set_value(controls.SOURCE_UPLOAD).run()
+    data = ("\n".join(lines) + "\n").encode()
+    at.file_uploader(key=controls.KEY_UPLOAD).upload("ids.csv", data, "text/csv").run()
+    assert_clean(at)
+    assert at.selectbox(key=controls.grouping_key("account")).options == ["each value"]
+    values = set(slices_table(at)["slice"])
+    assert values == {str(v) for v in np.unique(ids)}  # exact: two ids never merge
