@@ -242,8 +242,8 @@ columns like any other: written as read.
     NPZ archives have no columns to keep: their output is a label column of
     class indices and p_<class> columns.
   * Refused, with nothing written: an --out that is the input (also through a
-    symbolic or hard link), an --out in a missing folder, a column of the input
-    that has a calibrated column's name.
+    symbolic or hard link) or a data file inside an input folder, an --out in a
+    missing folder, a column of the input that has a calibrated column's name.
 """
 
 
@@ -990,8 +990,9 @@ def _holds_npz(files) -> bool:
 def _apply_keeping_columns(args, calibrator) -> int:
     """Stream ``args.file`` batch by batch, every column kept, to ``args.out``."""
     from calcore.io.stream import scan
-    from calcore.io.stream_write import write_applied
+    from calcore.io.stream_write import check_not_in_folder, write_applied
 
+    check_not_in_folder(args.out, args.file)  # before the long read
     per_slice = isinstance(calibrator, PerSliceCalibrator)
     columns = list(calibrator.columns) if per_slice else None  # read for the slices
     options = {k: v for k, v in _load_kwargs(args).items() if k != "max_decoded_bytes"}

@@ -390,3 +390,32 @@ def test_csv_bytes_of_a_round_trip_differ_only_in_score_cells(saved, tmp_path, c
     assert _apply(path, source, "--out", out) == 0
     for a, b in zip(source.read_text().splitlines(), out.read_text().splitlines(), strict=True):
         assert a.split(",")[:-2] == b.split(",")[:-2]
+
+
+def test_an_output_inside_the_input_folder_is_refused(saved, tmp_path, capsys):
+    """The next scan of the folder would read it as input; a hidden name is skipped."""
+    path, _ = saved
+    folder = tmp_path / "logs"
+    (folder / "day=1").mkdir(parents=True)
+    _write(_table(100), folder / "day=1" / "part.parquet")
+    out = folder / "recalibrated.parquet"
+    _refused(capsys, [path, folder, "--out", out], "inside the input folder", "a later run")
+    assert sorted(os.listdir(folder)) == ["day=1"]
+    assert _apply(path, folder, "--out", folder / "_recalibrated.parquet") == 0
+
+
+def test_one_logit_column_becomes_the_positive_class_probability(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    z = rng.normal(size=400) * 2
+    y = (rng.uniform(size=400) < 1 / (1 + np.exp(-z))).astype(np.int64)
+    source = tmp_path / "one.parquet"
+    pq.write_table(pa.table({"k": np.arange(400), "label": y, "logit_spam": z}), source)
+    calibrator = calcore.make_calibrator("platt").fit(calcore.load_predictions(source))
+    saved = tmp_path / "platt.json"
+    saved.write_text(json.dumps(calibrator.to_dict()))
+    out = tmp_path / "out.parquet"
+    assert _apply(saved, source, "--out", out) == 0
+    got = pq.read_table(out)
+    assert got.column_names == ["k", "label", "p_spam"] and got["label"].to_pylist() == y.tolist()
+    want = _expected(calibrator, source)[:, 1]
+    np.testing.assert_allclose(got["p_spam"].to_numpy(), want, rtol=0, atol=1e-12)

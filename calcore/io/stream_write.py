@@ -270,6 +270,34 @@ def check_not_input(path, files) -> None:
             )
 
 
+def check_not_in_folder(path, source) -> None:
+    """Refuse an output that a directory ``source``'s next scan would read as one of its
+    data files: the next run would recalibrate its own output again, beside the input.
+
+    Raises
+    ------
+    CalcoreError
+        Naming the output and the folder.
+    """
+    from calcore.io.stream import DATA_EXTENSIONS
+
+    source = os.fspath(source)
+    if not os.path.isdir(source):
+        return
+    folder = os.path.realpath(source)
+    out = os.path.realpath(os.fspath(path))
+    inside = os.path.relpath(out, folder)
+    if inside.startswith(os.pardir) or not out.lower().endswith(DATA_EXTENSIONS):
+        return
+    if any(part.startswith((".", "_")) for part in inside.split(os.sep)):
+        return  # hidden or _-prefixed: scans skip it
+    raise CalcoreError(
+        f"--out {path} is inside the input folder {source}: a later run would read it as "
+        "input. Write it outside the folder (or under a name starting with '_' or '.', "
+        "which scans skip)."
+    )
+
+
 def write_applied(stream, path, *, suffix: str | None = None) -> int:
     """Write every batch of ``stream`` with all its input columns, the scores calibrated.
 
