@@ -361,7 +361,10 @@ def test_files_whose_columns_differ_are_refused(saved, tmp_path, capsys):
     table = _table(100)
     _write(table, folder / "a.parquet")
     _write(table.drop_columns(["segment"]), folder / "b.parquet")
-    _refused(capsys, [path, folder, "--out", tmp_path / "out.parquet"], "b.parquet", "differ")
+    argv = [path, folder, "--out", tmp_path / "out.parquet"]
+    _refused(capsys, argv, "b.parquet", "has no column 'segment'")
+    _write(table.select(["date", "id", *table.column_names[2:]]), folder / "b.parquet")
+    _refused(capsys, argv, "b.parquet", "has column 'date' where", "(column 1)")
 
 
 def test_a_categorical_column_reaches_an_ipc_file_decoded(saved, tmp_path, capsys):

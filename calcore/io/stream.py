@@ -746,20 +746,12 @@ def _kept_columns(files, family: str, display: str) -> tuple[str, ...]:
         first = _csv_head(files, files[0]).layout.columns
         for path in files[1:]:
             got = _csv_head(files, path).layout.columns
-            if got != first:
-                raise CalcoreError(
-                    f"{path}: its columns {list(got)} differ from {files[0]}'s {list(first)}. "
-                    "Every file must have the same columns in the same order."
-                )
+            _same_columns(files[0], tuple(first), path, tuple(got))
         return tuple(first)
     first = _schema(files[0])
     for path in files[1:]:
         got = _schema(path)
-        if got.names != first.names:
-            raise CalcoreError(
-                f"{path}: its columns {got.names} differ from {files[0]}'s {first.names}. "
-                "Every file must have the same columns in the same order."
-            )
+        _same_columns(files[0], tuple(first.names), path, tuple(got.names))
         for a, b in zip(first, got, strict=True):
             if a.type != b.type:
                 raise CalcoreError(
@@ -770,6 +762,28 @@ def _kept_columns(files, family: str, display: str) -> tuple[str, ...]:
         twice = sorted({c for c in first.names if first.names.count(c) > 1})
         raise CalcoreError(f"{files[0]}: column {twice[0]!r} appears twice; rename one.")
     return tuple(first.names)
+
+
+def _same_columns(first_path: str, first: tuple, path: str, got: tuple) -> None:
+    """Refuse a file whose columns are not the first file's, in its order, naming the
+    first column that differs (not two lists of maybe thousands of names)."""
+    if got == first:
+        return
+    missing = [c for c in first if c not in got]
+    extra = [c for c in got if c not in first]
+    if missing:
+        why = f"has no column {missing[0]!r}"
+    elif extra:
+        why = f"has a column {extra[0]!r} that {first_path} has not"
+    elif len(got) != len(first):  # the same names, one of them repeated
+        why = f"has {len(got)} columns where {first_path} has {len(first)}"
+    else:
+        at = next(i for i, (a, b) in enumerate(zip(first, got, strict=True)) if a != b)
+        why = f"has column {got[at]!r} where {first_path} has {first[at]!r} (column {at + 1})"
+    raise CalcoreError(
+        f"{path}: {why}. To keep every column, every file must have {first_path}'s columns "
+        "in the same order."
+    )
 
 
 def _check_split_column(name: str, roles: Roles, split: str | None) -> None:
