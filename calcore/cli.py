@@ -1015,9 +1015,13 @@ def _placement(stream, suffix) -> str:
     scores = stream.roles.scores
     if suffix:
         return f"originals kept, calibrated columns *{suffix} added after {scores[-1]!r}"
+    # a thousand-class file's columns are not all listed: the first ones and the count
+    named = ", ".join(scores)
+    if len(scores) > 4:
+        named = ", ".join(scores[:3]) + f", ... ({len(scores)})"
     if stream.scores_kind == "logits":
-        return f"logit columns {', '.join(scores)} replaced by calibrated probabilities p_<class>"
-    return f"score columns {', '.join(scores)} hold the calibrated probabilities"
+        return f"logit columns {named} replaced by calibrated probabilities p_<class>"
+    return f"score columns {named} hold the calibrated probabilities"
 
 
 def _apply_npz(args, calibrator) -> int:
