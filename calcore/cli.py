@@ -229,6 +229,33 @@ def _add_slicing_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+APPLY_DESCRIPTION = """\
+Apply a saved calibrator to a predictions file: a step of a data pipeline that
+loses nothing. The output holds every row of the input (--split: only that
+split's rows), in the input's order, and every column, in the input's order and
+unchanged, except the score columns, which hold the calibrated probabilities
+under the same names. Labels, ids, dates, splits, weights and slice columns are
+columns like any other: written as read.
+
+  * Logits in: the output holds probabilities, so a logit column (logit_cat) is
+    replaced by a probability column named p_<class> (p_cat): never read as logits.
+  * --suffix _cal: the original score columns are kept and the calibrated ones
+    (p_cat_cal, ...) added right after the last score column, in the scores' order.
+  * --percent: the calibrated columns hold probabilities in [0, 1], not percent.
+  * Types: Parquet and Arrow IPC keep each column's type. A CSV input's columns
+    are its cells' text, written back to a CSV exactly as read (quoted only where
+    needed) and as strings to Parquet/IPC (no type guessed); its scores are
+    numbers. Numbers are written to CSV as their shortest exact text.
+  * CSV, Parquet and Arrow IPC inputs are streamed batch by batch at bounded
+    memory, whatever their size (--max-decoded-bytes only decides for NPZ).
+    NPZ archives have no columns to keep: their output is a label column of
+    class indices and p_<class> columns.
+  * Refused, with nothing written: an --out that is the input (also through a
+    symbolic or hard link) or a data file inside an input folder, an --out in a
+    missing folder, a column of the input that has a calibrated column's name.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="calcore",
@@ -322,15 +349,28 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser(
         "apply",
         help="apply a saved calibrator to a predictions file",
+        description=APPLY_DESCRIPTION,
         epilog=_examples(["apply"]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     a.add_argument("calibrator", help="JSON written by 'calcore calibrate --save'")
     a.add_argument(
-        "file", help="CSV, Parquet or NPZ file; or a directory or glob of Parquet files (streamed)"
+        "file",
+        help="CSV, Parquet, Arrow IPC or NPZ file; or a directory or glob of them (streamed "
+        "batch by batch)",
     )
     a.add_argument(
-        "--out", metavar="FILE", required=True, help="recalibrated predictions (.csv or .parquet)"
+        "--out",
+        metavar="FILE",
+        required=True,
+        help="the input's rows and columns with the scores recalibrated: .csv, .parquet/.pq "
+        "or .arrow/.feather/.ipc (never the input file itself)",
+    )
+    a.add_argument(
+        "--suffix",
+        metavar="SUFFIX",
+        help="keep the original score columns and add the calibrated ones, named "
+        "<score column>SUFFIX (logits: p_<class>SUFFIX), after the last score column",
     )
     _add_loading_options(a)
     _add_check_parser(sub)
@@ -1120,14 +1160,75 @@ def _calibrator_name(calibrator) -> str:
 
 
 def _apply(args) -> int:
+    """``calcore apply``: the input's rows with every column, the scores recalibrated
+    (NPZ archives, which have no columns to keep: a label and probability columns)."""
     from calcore.calibrators._saved import read_calibrator
-    from calcore.export import write_predictions_csv
+    from calcore.io.stream import source_files
 
     args.split = None if args.split == "all" else args.split  # apply's default: every row
 
     # bounded read, every field checked against its declaration before any use
     calibrator = read_calibrator(args.calibrator)
-    # a per-slice calibrator reads the columns it slices by (and needs them)
+    if _holds_npz(source_files(args.file)):
+        if args.suffix is not None:
+            raise CalcoreError(
+                f"{args.file}: --suffix keeps the input's columns, and an NPZ archive has "
+                "none; leave --suffix out (the output then holds a label and p_ columns)."
+            )
+        return _apply_npz(args, calibrator)
+    return _apply_keeping_columns(args, calibrator)
+
+
+def _holds_npz(files) -> bool:
+    from calcore.io.stream import file_format
+
+    return file_format(files[0]) == "npz"
+
+
+def _apply_keeping_columns(args, calibrator) -> int:
+    """Stream ``args.file`` batch by batch, every column kept, to ``args.out``."""
+    from calcore.io.stream import scan
+    from calcore.io.stream_write import check_not_in_folder, write_applied
+
+    check_not_in_folder(args.out, args.file)  # before the long read
+    per_slice = isinstance(calibrator, PerSliceCalibrator)
+    columns = list(calibrator.columns) if per_slice else None  # read for the slices
+    options = {k: v for k, v in _load_kwargs(args).items() if k != "max_decoded_bytes"}
+    stream = scan(args.file, split=args.split, slice_columns=columns, keep_columns=True, **options)
+    stream = stream.with_progress(Progress(stream.n_rows_in_files, estimated=stream.rows_estimated))
+    try:
+        mapped = stream.with_transform(calibrator.transform, with_metadata=per_slice)
+        rows = write_applied(mapped, args.out, suffix=args.suffix)
+    finally:
+        stream.progress.close()
+    print(
+        f"{_calibrator_name(calibrator)}: recalibrated {rows} rows of {args.file} -> {args.out}"
+        f" ({_placement(stream, args.suffix)}; every other column as read)"
+    )
+    return 0
+
+
+def _placement(stream, suffix) -> str:
+    """Where ``apply`` wrote the calibrated scores, in a few words."""
+    scores = stream.roles.scores
+    if suffix:
+        return f"originals kept, calibrated columns *{suffix} added after {scores[-1]!r}"
+    # a thousand-class file's columns are not all listed: the first ones and the count
+    named = ", ".join(scores)
+    if len(scores) > 4:
+        named = ", ".join(scores[:3]) + f", ... ({len(scores)})"
+    if stream.scores_kind == "logits":
+        return f"logit columns {named} replaced by calibrated probabilities p_<class>"
+    return f"score columns {named} hold the calibrated probabilities"
+
+
+def _apply_npz(args, calibrator) -> int:
+    """``apply`` to NPZ archives: written as a label and ``p_`` columns, as before."""
+    from calcore.export import write_predictions_csv
+    from calcore.io.stream import source_files
+    from calcore.io.stream_write import check_not_input
+
+    check_not_input(args.out, source_files(args.file))
     per_slice = isinstance(calibrator, PerSliceCalibrator)
     columns = list(calibrator.columns) if per_slice else None
     if _streamable(args.file, args.max_decoded_bytes):

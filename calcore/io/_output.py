@@ -92,7 +92,10 @@ def check_output(path, *, stdout: bool = False, what: str = "the output") -> str
     if mode is None or stat.S_ISREG(mode):
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
-            raise CalcoreError(f"cannot write {path} ({what}): no such directory {folder}.")
+            raise CalcoreError(
+                f"cannot write {path} ({what}): no such directory {folder}. Create it first "
+                "(calcore creates no folders), or give a path in an existing one."
+            )
         if mode is not None and not os.access(folder, os.W_OK) and os.access(path, os.W_OK):
             return THROUGH  # no temporary file can go beside it, but the file may be written
         return REPLACE

@@ -64,6 +64,9 @@ __all__ = ["PredictionStream", "StreamBatch", "scan", "source_files", "DEFAULT_B
 DEFAULT_BATCH_ROWS = 2_000_000
 #: Score values per batch at most (128 MB of float64): wide files get shorter batches.
 MAX_BATCH_VALUES = 1 << 24
+#: Cells per batch at most when every column is kept (``scan(keep_columns=True)``): a
+#: CSV cell kept as text is a Python string until it becomes Arrow, ~60 bytes each.
+MAX_KEPT_CELLS = 1 << 21
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +89,12 @@ class StreamBatch:
     #: Each row's split as a code into ``calcore.io._labels.SPLITS`` (0: calib, 1: test),
     #: None when the files have no split column.
     split_codes: np.ndarray | None = field(default=None, repr=False)
+    #: Every column of the batch's rows as read, in the files' order, when the stream
+    #: keeps them (``scan(..., keep_columns=True)``), else None: a pyarrow Table, the
+    #: same rows as ``preds`` in the same order. Parquet and IPC columns have the file's
+    #: types; a CSV file's score columns are the float64 values read (before ``percent``
+    #: divides them) and every other column is its cells' text (``""`` when empty).
+    input_table: object = field(default=None, repr=False)
 
     @property
     def weights(self) -> np.ndarray | None:
@@ -122,6 +131,8 @@ class PredictionStream:
         (:meth:`calcore.io.LoadReport.messages`): the scores' kind and why, the columns
         kept for slicing and those ignored. Settled once, on the first batch, for the
         whole stream (a command or a page shows them once, not per batch).
+    scores_kind : {"probs", "logits"} or None
+        What the score columns hold, decided with ``notes``.
 
     Examples
     --------
@@ -155,6 +166,9 @@ class PredictionStream:
     #: Whether ``transform`` gets each batch's slice columns as metadata.
     transform_metadata: bool = False
     notes: tuple[str, ...] = ()
+    #: What the score columns hold, as decided on the first batch: ``"probs"`` or
+    #: ``"logits"`` (None when no row was read).
+    scores_kind: str | None = None
 
     def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
         """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
@@ -342,8 +356,9 @@ class PredictionStream:
         state = state or _KindState(self._options["scores"])
         position = 0
         for path in self.files:
-            for preds, first_row, extras, codes in _file_batches(self, path, state):
-                yield StreamBatch(preds, short_name(self, path), first_row, position, extras, codes)
+            for preds, first_row, extras, codes, kept in _file_batches(self, path, state):
+                name = short_name(self, path)
+                yield StreamBatch(preds, name, first_row, position, extras, codes, kept)
                 position += preds.n_samples
 
 
@@ -416,6 +431,12 @@ def _format(path: str) -> str:
     if magic.startswith(b"ARROW1"):
         return "arrow"
     return "npz" if magic.startswith(b"PK\x03\x04") else "csv"
+
+
+def file_format(path: str) -> str:
+    """``"parquet"``, ``"arrow"`` (IPC), ``"csv"`` or ``"npz"``: how :func:`scan` reads a
+    data file (by its extension, else by its first bytes)."""
+    return _format(path)
 
 
 #: Formats whose files can share a stream: Arrow-typed files together, else one format.
@@ -557,6 +578,7 @@ def scan(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     percent: bool = False,
     slice_columns: Sequence[str] | None = None,
+    keep_columns: bool = False,
 ) -> PredictionStream:
     """Open predictions stored as Parquet, Arrow IPC, CSV or NPZ for streamed evaluation.
 
@@ -592,6 +614,12 @@ def scan(
         Columns (NPZ: arrays of one value per row) read with every batch, for
         :func:`calcore.evaluate_by` on the stream; never taken for scores. Only these
         are read: a stream keeps no other metadata.
+    keep_columns : bool, default False
+        Also read every column of the files, in their order, into each batch's
+        ``input_table`` (what ``calcore apply`` writes back beside the recalibrated
+        scores). Every file must then have the first file's columns, in its order (and,
+        Parquet and IPC, its types); batches are shorter, so that the cells of a batch
+        stay within :data:`MAX_KEPT_CELLS`. Not for NPZ archives, which have no columns.
 
     Returns
     -------
@@ -644,6 +672,9 @@ def scan(
         n_rows = sum(layout.rows_of(path, _used(roles, weight) + list(named)) for path in files)
         n_score_columns = len(roles.scores)
     _check_split_column(display, roles, split)
+    kept_columns = _kept_columns(files, family, display) if keep_columns else ()
+    if kept_columns:
+        batch_rows = min(batch_rows, max(1, MAX_KEPT_CELLS // len(kept_columns)))
     used = _used(roles, weight)
     fingerprints = tuple(_fingerprint(path) for path in files)
     # NPZ: 1-D scores with both class names are a two-class file (as in load_predictions)
@@ -659,6 +690,7 @@ def scan(
         label_column=label_column,
         percent=percent,
         extras=list(named),
+        kept_columns=kept_columns,
     )
     stream = PredictionStream(
         display,
@@ -680,7 +712,9 @@ def scan(
         names = b.preds.class_names
         break
     notes = _scan_notes(display, roles, state.decided, percent=percent, kept=named)
-    return replace(stream, class_names=names, _options={**options, "names": names}, notes=notes)
+    kind = None if state.decided is None else state.decided[0]
+    options = {**options, "names": names}
+    return replace(stream, class_names=names, _options=options, notes=notes, scores_kind=kind)
 
 
 def _scan_notes(display: str, roles: Roles, decided, *, percent: bool, kept) -> tuple[str, ...]:
@@ -697,6 +731,59 @@ def _scan_notes(display: str, roles: Roles, decided, *, percent: bool, kept) -> 
         if col not in kept:
             notes.append(f"{display}: column {col!r} was ignored ({why}).")
     return tuple(notes)
+
+
+def _kept_columns(files, family: str, display: str) -> tuple[str, ...]:
+    """The columns of the files, in the first file's order, for ``keep_columns``: every
+    file must have the same (Parquet and IPC: with the same types), or the batches would
+    not fit one output table."""
+    if family == "npz":
+        raise CalcoreError(
+            f"{display}: an NPZ archive has no columns to keep; convert it to Parquet, Arrow "
+            "IPC or CSV (e.g. with pandas) to keep columns beside the scores."
+        )
+    if family == "csv":
+        first = _csv_head(files, files[0]).layout.columns
+        for path in files[1:]:
+            got = _csv_head(files, path).layout.columns
+            _same_columns(files[0], tuple(first), path, tuple(got))
+        return tuple(first)
+    first = _schema(files[0])
+    for path in files[1:]:
+        got = _schema(path)
+        _same_columns(files[0], tuple(first.names), path, tuple(got.names))
+        for a, b in zip(first, got, strict=True):
+            if a.type != b.type:
+                raise CalcoreError(
+                    f"{path}: column {a.name!r} has type {b.type}, but {a.type} in {files[0]}. "
+                    "Write every file with the same column types."
+                )
+    if len(set(first.names)) < len(first.names):
+        twice = sorted({c for c in first.names if first.names.count(c) > 1})
+        raise CalcoreError(f"{files[0]}: column {twice[0]!r} appears twice; rename one.")
+    return tuple(first.names)
+
+
+def _same_columns(first_path: str, first: tuple, path: str, got: tuple) -> None:
+    """Refuse a file whose columns are not the first file's, in its order, naming the
+    first column that differs (not two lists of maybe thousands of names)."""
+    if got == first:
+        return
+    missing = [c for c in first if c not in got]
+    extra = [c for c in got if c not in first]
+    if missing:
+        why = f"has no column {missing[0]!r}"
+    elif extra:
+        why = f"has a column {extra[0]!r} that {first_path} has not"
+    elif len(got) != len(first):  # the same names, one of them repeated
+        why = f"has {len(got)} columns where {first_path} has {len(first)}"
+    else:
+        at = next(i for i, (a, b) in enumerate(zip(first, got, strict=True)) if a != b)
+        why = f"has column {got[at]!r} where {first_path} has {first[at]!r} (column {at + 1})"
+    raise CalcoreError(
+        f"{path}: {why}. To keep every column, every file must have {first_path}'s columns "
+        "in the same order."
+    )
 
 
 def _check_split_column(name: str, roles: Roles, split: str | None) -> None:
@@ -853,11 +940,11 @@ class _KindState:
 
 
 def _file_batches(stream: PredictionStream, path: str, state: _KindState):
-    """``(preds, first row, slice values, split codes)`` of the file's batches, validated
-    (weights in ``preds.sample_weight``)."""
+    """``(preds, first row, slice values, split codes, kept table or None)`` of the file's
+    batches, validated (weights in ``preds.sample_weight``)."""
     check_unchanged(stream, path)
     read = {"arrow": _arrow_tables, "csv": _csv_tables, "npz": _npz_tables}
-    for raw, weights, extras in read[stream._options["family"]](stream, path):
+    for raw, weights, extras, kept in read[stream._options["family"]](stream, path):
         validated = _validate_batch(stream, raw, state)
         if validated is not None:
             preds, selected, codes = validated
@@ -867,7 +954,8 @@ def _file_batches(stream: PredictionStream, path: str, state: _KindState):
                 preds = replace(preds, sample_weight=w)
             if selected is not None:
                 extras = {c: v.take(selected) for c, v in extras.items()}
-            yield preds, raw.row_names.first, extras, codes
+                kept = None if kept is None else kept.take(selected)
+            yield preds, raw.row_names.first, extras, codes, kept
 
 
 def arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
@@ -916,7 +1004,10 @@ def _arrow_tables(stream: PredictionStream, path: str):
 
     opts, roles = stream._options, stream.roles
     name = short_name(stream, path)
-    for table, rows in arrow_batches(stream, path, opts["used"] + opts["extras"]):
+    kept = opts.get("kept_columns")
+    # every column when they are kept (in the files' order), else only the used ones
+    columns = list(kept) if kept else opts["used"] + opts["extras"]
+    for table, rows in arrow_batches(stream, path, columns):
         raw = RawTable(
             name,
             "arrow" if _is_ipc(path) else "parquet",
@@ -939,7 +1030,7 @@ def _arrow_tables(stream: PredictionStream, path: str):
         extras = {c: table[c] for c in opts["extras"]}
         for c, values in extras.items():
             check_utf8(values, source=name, name=c, rows=rows)
-        yield raw, weights, extras
+        yield raw, weights, extras, (table if kept else None)
 
 
 def _csv_tables(stream: PredictionStream, path: str):
@@ -952,12 +1043,17 @@ def _csv_tables(stream: PredictionStream, path: str):
     floats = [*roles.scores] + ([weight] if weight is not None else [])
     texts = [roles.label] + ([roles.split] if roles.split else [])
     extras = stream._options["extras"]
+    kept = stream._options.get("kept_columns")
+    # kept columns: every cell's text but the scores' (read as numbers, the text of a
+    # weight too: slower for that column, but its cells are written back as they were)
+    as_text = [c for c in kept if c not in roles.scores] if kept else []
     name = short_name(stream, path)
     pieces = csv_pieces(path, name, head, head.piece_bytes(stream.batch_rows))
     k = len(roles.scores)
     try:
         for src, layout in pieces:
-            values, text, lines = read_piece(src, layout, floats=floats, texts=texts + extras)
+            wanted = list(dict.fromkeys(texts + extras + as_text))
+            values, text, lines = read_piece(src, layout, floats=floats, texts=wanted)
             # a piece is sized from the first lines' length: cut it into batches of at
             # most batch_rows rows, whatever the lines further down are like
             for a in range(0, values.shape[0], stream.batch_rows):
@@ -979,7 +1075,8 @@ def _csv_tables(stream: PredictionStream, path: str):
                     rows,
                 )
                 weights = None if weight is None else values[a:b, k]
-                yield raw, weights, {c: np.asarray(text[c][a:b]) for c in extras}
+                table = _csv_kept_table(kept, roles.scores, values[a:b, :k], text, a, b)
+                yield raw, weights, {c: np.asarray(text[c][a:b]) for c in extras}, table
     except FileNotFoundError:
         raise _gone(path) from None
 
@@ -1006,7 +1103,26 @@ def _npz_tables(stream: PredictionStream, path: str):
             RowNames(csv=False, first=first_row),
             (c.score_name, f"the archive's array is named {c.score_name!r}"),
         )
-        yield raw, weights, arrays
+        yield raw, weights, arrays, None  # refused by scan(keep_columns=True)
+
+
+def _csv_kept_table(kept, scores, values: np.ndarray, text: dict, a: int, b: int):
+    """The kept columns of rows ``a:b`` of a CSV piece as a pyarrow Table (None when the
+    stream keeps none): the score columns as the float64 values read, every other column
+    as text (no type guessed: the cells stay what they were, and every batch of a stream
+    gets the same types whatever its cells look like)."""
+    if not kept:
+        return None
+    import pyarrow as pa
+
+    position = {c: j for j, c in enumerate(scores)}
+    arrays = [
+        pa.array(values[:, position[c]], pa.float64())
+        if c in position
+        else pa.array(text[c][a:b], pa.string())
+        for c in kept
+    ]
+    return pa.Table.from_arrays(arrays, names=list(kept))
 
 
 def _factorized(values: np.ndarray):
