@@ -580,7 +580,9 @@ def check_sample_weight(
         )
     if n_rows and not allow_all_zero and not (w > 0).any():
         raise CalcoreError(f"{source}: every weight is 0, so there is nothing to evaluate.")
-    check_total_weight(float(np.sum(w)), source=source, column=column)
+    with np.errstate(over="ignore"):  # finite weights may sum to inf: refused just below
+        total = float(np.sum(w))
+    check_total_weight(total, source=source, column=column)
     return w
 
 

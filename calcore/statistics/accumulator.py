@@ -229,7 +229,7 @@ class CalibrationStatistics:
             self.n_tied_rows,
             self.normalized,
             self.kde_specs,
-            {k: [KDESums(s.moments[r]) for s in v] for k, v in self.kde.items()},
+            {k: [s.replicate(r) for s in v] for k, v in self.kde.items()},
             self.proper_scores,
         )
 

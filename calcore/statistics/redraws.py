@@ -291,7 +291,12 @@ class LabelRedraws:
             for sums, observed, positive in zip(
                 problems, data.kde[key], self.positives[key], strict=True
             ):
-                sums.moments[:, 0] = observed.moments[0]
+                n_cells = positive.shape[-1]
+                sums.moments, sums.cells = (
+                    np.empty(positive.shape[:1] + (2,) + positive.shape[1:]),
+                    None,
+                )
+                sums.moments[:, 0] = observed.dense(n_cells)[0]
                 sums.moments[:, 1] = positive
         return replace(
             out,
