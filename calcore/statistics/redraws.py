@@ -25,7 +25,7 @@ import numpy as np
 
 from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.cells import replicate_sums
-from calcore.statistics.kde_cells import positive_moments
+from calcore.statistics.kde_cells import positive_moments, union_add
 from calcore.statistics.points import RowBatch, local_labels, point_cells
 from calcore.statistics.poisson import row_uniforms
 
@@ -137,8 +137,9 @@ class LabelRedraws:
         self.seed = int(seed)
         n_redraws = len(self.redraws)
         self.outcome = {k: np.zeros((n_redraws, s.edges.n_cells)) for k, s in self.specs.items()}
+        # per KDE problem: (moments (R, 7, k), the k layout cells they are on)
         self.positives = {
-            k: [np.zeros((n_redraws, 7, lay.n_cells)) for lay in s.layouts]
+            k: [(np.zeros((n_redraws, 7, 0)), np.empty(0, dtype=np.intp)) for _ in s.layouts]
             for k, s in self.kde_specs.items()
         }
         self.correct = np.zeros(n_redraws)
@@ -236,14 +237,15 @@ class LabelRedraws:
                 )
             self.outcome[key] += outcome
         for key, spec in self.kde_specs.items():
+            problems = self.positives[key]
             if spec.reduction == "confidence":
-                self.positives[key][0] += positive_moments(
-                    spec.layouts[0], batch.confidence, hit, w
-                )
+                got = positive_moments(spec.layouts[0], batch.confidence, hit, w)
+                problems[0] = union_add(*problems[0], *got)
                 continue
             chosen = range(n_classes) if spec.classes is None else spec.classes
-            for sums, layout, c in zip(self.positives[key], spec.layouts, chosen, strict=True):
-                sums += positive_moments(layout, batch.probs[:, c], labels == c, w)
+            for i, (layout, c) in enumerate(zip(spec.layouts, chosen, strict=True)):
+                got = positive_moments(layout, batch.probs[:, c], labels == c, w)
+                problems[i] = union_add(*problems[i], *got)
 
     def merge(self, other: "LabelRedraws") -> "LabelRedraws":
         """The redraws of both sets of rows (a new object; same cells, redraws and seed)."""
@@ -258,7 +260,7 @@ class LabelRedraws:
         out = self._empty_like()
         out.outcome = {k: v + other.outcome[k] for k, v in self.outcome.items()}
         out.positives = {
-            k: [a + b for a, b in zip(v, other.positives[k], strict=True)]
+            k: [union_add(*a, *b) for a, b in zip(v, other.positives[k], strict=True)]
             for k, v in self.positives.items()
         }
         out.correct = self.correct + other.correct
@@ -288,16 +290,16 @@ class LabelRedraws:
             sums.score[:] = data.cells[key].score
             sums.outcome[:] = self.outcome[key]
         for key, problems in out.kde.items():
-            for sums, observed, positive in zip(
-                problems, data.kde[key], self.positives[key], strict=True
-            ):
-                n_cells = positive.shape[-1]
-                sums.moments, sums.cells = (
-                    np.empty(positive.shape[:1] + (2,) + positive.shape[1:]),
-                    None,
-                )
-                sums.moments[:, 0] = observed.dense(n_cells)[0]
-                sums.moments[:, 1] = positive
+            for sums, observed, layout, (positive, at) in zip(
+                problems, data.kde[key], self.kde_specs[key].layouts, self.positives[key],
+                strict=True,
+            ):  # fmt: skip
+                every = observed.dense(layout.n_cells)[0]  # (7, n_cells)
+                kept = np.union1d(np.flatnonzero(every[0]), at)  # cells with weight
+                sums.moments = np.zeros((n_redraws, 2, 7, kept.size))
+                sums.moments[:, 0] = every[:, kept]
+                sums.moments[:, 1][..., np.searchsorted(kept, at)] = positive
+                sums.cells = kept
         return replace(
             out,
             n_rows=data.n_rows,
