@@ -567,14 +567,31 @@ def theme_control() -> str:
     )  # fmt: skip
 
 
+#: Views that apply to some class counts only (the others are not offered).
+VIEW_CLASSES = {"simplex": 3}
+
+
+def offered_views(n_classes: int) -> list[str]:
+    """The views that apply to ``n_classes`` (the simplex only to 3), in page order."""
+    return [v for v in VIEWS if VIEW_CLASSES.get(v, n_classes) == n_classes]
+
+
 def view_control(n_classes: int = 0) -> str:
-    """The view selector; a binary model's reliability view is named for its one
-    probability (P(class 1)), not for the confidence."""
+    """The view selector, offering only the views that apply; a binary model's reliability
+    view is named for its one probability (P(class 1)), not for the confidence."""
     labels = dict(VIEWS)
     if n_classes == 2:
         labels["confidence"] = "Reliability (positive class)"
+    options = offered_views(n_classes)
+    chosen = st.session_state.get(KEY_VIEW, _initial(KEY_VIEW, "metrics"))
+    if chosen not in options:  # a link or the last file chose a view this data lacks
+        st.session_state[KEY_VIEW] = "metrics"
+        st.info(
+            f"The {VIEWS[chosen]} view needs {VIEW_CLASSES[chosen]} classes; this data has "
+            f"{n_classes}, so the Metrics view is shown."
+        )
     return st.radio(
-        "View", list(VIEWS), index=_index(VIEWS, KEY_VIEW, "metrics"), format_func=labels.get,
+        "View", options, index=_index(options, KEY_VIEW, "metrics"), format_func=labels.get,
         horizontal=True, key=KEY_VIEW,
         label_visibility="collapsed",
     )  # fmt: skip
