@@ -44,6 +44,7 @@ KEY_UPLOAD = "sidebar.upload"
 KEY_DATASET = "sidebar.dataset"
 KEY_KEEP = "sidebar.keep"
 KEY_DELETE_KEPT = "sidebar.delete_kept"
+KEY_DELETE_CODE = "sidebar.delete_code"
 KEY_KEPT_LINK = "data.kept_link"  # not a widget: the workspace id the link named
 KEY_KEPT_IDS = "data.kept_ids"  # not a widget: upload digest -> id kept in this session
 KEY_DELETED = "data.deleted"  # not a widget: the name of the file just deleted
@@ -306,24 +307,29 @@ def _keep_control(workspace: Workspace, file: FileBytes) -> str | None:
     )
     if not keep:
         return None
-    memo = st.session_state.setdefault(KEY_KEPT_IDS, {})
+    memo = st.session_state.setdefault(KEY_KEPT_IDS, {})  # digest -> (id, delete code)
     if file.digest not in memo:
         try:
-            memo[file.digest] = workspace.keep(file.data, file.name, file.digest).id
+            kept = workspace.keep(file.data, file.name, file.digest)
         except calcore.CalcoreError as err:
             st.error(esc(err))
             return None
-    kept_id = memo[file.digest]
+        memo[file.digest] = (kept.id, kept.delete_code)
+    kept_id, code = memo[file.digest]
     try:
         kept = workspace.lookup(kept_id)
-    except calcore.CalcoreError:  # deleted meanwhile (by this link's other holders)
+    except calcore.CalcoreError:  # deleted meanwhile (by its uploader, from another tab)
         memo.pop(file.digest, None)
         st.warning("The kept copy was deleted from the server; untick and tick to keep it again.")
         return None
     _kept_caption(kept)
+    st.caption(
+        f"Delete code: {code}. Only this session shows it: keep it to delete the file later "
+        "from the link (the link alone reopens the file, it cannot delete it)."
+    )
 
     def delete() -> None:  # a callback: it runs before the rerun, when the box may change
-        if not _deleted(workspace, kept_id):
+        if not _deleted(workspace, kept_id, code):
             return
         memo.pop(file.digest, None)
         st.session_state[KEY_KEEP] = False
@@ -333,11 +339,11 @@ def _keep_control(workspace: Workspace, file: FileBytes) -> str | None:
     return kept_id
 
 
-def _deleted(workspace: Workspace, kept_id: str) -> bool:
-    """Delete ``kept_id`` from the workspace (in a button's callback); False, with the
-    reason kept for the next run to show, when the server could not."""
+def _deleted(workspace: Workspace, kept_id: str, code: str) -> bool:
+    """Delete ``kept_id`` with its delete code (in a button's callback); False, with the
+    reason kept for the next run to show, when the code is wrong or the server could not."""
     try:
-        workspace.delete(kept_id)
+        workspace.delete_with_code(kept_id, code)
     except calcore.CalcoreError as err:
         st.session_state[KEY_DELETE_FAILED] = str(err)
         return False
@@ -360,12 +366,18 @@ def _kept_upload(workspace: Workspace, kept_id: str) -> Source:
     _kept_caption(kept)
 
     def delete() -> None:
-        if not _deleted(workspace, kept.id):
+        if not _deleted(workspace, kept.id, st.session_state.get(KEY_DELETE_CODE, "")):
             return
         st.session_state[KEY_KEPT_LINK] = None
         st.session_state[KEY_DELETED] = kept.name
 
-    st.button("Delete from the server", key=KEY_DELETE_KEPT, on_click=delete)
+    # A link reopens the file for anyone; deleting it takes the code its uploader got.
+    with st.expander("Delete from the server"):
+        st.text_input(
+            "Delete code", key=KEY_DELETE_CODE, type="password",
+            help="Shown to the person who kept the file, under the upload.",
+        )  # fmt: skip
+        st.button("Delete with this code", key=KEY_DELETE_KEPT, on_click=delete)
     file = FileBytes(kept.name, data, True, kept.digest)
     return Source(file=file, upload_name=kept.name, kept=kept.id)
 

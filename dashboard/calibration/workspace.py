@@ -30,6 +30,8 @@ opened or written to.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import numbers
 import os
@@ -39,7 +41,7 @@ import sqlite3
 import tempfile
 import time
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import calcore
@@ -85,7 +87,12 @@ NOT_FOUND = (
 
 @dataclass(frozen=True)
 class Kept:
-    """One kept upload: its id (the link's), file name (untrusted), size and times."""
+    """One kept upload: its id (the link's), file name (untrusted), size and times.
+
+    ``delete_hash`` is the SHA-256 of its delete code (None for files kept before delete
+    codes). ``delete_code`` itself is stored nowhere: only the :class:`Kept` that
+    :meth:`Workspace.keep` returns to the uploader holds it.
+    """
 
     id: str
     name: str
@@ -93,6 +100,12 @@ class Kept:
     size: int
     created: float
     expires: float
+    delete_hash: str | None = None
+    delete_code: str | None = field(default=None, repr=False, compare=False)
+
+    def record(self) -> dict:
+        """What the id's JSON record and index row hold (never the delete code)."""
+        return {k: v for k, v in self.__dict__.items() if k != "delete_code"}
 
 
 class Workspace:
@@ -150,6 +163,9 @@ class Workspace:
                 if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
                     raise sqlite3.DatabaseError("quick_check failed")
                 db.executescript(_SCHEMA)
+                columns = {row[1] for row in db.execute("PRAGMA table_info(kept)")}
+                if "delete_hash" not in columns:  # an index from before delete codes
+                    db.execute("ALTER TABLE kept ADD COLUMN delete_hash TEXT")
         except sqlite3.DatabaseError:
             self.rebuild_index()
 
@@ -176,10 +192,7 @@ class Workspace:
                 rows.append(kept)
         with closing(self._connect()) as db:
             db.executescript(_SCHEMA)
-            db.executemany(
-                "INSERT INTO kept VALUES (?, ?, ?, ?, ?, ?)",
-                [(k.id, k.name, k.digest, k.size, k.created, k.expires) for k in rows],
-            )
+            db.executemany(_INSERT, [tuple(k.record().values()) for k in rows])
         return len(rows)
 
     def sweep_damaged(self, *, now: float | None = None) -> int:
@@ -240,14 +253,13 @@ class Workspace:
             SQLite error, at any step): everything this keep wrote is removed again (the
             bytes, the id's record, the index row), so nothing is left.
         """
-        import hashlib
-
         digest = digest or hashlib.blake2b(data, digest_size=32).hexdigest()
         if not _DIGEST.fullmatch(digest):
             raise calcore.CalcoreError("internal: a content digest is 64 hex characters.")
         now = time.time()
+        code = secrets.token_urlsafe(12)  # 96 bits; the uploader's, kept nowhere here
         kept = Kept(secrets.token_hex(16), str(name)[:255], digest, len(data), now,
-                    now + self.retention_s)  # fmt: skip
+                    now + self.retention_s, _hash_of(code), code)  # fmt: skip
         try:
             self.purge()
             with contextlib.ExitStack() as temporaries:
@@ -270,7 +282,7 @@ class Workspace:
         if not blob.exists():
             tmp_blob = temporaries.enter_context(_temporary(self.root / "blobs", data))
         tmp_record = temporaries.enter_context(
-            _temporary(self.root / "ids", json.dumps(kept.__dict__).encode())
+            _temporary(self.root / "ids", json.dumps(kept.record()).encode())
         )
         placed = []
         with closing(self._connect()) as db:
@@ -289,10 +301,7 @@ class Workspace:
                     placed.append(blob)
                 os.replace(tmp_record, record)
                 placed.append(record)
-                db.execute(
-                    "INSERT INTO kept VALUES (?, ?, ?, ?, ?, ?)",
-                    (kept.id, kept.name, kept.digest, kept.size, kept.created, kept.expires),
-                )
+                db.execute(_INSERT, tuple(kept.record().values()))
                 db.execute("COMMIT")
             except BaseException:
                 for path in placed:
@@ -330,8 +339,35 @@ class Workspace:
         except FileNotFoundError:  # deleted in between
             raise calcore.CalcoreError(NOT_FOUND) from None
 
+    def delete_with_code(self, kept_id: str, code: str) -> None:
+        """:meth:`delete`, for whoever holds the file's delete code (its uploader): the
+        share link reopens a kept file, it cannot delete it.
+
+        Raises
+        ------
+        calcore.CalcoreError
+            The code is not this file's (nothing is deleted), or the file was kept before
+            delete codes (it goes when it expires).
+        """
+        kept = self.lookup(kept_id)
+        if kept.delete_hash is None:
+            expires = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(kept.expires))
+            raise calcore.CalcoreError(
+                f"This file was kept before delete codes existed, so nobody can delete it "
+                f"from the page; it is deleted when it expires ({expires})."
+            )
+        given = _hash_of(code.strip()) if isinstance(code, str) else ""
+        if not hmac.compare_digest(given, kept.delete_hash):
+            raise calcore.CalcoreError(
+                "That is not this file's delete code; nothing was deleted. The code was "
+                "shown to the person who kept the file, under the upload."
+            )
+        self.delete(kept_id)
+
     def delete(self, kept_id: str) -> None:
-        """Forget ``kept_id``; its bytes go when no other id uses them. Unknown: a no-op."""
+        """Forget ``kept_id``; its bytes go when no other id uses them. Unknown: a no-op.
+        The server's own deletion (expiry, tests); the page deletes with
+        :meth:`delete_with_code`."""
         if not isinstance(kept_id, str) or not _ID.fullmatch(kept_id):
             return
         record = self.root / "ids" / f"{kept_id}.json"
@@ -439,10 +475,18 @@ def workspace_from_env(environ=None) -> Workspace | None:
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kept (id TEXT PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL,
                                  size INTEGER NOT NULL, created REAL NOT NULL,
-                                 expires REAL NOT NULL);
+                                 expires REAL NOT NULL, delete_hash TEXT);
 CREATE INDEX IF NOT EXISTS kept_digest ON kept (digest);
 CREATE INDEX IF NOT EXISTS kept_expires ON kept (expires);
 """
+
+
+_INSERT = "INSERT INTO kept VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+def _hash_of(code: str) -> str:
+    """The SHA-256 (hex) of a delete code, which is all the server keeps of it."""
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()
 
 
 def _used_bytes(db) -> int:
@@ -472,11 +516,14 @@ def _checked_record(path: Path) -> Kept | None:
         isinstance(v, numbers.Real) and not isinstance(v, bool)
         for v in (kept.size, kept.created, kept.expires)
     )
+    hash_ok = kept.delete_hash is None or (
+        isinstance(kept.delete_hash, str) and _DIGEST.fullmatch(kept.delete_hash)
+    )
     ok = (
         isinstance(kept.id, str) and _ID.fullmatch(kept.id) and path.name == f"{kept.id}.json"
         and isinstance(kept.digest, str) and _DIGEST.fullmatch(kept.digest)
         and isinstance(kept.name, str) and numbers_ok and isinstance(kept.size, int)
-        and kept.size >= 0
+        and kept.size >= 0 and hash_ok and kept.delete_code is None
     )  # fmt: skip
     return kept if ok else None
 

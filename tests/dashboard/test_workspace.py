@@ -210,7 +210,7 @@ def conf_ece_cell(at: AppTest) -> str:
     return frame.loc[first == "conf-ECE", "uncalibrated"].iloc[0]
 
 
-def test_a_kept_upload_reopens_from_the_link_and_can_be_deleted(kept_dir):
+def test_a_kept_upload_reopens_from_the_link_and_only_its_code_deletes_it(kept_dir):
     at = new_app({})
     at.run()
     at.radio(key=controls.KEY_SOURCE).set_value(controls.SOURCE_UPLOAD).run()
@@ -237,6 +237,14 @@ def test_a_kept_upload_reopens_from_the_link_and_can_be_deleted(kept_dir):
         "Kept on the server as mine.csv" in unescape_markdown(c.value) for c in reviewer.caption
     )
 
+    # the link reopens the file but cannot delete it: that takes the uploader's code
+    (caption,) = [c.value for c in at.caption if c.value.startswith("Delete code: ")]
+    code = caption.removeprefix("Delete code: ").split(".")[0]
+    assert code not in (kept_dir / "ids" / f"{kept_id}.json").read_text()  # only its hash
+    reviewer.button(key=controls.KEY_DELETE_KEPT).click().run()  # no code
+    assert any("not this file's delete code" in unescape_markdown(e.value) for e in reviewer.error)
+    assert os.listdir(kept_dir / "blobs")
+    reviewer.text_input(key=controls.KEY_DELETE_CODE).set_value(code)
     reviewer.button(key=controls.KEY_DELETE_KEPT).click().run()
     assert any("Deleted mine.csv" in unescape_markdown(s.value) for s in reviewer.success)
     assert not os.listdir(kept_dir / "blobs")
@@ -314,9 +322,9 @@ def test_a_tampered_index_row_serves_and_deletes_nothing_outside(tmp_path):
     root, victim = tmp_path / "ws", tmp_path / "victim.txt"
     victim.write_text("not the workspace's")
     ws = Workspace(root)
-    row = ("d" * 32, "x.csv", "../../victim.txt", 10, time.time(), time.time() + 3600)
+    row = ("d" * 32, "x.csv", "../../victim.txt", 10, time.time(), time.time() + 3600, None)
     with sqlite3.connect(ws.index) as db:
-        db.execute("INSERT INTO kept VALUES (?, ?, ?, ?, ?, ?)", row)
+        db.execute("INSERT INTO kept VALUES (?, ?, ?, ?, ?, ?, ?)", row)
     with pytest.raises(calcore.CalcoreError, match="not found"):
         ws.open(row[0])
     ws.delete(row[0])
@@ -515,3 +523,49 @@ def test_a_delete_the_server_cannot_do_is_shown_on_the_page(kept_dir, monkeypatc
     ]
     assert at.checkbox(key=controls.KEY_KEEP).value  # still kept: nothing changed
     assert len(os.listdir(kept_dir / "ids")) == 1
+
+
+def test_only_the_delete_code_deletes_and_only_its_hash_is_stored(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    kept = ws.keep(b"label,p\n1,0.5\n", "mine.csv")
+    assert kept.delete_code and len(kept.delete_code) >= 16
+    record = (tmp_path / "ws" / "ids" / f"{kept.id}.json").read_text()
+    assert kept.delete_code not in record and kept.delete_hash in record
+    assert ws.lookup(kept.id).delete_code is None  # the server cannot show it again
+    for wrong in ("", "x" * 16, kept.delete_code[:-1], kept.delete_hash):
+        with pytest.raises(calcore.CalcoreError, match="not this file's delete code"):
+            ws.delete_with_code(kept.id, wrong)
+        assert ws.open(kept.id)[1] == b"label,p\n1,0.5\n"
+    ws.rebuild_index()  # the record carries the hash through a rebuild
+    ws.delete_with_code(kept.id, f" {kept.delete_code} ")  # spaces of a copy are forgiven
+    with pytest.raises(calcore.CalcoreError, match="not found"):
+        ws.open(kept.id)
+
+
+def test_an_index_and_records_from_before_delete_codes_still_open(tmp_path):
+    """An index without the delete_hash column is migrated; a record without a hash opens,
+    and nobody can delete it from the page (it expires)."""
+    import json as _json
+
+    root = tmp_path / "ws"
+    ws = Workspace(root)
+    kept = ws.keep(b"label,p\n1,0.5\n", "old.csv")
+    record = root / "ids" / f"{kept.id}.json"
+    fields = _json.loads(record.read_text())
+    del fields["delete_hash"]
+    record.write_text(_json.dumps(fields))
+    with sqlite3.connect(ws.index) as db:  # the old schema, six columns
+        db.execute("DROP TABLE kept")
+        db.execute(
+            "CREATE TABLE kept (id TEXT PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL, "
+            "size INTEGER NOT NULL, created REAL NOT NULL, expires REAL NOT NULL)"
+        )
+        db.execute(
+            "INSERT INTO kept VALUES (?, ?, ?, ?, ?, ?)",
+            (kept.id, kept.name, kept.digest, kept.size, kept.created, kept.expires),
+        )
+    again = Workspace(root)
+    assert again.open(kept.id)[0].delete_hash is None
+    with pytest.raises(calcore.CalcoreError, match="kept before delete codes"):
+        again.delete_with_code(kept.id, kept.delete_code)
+    assert again.keep(b"label,p\n0,0.5\n", "new.csv").delete_code  # new keeps work
