@@ -67,6 +67,17 @@ def show_messages(warnings, notes) -> None:
             st.markdown("\n".join(f"- {esc(m)}" for m in notes))
 
 
+#: The files (digests) whose Data panel opened because something needed the user.
+KEY_DATA_NEEDS_USER = "data.needs_user"
+
+
+def _open_data_panel(needs_user: set, digest: str) -> None:
+    """Open the Data panel of this file from now on (one rerun, the first time)."""
+    if digest not in needs_user:
+        needs_user.add(digest)
+        st.rerun()
+
+
 def render_calibration() -> None:
     st.set_page_config(page_title="calibration-lens", layout="wide")
     first_run = KEY_RESTORED not in st.session_state
@@ -117,13 +128,19 @@ def render_calibration() -> None:
         file = source.file
         origin = "uploaded file" if file.is_upload else "bundled sample"
         st.caption(f"{origin}: {esc(file.name)} · BLAKE2b {file.digest[:12]}…")
+        # The Data panel stays shut once a file loads cleanly (the results come first);
+        # it opens, and stays open for that file, when something needs the user.
+        needs_user = st.session_state.setdefault(KEY_DATA_NEEDS_USER, set())
         try:
             schema = inspect(file.data, file.digest, file.name, LoadOptions())
-            options = load_options(schema, file.digest, expanded=file.is_upload)
+            options = load_options(schema, file.digest, expanded=file.digest in needs_user)
             loaded = load(file.data, file.digest, file.name, options)
         except calcore.CalcoreError as err:
+            _open_data_panel(needs_user, file.digest)
             st.error(f"Could not load {esc(file.name)}. {esc(err)}")
             st.stop()
+        if loaded.warnings:
+            _open_data_panel(needs_user, file.digest)
         digest = rows_key(file.digest, options)
     show_messages(loaded.warnings, loaded.notes)
 

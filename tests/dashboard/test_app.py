@@ -634,3 +634,24 @@ def test_a_bug_in_a_view_is_a_message_with_a_reference_not_a_traceback(monkeypat
     at = new_app({"m": "none", "boot": "0"})
     at.run()
     assert at.exception  # the test suite's setting: a bug fails the test that meets it
+
+
+def test_the_data_panel_stays_shut_on_a_clean_load_and_opens_when_the_file_needs_the_user():
+    """After an upload the results come first; a file with something to fix (here a class
+    that never occurs as a label) opens its Data panel, with the controls that fix it."""
+
+    def data_panel(at):
+        (panel,) = [e for e in at.expander if e.label.startswith("Data: ")]
+        return panel
+
+    at = upload(run_app({"m": "none"}), "clean.csv", small_csv())
+    assert_clean(at)
+    assert data_panel(at).proto.expanded is False
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet([1, 1, 1], size=60)
+    lines = ["label,p_cat,p_dog,p_rabbit"]
+    lines += [f"{i % 2}," + ",".join(f"{v:.6f}" for v in p / p.sum()) for i, p in enumerate(probs)]
+    at = upload(run_app({"m": "none"}), "rabbit.csv", ("\n".join(lines) + "\n").encode())
+    assert_clean(at)
+    assert data_panel(at).proto.expanded is True
+    assert any("rabbit" in unescape_markdown(w.value) for w in at.warning)
