@@ -48,7 +48,7 @@ def test_without_calibrators_the_page_says_how_to_get_a_verdict():
 
 def test_the_primary_metric_can_be_changed_and_only_applicable_ones_are_offered():
     at = run_app({"m": "ts"}, bootstrap=50)
-    box = at.selectbox(key=metrics_view.KEY_PRIMARY)
+    box = at.selectbox(key=metrics_view.primary_key(10))
     assert "accuracy" not in box.options and "NLL" not in box.options
     box.select("conf_ece").run()
     assert_clean(at)

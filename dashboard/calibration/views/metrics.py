@@ -383,18 +383,27 @@ KEY_PRIMARY = "view.metrics.primary"
 VERDICT_CHART_KEY = "figure.verdict"
 
 
+def primary_key(n_classes: int) -> str:
+    """The selector's key, one per set of options (binary or not), so that a binary file
+    after a multiclass one starts from its own default. The default comes from ``index``:
+    a value put into ``st.session_state`` before the widget existed was not what the
+    browser showed after a run that had not drawn the widget (an upload after the sample
+    showed conf-ECE above a TL-ECE verdict, and the next click switched the verdict)."""
+    return f"{KEY_PRIMARY}.{'binary' if n_classes == 2 else 'multiclass'}"
+
+
 def primary_choice(ctx) -> str:
     """The metric the verdict ranks by: the user's choice, else calcore's default for the
     number of classes (only metrics that apply are offered)."""
     options = primary_metrics(ctx.test.n_classes)
     default = default_primary(ctx.test.n_classes)
-    if st.session_state.get(KEY_PRIMARY) not in options:
-        st.session_state[KEY_PRIMARY] = default
+    key = primary_key(ctx.test.n_classes)
     return st.selectbox(
         "Rank the calibrators by",
         options,
+        index=options.index(default),
         format_func=lambda k: calcore.METRICS[k].label,
-        key=KEY_PRIMARY,
+        key=key,
         help="The calibration error the verdict compares (lower is better). Default: "
         + calcore.METRICS[default].label
         + (
