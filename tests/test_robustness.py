@@ -522,7 +522,10 @@ def test_every_view_renders_an_extreme_upload(app_test, case):
     (table,) = [t.value for t in at.table if "metric" in t.value.columns]
     cells = " ".join(str(v) for v in table.drop(columns=["metric", "better"]).to_numpy().ravel())
     assert cells and not re.search(r"nan|inf|-0\.0000\b", cells, re.IGNORECASE), cells
-    for view in VIEWS:
+    n_classes = cached(case, N_METRIC_ROWS).n_classes
+    offered = controls.offered_views(n_classes)
+    assert ("simplex" in offered) == (n_classes == 3) and set(offered) <= set(VIEWS)
+    for view in offered:
         at.radio(key=controls.KEY_VIEW).set_value(view).run()
         assert not at.exception, (view, [e.value for e in at.exception])
         assert at.radio(key=controls.KEY_VIEW).value == view
@@ -532,11 +535,9 @@ def test_every_view_renders_an_extreme_upload(app_test, case):
             assert [t for t in at.table if "metric" in t.value.columns], "no metrics table"
             continue
         assert charts or said, f"{view}: neither a chart nor a message"
-        if view == "simplex" and cached(case, N_METRIC_ROWS).n_classes != 3:
-            assert any("exactly 3 classes" in m for m in said), said
-        elif view == "slices":  # these uploads carry no metadata column
+        if view == "slices":  # these uploads carry no metadata column
             assert any("no metadata columns to slice by" in m for m in said), said
-        elif view != "simplex":
+        else:
             assert charts, (view, said)
         for chart in charts:
             # JSON has no NaN or Infinity literal (a browser would refuse the figure); inside
