@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("playwright")
 
 from playwright.sync_api import Page, expect
-from test_browser import PLOT, wait_idle
+from test_browser import PLOT, open_and_upload, wait_idle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -87,12 +87,7 @@ def test_ten_class_upload_verdict_and_the_planted_region_first(
     page: Page, app_url: str, artifacts_dir: Path, tmp_path: Path
 ):
     path = _ten_class_csv(tmp_path / "ten.csv")
-    page.goto(f"{app_url}/?m=ts&m=tl-hb&boot=50")
-    expect(page.locator("[data-testid='stTable']")).to_be_visible()
-    wait_idle(page)
-    page.get_by_text("upload a file").click()
-    wait_idle(page)
-    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(path)
+    open_and_upload(page, f"{app_url}/?m=ts&m=tl-hb&boot=50", path)
     expect(page.get_by_text("ten.csv").first).to_be_visible()
     sentence = page.get_by_text(re.compile(SENTENCE))
     expect(sentence.first).to_be_visible()

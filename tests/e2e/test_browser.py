@@ -40,6 +40,16 @@ def wait_idle(page: Page) -> None:
     expect(page.locator('[data-stale="true"]')).to_have_count(0)
 
 
+def open_and_upload(page: Page, url: str, path: Path) -> None:
+    """Open ``url`` (on its sample), switch the source to an upload and send ``path``."""
+    page.goto(url)
+    expect(page.locator("[data-testid='stTable']")).to_be_visible()
+    wait_idle(page)
+    page.get_by_text("upload a file", exact=True).click()
+    wait_idle(page)
+    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(path)
+
+
 def write_csv(path: Path, n: int = 600, seed: int = 7) -> Path:
     """Over-confident 3-class predictions without a split column."""
     rng = np.random.default_rng(seed)
@@ -206,13 +216,8 @@ def test_simulation_lab_and_back_keeps_the_settings(page: Page, app_url: str, ar
 def test_settings_survive_switching_to_an_upload(page: Page, app_url: str, tmp_path: Path):
     # Regression: widgets whose value came only from session state fell back to their first
     # option in the browser once the sidebar changed (bootstrap 200 -> 0, bins 15 -> 2).
-    page.goto(f"{app_url}/?m=ts&bins=13&binning=equal-mass")
-    expect(page.locator("[data-testid='stTable']")).to_be_visible()
-    wait_idle(page)
-    page.get_by_text("upload a file", exact=True).click()
-    wait_idle(page)
     csv = write_csv(tmp_path / "switched.csv", n=200)
-    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(csv)
+    open_and_upload(page, f"{app_url}/?m=ts&bins=13&binning=equal-mass", csv)
     expect(page.get_by_text("switched.csv").first).to_be_visible()
     wait_idle(page)
     caption = page.get_by_test_id("stCaptionContainer").filter(has_text="binning equal-mass, 13")

@@ -16,7 +16,7 @@ pytest.importorskip("playwright")
 
 from conftest import streamlit_server
 from playwright.sync_api import expect
-from test_browser import metrics_cell, wait_idle, write_csv
+from test_browser import metrics_cell, open_and_upload, wait_idle, write_csv
 
 pytestmark = [pytest.mark.e2e]
 
@@ -33,12 +33,7 @@ def test_a_kept_upload_reopens_from_its_link_after_the_server_restarts(
         with streamlit_server(
             artifacts_dir / "streamlit-restart-1.log", CALCORE_WORKSPACE_DIR=str(workspace)
         ) as (url, _):
-            page.goto(f"{url}/?m=none&boot=0")
-            expect(page.locator("[data-testid='stTable']")).to_be_visible()
-            wait_idle(page)
-            page.get_by_text("upload a file", exact=True).click()
-            wait_idle(page)
-            page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(csv)
+            open_and_upload(page, f"{url}/?m=none&boot=0", csv)
             expect(page.get_by_text("mine.csv").first).to_be_visible()
             expect(page.locator("[data-testid='stTable']")).to_be_visible()
             wait_idle(page)

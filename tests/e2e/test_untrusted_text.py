@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
-from test_browser import PLOT, choose, wait_idle  # tests/e2e is on sys.path
+from test_browser import PLOT, choose, open_and_upload, wait_idle  # tests/e2e is on sys.path
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -55,12 +55,7 @@ def test_class_names_and_slice_values_that_read_like_links_stay_text(
     page: Page, app_url: str, artifacts_dir: Path, tmp_path: Path
 ):
     csv = hostile_csv(tmp_path / "www.evil.example.csv")
-    page.goto(f"{app_url}/?m=none&boot=0")
-    expect(page.locator("[data-testid='stTable']")).to_be_visible()
-    wait_idle(page)
-    page.get_by_text("upload a file", exact=True).click()
-    wait_idle(page)
-    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(csv)
+    open_and_upload(page, f"{app_url}/?m=none&boot=0", csv)
     expect(page.get_by_text("evil", exact=False).first).to_be_visible()
     expect(page.locator("[data-testid='stTable']")).to_be_visible()
     wait_idle(page)
