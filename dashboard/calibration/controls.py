@@ -324,7 +324,7 @@ def _keep_control(workspace: Workspace, file: FileBytes) -> str | None:
         return None
     _kept_caption(kept)
     st.caption(
-        f"Delete code: {code}. Only this session shows it: keep it to delete the file later "
+        f"Delete code: {esc(code)}. Only this session shows it: keep it to delete the file later "
         "from the link (the link alone reopens the file, it cannot delete it)."
     )
 
