@@ -7,7 +7,10 @@ from pathlib import Path
 
 __all__ = ["ASSETS_DIR", "DEFAULT_SAMPLE", "SAMPLES", "Sample"]
 
-ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets"
+# An installed wheel carries the samples as package data (dashboard/assets/, copied by
+# setup.py); a checkout keeps them in the repository's assets/ only.
+_PACKAGED = Path(__file__).resolve().parents[1] / "assets"
+ASSETS_DIR = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parents[2] / "assets"
 
 
 @dataclass(frozen=True)
