@@ -83,9 +83,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _port(text: str) -> int:
-    port = int(text)
+    port = int(text) if text.isdigit() else 0
     if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError(f"{text} is not a port number (1-65535)")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
     return port
 
 
