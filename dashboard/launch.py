@@ -188,19 +188,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.demo and not args.data_dir:
         parser.error("--demo writes into the data directory: give --data-dir DIR too")
-    if args.data_dir:
-        data_dir = Path(args.data_dir).expanduser().resolve()
-        if args.demo:
-            from dashboard.demo import write_demo  # numpy + pyarrow: only when asked
-
-            print(f"calibration-lens: demo dataset {write_demo(data_dir)}", file=sys.stderr)
-        elif not data_dir.is_dir():
-            parser.error(f"--data-dir {args.data_dir}: no such directory")
-        # Absolute, so that the page finds it whatever directory Streamlit's script runs in.
-        os.environ[_DATA_DIR_ENV] = str(data_dir)
-    if args.workspace_dir:  # created by the page on first use, like CALCORE_WORKSPACE_DIR
-        os.environ[_WORKSPACE_DIR_ENV] = str(Path(args.workspace_dir).expanduser().resolve())
-
+    if args.data_dir and not args.demo and not Path(args.data_dir).expanduser().is_dir():
+        parser.error(f"--data-dir {args.data_dir}: no such directory")
+    # Before anything is written (the demo): without Streamlit nothing can be served.
     try:
         from streamlit.web import cli as streamlit_cli
     except ImportError:
@@ -210,6 +200,17 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.data_dir:
+        data_dir = Path(args.data_dir).expanduser().resolve()
+        if args.demo:
+            from dashboard.demo import write_demo  # numpy + pyarrow: only when asked
+
+            print(f"calibration-lens: demo dataset {write_demo(data_dir)}", file=sys.stderr)
+        # Absolute, so that the page finds it whatever directory Streamlit's script runs in.
+        os.environ[_DATA_DIR_ENV] = str(data_dir)
+    if args.workspace_dir:  # created by the page on first use, like CALCORE_WORKSPACE_DIR
+        os.environ[_WORKSPACE_DIR_ENV] = str(Path(args.workspace_dir).expanduser().resolve())
+
     served = os.environ.get(_DATA_DIR_ENV) or "none"
     print(
         f"calibration-lens: http://{args.host}:{args.port} (datasets on the server: {served})",

@@ -142,9 +142,16 @@ def test_bad_arguments_exit_2_before_streamlit_starts(served, argv, message, cap
     assert served == []
 
 
-def test_without_streamlit_the_hint_names_the_extra(monkeypatch, capsys):
+def test_without_streamlit_the_hint_names_the_extra_and_nothing_is_written(
+    monkeypatch, capsys, tmp_path
+):
+    import dashboard.demo
+
     for var in ENV:
         monkeypatch.delenv(var, raising=False)
+    written = []
+    monkeypatch.setattr(dashboard.demo, "write_demo", lambda folder: written.append(folder))
     monkeypatch.setitem(sys.modules, "streamlit.web", None)  # as if not installed
-    assert launch.main([]) == 1
+    assert launch.main(["--data-dir", str(tmp_path), "--demo"]) == 1
     assert 'pip install "calibration-lens[dashboard]"' in capsys.readouterr().err
+    assert written == []  # no 110 MB demo for a server that cannot start
