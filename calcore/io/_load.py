@@ -92,7 +92,7 @@ def _open_table(
         slice_columns=slice_columns,
     )
     if sc.roles.problems:
-        raise CalcoreError(sc.roles.problems[0])
+        raise CalcoreError.from_advice(sc.roles.problems[0])
     _check_decoded_size(sc, max_decoded_bytes)
     return read_table(sc)
 
