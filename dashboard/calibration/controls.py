@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
 import streamlit as st
 
 import calcore
@@ -20,6 +21,7 @@ from calcore.slicing import check_exact_ranges, parse_slice_spec, quantile_count
 from dashboard.calibration.datadir import DataDirectory, ServerDataset
 from dashboard.calibration.explain import interval_words
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
+from dashboard.calibration.share import copy_link_button
 from dashboard.calibration.state import (
     BINNING_CHOICES,
     BINS_RANGE,
@@ -54,6 +56,7 @@ KEY_FRACTION = "sidebar.fraction"
 KEY_SEED = "sidebar.seed"
 KEY_TEST_UPLOAD = "sidebar.test_upload"
 KEY_METHODS = "sidebar.methods"
+KEY_RECOMMENDED = "sidebar.methods.recommended"
 KEY_BINNING = "sidebar.binning"
 KEY_BINS = "sidebar.bins"
 KEY_BOOTSTRAP = "sidebar.bootstrap"
@@ -117,8 +120,12 @@ def uploaded(upload) -> FileBytes:
     return FileBytes(upload.name, data, True, memo[key])
 
 
-def restore(settings: Settings) -> None:
-    """Put URL settings into the widgets' session state (first run of a session only)."""
+def restore(settings: Settings, *, recommend: bool = False) -> None:
+    """Put URL settings into the widgets' session state (first run of a session only).
+
+    ``recommend``: the link names no calibrator, so the picker starts with the set
+    recommended for the data (:func:`calcore.recommend_calibrators`), not ``settings``'.
+    """
     # Every widget gets its first value through value=/index=/default= (see _initial): a
     # value given only through session state was lost in the browser when the widget was
     # re-sent (Bins fell back to its minimum and the bootstrap choice to 0 after the
@@ -136,7 +143,7 @@ def restore(settings: Settings) -> None:
         KEY_SPLIT: settings.split_mode,
         KEY_FRACTION: settings.test_fraction,
         KEY_SEED: settings.split_seed,
-        KEY_METHODS: [m.name for m in settings.methods],
+        KEY_METHODS: None if recommend else [m.name for m in settings.methods],
         KEY_BINNING: settings.binning,
         KEY_BINS: settings.bins,
         KEY_BOOTSTRAP: settings.n_bootstrap,
@@ -223,8 +230,50 @@ def not_offered_because(name: str, n_classes: int | None) -> str | None:
 
 
 def _method_label(name: str) -> str:
+    """``Top-label histogram binning (tl-hb)``: the full name, then the short one (and the
+    old names that still load)."""
     info = calcore.CALIBRATORS[name]
-    return f"{name} · {info.description}"
+    return f"{info.title} ({' = '.join((name, *info.aliases))})"
+
+
+def _family_order(name: str) -> tuple:
+    """Sort key: family (in calcore's order), the methods' own maps before wrapped ones, slow
+    ones last, then by full name."""
+    info = calcore.CALIBRATORS[name]
+    wrapped = info.binary_method is not None and info.binary_method != name
+    return (list(calcore.CALIBRATOR_FAMILIES).index(info.family), wrapped, info.slow, info.title)
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """What the recommended calibrators depend on: classes, calibration rows (the rarest
+    class's too), as the split chosen in the sidebar gives them."""
+
+    n_classes: int
+    n_calibration: int
+    rows_per_class: float
+
+    def describe(self) -> str:
+        return (
+            f"{self.n_classes} classes, {self.n_calibration:,} calibration rows "
+            f"({self.rows_per_class:,.0f} in the rarest class)"
+        )
+
+
+def data_shape(calibration, n_classes: int, mode: str, test_fraction: float) -> DataShape | None:
+    """The calibration rows' shape: ``calibration`` is the file's calibration split (or
+    all its rows), of which a random split keeps ``1 - test_fraction``."""
+    if calibration is None:
+        return None
+    keep = 1.0 - test_fraction if mode == "random" else 1.0
+    counts = np.bincount(calibration.labels, minlength=n_classes)
+    return DataShape(n_classes, int(calibration.n_samples * keep), float(counts.min() * keep))
+
+
+def recommended(shape: DataShape | None) -> calcore.Recommendation | None:
+    if shape is None or shape.n_classes < 2:
+        return None
+    return calcore.recommend_calibrators(shape.n_classes, shape.n_calibration, shape.rows_per_class)
 
 
 @dataclass(frozen=True)
@@ -351,10 +400,14 @@ def _deleted(workspace: Workspace, kept_id: str, code: str) -> bool:
 
 
 def _kept_caption(kept) -> None:
+    """The share text, with the "Copy link" button beside it."""
     expires = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(kept.expires))
-    st.caption(
+    text, button = st.columns([5, 2], vertical_alignment="center", gap="small")
+    text.caption(
         f"Kept on the server as {esc(kept.name)} until {expires}; the page's link reopens it."
     )
+    with button:
+        copy_link_button()
 
 
 def _kept_upload(workspace: Workspace, kept_id: str) -> Source:
@@ -427,8 +480,12 @@ def sidebar_settings(
     n_classes: int,
     dataset: str | None = None,
     kept: str | None = None,
+    calibration=None,
 ) -> Settings:
     """The sidebar's sections below the data source, read as one :class:`Settings`.
+
+    ``calibration``: the file's calibration rows (or all of them), whose shape sets the
+    calibrators recommended (and preselected when the link names none).
 
     Each section sits in a keyed container, so a section whose content changes (split
     mode, chosen methods) leaves the other sections' elements where they were.
@@ -437,7 +494,8 @@ def sidebar_settings(
         with st.container(key="section.split"):
             mode, fraction, seed = split_controls(has_split_column, second_file=dataset is None)
         with st.container(key="section.methods"):
-            methods = method_controls(n_classes)
+            shape = data_shape(calibration, n_classes, mode, fraction)
+            methods = method_controls(n_classes, shape)
         with st.container(key="section.binning"):
             binning, bins, n_bootstrap = evaluation_controls()
         with st.container(key="section.theme"):
@@ -501,10 +559,17 @@ def split_controls(
     return mode, float(fraction), seed
 
 
-def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
+def method_controls(
+    n_classes: int | None, shape: DataShape | None = None
+) -> tuple[MethodChoice, ...]:
+    """The calibrator picker: every method that applies, by full name, grouped by family;
+    the set recommended for ``shape`` preselected when the link named none; a guide."""
     st.header("Calibrators")
-    options = available_methods(n_classes)
+    options = sorted(available_methods(n_classes), key=_family_order)
+    advice = recommended(shape)
     linked = _initial(KEY_METHODS, list(DEFAULT_METHODS))
+    if linked is None:  # the link names no calibrator: the recommended set
+        linked = list(advice.methods) if advice is not None else list(DEFAULT_METHODS)
     first = [m for m in linked if m in options]
     if KEY_METHODS not in st.session_state:  # the first run: say what a link asked for in vain
         reasons = [not_offered_because(m, n_classes) for m in linked if m not in options]
@@ -517,9 +582,13 @@ def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
         format_func=_method_label,
         key=KEY_METHODS,
         max_selections=MAX_METHODS,
-        help="Each is compared with the uncalibrated predictions on the test rows. Binary-only "
-        "methods appear for 2 classes; wrap them with conf-/tl-/cw-/n- for multiclass data.",
+        placeholder="Type a name: scaling, isotonic, binning, tl-hb…",
+        help="Each is compared with the uncalibrated predictions on the test rows. Listed by "
+        "family (parametric scaling, binning, isotonic, ...); the guide below says when to "
+        "use which.",
     )
+    _recommendation(advice, shape, names, options)
+    _guide(options, advice)
     choices = []
     for name in names:
         info = calcore.CALIBRATORS[name]
@@ -535,6 +604,67 @@ def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
                 st.caption(f"⏳ {esc(name)} is slow on large data; it runs once and is cached.")
         choices.append(method_choice(name, params))
     return tuple(choices)
+
+
+def _recommendation(advice, shape: DataShape | None, names, options) -> None:
+    """The recommended set in words, with a button to pick it when another is chosen."""
+    if advice is None:
+        return
+    wanted = [m for m in advice.methods if m in options]
+    st.caption(
+        f"Recommended for {esc(shape.describe())}: "
+        + "; ".join(f"{esc(_method_label(m))}: {esc(advice.reasons[m])}" for m in wanted)
+        + "."
+    )
+    if list(names) != wanted:
+
+        def pick() -> None:
+            st.session_state[KEY_METHODS] = list(wanted)
+
+        st.button("Use the recommended set", key=KEY_RECOMMENDED, on_click=pick)
+
+
+#: The wrappers that make any binary method multiclass, in the guide's order.
+_WRAPPER_PREFIXES = ("conf", "tl", "tkc", "tkl", "cw", "n")
+
+
+def _guide(options, advice) -> None:
+    """Which calibrator when: each family with its methods, full name and one-line use."""
+    chosen = set(advice.methods) if advice is not None else set()
+    with st.expander("Which calibrator? A guide"):
+        for family, (title, what) in calcore.CALIBRATOR_FAMILIES.items():
+            own = [
+                m for m in options
+                if calcore.CALIBRATORS[m].family == family
+                and calcore.CALIBRATORS[m].binary_method in (None, m)
+            ]  # fmt: skip
+            if not own:
+                continue
+            lines = [f"**{esc(title)}**: {esc(what)}."]
+            for m in own:
+                info = calcore.CALIBRATORS[m]
+                star = " ★ recommended here" if m in chosen else ""
+                lines.append(f"- {esc(_method_label(m))}: {esc(info.use)}.{star}")
+            st.markdown("\n".join(lines))
+        wrapped = [m for m in options if calcore.CALIBRATORS[m].binary_method not in (None, m)]
+        if wrapped:
+            lines = ["**Binary methods on more classes** take a prefix (tl-hb, conf-iso, ...):"]
+            for prefix in _WRAPPER_PREFIXES:
+                example = next((m for m in wrapped if m.startswith(prefix + "-")), None)
+                if example is None:
+                    continue
+                info = calcore.CALIBRATORS[example]
+                use = info.use.split(". Each map:")[0]
+                head = info.title.removesuffix(
+                    " " + calcore.CALIBRATORS[info.binary_method].title.lower()
+                )
+                lines.append(f"- {esc(prefix)}-: {esc(head)}, {esc(use)}.")
+            if chosen & set(wrapped):
+                lines.append(
+                    "★ recommended here: "
+                    + ", ".join(esc(_method_label(m)) for m in advice.methods if m in wrapped)
+                )
+            st.markdown("\n".join(lines))
 
 
 def evaluation_controls() -> tuple[str, int, int]:
