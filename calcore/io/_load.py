@@ -289,7 +289,8 @@ def validate_scores(scores, *, kind, auto, ctx, renormalize, reason="", percent=
             note = _percent_note(scores, percent)
             if not note:
                 raise
-            raise CalcoreError(f"{exc} {note}") from None
+            fix = PERCENT_FIX if note.endswith(PERCENT_FIX) else None
+            raise CalcoreError(f"{exc} {note}", option=fix and "percent", fix=fix) from None
     if scores.shape[1] == 1:
         z = np.column_stack([np.zeros(len(scores)), scores[:, 0]])  # softmax([0, z]) = [1-s, s]
         names = ("reference logit 0", *(ctx.columns or ("column 0",)))
@@ -319,6 +320,12 @@ def _checked_probs(scores, *, auto, ctx, renormalize, reason):
     return probs, None, info.n_rows, info.max_deviation
 
 
+#: How to read percentages, in calcore's terms (a program with its own control says its own).
+PERCENT_FIX = (
+    "divide by 100 when writing the file, or pass percent=True (--percent on the command line)."
+)
+
+
 def _percent_note(scores, percent: bool) -> str:
     """What a probability error adds about percentages ("" when nothing applies)."""
     if not np.isfinite(scores).all():  # a NaN or empty cell: percentages are not the issue
@@ -330,11 +337,7 @@ def _percent_note(scores, percent: bool) -> str:
             f"[0, 100]{rows}.)"
         )
     if looks_like_percent(scores):
-        return (
-            f"These look like percentages (every value in [0, 100]{rows}): "
-            f"divide by 100 when writing the file, or pass percent=True (--percent on the "
-            f"command line)."
-        )
+        return f"These look like percentages (every value in [0, 100]{rows}): {PERCENT_FIX}"
     return ""
 
 

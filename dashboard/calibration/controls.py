@@ -629,42 +629,41 @@ _WRAPPER_PREFIXES = ("conf", "tl", "tkc", "tkl", "cw", "n")
 
 
 def _guide(options, advice) -> None:
-    """Which calibrator when: each family with its methods, full name and one-line use."""
+    """Which calibrator when: each family with its methods' full names and one-line use;
+    a binary method offered only with a prefix (for more classes) is listed with them."""
     chosen = set(advice.methods) if advice is not None else set()
+    infos = {m: calcore.CALIBRATORS[m] for m in options}
     with st.expander("Which calibrator? A guide"):
         for family, (title, what) in calcore.CALIBRATOR_FAMILIES.items():
-            own = [
-                m for m in options
-                if calcore.CALIBRATORS[m].family == family
-                and calcore.CALIBRATORS[m].binary_method in (None, m)
-            ]  # fmt: skip
-            if not own:
-                continue
-            lines = [f"**{esc(title)}**: {esc(what)}."]
-            for m in own:
-                info = calcore.CALIBRATORS[m]
-                star = " ★ recommended here" if m in chosen else ""
-                lines.append(f"- {esc(_method_label(m))}: {esc(info.use)}.{star}")
-            st.markdown("\n".join(lines))
-        wrapped = [m for m in options if calcore.CALIBRATORS[m].binary_method not in (None, m)]
-        if wrapped:
-            lines = ["**Binary methods on more classes** take a prefix (tl-hb, conf-iso, ...):"]
-            for prefix in _WRAPPER_PREFIXES:
-                example = next((m for m in wrapped if m.startswith(prefix + "-")), None)
-                if example is None:
-                    continue
-                info = calcore.CALIBRATORS[example]
-                use = info.use.split(". Each map:")[0]
-                head = info.title.removesuffix(
-                    " " + calcore.CALIBRATORS[info.binary_method].title.lower()
-                )
-                lines.append(f"- {esc(prefix)}-: {esc(head)}, {esc(use)}.")
-            if chosen & set(wrapped):
+            lines = []
+            for m, info in infos.items():
+                if info.family == family and info.binary_method in (None, m):
+                    star = " ★ recommended here" if m in chosen else ""
+                    lines.append(f"- {esc(_method_label(m))}: {esc(info.use)}.{star}")
+            wrapped: dict[str, list[str]] = {}
+            for m, info in infos.items():
+                if info.family == family and info.binary_method not in (None, m):
+                    wrapped.setdefault(info.binary_method, []).append(m)
+            for binary, names in wrapped.items():
+                base = calcore.CALIBRATORS[binary]
+                star = [m for m in names if m in chosen]
                 lines.append(
-                    "★ recommended here: "
-                    + ", ".join(esc(_method_label(m)) for m in advice.methods if m in wrapped)
+                    f"- {esc(base.title)} with a prefix ({esc(', '.join(names))}): "
+                    f"{esc(base.use)}."
+                    + (f" ★ recommended here: {esc(', '.join(star))}" if star else "")
                 )
-            st.markdown("\n".join(lines))
+            if lines:
+                st.markdown("\n".join([f"**{esc(title)}**: {esc(what)}.", *lines]))
+        prefixes = []
+        for prefix in _WRAPPER_PREFIXES:
+            example = next((m for m in infos if m.startswith(prefix + "-")), None)
+            if example is not None and infos[example].binary_method not in (None, example):
+                use = infos[example].use.split(". Each map:")[0]
+                prefixes.append(f"- {esc(prefix)}-: {esc(use)}.")
+        if prefixes:
+            st.markdown(
+                "\n".join(["**Prefixes** make a binary method work on more classes:", *prefixes])
+            )
 
 
 def evaluation_controls() -> tuple[str, int, int]:

@@ -23,6 +23,7 @@ PAGE_FIXES = {
     "weight_column": "Pick one (or (none)) in the Weight column menu under Data.",
     "decimal": f"Tick “{DECIMAL_LABEL}” above the Data panel to read them as numbers.",
     "file": "Save it as CSV (File > Save As > CSV UTF-8) and upload that.",
+    "percent": "tick “Scores are percentages (divide by 100)” under Data.",
 }
 
 
