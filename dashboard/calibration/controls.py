@@ -230,10 +230,12 @@ def not_offered_because(name: str, n_classes: int | None) -> str | None:
 
 
 def _method_label(name: str) -> str:
-    """``Top-label histogram binning (tl-hb)``: the full name, then the short one (and the
-    old names that still load)."""
+    """``tl-hb · Top-label histogram binning``: the short name (and the old names that
+    still load), then the full one. The short name comes first because the sidebar cuts
+    long options at its edge (the menu's rows cannot wrap): what identifies the method
+    stays visible, and the guide below the menu has every full name and use."""
     info = calcore.CALIBRATORS[name]
-    return f"{info.title} ({' = '.join((name, *info.aliases))})"
+    return f"{' = '.join((name, *info.aliases))} · {info.title}"
 
 
 def _family_order(name: str) -> tuple:

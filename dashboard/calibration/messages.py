@@ -23,7 +23,11 @@ PAGE_FIXES = {
     "weight_column": "Pick one (or (none)) in the Weight column menu under Data.",
     "decimal": f"Tick “{DECIMAL_LABEL}” above the Data panel to read them as numbers.",
     "file": "Save it as CSV (File > Save As > CSV UTF-8) and upload that.",
+    "renormalize": "Fix the scores, or tick “Renormalise probability rows that do not sum to "
+    "1 (reported)” under Data to rescale those rows.",
     "percent": "tick “Scores are percentages (divide by 100)” under Data.",
+    "percent_auto": "Tick “Scores are percentages (divide by 100)” under Data (if they really "
+    "are logits, choose logits under “Scores are”).",
 }
 
 

@@ -34,10 +34,10 @@ def _texts(elements) -> list[str]:
 def test_methods_are_listed_by_full_name_grouped_by_family_once_each():
     at = run_app({"m": "ts"})
     box = at.multiselect(key=controls.KEY_METHODS)
-    names = [o.rsplit("(", 1)[1].rstrip(")").split(" = ")[0] for o in box.options]
-    assert "Temperature scaling (ts)" in box.options
-    assert "Top-label histogram binning (tl-hb)" in box.options
-    assert "Normalised class-wise isotonic regression (n-iso = irova)" in box.options
+    names = [o.split(" · ")[0].split(" = ")[0] for o in box.options]
+    assert "ts · Temperature scaling" in box.options
+    assert "tl-hb · Top-label histogram binning" in box.options
+    assert "n-iso = irova · Normalised class-wise isotonic regression" in box.options
     assert "irova" not in names and len(names) == len(set(names))  # one entry per method
     families = list(calcore.CALIBRATOR_FAMILIES)
     order = [families.index(calcore.CALIBRATORS[n].family) for n in names]
