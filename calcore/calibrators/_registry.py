@@ -74,7 +74,7 @@ class CalibratorInfo:
     @property
     def family_title(self) -> str:
         """The family's name for people ("Parametric scaling")."""
-        return FAMILIES[self.family][0]
+        return FAMILIES.get(self.family, (self.family,))[0]
 
     @property
     def discrete_output(self) -> bool:
@@ -120,8 +120,6 @@ CALIBRATORS: dict[str, CalibratorInfo] = {}
 
 
 def _info(name: str, cls) -> CalibratorInfo:
-    if not cls.title or not cls.use or cls.family not in FAMILIES:
-        raise ValueError(f"calibrator {name!r} needs a title, a use and a known family")
     return CalibratorInfo(
         name,
         cls.family,
@@ -133,7 +131,7 @@ def _info(name: str, cls) -> CalibratorInfo:
         tuple(cls.parameters),
         cls.weighted,
         cls.name if cls.binary_only else None,
-        title=cls.title,
+        title=cls.title or name,
         use=cls.use,
     )
 
@@ -158,6 +156,9 @@ def register(cls: type[Calibrator]) -> type[Calibrator]:
     """Class decorator: make a calibrator buildable by its ``name``."""
     if not cls.name or cls.name in _METHODS or cls.name in _WRAPPERS or cls.name in ALIASES:
         raise ValueError(f"calibrator name {cls.name!r} is empty or taken")  # programming error
+    if not cls.title or not cls.use or cls.family not in FAMILIES:
+        # the picker lists every method by family with its full name and use
+        raise ValueError(f"calibrator {cls.name!r} needs a title, a use and a known family")
     if cls.state_fields is None and cls.declared_state is Calibrator.declared_state:
         # a saved state must be checked before use, so every method declares it
         raise ValueError(f"calibrator {cls.name!r} declares no state_fields")
@@ -176,6 +177,8 @@ def register_wrapper(prefix: str):
     def decorate(wrapper):
         if prefix in _WRAPPERS or prefix in _METHODS:
             raise ValueError(f"wrapper prefix {prefix!r} is taken")  # programming error
+        if not getattr(wrapper, "title", "") or not getattr(wrapper, "use", ""):
+            raise ValueError(f"wrapper {prefix!r} needs a title and a use")
         _WRAPPERS[prefix] = wrapper
         _rebuild()
         return wrapper

@@ -630,42 +630,60 @@ def _recommendation(advice, shape: DataShape | None, names, options) -> None:
 _WRAPPER_PREFIXES = ("conf", "tl", "tkc", "tkl", "cw", "n")
 
 
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell: escaped, and no column bar."""
+    return esc(text).replace("\\|", "/")
+
+
 def _guide(options, advice) -> None:
-    """Which calibrator when: each family with its methods' full names and one-line use;
-    a binary method offered only with a prefix (for more classes) is listed with them."""
+    """Which calibrator when: a table per family of its methods' short and full names and
+    one-line use (★: recommended for this data); a binary method offered only with a
+    prefix (for more classes) is one row with its prefixed names. In a popover, which
+    is wider than the sidebar."""
     chosen = set(advice.methods) if advice is not None else set()
     infos = {m: calcore.CALIBRATORS[m] for m in options}
-    with st.expander("Which calibrator? A guide"):
+    with st.popover("Which calibrator? A guide", width="stretch"):
         for family, (title, what) in calcore.CALIBRATOR_FAMILIES.items():
-            lines = []
+            rows = []
             for m, info in infos.items():
                 if info.family == family and info.binary_method in (None, m):
-                    star = " ★ recommended here" if m in chosen else ""
-                    lines.append(f"- {esc(_method_label(m))}: {esc(info.use)}.{star}")
+                    star = " ★" if m in chosen else ""
+                    names = " = ".join((m, *info.aliases))
+                    rows.append(
+                        f"| {_cell(names)}{star} | {_cell(info.title)} | {_cell(info.use)} |"
+                    )
             wrapped: dict[str, list[str]] = {}
             for m, info in infos.items():
                 if info.family == family and info.binary_method not in (None, m):
                     wrapped.setdefault(info.binary_method, []).append(m)
             for binary, names in wrapped.items():
                 base = calcore.CALIBRATORS[binary]
-                star = [m for m in names if m in chosen]
-                lines.append(
-                    f"- {esc(base.title)} with a prefix ({esc(', '.join(names))}): "
-                    f"{esc(base.use)}."
-                    + (f" ★ recommended here: {esc(', '.join(star))}" if star else "")
+                shown = ", ".join(f"{n} ★" if n in chosen else n for n in names)
+                rows.append(
+                    f"| {_cell(shown)} | {_cell(base.title)} with a prefix | {_cell(base.use)} |"
                 )
-            if lines:
-                st.markdown("\n".join([f"**{esc(title)}**: {esc(what)}.", *lines]))
+            if rows:
+                st.markdown(
+                    "\n".join(
+                        [f"**{esc(title)}**: {esc(what)}.", "", "| name | method | when |",
+                         "|---|---|---|", *rows]
+                    )
+                )  # fmt: skip
         prefixes = []
         for prefix in _WRAPPER_PREFIXES:
             example = next((m for m in infos if m.startswith(prefix + "-")), None)
             if example is not None and infos[example].binary_method not in (None, example):
                 use = infos[example].use.split(". Each map:")[0]
-                prefixes.append(f"- {esc(prefix)}-: {esc(use)}.")
+                prefixes.append(f"| {esc(prefix)}- | {_cell(use)} |")
         if prefixes:
             st.markdown(
-                "\n".join(["**Prefixes** make a binary method work on more classes:", *prefixes])
-            )
+                "\n".join(
+                    ["**Prefixes** make a binary method work on more classes:", "",
+                     "| prefix | what it does |", "|---|---|", *prefixes]
+                )
+            )  # fmt: skip
+        if chosen:
+            st.caption("★ recommended for this data (see under the menu).")
 
 
 def evaluation_controls() -> tuple[str, int, int]:
