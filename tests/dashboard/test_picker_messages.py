@@ -82,12 +82,13 @@ def test_a_link_naming_methods_keeps_them_and_the_button_restores_the_recommenda
     assert not [b for b in at.button if b.key == controls.KEY_RECOMMENDED]  # nothing to restore
 
 
-def test_an_old_method_name_in_a_link_opens_the_method():
-    at = run_app({"m": ["irova", "ts"]})
-    assert at.multiselect(key=controls.KEY_METHODS).value == ["n-iso", "ts"]
+@pytest.mark.parametrize(("old", "new"), sorted(calcore.CALIBRATOR_ALIASES.items()))
+def test_an_old_method_name_in_a_link_opens_the_method(old, new):
+    at = run_app({"m": [old, "ts"]})
+    assert at.multiselect(key=controls.KEY_METHODS).value == [new, "ts"]
     assert not at.warning  # not "unknown calibrator"
-    assert list(metrics_table(at).index) == ["uncalibrated", "n-iso", "ts"]
-    assert query(at, "m") == ["n-iso", "ts"]  # the link now says the current name
+    assert list(metrics_table(at).index) == ["uncalibrated", new, "ts"]
+    assert query(at, "m") == [new, "ts"]  # the link now says the current name
 
 
 # -- messages in the page's terms -----------------------------------------------------------
