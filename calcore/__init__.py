@@ -211,11 +211,15 @@ Post-hoc recalibration maps.
 .. autosummary::
    :toctree: generated/
 
-   CALIBRATORS      -- name -> CalibratorInfo of every method
-   make_calibrator  -- a calibrator by name, with checked parameters
-   Calibrator       -- the protocol: fit, transform, to_dict
-   CalibratorInfo   -- what the dashboard lists about a method
-   Param            -- a calibrator parameter and its limits
+   CALIBRATORS            -- name -> CalibratorInfo of every method
+   CALIBRATOR_ALIASES     -- old name -> the name its method is listed under
+   CALIBRATOR_FAMILIES    -- family -> (name for people, what it does)
+   make_calibrator        -- a calibrator by name, with checked parameters
+   recommend_calibrators  -- a default set of calibrators for a data shape
+   Recommendation         -- what recommend_calibrators returns
+   Calibrator             -- the protocol: fit, transform, to_dict
+   CalibratorInfo         -- what the dashboard lists about a method
+   Param                  -- a calibrator parameter and its limits
 
 Simulation with a known truth
 =============================
@@ -250,7 +254,17 @@ Errors
 
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore.binning import BINNING_SCHEMES, BinningScheme, resolve_binning
-from calcore.calibrators import CALIBRATORS, Calibrator, CalibratorInfo, Param, make_calibrator
+from calcore.calibrators import ALIASES as CALIBRATOR_ALIASES
+from calcore.calibrators import (
+    CALIBRATORS,
+    Calibrator,
+    CalibratorInfo,
+    Param,
+    Recommendation,
+    make_calibrator,
+    recommend_calibrators,
+)
+from calcore.calibrators import FAMILIES as CALIBRATOR_FAMILIES
 from calcore.calibrators.per_slice import PerSliceCalibrator
 from calcore.diagnostics.bin_statistics import (
     BinStatistics,
@@ -475,7 +489,11 @@ __all__ = [
     "top_k_label_view",
     # Calibrators
     "CALIBRATORS",
+    "CALIBRATOR_ALIASES",
+    "CALIBRATOR_FAMILIES",
     "make_calibrator",
+    "recommend_calibrators",
+    "Recommendation",
     "Calibrator",
     "CalibratorInfo",
     "Param",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Iterable
 
 __all__ = [
+    "Advice",
     "CalcoreError",
     "EmptySplitError",
     "CalcoreWarning",
@@ -40,7 +41,61 @@ class CalcoreError(ValueError):
     ... except calcore.CalcoreError as err:
     ...     print(err)
     probs, row 0 (0-based): probabilities sum to 1.1, not 1 ...
+
+    Attributes
+    ----------
+    option : str or None
+        The option of calcore's loader that fixes the problem (``"label_column"``,
+        ``"decimal"``, ...), when one does: a program with its own controls (the
+        dashboard) points at the control instead of the option.
+    fix : str or None
+        The sentence of the message that says how to fix it in calcore's terms
+        ("Pass label_column='<name>' to choose one."), to be replaced as a whole.
     """
+
+    option: str | None = None
+    fix: str | None = None
+
+    def __init__(self, *args, option: str | None = None, fix: str | None = None):
+        super().__init__(*args)
+        if option is not None:
+            self.option = option
+        if fix is not None:
+            self.fix = fix
+
+    @classmethod
+    def from_advice(cls, message: str) -> "CalcoreError":
+        """The error for a message that may be an :class:`Advice` (its option and fix kept)."""
+        return cls(
+            str(message), option=getattr(message, "option", None), fix=getattr(message, "fix", None)
+        )
+
+
+class Advice(str):
+    """A message (a ``str``) that also names the option that fixes it and the sentence
+    that says so, as :class:`CalcoreError` does: what detection reports without raising
+    (``TableSchema.problems``).
+
+    Examples
+    --------
+    >>> a = Advice("f.csv: no label column. Pass label_column='<name>'.",
+    ...            option="label_column", fix="Pass label_column='<name>'.")
+    >>> a.option, a.endswith(a.fix), isinstance(a, str)
+    ('label_column', True, True)
+    """
+
+    option: str | None
+    fix: str | None
+
+    def __new__(cls, text: str, *, option: str | None = None, fix: str | None = None):
+        obj = super().__new__(cls, text)
+        obj.option, obj.fix = option, fix
+        return obj
+
+
+def advice(problem: str, fix: str, option: str) -> Advice:
+    """``problem`` followed by ``fix``, as an :class:`Advice` naming ``option``."""
+    return Advice(f"{problem} {fix}", option=option, fix=fix)
 
 
 class EmptySplitError(CalcoreError):

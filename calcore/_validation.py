@@ -209,10 +209,15 @@ def check_probs(
         return arr, (RenormalizationInfo(0, float(deviation.max()), None) if renormalize else None)
     i = int(np.argmax(off))
     if not renormalize:
+        fix = (
+            "Fix the scores, or pass renormalize=True (--renormalize on the command line) to "
+            "rescale those rows and get a report."
+        )
         raise CalcoreError(
             f"{ctx.where(i)}: probabilities sum to {sums[i]:.6g}, not 1 (tolerance {tol:.2g}); "
-            f"{int(off.sum())} row(s) are off. Fix the scores, or pass renormalize=True "
-            f"(--renormalize on the command line) to rescale those rows and get a report."
+            f"{int(off.sum())} row(s) are off. {fix}",
+            option="renormalize",
+            fix=fix,
         )
     if (sums <= 0).any():
         k = int(np.argmax(sums <= 0))

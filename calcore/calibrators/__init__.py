@@ -9,8 +9,13 @@ Importing this package registers every method, so that
   ``isotonic``): hb, ums, fwb, sb, iso, and irm;
 * M2B wrappers (``m2b``): ``conf-``, ``tl-``, ``cw-``, ``n-`` + any binary method;
 * normalisation-aware isotonic (``normalization_aware``): fir, na-fir, scir;
-* compositions (``composite``): compose, irova, irova-ts;
+* compositions (``composite``): compose, irova-ts;
 * top-K wrappers (``topk``): ``tkl-``, ``tkc-`` + any binary method.
+
+One name per method: ``irova`` (IROvA) is listed as ``n-iso``, and the old name still
+builds and loads it (:data:`ALIASES`). Each method's full name, family and one-line use
+are in its :class:`CalibratorInfo`; :func:`recommend_calibrators` picks a default set
+from the data's shape.
 
 A saved calibrator (``to_dict``, ``calcore calibrate --save``) is read back with
 :func:`read_calibrator` (a file, within size and JSON limits) or
@@ -30,11 +35,23 @@ from calcore.calibrators import temperature as _temperature  # noqa: F401
 from calcore.calibrators import topk as _topk  # noqa: F401
 from calcore.calibrators import uniform_binning as _uniform_binning  # noqa: F401
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator, Param
-from calcore.calibrators._registry import CALIBRATORS, CalibratorInfo, make_calibrator
+from calcore.calibrators._registry import (
+    ALIASES,
+    CALIBRATORS,
+    FAMILIES,
+    CalibratorInfo,
+    Recommendation,
+    make_calibrator,
+    recommend_calibrators,
+)
 from calcore.calibrators._saved import read_calibrator
 
 __all__ = [
+    "ALIASES",
     "CALIBRATORS",
+    "FAMILIES",
+    "Recommendation",
+    "recommend_calibrators",
     "FORMAT_VERSION",
     "Calibrator",
     "CalibratorInfo",

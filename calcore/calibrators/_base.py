@@ -242,7 +242,13 @@ class Calibrator:
     name : str
         Stable short name used by :func:`calcore.make_calibrator`.
     family : str
-        ``"parametric"``, ``"binning"``, ``"isotonic"``, ...
+        ``"parametric"``, ``"binning"``, ``"isotonic"``, ... (the keys of
+        :data:`calcore.CALIBRATOR_FAMILIES`).
+    title : str
+        The method's full name, for people ("Temperature scaling").
+    use : str
+        One line on when to use it ("one parameter: keeps accuracy, works with few
+        calibration rows"); the dashboard's picker shows it.
     accuracy_preserving : bool
         Whether ``argmax`` of every row is unchanged (ties excepted).
     injective : bool
@@ -283,6 +289,8 @@ class Calibrator:
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    use: ClassVar[str] = ""
     accuracy_preserving: ClassVar[bool] = False
     injective: ClassVar[bool] = False
     normalized: ClassVar[bool] = True

@@ -106,6 +106,17 @@ def normalize_rows(values: np.ndarray) -> np.ndarray:
     return np.divide(values, total, out=uniform, where=total > 0)
 
 
+#: First words of a method's title that are names, kept capitalised after a wrapper's title.
+_NAMES = ("Platt",)
+
+
+def _after_prefix(title: str) -> str:
+    """A binary method's title after a wrapper's ("Top-label" + "histogram binning")."""
+    if title.split(" ", 1)[0] in _NAMES:
+        return title
+    return title[:1].lower() + title[1:]
+
+
 class M2BWrapper(Calibrator):
     """A binary calibrator applied through one M2B reduction (built by the registry)."""
 
@@ -196,6 +207,8 @@ class M2BWrapper(Calibrator):
             built.slow,
             built.parameters,
             built.weighted,
+            title=built.title,
+            use=built.use,
         )
 
     @classmethod
@@ -215,6 +228,8 @@ class M2BWrapper(Calibrator):
                     "name": f"{prefix}-{binary_cls.name}",
                     "family": binary_cls.family,
                     "description": f"{cls.label} of {binary_cls.name}: {binary_cls.description}",
+                    "title": f"{cls.title} {_after_prefix(binary_cls.title)}",
+                    "use": f"{cls.use}. Each map: {binary_cls.use}",
                     "slow": binary_cls.slow,
                     "weighted": binary_cls.weighted,
                     "parameters": tuple(cls.own_parameters) + tuple(binary_cls.parameters),

@@ -279,6 +279,8 @@ class SortedCumulativeIsotonic(Calibrator):
     family = "isotonic"
     slow = True  # 20 s on 5,000 x 100
     description = "Sorted cumulative isotonic regression (exact 2-D isotonic fit on ranks)."
+    title = "Sorted cumulative isotonic regression"
+    use = "an exact 2-D isotonic fit on ranks; slow"
     parameters = (EPS_PARAM,)
     # per rank r = 1..L-1 a step function: knots (strictly increasing top-r masses) and values
     state_fields = {

@@ -98,6 +98,8 @@ class VectorScaling(_AffineScaling):
 
     name = "vs"
     description = "Vector scaling (per-class scale and bias on the logits)."
+    title = "Vector scaling"
+    use = "a scale and a bias per class: needs rows of every class; can change accuracy"
     diagonal = True
     state_fields = {
         "weights": Array(("L",), minimum=-MAX_COEFFICIENT, maximum=MAX_COEFFICIENT),
@@ -134,6 +136,8 @@ class MatrixScaling(_AffineScaling):
     name = "ms"
     slow = True  # an L x L map: seconds on 100 classes, much more on 1,000
     description = "Matrix scaling (full linear map of the logits, L2 towards identity)."
+    title = "Matrix scaling"
+    use = "a full linear map of the logits: many rows per class, few classes; slow"
     parameters = (
         Param(
             "reg", 1e-4, "float", "L2 penalty towards W=I, b=0.", minimum=0.0, maximum=MAX_PENALTY
@@ -186,6 +190,8 @@ class DirichletCalibration(_AffineScaling):
     name = "dirichlet"
     slow = True  # L-BFGS-B over L x (L + 1) parameters: 3-10 s on 5,000 x 100
     description = "Dirichlet calibration with off-diagonal and intercept regularisation."
+    title = "Dirichlet calibration"
+    use = "a regularised linear map of the log-probabilities: many rows; slow"
     features = "log-probs"
     parameters = (
         Param(

@@ -190,6 +190,8 @@ class PlattScaling(_BinaryScaling):
 
     name = "platt"
     description = "Platt scaling: logistic regression on the logit of the positive score."
+    title = "Platt scaling"
+    use = "two parameters: when you have few calibration rows"
     accuracy_preserving = False  # the intercept moves the 0.5 threshold (and a < 0 is allowed)
     parameters = (
         Param("prior_correction", False, "bool", "Platt's smoothed 0/1 targets."),
@@ -218,6 +220,8 @@ class BetaCalibration(_BinaryScaling):
 
     name = "beta"
     description = "Beta calibration: logistic regression on log s and -log(1 - s)."
+    title = "Beta calibration"
+    use = "three parameters: few rows; fits skewed scores better than Platt"
     parameters = (Param("monotone", True, "bool", "Constrain a, b >= 0."), MAX_ITER)
     state_fields = {"a": _COEFFICIENT, "b": _COEFFICIENT, "c": _COEFFICIENT, **_OPTIMISER_FACTS}
 

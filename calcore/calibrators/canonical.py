@@ -65,6 +65,8 @@ class SierpinskiBinning(CanonicalCalibrator):
 
     name = "sierpinski"
     description = "Sierpinski binning of the simplex (canonical calibration, small L)"
+    title = "Sierpinski binning of the simplex"
+    use = "bins the whole probability vector: 2 to 6 classes"
     parameters = (
         Param("depth", 2, "int", "Recursion depth q.", minimum=0, maximum=12),
         MIN_COUNT,
@@ -113,6 +115,8 @@ class GridBinning(CanonicalCalibrator):
 
     name = "grid"
     description = "Grid binning of the simplex with tau = 1/K (canonical calibration, small L)"
+    title = "Grid binning of the simplex"
+    use = "bins the whole probability vector on a grid: 2 to 6 classes"
     parameters = (
         Param("K", 5, "int", "Grid resolution K = 1/tau.", minimum=1, maximum=1000),
         MIN_COUNT,
@@ -153,6 +157,8 @@ class ProjectionHistogramBinning(CanonicalCalibrator):
 
     name = "projection-hb"
     description = "Projection histogram binning of the simplex (canonical calibration, small L)"
+    title = "Projection histogram binning"
+    use = "bins the whole probability vector by projections: 2 to 6 classes"
     parameters = (
         # Alg. 10 holds every row's projection on every direction (n x B floats: 200 MB for
         # 50,000 rows and 500 bins) and cuts the bins one by one, so B stays in the hundreds.

@@ -1,4 +1,4 @@
-"""Composition of two calibrators [compose], IROvA [irova] and IROvA-TS [irova-ts].
+"""Composition of two calibrators [compose] and IROvA-TS [irova-ts]; IROvA is ``n-iso``.
 
 A composition fits its *first* calibrator on the calibration split, maps that
 split with it, and fits the *second* calibrator on the mapped predictions;
@@ -17,7 +17,9 @@ Names
     calibrator instances.
 ``irova``
     IROvA: one isotonic regression per class, one-vs-all, then each row divided
-    by its sum. The same method and state as ``n-iso``, under the Mix-n-Match name.
+    by its sum. The same method and state as ``n-iso``: an alias of it
+    (:data:`~calcore.calibrators._registry.ALIASES`), so ``make_calibrator("irova")``
+    and a calibrator saved as ``"irova"`` give an ``n-iso``.
 ``irova-ts``
     Temperature scaling first, then IROvA on its output (Mix-n-Match Sec. 3.4,
     called IROvA-TS in its experiments).
@@ -39,15 +41,13 @@ import json
 
 from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
-from calcore.calibrators._registry import CALIBRATORS, make_calibrator, register
+from calcore.calibrators._registry import ALIASES, CALIBRATORS, make_calibrator, register
 from calcore.calibrators._saved import load_nested, parse_json
 from calcore.calibrators._state import Saved, StateError
-from calcore.calibrators.isotonic import IsotonicRegression
-from calcore.calibrators.m2b import NormalizedCalibrator
 from calcore.calibrators.temperature import TemperatureScaling
 from calcore.predictions import Predictions
 
-__all__ = ["Composition", "IROvA", "IROvATS", "compose"]
+__all__ = ["Composition", "IROvATS", "compose"]
 
 
 #: Longest JSON text of a part's parameters (a few parameters need a few dozen characters).
@@ -190,6 +190,8 @@ class Composition(_Composed):
 
     name = "compose"
     description = "Composition: fit the first calibrator, then the second on its output."
+    title = "Composition of two calibrators"
+    use = "one method, then another on its output (choose both below)"
     parameters = (
         Param("first", "ts", "str", "Calibrator applied first (a calibrator name)."),
         Param("second", "irm", "str", "Calibrator applied to the first one's output."),
@@ -199,6 +201,7 @@ class Composition(_Composed):
 
     def _check_params(self, params: dict) -> None:
         for role in ("first", "second"):
+            params[role] = ALIASES.get(params[role], params[role])  # one name per method
             if params[role] not in CALIBRATORS:
                 raise CalcoreError(
                     f"{self.name}: parameter {role!r} must be a calibrator name; got "
@@ -265,20 +268,6 @@ def compose(first, second) -> Composition:
 
 
 @register
-class IROvA(NormalizedCalibrator._subclass("n", IsotonicRegression)):
-    """IROvA (Mix-n-Match Sec. 3.2): isotonic regression per class one-vs-all, then normalise.
-
-    Identical to ``n-iso`` (same fit, outputs and state layout), under the name
-    used by Mix-n-Match. Not accuracy preserving: separate per-class maps can
-    reorder a row.
-    """
-
-    name = "irova"
-    family = "isotonic"
-    description = "IROvA: isotonic regression per class (one-vs-all), then normalise."
-
-
-@register
 class IROvATS(_Composed):
     """IROvA-TS (Mix-n-Match Sec. 3.4): temperature scaling, then IROvA on its output.
 
@@ -290,12 +279,15 @@ class IROvATS(_Composed):
     Notes
     -----
     State and ``fit_info`` as for :class:`Composition` (``"first"``: ``ts``,
-    ``"second"``: ``irova``). Not accuracy preserving (IROvA is not).
+    ``"second"``: ``n-iso``, which a calibrator saved before the alias names ``irova``).
+    Not accuracy preserving (IROvA is not).
     """
 
     name = "irova-ts"
     description = "IROvA-TS: temperature scaling, then IROvA on its output (Mix-n-Match)."
+    title = "Temperature scaling, then IROvA (IROvA-TS)"
+    use = "Mix-n-Match's composition: can change accuracy"
     parameters = TemperatureScaling.parameters
 
     def _parts(self):
-        return ("ts", dict(self._params)), ("irova", {})
+        return ("ts", dict(self._params)), ("n-iso", {})

@@ -57,6 +57,8 @@ class HistogramBinning(BinnedCalibrator):
 
     name = "hb"
     description = "Histogram binning UMD (uniform-mass bins, double dipping; Gupta & Ramdas 2021)"
+    title = "Histogram binning"
+    use = "equal-mass bins with a guarantee: needs a few hundred rows"
     parameters = (
         BINS,
         POINTS_PER_BIN,

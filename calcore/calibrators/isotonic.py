@@ -119,6 +119,8 @@ class IsotonicRegression(BinaryCalibrator):
     name = "iso"
     family = "isotonic"
     description = "Isotonic regression (PAVA), piecewise-constant prediction"
+    title = "Isotonic regression"
+    use = "no bins to choose: flexible, needs many rows"
     parameters = ()
     weighted = True  # distinct scores pooled by their total weight
     state_fields = STEPS_STATE
@@ -156,6 +158,8 @@ class IsotonicRegressionMultiClass(Calibrator):
     name = "irm"
     family = "isotonic"
     description = "Multi-class isotonic regression (one map for all classes, then normalise)"
+    title = "Multi-class isotonic regression (IRM)"
+    use = "one isotonic map for all classes: keeps accuracy, no bins to choose"
     accuracy_preserving = True
     parameters = (
         Param(

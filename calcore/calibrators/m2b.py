@@ -55,6 +55,8 @@ __all__ += ["NormalizedCalibrator"]
 @register_wrapper("conf")
 class ConfidenceCalibrator(M2BWrapper):
     label = "Confidence calibration (Alg. 1)"
+    title = "Confidence"
+    use = "one map of the top probability over all rows: keeps accuracy, fine with few rows"
     accuracy_preserving = True
 
     def _reduction_state(self, binary):
@@ -72,6 +74,8 @@ class ConfidenceCalibrator(M2BWrapper):
 @register_wrapper("tl")
 class TopLabelCalibrator(M2BWrapper):
     label = "Top-label calibration (Alg. 2 / 8)"
+    title = "Top-label"
+    use = "one map per predicted class: keeps accuracy, needs rows of every class"
     accuracy_preserving = True
 
     def _reduction_state(self, binary):
@@ -155,6 +159,8 @@ class _ClassWiseBase(M2BWrapper):
 @register_wrapper("cw")
 class ClassWiseCalibrator(_ClassWiseBase):
     label = "Class-wise calibration (Alg. 3 / 9), unnormalised"
+    title = "Class-wise"
+    use = "one map per class, rows not renormalised: for the class-wise error"
     normalized = False
     own_parameters = (
         Param(
@@ -174,6 +180,8 @@ class ClassWiseCalibrator(_ClassWiseBase):
 @register_wrapper("n")
 class NormalizedCalibrator(_ClassWiseBase):
     label = "Normalized class-wise calibration (Alg. 4)"
+    title = "Normalised class-wise"
+    use = "one map per class, rows renormalised: can change accuracy"
 
     def _transform(self, preds: Predictions, state: dict) -> tuple[np.ndarray, None]:
         return normalize_rows(self._calibrated_columns(preds, state)), None

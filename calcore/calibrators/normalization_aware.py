@@ -115,6 +115,8 @@ class FlattenedIsotonic(Calibrator):
     name = "fir"
     family = "isotonic"
     description = "Flattened isotonic regression on all (probability, one-hot) pairs, normalised."
+    title = "Flattened isotonic regression"
+    use = "one isotonic map of every (probability, label) pair, then normalised"
     parameters = (EPS_PARAM,)
     state_fields = FLAT_STATE
 
@@ -236,6 +238,8 @@ class NormalizationAwareFlattenedIsotonic(Calibrator):
     family = "isotonic"
     slow = True  # seconds per fit on 5,000 x 100 (7 s measured)
     description = "Flattened isotonic map fitted for the NLL of the normalised rows."
+    title = "Normalisation-aware isotonic regression"
+    use = "a flattened isotonic map fitted for the log-loss; slow"
     parameters = (
         EPS_PARAM,
         # min_blocks: one L-BFGS-B variable per block (and never more blocks than distinct

@@ -133,6 +133,8 @@ class TemperatureScaling(Calibrator):
     name = "ts"
     family = "parametric"
     description = "Temperature scaling (one temperature, NLL-optimal; keeps the argmax)."
+    title = "Temperature scaling"
+    use = "one parameter: keeps accuracy, works with few calibration rows"
     weighted = True  # the weighted mean NLL
     accuracy_preserving = True
     injective = True  # p -> softmax(log p / T) is one-to-one on the simplex for T > 0
@@ -184,6 +186,8 @@ class EnsembleTemperatureScaling(Calibrator):
     name = "ets"
     family = "parametric"
     description = "Ensemble temperature scaling (TS, identity and uniform mixed; keeps the argmax)."
+    title = "Ensemble temperature scaling"
+    use = "temperature scaling mixed with the uniform: keeps accuracy, few rows"
     accuracy_preserving = True
     parameters = (
         Param("loss", "mse", "str", "Loss for the ensemble weights.", choices=("mse", "nll")),

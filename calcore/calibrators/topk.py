@@ -195,6 +195,8 @@ class _TopK(M2BWrapper):
 @register_wrapper("tkc")
 class TopKConfidenceCalibrator(_TopK):
     label = "Top-K-confidence calibration (Alg. 7)"
+    title = "Top-K confidence"
+    use = "one map per rank of the K largest probabilities: keeps accuracy"
 
     def _reduction_state(self, binary):
         return {"ranks": Items("K", binary)}
@@ -219,6 +221,8 @@ class TopKConfidenceCalibrator(_TopK):
 @register_wrapper("tkl")
 class TopKLabelCalibrator(_TopK):
     label = "Top-K-label calibration (Alg. 6)"
+    title = "Top-K label"
+    use = "one map per rank and class: keeps accuracy, needs many rows"
 
     def _reduction_state(self, binary):
         # per rank, one binary state per class (null: a group left unchanged)

@@ -48,6 +48,8 @@ class UniformMassSplit(BinnedCalibrator):
 
     name = "ums"
     description = "Uniform-mass binning with sample splitting (half for edges, half for means)"
+    title = "Uniform-mass binning, split sample"
+    use = "bin edges from half the rows, bin means from the other half"
     parameters = (BINS, POINTS_PER_BIN, SEED)
     state_fields = EDGE_STATE
 
@@ -81,6 +83,8 @@ class FixedWidthBinning(BinnedCalibrator):
 
     name = "fwb"
     description = "Fixed-width (equal-width) binning; empty bins predict their midpoint"
+    title = "Fixed-width binning"
+    use = "equal-width bins: simple; bins empty where scores crowd"
     parameters = (BINS, POINTS_PER_BIN)
     state_fields = {
         "bins": Number(minimum=1, dim="B"),
@@ -118,6 +122,8 @@ class ScalingBinning(BinnedCalibrator):
 
     name = "sb"
     description = "Scaling-binning: uniform-mass bins predicting the mean score in the bin"
+    title = "Scaling-binning"
+    use = "bins that predict their mean score: few rows per bin suffice"
     parameters = (BINS, POINTS_PER_BIN)
     state_fields = EDGE_STATE
 

@@ -28,7 +28,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from calcore._errors import CalcoreError, quoted, quoted_list
+from calcore._errors import CalcoreError, advice, quoted, quoted_list
 
 __all__ = [
     "Roles",
@@ -74,8 +74,11 @@ def pick_weight(columns, weight_column, source: str) -> str | None:
         return weight_column
     found = [c for c in columns if c.lower() in WEIGHT_NAMES]
     if len(found) > 1:
+        fix = "Pass weight_column='<name>' (or weight_column=False for none)."
         raise CalcoreError(
-            f"{source}: several weight columns [{quoted_list(found)}]; pass weight_column=."
+            f"{source}: several weight columns [{quoted_list(found)}]. {fix}",
+            option="weight_column",
+            fix=fix,
         )
     return found[0] if found else None
 
@@ -180,19 +183,21 @@ def _pick_label(columns, label_column, source) -> tuple[str | None, tuple[str, .
         return (
             None,
             found,
-            (
+            advice(
                 f"{source}: no label column found; columns are "
                 f"[{quoted_list(columns, limit=30, what='columns')}]. A label "
-                f"column is named one of {list(LABEL_NAMES)} (any case); otherwise pass "
-                f"label_column='<name>'."
+                f"column is named one of {list(LABEL_NAMES)} (any case).",
+                "Otherwise pass label_column='<name>'.",
+                "label_column",
             ),
         )
     return (
         None,
         found,
-        (
-            f"{source}: label column is ambiguous: [{quoted_list(found)}] all look like labels. "
-            f"Pass label_column='<name>' to choose one."
+        advice(
+            f"{source}: label column is ambiguous: [{quoted_list(found)}] all look like labels.",
+            "Pass label_column='<name>' to choose one.",
+            "label_column",
         ),
     )
 
@@ -206,8 +211,11 @@ def _pick_split(columns, split_column, label, source) -> str | None:
         return split_column
     found = [c for c in columns if c.lower() in SPLIT_NAMES and c != label]
     if len(found) > 1:
+        fix = "Pass split_column='<name>'."
         raise CalcoreError(
-            f"{source}: several split columns [{quoted_list(found)}]; pass split_column='<name>'."
+            f"{source}: several split columns [{quoted_list(found)}]. {fix}",
+            option="split_column",
+            fix=fix,
         )
     return found[0] if found else None
 
@@ -248,9 +256,10 @@ def _pick_scores(rest, score_columns, scores_kind, is_numeric, source):
             None,
             (),
             (),
-            (
-                f"{source}: score columns are ambiguous: prefixes {sorted(groups)} are all used. "
-                f"Pass score_columns=[...] (or scores='probs'/'logits' to choose p_* or logit_*)."
+            advice(
+                f"{source}: score columns are ambiguous: prefixes {sorted(groups)} are all used.",
+                "Pass score_columns=[...] (or scores='probs'/'logits' to choose p_* or logit_*).",
+                "score_columns",
             ),
         )
     if groups:
@@ -320,9 +329,12 @@ def detect_roles(
         problems.append(problem)
     elif not scores:
         problems.append(
-            f"{source}: no score columns found among [{quoted_list(rest, what='columns')}]. Give "
-            f"one numeric column per class "
-            f"(e.g. p_cat, p_dog) or pass score_columns=[...]."
+            advice(
+                f"{source}: no score columns found among [{quoted_list(rest, what='columns')}].",
+                "Give one numeric column per class (e.g. p_cat, p_dog) or pass "
+                "score_columns=[...].",
+                "score_columns",
+            )
         )
     if candidates and label is None:
         # Ambiguous label candidates are neither scores nor silently ignored.

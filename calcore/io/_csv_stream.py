@@ -95,12 +95,23 @@ def csv_head(path: str, name: str) -> CsvHead:
     return CsvHead(data[: layout.body_start], layout, max(per_row, 1.0), size)
 
 
+def _zip_or_ole(path) -> bool:
+    """Whether the file starts like a zip archive or an OLE2 file (a workbook, maybe)."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(8)
+    except OSError:
+        return False
+    return magic.startswith(b"PK\x03\x04") or magic == b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
 def open_source_bounded(path_or_buffer, *, name: str | None = None) -> Source:
     """:func:`~calcore.io._source.open_source`, after checking a CSV path's first lines
     with :func:`csv_head`: a sparse or NUL-filled file of gigabytes is refused after a few
     MB instead of being read whole first (3 GB: 11 s and 3.3 GB of memory before)."""
     if isinstance(path_or_buffer, (str, os.PathLike)) and path_format(path_or_buffer) == "csv":
-        csv_head(os.fspath(path_or_buffer), name or os.path.basename(path_or_buffer))
+        if not _zip_or_ole(path_or_buffer):  # a workbook named .csv: open_source says so
+            csv_head(os.fspath(path_or_buffer), name or os.path.basename(path_or_buffer))
     return open_source(path_or_buffer, name=name)
 
 

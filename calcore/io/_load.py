@@ -92,7 +92,7 @@ def _open_table(
         slice_columns=slice_columns,
     )
     if sc.roles.problems:
-        raise CalcoreError(sc.roles.problems[0])
+        raise CalcoreError.from_advice(sc.roles.problems[0])
     _check_decoded_size(sc, max_decoded_bytes)
     return read_table(sc)
 
@@ -252,7 +252,9 @@ def _percentages(table: RawTable, scope: str) -> CalcoreError:
         what = f"score columns {shown}{more} look like percentages"
         why = f"every value is in [0, 100] and every row sums to 100{scope}"
     return CalcoreError(
-        f"{table.source}: the {what}, not logits: {why}, and {first}. {PERCENT_FIX}"
+        f"{table.source}: the {what}, not logits: {why}, and {first}. {PERCENT_FIX}",
+        option="percent_auto",
+        fix=PERCENT_FIX,
     )
 
 
@@ -289,7 +291,11 @@ def validate_scores(scores, *, kind, auto, ctx, renormalize, reason="", percent=
             note = _percent_note(scores, percent)
             if not note:
                 raise
-            raise CalcoreError(f"{exc} {note}") from None
+            if note.endswith(PERCENT_NOTE_FIX):
+                raise CalcoreError(
+                    f"{exc} {note}", option="percent", fix=PERCENT_NOTE_FIX
+                ) from None
+            raise CalcoreError(f"{exc} {note}", option=exc.option, fix=exc.fix) from None
     if scores.shape[1] == 1:
         z = np.column_stack([np.zeros(len(scores)), scores[:, 0]])  # softmax([0, z]) = [1-s, s]
         names = ("reference logit 0", *(ctx.columns or ("column 0",)))
@@ -312,11 +318,20 @@ def _checked_probs(scores, *, auto, ctx, renormalize, reason):
             raise  # NaN/inf, or percentages (noted by the caller): the kind is not the issue
         raise CalcoreError(
             f"{exc} (scores='auto' read them as probabilities because {_basis(reason)}; "
-            f"if they are logits, pass scores='logits' or name the columns logit_*.)"
+            f"if they are logits, pass scores='logits' or name the columns logit_*.)",
+            option=exc.option,
+            fix=exc.fix,
         ) from None
     if info is None:
         return probs, None, 0, float(np.abs(probs.sum(axis=1) - 1.0).max())
     return probs, None, info.n_rows, info.max_deviation
+
+
+#: How to read percentages, after a probability error (a program with its own control
+#: shows its own words instead: ``CalcoreError.fix``).
+PERCENT_NOTE_FIX = (
+    "divide by 100 when writing the file, or pass percent=True (--percent on the command line)."
+)
 
 
 def _percent_note(scores, percent: bool) -> str:
@@ -330,11 +345,7 @@ def _percent_note(scores, percent: bool) -> str:
             f"[0, 100]{rows}.)"
         )
     if looks_like_percent(scores):
-        return (
-            f"These look like percentages (every value in [0, 100]{rows}): "
-            f"divide by 100 when writing the file, or pass percent=True (--percent on the "
-            f"command line)."
-        )
+        return f"These look like percentages (every value in [0, 100]{rows}): {PERCENT_NOTE_FIX}"
     return ""
 
 

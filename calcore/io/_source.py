@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from calcore._errors import CalcoreError
 
-__all__ = ["Source", "open_source", "path_format"]
+__all__ = ["Source", "open_source", "path_format", "spreadsheet_kind", "SPREADSHEET_FIX"]
 
 _EXTENSIONS = {
     ".csv": "csv",
@@ -20,6 +22,11 @@ _EXTENSIONS = {
 }
 _ZIP_MAGIC = b"PK\x03\x04"
 _PARQUET_MAGIC = b"PAR1"
+#: The header of an OLE2 compound file: Excel 97-2003 workbooks (.xls), among others.
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+#: What a spreadsheet's message tells to do (calcore reads no workbook: no reader of a
+#: few hundred KB reads every workbook exactly, and CSV is one step away in Excel).
+SPREADSHEET_FIX = "Save it as CSV (File > Save As > CSV UTF-8) and read that file."
 
 
 @dataclass(frozen=True)
@@ -77,12 +84,55 @@ def open_source(path_or_buffer, *, name: str | None = None) -> Source:
         except IsADirectoryError:
             raise CalcoreError(f"{str(path)!r} is a directory, not a file.") from None
         display = name or path.name
+        _refuse_spreadsheet(display, data)
         return Source(display, data, _format_of(path.name, data))
     data = _buffer_bytes(path_or_buffer)
     buffer_name = getattr(path_or_buffer, "name", None)
     buffer_name = PurePath(buffer_name).name if isinstance(buffer_name, str) else None
     display = name or buffer_name or "<upload>"
+    _refuse_spreadsheet(display, data)
     return Source(display, data, _format_of(buffer_name or name or "", data))
+
+
+def spreadsheet_kind(data: bytes) -> str | None:
+    """What spreadsheet ``data`` is, by its content whatever the file's name: ``"an Excel
+    workbook (.xlsx)"`` (a zip with ``xl/`` members), ``"an OpenDocument spreadsheet
+    (.ods)"``, ``"an Excel 97-2003 workbook (.xls)"`` (an OLE2 file); None for anything else.
+
+    Examples
+    --------
+    >>> import io, zipfile
+    >>> buffer = io.BytesIO()
+    >>> with zipfile.ZipFile(buffer, "w") as z:
+    ...     z.writestr("xl/workbook.xml", "<workbook/>")
+    >>> spreadsheet_kind(buffer.getvalue()), spreadsheet_kind(b"label,p\n")
+    ('an Excel workbook (.xlsx)', None)
+    """
+    if data.startswith(_OLE_MAGIC):
+        return "an Excel 97-2003 workbook (.xls)"
+    if not data.startswith(_ZIP_MAGIC):
+        return None
+    try:  # the central directory only: cheap even for a large NPZ
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = archive.namelist()
+            if any(n.startswith("xl/") for n in names):
+                return "an Excel workbook (.xlsx)"
+            if "mimetype" in names and archive.getinfo("mimetype").file_size < 100:
+                if b"opendocument.spreadsheet" in archive.read("mimetype"):
+                    return "an OpenDocument spreadsheet (.ods)"
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError):
+        return None  # a damaged archive: the NPZ reader says what is wrong
+    return None
+
+
+def _refuse_spreadsheet(display: str, data: bytes) -> None:
+    kind = spreadsheet_kind(data)
+    if kind is not None:
+        raise CalcoreError(
+            f"{display}: this is {kind}, not a CSV, Parquet or NPZ file. {SPREADSHEET_FIX}",
+            option="file",
+            fix=SPREADSHEET_FIX,
+        )
 
 
 def path_format(path) -> str | None:

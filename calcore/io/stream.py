@@ -667,7 +667,7 @@ def scan(
             scores_kind=scores,
         )
         if roles.problems:
-            raise CalcoreError(roles.problems[0])
+            raise CalcoreError.from_advice(roles.problems[0])
         layout.check_types(roles, weight)
         n_rows = sum(layout.rows_of(path, _used(roles, weight) + list(named)) for path in files)
         n_score_columns = len(roles.scores)

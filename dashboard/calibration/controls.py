@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
 import streamlit as st
 
 import calcore
@@ -20,6 +21,7 @@ from calcore.slicing import check_exact_ranges, parse_slice_spec, quantile_count
 from dashboard.calibration.datadir import DataDirectory, ServerDataset
 from dashboard.calibration.explain import interval_words
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
+from dashboard.calibration.share import copy_link_button
 from dashboard.calibration.state import (
     BINNING_CHOICES,
     BINS_RANGE,
@@ -54,6 +56,7 @@ KEY_FRACTION = "sidebar.fraction"
 KEY_SEED = "sidebar.seed"
 KEY_TEST_UPLOAD = "sidebar.test_upload"
 KEY_METHODS = "sidebar.methods"
+KEY_RECOMMENDED = "sidebar.methods.recommended"
 KEY_BINNING = "sidebar.binning"
 KEY_BINS = "sidebar.bins"
 KEY_BOOTSTRAP = "sidebar.bootstrap"
@@ -117,8 +120,12 @@ def uploaded(upload) -> FileBytes:
     return FileBytes(upload.name, data, True, memo[key])
 
 
-def restore(settings: Settings) -> None:
-    """Put URL settings into the widgets' session state (first run of a session only)."""
+def restore(settings: Settings, *, recommend: bool = False) -> None:
+    """Put URL settings into the widgets' session state (first run of a session only).
+
+    ``recommend``: the link names no calibrator, so the picker starts with the set
+    recommended for the data (:func:`calcore.recommend_calibrators`), not ``settings``'.
+    """
     # Every widget gets its first value through value=/index=/default= (see _initial): a
     # value given only through session state was lost in the browser when the widget was
     # re-sent (Bins fell back to its minimum and the bootstrap choice to 0 after the
@@ -136,7 +143,7 @@ def restore(settings: Settings) -> None:
         KEY_SPLIT: settings.split_mode,
         KEY_FRACTION: settings.test_fraction,
         KEY_SEED: settings.split_seed,
-        KEY_METHODS: [m.name for m in settings.methods],
+        KEY_METHODS: None if recommend else [m.name for m in settings.methods],
         KEY_BINNING: settings.binning,
         KEY_BINS: settings.bins,
         KEY_BOOTSTRAP: settings.n_bootstrap,
@@ -223,8 +230,52 @@ def not_offered_because(name: str, n_classes: int | None) -> str | None:
 
 
 def _method_label(name: str) -> str:
+    """``tl-hb · Top-label histogram binning``: the short name (and the old names that
+    still load), then the full one. The short name comes first because the sidebar cuts
+    long options at its edge (the menu's rows cannot wrap): what identifies the method
+    stays visible, and the guide below the menu has every full name and use."""
     info = calcore.CALIBRATORS[name]
-    return f"{name} · {info.description}"
+    return f"{' = '.join((name, *info.aliases))} · {info.title}"
+
+
+def _family_order(name: str) -> tuple:
+    """Sort key: family (in calcore's order), the methods' own maps before wrapped ones, slow
+    ones last, then by full name."""
+    info = calcore.CALIBRATORS[name]
+    wrapped = info.binary_method is not None and info.binary_method != name
+    return (list(calcore.CALIBRATOR_FAMILIES).index(info.family), wrapped, info.slow, info.title)
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """What the recommended calibrators depend on: classes, calibration rows (the rarest
+    class's too), as the split chosen in the sidebar gives them."""
+
+    n_classes: int
+    n_calibration: int
+    rows_per_class: float
+
+    def describe(self) -> str:
+        return (
+            f"{self.n_classes} classes, {self.n_calibration:,} calibration rows "
+            f"({self.rows_per_class:,.0f} in the rarest class)"
+        )
+
+
+def data_shape(calibration, n_classes: int, mode: str, test_fraction: float) -> DataShape | None:
+    """The calibration rows' shape: ``calibration`` is the file's calibration split (or
+    all its rows), of which a random split keeps ``1 - test_fraction``."""
+    if calibration is None:
+        return None
+    keep = 1.0 - test_fraction if mode == "random" else 1.0
+    counts = np.bincount(calibration.labels, minlength=n_classes)
+    return DataShape(n_classes, int(calibration.n_samples * keep), float(counts.min() * keep))
+
+
+def recommended(shape: DataShape | None) -> calcore.Recommendation | None:
+    if shape is None or shape.n_classes < 2:
+        return None
+    return calcore.recommend_calibrators(shape.n_classes, shape.n_calibration, shape.rows_per_class)
 
 
 @dataclass(frozen=True)
@@ -351,10 +402,14 @@ def _deleted(workspace: Workspace, kept_id: str, code: str) -> bool:
 
 
 def _kept_caption(kept) -> None:
+    """The share text, with the "Copy link" button beside it."""
     expires = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(kept.expires))
-    st.caption(
+    text, button = st.columns([5, 2], vertical_alignment="center", gap="small")
+    text.caption(
         f"Kept on the server as {esc(kept.name)} until {expires}; the page's link reopens it."
     )
+    with button:
+        copy_link_button()
 
 
 def _kept_upload(workspace: Workspace, kept_id: str) -> Source:
@@ -427,8 +482,12 @@ def sidebar_settings(
     n_classes: int,
     dataset: str | None = None,
     kept: str | None = None,
+    calibration=None,
 ) -> Settings:
     """The sidebar's sections below the data source, read as one :class:`Settings`.
+
+    ``calibration``: the file's calibration rows (or all of them), whose shape sets the
+    calibrators recommended (and preselected when the link names none).
 
     Each section sits in a keyed container, so a section whose content changes (split
     mode, chosen methods) leaves the other sections' elements where they were.
@@ -437,7 +496,8 @@ def sidebar_settings(
         with st.container(key="section.split"):
             mode, fraction, seed = split_controls(has_split_column, second_file=dataset is None)
         with st.container(key="section.methods"):
-            methods = method_controls(n_classes)
+            shape = data_shape(calibration, n_classes, mode, fraction)
+            methods = method_controls(n_classes, shape)
         with st.container(key="section.binning"):
             binning, bins, n_bootstrap = evaluation_controls()
         with st.container(key="section.theme"):
@@ -501,10 +561,17 @@ def split_controls(
     return mode, float(fraction), seed
 
 
-def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
+def method_controls(
+    n_classes: int | None, shape: DataShape | None = None
+) -> tuple[MethodChoice, ...]:
+    """The calibrator picker: every method that applies, by full name, grouped by family;
+    the set recommended for ``shape`` preselected when the link named none; a guide."""
     st.header("Calibrators")
-    options = available_methods(n_classes)
+    options = sorted(available_methods(n_classes), key=_family_order)
+    advice = recommended(shape)
     linked = _initial(KEY_METHODS, list(DEFAULT_METHODS))
+    if linked is None:  # the link names no calibrator: the recommended set
+        linked = list(advice.methods) if advice is not None else list(DEFAULT_METHODS)
     first = [m for m in linked if m in options]
     if KEY_METHODS not in st.session_state:  # the first run: say what a link asked for in vain
         reasons = [not_offered_because(m, n_classes) for m in linked if m not in options]
@@ -517,9 +584,13 @@ def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
         format_func=_method_label,
         key=KEY_METHODS,
         max_selections=MAX_METHODS,
-        help="Each is compared with the uncalibrated predictions on the test rows. Binary-only "
-        "methods appear for 2 classes; wrap them with conf-/tl-/cw-/n- for multiclass data.",
+        placeholder="Type a name: scaling, isotonic, binning, tl-hb…",
+        help="Each is compared with the uncalibrated predictions on the test rows. Listed by "
+        "family (parametric scaling, binning, isotonic, ...); the guide below says when to "
+        "use which.",
     )
+    _recommendation(advice, shape, names, options)
+    _guide(options, advice)
     choices = []
     for name in names:
         info = calcore.CALIBRATORS[name]
@@ -535,6 +606,84 @@ def method_controls(n_classes: int | None) -> tuple[MethodChoice, ...]:
                 st.caption(f"⏳ {esc(name)} is slow on large data; it runs once and is cached.")
         choices.append(method_choice(name, params))
     return tuple(choices)
+
+
+def _recommendation(advice, shape: DataShape | None, names, options) -> None:
+    """The recommended set in words, with a button to pick it when another is chosen."""
+    if advice is None:
+        return
+    wanted = [m for m in advice.methods if m in options]
+    st.caption(
+        f"Recommended for {esc(shape.describe())}: "
+        + "; ".join(f"{esc(_method_label(m))}: {esc(advice.reasons[m])}" for m in wanted)
+        + "."
+    )
+    if list(names) != wanted:
+
+        def pick() -> None:
+            st.session_state[KEY_METHODS] = list(wanted)
+
+        st.button("Use the recommended set", key=KEY_RECOMMENDED, on_click=pick)
+
+
+#: The wrappers that make any binary method multiclass, in the guide's order.
+_WRAPPER_PREFIXES = ("conf", "tl", "tkc", "tkl", "cw", "n")
+
+
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell: escaped, and no column bar."""
+    return esc(text).replace("\\|", "/")
+
+
+def _guide(options, advice) -> None:
+    """Which calibrator when: a table per family of its methods' short and full names and
+    one-line use (★: recommended for this data); a binary method offered only with a
+    prefix (for more classes) is one row with its prefixed names. In a popover, which
+    is wider than the sidebar."""
+    chosen = set(advice.methods) if advice is not None else set()
+    infos = {m: calcore.CALIBRATORS[m] for m in options}
+    with st.popover("Which calibrator? A guide", width="stretch"):
+        for family, (title, what) in calcore.CALIBRATOR_FAMILIES.items():
+            rows = []
+            for m, info in infos.items():
+                if info.family == family and info.binary_method in (None, m):
+                    star = " ★" if m in chosen else ""
+                    names = " = ".join((m, *info.aliases))
+                    rows.append(
+                        f"| {_cell(names)}{star} | {_cell(info.title)} | {_cell(info.use)} |"
+                    )
+            wrapped: dict[str, list[str]] = {}
+            for m, info in infos.items():
+                if info.family == family and info.binary_method not in (None, m):
+                    wrapped.setdefault(info.binary_method, []).append(m)
+            for binary, names in wrapped.items():
+                base = calcore.CALIBRATORS[binary]
+                shown = ", ".join(f"{n} ★" if n in chosen else n for n in names)
+                rows.append(
+                    f"| {_cell(shown)} | {_cell(base.title)} with a prefix | {_cell(base.use)} |"
+                )
+            if rows:
+                st.markdown(
+                    "\n".join(
+                        [f"**{esc(title)}**: {esc(what)}.", "", "| name | method | when |",
+                         "|---|---|---|", *rows]
+                    )
+                )  # fmt: skip
+        prefixes = []
+        for prefix in _WRAPPER_PREFIXES:
+            example = next((m for m in infos if m.startswith(prefix + "-")), None)
+            if example is not None and infos[example].binary_method not in (None, example):
+                use = infos[example].use.split(". Each map:")[0]
+                prefixes.append(f"| {esc(prefix)}- | {_cell(use)} |")
+        if prefixes:
+            st.markdown(
+                "\n".join(
+                    ["**Prefixes** make a binary method work on more classes:", "",
+                     "| prefix | what it does |", "|---|---|", *prefixes]
+                )
+            )  # fmt: skip
+        if chosen:
+            st.caption("★ recommended for this data (see under the menu).")
 
 
 def evaluation_controls() -> tuple[str, int, int]:

@@ -19,7 +19,9 @@ from dashboard.calibration import controls
 from dashboard.calibration.context import build_context
 from dashboard.calibration.data import LoadOptions, choose_split, inspect, load, rows_key
 from dashboard.calibration.datadir import DataDirectory, ServerDataset, data_directory
+from dashboard.calibration.decimals import decimal_choice
 from dashboard.calibration.downloads import downloads
+from dashboard.calibration.messages import page_message
 from dashboard.calibration.preview import load_options
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.server import (
@@ -46,7 +48,7 @@ def restore_from_url() -> Settings:
     """On a session's first run, the URL's settings become the widgets' initial values."""
     query = {k: st.query_params.get_all(k) for k in st.query_params}
     settings = settings_from_query(query, samples=SAMPLES, default_sample=DEFAULT_SAMPLE)
-    controls.restore(settings)
+    controls.restore(settings, recommend="m" not in query)  # no method named: recommend
     st.session_state[KEY_RESTORED] = settings
     return settings
 
@@ -128,16 +130,20 @@ def render_calibration() -> None:
         file = source.file
         origin = "uploaded file" if file.is_upload else "bundled sample"
         st.caption(f"{origin}: {esc(file.name)} · BLAKE2b {file.digest[:12]}…")
+        file = decimal_choice(file)  # a decimal-comma CSV: read as such only if ticked
         # The Data panel stays shut once a file loads cleanly (the results come first);
         # it opens, and stays open for that file, when something needs the user.
         needs_user = st.session_state.setdefault(KEY_DATA_NEEDS_USER, set())
         try:
             schema = inspect(file.data, file.digest, file.name, LoadOptions())
-            options = load_options(schema, file.digest, expanded=file.digest in needs_user)
+            options = load_options(
+                schema, file.digest, expanded=file.digest in needs_user,
+                recheck=lambda o: inspect(file.data, file.digest, file.name, o).problems,
+            )  # fmt: skip
             loaded = load(file.data, file.digest, file.name, options)
         except calcore.CalcoreError as err:
             _open_data_panel(needs_user, file.digest)
-            st.error(f"Could not load {esc(file.name)}. {esc(err)}")
+            st.error(f"Could not load {esc(file.name)}. {esc(page_message(err))}")
             st.stop()
         if loaded.warnings:
             _open_data_panel(needs_user, file.digest)
@@ -151,6 +157,7 @@ def render_calibration() -> None:
         n_classes=loaded.any.n_classes,
         dataset=None if source.dataset is None else source.dataset.name,
         kept=source.kept,
+        calibration=loaded.splits.get("calib", loaded.any),
     )
     if streamed is not None and wants_slice_columns(settings, streamed):
         loaded = attach_slice_columns(loaded, streamed)  # same rows: same cache keys

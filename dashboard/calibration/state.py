@@ -167,6 +167,7 @@ def parse_method(text: str) -> tuple[MethodChoice | None, str | None]:
     Parameters equal to the default are dropped so that equal choices have equal keys.
     """
     name, _, rest = text.partition(":")
+    name = calcore.CALIBRATOR_ALIASES.get(name, name)  # an old name: the method it names now
     info = calcore.CALIBRATORS.get(name)
     if info is None:
         return None, f"unknown calibrator {name!r}"

@@ -378,7 +378,8 @@ def test_percentages_are_refused_until_the_percent_box_is_ticked():
     at = upload(run_app({"m": "none"}), "percent.csv", data)
     assert not at.exception
     (error,) = [unescape_markdown(e.value) for e in at.error]
-    assert "look like percentages" in error and "percent=True" in error
+    assert "look like percentages" in error and "percent=True" not in error
+    assert "Tick “Scores are percentages (divide by 100)” under Data" in error
     import hashlib
 
     digest = hashlib.blake2b(data, digest_size=32).hexdigest()

@@ -102,9 +102,9 @@ def test_upload_two_calibrators_every_view_and_offline_report(
     wait_idle(page)
 
     # two calibrators, chosen in the sidebar
-    choose(page, "Fitted on the calibration rows", "ts · ")
+    choose(page, "Fitted on the calibration rows", "ts · Temperature scaling")
     wait_idle(page)
-    choose(page, "Fitted on the calibration rows", "tl-hb · ")
+    choose(page, "Fitted on the calibration rows", "tl-hb · Top-label histogram")
     wait_idle(page)
 
     preds = calcore.load_predictions(csv)
