@@ -6,6 +6,7 @@ import pytest
 
 import calcore
 from calcore.calibrators._registry import FEW_ROWS, ROWS_PER_CLASS_FOR_TOP_LABEL
+from calcore.evaluation.verdict import MIN_ROWS_PER_BIN
 
 
 @pytest.mark.parametrize(
@@ -18,7 +19,10 @@ from calcore.calibrators._registry import FEW_ROWS, ROWS_PER_CLASS_FOR_TOP_LABEL
         (2, 100_000, 10, ("platt", "hb")),  # a rare class does not matter for one map
         # more classes: temperature scaling always; a map per class when every class has rows
         (3, 90, None, ("ts",)),
-        (10, 5_000, None, ("ts", "tl-hb")),  # the bundled CIFAR-10 sample
+        # the bundled CIFAR-10 sample: 500 rows a class would leave 33 a bin, below the
+        # verdict's 50 (it would warn about the method it was offered)
+        (10, 5_000, None, ("ts", "conf-hb")),
+        (10, 15 * 50 * 10, None, ("ts", "tl-hb")),
         (10, 5_000, ROWS_PER_CLASS_FOR_TOP_LABEL - 1, ("ts", "conf-hb")),  # one rare class
         (100, 5_000, None, ("ts", "conf-hb")),  # 50 rows per class: one map over all rows
         (100, 200, None, ("ts",)),
@@ -45,3 +49,16 @@ def test_reasons_quote_the_counts():
 def test_impossible_shapes_are_refused(args):
     with pytest.raises(calcore.CalcoreError, match="2 or more classes"):
         calcore.recommend_calibrators(*args)
+
+
+def test_a_recommended_binning_never_draws_the_verdicts_few_rows_warning():
+    # the verdict warns below MIN_ROWS_PER_BIN rows a bin (per predicted class for tl-):
+    # 15 default bins, so the thresholds are 15 x 50 rows (a class)
+    assert FEW_ROWS == ROWS_PER_CLASS_FOR_TOP_LABEL == 15 * MIN_ROWS_PER_BIN == 750
+    for n_classes in (2, 3, 10, 100):
+        for n in (749, 750, 7_499, 7_500, 75_000):
+            r = calcore.recommend_calibrators(n_classes, n)
+            if "hb" in r.methods or "conf-hb" in r.methods:
+                assert n / 15 >= MIN_ROWS_PER_BIN
+            if "tl-hb" in r.methods:
+                assert n / n_classes / 15 >= MIN_ROWS_PER_BIN

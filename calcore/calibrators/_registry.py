@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from calcore import _limits
 from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
+from calcore.calibrators._bins import BINS
 
 __all__ = [
     "ALIASES",
@@ -253,12 +255,14 @@ def canonical_name(name: str) -> str:
     return ALIASES.get(name, name)
 
 
-#: Calibration rows below which only a parametric map is recommended (a binning or
-#: isotonic map of fewer rows is mostly noise).
-FEW_ROWS = 300
-#: Rows per class from which a map per class (top-label binning) is recommended: about
-#: 20 rows in each of histogram binning's 15 default bins.
-ROWS_PER_CLASS_FOR_TOP_LABEL = 300
+#: Calibration rows from which a binning map is recommended beside the parametric one:
+#: enough to fill histogram binning's default bins with the rows per bin below which the
+#: verdict warns that bins are noise (:data:`calcore._limits.MIN_CALIBRATION_ROWS_PER_BIN`),
+#: so the recommended set never draws that warning on its own data.
+FEW_ROWS = _limits.MIN_CALIBRATION_ROWS_PER_BIN * BINS.default
+#: Rows per class from which a map per class (top-label binning) is recommended: the same
+#: rows per bin in each predicted class's bins.
+ROWS_PER_CLASS_FOR_TOP_LABEL = FEW_ROWS
 
 
 @dataclass(frozen=True)
@@ -319,8 +323,10 @@ def recommend_calibrators(
 
     Examples
     --------
-    >>> recommend_calibrators(10, 5_000).methods
+    >>> recommend_calibrators(10, 20_000).methods
     ('ts', 'tl-hb')
+    >>> recommend_calibrators(10, 5_000).methods  # 500 rows a class: 33 a bin, too few
+    ('ts', 'conf-hb')
     >>> recommend_calibrators(100, 5_000).methods
     ('ts', 'conf-hb')
     >>> recommend_calibrators(2, 10_000).methods
@@ -337,13 +343,15 @@ def recommend_calibrators(
     if n_classes == 2:
         methods = {"platt": f"two parameters: fits {rows}"}
         if n_calibration >= FEW_ROWS:
-            methods["hb"] = f"equal-mass bins of the positive score: {rows} fill 15 bins"
+            methods["hb"] = (
+                f"equal-mass bins of the positive score: {rows} fill {BINS.default} bins"
+            )
     else:
         methods = {"ts": f"one parameter, keeps accuracy: fits {rows}"}
         if rows_per_class >= ROWS_PER_CLASS_FOR_TOP_LABEL:
             methods["tl-hb"] = (
                 f"a binning per predicted class, keeps accuracy: about {rows_per_class:,.0f} "
-                f"rows per class fill its 15 bins"
+                f"rows per class fill its {BINS.default} bins"
             )
         elif n_calibration >= FEW_ROWS:
             methods["conf-hb"] = (

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calcore import _limits
 from calcore._errors import CalcoreError
 from calcore.evaluation.intervals import DOUBLE_BOOTSTRAP_METHODS, interval_bounds
 from calcore.metrics.registry import METRICS, default_primary
@@ -58,11 +59,8 @@ __all__ = [
     "MIN_ROWS_PER_BIN",
 ]
 
-#: Calibration rows per bin below which a binning calibrator's bins are too noisy to ship:
-#: a bin's estimate of P(y | bin) from 50 rows has a standard error up to 0.07 (Gupta &
-#: Ramdas 2021, Thm. 3: HB's guarantee needs ``n / B`` large; with 50 rows a bin its
-#: epsilon at 90% is about 0.17).
-MIN_ROWS_PER_BIN = 50
+#: See :data:`calcore._limits.MIN_CALIBRATION_ROWS_PER_BIN` (the recommended set shares it).
+MIN_ROWS_PER_BIN = _limits.MIN_CALIBRATION_ROWS_PER_BIN
 
 #: Families from simplest to most flexible: among methods tied with the best, the verdict
 #: recommends the simplest (fewest fitted values, least to go wrong on new data).

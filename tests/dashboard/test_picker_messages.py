@@ -48,14 +48,14 @@ def test_methods_are_listed_by_full_name_grouped_by_family_once_each():
             assert title in guide
     assert calcore.CALIBRATORS["ts"].use in guide
     # binary methods appear with the prefixes that make them work on 10 classes
-    assert "| Histogram binning with a prefix |" in guide and "tl-hb ★" in guide
+    assert "| Histogram binning with a prefix |" in guide and "conf-hb ★" in guide
     assert "| Platt scaling with a prefix |" in guide and "| platt |" not in guide
 
 
 @pytest.mark.parametrize(
     ("sample", "expected"),
     [
-        ("cifar10-resnet110", ["ts", "tl-hb"]),  # 10 classes, ~500 calibration rows each
+        ("cifar10-resnet110", ["ts", "conf-hb"]),  # 10 classes, ~500 rows each: 33 a bin
         ("credit-default-logreg", ["platt", "hb"]),  # binary, 10,000 calibration rows
         ("synthetic-wide100", ["ts", "conf-hb"]),  # 100 classes: too few rows per class
     ],
