@@ -7,7 +7,7 @@ applied to each call's ordered method list, so a method keeps its colour across 
 User text (method labels, class names, titles) is HTML-escaped before it reaches a figure,
 so tests look traces up by the escaped label.
 
-Modules: ``_style`` (colours), ``_theme`` (light/dark), ``_common`` (shared traces and
+Modules: ``_style`` (colours), ``_theme`` (the one theme), ``_common`` (shared traces and
 layout), ``reliability``, ``top_label``, ``top_label_bin``, ``small_multiples``
 (per-class top-label and class-wise grids), ``validity``, ``kde`` (KDE curve and ECE by
 bins), ``learning``, ``simplex``, ``metrics`` (errors with intervals), ``verdict`` (the

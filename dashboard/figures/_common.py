@@ -58,14 +58,14 @@ def styles_for(methods, palette_methods=None) -> dict[str, dict]:
     return method_style(full)
 
 
-def diagonal(theme: str, *, lo: float = 0.0, hi: float = 1.0, showlegend=True) -> go.Scatter:
-    """The perfect-calibration line (theme-coloured, no hover)."""
+def diagonal(*, lo: float = 0.0, hi: float = 1.0, showlegend=True) -> go.Scatter:
+    """The perfect-calibration line (in the foreground colour, no hover)."""
     return go.Scatter(
         x=[lo, hi],
         y=[lo, hi],
         mode="lines",
         name="perfect calibration",
-        line={"color": ink(theme), "dash": "dash", "width": 2},
+        line={"color": ink(), "dash": "dash", "width": 2},
         hoverinfo="skip",
         meta=INK,
         showlegend=showlegend,
@@ -175,7 +175,6 @@ def reliability_points(
 def finish(
     fig: go.Figure,
     *,
-    theme: str,
     title: str | None,
     height: int,
     subtitle: str | None = None,
@@ -220,7 +219,7 @@ def finish(
         },
         hovermode="closest",
     )
-    return apply_theme(fig, theme)
+    return apply_theme(fig)
 
 
 def sized_marker(counts, *, color: str, max_px: float = 44.0, symbol: str = "circle") -> dict:

@@ -70,7 +70,7 @@ def _error(values: np.ndarray, low: np.ndarray, high: np.ndarray, color: str) ->
 
 
 def slice_funnel_figure(
-    sliced, *, method: str, theme: str = "light", height: int = 520
+    sliced, *, method: str, height: int = 520
 ) -> go.Figure:
     """Each slice's error against its size, beside what calibrated slices would show.
 
@@ -84,7 +84,6 @@ def slice_funnel_figure(
     sliced : calcore.SlicedReport
     method : str
         Whose predictions (title only).
-    theme : {"light", "dark"}
     height : int
 
     Returns
@@ -114,7 +113,7 @@ def slice_funnel_figure(
     for group, members in groups.items():
         if not members:
             continue
-        color = colors.get(group, ink(theme))
+        color = colors.get(group, ink())
         n = np.array([s.n for s in members], dtype=float)
         est, low, high = _intervals([s.report for s in members], key)
         p = np.array([s.p_value for s in members])
@@ -148,8 +147,8 @@ def slice_funnel_figure(
                 y=[s.test.null_quantile(key, 0.95) for s in tested],
                 mode="lines+markers",
                 name="95% of calibrated draws",
-                line={"color": ink(theme), "dash": "dot", "width": LINE_WIDTH - 1},
-                marker={"symbol": "line-ew-open", "size": MARKER_SIZE, "color": ink(theme)},
+                line={"color": ink(), "dash": "dot", "width": LINE_WIDTH - 1},
+                marker={"symbol": "line-ew-open", "size": MARKER_SIZE, "color": ink()},
                 text=[esc(s.label) for s in tested],
                 hovertemplate=(
                     "%{text}: a calibrated model's " + label + " stays below %{y:.4f} "
@@ -166,7 +165,7 @@ def slice_funnel_figure(
                 y=[overall, overall],
                 mode="lines",
                 name="overall",
-                line={"color": ink(theme), "width": 1},
+                line={"color": ink(), "width": 1},
                 hovertemplate=f"overall {label}: {overall:.4f}<extra></extra>",
             )
         )
@@ -176,7 +175,6 @@ def slice_funnel_figure(
     tested_n = len(groups["miscalibrated"]) + len(groups["no evidence"])
     return finish(
         fig,
-        theme=theme,
         title=f"{label} of each slice against its size · {esc(method)}",
         subtitle=(
             f"{found} of {tested_n} tested slices miscalibrated at a {DISCOVERY_LEVEL:.0%} "
@@ -191,7 +189,7 @@ def _size(s) -> int:
 
 
 def slices_by_method_figure(
-    reports, *, theme: str = "light", max_slices: int = MAX_SLICES_SHOWN
+    reports, *, max_slices: int = MAX_SLICES_SHOWN
 ) -> go.Figure:
     """The ranking metric of every method within each slice: does one calibrator fix all?
 
@@ -200,7 +198,6 @@ def slices_by_method_figure(
     reports : Mapping[str, calcore.SlicedReport]
         Method -> its sliced report (same rows, same slicing), in display order; the
         first's ranking orders the slices (most miscalibrated on top).
-    theme : {"light", "dark"}
     max_slices : int
         The top slices shown.
 
@@ -259,7 +256,6 @@ def slices_by_method_figure(
     more = len(first.slices) - len(shown)
     return finish(
         fig,
-        theme=theme,
         title=f"{label} within each slice, by method",
         subtitle=(
             "filled: miscalibrated at a 5% false discovery rate for that method · bars: 95% "
@@ -269,14 +265,13 @@ def slices_by_method_figure(
     )
 
 
-def slices_in_order_figure(reports, *, theme: str = "light", height: int = 460) -> go.Figure:
+def slices_in_order_figure(reports, *, height: int = 460) -> go.Figure:
     """The ranking metric over slices in their natural order: periods, or value ranges.
 
     Parameters
     ----------
     reports : Mapping[str, calcore.SlicedReport]
         Method -> sliced report of an ordered slicing (``sliced.ordered``), display order.
-    theme : {"light", "dark"}
     height : int
 
     Returns
@@ -320,4 +315,4 @@ def slices_in_order_figure(reports, *, theme: str = "light", height: int = 460) 
     subtitle = "bars: 95% bootstrap intervals"
     if first.change is not None:
         subtitle = f"{esc(next(iter(reports)))}: {esc(first.change.verdict())} · " + subtitle
-    return finish(fig, theme=theme, title=f"{label} by {over}", subtitle=subtitle, height=height)
+    return finish(fig, title=f"{label} by {over}", subtitle=subtitle, height=height)

@@ -34,7 +34,7 @@ from dashboard.figures._common import (
     ordered,
 )
 from dashboard.figures._style import method_style
-from dashboard.figures._theme import GRID, INK, THEMES, ink
+from dashboard.figures._theme import GRID, INK, THEME, ink
 
 __all__ = [
     "per_class_top_label_figure",
@@ -67,7 +67,7 @@ class _Grid:
         return i + self.cols >= self.n
 
 
-def _frames(grid: _Grid, theme: str) -> list[go.Scatter]:
+def _frames(grid: _Grid) -> list[go.Scatter]:
     """Panel frames, a mid gridline each way, and tick labels (left column, bottom row)."""
     xs: list = []
     ys: list = []
@@ -76,7 +76,7 @@ def _frames(grid: _Grid, theme: str) -> list[go.Scatter]:
         xs += [ox, ox + 1, ox + 1, ox, ox, None, ox + 0.5, ox + 0.5, None, ox, ox + 1, None]
         ys += [oy, oy, oy + 1, oy + 1, oy, None, oy, oy + 1, None, oy + 0.5, oy + 0.5, None]
     frame = go.Scatter(
-        x=xs, y=ys, mode="lines", line={"color": THEMES[theme]["grid"], "width": 1},
+        x=xs, y=ys, mode="lines", line={"color": THEME["grid"], "width": 1},
         hoverinfo="skip", showlegend=False, meta=GRID,
     )  # fmt: skip
     tx, ty, text, position = [], [], [], []
@@ -96,12 +96,12 @@ def _frames(grid: _Grid, theme: str) -> list[go.Scatter]:
                 position.append("bottom center")
     ticks = go.Scatter(
         x=tx, y=ty, text=text, mode="text", textposition=position, hoverinfo="skip",
-        showlegend=False, cliponaxis=False, textfont={"color": ink(theme)}, meta=GRID,
+        showlegend=False, cliponaxis=False, textfont={"color": ink()}, meta=GRID,
     )  # fmt: skip
     return [frame, ticks]
 
 
-def _diagonals(grid: _Grid, theme: str) -> go.Scatter:
+def _diagonals(grid: _Grid) -> go.Scatter:
     xs: list = []
     ys: list = []
     for i in range(grid.n):
@@ -110,7 +110,7 @@ def _diagonals(grid: _Grid, theme: str) -> go.Scatter:
         ys += [oy, oy + 1, None]
     return go.Scatter(
         x=xs, y=ys, mode="lines", name="perfect calibration", hoverinfo="skip", meta=INK,
-        line={"color": ink(theme), "dash": "dash", "width": 2},
+        line={"color": ink(), "dash": "dash", "width": 2},
     )  # fmt: skip
 
 
@@ -153,7 +153,7 @@ def _method_trace(
     )
 
 
-def _figure(grid: _Grid, traces: list, *, titles, theme, x_title, y_title, title, subtitle,
+def _figure(grid: _Grid, traces: list, *, titles, x_title, y_title, title, subtitle,
             legend_items: int) -> go.Figure:  # fmt: skip
     annotations = []
     for i, text in enumerate(titles):
@@ -191,13 +191,13 @@ def _figure(grid: _Grid, traces: list, *, titles, theme, x_title, y_title, title
     )
     headroom = 30 * math.ceil(legend_items / 5)  # legend rows of ~5 entries
     return finish(
-        fig, theme=theme, title=title, subtitle=subtitle, height=200 + 260 * grid.rows,
+        fig, title=title, subtitle=subtitle, height=200 + 260 * grid.rows,
         headroom=headroom,
     )  # fmt: skip
 
 
 def per_class_top_label_figure(
-    diagram, *, classes, method: str, theme: str = "light", methods=None
+    diagram, *, classes, method: str, methods=None
 ) -> go.Figure:
     """Top-label reliability diagram of each chosen predicted class (Gupta & Ramdas, Fig. 4).
 
@@ -208,7 +208,6 @@ def per_class_top_label_figure(
         Class indices, one panel each, in this order (1..20).
     method : str
         The method the diagram belongs to (legend, colour, title).
-    theme : {"light", "dark"}
     methods : sequence of str, optional
         The app's ordered method list, so ``method`` keeps its colour from the other figures.
 
@@ -237,13 +236,13 @@ def per_class_top_label_figure(
         intervals=True, x_label="mean top-label probability",
     )  # fmt: skip
     return _figure(
-        grid, [*_frames(grid, theme), _diagonals(grid, theme), points], titles=titles,
-        theme=theme, x_title="top-label probability", y_title="frequency of the predicted class",
+        grid, [*_frames(grid), _diagonals(grid), points], titles=titles,
+        x_title="top-label probability", y_title="frequency of the predicted class",
         title=f"Per-class top-label reliability · {label}", subtitle=None, legend_items=2,
     )  # fmt: skip
 
 
-def classwise_grid_figure(diagrams, *, class_names, theme: str = "light") -> go.Figure:
+def classwise_grid_figure(diagrams, *, class_names) -> go.Figure:
     """Class-wise reliability diagrams, one panel per class, methods overlaid.
 
     Parameters
@@ -252,7 +251,6 @@ def classwise_grid_figure(diagrams, *, class_names, theme: str = "light") -> go.
         Method -> one class-wise diagram per class, aligned with ``class_names``.
     class_names : sequence of str
         Panel titles (1..20), in panel order.
-    theme : {"light", "dark"}
 
     Returns
     -------
@@ -265,14 +263,14 @@ def classwise_grid_figure(diagrams, *, class_names, theme: str = "light") -> go.
     diagrams, names = _aligned(diagrams, class_names, "class")
     first = next(iter(diagrams.values()))[0]
     return _overlaid_grid(
-        diagrams, [esc(n) for n in names], theme=theme, x_title="class probability",
+        diagrams, [esc(n) for n in names], x_title="class probability",
         y_title="frequency of the class", title="Class-wise reliability diagrams",
         subtitle=f"{esc(first.binning)} · n = {int(first.n):,} · one panel per class",
         x_label="mean class probability",
     )  # fmt: skip
 
 
-def slice_grid_figure(diagrams, *, slice_names, theme: str = "light") -> go.Figure:
+def slice_grid_figure(diagrams, *, slice_names) -> go.Figure:
     """Confidence reliability diagrams of several slices, one panel each, methods overlaid.
 
     Parameters
@@ -281,7 +279,6 @@ def slice_grid_figure(diagrams, *, slice_names, theme: str = "light") -> go.Figu
         Method -> one confidence diagram per slice, aligned with ``slice_names``.
     slice_names : sequence of str
         Panel titles (1..20; data, escaped here), in panel order.
-    theme : {"light", "dark"}
 
     Returns
     -------
@@ -293,7 +290,7 @@ def slice_grid_figure(diagrams, *, slice_names, theme: str = "light") -> go.Figu
     first = next(iter(diagrams.values()))
     titles = [f"{esc(n)} · n = {int(d.n):,}" for n, d in zip(names, first, strict=True)]
     return _overlaid_grid(
-        diagrams, titles, theme=theme, x_title="confidence (max probability)",
+        diagrams, titles, x_title="confidence (max probability)",
         y_title="accuracy", title="Confidence reliability of the top slices",
         subtitle=f"{esc(first[0].binning)} · one panel per slice, most miscalibrated first",
         x_label="mean confidence",
@@ -312,12 +309,12 @@ def _aligned(diagrams, names, what: str) -> tuple[dict, list]:
     return diagrams, names
 
 
-def _overlaid_grid(diagrams: dict, titles: list[str], *, theme, x_title, y_title, title,
+def _overlaid_grid(diagrams: dict, titles: list[str], *, x_title, y_title, title,
                    subtitle, x_label) -> go.Figure:  # fmt: skip
     """One panel per title, every method's diagrams overlaid (Wilson bars for up to two)."""
     grid = _Grid(len(titles))
     styles = method_style(list(diagrams))
-    traces = [*_frames(grid, theme), _diagonals(grid, theme)]
+    traces = [*_frames(grid), _diagonals(grid)]
     for method, ds in diagrams.items():
         traces.append(
             _method_trace(
@@ -331,6 +328,6 @@ def _overlaid_grid(diagrams: dict, titles: list[str], *, theme, x_title, y_title
             )  # fmt: skip
         )
     return _figure(
-        grid, traces, titles=titles, theme=theme, x_title=x_title, y_title=y_title,
+        grid, traces, titles=titles, x_title=x_title, y_title=y_title,
         title=title, subtitle=subtitle, legend_items=1 + len(diagrams),
     )  # fmt: skip

@@ -85,14 +85,13 @@ def _method_traces(diagram, *, label: str, style: dict) -> list[go.Scatter]:
     return [delta, confidence, top_label]
 
 
-def top_label_figure(diagrams, *, theme: str = "light", height: int = 620) -> go.Figure:
+def top_label_figure(diagrams, *, height: int = 620) -> go.Figure:
     """Confidence and top-label points per method, bin counts below.
 
     Parameters
     ----------
     diagrams : Mapping[str, calcore.TopLabelReliabilityDiagram]
         Method name -> diagram, in display order.
-    theme : {"light", "dark"}
     height : int
 
     Returns
@@ -111,7 +110,7 @@ def top_label_figure(diagrams, *, theme: str = "light", height: int = 620) -> go
     fig = make_subplots(
         rows=2, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26], vertical_spacing=0.05
     )
-    fig.add_trace(diagonal(theme), row=1, col=1)
+    fig.add_trace(diagonal(), row=1, col=1)
     for k, (method, diagram) in enumerate(diagrams.items()):
         label = esc(method)
         for trace in _method_traces(diagram, label=label, style=styles[method]):
@@ -139,4 +138,4 @@ def top_label_figure(diagrams, *, theme: str = "light", height: int = 620) -> go
     )
     fig.update_yaxes(title_text="rows per bin", rangemode="tozero", row=2, col=1)
     subtitle = f"conf-ECE / TL-ECE: {eces}"
-    return finish(fig, theme=theme, title=title, subtitle=subtitle, height=height)
+    return finish(fig, title=title, subtitle=subtitle, height=height)

@@ -25,7 +25,7 @@ from dashboard.figures._theme import INK, ink
 __all__ = ["top_label_bin_figure"]
 
 
-def _bin_points(diagram, b: int, theme: str) -> go.Scatter:
+def _bin_points(diagram, b: int) -> go.Scatter:
     """The bin's confidence point (open circle) and top-label point (x) over all classes."""
     cd = diagram.confidence_diagram
     conf = float(cd.confidence[b])
@@ -36,10 +36,10 @@ def _bin_points(diagram, b: int, theme: str) -> go.Scatter:
         meta=INK,
         name="bin: confidence and top-label points",
         marker={
-            "color": ink(theme),
+            "color": ink(),
             "size": MARKER_SIZE + 4,
             "symbol": ["circle-open", "x"],
-            "line": {"width": 2, "color": ink(theme)},
+            "line": {"width": 2, "color": ink()},
         },
         customdata=[[float(diagram.delta[b])]] * 2,
         hovertemplate="bin mean confidence: %{x:.4f}<br>accuracy (open) / conf ± Δ_b (x): "
@@ -55,7 +55,6 @@ def top_label_bin_figure(
     diagram,
     bin_index: int,
     *,
-    theme: str = "light",
     method: str | None = None,
     methods=None,
     height: int = 560,
@@ -67,7 +66,6 @@ def top_label_bin_figure(
     diagram : calcore.TopLabelReliabilityDiagram
     bin_index : int
         Bin ``b`` (0-based, as in the diagram's arrays).
-    theme : {"light", "dark"}
     method, methods : str and sequence of str, optional
         The diagram's method and the app's ordered method list: the points take that
         method's colour and the title names it.
@@ -110,7 +108,7 @@ def top_label_bin_figure(
 
     fig = go.Figure()
     fig.add_vrect(x0=lo, x1=hi, fillcolor="rgba(128,128,128,0.15)", line_width=0, layer="below")
-    fig.add_trace(diagonal(theme, lo=x0, hi=x1))
+    fig.add_trace(diagonal(lo=x0, hi=x1))
     xs, ys = segments(part["confidence"], part["confidence"], part["confidence"], part["accuracy"])
     fig.add_trace(
         go.Scatter(x=xs, y=ys, mode="lines", name="class gaps", hoverinfo="skip",
@@ -136,7 +134,7 @@ def top_label_bin_figure(
     )
     count = int(cd.count[b])
     if count:
-        fig.add_trace(_bin_points(diagram, b, theme))
+        fig.add_trace(_bin_points(diagram, b))
         detail = (
             f"{count:,} rows · conf_b = {cd.confidence[b]:.4f} · acc_b = {cd.accuracy[b]:.4f}"
             f" · Δ_b = {diagram.delta[b]:.4f}"
@@ -148,4 +146,4 @@ def top_label_bin_figure(
     fig.update_xaxes(range=[x0, x1], title_text="confidence of the predicted class")
     fig.update_yaxes(range=[-0.02, 1.02], title_text="accuracy within the class")
     title = f"Bin {b} [{lo:.3f}, {hi:.3f}]{who}"
-    return finish(fig, theme=theme, title=title, subtitle=detail, height=height)
+    return finish(fig, title=title, subtitle=detail, height=height)

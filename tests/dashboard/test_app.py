@@ -293,7 +293,9 @@ def test_query_string_restores_every_setting():
     assert at.radio(key=controls.KEY_VIEW).value == "confidence"
     spec = only_chart(at, "figure.positive")  # a binary model: the diagram of P(class 1)
     assert "equal-mass, 12 bins" in spec["layout"]["title"]["text"]
-    assert spec["layout"]["paper_bgcolor"].lower() not in ("#ffffff", "white")
+    # the dark figure theme is gone: an old link's theme is ignored, without a warning
+    assert spec["layout"]["paper_bgcolor"] == "#FFFFFF"
+    assert not at.warning
     assert query(at, "m") == ["platt", "hb:bins=10;randomized=false"]
 
 
@@ -534,7 +536,7 @@ def test_figures_are_reused_until_something_they_show_changes(monkeypatch):
     real = top_label_view.top_label_figure
 
     def counting(*args, **kwargs):
-        built.append(kwargs.get("theme"))
+        built.append(args[0])
         return real(*args, **kwargs)
 
     monkeypatch.setattr(top_label_view, "top_label_figure", counting)
@@ -542,13 +544,10 @@ def test_figures_are_reused_until_something_they_show_changes(monkeypatch):
     at.radio(key=controls.KEY_VIEW).set_value("metrics").run()
     at.radio(key=controls.KEY_VIEW).set_value("top-label").run()
     assert_clean(at)
-    assert built == ["light"]  # the second visit reused the figure
-    at.radio(key=controls.KEY_THEME).set_value("dark").run()
-    assert built == ["light", "dark"]
-    assert only_chart(at, "figure.top_label")["layout"]["paper_bgcolor"] == "#0E1117"
+    assert len(built) == 1  # the second visit reused the figure
     at.number_input(key=controls.KEY_BINS).set_value(7).run()
     assert_clean(at)
-    assert len(built) == 3  # new bins: new diagrams, new figure
+    assert len(built) == 2  # new bins: new diagrams, new figure
 
 
 def test_a_weight_column_weights_the_metrics_and_can_be_turned_off():

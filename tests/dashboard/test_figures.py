@@ -1,4 +1,4 @@
-"""Figure builders of dashboard.figures: traces equal calcore's fields, escaping, themes.
+"""Figure builders of dashboard.figures: traces equal calcore's fields, escaping, the theme.
 
 Plain pytest (no Streamlit). Results are built once per module from the bundled CIFAR-10
 sample and fitted calibrators, so the module stays fast.
@@ -205,13 +205,10 @@ def test_method_style_cycles_beyond_seven_with_distinct_styles():
     assert method_colors(methods) == {m: s["color"] for m, s in styles.items()}
 
 
-def test_apply_theme_dark_and_light_backgrounds_and_fonts():
-    fig = apply_theme(go.Figure(go.Scatter(x=[0, 1], y=[0, 1])), "dark")
-    assert fig.layout.paper_bgcolor == "#0E1117" and fig.layout.plot_bgcolor == "#0E1117"
-    assert fig.layout.font.size >= 14 and fig.layout.font.color == "#E8E8E8"
-    assert apply_theme(fig, "light").layout.paper_bgcolor == "#FFFFFF"
-    with pytest.raises(ValueError, match="theme"):
-        apply_theme(fig, "solarized")
+def test_apply_theme_one_light_theme_with_projector_fonts():
+    fig = apply_theme(go.Figure(go.Scatter(x=[0, 1], y=[0, 1])))
+    assert fig.layout.paper_bgcolor == "#FFFFFF" and fig.layout.plot_bgcolor == "#FFFFFF"
+    assert fig.layout.font.size >= 14 and fig.layout.font.color == "#1A1A1A"
 
 
 # -- reliability -----------------------------------------------------------------------------
@@ -261,7 +258,7 @@ def test_reliability_rejects_bands_of_unknown_methods(diagrams, preds):
 
 # -- top-label -------------------------------------------------------------------------------
 def test_top_label_traces_equal_diagram_fields(top_label):
-    fig = top_label_figure(top_label, theme="dark")
+    fig = top_label_figure(top_label)
     for method, d in top_label.items():
         cd = d.confidence_diagram
         filled = cd.count > 0
@@ -280,8 +277,7 @@ def test_top_label_traces_equal_diagram_fields(top_label):
         assert np.isnan(xs[:, 2]).all()
         np.testing.assert_array_equal(trace(fig, f"{method} (count)").y, cd.count)
         assert f"{d.top_label_ece:.4f}" in fig.layout.title.subtitle.text
-    assert fig.layout.paper_bgcolor == "#0E1117"
-    assert trace(fig, "perfect calibration").line.color == "#E8E8E8"
+    assert trace(fig, "perfect calibration").line.color == "#1A1A1A"
     fig.to_json()
 
 
@@ -345,10 +341,9 @@ def test_top_label_bin_traces_equal_bin_breakdown(top_label):
 def test_top_label_bin_of_an_empty_bin(top_label):
     d = top_label[UNCALIBRATED]
     (empty,) = np.flatnonzero(d.confidence_diagram.count == 0)[:1]
-    fig = top_label_bin_figure(d, int(empty), theme="dark")
+    fig = top_label_bin_figure(d, int(empty))
     assert len(trace(fig, "classes").x) == 0
     assert not panels(fig, "bin: confidence and top-label points")
-    assert fig.layout.plot_bgcolor == "#0E1117"
 
 
 def test_per_class_top_label_panels_equal_per_class_diagrams(top_label):
@@ -396,7 +391,7 @@ def assert_panels_apart(points, runs) -> None:
 
 def test_classwise_grid_panels_in_order(classwise, splits):
     names = splits["test"].class_names
-    fig = classwise_grid_figure(classwise, class_names=names, theme="dark")
+    fig = classwise_grid_figure(classwise, class_names=names)
     for method, ds in classwise.items():
         points = trace(fig, method)  # one trace per method across the panels
         runs = panel_runs(points.customdata)
@@ -407,9 +402,8 @@ def test_classwise_grid_panels_in_order(classwise, splits):
         assert points.line.color == method_colors(list(classwise))[method]
         assert_panels_apart(points, runs)
     drawn = [t for t in fig.data if t.meta == "grid"]  # frames and tick labels
-    assert drawn and all(t.line.color == "#3A404C" for t in drawn)  # the dark theme's grid
+    assert drawn and all(t.line.color == "#D0D0D0" for t in drawn if "lines" in t.mode)
     assert [a.text for a in fig.layout.annotations][: len(names)] == list(names)
-    assert fig.layout.paper_bgcolor == "#0E1117"
     no_object_arrays(fig)
     with pytest.raises(ValueError, match="class names"):
         classwise_grid_figure(classwise, class_names=names[:3])
@@ -483,7 +477,7 @@ def test_ece_by_bins_traces_equal_sweep_fields(sweeps, kde, field):
 
 
 def test_learning_curve_traces_equal_fields(learning):
-    fig = learning_curve_figure(learning, theme="dark")
+    fig = learning_curve_figure(learning)
     colors = method_colors([UNCALIBRATED, *learning.methods])
     for i, method in enumerate(learning.methods):
         np.testing.assert_array_equal(trace(fig, method).x, learning.sizes)
@@ -496,7 +490,6 @@ def test_learning_curve_traces_equal_fields(learning):
         assert trace(fig, method).line.color == colors[method]
     ref = trace(fig, UNCALIBRATED)
     assert list(ref.y) == [learning.uncalibrated] * 2 and ref.line.color == colors[UNCALIBRATED]
-    assert fig.layout.paper_bgcolor == "#0E1117"
     no_object_arrays(fig)
 
 
@@ -595,15 +588,13 @@ def test_one_method_one_colour_in_every_figure(
                 assert (t.line.color or t.marker.color) == colors[t.name], (t.name, fig)
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_every_builder_themes_fonts_and_lines(theme, diagrams, validity, learning):
+def test_every_builder_themes_fonts_and_lines(diagrams, validity, learning):
     for fig in (
-        reliability_figure(diagrams, theme=theme),
-        validity_figure(validity, theme=theme),
-        learning_curve_figure(learning, theme=theme),
+        reliability_figure(diagrams),
+        validity_figure(validity),
+        learning_curve_figure(learning),
     ):
-        bg = "#0E1117" if theme == "dark" else "#FFFFFF"
-        assert fig.layout.paper_bgcolor == bg == fig.layout.plot_bgcolor
+        assert fig.layout.paper_bgcolor == "#FFFFFF" == fig.layout.plot_bgcolor
         assert fig.layout.font.size >= 14 and fig.layout.legend.orientation == "h"
         for t in fig.data:
             if t.type == "scatter" and t.mode and "lines" in t.mode and t.fill is None:

@@ -26,7 +26,7 @@ def figure(ctx, classes: list[int]):
     s = ctx.settings
     names = ctx.test.class_names
     diagrams = ctx.per_output(compute.classwise_diagrams, s.binning, s.bins, tuple(classes))
-    return classwise_grid_figure(diagrams, class_names=[names[c] for c in classes], theme=ctx.theme)
+    return classwise_grid_figure(diagrams, class_names=[names[c] for c in classes])
 
 
 def render(ctx) -> None:

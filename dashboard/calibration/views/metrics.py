@@ -331,7 +331,7 @@ CHART_KEY = "figure.metric_intervals"
 
 def errors_figure(ctx, values):
     metrics = [(k, calcore.METRICS[k].label) for k in CHART_METRICS]
-    return metric_intervals_figure(values, metrics=metrics, theme=ctx.theme)
+    return metric_intervals_figure(values, metrics=metrics)
 
 
 def _show_chart(slot, ctx, values, *, final: bool) -> None:
@@ -437,7 +437,7 @@ def show_verdict(ctx, verdict, why: str) -> None:
     (st.success if verdict.improves else st.info)(esc(sentence))
     st.plotly_chart(
         verdict_figure(
-            verdict, metric_label=calcore.METRICS[verdict.primary].label, theme=ctx.theme
+            verdict, metric_label=calcore.METRICS[verdict.primary].label
         ),
         theme=None,
         key=VERDICT_CHART_KEY,

@@ -386,7 +386,7 @@ def show(
     if ordered:
         chart(
             ctx.figure("slices.order" + where,
-                       lambda: slices_in_order_figure(reports, theme=ctx.theme), *options),
+                       lambda: slices_in_order_figure(reports), *options),
             "figure.slices.order" + where,
         )  # fmt: skip
     if len(reports) > 1:
@@ -403,7 +403,7 @@ def show(
         )
         chart(
             ctx.figure("slices.methods" + where,
-                       lambda: slices_by_method_figure(reports, theme=ctx.theme), *options),
+                       lambda: slices_by_method_figure(reports), *options),
             "figure.slices.methods" + where,
         )  # fmt: skip
     if not where:
@@ -415,7 +415,7 @@ def funnel_figure(ctx, method: str, sliced: calcore.SlicedReport, where: str = "
     options = (method, sliced.columns, sliced.rank_metric, n_bootstrap(ctx))
     return ctx.figure(
         "slices.funnel" + where,
-        lambda: slice_funnel_figure(sliced, method=method, theme=ctx.theme),
+        lambda: slice_funnel_figure(sliced, method=method),
         *options,
     )
 
@@ -472,7 +472,7 @@ def diagram_figures(
             label: compute.confidence_diagram(key, s.binning, s.bins, preds)
             for label, (key, preds) in outputs.items()
         }
-        return reliability_figure(diagrams, title="All test rows", theme=ctx.theme, height=520)
+        return reliability_figure(diagrams, title="All test rows", height=520)
 
     name = " | ".join(chosen)
     figures = {
@@ -480,7 +480,7 @@ def diagram_figures(
         "chosen": (
             f"Slice: {name}",
             ctx.figure("slices.chosen", lambda: reliability_figure(
-                diagrams_of(chosen), title=f"Slice: {name}", theme=ctx.theme, height=520),
+                diagrams_of(chosen), title=f"Slice: {name}", height=520),
                 by, chosen, base, shown),
         ),
     }  # fmt: skip
@@ -491,7 +491,7 @@ def diagram_figures(
             per_slice = [diagrams_of(v) for v in top]
             per_method = {label: [d[label] for d in per_slice] for label in outputs}
             return slice_grid_figure(
-                per_method, slice_names=[" | ".join(v) for v in top], theme=ctx.theme
+                per_method, slice_names=[" | ".join(v) for v in top]
             )
 
         figures["grid"] = (

@@ -23,7 +23,7 @@ MAX_PANELS = 20
 def figure(ctx):
     s = ctx.settings
     return top_label_figure(
-        ctx.per_output(compute.top_label_diagram, s.binning, s.bins), theme=ctx.theme
+        ctx.per_output(compute.top_label_diagram, s.binning, s.bins)
     )
 
 
@@ -32,7 +32,7 @@ def render(ctx) -> None:
     explain("top-label")
     s = ctx.settings
     diagrams = ctx.per_output(compute.top_label_diagram, s.binning, s.bins)
-    fig = ctx.figure("top_label", lambda: top_label_figure(diagrams, theme=ctx.theme))
+    fig = ctx.figure("top_label", lambda: top_label_figure(diagrams))
     chart(fig, "figure.top_label")
 
     drill_down(ctx, diagrams)
@@ -59,10 +59,10 @@ def drill_down(ctx, diagrams: dict) -> None:
         format_func=lambda i: f"[{lower[i]:.3f}, {upper[i]:.3f}] · {count[i]:,} rows",
         key=KEY_BIN,
     )
-    theme, methods = ctx.theme, list(diagrams)
+    methods = list(diagrams)
     fig = ctx.figure(
         "top_label_bin",
-        lambda: top_label_bin_figure(diagram, b, method=method, methods=methods, theme=theme),
+        lambda: top_label_bin_figure(diagram, b, method=method, methods=methods),
         method,
         b,
     )
@@ -76,7 +76,7 @@ def drill_down(ctx, diagrams: dict) -> None:
     fig = ctx.figure(
         "top_label_per_class",
         lambda: per_class_top_label_figure(
-            diagram, classes=order, method=method, methods=methods, theme=theme
+            diagram, classes=order, method=method, methods=methods
         ),
         method,
     )
