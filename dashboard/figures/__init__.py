@@ -16,6 +16,7 @@ calibrator verdict), ``slices`` (calibration per slice).
 
 from dashboard.figures._style import UNCALIBRATED, method_colors, method_style
 from dashboard.figures._theme import apply_theme
+from dashboard.figures.drill_down import class_cells_figure, worst_cells_table
 from dashboard.figures.kde import ece_by_bins_figure, kde_figure
 from dashboard.figures.learning import learning_curve_figure
 from dashboard.figures.metrics import metric_intervals_figure
@@ -39,6 +40,7 @@ from dashboard.figures.verdict import verdict_figure
 __all__ = [
     "UNCALIBRATED",
     "apply_theme",
+    "class_cells_figure",
     "classwise_grid_figure",
     "ece_by_bins_figure",
     "kde_figure",
@@ -57,4 +59,5 @@ __all__ = [
     "top_label_figure",
     "validity_figure",
     "verdict_figure",
+    "worst_cells_table",
 ]
