@@ -13,8 +13,12 @@ values (``customdata``), not the shifted coordinates; frames, gridlines and tick
 are drawn as traces tagged ``meta="grid"``.
 
 Figure contract (what tests and the report read): a method's trace has, per panel in
-order, the panel's non-empty bins followed by one all-NaN row; ``customdata`` columns are
-count, ci_lower, ci_upper, lower edge, upper edge, then the point's own x and y.
+order, the panel's bins with at least :data:`FEW_ROWS` rows followed by one all-NaN row;
+``customdata`` columns are count, ci_lower, ci_upper, lower edge, upper edge, then the
+point's own x and y. The bins with fewer rows (but some) are in a second trace,
+``"<method> (few rows)"``, with the same layout: faded markers, not joined by the line,
+because one or two rows make an accuracy of 0 or 1 that the line would run to (issue 34:
+"one row draws a line to (0.2, 1)").
 """
 
 from __future__ import annotations
@@ -33,10 +37,11 @@ from dashboard.figures._common import (
     finish,
     ordered,
 )
-from dashboard.figures._style import method_style
+from dashboard.figures._style import method_style, rgba
 from dashboard.figures._theme import GRID, INK, THEME, ink
 
 __all__ = [
+    "FEW_ROWS",
     "per_class_top_label_figure",
     "classwise_grid_figure",
     "slice_grid_figure",
@@ -47,6 +52,9 @@ MAX_PANELS = 20
 STEP_X = 1.12  # panel width 1 plus the gap, in data units
 STEP_Y = 1.30  # panel height 1 plus room for the next panel's title
 TICKS = (0.0, 0.5, 1.0)
+#: Bins with fewer rows are drawn faded and off the line (a 95% Wilson interval on 10 rows
+#: at accuracy 0.5 is about +-0.3 wide: too noisy to read a gap from).
+FEW_ROWS = 20
 
 
 class _Grid:
@@ -114,43 +122,56 @@ def _diagonals(grid: _Grid) -> go.Scatter:
     )  # fmt: skip
 
 
-def _method_trace(
+def _method_traces(
     grid: _Grid, diagrams, *, titles, name: str, style: dict, intervals: bool, x_label: str
-) -> go.Scatter:
-    """One method's points in every panel (see the module's figure contract)."""
-    parts = {"x": [], "y": [], "low": [], "high": [], "custom": [], "text": []}
+) -> list[go.Scatter]:
+    """One method's points in every panel: the line through the bins with enough rows, and
+    the faded bins with few (see the module's figure contract)."""
+    parts = {
+        few: {"x": [], "y": [], "low": [], "high": [], "custom": [], "text": []}
+        for few in (False, True)
+    }
     gap = np.full(1, np.nan)
     for i, (diagram, title) in enumerate(zip(diagrams, titles, strict=True)):
         ox, oy = grid.origin(i)
         p = bin_points(diagram)
-        parts["x"] += [p["x"] + ox, gap]
-        parts["y"] += [p["y"] + oy, gap]
-        parts["low"] += [p["low"] + oy, gap]
-        parts["high"] += [p["high"] + oy, gap]
         own = np.column_stack([p["custom"], p["x"], p["y"]])
-        parts["custom"] += [own, np.full((1, own.shape[1]), np.nan)]
-        parts["text"] += [title] * (len(p["x"]) + 1)
-    joined = {k: np.concatenate(v) for k, v in parts.items() if k != "text"}
-    error = error_bars(joined, style["color"]) if intervals else None
-    return go.Scatter(
-        x=joined["x"],
-        y=joined["y"],
-        mode="lines+markers",
-        name=name,
-        legendgroup=name,
-        line={"color": style["color"], "width": LINE_WIDTH, "dash": style["dash"]},
-        marker={"color": style["color"], "size": MARKER_SIZE, "symbol": style["symbol"]},
-        error_y=error,
-        customdata=joined["custom"],
-        text=parts["text"],  # already escaped panel titles
-        hovertemplate=(
-            "%{text}<br>bin [%{customdata[3]:.3f}, %{customdata[4]:.3f}]<br>"
-            f"{x_label}: %{{customdata[5]:.4f}}<br>"
-            "frequency: %{customdata[6]:.4f}<br>"
-            "95% Wilson interval: %{customdata[1]:.4f} to %{customdata[2]:.4f}<br>"
-            "%{customdata[0]:,} rows"
-        ),
+        for few, part in parts.items():
+            keep = (p["custom"][:, 0] < FEW_ROWS) == few
+            part["x"] += [p["x"][keep] + ox, gap]
+            part["y"] += [p["y"][keep] + oy, gap]
+            part["low"] += [p["low"][keep] + oy, gap]
+            part["high"] += [p["high"][keep] + oy, gap]
+            part["custom"] += [own[keep], np.full((1, own.shape[1]), np.nan)]
+            part["text"] += [title] * (int(keep.sum()) + 1)
+    hover = (
+        "%{text}<br>bin [%{customdata[3]:.3f}, %{customdata[4]:.3f}]<br>"
+        f"{x_label}: %{{customdata[5]:.4f}}<br>"
+        "frequency: %{customdata[6]:.4f}<br>"
+        "95% Wilson interval: %{customdata[1]:.4f} to %{customdata[2]:.4f}<br>"
+        "%{customdata[0]:,} rows"
     )
+    traces = []
+    for few, part in parts.items():
+        joined = {k: np.concatenate(v) for k, v in part.items() if k != "text"}
+        color = rgba(style["color"], 0.3) if few else style["color"]
+        traces.append(
+            go.Scatter(
+                x=joined["x"],
+                y=joined["y"],
+                mode="markers" if few else "lines+markers",
+                name=f"{name} (few rows)" if few else name,
+                legendgroup=name,
+                showlegend=not few,
+                line={"color": style["color"], "width": LINE_WIDTH, "dash": style["dash"]},
+                marker={"color": color, "size": MARKER_SIZE, "symbol": style["symbol"]},
+                error_y=error_bars(joined, style["color"]) if intervals and not few else None,
+                customdata=joined["custom"],
+                text=part["text"],  # already escaped panel titles
+                hovertemplate=hover,
+            )
+        )
+    return traces
 
 
 def _figure(grid: _Grid, traces: list, *, titles, x_title, y_title, title, subtitle,
@@ -231,18 +252,18 @@ def per_class_top_label_figure(
     full = list(methods) if methods is not None else []
     style = method_style([*full, *([method] if method not in full else [])])[method]
     label = esc(method)
-    points = _method_trace(
+    points = _method_traces(
         grid, [diagram.per_class[c] for c in chosen], titles=titles, name=label, style=style,
         intervals=True, x_label="mean top-label probability",
     )  # fmt: skip
     return _figure(
-        grid, [*_frames(grid), _diagonals(grid), points], titles=titles,
+        grid, [*_frames(grid), _diagonals(grid), *points], titles=titles,
         x_title="top-label probability", y_title="frequency of the predicted class",
         title=f"Per-class top-label reliability · {label}", subtitle=None, legend_items=2,
     )  # fmt: skip
 
 
-def classwise_grid_figure(diagrams, *, class_names) -> go.Figure:
+def classwise_grid_figure(diagrams, *, class_names, class_counts=None) -> go.Figure:
     """Class-wise reliability diagrams, one panel per class, methods overlaid.
 
     Parameters
@@ -251,6 +272,9 @@ def classwise_grid_figure(diagrams, *, class_names) -> go.Figure:
         Method -> one class-wise diagram per class, aligned with ``class_names``.
     class_names : sequence of str
         Panel titles (1..20), in panel order.
+    class_counts : sequence of int, optional
+        The test rows labelled with each class, in panel order: shown in the panel titles
+        (how much data stands behind a panel).
 
     Returns
     -------
@@ -258,14 +282,24 @@ def classwise_grid_figure(diagrams, *, class_names) -> go.Figure:
         One trace per method named ``<method>`` (escaped) holding every panel's non-empty
         bins of that class's diagram (module docstring: figure contract); Wilson bars
         only for up to two methods (more would hide the points); panel titles (the first
-        annotations): the escaped class names.
+        annotations): the escaped class names, with ``class_counts`` if given.
     """
     diagrams, names = _aligned(diagrams, class_names, "class")
     first = next(iter(diagrams.values()))[0]
+    titles = [esc(n) for n in names]
+    if class_counts is not None:
+        counts = [int(c) for c in class_counts]
+        if len(counts) != len(titles):
+            raise ValueError(f"{len(counts)} class counts for {len(titles)} classes.")
+        titles = [f"{t} · {c:,} labelled" for t, c in zip(titles, counts, strict=True)]
+    bars = "; bars: 95% Wilson intervals" if len(diagrams) <= 2 else ""
     return _overlaid_grid(
-        diagrams, [esc(n) for n in names], x_title="class probability",
+        diagrams, titles, x_title="class probability",
         y_title="frequency of the class", title="Class-wise reliability diagrams",
-        subtitle=f"{esc(first.binning)} · n = {int(first.n):,} · one panel per class",
+        subtitle=(
+            f"{esc(first.binning)} · n = {int(first.n):,} · one panel per class · faded: "
+            f"bins with fewer than {FEW_ROWS} rows{bars}"
+        ),
         x_label="mean class probability",
     )  # fmt: skip
 
@@ -316,8 +350,8 @@ def _overlaid_grid(diagrams: dict, titles: list[str], *, x_title, y_title, title
     styles = method_style(list(diagrams))
     traces = [*_frames(grid), _diagonals(grid)]
     for method, ds in diagrams.items():
-        traces.append(
-            _method_trace(
+        traces.extend(
+            _method_traces(
                 grid,
                 ds,
                 titles=titles,
