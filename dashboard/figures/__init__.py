@@ -8,7 +8,7 @@ User text (method labels, class names, titles) is HTML-escaped before it reaches
 so tests look traces up by the escaped label.
 
 Modules: ``_style`` (colours), ``_theme`` (the one theme), ``_common`` (shared traces and
-layout), ``reliability``, ``top_label``, ``top_label_bin``, ``small_multiples``
+layout), ``reliability``, ``top_label``, ``small_multiples``
 (per-class top-label and class-wise grids), ``validity``, ``kde`` (KDE curve and ECE by
 bins), ``learning``, ``simplex``, ``metrics`` (errors with intervals), ``verdict`` (the
 calibrator verdict), ``slices`` (calibration per slice).
@@ -29,11 +29,9 @@ from dashboard.figures.slices import (
 )
 from dashboard.figures.small_multiples import (
     classwise_grid_figure,
-    per_class_top_label_figure,
     slice_grid_figure,
 )
 from dashboard.figures.top_label import top_label_figure
-from dashboard.figures.top_label_bin import top_label_bin_figure
 from dashboard.figures.validity import validity_figure
 from dashboard.figures.verdict import verdict_figure
 
@@ -48,14 +46,12 @@ __all__ = [
     "method_colors",
     "method_style",
     "metric_intervals_figure",
-    "per_class_top_label_figure",
     "reliability_figure",
     "simplex_figure",
     "slice_funnel_figure",
     "slice_grid_figure",
     "slices_by_method_figure",
     "slices_in_order_figure",
-    "top_label_bin_figure",
     "top_label_figure",
     "validity_figure",
     "verdict_figure",

@@ -62,10 +62,11 @@ def worst_cells_table(diagram) -> pd.DataFrame:
     adds = rows / total * np.asarray(diagram.class_gap, dtype=float)[b_idx, l_idx]
     lower = np.asarray(cd.lower_edge, dtype=float)[b_idx]
     upper = np.asarray(cd.upper_edge, dtype=float)[b_idx]
+    bins = [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(lower, upper, strict=True)]
     table = pd.DataFrame(
         {
             "class": [str(diagram.class_names[c]) for c in l_idx],
-            "confidence bin": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(lower, upper)],
+            "confidence bin": bins,
             "rows": rows.astype(np.int64),
             "mean confidence": conf,
             "accuracy": acc,

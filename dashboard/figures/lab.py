@@ -83,9 +83,7 @@ def truth_reliability_figure(
         rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.05
     )
     fig.add_trace(diagonal(), row=1, col=1)
-    fig.add_trace(
-        _truth_line(curve.confidence, curve.accuracy, name=TRUE_CURVE), row=1, col=1
-    )
+    fig.add_trace(_truth_line(curve.confidence, curve.accuracy, name=TRUE_CURVE), row=1, col=1)
     for key, diagram in diagrams.items():
         label = ESTIMATOR_LABELS[key]
         fig.add_trace(

@@ -15,9 +15,7 @@ __all__ = ["metric_intervals_figure"]
 GROUP_WIDTH = 0.7  # share of a metric's slot taken by its methods' markers
 
 
-def metric_intervals_figure(
-    values, *, metrics, height: int = 440
-) -> go.Figure:
+def metric_intervals_figure(values, *, metrics, height: int = 440) -> go.Figure:
     """One marker per (metric, method) at the estimate, with its interval as an error bar.
 
     Parameters

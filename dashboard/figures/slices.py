@@ -69,9 +69,7 @@ def _error(values: np.ndarray, low: np.ndarray, high: np.ndarray, color: str) ->
     }
 
 
-def slice_funnel_figure(
-    sliced, *, method: str, height: int = 520
-) -> go.Figure:
+def slice_funnel_figure(sliced, *, method: str, height: int = 520) -> go.Figure:
     """Each slice's error against its size, beside what calibrated slices would show.
 
     Small slices scatter widely by noise alone, so their errors form a funnel that
@@ -169,7 +167,10 @@ def slice_funnel_figure(
                 hovertemplate=f"overall {label}: {overall:.4f}<extra></extra>",
             )
         )
-    fig.update_xaxes(type="log", title_text="rows in the slice (log scale)")
+    fig.update_xaxes(
+        type="log", title_text="rows in the slice (log scale)",
+        **size_ticks([sl.n for sl in sliced.slices if sl.n > 0]),
+    )  # fmt: skip
     fig.update_yaxes(title_text=f"{label} (lower is better)", rangemode="tozero")
     found = len(groups["miscalibrated"])
     tested_n = len(groups["miscalibrated"]) + len(groups["no evidence"])
@@ -188,9 +189,43 @@ def _size(s) -> int:
     return s.n
 
 
-def slices_by_method_figure(
-    reports, *, max_slices: int = MAX_SLICES_SHOWN
-) -> go.Figure:
+def size_ticks(sizes) -> dict:
+    """Tick values and labels for a log axis of row counts: 1-2-5 steps written out in full
+    ("20,000"), so no tick reads as a bare digit. Plotly's own log ticks label the minor
+    steps "2 3 ... 10k 2 3" (issue 34). Over less than a 1-2-5 step, five even steps."""
+    sizes = np.asarray(sizes, dtype=float)
+    if sizes.size == 0:
+        return {}
+    lo, hi = float(sizes.min()), float(sizes.max())
+    decades = range(int(math.floor(math.log10(lo))) - 1, int(math.ceil(math.log10(hi))) + 1)
+    values = [m * 10.0**k for k in decades for m in (1, 2, 5)]
+    values = [v for v in values if lo / 1.15 <= v <= hi * 1.15]
+    if hi - lo < 5:  # one size, or nearly: the sizes themselves
+        values = sorted({lo, hi})
+    elif len(values) < 3:  # a narrow range: about five steps of 1, 2 or 5 times a power of 10
+        raw = max((hi - lo) / 5, 1.0)
+        power = 10.0 ** math.floor(math.log10(raw))
+        step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+        start = math.ceil(lo / 1.15 / step) * step
+        values = [float(v) for v in np.arange(start, hi * 1.15, step)]
+    return {"tickvals": values, "ticktext": [f"{v:,.0f}" for v in values]}
+
+
+def _period_prefix(labels: list[str]) -> str:
+    """The words every label starts with ("week of "), if any: said once in the axis title
+    rather than on every tick, so the dates themselves fit in full."""
+    if len(labels) < 2:
+        return ""
+    first = labels[0].split(" ")
+    common = 0
+    while common < len(first) - 1 and all(
+        lab.split(" ")[: common + 1] == first[: common + 1] for lab in labels
+    ):
+        common += 1
+    return " ".join(first[:common]) + " " if common else ""
+
+
+def slices_by_method_figure(reports, *, max_slices: int = MAX_SLICES_SHOWN) -> go.Figure:
     """The ranking metric of every method within each slice: does one calibrator fix all?
 
     Parameters
@@ -309,10 +344,24 @@ def slices_in_order_figure(reports, *, height: int = 460) -> go.Figure:
                 ),
             )
         )
-    fig.update_xaxes(tickvals=list(range(len(ticks))), ticktext=ticks, showgrid=False)
-    fig.update_yaxes(title_text=f"{label} (lower is better)", rangemode="tozero")
     over = " × ".join(esc(c) for c in first.columns)
+    prefix = _period_prefix(ticks)
+    ticks = [t[len(prefix) :] for t in ticks]
+    # Labels side by side when they fit the plot area (~880 px at 1440 px, ~8 px a
+    # character at 14 px), else turned 45 degrees with the bottom margin to hold them.
+    longest = max((len(t) for t in ticks), default=1)
+    turned = len(ticks) * (8 * longest + 16) > 880
+    fig.update_xaxes(
+        tickvals=list(range(len(ticks))), ticktext=ticks, showgrid=False,
+        tickangle=-45 if turned else 0,
+        title_text=f"{over} ({prefix.strip()} the date shown)" if prefix else over,
+    )  # fmt: skip
+    fig.update_yaxes(title_text=f"{label} (lower is better)", rangemode="tozero")
     subtitle = "bars: 95% bootstrap intervals"
     if first.change is not None:
         subtitle = f"{esc(next(iter(reports)))}: {esc(first.change.verdict())} · " + subtitle
-    return finish(fig, title=f"{label} by {over}", subtitle=subtitle, height=height)
+    fig = finish(fig, title=f"{label} by {over}", subtitle=subtitle, height=height)
+    if turned:  # room for the turned labels (sin 45° of their length) and the axis title
+        below = int(0.71 * 8 * longest) + 56
+        fig.update_layout(margin_b=below, height=height + below - fig.layout.margin.b)
+    return fig

@@ -1,4 +1,4 @@
-"""Small multiples: per-class top-label diagrams, the class-wise grid, the slices grid.
+"""Small multiples: the class-wise grid and the slices grid.
 
 One panel per class, in the order given, at most 20 (the app picks the top classes by
 support beyond that); 4 panels per row, 5 from 13 panels on.
@@ -36,13 +36,14 @@ from dashboard.figures._common import (
     esc,
     finish,
     ordered,
+    shown_length,
+    wrap,
 )
 from dashboard.figures._style import method_style, rgba
 from dashboard.figures._theme import GRID, INK, THEME, ink
 
 __all__ = [
     "FEW_ROWS",
-    "per_class_top_label_figure",
     "classwise_grid_figure",
     "slice_grid_figure",
     "MAX_PANELS",
@@ -177,7 +178,14 @@ def _method_traces(
 def _figure(grid: _Grid, traces: list, *, titles, x_title, y_title, title, subtitle,
             legend_items: int) -> go.Figure:  # fmt: skip
     annotations = []
+    # A panel is about 200 px wide (4 a row; 160 px at 5): a longer title would run into
+    # its neighbours', so it goes on lines at its " · " parts, then at spaces (15 px font,
+    # ~8 px a character); the gap between rows holds three lines.
+    chars = 19 if grid.cols == 5 else 24
     for i, text in enumerate(titles):
+        if shown_length(text) > chars:
+            lines = [w for part in text.split(" · ") for w in wrap(part, chars)]
+            text = "<br>".join(lines[:3])
         ox, oy = grid.origin(i)
         annotations.append(
             {
@@ -214,52 +222,6 @@ def _figure(grid: _Grid, traces: list, *, titles, x_title, y_title, title, subti
     return finish(
         fig, title=title, subtitle=subtitle, height=200 + 260 * grid.rows,
         headroom=headroom,
-    )  # fmt: skip
-
-
-def per_class_top_label_figure(
-    diagram, *, classes, method: str, methods=None
-) -> go.Figure:
-    """Top-label reliability diagram of each chosen predicted class (Gupta & Ramdas, Fig. 4).
-
-    Parameters
-    ----------
-    diagram : calcore.TopLabelReliabilityDiagram
-    classes : sequence of int
-        Class indices, one panel each, in this order (1..20).
-    method : str
-        The method the diagram belongs to (legend, colour, title).
-    methods : sequence of str, optional
-        The app's ordered method list, so ``method`` keeps its colour from the other figures.
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-        One trace named ``<method>`` (escaped) holding every panel's non-empty bins of
-        ``diagram.per_class[c]`` (module docstring: figure contract); panel titles (the
-        first annotations): class name and class ratio ``count.sum() / n``.
-    """
-    chosen = [int(c) for c in classes]
-    n_classes = len(diagram.per_class)
-    if any(not 0 <= c < n_classes for c in chosen):
-        raise ValueError(f"classes must be indices in 0..{n_classes - 1}; got {list(classes)!r}.")
-    grid = _Grid(len(chosen))
-    titles = []
-    for c in chosen:
-        d = diagram.per_class[c]
-        ratio = d.count.sum() / d.n  # the class ratio, as the brief and the paper define it
-        titles.append(f"{esc(diagram.class_names[c])} · ratio {ratio:.3f}")
-    full = list(methods) if methods is not None else []
-    style = method_style([*full, *([method] if method not in full else [])])[method]
-    label = esc(method)
-    points = _method_traces(
-        grid, [diagram.per_class[c] for c in chosen], titles=titles, name=label, style=style,
-        intervals=True, x_label="mean top-label probability",
-    )  # fmt: skip
-    return _figure(
-        grid, [*_frames(grid), _diagonals(grid), *points], titles=titles,
-        x_title="top-label probability", y_title="frequency of the predicted class",
-        title=f"Per-class top-label reliability · {label}", subtitle=None, legend_items=2,
     )  # fmt: skip
 
 

@@ -113,9 +113,7 @@ def truth_section(knobs: controls.Knobs) -> calcore.simulate.TrueCalibrationErro
     )
     subtitle = f"n = {knobs.n:,}, seed {knobs.seed}"
     _chart(
-        figures.truth_reliability_figure(
-            curve, est.diagrams, est.kde, subtitle=subtitle
-        ),
+        figures.truth_reliability_figure(curve, est.diagrams, est.kde, subtitle=subtitle),
         "lab.figure.truth",
     )
     st.table(truth_rows(truth, est))

@@ -51,7 +51,5 @@ def scroll_to_view_top(view: str) -> None:
     last, switches = st.session_state.get(KEY_SHOWN, (None, 0))
     if last is not None and last != view:
         switches += 1
-        st.html(
-            _SCROLL_SCRIPT.format(n=switches, anchor=VIEW_TOP), unsafe_allow_javascript=True
-        )
+        st.html(_SCROLL_SCRIPT.format(n=switches, anchor=VIEW_TOP), unsafe_allow_javascript=True)
     st.session_state[KEY_SHOWN] = (view, switches)

@@ -33,9 +33,7 @@ def figure(ctx, *, bands: bool = False, intervals: bool = True):
     s = ctx.settings
     diagrams = ctx.per_output(compute.confidence_diagram, s.binning, s.bins)
     band_results = ctx.per_output(compute.confidence_bands, s.binning, s.bins) if bands else None
-    return reliability_figure(
-        diagrams, bands=band_results, show_intervals=intervals
-    )
+    return reliability_figure(diagrams, bands=band_results, show_intervals=intervals)
 
 
 def render(ctx) -> None:

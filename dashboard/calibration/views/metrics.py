@@ -436,9 +436,7 @@ def show_verdict(ctx, verdict, why: str) -> None:
     sentence = verdict.sentence()
     (st.success if verdict.improves else st.info)(esc(sentence))
     st.plotly_chart(
-        verdict_figure(
-            verdict, metric_label=calcore.METRICS[verdict.primary].label
-        ),
+        verdict_figure(verdict, metric_label=calcore.METRICS[verdict.primary].label),
         theme=None,
         key=VERDICT_CHART_KEY,
     )

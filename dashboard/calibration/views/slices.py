@@ -359,9 +359,14 @@ def show(
         f"{len(sliced.standouts(LEVEL))} beyond the model's overall error."
     )
     frame = table(sliced)
+    # The grid sizes a column by its first rows and cuts longer text ("week of 2026-0…"):
+    # the slice column gets the width of its longest label (~8 px a character), and stays
+    # in view when the other columns scroll.
+    longest = max((len(str(v)) for v in frame["slice"]), default=8) if "slice" in frame else 8
     st.dataframe(
         frame,
         column_config={
+            "slice": st.column_config.TextColumn(width=min(8 * longest + 32, 420), pinned=True),
             "z": st.column_config.NumberColumn(format="%.1f"),
             "excess": st.column_config.NumberColumn(format="%+.4f"),
             "p-value": st.column_config.NumberColumn(format="%.3g"),
@@ -490,9 +495,7 @@ def diagram_figures(
         def grid():
             per_slice = [diagrams_of(v) for v in top]
             per_method = {label: [d[label] for d in per_slice] for label in outputs}
-            return slice_grid_figure(
-                per_method, slice_names=[" | ".join(v) for v in top]
-            )
+            return slice_grid_figure(per_method, slice_names=[" | ".join(v) for v in top])
 
         figures["grid"] = (
             f"The top {len(top)} slices by evidence",

@@ -88,7 +88,5 @@ def worst_cells(ctx, diagrams: dict) -> None:
         key=KEY_CLASS,
     )
     methods = tuple(diagrams)
-    fig = ctx.figure(
-        "top_label_class", lambda: class_cells_figure(diagrams, cls), methods, cls
-    )
+    fig = ctx.figure("top_label_class", lambda: class_cells_figure(diagrams, cls), methods, cls)
     chart(fig, "figure.top_label_class")
