@@ -178,10 +178,10 @@ def _method_traces(
 def _figure(grid: _Grid, traces: list, *, titles, x_title, y_title, title, subtitle,
             legend_items: int) -> go.Figure:  # fmt: skip
     annotations = []
-    # A panel is about 200 px wide (4 a row; 160 px at 5): a longer title would run into
-    # its neighbours', so it goes on lines at its " · " parts, then at spaces (15 px font,
-    # ~8 px a character); the gap between rows holds three lines.
-    chars = 19 if grid.cols == 5 else 24
+    # A panel is about 860 px / columns wide (200 px at 4 a row): a longer title would run
+    # into its neighbours', so it goes on lines at its " · " parts, then at spaces (15 px
+    # font, ~8.5 px a character); the gap between rows holds three lines.
+    chars = max(16, int(860 / grid.cols / 8.5))
     for i, text in enumerate(titles):
         if shown_length(text) > chars:
             lines = [w for part in text.split(" · ") for w in wrap(part, chars)]
