@@ -29,13 +29,11 @@ def interval_words() -> str:
 
 EXPLAIN = {
     "intro": (
-        "Does a model's confidence match how often it is right? Give calibration-lens its "
-        "predicted probabilities and true labels (CSV, Parquet or NPZ; or start from a "
-        "bundled sample): it fits **calibrators** on the calibration rows and measures, on "
-        "the test rows, the gap between confidence and accuracy before and after. The "
-        "**verdict** says which calibrator to ship, the **table** gives every metric with a "
-        "95% interval, and the **views** show where the gap is (by confidence, class or "
-        "slice of the data)."
+        "Does a model's confidence match how often it is right? Give its predicted "
+        "probabilities and true labels (CSV, Parquet or NPZ), or use a sample: calibrators "
+        "are fitted on the calibration rows and every method is measured on the test rows. "
+        "The **verdict** says which to ship, the **table** gives each metric with a 95% "
+        "interval, and the **views** show where the gap between confidence and accuracy is."
     ),
     "metrics": (
         "**The verdict** above the table compares every calibrator with the best on one "
