@@ -139,7 +139,9 @@ def class_cells_figure(diagrams, cls: int, *, height: int = 380) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=x[~enough], y=y[~enough], mode="markers", name=f"{label} (few rows)",
-                legendgroup=label, showlegend=False,
+                # Plotly leaves an empty trace out of the legend: when every cell of the
+                # method has few rows, its faded points name it there
+                legendgroup=label, showlegend=not enough.any(),
                 marker={"color": rgba(style["color"], 0.3), "size": MARKER_SIZE,
                         "symbol": style["symbol"]},
                 customdata=custom[~enough], hovertemplate=hover,

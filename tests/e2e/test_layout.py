@@ -99,8 +99,19 @@ def box(page: Page, selector: str) -> dict:
     return page.locator(selector).first.bounding_box()
 
 
+#: Each view's heading: the sign that the new view, not the last one, is on the page.
+HEADINGS = {
+    "Metrics": "Which calibrator to ship",
+    "Confidence reliability": "Confidence reliability diagram",
+    "Top-label reliability": "Top-label reliability diagram",
+    "Class-wise reliability": "Class-wise reliability",
+    "KDE-ECE vs binned ECE": "KDE-ECE beside binned ECE",
+}
+
+
 def pick_view(page: Page, label: str) -> None:
     page.get_by_test_id("stRadio").get_by_text(label, exact=True).click()
+    expect(page.get_by_role("heading", name=HEADINGS[label]).first).to_be_visible()
     settled(page)
 
 
