@@ -29,11 +29,10 @@ def interval_words() -> str:
 
 EXPLAIN = {
     "intro": (
-        "Does a model's confidence match how often it is right? Give its predicted "
-        "probabilities and true labels (CSV, Parquet or NPZ), or use a sample: calibrators "
-        "are fitted on the calibration rows and every method is measured on the test rows. "
-        "The **verdict** says which to ship, the **table** gives each metric with a 95% "
-        "interval, and the **views** show where the gap between confidence and accuracy is."
+        "Does a model's confidence match how often it is right? Upload its probabilities and "
+        "labels (CSV, Parquet or NPZ) or use a sample: the **verdict** names the calibrator "
+        "to ship, the **table** gives each metric with a 95% interval, and the **views** "
+        "show where confidence and accuracy part."
     ),
     "metrics": (
         "**The verdict** above the table compares every calibrator with the best on one "
