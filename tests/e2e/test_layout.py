@@ -69,7 +69,8 @@ OVERPRINTED = """() => {
 }"""
 
 #: Table cells (st.table) whose text is wider than the cell (cut or ellipsised).
-CUT_CELLS = """() => [...document.querySelectorAll('[data-testid="stTable"] td, [data-testid="stTable"] th')]
+CUT_CELLS = """() => [...document.querySelectorAll(
+    '[data-testid="stTable"] td, [data-testid="stTable"] th')]
   .filter((c) => c.scrollWidth > c.clientWidth + 1).map((c) => c.textContent)"""
 
 
