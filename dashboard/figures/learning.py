@@ -97,7 +97,7 @@ def learning_curve_figure(curve, *, height: int = 520) -> go.Figure:
         type="log" if log else "linear",
         tickvals=sizes,  # the sizes themselves, not log-axis minor labels
         tickformat=",d",
-        title_text="calibration-set size",
+        title_text="calibration-set size (rows)",
     )
     fig.update_yaxes(title_text=esc(metric), rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="accuracy", range=_accuracy_range(curve), row=1, col=2)
