@@ -45,10 +45,6 @@ class Context:
     def labels(self) -> list[str]:
         return list(self.outputs)
 
-    @property
-    def theme(self) -> str:
-        return self.settings.theme
-
     def per_method(self, fn, *args) -> dict:
         """``fn(key, name, params, *args, calib, test)`` for every fitted method, in order.
 
@@ -66,7 +62,7 @@ class Context:
         return out
 
     def figure(self, name: str, build, *options):
-        """``build()``, cached per (``name``, the outputs, binning, bins, theme, ``options``).
+        """``build()``, cached per (``name``, the outputs, binning, bins, ``options``).
 
         ``options`` must hold everything else the figure depends on (toggles, chosen
         classes, ...). Cached figures are shared between reruns and sessions: Streamlit's
@@ -74,7 +70,7 @@ class Context:
         """
         s = self.settings
         outputs = tuple(self.keys[label] for label in self.outputs)
-        key = repr((name, outputs, s.binning, s.bins, s.theme, options))
+        key = repr((name, outputs, s.binning, s.bins, options))
         return _cached_figure(key, build)
 
     def per_output(self, fn, *args) -> dict:

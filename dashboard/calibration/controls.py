@@ -1,5 +1,5 @@
 """The sidebar: data source, calibration/test split, calibrators with their parameters,
-evaluation binning, bootstrap and theme. Widgets are built from ``calcore.CALIBRATORS``.
+evaluation binning and bootstrap. Widgets are built from ``calcore.CALIBRATORS``.
 
 Widget keys are constants (``KEY_*``) so that tests and the query-string restore address
 widgets by key. The sidebar returns plain values; nothing here touches calcore results.
@@ -31,7 +31,6 @@ from dashboard.calibration.state import (
     MAX_SLICE_COLUMNS,
     RANK_CHOICES,
     SPLIT_MODES,
-    THEMES,
     VIEWS,
     MethodChoice,
     Settings,
@@ -60,7 +59,6 @@ KEY_RECOMMENDED = "sidebar.methods.recommended"
 KEY_BINNING = "sidebar.binning"
 KEY_BINS = "sidebar.bins"
 KEY_BOOTSTRAP = "sidebar.bootstrap"
-KEY_THEME = "sidebar.theme"
 KEY_VIEW = "main.view"
 KEY_SLICE_COLUMNS = "view.slices.columns"
 KEY_SLICE_RANK = "view.slices.rank"
@@ -147,7 +145,6 @@ def restore(settings: Settings, *, recommend: bool = False) -> None:
         KEY_BINNING: settings.binning,
         KEY_BINS: settings.bins,
         KEY_BOOTSTRAP: settings.n_bootstrap,
-        KEY_THEME: settings.theme,
         KEY_VIEW: settings.view,
     }
     for m in settings.methods:
@@ -500,8 +497,6 @@ def sidebar_settings(
             methods = method_controls(n_classes, shape)
         with st.container(key="section.binning"):
             binning, bins, n_bootstrap = evaluation_controls()
-        with st.container(key="section.theme"):
-            theme = theme_control()
     return Settings(
         sample=sample,
         upload_name=upload_name,
@@ -511,7 +506,6 @@ def sidebar_settings(
         binning=binning,
         bins=bins,
         view=st.session_state.get(KEY_VIEW, "metrics"),
-        theme=theme,
         split_mode=mode,
         test_fraction=fraction,
         split_seed=seed,
@@ -719,13 +713,6 @@ def evaluation_controls() -> tuple[str, int, int]:
         help=interval_words() + " 0 shows point estimates only.",
     )
     return binning, bins, int(boot)
-
-
-def theme_control() -> str:
-    return st.radio(
-        "Figure theme", THEMES, index=_index(THEMES, KEY_THEME, "light"), horizontal=True,
-        key=KEY_THEME,
-    )  # fmt: skip
 
 
 #: Views that apply to some class counts only (the others are not offered).

@@ -28,6 +28,12 @@ def interval_words() -> str:
 
 
 EXPLAIN = {
+    "intro": (
+        "Does a model's confidence match how often it is right? Upload its probabilities and "
+        "labels (CSV, Parquet or NPZ) or use a sample: the **verdict** names the calibrator "
+        "to ship, the **table** gives each metric with a 95% interval, and the **views** "
+        "show where confidence and accuracy part."
+    ),
     "metrics": (
         "**The verdict** above the table compares every calibrator with the best on one "
         "calibration error, on the same bootstrap resamples of the test rows (a paired "
@@ -83,13 +89,16 @@ EXPLAIN = {
         "the axes zoom to the scores. The confidence view (max(p, 1 - p)) is one click away."
     ),
     "top-label": (
-        "A confidence diagram can look perfect while the model is badly calibrated for "
-        "individual predicted classes: over-confidence on one class cancels "
-        "under-confidence on another. The **top-label** construction (Gupta & Ramdas, 2022, "
-        "Fig. 1) splits each confidence bin by predicted class and averages the per-class gaps "
-        "Δ_b: the hollow point sits Δ_b away from the diagonal. Where it is far from the solid "
-        "confidence point, per-class errors are hidden by averaging. Pick a bin to see its "
-        "classes, and the per-class diagrams below (each with its share of rows)."
+        "Each line joins, per bin of the confidence (the top probability), the mean "
+        "confidence and the share of rows whose predicted class is right; the strip below "
+        "counts the test rows per bin. A confidence diagram can look perfect while the model "
+        "is badly calibrated for individual predicted classes: over-confidence on one class "
+        "cancels under-confidence on another. The **top-label** error (TL-ECE, Gupta & "
+        "Ramdas, 2022, Fig. 1) splits each bin by predicted class and averages the per-class "
+        "gaps Δ_b; the switch above the chart draws that point Δ_b away from the diagonal, "
+        "beside the open accuracy point. The table lists every (predicted class, bin) cell "
+        "with its share of the TL-ECE, largest first; the chart under it shows one class's "
+        "cells (faded where few rows make the accuracy noisy)."
     ),
     "class-wise": (
         "**Class-wise** calibration asks, for every class k, whether P(class = k | score_k = "

@@ -21,6 +21,7 @@ from dashboard.calibration.data import LoadOptions, choose_split, inspect, load,
 from dashboard.calibration.datadir import DataDirectory, ServerDataset, data_directory
 from dashboard.calibration.decimals import decimal_choice
 from dashboard.calibration.downloads import downloads
+from dashboard.calibration.explain import EXPLAIN
 from dashboard.calibration.messages import page_message
 from dashboard.calibration.preview import load_options
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
@@ -36,6 +37,7 @@ from dashboard.calibration.server import (
 )
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.views import RENDERERS
+from dashboard.calibration.views._common import VIEW_TOP, scroll_to_view_top
 from dashboard.calibration.workspace import WORKSPACE_ENV, Workspace, workspace_from_env
 from dashboard.guard import bugs_as_messages
 from dashboard.text import escape_markdown as esc
@@ -93,6 +95,7 @@ def render_calibration() -> None:
         # on screen, so put the last settings back (an upload must be chosen again)
         controls.restore(st.session_state[KEY_LAST])
     st.title("calibration-lens")
+    st.markdown(EXPLAIN["intro"])  # one paragraph for a newcomer, as the Simulation lab has
     if first_run and from_url.dropped:
         st.warning("Ignored in the link: " + esc("; ".join(from_url.dropped)))
 
@@ -326,7 +329,8 @@ def view_area(ctx) -> None:
 
 
 def _view_area(ctx) -> None:
-    view = controls.view_control(ctx.test.n_classes)
+    with st.container(key=VIEW_TOP):  # where a view switch scrolls to
+        view = controls.view_control(ctx.test.n_classes)
     settings = dataclasses.replace(ctx.settings, view=view)
     st.session_state[KEY_LAST] = settings
     sync_url(settings)
@@ -335,6 +339,8 @@ def _view_area(ctx) -> None:
     except calcore.CalcoreError as err:
         st.error(esc(err))
         return
+    finally:
+        scroll_to_view_top(view)
     if chosen is not None and chosen != settings:  # the view's own choices (Slices)
         st.session_state[KEY_LAST] = chosen
         sync_url(chosen)

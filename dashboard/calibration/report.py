@@ -57,9 +57,9 @@ def report_figures(ctx) -> list[tuple[str, object]]:
         curves = validity_view.curves(ctx, view="confidence", n_resamples=20)
         from dashboard.figures import learning_curve_figure, validity_figure
 
-        figs.append(("Validity (20 resamples)", validity_figure(curves, theme=ctx.theme)))
+        figs.append(("Validity (20 resamples)", validity_figure(curves)))
         curve = learning.curve(ctx, metric="top_label_ece", n_repeats=3)
-        figs.append(("Learning curves (TL-ECE)", learning_curve_figure(curve, theme=ctx.theme)))
+        figs.append(("Learning curves (TL-ECE)", learning_curve_figure(curve)))
     if ctx.test.n_classes == 3 and ctx.split.calib is not None:
         figs.append(("Simplex: Sierpinski binning", simplex.figure(ctx, "sierpinski")))
     return figs
@@ -108,9 +108,9 @@ def _slices_html(ctx, slicing: dict | None) -> list[str]:
     )
     figs = [slices.funnel_figure(ctx, method, sliced)]
     if sliced.ordered and len(sliced.slices) > 1:
-        figs.append(slices_in_order_figure(reports, theme=ctx.theme))
+        figs.append(slices_in_order_figure(reports))
     if len(reports) > 1:
-        figs.append(slices_by_method_figure(reports, theme=ctx.theme))
+        figs.append(slices_by_method_figure(reports))
     diagrams = []
     choices = slices.diagram_choices(sliced)
     if choices:

@@ -31,7 +31,6 @@ __all__ = [
     "PER_SLICE_FIT",
     "RANK_CHOICES",
     "SPLIT_MODES",
-    "THEMES",
     "VIEWS",
     "MethodChoice",
     "Settings",
@@ -69,7 +68,6 @@ SPLIT_MODES = {
     "same": "same rows (in-sample; optimistic)",
 }
 
-THEMES = ("light", "dark")
 #: Bins (or points per bin) the page offers, in the sidebar and in a link alike.
 BINS_RANGE = (2, 5000)
 #: Bootstrap resamples the sidebar offers; a link with another count is reported, not bent.
@@ -203,7 +201,6 @@ class Settings:
     binning: str = "equal-width"
     bins: int = 15
     view: str = "metrics"
-    theme: str = "light"
     split_mode: str = "column"
     test_fraction: float = 0.5
     split_seed: int = 0
@@ -233,7 +230,6 @@ def settings_to_query(s: Settings) -> dict[str, str | list[str]]:
         ("binning", "binning"),
         ("bins", "bins"),
         ("view", "view"),
-        ("theme", "theme"),
         ("split", "split_mode"),
         ("frac", "test_fraction"),
         ("seed", "split_seed"),
@@ -367,7 +363,7 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
         binning=_choice(one("binning"), BINNING_CHOICES, "equal-width", "binning", dropped),
         bins=_number(one("bins"), int, *BINS_RANGE, 15, "bins", dropped),
         view=_choice(one("view"), VIEWS, "metrics", "view", dropped),
-        theme=_choice(one("theme"), THEMES, "light", "theme", dropped),
+        # "theme" (the dark figure theme, removed) in old links is ignored without a word
         split_mode=_choice(one("split"), SPLIT_MODES, "column", "split", dropped),
         test_fraction=_number(one("frac"), float, 0.05, 0.95, 0.5, "frac", dropped),
         split_seed=_number(one("seed"), int, 0, 2**31 - 1, 0, "seed", dropped),

@@ -7,8 +7,8 @@ applied to each call's ordered method list, so a method keeps its colour across 
 User text (method labels, class names, titles) is HTML-escaped before it reaches a figure,
 so tests look traces up by the escaped label.
 
-Modules: ``_style`` (colours), ``_theme`` (light/dark), ``_common`` (shared traces and
-layout), ``reliability``, ``top_label``, ``top_label_bin``, ``small_multiples``
+Modules: ``_style`` (colours), ``_theme`` (the one theme), ``_common`` (shared traces and
+layout), ``reliability``, ``top_label``, ``small_multiples``
 (per-class top-label and class-wise grids), ``validity``, ``kde`` (KDE curve and ECE by
 bins), ``learning``, ``simplex``, ``metrics`` (errors with intervals), ``verdict`` (the
 calibrator verdict), ``slices`` (calibration per slice).
@@ -16,6 +16,7 @@ calibrator verdict), ``slices`` (calibration per slice).
 
 from dashboard.figures._style import UNCALIBRATED, method_colors, method_style
 from dashboard.figures._theme import apply_theme
+from dashboard.figures.drill_down import class_cells_figure, worst_cells_table
 from dashboard.figures.kde import ece_by_bins_figure, kde_figure
 from dashboard.figures.learning import learning_curve_figure
 from dashboard.figures.metrics import metric_intervals_figure
@@ -28,17 +29,16 @@ from dashboard.figures.slices import (
 )
 from dashboard.figures.small_multiples import (
     classwise_grid_figure,
-    per_class_top_label_figure,
     slice_grid_figure,
 )
 from dashboard.figures.top_label import top_label_figure
-from dashboard.figures.top_label_bin import top_label_bin_figure
 from dashboard.figures.validity import validity_figure
 from dashboard.figures.verdict import verdict_figure
 
 __all__ = [
     "UNCALIBRATED",
     "apply_theme",
+    "class_cells_figure",
     "classwise_grid_figure",
     "ece_by_bins_figure",
     "kde_figure",
@@ -46,15 +46,14 @@ __all__ = [
     "method_colors",
     "method_style",
     "metric_intervals_figure",
-    "per_class_top_label_figure",
     "reliability_figure",
     "simplex_figure",
     "slice_funnel_figure",
     "slice_grid_figure",
     "slices_by_method_figure",
     "slices_in_order_figure",
-    "top_label_bin_figure",
     "top_label_figure",
     "validity_figure",
     "verdict_figure",
+    "worst_cells_table",
 ]

@@ -58,14 +58,14 @@ def styles_for(methods, palette_methods=None) -> dict[str, dict]:
     return method_style(full)
 
 
-def diagonal(theme: str, *, lo: float = 0.0, hi: float = 1.0, showlegend=True) -> go.Scatter:
-    """The perfect-calibration line (theme-coloured, no hover)."""
+def diagonal(*, lo: float = 0.0, hi: float = 1.0, showlegend=True) -> go.Scatter:
+    """The perfect-calibration line (in the foreground colour, no hover)."""
     return go.Scatter(
         x=[lo, hi],
         y=[lo, hi],
         mode="lines",
         name="perfect calibration",
-        line={"color": ink(theme), "dash": "dash", "width": 2},
+        line={"color": ink(), "dash": "dash", "width": 2},
         hoverinfo="skip",
         meta=INK,
         showlegend=showlegend,
@@ -172,10 +172,38 @@ def reliability_points(
     )
 
 
+#: Characters per line of a title and of a subtitle before they wrap: what fits the plot
+#: area of a full-width chart at 1440 px (about 880 px; 19 px and 15 px fonts average
+#: about 10.5 and 8.3 px a character). Plotly never wraps a title, it cuts it at the edge.
+TITLE_CHARS = 76
+SUBTITLE_CHARS = 100
+TITLE_LINE, SUBTITLE_LINE = 25, 20  # px per line (19 px and 15 px fonts)
+
+
+def shown_length(text: str) -> int:
+    """Characters ``text`` (HTML-escaped) shows: "&lt;" is one."""
+    return len(html.unescape(text))
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """``text`` (escaped, no tags) in lines of at most ``width`` shown characters, broken
+    at spaces (a longer word stays whole); text with markup is left on one line."""
+    if "<" in text or shown_length(text) <= width:
+        return [text]
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        if line and shown_length(line) + 1 + shown_length(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line]
+
+
 def finish(
     fig: go.Figure,
     *,
-    theme: str,
     title: str | None,
     height: int,
     subtitle: str | None = None,
@@ -188,22 +216,30 @@ def finish(
     coordinates: a container-anchored legend pushes the plot area down by its own height
     however many rows it wraps to, which a paper-anchored legend under a multi-line title
     does not (they overlap). ``headroom`` adds pixels above the plot area (grids need it
-    for their panel titles, which sit above the panels).
+    for their panel titles, which sit above the panels). A long title or subtitle wraps
+    (:func:`wrap`) and the top margin grows by its extra lines, so no text is cut.
     """
     offset = 10
     layout: dict = {}
     if title:
+        title_lines = wrap(title, TITLE_CHARS)
+        subtitle_lines = wrap(subtitle, SUBTITLE_CHARS) if subtitle else []
         layout["title"] = {
-            "text": title,
-            "subtitle": {"text": subtitle or ""},
+            "text": "<br>".join(title_lines),
+            "subtitle": {"text": "<br>".join(subtitle_lines)},
             "x": 0.0,
             "xref": "paper",
             "xanchor": "left",
             "yref": "container",
-            "y": 1 - offset / height,
+            # Plotly anchors a title's first line and adds further lines above it, off the
+            # top of the figure: move the anchor down by the extra lines' height
+            "y": 1 - (offset + TITLE_LINE * (len(title_lines) - 1)) / height,
             "yanchor": "top",
         }
         offset += 62 if subtitle else 36
+        # each extra title line: its own height, and the anchor moved down by as much
+        offset += 2 * TITLE_LINE * (len(title_lines) - 1)
+        offset += SUBTITLE_LINE * max(len(subtitle_lines) - 1, 0)
     fig.update_layout(
         **layout,
         height=height,
@@ -220,7 +256,7 @@ def finish(
         },
         hovermode="closest",
     )
-    return apply_theme(fig, theme)
+    return apply_theme(fig)
 
 
 def sized_marker(counts, *, color: str, max_px: float = 44.0, symbol: str = "circle") -> dict:

@@ -28,8 +28,8 @@ OKABE_ITO = {
     "reddish_purple": "#CC79A7",
 }
 
-# "uncalibrated" is the reference, so it gets the neutral colour. Pure black would vanish
-# on the dark theme; this mid grey keeps a ~4:1 contrast on both backgrounds.
+# "uncalibrated" is the reference, so it gets the neutral colour: a mid grey that keeps a
+# ~4:1 contrast on white and does not read as the black of text and the diagonal.
 NEUTRAL = "#7A7A7A"
 
 # The seven chromatic Okabe-Ito colours in the order methods receive them: the strongest

@@ -1,8 +1,9 @@
-"""Light and dark themes sized for a projector.
+"""The figures' one theme: light, like Streamlit's own page, sized for a projector.
 
-Traces whose colour follows the theme (the diagonal, reference curves) carry
-``meta="ink"``, hand-drawn panel frames and gridlines ``meta="grid"``; :func:`apply_theme`
-recolours them, so re-theming a finished figure needs no rebuild.
+There is no dark variant: a dark figure inside Streamlit's light page read as a black box
+(issue 34), and one theme for the whole page is simpler to read than a choice. Traces in
+the foreground colour (the diagonal, reference curves) carry ``meta="ink"``, hand-drawn
+panel frames and gridlines ``meta="grid"``, so tests can find them by role.
 """
 
 from __future__ import annotations
@@ -12,31 +13,19 @@ import functools
 import plotly.graph_objects as go
 import plotly.io as pio
 
-__all__ = ["THEMES", "INK", "GRID", "apply_theme", "ink", "check_theme"]
+__all__ = ["THEME", "INK", "GRID", "apply_theme", "ink"]
 
-INK = "ink"  # the meta tag of theme-coloured traces
+INK = "ink"  # the meta tag of foreground-coloured traces
 GRID = "grid"  # the meta tag of drawn frames and gridlines
 
-THEMES = {
-    "light": {
-        "template": "plotly_white",
-        "paper": "#FFFFFF",
-        "plot": "#FFFFFF",
-        "ink": "#1A1A1A",
-        "grid": "#D0D0D0",
-        "line": "#5A5A5A",
-        "hover_bg": "#FFFFFF",
-    },
-    "dark": {
-        # Streamlit's dark background, so a chart does not show as a box on the page.
-        "template": "plotly_dark",
-        "paper": "#0E1117",
-        "plot": "#0E1117",
-        "ink": "#E8E8E8",
-        "grid": "#3A404C",
-        "line": "#9AA0AA",
-        "hover_bg": "#262730",
-    },
+THEME = {
+    "template": "plotly_white",
+    "paper": "#FFFFFF",
+    "plot": "#FFFFFF",
+    "ink": "#1A1A1A",
+    "grid": "#D0D0D0",
+    "line": "#5A5A5A",
+    "hover_bg": "#FFFFFF",
 }
 
 FONT_SIZE = 15  # body text; never below 14 px anywhere (projector)
@@ -44,17 +33,9 @@ TICK_SIZE = 14
 TITLE_SIZE = 19
 
 
-def check_theme(theme: str) -> dict:
-    """The theme's colours; ``ValueError`` for anything but "light" or "dark"."""
-    try:
-        return THEMES[theme]
-    except (KeyError, TypeError):
-        raise ValueError(f"theme must be 'light' or 'dark'; got {theme!r}.") from None
-
-
-def ink(theme: str) -> str:
-    """Foreground colour of ``theme`` (text, diagonal)."""
-    return check_theme(theme)["ink"]
+def ink() -> str:
+    """The foreground colour (text, diagonal)."""
+    return THEME["ink"]
 
 
 def _axis_style(t: dict) -> dict:
@@ -69,8 +50,8 @@ def _axis_style(t: dict) -> dict:
 
 
 @functools.cache
-def _template(theme: str) -> go.layout.Template:
-    """Plotly's base template with this theme's colours and sizes, built once per theme.
+def _template() -> go.layout.Template:
+    """Plotly's base template with the theme's colours and sizes, built once.
 
     Styling every axis, ternary and annotation through the template costs one assignment;
     ``update_xaxes`` and friends on a 20-panel grid took over a second.
@@ -81,7 +62,7 @@ def _template(theme: str) -> go.layout.Template:
     without the two, every figure drew in about half the time in Chromium (e.g. the
     confidence diagram 150 -> 80 ms).
     """
-    t = check_theme(theme)
+    t = THEME
     template = go.layout.Template(layout=pio.templates[t["template"]].layout)
     axis = {**_axis_style(t), "automargin": False}
     ternary_axis = {
@@ -104,34 +85,20 @@ def _template(theme: str) -> go.layout.Template:
     return template
 
 
-def apply_theme(fig: go.Figure, theme: str) -> go.Figure:
-    """Apply the "light" or "dark" theme to ``fig`` in place and return it.
+def apply_theme(fig: go.Figure) -> go.Figure:
+    """Apply the theme to ``fig`` in place and return it.
 
     Sets the template (axes, ternary axes, annotations, legend and hover styled in it),
-    paper and plot backgrounds, a font of at least 14 px, gridlines visible on a
-    projector, and the colour of ``meta="ink"`` traces.
-
-    Raises
-    ------
-    ValueError
-        ``theme`` is neither "light" nor "dark".
+    paper and plot backgrounds, a font of at least 14 px, and gridlines visible on a
+    projector.
     """
-    t = check_theme(theme)
+    t = THEME
     fig.update_layout(
-        template=_template(theme),
+        template=_template(),
         paper_bgcolor=t["paper"],
         plot_bgcolor=t["plot"],
         font={"size": FONT_SIZE, "color": t["ink"]},
         title_font={"size": TITLE_SIZE, "color": t["ink"]},
         title_subtitle_font={"size": FONT_SIZE, "color": t["ink"]},
     )
-    for trace in fig.select_traces(selector={"meta": INK}):
-        trace.line.color = t["ink"]
-        if "markers" in (trace.mode or ""):
-            trace.marker.color = t["ink"]
-            trace.marker.line.color = t["ink"]
-    for trace in fig.select_traces(selector={"meta": GRID}):
-        trace.line.color = t["grid"]
-        if "text" in (trace.mode or ""):  # tick labels drawn as text
-            trace.textfont.color = t["ink"]
     return fig

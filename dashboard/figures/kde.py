@@ -30,7 +30,7 @@ ECE_FIELDS = {
 }
 
 
-def kde_figure(curves, diagrams, *, kde_ece, theme: str = "light", height: int = 620) -> go.Figure:
+def kde_figure(curves, diagrams, *, kde_ece, height: int = 620) -> go.Figure:
     """KDE reliability curve per method over its binned points, score density below.
 
     Parameters
@@ -41,7 +41,6 @@ def kde_figure(curves, diagrams, *, kde_ece, theme: str = "light", height: int =
         The same methods' binned diagrams.
     kde_ece : Mapping[str, float]
         Each method's KDE-ECE (shown in the subtitle; methods without one are left out).
-    theme : {"light", "dark"}
     height : int
 
     Returns
@@ -63,7 +62,7 @@ def kde_figure(curves, diagrams, *, kde_ece, theme: str = "light", height: int =
     fig = make_subplots(
         rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.05
     )
-    fig.add_trace(diagonal(theme), row=1, col=1)
+    fig.add_trace(diagonal(), row=1, col=1)
     for method, curve in curves.items():
         label, style = esc(method), styles[method]
         points = reliability_points(
@@ -131,7 +130,7 @@ def kde_figure(curves, diagrams, *, kde_ece, theme: str = "light", height: int =
         "dotted: fewer than 20 effective rows, band: 95% pointwise"
     )
     subtitle = "KDE-ECE: " + " · ".join(parts) if parts else None
-    return finish(fig, theme=theme, title=title, subtitle=subtitle, height=height)
+    return finish(fig, title=title, subtitle=subtitle, height=height)
 
 
 def _with_neighbours(mask: np.ndarray) -> np.ndarray:
@@ -147,7 +146,6 @@ def ece_by_bins_figure(
     *,
     kde_ece=None,
     field: str = "confidence_ece",
-    theme: str = "light",
     height: int = 520,
 ) -> go.Figure:
     """Binned ECE against the number of bins per method, KDE-ECE as a flat dashed line.
@@ -160,7 +158,6 @@ def ece_by_bins_figure(
         Each method's KDE-ECE, drawn flat over the sweep's bin range in the method's colour.
     field : {"confidence_ece", "top_label_ece", "classwise_ece"}
         Which binned estimate to draw.
-    theme : {"light", "dark"}
     height : int
 
     Returns
@@ -206,4 +203,4 @@ def ece_by_bins_figure(
     fig.update_yaxes(title_text=ECE_FIELDS[field], rangemode="tozero")
     title = f"Binned {ECE_FIELDS[field]} against the number of bins"
     subtitle = f"{esc(first.binning)} bins · dashed: KDE-ECE, which uses no bins"
-    return finish(fig, theme=theme, title=title, subtitle=subtitle, height=height)
+    return finish(fig, title=title, subtitle=subtitle, height=height)

@@ -45,17 +45,17 @@ def _estimator_styles() -> dict[str, dict]:
     return method_style(list(ESTIMATOR_LABELS.values()))
 
 
-def _truth_line(x, y, *, name: str, theme: str, showlegend: bool = True) -> go.Scatter:
-    """The truth in the theme's ink colour (re-coloured by ``apply_theme``)."""
+def _truth_line(x, y, *, name: str, showlegend: bool = True) -> go.Scatter:
+    """The truth in the foreground colour."""
     return go.Scatter(
         x=np.asarray(x, dtype=float), y=np.asarray(y, dtype=float), mode="lines", name=name,
-        line={"color": ink(theme), "width": LINE_WIDTH + 1.5}, meta=INK, showlegend=showlegend,
+        line={"color": ink(), "width": LINE_WIDTH + 1.5}, meta=INK, showlegend=showlegend,
         hovertemplate="confidence %{x:.3f}<br>" + name + ": %{y:.4f}<extra></extra>",
     )  # fmt: skip
 
 
 def truth_reliability_figure(
-    curve, diagrams, kde, *, theme: str = "light", height: int = 640, subtitle: str = ""
+    curve, diagrams, kde, *, height: int = 640, subtitle: str = ""
 ) -> go.Figure:
     """True confidence reliability curve against estimates from one draw; densities below.
 
@@ -66,7 +66,6 @@ def truth_reliability_figure(
         Estimator key (``"equal-width"``, ``"equal-mass"``) -> confidence diagram.
     kde : calcore.KDEReliabilityCurve
         The draw's KDE confidence curve.
-    theme : {"light", "dark"}
     height : int
     subtitle : str
         Trusted text (numbers and fixed words from the page).
@@ -83,10 +82,8 @@ def truth_reliability_figure(
     fig = make_subplots(
         rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.05
     )
-    fig.add_trace(diagonal(theme), row=1, col=1)
-    fig.add_trace(
-        _truth_line(curve.confidence, curve.accuracy, name=TRUE_CURVE, theme=theme), row=1, col=1
-    )
+    fig.add_trace(diagonal(), row=1, col=1)
+    fig.add_trace(_truth_line(curve.confidence, curve.accuracy, name=TRUE_CURVE), row=1, col=1)
     for key, diagram in diagrams.items():
         label = ESTIMATOR_LABELS[key]
         fig.add_trace(
@@ -104,7 +101,7 @@ def truth_reliability_figure(
         row=1, col=1,
     )  # fmt: skip
     fig.add_trace(
-        _truth_line(curve.confidence, curve.density, name=TRUE_DENSITY, theme=theme,
+        _truth_line(curve.confidence, curve.density, name=TRUE_DENSITY,
                     showlegend=False),
         row=2, col=1,
     )  # fmt: skip
@@ -121,12 +118,12 @@ def truth_reliability_figure(
     fig.update_yaxes(title_text="P(correct | confidence)", range=[0.0, 1.02], row=1, col=1)
     fig.update_yaxes(title_text="density", rangemode="tozero", row=2, col=1)
     return finish(
-        fig, theme=theme, title="True reliability curve vs estimates from one draw",
+        fig, title="True reliability curve vs estimates from one draw",
         subtitle=subtitle, height=height,
     )  # fmt: skip
 
 
-def estimator_error_figure(errors, *, level: float, theme: str = "light", height: int = 520):
+def estimator_error_figure(errors, *, level: float, height: int = 520):
     """Mean absolute error (left) and bias (right) of each estimator against ``n``.
 
     Parameters
@@ -134,7 +131,6 @@ def estimator_error_figure(errors, *, level: float, theme: str = "light", height
     errors : calcore.simulate.EstimatorErrors
     level : float
         The chosen error level (a dashed line on the left panel).
-    theme : {"light", "dark"}
     height : int
 
     Returns
@@ -169,11 +165,11 @@ def estimator_error_figure(errors, *, level: float, theme: str = "light", height
         )  # fmt: skip
     fig.add_trace(
         go.Scatter(x=[sizes[0], sizes[-1]], y=[level, level], mode="lines", name="chosen level",
-                   line={"color": ink(theme), "dash": "dash", "width": 2}, meta=INK,
+                   line={"color": ink(), "dash": "dash", "width": 2}, meta=INK,
                    hovertemplate="chosen level: %{y:.4f}<extra></extra>"),
         row=1, col=1,
     )  # fmt: skip
-    fig.add_hline(y=0.0, line={"color": ink(theme), "width": 1}, row=1, col=2)
+    fig.add_hline(y=0.0, line={"color": ink(), "width": 1}, row=1, col=2)
     fig.update_xaxes(type="log", tickvals=sizes, tickformat=",d", title_text="sample size n")
     fig.update_yaxes(title_text="mean |estimate − truth|", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="bias (estimate − truth)", row=1, col=2)
@@ -181,11 +177,11 @@ def estimator_error_figure(errors, *, level: float, theme: str = "light", height
         f"{esc(errors.view)} ECE, truth {errors.truth:.4f} · "
         f"{int(errors.n_repeats)} repetitions per n"
     )
-    return finish(fig, theme=theme, title="Estimator error against sample size",
+    return finish(fig, title="Estimator error against sample size",
                   subtitle=subtitle, height=height)  # fmt: skip
 
 
-def recovery_figure(ece, truth: dict, *, theme: str = "light", height: int = 480, subtitle=""):
+def recovery_figure(ece, truth: dict, *, height: int = 480, subtitle=""):
     """ECE of each method's recalibrated test draw, with the uncalibrated model's truth.
 
     Parameters
@@ -194,7 +190,6 @@ def recovery_figure(ece, truth: dict, *, theme: str = "light", height: int = 480
         Method (``"uncalibrated"`` first) -> ``{ece key of ECE_LABELS: value}``.
     truth : Mapping[str, float]
         The uncalibrated model's true value per ECE key.
-    theme : {"light", "dark"}
     height : int
     subtitle : str
         Trusted text.
@@ -211,11 +206,10 @@ def recovery_figure(ece, truth: dict, *, theme: str = "light", height: int = 480
     x = [ECE_LABELS[k] for k in keys]
     fig = go.Figure()
     # The truth as a hollow bar first in each group, so it stands beside the bar it is the
-    # truth of; hollow in the theme's ink (a Bar has no line for apply_theme to recolour,
-    # which is fine: the figure is built for one theme).
+    # truth of; hollow in the foreground colour.
     fig.add_trace(
         go.Bar(x=x, y=[float(truth[k]) for k in keys], name=TRUE_UNCALIBRATED,
-               marker={"color": "rgba(0,0,0,0)", "line": {"color": ink(theme), "width": 2.5}},
+               marker={"color": "rgba(0,0,0,0)", "line": {"color": ink(), "width": 2.5}},
                hovertemplate="true %{x}: %{y:.4f}<extra></extra>")
     )  # fmt: skip
     for method in methods:
@@ -227,5 +221,5 @@ def recovery_figure(ece, truth: dict, *, theme: str = "light", height: int = 480
         )  # fmt: skip
     fig.update_layout(barmode="group")
     fig.update_yaxes(title_text="ECE on the test draw", rangemode="tozero")
-    return finish(fig, theme=theme, title="How calibrators recover the truth",
+    return finish(fig, title="How calibrators recover the truth",
                   subtitle=subtitle, height=height)  # fmt: skip

@@ -46,13 +46,12 @@ def _accuracy_range(curve) -> list[float]:
     return [max(0.0, lo - pad), min(1.0, hi + pad)]
 
 
-def learning_curve_figure(curve, *, theme: str = "light", height: int = 520) -> go.Figure:
+def learning_curve_figure(curve, *, height: int = 520) -> go.Figure:
     """The metric (left) and accuracy (right) against the calibration-set size.
 
     Parameters
     ----------
     curve : calcore.LearningCurve
-    theme : {"light", "dark"}
     height : int
 
     Returns
@@ -98,10 +97,10 @@ def learning_curve_figure(curve, *, theme: str = "light", height: int = 520) -> 
         type="log" if log else "linear",
         tickvals=sizes,  # the sizes themselves, not log-axis minor labels
         tickformat=",d",
-        title_text="calibration-set size",
+        title_text="calibration-set size (rows)",
     )
     fig.update_yaxes(title_text=esc(metric), rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="accuracy", range=_accuracy_range(curve), row=1, col=2)
     title = f"Learning curves: {esc(metric)} and accuracy against calibration-set size"
     subtitle = f"mean ± sd over {int(curve.n_repeats)} repetitions · evaluated on the test set"
-    return finish(fig, theme=theme, title=title, subtitle=subtitle, height=height)
+    return finish(fig, title=title, subtitle=subtitle, height=height)

@@ -15,9 +15,7 @@ __all__ = ["metric_intervals_figure"]
 GROUP_WIDTH = 0.7  # share of a metric's slot taken by its methods' markers
 
 
-def metric_intervals_figure(
-    values, *, metrics, theme: str = "light", height: int = 440
-) -> go.Figure:
+def metric_intervals_figure(values, *, metrics, height: int = 440) -> go.Figure:
     """One marker per (metric, method) at the estimate, with its interval as an error bar.
 
     Parameters
@@ -28,7 +26,6 @@ def metric_intervals_figure(
         or None entry leaves a gap.
     metrics : Sequence[tuple[str, str]]
         ``(metric key, label)`` in x order (errors on a common scale, e.g. the ECEs).
-    theme : {"light", "dark"}
     height : int
 
     Returns
@@ -93,6 +90,6 @@ def metric_intervals_figure(
     )
     fig.update_yaxes(title_text="error (lower is better)", rangemode="tozero")
     return finish(
-        fig, theme=theme, title="Calibration errors", height=height,
+        fig, title="Calibration errors", height=height,
         subtitle="estimate and bias-corrected 95% bootstrap interval (no bar: not computed)",
     )  # fmt: skip

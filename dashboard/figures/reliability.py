@@ -88,7 +88,6 @@ def reliability_figure(
     bands=None,
     show_intervals: bool = True,
     title: str | None = None,
-    theme: str = "light",
     height: int = 620,
     zoom: bool = False,
 ) -> go.Figure:
@@ -106,7 +105,6 @@ def reliability_figure(
     title : str, optional
         HTML-escaped. By default the view, binning and n; the subtitle lists each
         method's ECE.
-    theme : {"light", "dark"}
     height : int
         Pixels.
     zoom : bool
@@ -134,7 +132,7 @@ def reliability_figure(
     fig = make_subplots(
         rows=2, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26], vertical_spacing=0.05
     )
-    fig.add_trace(diagonal(theme), row=1, col=1)
+    fig.add_trace(diagonal(), row=1, col=1)
     unknown = [m for m in bands if m not in diagrams]
     if unknown:
         raise ValueError(f"bands given for methods without a diagram: {unknown!r}.")
@@ -182,4 +180,4 @@ def reliability_figure(
     fig.update_yaxes(title_text="rows per bin", rangemode="tozero", row=2, col=1)
     default, subtitle = _titles(diagrams)
     title = default if title is None else esc(title)
-    return finish(fig, theme=theme, title=title, subtitle=subtitle, height=height)
+    return finish(fig, title=title, subtitle=subtitle, height=height)

@@ -41,7 +41,6 @@ def simplex_figure(
     summary,
     *,
     class_names,
-    theme: str = "light",
     title: str | None = None,
     methods=None,
     height: int = 640,
@@ -54,7 +53,6 @@ def simplex_figure(
         From ``canonical_bin_summary(calibrator, preds)``; 3 classes.
     class_names : sequence of str
         The three class names (ternary corners a, b, c = classes 0, 1, 2).
-    theme : {"light", "dark"}
     title : str, optional
         HTML-escaped.
     methods : sequence of str, optional
@@ -128,4 +126,4 @@ def simplex_figure(
         "recalibrated · open: identity fallback"
     )
     title = default if title is None else esc(title)
-    return finish(fig, theme=theme, title=title, subtitle=subtitle, height=height)
+    return finish(fig, title=title, subtitle=subtitle, height=height)

@@ -69,9 +69,7 @@ def _error(values: np.ndarray, low: np.ndarray, high: np.ndarray, color: str) ->
     }
 
 
-def slice_funnel_figure(
-    sliced, *, method: str, theme: str = "light", height: int = 520
-) -> go.Figure:
+def slice_funnel_figure(sliced, *, method: str, height: int = 520) -> go.Figure:
     """Each slice's error against its size, beside what calibrated slices would show.
 
     Small slices scatter widely by noise alone, so their errors form a funnel that
@@ -84,7 +82,6 @@ def slice_funnel_figure(
     sliced : calcore.SlicedReport
     method : str
         Whose predictions (title only).
-    theme : {"light", "dark"}
     height : int
 
     Returns
@@ -114,7 +111,7 @@ def slice_funnel_figure(
     for group, members in groups.items():
         if not members:
             continue
-        color = colors.get(group, ink(theme))
+        color = colors.get(group, ink())
         n = np.array([s.n for s in members], dtype=float)
         est, low, high = _intervals([s.report for s in members], key)
         p = np.array([s.p_value for s in members])
@@ -148,8 +145,8 @@ def slice_funnel_figure(
                 y=[s.test.null_quantile(key, 0.95) for s in tested],
                 mode="lines+markers",
                 name="95% of calibrated draws",
-                line={"color": ink(theme), "dash": "dot", "width": LINE_WIDTH - 1},
-                marker={"symbol": "line-ew-open", "size": MARKER_SIZE, "color": ink(theme)},
+                line={"color": ink(), "dash": "dot", "width": LINE_WIDTH - 1},
+                marker={"symbol": "line-ew-open", "size": MARKER_SIZE, "color": ink()},
                 text=[esc(s.label) for s in tested],
                 hovertemplate=(
                     "%{text}: a calibrated model's " + label + " stays below %{y:.4f} "
@@ -166,17 +163,19 @@ def slice_funnel_figure(
                 y=[overall, overall],
                 mode="lines",
                 name="overall",
-                line={"color": ink(theme), "width": 1},
+                line={"color": ink(), "width": 1},
                 hovertemplate=f"overall {label}: {overall:.4f}<extra></extra>",
             )
         )
-    fig.update_xaxes(type="log", title_text="rows in the slice (log scale)")
+    fig.update_xaxes(
+        type="log", title_text="rows in the slice (log scale)",
+        **size_ticks([sl.n for sl in sliced.slices if sl.n > 0]),
+    )  # fmt: skip
     fig.update_yaxes(title_text=f"{label} (lower is better)", rangemode="tozero")
     found = len(groups["miscalibrated"])
     tested_n = len(groups["miscalibrated"]) + len(groups["no evidence"])
     return finish(
         fig,
-        theme=theme,
         title=f"{label} of each slice against its size · {esc(method)}",
         subtitle=(
             f"{found} of {tested_n} tested slices miscalibrated at a {DISCOVERY_LEVEL:.0%} "
@@ -190,9 +189,43 @@ def _size(s) -> int:
     return s.n
 
 
-def slices_by_method_figure(
-    reports, *, theme: str = "light", max_slices: int = MAX_SLICES_SHOWN
-) -> go.Figure:
+def size_ticks(sizes) -> dict:
+    """Tick values and labels for a log axis of row counts: 1-2-5 steps written out in full
+    ("20,000"), so no tick reads as a bare digit. Plotly's own log ticks label the minor
+    steps "2 3 ... 10k 2 3" (issue 34). Over less than a 1-2-5 step, five even steps."""
+    sizes = np.asarray(sizes, dtype=float)
+    if sizes.size == 0:
+        return {}
+    lo, hi = float(sizes.min()), float(sizes.max())
+    decades = range(int(math.floor(math.log10(lo))) - 1, int(math.ceil(math.log10(hi))) + 1)
+    values = [m * 10.0**k for k in decades for m in (1, 2, 5)]
+    values = [v for v in values if lo / 1.15 <= v <= hi * 1.15]
+    if hi - lo < 5:  # one size, or nearly: the sizes themselves
+        values = sorted({lo, hi})
+    elif len(values) < 3:  # a narrow range: about five steps of 1, 2 or 5 times a power of 10
+        raw = max((hi - lo) / 5, 1.0)
+        power = 10.0 ** math.floor(math.log10(raw))
+        step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+        start = math.ceil(lo / 1.15 / step) * step
+        values = [float(v) for v in np.arange(start, hi * 1.15, step)]
+    return {"tickvals": values, "ticktext": [f"{v:,.0f}" for v in values]}
+
+
+def _period_prefix(labels: list[str]) -> str:
+    """The words every label starts with ("week of "), if any: said once in the axis title
+    rather than on every tick, so the dates themselves fit in full."""
+    if len(labels) < 2:
+        return ""
+    first = labels[0].split(" ")
+    common = 0
+    while common < len(first) - 1 and all(
+        lab.split(" ")[: common + 1] == first[: common + 1] for lab in labels
+    ):
+        common += 1
+    return " ".join(first[:common]) + " " if common else ""
+
+
+def slices_by_method_figure(reports, *, max_slices: int = MAX_SLICES_SHOWN) -> go.Figure:
     """The ranking metric of every method within each slice: does one calibrator fix all?
 
     Parameters
@@ -200,7 +233,6 @@ def slices_by_method_figure(
     reports : Mapping[str, calcore.SlicedReport]
         Method -> its sliced report (same rows, same slicing), in display order; the
         first's ranking orders the slices (most miscalibrated on top).
-    theme : {"light", "dark"}
     max_slices : int
         The top slices shown.
 
@@ -259,7 +291,6 @@ def slices_by_method_figure(
     more = len(first.slices) - len(shown)
     return finish(
         fig,
-        theme=theme,
         title=f"{label} within each slice, by method",
         subtitle=(
             "filled: miscalibrated at a 5% false discovery rate for that method · bars: 95% "
@@ -269,14 +300,13 @@ def slices_by_method_figure(
     )
 
 
-def slices_in_order_figure(reports, *, theme: str = "light", height: int = 460) -> go.Figure:
+def slices_in_order_figure(reports, *, height: int = 460) -> go.Figure:
     """The ranking metric over slices in their natural order: periods, or value ranges.
 
     Parameters
     ----------
     reports : Mapping[str, calcore.SlicedReport]
         Method -> sliced report of an ordered slicing (``sliced.ordered``), display order.
-    theme : {"light", "dark"}
     height : int
 
     Returns
@@ -314,10 +344,24 @@ def slices_in_order_figure(reports, *, theme: str = "light", height: int = 460) 
                 ),
             )
         )
-    fig.update_xaxes(tickvals=list(range(len(ticks))), ticktext=ticks, showgrid=False)
-    fig.update_yaxes(title_text=f"{label} (lower is better)", rangemode="tozero")
     over = " × ".join(esc(c) for c in first.columns)
+    prefix = _period_prefix(ticks)
+    ticks = [t[len(prefix) :] for t in ticks]
+    # Labels side by side when they fit the plot area (~880 px at 1440 px, ~8 px a
+    # character at 14 px), else turned 45 degrees with the bottom margin to hold them.
+    longest = max((len(t) for t in ticks), default=1)
+    turned = len(ticks) * (8 * longest + 16) > 880
+    fig.update_xaxes(
+        tickvals=list(range(len(ticks))), ticktext=ticks, showgrid=False,
+        tickangle=-45 if turned else 0,
+        title_text=f"{over} ({prefix.strip()} the date shown)" if prefix else over,
+    )  # fmt: skip
+    fig.update_yaxes(title_text=f"{label} (lower is better)", rangemode="tozero")
     subtitle = "bars: 95% bootstrap intervals"
     if first.change is not None:
         subtitle = f"{esc(next(iter(reports)))}: {esc(first.change.verdict())} · " + subtitle
-    return finish(fig, theme=theme, title=f"{label} by {over}", subtitle=subtitle, height=height)
+    fig = finish(fig, title=f"{label} by {over}", subtitle=subtitle, height=height)
+    if turned:  # room for the turned labels (sin 45° of their length) and the axis title
+        below = int(0.71 * 8 * longest) + 56
+        fig.update_layout(margin_b=below, height=height + below - fig.layout.margin.b)
+    return fig

@@ -1,4 +1,4 @@
-"""Small multiples: per-class top-label diagrams, the class-wise grid, the slices grid.
+"""Small multiples: the class-wise grid and the slices grid.
 
 One panel per class, in the order given, at most 20 (the app picks the top classes by
 support beyond that); 4 panels per row, 5 from 13 panels on.
@@ -13,8 +13,12 @@ values (``customdata``), not the shifted coordinates; frames, gridlines and tick
 are drawn as traces tagged ``meta="grid"``.
 
 Figure contract (what tests and the report read): a method's trace has, per panel in
-order, the panel's non-empty bins followed by one all-NaN row; ``customdata`` columns are
-count, ci_lower, ci_upper, lower edge, upper edge, then the point's own x and y.
+order, the panel's bins with at least :data:`FEW_ROWS` rows followed by one all-NaN row;
+``customdata`` columns are count, ci_lower, ci_upper, lower edge, upper edge, then the
+point's own x and y. The bins with fewer rows (but some) are in a second trace,
+``"<method> (few rows)"``, with the same layout: faded markers, not joined by the line,
+because one or two rows make an accuracy of 0 or 1 that the line would run to (issue 34:
+"one row draws a line to (0.2, 1)").
 """
 
 from __future__ import annotations
@@ -32,12 +36,14 @@ from dashboard.figures._common import (
     esc,
     finish,
     ordered,
+    shown_length,
+    wrap,
 )
-from dashboard.figures._style import method_style
-from dashboard.figures._theme import GRID, INK, THEMES, ink
+from dashboard.figures._style import method_style, rgba
+from dashboard.figures._theme import GRID, INK, THEME, ink
 
 __all__ = [
-    "per_class_top_label_figure",
+    "FEW_ROWS",
     "classwise_grid_figure",
     "slice_grid_figure",
     "MAX_PANELS",
@@ -47,6 +53,9 @@ MAX_PANELS = 20
 STEP_X = 1.12  # panel width 1 plus the gap, in data units
 STEP_Y = 1.30  # panel height 1 plus room for the next panel's title
 TICKS = (0.0, 0.5, 1.0)
+#: Bins with fewer rows are drawn faded and off the line (a 95% Wilson interval on 10 rows
+#: at accuracy 0.5 is about +-0.3 wide: too noisy to read a gap from).
+FEW_ROWS = 20
 
 
 class _Grid:
@@ -67,7 +76,7 @@ class _Grid:
         return i + self.cols >= self.n
 
 
-def _frames(grid: _Grid, theme: str) -> list[go.Scatter]:
+def _frames(grid: _Grid) -> list[go.Scatter]:
     """Panel frames, a mid gridline each way, and tick labels (left column, bottom row)."""
     xs: list = []
     ys: list = []
@@ -76,7 +85,7 @@ def _frames(grid: _Grid, theme: str) -> list[go.Scatter]:
         xs += [ox, ox + 1, ox + 1, ox, ox, None, ox + 0.5, ox + 0.5, None, ox, ox + 1, None]
         ys += [oy, oy, oy + 1, oy + 1, oy, None, oy, oy + 1, None, oy + 0.5, oy + 0.5, None]
     frame = go.Scatter(
-        x=xs, y=ys, mode="lines", line={"color": THEMES[theme]["grid"], "width": 1},
+        x=xs, y=ys, mode="lines", line={"color": THEME["grid"], "width": 1},
         hoverinfo="skip", showlegend=False, meta=GRID,
     )  # fmt: skip
     tx, ty, text, position = [], [], [], []
@@ -96,12 +105,12 @@ def _frames(grid: _Grid, theme: str) -> list[go.Scatter]:
                 position.append("bottom center")
     ticks = go.Scatter(
         x=tx, y=ty, text=text, mode="text", textposition=position, hoverinfo="skip",
-        showlegend=False, cliponaxis=False, textfont={"color": ink(theme)}, meta=GRID,
+        showlegend=False, cliponaxis=False, textfont={"color": ink()}, meta=GRID,
     )  # fmt: skip
     return [frame, ticks]
 
 
-def _diagonals(grid: _Grid, theme: str) -> go.Scatter:
+def _diagonals(grid: _Grid) -> go.Scatter:
     xs: list = []
     ys: list = []
     for i in range(grid.n):
@@ -110,53 +119,73 @@ def _diagonals(grid: _Grid, theme: str) -> go.Scatter:
         ys += [oy, oy + 1, None]
     return go.Scatter(
         x=xs, y=ys, mode="lines", name="perfect calibration", hoverinfo="skip", meta=INK,
-        line={"color": ink(theme), "dash": "dash", "width": 2},
+        line={"color": ink(), "dash": "dash", "width": 2},
     )  # fmt: skip
 
 
-def _method_trace(
+def _method_traces(
     grid: _Grid, diagrams, *, titles, name: str, style: dict, intervals: bool, x_label: str
-) -> go.Scatter:
-    """One method's points in every panel (see the module's figure contract)."""
-    parts = {"x": [], "y": [], "low": [], "high": [], "custom": [], "text": []}
+) -> list[go.Scatter]:
+    """One method's points in every panel: the line through the bins with enough rows, and
+    the faded bins with few (see the module's figure contract)."""
+    parts = {
+        few: {"x": [], "y": [], "low": [], "high": [], "custom": [], "text": []}
+        for few in (False, True)
+    }
     gap = np.full(1, np.nan)
     for i, (diagram, title) in enumerate(zip(diagrams, titles, strict=True)):
         ox, oy = grid.origin(i)
         p = bin_points(diagram)
-        parts["x"] += [p["x"] + ox, gap]
-        parts["y"] += [p["y"] + oy, gap]
-        parts["low"] += [p["low"] + oy, gap]
-        parts["high"] += [p["high"] + oy, gap]
         own = np.column_stack([p["custom"], p["x"], p["y"]])
-        parts["custom"] += [own, np.full((1, own.shape[1]), np.nan)]
-        parts["text"] += [title] * (len(p["x"]) + 1)
-    joined = {k: np.concatenate(v) for k, v in parts.items() if k != "text"}
-    error = error_bars(joined, style["color"]) if intervals else None
-    return go.Scatter(
-        x=joined["x"],
-        y=joined["y"],
-        mode="lines+markers",
-        name=name,
-        legendgroup=name,
-        line={"color": style["color"], "width": LINE_WIDTH, "dash": style["dash"]},
-        marker={"color": style["color"], "size": MARKER_SIZE, "symbol": style["symbol"]},
-        error_y=error,
-        customdata=joined["custom"],
-        text=parts["text"],  # already escaped panel titles
-        hovertemplate=(
-            "%{text}<br>bin [%{customdata[3]:.3f}, %{customdata[4]:.3f}]<br>"
-            f"{x_label}: %{{customdata[5]:.4f}}<br>"
-            "frequency: %{customdata[6]:.4f}<br>"
-            "95% Wilson interval: %{customdata[1]:.4f} to %{customdata[2]:.4f}<br>"
-            "%{customdata[0]:,} rows"
-        ),
+        for few, part in parts.items():
+            keep = (p["custom"][:, 0] < FEW_ROWS) == few
+            part["x"] += [p["x"][keep] + ox, gap]
+            part["y"] += [p["y"][keep] + oy, gap]
+            part["low"] += [p["low"][keep] + oy, gap]
+            part["high"] += [p["high"][keep] + oy, gap]
+            part["custom"] += [own[keep], np.full((1, own.shape[1]), np.nan)]
+            part["text"] += [title] * (int(keep.sum()) + 1)
+    hover = (
+        "%{text}<br>bin [%{customdata[3]:.3f}, %{customdata[4]:.3f}]<br>"
+        f"{x_label}: %{{customdata[5]:.4f}}<br>"
+        "frequency: %{customdata[6]:.4f}<br>"
+        "95% Wilson interval: %{customdata[1]:.4f} to %{customdata[2]:.4f}<br>"
+        "%{customdata[0]:,} rows"
     )
+    traces = []
+    for few, part in parts.items():
+        joined = {k: np.concatenate(v) for k, v in part.items() if k != "text"}
+        color = rgba(style["color"], 0.3) if few else style["color"]
+        traces.append(
+            go.Scatter(
+                x=joined["x"],
+                y=joined["y"],
+                mode="markers" if few else "lines+markers",
+                name=f"{name} (few rows)" if few else name,
+                legendgroup=name,
+                showlegend=not few,
+                line={"color": style["color"], "width": LINE_WIDTH, "dash": style["dash"]},
+                marker={"color": color, "size": MARKER_SIZE, "symbol": style["symbol"]},
+                error_y=error_bars(joined, style["color"]) if intervals and not few else None,
+                customdata=joined["custom"],
+                text=part["text"],  # already escaped panel titles
+                hovertemplate=hover,
+            )
+        )
+    return traces
 
 
-def _figure(grid: _Grid, traces: list, *, titles, theme, x_title, y_title, title, subtitle,
+def _figure(grid: _Grid, traces: list, *, titles, x_title, y_title, title, subtitle,
             legend_items: int) -> go.Figure:  # fmt: skip
     annotations = []
+    # A panel is about 860 px / columns wide (200 px at 4 a row): a longer title would run
+    # into its neighbours', so it goes on lines at its " · " parts, then at spaces (15 px
+    # font, ~8.5 px a character); the gap between rows holds three lines.
+    chars = max(16, int(860 / grid.cols / 8.5))
     for i, text in enumerate(titles):
+        if shown_length(text) > chars:
+            lines = [w for part in text.split(" · ") for w in wrap(part, chars)]
+            text = "<br>".join(lines[:3])
         ox, oy = grid.origin(i)
         annotations.append(
             {
@@ -191,59 +220,12 @@ def _figure(grid: _Grid, traces: list, *, titles, theme, x_title, y_title, title
     )
     headroom = 30 * math.ceil(legend_items / 5)  # legend rows of ~5 entries
     return finish(
-        fig, theme=theme, title=title, subtitle=subtitle, height=200 + 260 * grid.rows,
+        fig, title=title, subtitle=subtitle, height=200 + 260 * grid.rows,
         headroom=headroom,
     )  # fmt: skip
 
 
-def per_class_top_label_figure(
-    diagram, *, classes, method: str, theme: str = "light", methods=None
-) -> go.Figure:
-    """Top-label reliability diagram of each chosen predicted class (Gupta & Ramdas, Fig. 4).
-
-    Parameters
-    ----------
-    diagram : calcore.TopLabelReliabilityDiagram
-    classes : sequence of int
-        Class indices, one panel each, in this order (1..20).
-    method : str
-        The method the diagram belongs to (legend, colour, title).
-    theme : {"light", "dark"}
-    methods : sequence of str, optional
-        The app's ordered method list, so ``method`` keeps its colour from the other figures.
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-        One trace named ``<method>`` (escaped) holding every panel's non-empty bins of
-        ``diagram.per_class[c]`` (module docstring: figure contract); panel titles (the
-        first annotations): class name and class ratio ``count.sum() / n``.
-    """
-    chosen = [int(c) for c in classes]
-    n_classes = len(diagram.per_class)
-    if any(not 0 <= c < n_classes for c in chosen):
-        raise ValueError(f"classes must be indices in 0..{n_classes - 1}; got {list(classes)!r}.")
-    grid = _Grid(len(chosen))
-    titles = []
-    for c in chosen:
-        d = diagram.per_class[c]
-        ratio = d.count.sum() / d.n  # the class ratio, as the brief and the paper define it
-        titles.append(f"{esc(diagram.class_names[c])} · ratio {ratio:.3f}")
-    full = list(methods) if methods is not None else []
-    style = method_style([*full, *([method] if method not in full else [])])[method]
-    label = esc(method)
-    points = _method_trace(
-        grid, [diagram.per_class[c] for c in chosen], titles=titles, name=label, style=style,
-        intervals=True, x_label="mean top-label probability",
-    )  # fmt: skip
-    return _figure(
-        grid, [*_frames(grid, theme), _diagonals(grid, theme), points], titles=titles,
-        theme=theme, x_title="top-label probability", y_title="frequency of the predicted class",
-        title=f"Per-class top-label reliability · {label}", subtitle=None, legend_items=2,
-    )  # fmt: skip
-
-
-def classwise_grid_figure(diagrams, *, class_names, theme: str = "light") -> go.Figure:
+def classwise_grid_figure(diagrams, *, class_names, class_counts=None) -> go.Figure:
     """Class-wise reliability diagrams, one panel per class, methods overlaid.
 
     Parameters
@@ -252,7 +234,9 @@ def classwise_grid_figure(diagrams, *, class_names, theme: str = "light") -> go.
         Method -> one class-wise diagram per class, aligned with ``class_names``.
     class_names : sequence of str
         Panel titles (1..20), in panel order.
-    theme : {"light", "dark"}
+    class_counts : sequence of int, optional
+        The test rows labelled with each class, in panel order: shown in the panel titles
+        (how much data stands behind a panel).
 
     Returns
     -------
@@ -260,19 +244,29 @@ def classwise_grid_figure(diagrams, *, class_names, theme: str = "light") -> go.
         One trace per method named ``<method>`` (escaped) holding every panel's non-empty
         bins of that class's diagram (module docstring: figure contract); Wilson bars
         only for up to two methods (more would hide the points); panel titles (the first
-        annotations): the escaped class names.
+        annotations): the escaped class names, with ``class_counts`` if given.
     """
     diagrams, names = _aligned(diagrams, class_names, "class")
     first = next(iter(diagrams.values()))[0]
+    titles = [esc(n) for n in names]
+    if class_counts is not None:
+        counts = [int(c) for c in class_counts]
+        if len(counts) != len(titles):
+            raise ValueError(f"{len(counts)} class counts for {len(titles)} classes.")
+        titles = [f"{t} · {c:,} labelled" for t, c in zip(titles, counts, strict=True)]
+    bars = "; bars: 95% Wilson intervals" if len(diagrams) <= 2 else ""
     return _overlaid_grid(
-        diagrams, [esc(n) for n in names], theme=theme, x_title="class probability",
+        diagrams, titles, x_title="class probability",
         y_title="frequency of the class", title="Class-wise reliability diagrams",
-        subtitle=f"{esc(first.binning)} · n = {int(first.n):,} · one panel per class",
+        subtitle=(
+            f"{esc(first.binning)} · n = {int(first.n):,} · one panel per class · faded: "
+            f"bins with fewer than {FEW_ROWS} rows{bars}"
+        ),
         x_label="mean class probability",
     )  # fmt: skip
 
 
-def slice_grid_figure(diagrams, *, slice_names, theme: str = "light") -> go.Figure:
+def slice_grid_figure(diagrams, *, slice_names) -> go.Figure:
     """Confidence reliability diagrams of several slices, one panel each, methods overlaid.
 
     Parameters
@@ -281,7 +275,6 @@ def slice_grid_figure(diagrams, *, slice_names, theme: str = "light") -> go.Figu
         Method -> one confidence diagram per slice, aligned with ``slice_names``.
     slice_names : sequence of str
         Panel titles (1..20; data, escaped here), in panel order.
-    theme : {"light", "dark"}
 
     Returns
     -------
@@ -293,7 +286,7 @@ def slice_grid_figure(diagrams, *, slice_names, theme: str = "light") -> go.Figu
     first = next(iter(diagrams.values()))
     titles = [f"{esc(n)} · n = {int(d.n):,}" for n, d in zip(names, first, strict=True)]
     return _overlaid_grid(
-        diagrams, titles, theme=theme, x_title="confidence (max probability)",
+        diagrams, titles, x_title="confidence (max probability)",
         y_title="accuracy", title="Confidence reliability of the top slices",
         subtitle=f"{esc(first[0].binning)} · one panel per slice, most miscalibrated first",
         x_label="mean confidence",
@@ -312,15 +305,15 @@ def _aligned(diagrams, names, what: str) -> tuple[dict, list]:
     return diagrams, names
 
 
-def _overlaid_grid(diagrams: dict, titles: list[str], *, theme, x_title, y_title, title,
+def _overlaid_grid(diagrams: dict, titles: list[str], *, x_title, y_title, title,
                    subtitle, x_label) -> go.Figure:  # fmt: skip
     """One panel per title, every method's diagrams overlaid (Wilson bars for up to two)."""
     grid = _Grid(len(titles))
     styles = method_style(list(diagrams))
-    traces = [*_frames(grid, theme), _diagonals(grid, theme)]
+    traces = [*_frames(grid), _diagonals(grid)]
     for method, ds in diagrams.items():
-        traces.append(
-            _method_trace(
+        traces.extend(
+            _method_traces(
                 grid,
                 ds,
                 titles=titles,
@@ -331,6 +324,6 @@ def _overlaid_grid(diagrams: dict, titles: list[str], *, theme, x_title, y_title
             )  # fmt: skip
         )
     return _figure(
-        grid, traces, titles=titles, theme=theme, x_title=x_title, y_title=y_title,
+        grid, traces, titles=titles, x_title=x_title, y_title=y_title,
         title=title, subtitle=subtitle, legend_items=1 + len(diagrams),
     )  # fmt: skip

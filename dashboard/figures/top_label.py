@@ -1,10 +1,12 @@
-"""Top-label reliability diagram with the Delta_b construction (Gupta & Ramdas 2022, Fig. 1).
+"""Top-label reliability diagram: plain by default, the Delta_b construction on request.
 
-For each bin ``b`` of the confidence ``h``, ``(conf_b, acc_b)`` is the confidence
-diagram's point and ``(conf_b, signed_point_b)`` with ``signed_point_b = conf_b +- Delta_b``
-the top-label point: ``Delta_b`` averages the per-class gaps inside the bin, so it is at
-least ``|acc_b - conf_b|``. The vertical segment from the diagonal to the top-label point
-(through the confidence point) shows the miscalibration the confidence diagram hides.
+The plain diagram (the default) is what a newcomer reads without a key: one line per method
+through the points ``(conf_b, acc_b)`` of the bins of the confidence ``h``, and the rows per
+bin in a strip below. The detail (Gupta & Ramdas 2022, Fig. 1) adds, per bin, the top-label
+point ``(conf_b, signed_point_b)`` with ``signed_point_b = conf_b +- Delta_b``: ``Delta_b``
+averages the per-class gaps inside the bin, so it is at least ``|acc_b - conf_b|``, and the
+vertical segment from the diagonal to it (through the accuracy point) shows the
+miscalibration that averaging over classes hides.
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ from dashboard.figures._common import (
 from dashboard.figures._style import method_style
 from dashboard.figures.reliability import count_bars
 
-__all__ = ["top_label_figure"]
+__all__ = ["top_label_figure", "X_TITLE", "Y_TITLE"]
+
+X_TITLE = "confidence (top probability)"
+Y_TITLE = "accuracy (share of top labels correct)"
+Y_TITLE_DETAIL = "accuracy (open) and conf ± Δ_b (filled)"
 
 
 def _method_traces(diagram, *, label: str, style: dict) -> list[go.Scatter]:
@@ -34,7 +40,10 @@ def _method_traces(diagram, *, label: str, style: dict) -> list[go.Scatter]:
     filled = np.asarray(conf_d.count) > 0  # empty bins (NaN fields) are skipped
     conf = np.asarray(conf_d.confidence, dtype=float)[filled]
     signed = np.asarray(diagram.signed_point, dtype=float)[filled]
-    xs, ys = segments(conf, conf, conf, signed)  # from the diagonal to the top-label point
+    # conf_b - Delta_b can fall below 0 (and conf_b + Delta_b above 1) when the classes of a
+    # bin err both ways: drawn at the axis edge, its true value in the hover
+    drawn = np.clip(signed, 0.0, 1.0)
+    xs, ys = segments(conf, conf, conf, drawn)  # from the diagonal to the top-label point
     delta = go.Scatter(
         x=xs,
         y=ys,
@@ -48,11 +57,12 @@ def _method_traces(diagram, *, label: str, style: dict) -> list[go.Scatter]:
     )
     confidence = reliability_points(
         conf_d,
-        name=f"{label} (confidence)",
+        name=label,
         group=label,
         style={**style, "symbol": f"{style['symbol']}-open"},
         show_intervals=False,
         mode="markers",
+        x_label="mean confidence",
     )
     confidence.marker.line = {"width": 2, "color": style["color"]}
     custom = np.column_stack(
@@ -62,13 +72,14 @@ def _method_traces(diagram, *, label: str, style: dict) -> list[go.Scatter]:
             np.asarray(conf_d.accuracy, dtype=float)[filled],
             np.asarray(conf_d.lower_edge, dtype=float)[filled],
             np.asarray(conf_d.upper_edge, dtype=float)[filled],
+            signed,
         ]
     )
     top_label = go.Scatter(
         x=conf,
-        y=signed,
+        y=drawn,
         mode="lines+markers",
-        name=label,
+        name=f"{label} (conf ± Δ_b)",
         legendgroup=label,
         line={"color": style["color"], "width": LINE_WIDTH, "dash": style["dash"]},
         marker={"color": style["color"], "size": MARKER_SIZE + 2, "symbol": style["symbol"]},
@@ -76,7 +87,7 @@ def _method_traces(diagram, *, label: str, style: dict) -> list[go.Scatter]:
         hovertemplate=(
             "bin [%{customdata[3]:.3f}, %{customdata[4]:.3f}]<br>"
             "mean confidence: %{x:.4f}<br>"
-            "top-label point conf ± Δ_b: %{y:.4f}<br>"
+            "top-label point conf ± Δ_b: %{customdata[5]:.4f}<br>"
             "Δ_b: %{customdata[1]:.4f}<br>"
             "accuracy: %{customdata[2]:.4f}<br>"
             "%{customdata[0]:,} rows"
@@ -85,36 +96,50 @@ def _method_traces(diagram, *, label: str, style: dict) -> list[go.Scatter]:
     return [delta, confidence, top_label]
 
 
-def top_label_figure(diagrams, *, theme: str = "light", height: int = 620) -> go.Figure:
-    """Confidence and top-label points per method, bin counts below.
+def _plain_trace(diagram, *, label: str, style: dict) -> go.Scatter:
+    """One method's line through ``(conf_b, acc_b)`` of its non-empty bins."""
+    return reliability_points(
+        diagram.confidence_diagram, name=label, group=label, style=style, show_intervals=False
+    )
+
+
+def top_label_figure(diagrams, *, detail: bool = False, height: int = 620) -> go.Figure:
+    """Accuracy against confidence per method, rows per bin in a strip below.
 
     Parameters
     ----------
     diagrams : Mapping[str, calcore.TopLabelReliabilityDiagram]
         Method name -> diagram, in display order.
-    theme : {"light", "dark"}
+    detail : bool
+        Also draw the top-label construction: the per-class gap ``Delta_b`` of every bin.
     height : int
 
     Returns
     -------
     plotly.graph_objects.Figure
         Traces by ``name`` (labels HTML-escaped), over the non-empty bins:
-        ``<method>``: top-label points ``(conf_b, signed_point_b)``, ``customdata``
-        columns count, delta, accuracy, lower edge, upper edge;
-        ``"<method> (confidence)"``: ``(conf_b, acc_b)`` (open markers);
+        ``<method>``: ``(conf_b, acc_b)`` (a line; open markers only with ``detail``),
+        ``customdata`` columns count, ci_lower, ci_upper, lower edge, upper edge;
+        ``"<method> (count)"``: bars of the confidence bins; ``"perfect calibration"``.
+        With ``detail`` also ``"<method> (conf ± Δ_b)"``: top-label points
+        ``(conf_b, signed_point_b)`` clipped to [0, 1], ``customdata`` columns count,
+        delta, accuracy, lower edge, upper edge, the unclipped signed point; and
         ``"<method> (Δ_b)"``: segments ``(conf_b, conf_b) -> (conf_b, signed_point_b)``
-        separated by ``None``; ``"<method> (count)"``: bars of the confidence bins;
-        ``"perfect calibration"``.
+        separated by ``None``.
     """
     diagrams = ordered(diagrams, "diagrams")
     styles = method_style(list(diagrams))
     fig = make_subplots(
-        rows=2, cols=1, shared_xaxes=True, row_heights=[0.74, 0.26], vertical_spacing=0.05
+        rows=2, cols=1, shared_xaxes=True, row_heights=[0.76, 0.24], vertical_spacing=0.06
     )
-    fig.add_trace(diagonal(theme), row=1, col=1)
+    fig.add_trace(diagonal(), row=1, col=1)
     for k, (method, diagram) in enumerate(diagrams.items()):
         label = esc(method)
-        for trace in _method_traces(diagram, label=label, style=styles[method]):
+        if detail:
+            traces = _method_traces(diagram, label=label, style=styles[method])
+        else:
+            traces = [_plain_trace(diagram, label=label, style=styles[method])]
+        for trace in traces:
             fig.add_trace(trace, row=1, col=1)
         bars = count_bars(
             diagram.confidence_diagram,
@@ -126,17 +151,14 @@ def top_label_figure(diagrams, *, theme: str = "light", height: int = 620) -> go
         )
         fig.add_trace(bars, row=2, col=1)
     first = next(iter(diagrams.values())).confidence_diagram
-    eces = " · ".join(
-        f"{esc(m)} {d.confidence_diagram.ece:.4f} / {d.top_label_ece:.4f}"
-        for m, d in diagrams.items()
-    )
-    title = f"Top-label reliability diagram · {esc(first.binning)} · n = {int(first.n):,}"
+    eces = " · ".join(f"{esc(m)} {d.top_label_ece:.4f}" for m, d in diagrams.items())
+    title = f"Top-label reliability · {esc(first.binning)} · n = {int(first.n):,}"
     fig.update_layout(bargap=0, barmode="overlay")
     fig.update_xaxes(range=[0.0, 1.0], row=1, col=1)
-    fig.update_xaxes(range=[0.0, 1.0], title_text="confidence (max probability)", row=2, col=1)
+    fig.update_xaxes(range=[0.0, 1.0], title_text=X_TITLE, row=2, col=1)
     fig.update_yaxes(
-        range=[-0.02, 1.02], title_text="accuracy (open) · conf ± Δ_b (filled)", row=1, col=1
+        range=[-0.02, 1.02], title_text=Y_TITLE_DETAIL if detail else Y_TITLE, row=1, col=1
     )
-    fig.update_yaxes(title_text="rows per bin", rangemode="tozero", row=2, col=1)
-    subtitle = f"conf-ECE / TL-ECE: {eces}"
-    return finish(fig, theme=theme, title=title, subtitle=subtitle, height=height)
+    fig.update_yaxes(title_text="test rows", rangemode="tozero", nticks=4, row=2, col=1)
+    subtitle = f"TL-ECE: {eces}"
+    return finish(fig, title=title, subtitle=subtitle, height=height)

@@ -17,7 +17,6 @@ def validity_figure(
     *,
     theory=None,
     conditional: bool = False,
-    theme: str = "light",
     title: str | None = None,
     height: int = 560,
 ) -> go.Figure:
@@ -32,7 +31,6 @@ def validity_figure(
     conditional : bool
         Draw ``conditional`` (the mean of ``1{max_b |E_b - h_b| <= eps}``) instead of
         ``validity``.
-    theme : {"light", "dark"}
     title : str, optional
         HTML-escaped.
     height : int
@@ -74,7 +72,7 @@ def validity_figure(
         eps, bound = (np.asarray(a, dtype=float) for a in theory)
         fig.add_trace(
             go.Scatter(x=eps, y=bound, mode="lines", name="theory (UMD bound)", meta=INK,
-                       line={"color": ink(theme), "width": LINE_WIDTH, "dash": "dash"},
+                       line={"color": ink(), "width": LINE_WIDTH, "dash": "dash"},
                        hovertemplate="ε = %{x:.4f}<br>bound: %{y:.4f}<extra></extra>")
         )  # fmt: skip
     first = next(iter(curves.values()))
@@ -91,4 +89,4 @@ def validity_figure(
     fig.update_xaxes(range=[0.0, eps_max], title_text="ε (tolerance on |E_b − h_b|)")
     fig.update_yaxes(range=[-0.02, 1.02], title_text=y_title)
     title = default if title is None else esc(title)
-    return finish(fig, theme=theme, title=title, subtitle=subtitle, height=height)
+    return finish(fig, title=title, subtitle=subtitle, height=height)

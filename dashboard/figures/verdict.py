@@ -16,7 +16,7 @@ __all__ = ["verdict_figure"]
 ROW_PX = 44
 
 
-def verdict_figure(verdict, *, metric_label: str, theme: str = "light") -> go.Figure:
+def verdict_figure(verdict, *, metric_label: str) -> go.Figure:
     """One row per candidate: ``metric(method) - metric(best)`` with its paired interval.
 
     A method whose bar reaches 0 is tied with the best; the recommended one is marked.
@@ -27,7 +27,6 @@ def verdict_figure(verdict, *, metric_label: str, theme: str = "light") -> go.Fi
     verdict : calcore.Verdict
     metric_label : str
         The primary metric's label (e.g. ``"TL-ECE"``).
-    theme : {"light", "dark"}
 
     Returns
     -------
@@ -89,7 +88,7 @@ def verdict_figure(verdict, *, metric_label: str, theme: str = "light") -> go.Fi
                 ),
             )
         )
-    fig.add_vline(x=0.0, line={"color": ink(theme), "width": 1, "dash": "dot"})
+    fig.add_vline(x=0.0, line={"color": ink(), "width": 1, "dash": "dot"})
     fig.update_yaxes(autorange="reversed", automargin=True, title_text=None)
     fig.update_xaxes(
         title_text=f"{esc(metric_label)} minus the best method's (lower is better)",
@@ -106,7 +105,6 @@ def verdict_figure(verdict, *, metric_label: str, theme: str = "light") -> go.Fi
     )
     return finish(
         fig,
-        theme=theme,
         title=f"Which calibrator: {esc(metric_label)} against the best",
         subtitle=subtitle,
         height=170 + ROW_PX * len(methods),

@@ -26,7 +26,6 @@ __all__ = [
     "KEY_REPEATS",
     "KEY_SEED",
     "KEY_STRENGTH",
-    "KEY_THEME",
     "KEY_VIEW",
     "N_CHOICES",
     "REPEAT_CHOICES",
@@ -43,7 +42,6 @@ KEY_ACCURACY = "lab.accuracy"
 KEY_STRENGTH = "lab.strength"
 KEY_N = "lab.n"
 KEY_SEED = "lab.seed"
-KEY_THEME = "lab.theme"
 KEY_VIEW = "lab.view"
 KEY_REPEATS = "lab.repeats"
 KEY_LEVEL = "lab.level"
@@ -57,7 +55,7 @@ DEFAULT_METHODS = ("ts", "tl-hb", "irm")
 
 KEY_REMEMBERED = "lab.remembered"  # not a widget key: survives runs of the other page
 KNOB_KEYS = (KEY_GENERATOR, KEY_CLASSES, KEY_ACCURACY, KEY_STRENGTH, KEY_N, KEY_SEED,
-             KEY_THEME, KEY_VIEW, KEY_REPEATS, KEY_LEVEL, KEY_METHODS)  # fmt: skip
+             KEY_VIEW, KEY_REPEATS, KEY_LEVEL, KEY_METHODS)  # fmt: skip
 
 
 def first(key: str, default):
@@ -87,7 +85,6 @@ class Knobs:
     strength: float
     n: int
     seed: int
-    theme: str
 
     @property
     def model(self) -> tuple:
@@ -127,9 +124,6 @@ def generator_knobs() -> Knobs:
     seed = st.number_input(
         "Seed", min_value=0, max_value=1_000_000, value=first(KEY_SEED, 0), step=1, key=KEY_SEED
     )
-    themes = ("light", "dark")
-    theme = st.radio("Theme", themes, index=index_of(themes, KEY_THEME, "light"),
-                     horizontal=True, key=KEY_THEME)  # fmt: skip
     if mnm:
         # The same simulator whatever the disabled knobs say: one cache entry, not many.
         classes, accuracy, strength = 2, 0.0, 0.0
@@ -137,5 +131,5 @@ def generator_knobs() -> Knobs:
         strength = 0.0
     return Knobs(
         str(generator), int(classes), round(float(accuracy), 4), round(float(strength), 4),
-        int(n), int(seed), str(theme),
+        int(n), int(seed),
     )  # fmt: skip

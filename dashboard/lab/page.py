@@ -113,9 +113,7 @@ def truth_section(knobs: controls.Knobs) -> calcore.simulate.TrueCalibrationErro
     )
     subtitle = f"n = {knobs.n:,}, seed {knobs.seed}"
     _chart(
-        figures.truth_reliability_figure(
-            curve, est.diagrams, est.kde, theme=knobs.theme, subtitle=subtitle
-        ),
+        figures.truth_reliability_figure(curve, est.diagrams, est.kde, subtitle=subtitle),
         "lab.figure.truth",
     )
     st.table(truth_rows(truth, est))
@@ -145,7 +143,7 @@ def estimator_section(knobs: controls.Knobs) -> None:
         errors = compute.estimator_study(*knobs.model, view, int(repeats), knobs.seed)
     needed = simulate.samples_needed(errors, float(level))
     _chart(
-        figures.estimator_error_figure(errors, level=float(level), theme=knobs.theme),
+        figures.estimator_error_figure(errors, level=float(level)),
         "lab.figure.estimators",
     )
     st.markdown(f"**Samples needed** for a mean absolute error of at most {float(level):.3f}:")
@@ -208,7 +206,7 @@ def recovery_section(knobs: controls.Knobs, truth) -> None:
         f"{compute.TEST_N:,} fresh test rows"
     )
     _chart(
-        figures.recovery_figure(ece, true_values, theme=knobs.theme, subtitle=subtitle),
+        figures.recovery_figure(ece, true_values, subtitle=subtitle),
         "lab.figure.recovery",
     )
     _temperature_note(knobs, compute.make_simulator(*knobs.model), fits)

@@ -26,6 +26,7 @@ import calcore.io
 from dashboard.calibration import controls
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.state import VIEWS
+from dashboard.figures import small_multiples
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 TIMEOUT = 120
@@ -293,7 +294,9 @@ def test_query_string_restores_every_setting():
     assert at.radio(key=controls.KEY_VIEW).value == "confidence"
     spec = only_chart(at, "figure.positive")  # a binary model: the diagram of P(class 1)
     assert "equal-mass, 12 bins" in spec["layout"]["title"]["text"]
-    assert spec["layout"]["paper_bgcolor"].lower() not in ("#ffffff", "white")
+    # the dark figure theme is gone: an old link's theme is ignored, without a warning
+    assert spec["layout"]["paper_bgcolor"] == "#FFFFFF"
+    assert not at.warning
     assert query(at, "m") == ["platt", "hb:bins=10;randomized=false"]
 
 
@@ -446,22 +449,79 @@ def test_every_sample_loads_with_calib_and_test_splits(key):
 
 
 # -- view-local controls -----------------------------------------------------------------
-def test_top_label_drill_down_shows_the_chosen_bins_classes():
+def test_top_label_plain_by_default_detail_on_request_and_the_worst_cells_table():
     at = run_app({"view": "top-label", "m": "ts"})
-    at.selectbox(key="view.top_label.method").set_value("ts").run()
     test = splits_of(DEFAULT_SAMPLE)
     out = calcore.make_calibrator("ts").fit(test["calib"]).transform(test["test"])
     diagram = calcore.top_label_reliability_diagram(out, bins=15)
-    options = at.selectbox(key="view.top_label.bin").options
-    assert len(options) == int((diagram.confidence_diagram.count > 0).sum())
-    b = int(np.flatnonzero(diagram.confidence_diagram.count > 0)[0])
-    at.selectbox(key="view.top_label.bin").set_value(b).run()
+    filled = diagram.confidence_diagram.count > 0
+
+    # plain: one line per method, accuracy against confidence
+    spec = only_chart(at, "figure.top_label")
+    lines = [
+        t for t in spec["data"] if t["type"] == "scatter" and t["name"] != "perfect calibration"
+    ]
+    assert [t["name"] for t in lines] == ["uncalibrated", "ts"]
+    np.testing.assert_allclose(
+        plotly_array(lines[1]["y"]), diagram.confidence_diagram.accuracy[filled]
+    )
+
+    # the per-class gap behind a switch
+    at.toggle(key="view.top_label.detail").set_value(True).run()
     assert_clean(at)
-    spec = only_chart(at, "figure.top_label_bin")
-    (classes,) = [t for t in spec["data"] if t.get("name") == "classes"]
-    breakdown = diagram.bin_breakdown(b)
-    np.testing.assert_allclose(plotly_array(classes["x"]), breakdown["confidence"])
-    np.testing.assert_allclose(plotly_array(classes["y"]), breakdown["accuracy"])
+    names = {t["name"] for t in only_chart(at, "figure.top_label")["data"]}
+    assert {"ts (conf ± Δ_b)", "ts (Δ_b)"} <= names
+
+    # the worst (class, bin) cells of the chosen method: every non-empty cell, worst first,
+    # their shares summing to the TL-ECE
+    at.selectbox(key="view.top_label.method").set_value("ts").run()
+    assert_clean(at)
+    (frame,) = [d.value for d in at.dataframe if "adds to TL-ECE" in d.value.columns]
+    assert len(frame) == int((diagram.class_count > 0).sum())
+    adds = frame["adds to TL-ECE"].to_numpy()
+    assert np.all(np.diff(adds) <= 0)
+    np.testing.assert_allclose(adds.sum(), diagram.top_label_ece, rtol=1e-10)
+    worst = frame.iloc[0]
+    b, c = np.unravel_index(
+        np.argmax(
+            diagram.class_count / diagram.class_count.sum() * np.nan_to_num(diagram.class_gap)
+        ),
+        diagram.class_gap.shape,
+    )
+    assert worst["class"] == diagram.class_names[c] and worst["rows"] == diagram.class_count[b, c]
+
+    # the small chart: the worst class first, then any class chosen
+    assert at.selectbox(key="view.top_label.class").value == int(c)
+    at.selectbox(key="view.top_label.class").set_value(0).run()
+    assert_clean(at)
+    small = only_chart(at, "figure.top_label_class")
+    assert diagram.class_names[0] in small["layout"]["title"]["text"]
+    (bars,) = [t for t in small["data"] if t["name"] == "ts (rows)"]
+    np.testing.assert_array_equal(
+        plotly_array(bars["y"]), diagram.class_count[:, 0][diagram.class_count[:, 0] > 0]
+    )
+
+
+def test_a_view_switch_sends_the_scroll_script_once():
+    at = run_app({"m": "none"})
+    scripts = lambda: [h for h in at.get("html") if "scrollIntoView" in h.proto.body]  # noqa: E731
+    assert not scripts()  # the first view: no scroll
+    at.radio(key=controls.KEY_VIEW).set_value("confidence").run()
+    assert_clean(at)
+    (first,) = scripts()
+    assert ".st-key-view-top" in first.proto.body
+    at.number_input(key=controls.KEY_BINS).set_value(12).run()  # same view: no scroll
+    assert not scripts()
+    at.radio(key=controls.KEY_VIEW).set_value("metrics").run()
+    (second,) = scripts()
+    assert second.proto.body != first.proto.body  # new text, so the browser runs it again
+
+
+def test_the_first_page_opens_with_an_introduction():
+    at = run_app({"m": "none"})
+    assert at.title[0].value == "calibration-lens"
+    assert at.markdown[0].value.startswith("Does a model's confidence match how often it is right?")
+    assert not any("theme" in r.label.lower() for r in at.sidebar.radio)
 
 
 def test_classwise_class_choice_and_confidence_bands():
@@ -474,8 +534,12 @@ def test_classwise_class_choice_and_confidence_bands():
     (points,) = [t for t in spec["data"] if t.get("name") == "uncalibrated"]
     runs = panel_runs(points["customdata"])
     assert len(runs) == 2  # one panel per class, in class order: airplane then cat
-    np.testing.assert_allclose(runs[0][:, 6], airplane.accuracy[airplane.count > 0])
-    np.testing.assert_allclose(runs[1][:, 6], cat.accuracy[cat.count > 0])
+    enough = small_multiples.FEW_ROWS  # fewer rows: faded, off the line
+    np.testing.assert_allclose(runs[0][:, 6], airplane.accuracy[airplane.count >= enough])
+    np.testing.assert_allclose(runs[1][:, 6], cat.accuracy[cat.count >= enough])
+    titles = [a["text"] for a in spec["layout"]["annotations"][:2]]
+    counts = test.class_counts
+    assert titles == [f"airplane · {counts[0]:,} labelled", f"cat · {counts[3]:,} labelled"]
 
     at.radio(key=controls.KEY_VIEW).set_value("confidence").run()
     at.toggle(key="view.confidence.bands").set_value(True).run()
@@ -535,7 +599,7 @@ def test_figures_are_reused_until_something_they_show_changes(monkeypatch):
     real = top_label_view.top_label_figure
 
     def counting(*args, **kwargs):
-        built.append(kwargs.get("theme"))
+        built.append(args[0])
         return real(*args, **kwargs)
 
     monkeypatch.setattr(top_label_view, "top_label_figure", counting)
@@ -543,13 +607,10 @@ def test_figures_are_reused_until_something_they_show_changes(monkeypatch):
     at.radio(key=controls.KEY_VIEW).set_value("metrics").run()
     at.radio(key=controls.KEY_VIEW).set_value("top-label").run()
     assert_clean(at)
-    assert built == ["light"]  # the second visit reused the figure
-    at.radio(key=controls.KEY_THEME).set_value("dark").run()
-    assert built == ["light", "dark"]
-    assert only_chart(at, "figure.top_label")["layout"]["paper_bgcolor"] == "#0E1117"
+    assert len(built) == 1  # the second visit reused the figure
     at.number_input(key=controls.KEY_BINS).set_value(7).run()
     assert_clean(at)
-    assert len(built) == 3  # new bins: new diagrams, new figure
+    assert len(built) == 2  # new bins: new diagrams, new figure
 
 
 def test_a_weight_column_weights_the_metrics_and_can_be_turned_off():

@@ -211,10 +211,13 @@ def test_weeks_in_order_with_the_change_and_hostile_slice_names_stay_text():
     at.file_uploader(key=controls.KEY_UPLOAD).upload("dated.csv", _dated_csv(), "text/csv").run()
     assert not at.exception, [e.value for e in at.exception]
     order = chart(at, "figure.slices.order")
+    # the dates in full on the ticks, "week of" said once in the axis title
     assert order["layout"]["xaxis"]["ticktext"] == [
-        "week of 2026-11-02", "week of 2026-11-09", "week of 2026-11-16", "week of 2026-11-23"
+        "2026-11-02", "2026-11-09", "2026-11-16", "2026-11-23"
     ]  # fmt: skip
-    assert "a change" in order["layout"]["title"]["subtitle"]["text"]
+    assert order["layout"]["xaxis"]["title"]["text"] == "day:week (week of the date shown)"
+    subtitle = order["layout"]["title"]["subtitle"]["text"].replace("<br>", " ")  # wrapped
+    assert "a change" in subtitle
     assert any("Over time: ECE (class 1) rose" in unescape_markdown(c.value) for c in at.caption)
     # names as data: escaped in figures, plain text in the table, inert in the CSV
     at.multiselect(key=controls.KEY_SLICE_COLUMNS).set_value(["segment"]).run()

@@ -1,4 +1,4 @@
-"""Figure builders of dashboard.figures: traces equal calcore's fields, escaping, themes.
+"""Figure builders of dashboard.figures: traces equal calcore's fields, escaping, the theme.
 
 Plain pytest (no Streamlit). Results are built once per module from the bundled CIFAR-10
 sample and fitted calibrators, so the module stays fast.
@@ -20,17 +20,16 @@ from dashboard import figures
 from dashboard.figures import (
     UNCALIBRATED,
     apply_theme,
+    class_cells_figure,
     classwise_grid_figure,
     ece_by_bins_figure,
     kde_figure,
     learning_curve_figure,
     method_colors,
     method_style,
-    per_class_top_label_figure,
     reliability_figure,
     simplex_figure,
-    top_label_bin,
-    top_label_bin_figure,
+    small_multiples,
     top_label_figure,
     validity_figure,
 )
@@ -205,13 +204,10 @@ def test_method_style_cycles_beyond_seven_with_distinct_styles():
     assert method_colors(methods) == {m: s["color"] for m, s in styles.items()}
 
 
-def test_apply_theme_dark_and_light_backgrounds_and_fonts():
-    fig = apply_theme(go.Figure(go.Scatter(x=[0, 1], y=[0, 1])), "dark")
-    assert fig.layout.paper_bgcolor == "#0E1117" and fig.layout.plot_bgcolor == "#0E1117"
-    assert fig.layout.font.size >= 14 and fig.layout.font.color == "#E8E8E8"
-    assert apply_theme(fig, "light").layout.paper_bgcolor == "#FFFFFF"
-    with pytest.raises(ValueError, match="theme"):
-        apply_theme(fig, "solarized")
+def test_apply_theme_one_light_theme_with_projector_fonts():
+    fig = apply_theme(go.Figure(go.Scatter(x=[0, 1], y=[0, 1])))
+    assert fig.layout.paper_bgcolor == "#FFFFFF" and fig.layout.plot_bgcolor == "#FFFFFF"
+    assert fig.layout.font.size >= 14 and fig.layout.font.color == "#1A1A1A"
 
 
 # -- reliability -----------------------------------------------------------------------------
@@ -260,29 +256,59 @@ def test_reliability_rejects_bands_of_unknown_methods(diagrams, preds):
 
 
 # -- top-label -------------------------------------------------------------------------------
-def test_top_label_traces_equal_diagram_fields(top_label):
-    fig = top_label_figure(top_label, theme="dark")
+def test_top_label_default_is_plain_one_line_per_method(top_label):
+    fig = top_label_figure(top_label)
+    drawn = [t for t in fig.data if t.type == "scatter" and t.name != "perfect calibration"]
+    assert [t.name for t in drawn] == list(top_label)  # one line per method, nothing else
     for method, d in top_label.items():
         cd = d.confidence_diagram
         filled = cd.count > 0
-        tl = trace(fig, method)
+        line = trace(fig, method)
+        assert line.mode == "lines+markers"
+        np.testing.assert_array_equal(line.x, cd.confidence[filled])
+        np.testing.assert_array_equal(line.y, cd.accuracy[filled])
+        assert np.all((np.asarray(line.y) >= 0) & (np.asarray(line.y) <= 1))
+        np.testing.assert_array_equal(line.customdata[:, 0], cd.count[filled])
+        # the count strip: rows per bin, equal to a histogram of the confidences
+        np.testing.assert_array_equal(trace(fig, f"{method} (count)").y, cd.count)
+        assert f"{d.top_label_ece:.4f}" in fig.layout.title.subtitle.text
+    assert fig.layout.yaxis.title.text == "accuracy (share of top labels correct)"
+    assert fig.layout.xaxis2.title.text == "confidence (top probability)"
+    assert fig.layout.yaxis2.title.text == "test rows"
+    assert trace(fig, "perfect calibration").line.color == "#1A1A1A"
+    fig.to_json()
+
+
+def test_top_label_count_strip_is_a_histogram_of_the_confidence(preds):
+    # independent of calcore's binning: numpy's histogram of max(p) over the same edges
+    test = preds["ts"]
+    d = calcore.top_label_reliability_diagram(test, bins=BINS)
+    bars = trace(top_label_figure({"ts": d}), "ts (count)")
+    confidence = np.asarray(test.probs).max(axis=1)
+    expected, _ = np.histogram(confidence, bins=np.linspace(0.0, 1.0, BINS + 1))
+    np.testing.assert_array_equal(bars.y, expected)
+
+
+def test_top_label_detail_draws_the_delta_construction_inside_the_axes(top_label):
+    fig = top_label_figure(top_label, detail=True)
+    for method, d in top_label.items():
+        cd = d.confidence_diagram
+        filled = cd.count > 0
+        tl = trace(fig, f"{method} (conf ± Δ_b)")
+        signed = d.signed_point[filled]
         np.testing.assert_array_equal(tl.x, cd.confidence[filled])
-        np.testing.assert_array_equal(tl.y, d.signed_point[filled])
+        np.testing.assert_array_equal(tl.y, np.clip(signed, 0, 1))  # never below 0
+        np.testing.assert_array_equal(tl.customdata[:, 5], signed)  # the true value: hover
         np.testing.assert_array_equal(tl.customdata[:, 1], d.delta[filled])
-        conf = trace(fig, f"{method} (confidence)")
-        np.testing.assert_array_equal(conf.y, cd.accuracy[filled])
+        np.testing.assert_array_equal(trace(fig, method).y, cd.accuracy[filled])
         seg = trace(fig, f"{method} (Δ_b)")
         xs = np.array(seg.x, dtype=float).reshape(-1, 3)
         ys = np.array(seg.y, dtype=float).reshape(-1, 3)
         np.testing.assert_array_equal(xs[:, 0], cd.confidence[filled])
         np.testing.assert_array_equal(ys[:, 0], cd.confidence[filled])  # from the diagonal
-        np.testing.assert_array_equal(ys[:, 1], d.signed_point[filled])
+        np.testing.assert_array_equal(ys[:, 1], np.clip(signed, 0, 1))
         assert np.isnan(xs[:, 2]).all()
-        np.testing.assert_array_equal(trace(fig, f"{method} (count)").y, cd.count)
-        assert f"{d.top_label_ece:.4f}" in fig.layout.title.subtitle.text
-    assert fig.layout.paper_bgcolor == "#0E1117"
-    assert trace(fig, "perfect calibration").line.color == "#E8E8E8"
-    fig.to_json()
+    assert "Δ_b" in fig.layout.yaxis.title.text
 
 
 def test_colours_consistent_across_figures(diagrams, top_label):
@@ -316,67 +342,7 @@ def test_figures_package_exports():
     }
 
 
-# -- top-label drill-down and per-class ------------------------------------------------------
-def test_top_label_bin_traces_equal_bin_breakdown(top_label):
-    d = top_label[UNCALIBRATED]
-    b = int(np.argmax(d.confidence_diagram.count > 0) + 8)  # a bin with several classes
-    part = d.bin_breakdown(b)
-    fig = top_label_bin_figure(d, b, method=UNCALIBRATED, methods=list(top_label))
-    cls = trace(fig, "classes")
-    np.testing.assert_array_equal(cls.x, part["confidence"])
-    np.testing.assert_array_equal(cls.y, part["accuracy"])
-    np.testing.assert_array_equal(cls.marker.size, part["count"])
-    np.testing.assert_array_equal(cls.customdata[:, 1], part["gap"])
-    assert list(cls.hovertext) == list(part["class"])
-    shown = [t for t in cls.text if t]
-    most = np.argsort(-part["count"], kind="stable")[: top_label_bin.LABELLED_CLASSES]
-    assert shown == [part["class"][i] for i in sorted(most)]  # the busiest classes, in order
-    assert cls.marker.line.color == method_colors(list(top_label))[UNCALIBRATED]
-    gaps = np.array(trace(fig, "class gaps").y, dtype=float).reshape(-1, 3)
-    np.testing.assert_array_equal(gaps[:, 1], part["accuracy"])
-    point = trace(fig, "bin: confidence and top-label points")
-    assert list(point.y) == [d.confidence_diagram.accuracy[b], d.signed_point[b]]
-    assert f"{d.delta[b]:.4f}" in fig.layout.title.subtitle.text
-    no_object_arrays(fig)
-    with pytest.raises(ValueError, match="bin_index"):
-        top_label_bin_figure(d, len(d.delta))
-
-
-def test_top_label_bin_of_an_empty_bin(top_label):
-    d = top_label[UNCALIBRATED]
-    (empty,) = np.flatnonzero(d.confidence_diagram.count == 0)[:1]
-    fig = top_label_bin_figure(d, int(empty), theme="dark")
-    assert len(trace(fig, "classes").x) == 0
-    assert not panels(fig, "bin: confidence and top-label points")
-    assert fig.layout.plot_bgcolor == "#0E1117"
-
-
-def test_per_class_top_label_panels_equal_per_class_diagrams(top_label):
-    d = top_label["ts"]
-    classes = [3, 0, 5]
-    fig = per_class_top_label_figure(d, classes=classes, method="ts", methods=list(top_label))
-    points = trace(fig, "ts")
-    runs = panel_runs(points.customdata)
-    assert len(runs) == len(classes)
-    for run, c in zip(runs, classes, strict=True):
-        pc = d.per_class[c]
-        np.testing.assert_array_equal(run[:, 5], pc.confidence[pc.count > 0])
-        np.testing.assert_array_equal(run[:, 6], pc.accuracy[pc.count > 0])
-        np.testing.assert_array_equal(run[:, 0], pc.count[pc.count > 0])
-        np.testing.assert_allclose(run[:, 2] - run[:, 6], (pc.ci_upper - pc.accuracy)[pc.count > 0])
-    above = np.asarray(points.error_y.array, dtype=float)
-    np.testing.assert_allclose(
-        above[~np.isnan(above)], np.concatenate([r[:, 2] - r[:, 6] for r in runs])
-    )
-    assert points.line.color == method_colors(list(top_label))["ts"]
-    assert_panels_apart(points, runs)
-    titles = [a.text for a in fig.layout.annotations]
-    for c in classes:
-        pc = d.per_class[c]
-        assert f"{d.class_names[c]} · ratio {pc.count.sum() / pc.n:.3f}" in titles
-    no_object_arrays(fig)
-
-
+# -- small multiples ---------------------------------------------------------------------------
 def assert_panels_apart(points, runs) -> None:
     """Each panel's points are its own values shifted by one offset per panel, and no two
     panels share an offset (they do not overlap)."""
@@ -396,20 +362,25 @@ def assert_panels_apart(points, runs) -> None:
 
 def test_classwise_grid_panels_in_order(classwise, splits):
     names = splits["test"].class_names
-    fig = classwise_grid_figure(classwise, class_names=names, theme="dark")
+    fig = classwise_grid_figure(classwise, class_names=names)
     for method, ds in classwise.items():
         points = trace(fig, method)  # one trace per method across the panels
-        runs = panel_runs(points.customdata)
-        assert len(runs) == len(names)
-        for run, d in zip(runs, ds, strict=True):
-            np.testing.assert_array_equal(run[:, 5], d.confidence[d.count > 0])
-            np.testing.assert_array_equal(run[:, 6], d.accuracy[d.count > 0])
+        few = trace(fig, f"{method} (few rows)")  # the faded bins, off the line
+        runs, few_runs = panel_runs(points.customdata), panel_runs(few.customdata)
+        assert len(runs) == len(few_runs) == len(names)
+        for run, few_run, d in zip(runs, few_runs, ds, strict=True):
+            enough = d.count >= small_multiples.FEW_ROWS
+            some = (d.count > 0) & ~enough
+            np.testing.assert_array_equal(run[:, 5], d.confidence[enough])
+            np.testing.assert_array_equal(run[:, 6], d.accuracy[enough])
+            np.testing.assert_array_equal(few_run[:, 5], d.confidence[some])
+            np.testing.assert_array_equal(few_run[:, 0], d.count[some])
         assert points.line.color == method_colors(list(classwise))[method]
+        assert few.mode == "markers" and few.marker.color.endswith(",0.3)")
         assert_panels_apart(points, runs)
     drawn = [t for t in fig.data if t.meta == "grid"]  # frames and tick labels
-    assert drawn and all(t.line.color == "#3A404C" for t in drawn)  # the dark theme's grid
+    assert drawn and all(t.line.color == "#D0D0D0" for t in drawn if "lines" in t.mode)
     assert [a.text for a in fig.layout.annotations][: len(names)] == list(names)
-    assert fig.layout.paper_bgcolor == "#0E1117"
     no_object_arrays(fig)
     with pytest.raises(ValueError, match="class names"):
         classwise_grid_figure(classwise, class_names=names[:3])
@@ -483,7 +454,7 @@ def test_ece_by_bins_traces_equal_sweep_fields(sweeps, kde, field):
 
 
 def test_learning_curve_traces_equal_fields(learning):
-    fig = learning_curve_figure(learning, theme="dark")
+    fig = learning_curve_figure(learning)
     colors = method_colors([UNCALIBRATED, *learning.methods])
     for i, method in enumerate(learning.methods):
         np.testing.assert_array_equal(trace(fig, method).x, learning.sizes)
@@ -496,7 +467,6 @@ def test_learning_curve_traces_equal_fields(learning):
         assert trace(fig, method).line.color == colors[method]
     ref = trace(fig, UNCALIBRATED)
     assert list(ref.y) == [learning.uncalibrated] * 2 and ref.line.color == colors[UNCALIBRATED]
-    assert fig.layout.paper_bgcolor == "#0E1117"
     no_object_arrays(fig)
 
 
@@ -531,7 +501,6 @@ def test_hostile_class_names_only_escaped_everywhere(hostile_preds, three_class)
     p = hostile_preds
     names = p.class_names
     tl = calcore.top_label_reliability_diagram(p, bins=BINS)
-    b = int(np.flatnonzero(tl.class_count[:, 0] > 0)[-1])  # a bin holding the first class
     cw = {
         h: calcore.classwise_reliability_diagrams(p, bins=BINS, classes=[0, 1, 2]) for h in HOSTILE
     }
@@ -542,8 +511,7 @@ def test_hostile_class_names_only_escaped_everywhere(hostile_preds, three_class)
     ]
     summary = canonical_summary(hostile3)
     figs = [
-        top_label_bin_figure(tl, b, method=HOSTILE[0]),
-        per_class_top_label_figure(tl, classes=[0, 1, 2], method=HOSTILE[0]),
+        class_cells_figure({HOSTILE[0]: tl}, 0),
         classwise_grid_figure(cw, class_names=names[:3]),
         simplex_figure(summary, class_names=list(HOSTILE), title=HOSTILE[1]),
         top_label_figure({h: tl for h in HOSTILE}),
@@ -551,8 +519,8 @@ def test_hostile_class_names_only_escaped_everywhere(hostile_preds, three_class)
     for fig in figs:
         assert_escaped(fig)
         no_object_arrays(fig)
-    assert trace(figs[0], "classes").hovertext[0] == ESCAPED_HTML
-    assert figs[3].layout.ternary.aaxis.title.text == ESCAPED_HTML
+    assert ESCAPED_HTML in figs[0].layout.title.text
+    assert figs[2].layout.ternary.aaxis.title.text == ESCAPED_HTML
 
 
 def test_hostile_method_labels_in_curve_figures(validity, kde, diagrams, sweeps):
@@ -587,7 +555,7 @@ def test_one_method_one_colour_in_every_figure(
         kde_figure(curves, diagrams, kde_ece=eces),
         ece_by_bins_figure(sweeps, kde_ece=eces),
         learning_curve_figure(learning),
-        per_class_top_label_figure(top_label["ts"], classes=[0], method="ts", methods=methods),
+        class_cells_figure(top_label, 0),
     ]
     for fig in figs:
         for t in fig.data:
@@ -595,15 +563,13 @@ def test_one_method_one_colour_in_every_figure(
                 assert (t.line.color or t.marker.color) == colors[t.name], (t.name, fig)
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_every_builder_themes_fonts_and_lines(theme, diagrams, validity, learning):
+def test_every_builder_themes_fonts_and_lines(diagrams, validity, learning):
     for fig in (
-        reliability_figure(diagrams, theme=theme),
-        validity_figure(validity, theme=theme),
-        learning_curve_figure(learning, theme=theme),
+        reliability_figure(diagrams),
+        validity_figure(validity),
+        learning_curve_figure(learning),
     ):
-        bg = "#0E1117" if theme == "dark" else "#FFFFFF"
-        assert fig.layout.paper_bgcolor == bg == fig.layout.plot_bgcolor
+        assert fig.layout.paper_bgcolor == "#FFFFFF" == fig.layout.plot_bgcolor
         assert fig.layout.font.size >= 14 and fig.layout.legend.orientation == "h"
         for t in fig.data:
             if t.type == "scatter" and t.mode and "lines" in t.mode and t.fill is None:
@@ -669,21 +635,6 @@ def test_an_interval_with_a_caveat_is_drawn_without_its_bar_and_shown_without_br
     assert table.loc["conf-ECE", UNCALIBRATED] == "0.1000 [0.0800, 0.1200]"
     words = metrics_view.caveat_caption(values)
     assert f"† TL-ECE of {UNCALIBRATED}: no interval shown, its cells hold 3.0 rows" in words
-
-
-def test_top_label_bin_names_only_the_busiest_classes_on_the_points():
-    rng = np.random.default_rng(4)
-    z = rng.normal(size=(4000, 40)) + np.linspace(0, 2, 40)  # uneven class frequencies
-    preds = calcore.Predictions.from_logits(z * 3, rng.integers(0, 40, 4000))
-    d = calcore.top_label_reliability_diagram(preds, bins=3)
-    b = int(np.argmax(d.confidence_diagram.count))
-    part = d.bin_breakdown(b)
-    assert len(part["class"]) > top_label_bin.LABELLED_CLASSES
-    cls = trace(top_label_bin_figure(d, b), "classes")
-    labelled = [i for i, t in enumerate(cls.text) if t]
-    assert len(labelled) == top_label_bin.LABELLED_CLASSES
-    assert min(part["count"][labelled]) >= max(np.delete(part["count"], labelled))
-    assert list(cls.hovertext) == list(part["class"])
 
 
 # -- slices ---------------------------------------------------------------------------------

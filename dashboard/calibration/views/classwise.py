@@ -26,11 +26,21 @@ def figure(ctx, classes: list[int]):
     s = ctx.settings
     names = ctx.test.class_names
     diagrams = ctx.per_output(compute.classwise_diagrams, s.binning, s.bins, tuple(classes))
-    return classwise_grid_figure(diagrams, class_names=[names[c] for c in classes], theme=ctx.theme)
+    counts = ctx.test.class_counts  # rows labelled with each class: the data behind a panel
+    return classwise_grid_figure(
+        diagrams,
+        class_names=[names[c] for c in classes],
+        class_counts=[int(counts[c]) for c in classes],
+    )
 
 
 def render(ctx) -> None:
     st.subheader("Class-wise reliability")
+    st.markdown(
+        "For each class, how often it is the true label against the probability the model "
+        "gave it, one line per method: on the dashed diagonal the class's probabilities are "
+        "calibrated."
+    )
     explain("class-wise")
     grid(ctx)
 

@@ -33,9 +33,7 @@ def figure(ctx, *, bands: bool = False, intervals: bool = True):
     s = ctx.settings
     diagrams = ctx.per_output(compute.confidence_diagram, s.binning, s.bins)
     band_results = ctx.per_output(compute.confidence_bands, s.binning, s.bins) if bands else None
-    return reliability_figure(
-        diagrams, bands=band_results, show_intervals=intervals, theme=ctx.theme
-    )
+    return reliability_figure(diagrams, bands=band_results, show_intervals=intervals)
 
 
 def render(ctx) -> None:
@@ -126,7 +124,7 @@ def binary_diagram_with_options(ctx) -> None:
     diagrams = ctx.per_output(compute.positive_diagram, binning, bins)
     fig = ctx.figure(
         "positive",
-        lambda: reliability_figure(diagrams, show_intervals=intervals, zoom=zoom, theme=ctx.theme),
+        lambda: reliability_figure(diagrams, show_intervals=intervals, zoom=zoom),
         binning,
         bins,
         zoom,

@@ -18,8 +18,8 @@ def figures(ctx):
     kde_ece = {label: rep.metrics["kde_ece"] for label, rep in reports.items()}
     sweeps = ctx.per_output(compute.ece_sweep, s.binning)
     return (
-        kde_figure(curves, diagrams, kde_ece=kde_ece, theme=ctx.theme),
-        ece_by_bins_figure(sweeps, kde_ece=kde_ece, theme=ctx.theme),
+        kde_figure(curves, diagrams, kde_ece=kde_ece),
+        ece_by_bins_figure(sweeps, kde_ece=kde_ece),
     )
 
 

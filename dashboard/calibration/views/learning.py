@@ -46,7 +46,7 @@ def render(ctx) -> None:
     with st.spinner("Fitting every method on subsets of the calibration rows…"):
         result = curve(ctx, metric=metric, n_repeats=int(n_repeats))
     if result is not None:
-        chart(learning_curve_figure(result, theme=ctx.theme), "figure.learning")
+        chart(learning_curve_figure(result), "figure.learning")
         for which, preds in (("calibration", ctx.split.calib), ("test", ctx.split.test)):
             note = compute.sample_note(preds.n_samples)
             if note:

@@ -331,7 +331,7 @@ CHART_KEY = "figure.metric_intervals"
 
 def errors_figure(ctx, values):
     metrics = [(k, calcore.METRICS[k].label) for k in CHART_METRICS]
-    return metric_intervals_figure(values, metrics=metrics, theme=ctx.theme)
+    return metric_intervals_figure(values, metrics=metrics)
 
 
 def _show_chart(slot, ctx, values, *, final: bool) -> None:
@@ -428,35 +428,41 @@ def verdict_of(ctx, final: calcore.Comparison, primary: str):
     return final.verdict(primary=primary), ""
 
 
-def show_verdict(ctx, verdict, why: str) -> None:
-    """The sentence a reviewer reads aloud, the paired-difference chart, the warnings."""
+def show_verdict(ctx, verdict, why: str, chart_slot=None) -> None:
+    """The sentence a reviewer reads aloud and the warnings; the paired-difference chart in
+    ``chart_slot`` (below the table, so the sentence and the table open the page at
+    1440 x 900), else right here."""
     if verdict is None:
         st.info(why)
         return
     sentence = verdict.sentence()
     (st.success if verdict.improves else st.info)(esc(sentence))
-    st.plotly_chart(
-        verdict_figure(
-            verdict, metric_label=calcore.METRICS[verdict.primary].label, theme=ctx.theme
-        ),
-        theme=None,
-        key=VERDICT_CHART_KEY,
-    )
     warned = [(m, w) for m in verdict.paired for w in verdict.warnings.get(m, ())]
     if warned:
         st.markdown(
             "**Before shipping**\n" + "\n".join(f"- **{esc(m)}**: {esc(w)}" for m, w in warned)
         )
+    (chart_slot or st).plotly_chart(
+        verdict_figure(verdict, metric_label=calcore.METRICS[verdict.primary].label),
+        theme=None,
+        key=VERDICT_CHART_KEY,
+    )
 
 
 def render(ctx) -> None:
-    st.subheader("Which calibrator to ship")
-    primary = primary_choice(ctx)
+    # The heading and the metric picker share a row, and the verdict's chart goes under the
+    # table: the sentence and the table are the results, and both start above the fold at
+    # 1440 x 900 (issue 34).
+    heading, picker = st.columns([3, 2], vertical_alignment="bottom")
+    heading.subheader("Which calibrator to ship")
+    with picker:
+        primary = primary_choice(ctx)
     verdict_slot = st.container()
     st.subheader("Metrics on the test rows")
-    explain("metrics")
     slot = st.empty()
     caption_slot = st.empty()  # the table's caption, filled in once the table is final
+    explain("metrics")
+    verdict_chart_slot = st.empty()
     chart_slot = st.empty()
     deferred = intervals_deferred(ctx)
     # One comparison gives the final table, its verdicts and the chart.
@@ -483,7 +489,7 @@ def render(ctx) -> None:
         final = comparison(ctx)
     values, verdicts = final.values, calibration_verdicts(final)
     with verdict_slot:
-        show_verdict(ctx, *verdict_of(ctx, final, primary))
+        show_verdict(ctx, *verdict_of(ctx, final, primary), chart_slot=verdict_chart_slot)
     _show(slot, values, verdicts)
     _show_chart(chart_slot, ctx, values, final=True)
     s = ctx.settings

@@ -19,7 +19,7 @@ CANONICAL = {
 def figure(ctx, name: str):
     split = ctx.split
     summary = compute.simplex_summary(f"{split.key}|{name}", name, (), split.calib, split.test)
-    return simplex_figure(summary, class_names=list(ctx.test.class_names), theme=ctx.theme)
+    return simplex_figure(summary, class_names=list(ctx.test.class_names))
 
 
 def render(ctx) -> None:

@@ -359,9 +359,14 @@ def show(
         f"{len(sliced.standouts(LEVEL))} beyond the model's overall error."
     )
     frame = table(sliced)
+    # The grid sizes a column by its first rows and cuts longer text ("week of 2026-0…"):
+    # the slice column gets the width of its longest label (~8 px a character), and stays
+    # in view when the other columns scroll.
+    longest = max((len(str(v)) for v in frame["slice"]), default=8) if "slice" in frame else 8
     st.dataframe(
         frame,
         column_config={
+            "slice": st.column_config.TextColumn(width=min(8 * longest + 32, 420), pinned=True),
             "z": st.column_config.NumberColumn(format="%.1f"),
             "excess": st.column_config.NumberColumn(format="%+.4f"),
             "p-value": st.column_config.NumberColumn(format="%.3g"),
@@ -386,7 +391,7 @@ def show(
     if ordered:
         chart(
             ctx.figure("slices.order" + where,
-                       lambda: slices_in_order_figure(reports, theme=ctx.theme), *options),
+                       lambda: slices_in_order_figure(reports), *options),
             "figure.slices.order" + where,
         )  # fmt: skip
     if len(reports) > 1:
@@ -403,7 +408,7 @@ def show(
         )
         chart(
             ctx.figure("slices.methods" + where,
-                       lambda: slices_by_method_figure(reports, theme=ctx.theme), *options),
+                       lambda: slices_by_method_figure(reports), *options),
             "figure.slices.methods" + where,
         )  # fmt: skip
     if not where:
@@ -415,7 +420,7 @@ def funnel_figure(ctx, method: str, sliced: calcore.SlicedReport, where: str = "
     options = (method, sliced.columns, sliced.rank_metric, n_bootstrap(ctx))
     return ctx.figure(
         "slices.funnel" + where,
-        lambda: slice_funnel_figure(sliced, method=method, theme=ctx.theme),
+        lambda: slice_funnel_figure(sliced, method=method),
         *options,
     )
 
@@ -472,7 +477,7 @@ def diagram_figures(
             label: compute.confidence_diagram(key, s.binning, s.bins, preds)
             for label, (key, preds) in outputs.items()
         }
-        return reliability_figure(diagrams, title="All test rows", theme=ctx.theme, height=520)
+        return reliability_figure(diagrams, title="All test rows", height=520)
 
     name = " | ".join(chosen)
     figures = {
@@ -480,7 +485,7 @@ def diagram_figures(
         "chosen": (
             f"Slice: {name}",
             ctx.figure("slices.chosen", lambda: reliability_figure(
-                diagrams_of(chosen), title=f"Slice: {name}", theme=ctx.theme, height=520),
+                diagrams_of(chosen), title=f"Slice: {name}", height=520),
                 by, chosen, base, shown),
         ),
     }  # fmt: skip
@@ -490,9 +495,7 @@ def diagram_figures(
         def grid():
             per_slice = [diagrams_of(v) for v in top]
             per_method = {label: [d[label] for d in per_slice] for label in outputs}
-            return slice_grid_figure(
-                per_method, slice_names=[" | ".join(v) for v in top], theme=ctx.theme
-            )
+            return slice_grid_figure(per_method, slice_names=[" | ".join(v) for v in top])
 
         figures["grid"] = (
             f"The top {len(top)} slices by evidence",

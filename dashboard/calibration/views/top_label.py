@@ -1,84 +1,92 @@
-"""View 3: top-label reliability (the Delta_b construction), one bin's classes, per class."""
+"""View 3: top-label reliability; the per-class gap (Delta_b) and the worst cells on request."""
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from dashboard.calibration import compute
 from dashboard.calibration.views._common import chart, explain
-from dashboard.figures import (
-    per_class_top_label_figure,
-    top_label_bin_figure,
-    top_label_figure,
-)
+from dashboard.figures import class_cells_figure, top_label_figure, worst_cells_table
 from dashboard.guard import bugs_as_messages
 from dashboard.text import escape_markdown as esc
 
+KEY_DETAIL = "view.top_label.detail"
 KEY_METHOD = "view.top_label.method"
-KEY_BIN = "view.top_label.bin"
-MAX_PANELS = 20
+KEY_CLASS = "view.top_label.class"
+TABLE_ROWS = 12  # rows the table shows before it scrolls (it holds every cell, sortable)
 
 
 def figure(ctx):
     s = ctx.settings
-    return top_label_figure(
-        ctx.per_output(compute.top_label_diagram, s.binning, s.bins), theme=ctx.theme
-    )
+    return top_label_figure(ctx.per_output(compute.top_label_diagram, s.binning, s.bins))
 
 
 def render(ctx) -> None:
     st.subheader("Top-label reliability diagram")
+    st.markdown(
+        "How often the predicted class is right (accuracy) against how sure the model was "
+        "(confidence), one line per method: on the dashed diagonal a method is calibrated, "
+        "below it over-confident."
+    )
     explain("top-label")
     s = ctx.settings
     diagrams = ctx.per_output(compute.top_label_diagram, s.binning, s.bins)
-    fig = ctx.figure("top_label", lambda: top_label_figure(diagrams, theme=ctx.theme))
+    detail = st.toggle(
+        "Show the per-class gap in each bin (Δ_b)",
+        key=KEY_DETAIL,
+        help=(
+            "Splits each bin by predicted class: the filled point sits Δ_b, the mean gap of "
+            "the classes in the bin, away from the diagonal. Far from the open accuracy "
+            "point, per-class errors cancel in the plain diagram."
+        ),
+    )
+    fig = ctx.figure("top_label", lambda: top_label_figure(diagrams, detail=detail), detail)
     chart(fig, "figure.top_label")
-
-    drill_down(ctx, diagrams)
+    worst_cells(ctx, diagrams)
 
 
 @st.fragment
 @bugs_as_messages
-def drill_down(ctx, diagrams: dict) -> None:
-    """One bin's classes and the per-class diagrams of one method.
+def worst_cells(ctx, diagrams: dict) -> None:
+    """The worst (class, bin) cells of one method as a sortable table, and one class's chart.
 
-    A fragment: changing the method or the bin reruns only this part of the page.
+    A fragment: changing the method or the class reruns only this part of the page.
     """
-    st.markdown("**Drill into one bin**")
+    st.markdown("**Where the error comes from: predicted class × confidence bin**")
     left, right = st.columns(2)
     method = left.selectbox("Method", list(diagrams), key=KEY_METHOD)
     diagram = diagrams[method]
-    count = diagram.confidence_diagram.count
-    filled = [int(b) for b in np.flatnonzero(count > 0)]
-    lower, upper = diagram.confidence_diagram.lower_edge, diagram.confidence_diagram.upper_edge
-    b = right.selectbox(
-        "Bin",
-        filled,
-        index=int(np.argmax(count[filled])),  # the fullest bin first
-        format_func=lambda i: f"[{lower[i]:.3f}, {upper[i]:.3f}] · {count[i]:,} rows",
-        key=KEY_BIN,
+    table = worst_cells_table(diagram)
+    if table.empty:
+        st.info("No test rows to break down.")
+        return
+    st.caption(
+        f"Every cell of {esc(method)} where a class was predicted, the largest share of "
+        "its TL-ECE first (rows ÷ test rows × |accuracy − confidence|; the column sums to "
+        "the TL-ECE). Click a column name to sort by it."
     )
-    theme, methods = ctx.theme, list(diagrams)
-    fig = ctx.figure(
-        "top_label_bin",
-        lambda: top_label_bin_figure(diagram, b, method=method, methods=methods, theme=theme),
-        method,
-        b,
+    st.dataframe(
+        table,
+        hide_index=True,
+        height=38 + 35 * min(TABLE_ROWS, len(table)),
+        column_config={
+            "rows": st.column_config.NumberColumn(format="%d"),
+            **{
+                c: st.column_config.NumberColumn(format="%.3f")
+                for c in ("mean confidence", "accuracy", "accuracy − confidence")
+            },
+            "adds to TL-ECE": st.column_config.NumberColumn(format="%.4f"),
+        },
+        key="table.top_label.cells",
     )
-    chart(fig, "figure.top_label_bin")
-
-    st.markdown("**Per predicted class** (bins formed within each class)")
-    ratios = np.array([d.count.sum() for d in diagram.per_class])
-    order = [int(c) for c in np.argsort(-ratios, kind="stable")[:MAX_PANELS]]
-    if len(diagram.per_class) > MAX_PANELS:
-        st.caption(f"The {MAX_PANELS} most-predicted of {len(diagram.per_class)} classes.")
-    fig = ctx.figure(
-        "top_label_per_class",
-        lambda: per_class_top_label_figure(
-            diagram, classes=order, method=method, methods=methods, theme=theme
-        ),
-        method,
+    names = diagram.class_names
+    classes = list(dict.fromkeys(int(c) for c in table.index))  # worst class first
+    cls = right.selectbox(
+        "Class in the chart below (worst first)",
+        classes,
+        format_func=lambda c: str(names[c]),
+        key=KEY_CLASS,
     )
-    chart(fig, "figure.top_label_per_class")
-    st.caption(f"Method shown: {esc(method)}.")
+    methods = tuple(diagrams)
+    fig = ctx.figure("top_label_class", lambda: class_cells_figure(diagrams, cls), methods, cls)
+    chart(fig, "figure.top_label_class")

@@ -69,9 +69,9 @@ def render(ctx) -> None:
         bound = (eps, calcore.umd_validity_bound(eps, n_calib=n_calib, n_bins=bins))
         bound_c = (eps, calcore.umd_validity_bound(eps, n_calib=n_calib, n_bins=bins,
                                                     conditional=True))  # fmt: skip
-    chart(validity_figure(results, theory=bound, theme=ctx.theme), "figure.validity")
+    chart(validity_figure(results, theory=bound), "figure.validity")
     chart(
-        validity_figure(results, theory=bound_c, conditional=True, theme=ctx.theme),
+        validity_figure(results, theory=bound_c, conditional=True),
         "figure.validity_conditional",
     )
     rows = ctx.split.calib.n_samples + (
