@@ -477,16 +477,36 @@ def kde_sums_at_grid(layout: KDELayout, sums: KDESums):
     counts = np.abs(sums.moments[..., 0, :]).reshape(-1, kept).sum(axis=0)
     local = np.flatnonzero(counts > 0)
     used = local if sums.cells is None else sums.cells[local]
-    flat = np.moveaxis(sums.moments[..., local], -1, 0).reshape(local.size, -1)
     packed = _Packed(layout, used)
+    ranges = _grid_ranges(layout)
+    if lead[:-1] and used.size:  # a replicate axis: one sparse product for every replicate
+        moments = sums.moments if local.size == kept else sums.moments[..., local]
+        total_q, mass_q = _grid_product(packed, moments, ranges, z.size)
+        return _finish_grid(total_q, mass_q, z.size, lead)
+    flat = np.moveaxis(sums.moments[..., local], -1, 0).reshape(local.size, -1)
     prefix = _block_prefix(packed, flat)
-    n = layout.n_cells
+    n_sets = flat.shape[1] // _N_POWERS
+    total_q = np.zeros((z.size, n_sets))
+    mass_q = np.zeros_like(total_q)
+    for start, stop, queries, argument in ranges:
+        if queries.size and used.size:
+            got, weight = _range_sums(
+                packed, prefix, packed.position(start), packed.position(stop), argument
+            )
+            total_q[queries] += got
+            mass_q[queries] += weight
+    return _finish_grid(total_q, mass_q, z.size, lead)
+
+
+def _grid_ranges(layout: KDELayout) -> list:
+    """The cell ranges of the windows at the grid points and of their mirror images."""
+    h, z, n = layout.bandwidth, layout.grid, layout.n_cells
     # (first cell, end cell, queries, argument a of the polynomial for a block centre c):
     # the windows themselves, a = (z - c) / h; the mirror images -s of s in [0, h - z]
     # (z <= h), a = -(z + c) / h; the mirror images 2 - s of s in [2 - h - z, 1]
     # (z >= 1 - h), a = (2 - z - c) / h.
     every, low, high = np.arange(z.size), np.flatnonzero(z <= h), np.flatnonzero(z >= 1.0 - h)
-    ranges = [
+    return [
         (
             layout._first_cell_at(z - h),
             layout._first_cell_at(z + h),
@@ -506,21 +526,82 @@ def kde_sums_at_grid(layout: KDELayout, sums: KDESums):
             lambda c, i: (2.0 - z[high[i]] - c) / h,
         ),
     ]
-    n_sets = flat.shape[1] // _N_POWERS
-    total_q = np.zeros((z.size, n_sets))
-    mass_q = np.zeros_like(total_q)
-    for start, stop, queries, argument in ranges:
-        if queries.size and used.size:
-            got, weight = _range_sums(
-                packed, prefix, packed.position(start), packed.position(stop), argument
-            )
-            total_q[queries] += got
-            mass_q[queries] += weight
-    total = np.moveaxis(total_q.reshape((z.size,) + lead), 0, -1)  # lead + (G,)
-    mass = np.moveaxis(mass_q.reshape((z.size,) + lead), 0, -1)
+
+
+def _finish_grid(total_q, mass_q, n_grid: int, lead: tuple):
+    """``(S, S_y, W)`` of :func:`kde_sums_at_grid` from per-query sums of shape (G, sets)."""
+    total = np.moveaxis(total_q.reshape((n_grid,) + lead), 0, -1)  # lead + (G,)
+    mass = np.moveaxis(mass_q.reshape((n_grid,) + lead), 0, -1)
     noise = np.abs(total) <= 1e-11 * mass[..., :1, :]
     total[noise] = 0.0
     return total[..., 0, :], total[..., 1, :], mass[..., 0, :]
+
+
+def _grid_product(packed: "_Packed", moments: np.ndarray, ranges, n_grid: int):
+    """Kernel sums and window weights of every replicate at every grid point, as one sparse
+    product: ``(G, sets)`` each.
+
+    ``moments`` (shape ``lead + (7, u)``, the used cells) are summed within blocks
+    (:func:`_block_prefix`) into a ``((u + 1) * 7, sets)`` matrix, replicates and outcome
+    sets as its columns. A window part is then two rows of it per power, ``P[hi] - P[lo]``,
+    weighted by the polynomial's coefficients: a (2G, (u + 1) * 7) operator with at most 14
+    entries per part (2 for the weight ``W(z)``) that every replicate shares. The gathered
+    (G, sets, 7) differences of the per-part evaluation (:func:`_range_sums`) were 4 of the
+    5.8 s of a 5,000 x 10 ``evaluate`` with 200 resamples and its test.
+    """
+    u = packed.n_cells
+    n_sets = int(np.prod(moments.shape[:-2]))
+    natural = moments.reshape(n_sets, _N_POWERS, u)
+    # sums restarted at every block, along the (contiguous) cell axis, as _block_prefix
+    shifted = natural.copy()
+    first = np.flatnonzero(np.r_[True, packed.block[1:] != packed.block[:-1]])
+    if first.size > 1:
+        totals = np.add.reduceat(natural, first, axis=-1)
+        shifted[..., first[1:]] -= totals[..., :-1]
+    cumulative = np.zeros((u + 1, _N_POWERS, n_sets))
+    # cells first, then the seven powers, then every (replicate, outcome set)
+    np.cumsum(shifted, axis=-1, out=np.moveaxis(cumulative, (0, 1, 2), (2, 1, 0))[..., 1:])
+    prefix = cumulative.reshape((u + 1) * _N_POWERS, n_sets)
+    h, block = packed.bandwidth, packed.block
+    block_start = np.searchsorted(block, np.arange(block[-1] + 2), side="left")
+    rows, cols, vals = [], [], []
+    powers = np.arange(_N_POWERS)
+
+    def part(lo, hi, blk, queries, argument, idx):
+        coef = _cubed_coefficients(argument(2.0 * h * blk, idx)).T  # (q, 7)
+        q = queries[:, None]
+        rows.extend((np.broadcast_to(q, coef.shape), q + n_grid))
+        cols.extend((hi[:, None] * _N_POWERS + powers, hi[:, None] * _N_POWERS))
+        vals.extend((coef, np.ones((hi.size, 1))))
+        inner = lo != block_start[blk]  # P[lo] is 0 at its block's first cell
+        if inner.any():
+            rows.extend((np.broadcast_to(q[inner], coef[inner].shape), q[inner] + n_grid))
+            cols.extend((lo[inner, None] * _N_POWERS + powers, lo[inner, None] * _N_POWERS))
+            vals.extend((-coef[inner], -np.ones((int(inner.sum()), 1))))
+
+    for start, stop, queries, argument in ranges:
+        if not queries.size:
+            continue
+        lo, hi = packed.position(start), packed.position(stop)
+        act = np.flatnonzero(hi > lo)
+        s, e = lo[act], hi[act]
+        b1 = block[s]
+        end1 = block_start[b1 + 1]
+        part(s, np.minimum(e, end1), b1, queries[act], argument, act)
+        two = np.flatnonzero(e > end1)  # a window meets at most two blocks
+        if two.size:
+            part(np.minimum(end1[two], u), e[two], b1[two] + 1, queries[act[two]], argument,
+                 act[two])  # fmt: skip
+    flat_rows = np.concatenate([np.ravel(r) for r in rows]) if rows else np.empty(0, np.intp)
+    operator = sp.csr_matrix(
+        (
+            np.concatenate([np.ravel(v) for v in vals]) if vals else np.empty(0),
+            (flat_rows, np.concatenate([np.ravel(c) for c in cols]) if cols else flat_rows),
+        ),
+        shape=(2 * n_grid, prefix.shape[0]),
+    )
+    out = operator @ prefix
+    return out[:n_grid], out[n_grid:]
 
 
 def kde_ece_from_sums(layout: KDELayout, sums: KDESums, *, order=1):
