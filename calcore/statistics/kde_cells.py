@@ -274,24 +274,8 @@ class KDESums:
         powers[0] = 1.0
         for k in range(1, _N_POWERS):
             np.multiply(powers[k - 1], b, out=powers[k])
-        if self.moments.ndim == 4:  # replicate weights (R, m): one sparse product per power
-            # (cell x point) matrices share their structure: points sorted by cell, built
-            # once; only the values change with the power.
-            # Only the cells this chunk touches (scores pile up in few of them).
-            touched, local = np.unique(cells, return_inverse=True)
-            order = np.argsort(local, kind="stable")
-            indptr = np.zeros(touched.size + 1, dtype=np.intp)
-            np.cumsum(np.bincount(local, minlength=touched.size), out=indptr[1:])
-            wt = np.ascontiguousarray(w.T)  # (m, R)
-            pos_sorted = pos[order]
-            shape = (touched.size, s.size)
-            at = self._positions(touched)
-            for k in range(_N_POWERS):
-                values = powers[k][order]
-                every = sp.csr_matrix((values, order, indptr), shape=shape)
-                positive = sp.csr_matrix((values * pos_sorted, order, indptr), shape=shape)
-                self.moments[:, 0, k, at] += np.asarray(every @ wt).T
-                self.moments[:, 1, k, at] += np.asarray(positive @ wt).T
+        if self.moments.ndim == 4:  # replicate weights (R, m)
+            self._add_replicated(cells, powers, pos, w)
             return
         # One bincount per power over (outcome, cell); "all points" is their sum, kept in
         # row 0 of the outcome axis (negatives + positives), positives in row 1.
@@ -303,6 +287,44 @@ class KDESums:
             split = np.bincount(key, weights=v, minlength=2 * n).reshape(2, n)
             self.moments[0, k] += split[0] + split[1]
             self.moments[1, k] += split[1]
+
+    def _add_replicated(self, cells, powers, pos, w) -> None:
+        """Moments of every replicate (weights ``w``, (R, m)) as two sparse products with
+        the rows' weights: a (cells x 7, m) matrix of the points' powers, and the same
+        for the positive points only.
+
+        The rows of a cell's seven powers are adjacent and read the same points, so a
+        point's ``R`` weights are read once per cell instead of once per power, and the
+        positives' matrix holds the positive points alone (a class's share of the rows
+        in the class-wise problems) instead of zeros for the others. Each sum adds the
+        same terms in the same order as one product per power did (same values).
+        Only the cells this chunk touches are kept (scores pile up in few of them).
+        """
+        touched, local = np.unique(cells, return_inverse=True)
+        order = np.argsort(local, kind="stable")  # points sorted by cell
+        at = self._positions(touched)
+        wt = np.ascontiguousarray(w.T)  # (m, R): a point's weights adjacent
+        for which, rows in ((0, order), (1, order[pos[order]])):
+            if rows.size == 0:
+                continue
+            per_cell = np.bincount(local[rows], minlength=touched.size)
+            # row (cell j, power k) holds cell j's points: indptr steps by the cell's count
+            indptr = np.zeros(touched.size * _N_POWERS + 1, dtype=np.intp)
+            np.cumsum(np.repeat(per_cell, _N_POWERS), out=indptr[1:])
+            starts = np.repeat(np.cumsum(per_cell) - per_cell, per_cell)
+            offset = np.arange(rows.size) - starts  # a point's place within its cell
+            base = np.repeat(indptr[:-1:_N_POWERS], per_cell)  # its cell's first entry
+            k_step = np.repeat(per_cell, per_cell)  # entries per power row of its cell
+            places = base[:, None] + offset[:, None] + k_step[:, None] * np.arange(_N_POWERS)
+            indices = np.empty(indptr[-1], dtype=np.intp)
+            values = np.empty(indptr[-1])
+            indices[places] = rows[:, None]
+            values[places] = powers[:, rows].T
+            matrix = sp.csr_matrix(
+                (values, indices, indptr), shape=(touched.size * _N_POWERS, cells.size)
+            )
+            got = np.asarray(matrix @ wt).reshape(touched.size, _N_POWERS, -1)  # (t, 7, R)
+            self.moments[:, which][..., at] += got.transpose(2, 1, 0)
 
     def merge(self, other: "KDESums") -> "KDESums":
         if self.cells is None and other.cells is None:
