@@ -225,6 +225,11 @@ class KDESums:
 
     moments: np.ndarray
     cells: np.ndarray | None = None
+    #: Replicated sums whose every replicate has the same all-points moments (the
+    #: calibration test's redrawn labels: only the positives change) keep them once here,
+    #: shape (7, n_kept); ``moments[:, 0]`` is then left unwritten (zero pages, no memory)
+    #: and the KDE of all points is evaluated once for all replicates.
+    shared_all: np.ndarray | None = None
 
     @classmethod
     def zeros(cls, layout: KDELayout, *, replicates: int | None = None) -> "KDESums":
@@ -246,10 +251,19 @@ class KDESums:
 
     def dense(self, n_cells: int) -> np.ndarray:
         """The moments of every layout cell: shape ``lead + (2, 7, n_cells)``."""
+        moments = self.full_moments()
         if self.cells is None:
+            return moments
+        out = np.zeros(moments.shape[:-1] + (n_cells,))
+        out[..., self.cells] = moments
+        return out
+
+    def full_moments(self) -> np.ndarray:
+        """``moments`` with the shared all-points moments written into every replicate."""
+        if self.shared_all is None:
             return self.moments
-        out = np.zeros(self.moments.shape[:-1] + (n_cells,))
-        out[..., self.cells] = self.moments
+        out = self.moments.copy()
+        out[..., 0, :, :] = self.shared_all
         return out
 
     def add(self, layout: KDELayout, scores, outcomes, weights=None) -> None:
@@ -327,6 +341,8 @@ class KDESums:
             self.moments[:, which][..., at] += got.transpose(2, 1, 0)
 
     def merge(self, other: "KDESums") -> "KDESums":
+        if self.shared_all is not None or other.shared_all is not None:
+            self, other = (KDESums(x.full_moments(), x.cells) for x in (self, other))
         if self.cells is None and other.cells is None:
             return KDESums(self.moments + other.moments)
         if self.cells is None or other.cells is None:  # one holds every cell
@@ -335,8 +351,13 @@ class KDESums:
         return KDESums(*union_add(self.moments, self.cells, other.moments, other.cells))
 
     def replicate(self, r: int) -> "KDESums":
-        """Replicate ``r``'s sums alone (a view)."""
-        return KDESums(self.moments[r], self.cells)
+        """Replicate ``r``'s sums alone (a view, or a copy when the all-points moments
+        are shared)."""
+        if self.shared_all is None:
+            return KDESums(self.moments[r], self.cells)
+        one = self.moments[r].copy()
+        one[0] = self.shared_all
+        return KDESums(one, self.cells)
 
 
 def positive_moments(layout: KDELayout, scores, positive: np.ndarray, weights=None):
@@ -496,6 +517,8 @@ def kde_sums_at_grid(layout: KDELayout, sums: KDESums):
     # Only cells holding points matter (scores pile up: most cells are empty). Cells
     # first, (n_used, F) with F = prod(lead) * 7, so windows gather contiguous rows.
     kept = sums.moments.shape[-1]
+    if sums.shared_all is not None:
+        return _shared_sums_at_grid(layout, sums)
     counts = np.abs(sums.moments[..., 0, :]).reshape(-1, kept).sum(axis=0)
     local = np.flatnonzero(counts > 0)
     used = local if sums.cells is None else sums.cells[local]
@@ -518,6 +541,28 @@ def kde_sums_at_grid(layout: KDELayout, sums: KDESums):
             total_q[queries] += got
             mass_q[queries] += weight
     return _finish_grid(total_q, mass_q, z.size, lead)
+
+
+def _shared_sums_at_grid(layout: KDELayout, sums: KDESums):
+    """:func:`kde_sums_at_grid` of replicates that share their all-points moments: the
+    grid product takes ``1 + R`` sets (all points once, then each replicate's positives)
+    instead of ``2 R``, and its all-points column is repeated for every replicate."""
+    z = layout.grid
+    lead = sums.moments.shape[:-2]  # (R, 2)
+    local = np.flatnonzero(sums.shared_all[0])  # cells with weight (positives among them)
+    used = local if sums.cells is None else sums.cells[local]
+    n_rep = int(np.prod(lead[:-1]))
+    total_q = np.zeros((z.size,) + lead)
+    mass_q = np.zeros_like(total_q)
+    if used.size:
+        positives = sums.moments[..., 1, :, :][..., local].reshape(n_rep, _N_POWERS, -1)
+        stacked = np.concatenate((sums.shared_all[None, :, local], positives))
+        got, weight = _grid_product(_Packed(layout, used), stacked, _grid_ranges(layout), z.size)
+        total_q.reshape(z.size, n_rep, 2)[:, :, 0] = got[:, :1]
+        total_q.reshape(z.size, n_rep, 2)[:, :, 1] = got[:, 1:]
+        mass_q.reshape(z.size, n_rep, 2)[:, :, 0] = weight[:, :1]
+        mass_q.reshape(z.size, n_rep, 2)[:, :, 1] = weight[:, 1:]
+    return _finish_grid(total_q.reshape(z.size, -1), mass_q.reshape(z.size, -1), z.size, lead)
 
 
 def _grid_ranges(layout: KDELayout) -> list:
