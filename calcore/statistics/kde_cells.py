@@ -351,13 +351,8 @@ class KDESums:
         return KDESums(*union_add(self.moments, self.cells, other.moments, other.cells))
 
     def replicate(self, r: int) -> "KDESums":
-        """Replicate ``r``'s sums alone (a view, or a copy when the all-points moments
-        are shared)."""
-        if self.shared_all is None:
-            return KDESums(self.moments[r], self.cells)
-        one = self.moments[r].copy()
-        one[0] = self.shared_all
-        return KDESums(one, self.cells)
+        """Replicate ``r``'s sums alone (a view; shared all-points moments stay shared)."""
+        return KDESums(self.moments[r], self.cells, self.shared_all)
 
 
 def positive_moments(layout: KDELayout, scores, positive: np.ndarray, weights=None):
