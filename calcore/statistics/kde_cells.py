@@ -681,13 +681,56 @@ def kde_ece_from_sums(layout: KDELayout, sums: KDESums, *, order=1):
     >>> round(calcore.kde_ece([0.2, 0.3, 0.7, 0.8], [0, 1, 1, 1], bandwidth=0.2), 4)
     0.2626
     """
+    if sums.moments.ndim == 4:
+        return _replicated_kde_ece(layout, sums, order)
     s_k, s_yk, _ = kde_sums_at_grid(layout, sums)
+    value = _ece_integral(layout.grid, s_k, s_yk, order, axis=-1)
+    return float(value) if np.ndim(value) == 0 else value
+
+
+def _ece_integral(grid, s_k, s_yk, order, *, axis):
+    """``trap(|z - S_y/S|^d S) / trap(S)`` along ``axis`` (the grid's)."""
     positive = s_k > 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         acc = np.where(positive, s_yk / np.where(positive, s_k, 1.0), 0.0)
     # 0 <= S_y <= S exactly; where both are rounding noise the ratio is not, so it is
     # held in [0, 1], which bounds such a point's share of the integral by its tiny S.
     np.clip(acc, 0.0, 1.0, out=acc)
-    integrand = np.where(positive, np.abs(layout.grid - acc) ** float(order) * s_k, 0.0)
-    value = np.trapezoid(integrand, axis=-1) / np.trapezoid(s_k, axis=-1)
-    return float(value) if np.ndim(value) == 0 else value
+    z = grid if axis == -1 else grid[:, None]
+    integrand = np.where(positive, np.abs(z - acc) ** float(order) * s_k, 0.0)
+    return np.trapezoid(integrand, axis=axis) / np.trapezoid(s_k, axis=axis)
+
+
+def _replicated_kde_ece(layout: KDELayout, sums: KDESums, order):
+    """The KDE-ECE of every replicate, in the (G, R) layout of the grid product.
+
+    The same sums, noise rule and integrand as :func:`kde_sums_at_grid` and
+    :func:`kde_ece_from_sums` per replicate, without moving the product's (G, 2R) output
+    to (R, 2, G) and back; replicates that share their all-points moments
+    (:attr:`KDESums.shared_all`) keep one all-points column for all.
+    """
+    z = layout.grid
+    n_rep = sums.moments.shape[0]
+    if sums.shared_all is not None:
+        local = np.flatnonzero(sums.shared_all[0])
+        stacked = np.concatenate(
+            (sums.shared_all[None, :, local], sums.moments[:, 1][..., local])
+        )  # (1 + R, 7, u): all points, then each replicate's positives
+    else:
+        kept = sums.moments.shape[-1]
+        local = np.flatnonzero(np.abs(sums.moments[:, :, 0]).reshape(-1, kept).sum(axis=0) > 0)
+        stacked = sums.moments[..., local]  # (R, 2, 7, u)
+    used = local if sums.cells is None else sums.cells[local]
+    if used.size == 0:
+        return np.full(n_rep, np.nan)
+    got, mass = _grid_product(_Packed(layout, used), stacked, _grid_ranges(layout), z.size)
+    if sums.shared_all is not None:
+        s_k, s_yk, weight = got[:, :1], got[:, 1:], mass[:, :1]
+    else:
+        s_k, s_yk, weight = got[:, 0::2], got[:, 1::2], mass[:, 0::2]
+    # below 1e-11 of the window's weight a sum is rounding noise (kde_sums_at_grid)
+    floor = 1e-11 * weight
+    s_k = np.where(np.abs(s_k) <= floor, 0.0, s_k)
+    s_yk = np.where(np.abs(s_yk) <= floor, 0.0, s_yk)
+    value = _ece_integral(z, s_k, s_yk, order, axis=0)
+    return np.broadcast_to(value, (n_rep,)).copy()
