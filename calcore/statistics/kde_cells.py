@@ -39,12 +39,14 @@ Zhang, Kailkhura and Han (2020), "Mix-n-Match", ICML, Sec. 4.1, App. B-C.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
 
+from calcore.calibrators._blas import single_threaded_blas
 from calcore.kde import MIN_BANDWIDTH, default_grid_size
 from calcore.statistics.cuts import SortedCuts
 
@@ -281,9 +283,15 @@ class KDESums:
         s = np.asarray(scores, dtype=np.float64).ravel()
         pos = np.asarray(outcomes).ravel().astype(bool)
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
-        for a in range(0, s.size, _CHUNK):  # chunks: the seven powers stay in cache
-            wc = None if w is None else w[..., a : a + _CHUNK]
-            self._add_chunk(layout, s[a : a + _CHUNK], pos[a : a + _CHUNK], wc)
+        # one BLAS thread for the crowded cells' dense products (_crowded_moments): a
+        # pool's wake-ups cost more than these products when the other core is busy (30
+        # classes of 10,000 x 100 on the loaded machine: 2.5 s of CPU with the default
+        # threads, 0.46 s on one). Callers adding many problems enter it once themselves
+        # (CalibrationStatistics.update): entering reads /proc/self/maps, ~2 ms.
+        with single_threaded_blas() if self.moments.ndim == 4 else contextlib.nullcontext():
+            for a in range(0, s.size, _CHUNK):  # chunks: the seven powers stay in cache
+                wc = None if w is None else w[..., a : a + _CHUNK]
+                self._add_chunk(layout, s[a : a + _CHUNK], pos[a : a + _CHUNK], wc)
 
     def _add_chunk(self, layout, s, pos, w) -> None:
         cells = layout.cell_of(s)
@@ -386,14 +394,7 @@ def _crowded_moments(powers, local, crowded, rows, wt) -> np.ndarray:
     place = place[place >= 0]
     basis = np.zeros((wt.shape[0], crowded.size * _N_POWERS))
     basis[inside[:, None], place[:, None] * _N_POWERS + np.arange(_N_POWERS)] = powers[:, inside].T
-    # one BLAS thread: a pool's wake-ups cost more than these products when the other core
-    # is busy (30 classes of 10,000 x 100 on the loaded machine: 2.5 s of CPU with the
-    # default threads, 0.46 s on one; the sparse products took 1.4 s)
-    from calcore.calibrators._blas import single_threaded_blas
-
-    with single_threaded_blas():
-        product = basis.T @ wt
-    return product.reshape(crowded.size, _N_POWERS, -1)
+    return (basis.T @ wt).reshape(crowded.size, _N_POWERS, -1)
 
 
 def positive_moments(layout: KDELayout, scores, positive: np.ndarray, weights=None):
