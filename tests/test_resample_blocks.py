@@ -15,8 +15,7 @@ import pytest
 
 import calcore
 from calcore.evaluation.report_statistics import report_kde_specs
-from calcore.statistics import CalibrationStatistics, LabelRedraws
-from calcore.statistics import kde_cells
+from calcore.statistics import CalibrationStatistics, LabelRedraws, kde_cells
 from calcore.statistics.replicates import resample_counts
 
 
@@ -60,7 +59,9 @@ def test_kde_replicates_equal_the_plain_estimator_on_each_resample(key):
 
 def test_every_class_wise_kde_resample_is_used_when_the_work_is_allowed():
     preds = _preds(300, 3, seed=1)
-    capped = calcore.evaluate(preds, n_bootstrap=40, seed=2, kde_max_work=1, metrics=["kde_ece_classwise"])
+    capped = calcore.evaluate(
+        preds, n_bootstrap=40, seed=2, kde_max_work=1, metrics=["kde_ece_classwise"]
+    )
     full = calcore.evaluate(preds, n_bootstrap=40, seed=2, metrics=["kde_ece_classwise"])
     assert capped.intervals["kde_ece_classwise"].n_resamples == 25
     assert full.intervals["kde_ece_classwise"].n_resamples == 40

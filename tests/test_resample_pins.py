@@ -22,7 +22,9 @@ TOL = 1e-12
 
 
 def _maker():
-    spec = importlib.util.spec_from_file_location("resample_pins_make", DATA / "resample_pins_make.py")
+    spec = importlib.util.spec_from_file_location(
+        "resample_pins_make", DATA / "resample_pins_make.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -549,7 +549,7 @@ def kde_sums_at_grid(layout: KDELayout, sums: KDESums):
     less than that, while a noise value would otherwise enter the order-``d`` integrand
     as ``S_y^d / S^(d-1)``.
     """
-    h, z = layout.bandwidth, layout.grid
+    z = layout.grid
     lead = sums.moments.shape[:-2]  # (2,) or (R, 2)
     # Only cells holding points matter (scores pile up: most cells are empty). Cells
     # first, (n_used, F) with F = prod(lead) * 7, so windows gather contiguous rows.
