@@ -11,7 +11,22 @@ after is printed, and the CPU time is the steadier number under contention.
 Targets (quiet machine): 10,000 x 100: evaluate <= 0.8 s, class-wise KDE-ECE <= 0.3 s,
 evaluate with 200 resamples <= 2.5 s; CIFAR-10 with 200 resamples <= 1.0 s.
 
+Scale cases (issue 34, item 1), each in a subprocess of its own so that peak memories do
+not mix (``ru_maxrss`` of that process, which holds the no-resample run too):
+
+* ``wide100_every_metric``: 10,000 x 100 (the synthetic test split), every metric and the
+  calibration test with ``--n-bootstrap`` resamples, beside the same ``evaluate`` without
+  resamples in the same process (target: <= 10x, <= 600 MB peak); ``_all_kde`` the same
+  with the class-wise KDE-ECE on all resamples (``kde_max_work`` unbounded);
+* ``compare_4_methods``: ``compare`` of ts, tl-hb, n-iso and irm fitted on the CIFAR-10
+  calibration split (5,000 rows) and evaluated on the first 5,000 test rows, with and
+  without resamples (target: <= 12x).
+
+Each case reports best-of-``--repeats`` wall and CPU times of both runs and their ratio.
+
 Usage: python benchmarks/bench_bootstrap.py [--repeats 5] [--n-bootstrap 200]
+       python benchmarks/bench_bootstrap.py --scale-only [--repeats 2]
+       python benchmarks/bench_bootstrap.py --case wide100_every_metric  (one case, in-process)
 """
 
 from __future__ import annotations
@@ -20,7 +35,10 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -76,26 +94,111 @@ def bench(preds, n_bootstrap, repeats):
     return result
 
 
+def _ratio(slow, fast):
+    return {
+        clock: round(slow[clock]["best_s"] / max(fast[clock]["best_s"], 1e-9), 2)
+        for clock in ("wall", "cpu")
+    }
+
+
+def _wide100_case(n_bootstrap, repeats, *, all_kde):
+    preds = calcore.io.load_splits(ASSETS / "synthetic_wide100.npz")["test"]
+    calcore.evaluate(preds, bins=15)  # warm-up (imports, caches)
+    base, _ = timed(lambda: calcore.evaluate(preds, bins=15), repeats)
+    extra = {"kde_max_work": 10**15} if all_kde else {}
+    boot, report = timed(
+        lambda: calcore.evaluate(preds, bins=15, n_bootstrap=n_bootstrap, seed=0, **extra),
+        repeats,
+    )
+    return {
+        "rows_x_classes": [preds.n_samples, preds.n_classes],
+        "evaluate_no_resamples": base,
+        f"evaluate_n_bootstrap_{n_bootstrap}_with_test": boot,
+        "ratio": _ratio(boot, base),
+        "kde_resamples": {
+            k: report.intervals[k].n_resamples
+            for k in ("kde_ece", "kde_ece_classwise")
+            if k in report.intervals
+        },
+        "tested_metrics": sorted(report.calibration_test.p_values),
+    }
+
+
+def _compare_case(n_bootstrap, repeats):
+    splits = calcore.io.load_splits(ASSETS / "cifar10_resnet110.npz")
+    calib, test = splits["calib"], splits["test"].subset(range(5000))
+    methods = ["ts", "tl-hb", "n-iso", "irm"]
+    calcore.compare(calib, test, methods)  # warm-up
+    base, _ = timed(lambda: calcore.compare(calib, test, methods), repeats)
+    boot, _ = timed(
+        lambda: calcore.compare(calib, test, methods, n_bootstrap=n_bootstrap, seed=0), repeats
+    )
+    return {
+        "calib_test_classes": [calib.n_samples, test.n_samples, test.n_classes],
+        "methods": methods,
+        "compare_no_resamples": base,
+        f"compare_n_bootstrap_{n_bootstrap}": boot,
+        "ratio": _ratio(boot, base),
+    }
+
+
+CASES = {
+    "wide100_every_metric": lambda b, r: _wide100_case(b, r, all_kde=False),
+    "wide100_every_metric_all_kde": lambda b, r: _wide100_case(b, r, all_kde=True),
+    "compare_4_methods": _compare_case,
+}
+
+
+def run_case(name, n_bootstrap, repeats) -> dict:
+    """One scale case in this process, with the process's peak resident memory."""
+    out = CASES[name](n_bootstrap, repeats)
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    out["peak_rss_mb"] = round(peak_kb / 1024, 1)
+    return out
+
+
+def scale_cases(n_bootstrap, repeats) -> dict:
+    """Every scale case, each in a fresh subprocess (its own peak memory)."""
+    out = {}
+    for name in CASES:
+        done = subprocess.run(
+            [sys.executable, __file__, "--case", name, "--n-bootstrap", str(n_bootstrap),
+             "--repeats", str(repeats)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        out[name] = json.loads(done.stdout)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n-bootstrap", type=int, default=200)
+    parser.add_argument("--case", choices=sorted(CASES), help="run one scale case here")
+    parser.add_argument("--scale-only", action="store_true", help="the scale cases only")
     args = parser.parse_args()
-    inputs = {
-        "cifar10_test_10000x10": calcore.io.load_splits(ASSETS / "cifar10_resnet110.npz")["test"],
-        "synthetic_wide100_test_10000x100": calcore.io.load_splits(
-            ASSETS / "synthetic_wide100.npz"
-        )["test"],
-    }
+    if args.case:
+        print(json.dumps(run_case(args.case, args.n_bootstrap, args.repeats), indent=2))
+        return
     result = {
         "machine": platform.machine(),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "load_average_before": [round(x, 2) for x in os.getloadavg()],
     }
-    for name, preds in inputs.items():
-        calcore.evaluate(preds, bins=15)  # warm-up (imports, caches)
-        result[name] = bench(preds, args.n_bootstrap, args.repeats)
+    if not args.scale_only:
+        inputs = {
+            "cifar10_test_10000x10": calcore.io.load_splits(ASSETS / "cifar10_resnet110.npz")[
+                "test"
+            ],
+            "synthetic_wide100_test_10000x100": calcore.io.load_splits(
+                ASSETS / "synthetic_wide100.npz"
+            )["test"],
+        }
+        for name, preds in inputs.items():
+            calcore.evaluate(preds, bins=15)  # warm-up (imports, caches)
+            result[name] = bench(preds, args.n_bootstrap, args.repeats)
+    result["scale_cases"] = scale_cases(args.n_bootstrap, args.repeats)
     result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=2))
 

@@ -14,11 +14,13 @@ rows.
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from calcore.calibrators._blas import single_threaded_blas
 from calcore.metrics.scoring import brier_per_row, nll_per_row
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import BinEdges
@@ -300,13 +302,17 @@ class CalibrationStatistics:
             add_rows(
                 self.cells[key], spec.edges, batch, spec.reduction, weights=w, classes=spec.classes
             )
-        for key, spec in self.kde_specs.items():
-            if spec.reduction == "confidence":
-                self.kde[key][0].add(spec.layouts[0], batch.confidence, batch.correct, w)
-                continue
-            chosen = range(self.n_classes) if spec.classes is None else spec.classes
-            for sums, layout, c in zip(self.kde[key], spec.layouts, chosen, strict=True):
-                sums.add(layout, batch.probs[:, c], batch.labels == c, w)
+        # replicated KDE sums run their dense products on one BLAS thread (KDESums.add);
+        # entered once here for all problems rather than once per problem
+        replicated = self.kde and w is not None and np.ndim(w) == 2
+        with single_threaded_blas() if replicated else contextlib.nullcontext():
+            for key, spec in self.kde_specs.items():
+                if spec.reduction == "confidence":
+                    self.kde[key][0].add(spec.layouts[0], batch.confidence, batch.correct, w)
+                    continue
+                chosen = range(self.n_classes) if spec.classes is None else spec.classes
+                for sums, layout, c in zip(self.kde[key], spec.layouts, chosen, strict=True):
+                    sums.add(layout, batch.probs[:, c], batch.labels == c, w)
         n = preds.n_samples
         self.n_rows += n
         self.n_tied_rows += n_tied_rows

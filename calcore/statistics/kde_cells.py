@@ -39,12 +39,14 @@ Zhang, Kailkhura and Han (2020), "Mix-n-Match", ICML, Sec. 4.1, App. B-C.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
 
+from calcore.calibrators._blas import single_threaded_blas
 from calcore.kde import MIN_BANDWIDTH, default_grid_size
 from calcore.statistics.cuts import SortedCuts
 
@@ -61,6 +63,13 @@ _N_POWERS = 7  # (1 - u^2)^3 has degree 6
 # Points per chunk of KDESums.add: the seven powers (3.7 MB) stay in the L3 cache.
 # 10M binary rows, every metric: 1 << 19 took 3.0 s of CPU, 1 << 16 2.6 s.
 _CHUNK = 1 << 16
+# Points from which a cell's replicated moments come from a dense product over all the
+# chunk's points (KDESums._add_replicated; also at least 1/16 of them). CPU seconds of the
+# replicated moments at R = 200 (load average 9-14 on the 2-core machine, two rounds):
+# 30 classes of 10,000 x 100 with thresholds 128 / 512 / 2,048 / none: 0.50-0.53 /
+# 0.53-0.85 / 0.52 / 0.64-0.68; 10 classes of 5,000 x 10 (CIFAR-10): 0.19 / 0.21-0.33 /
+# 0.16-0.19 / 0.15-0.17 (the one-product-per-power code before: 1.34-1.49 s for the 30).
+_CROWDED_ROWS = 2048
 
 
 @dataclass(frozen=True)
@@ -225,6 +234,11 @@ class KDESums:
 
     moments: np.ndarray
     cells: np.ndarray | None = None
+    #: Replicated sums whose every replicate has the same all-points moments (the
+    #: calibration test's redrawn labels: only the positives change) keep them once here,
+    #: shape (7, n_kept); ``moments[:, 0]`` is then left unwritten (zero pages, no memory)
+    #: and the KDE of all points is evaluated once for all replicates.
+    shared_all: np.ndarray | None = None
 
     @classmethod
     def zeros(cls, layout: KDELayout, *, replicates: int | None = None) -> "KDESums":
@@ -246,10 +260,19 @@ class KDESums:
 
     def dense(self, n_cells: int) -> np.ndarray:
         """The moments of every layout cell: shape ``lead + (2, 7, n_cells)``."""
+        moments = self.full_moments()
         if self.cells is None:
+            return moments
+        out = np.zeros(moments.shape[:-1] + (n_cells,))
+        out[..., self.cells] = moments
+        return out
+
+    def full_moments(self) -> np.ndarray:
+        """``moments`` with the shared all-points moments written into every replicate."""
+        if self.shared_all is None:
             return self.moments
-        out = np.zeros(self.moments.shape[:-1] + (n_cells,))
-        out[..., self.cells] = self.moments
+        out = self.moments.copy()
+        out[..., 0, :, :] = self.shared_all
         return out
 
     def add(self, layout: KDELayout, scores, outcomes, weights=None) -> None:
@@ -260,9 +283,15 @@ class KDESums:
         s = np.asarray(scores, dtype=np.float64).ravel()
         pos = np.asarray(outcomes).ravel().astype(bool)
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
-        for a in range(0, s.size, _CHUNK):  # chunks: the seven powers stay in cache
-            wc = None if w is None else w[..., a : a + _CHUNK]
-            self._add_chunk(layout, s[a : a + _CHUNK], pos[a : a + _CHUNK], wc)
+        # one BLAS thread for the crowded cells' dense products (_crowded_moments): a
+        # pool's wake-ups cost more than these products when the other core is busy (30
+        # classes of 10,000 x 100 on the loaded machine: 2.5 s of CPU with the default
+        # threads, 0.46 s on one). Callers adding many problems enter it once themselves
+        # (CalibrationStatistics.update): entering reads /proc/self/maps, ~2 ms.
+        with single_threaded_blas() if self.moments.ndim == 4 else contextlib.nullcontext():
+            for a in range(0, s.size, _CHUNK):  # chunks: the seven powers stay in cache
+                wc = None if w is None else w[..., a : a + _CHUNK]
+                self._add_chunk(layout, s[a : a + _CHUNK], pos[a : a + _CHUNK], wc)
 
     def _add_chunk(self, layout, s, pos, w) -> None:
         cells = layout.cell_of(s)
@@ -274,24 +303,8 @@ class KDESums:
         powers[0] = 1.0
         for k in range(1, _N_POWERS):
             np.multiply(powers[k - 1], b, out=powers[k])
-        if self.moments.ndim == 4:  # replicate weights (R, m): one sparse product per power
-            # (cell x point) matrices share their structure: points sorted by cell, built
-            # once; only the values change with the power.
-            # Only the cells this chunk touches (scores pile up in few of them).
-            touched, local = np.unique(cells, return_inverse=True)
-            order = np.argsort(local, kind="stable")
-            indptr = np.zeros(touched.size + 1, dtype=np.intp)
-            np.cumsum(np.bincount(local, minlength=touched.size), out=indptr[1:])
-            wt = np.ascontiguousarray(w.T)  # (m, R)
-            pos_sorted = pos[order]
-            shape = (touched.size, s.size)
-            at = self._positions(touched)
-            for k in range(_N_POWERS):
-                values = powers[k][order]
-                every = sp.csr_matrix((values, order, indptr), shape=shape)
-                positive = sp.csr_matrix((values * pos_sorted, order, indptr), shape=shape)
-                self.moments[:, 0, k, at] += np.asarray(every @ wt).T
-                self.moments[:, 1, k, at] += np.asarray(positive @ wt).T
+        if self.moments.ndim == 4:  # replicate weights (R, m)
+            self._add_replicated(cells, powers, pos, w)
             return
         # One bincount per power over (outcome, cell); "all points" is their sum, kept in
         # row 0 of the outcome axis (negatives + positives), positives in row 1.
@@ -304,7 +317,56 @@ class KDESums:
             self.moments[0, k] += split[0] + split[1]
             self.moments[1, k] += split[1]
 
+    def _add_replicated(self, cells, powers, pos, w) -> None:
+        """Moments of every replicate (weights ``w``, (R, m)) as two sparse products with
+        the rows' weights: a (cells x 7, m) matrix of the points' powers, and the same
+        for the positive points only.
+
+        The rows of a cell's seven powers are adjacent and read the same points, so a
+        point's ``R`` weights are read once per cell instead of once per power, and the
+        positives' matrix holds the positive points alone (a class's share of the rows
+        in the class-wise problems) instead of zeros for the others. Each sum adds the
+        same terms in the same order as one product per power did; the crowded cells (below)
+        come from a dense product instead (same values to ~1e-16 relative).
+        Only the cells this chunk touches are kept (scores pile up in few of them).
+        """
+        touched, local = np.unique(cells, return_inverse=True)
+        order = np.argsort(local, kind="stable")  # points sorted by cell
+        at = self._positions(touched)
+        wt = np.ascontiguousarray(w.T)  # (m, R): a point's weights adjacent
+        for which, rows in ((0, order), (1, order[pos[order]])):
+            if rows.size == 0:
+                continue
+            per_cell = np.bincount(local[rows], minlength=touched.size)
+            crowded = np.flatnonzero(per_cell >= max(_CROWDED_ROWS, rows.size // 16))
+            dense = None
+            if crowded.size:  # a dense product for the cells where the scores pile up
+                dense = _crowded_moments(powers, local, crowded, rows, wt)
+                rows = rows[per_cell[local[rows]] < max(_CROWDED_ROWS, rows.size // 16)]
+                per_cell[crowded] = 0
+            # row (cell j, power k) holds cell j's points: indptr steps by the cell's count
+            indptr = np.zeros(touched.size * _N_POWERS + 1, dtype=np.intp)
+            np.cumsum(np.repeat(per_cell, _N_POWERS), out=indptr[1:])
+            starts = np.repeat(np.cumsum(per_cell) - per_cell, per_cell)
+            offset = np.arange(rows.size) - starts  # a point's place within its cell
+            base = np.repeat(indptr[:-1:_N_POWERS], per_cell)  # its cell's first entry
+            k_step = np.repeat(per_cell, per_cell)  # entries per power row of its cell
+            places = base[:, None] + offset[:, None] + k_step[:, None] * np.arange(_N_POWERS)
+            indices = np.empty(indptr[-1], dtype=np.intp)
+            values = np.empty(indptr[-1])
+            indices[places] = rows[:, None]
+            values[places] = powers[:, rows].T
+            matrix = sp.csr_matrix(
+                (values, indices, indptr), shape=(touched.size * _N_POWERS, cells.size)
+            )
+            got = np.asarray(matrix @ wt).reshape(touched.size, _N_POWERS, -1)  # (t, 7, R)
+            if dense is not None:
+                got[crowded] += dense
+            self.moments[:, which][..., at] += got.transpose(2, 1, 0)
+
     def merge(self, other: "KDESums") -> "KDESums":
+        if self.shared_all is not None or other.shared_all is not None:
+            self, other = (KDESums(x.full_moments(), x.cells) for x in (self, other))
         if self.cells is None and other.cells is None:
             return KDESums(self.moments + other.moments)
         if self.cells is None or other.cells is None:  # one holds every cell
@@ -313,8 +375,26 @@ class KDESums:
         return KDESums(*union_add(self.moments, self.cells, other.moments, other.cells))
 
     def replicate(self, r: int) -> "KDESums":
-        """Replicate ``r``'s sums alone (a view)."""
-        return KDESums(self.moments[r], self.cells)
+        """Replicate ``r``'s sums alone (a view; shared all-points moments stay shared)."""
+        return KDESums(self.moments[r], self.cells, self.shared_all)
+
+
+def _crowded_moments(powers, local, crowded, rows, wt) -> np.ndarray:
+    """Moments of the points of a few crowded cells for every replicate, shape (q, 7, R).
+
+    One dense product ``B.T @ wt`` with ``B`` (m, 7q) the points' powers in their cell's
+    columns and zeros elsewhere: ``7 q R m`` multiply-adds at BLAS speed, where the sparse
+    product reads a point's R weights at a fraction of it (a class's cell near 0 holds
+    6,000 of 10,000 rows in the class-wise problems of 100 classes).
+    """
+    column = np.full(local.max(initial=0) + 1, -1, dtype=np.intp)
+    column[crowded] = np.arange(crowded.size)
+    place = column[local[rows]]
+    inside = rows[place >= 0]
+    place = place[place >= 0]
+    basis = np.zeros((wt.shape[0], crowded.size * _N_POWERS))
+    basis[inside[:, None], place[:, None] * _N_POWERS + np.arange(_N_POWERS)] = powers[:, inside].T
+    return (basis.T @ wt).reshape(crowded.size, _N_POWERS, -1)
 
 
 def positive_moments(layout: KDELayout, scores, positive: np.ndarray, weights=None):
@@ -469,24 +549,68 @@ def kde_sums_at_grid(layout: KDELayout, sums: KDESums):
     less than that, while a noise value would otherwise enter the order-``d`` integrand
     as ``S_y^d / S^(d-1)``.
     """
-    h, z = layout.bandwidth, layout.grid
+    z = layout.grid
     lead = sums.moments.shape[:-2]  # (2,) or (R, 2)
     # Only cells holding points matter (scores pile up: most cells are empty). Cells
     # first, (n_used, F) with F = prod(lead) * 7, so windows gather contiguous rows.
     kept = sums.moments.shape[-1]
+    if sums.shared_all is not None:
+        return _shared_sums_at_grid(layout, sums)
     counts = np.abs(sums.moments[..., 0, :]).reshape(-1, kept).sum(axis=0)
     local = np.flatnonzero(counts > 0)
     used = local if sums.cells is None else sums.cells[local]
-    flat = np.moveaxis(sums.moments[..., local], -1, 0).reshape(local.size, -1)
     packed = _Packed(layout, used)
+    ranges = _grid_ranges(layout)
+    if lead[:-1] and used.size:  # a replicate axis: one sparse product for every replicate
+        moments = sums.moments if local.size == kept else sums.moments[..., local]
+        total_q, mass_q = _grid_product(packed, moments, ranges, z.size)
+        return _finish_grid(total_q, mass_q, z.size, lead)
+    flat = np.moveaxis(sums.moments[..., local], -1, 0).reshape(local.size, -1)
     prefix = _block_prefix(packed, flat)
-    n = layout.n_cells
+    n_sets = flat.shape[1] // _N_POWERS
+    total_q = np.zeros((z.size, n_sets))
+    mass_q = np.zeros_like(total_q)
+    for start, stop, queries, argument in ranges:
+        if queries.size and used.size:
+            got, weight = _range_sums(
+                packed, prefix, packed.position(start), packed.position(stop), argument
+            )
+            total_q[queries] += got
+            mass_q[queries] += weight
+    return _finish_grid(total_q, mass_q, z.size, lead)
+
+
+def _shared_sums_at_grid(layout: KDELayout, sums: KDESums):
+    """:func:`kde_sums_at_grid` of replicates that share their all-points moments: the
+    grid product takes ``1 + R`` sets (all points once, then each replicate's positives)
+    instead of ``2 R``, and its all-points column is repeated for every replicate."""
+    z = layout.grid
+    lead = sums.moments.shape[:-2]  # (R, 2)
+    local = np.flatnonzero(sums.shared_all[0])  # cells with weight (positives among them)
+    used = local if sums.cells is None else sums.cells[local]
+    n_rep = int(np.prod(lead[:-1]))
+    total_q = np.zeros((z.size,) + lead)
+    mass_q = np.zeros_like(total_q)
+    if used.size:
+        positives = sums.moments[..., 1, :, :][..., local].reshape(n_rep, _N_POWERS, -1)
+        stacked = np.concatenate((sums.shared_all[None, :, local], positives))
+        got, weight = _grid_product(_Packed(layout, used), stacked, _grid_ranges(layout), z.size)
+        total_q.reshape(z.size, n_rep, 2)[:, :, 0] = got[:, :1]
+        total_q.reshape(z.size, n_rep, 2)[:, :, 1] = got[:, 1:]
+        mass_q.reshape(z.size, n_rep, 2)[:, :, 0] = weight[:, :1]
+        mass_q.reshape(z.size, n_rep, 2)[:, :, 1] = weight[:, 1:]
+    return _finish_grid(total_q.reshape(z.size, -1), mass_q.reshape(z.size, -1), z.size, lead)
+
+
+def _grid_ranges(layout: KDELayout) -> list:
+    """The cell ranges of the windows at the grid points and of their mirror images."""
+    h, z, n = layout.bandwidth, layout.grid, layout.n_cells
     # (first cell, end cell, queries, argument a of the polynomial for a block centre c):
     # the windows themselves, a = (z - c) / h; the mirror images -s of s in [0, h - z]
     # (z <= h), a = -(z + c) / h; the mirror images 2 - s of s in [2 - h - z, 1]
     # (z >= 1 - h), a = (2 - z - c) / h.
     every, low, high = np.arange(z.size), np.flatnonzero(z <= h), np.flatnonzero(z >= 1.0 - h)
-    ranges = [
+    return [
         (
             layout._first_cell_at(z - h),
             layout._first_cell_at(z + h),
@@ -506,21 +630,82 @@ def kde_sums_at_grid(layout: KDELayout, sums: KDESums):
             lambda c, i: (2.0 - z[high[i]] - c) / h,
         ),
     ]
-    n_sets = flat.shape[1] // _N_POWERS
-    total_q = np.zeros((z.size, n_sets))
-    mass_q = np.zeros_like(total_q)
-    for start, stop, queries, argument in ranges:
-        if queries.size and used.size:
-            got, weight = _range_sums(
-                packed, prefix, packed.position(start), packed.position(stop), argument
-            )
-            total_q[queries] += got
-            mass_q[queries] += weight
-    total = np.moveaxis(total_q.reshape((z.size,) + lead), 0, -1)  # lead + (G,)
-    mass = np.moveaxis(mass_q.reshape((z.size,) + lead), 0, -1)
+
+
+def _finish_grid(total_q, mass_q, n_grid: int, lead: tuple):
+    """``(S, S_y, W)`` of :func:`kde_sums_at_grid` from per-query sums of shape (G, sets)."""
+    total = np.moveaxis(total_q.reshape((n_grid,) + lead), 0, -1)  # lead + (G,)
+    mass = np.moveaxis(mass_q.reshape((n_grid,) + lead), 0, -1)
     noise = np.abs(total) <= 1e-11 * mass[..., :1, :]
     total[noise] = 0.0
     return total[..., 0, :], total[..., 1, :], mass[..., 0, :]
+
+
+def _grid_product(packed: "_Packed", moments: np.ndarray, ranges, n_grid: int):
+    """Kernel sums and window weights of every replicate at every grid point, as one sparse
+    product: ``(G, sets)`` each.
+
+    ``moments`` (shape ``lead + (7, u)``, the used cells) are summed within blocks
+    (:func:`_block_prefix`) into a ``((u + 1) * 7, sets)`` matrix, replicates and outcome
+    sets as its columns. A window part is then two rows of it per power, ``P[hi] - P[lo]``,
+    weighted by the polynomial's coefficients: a (2G, (u + 1) * 7) operator with at most 14
+    entries per part (2 for the weight ``W(z)``) that every replicate shares. The gathered
+    (G, sets, 7) differences of the per-part evaluation (:func:`_range_sums`) took 12.7 of
+    the 20 s of a profiled ``compare`` of 4 methods on 5,000 x 10 rows with 200 resamples.
+    """
+    u = packed.n_cells
+    n_sets = int(np.prod(moments.shape[:-2]))
+    natural = moments.reshape(n_sets, _N_POWERS, u)
+    # sums restarted at every block, along the (contiguous) cell axis, as _block_prefix
+    shifted = natural.copy()
+    first = np.flatnonzero(np.r_[True, packed.block[1:] != packed.block[:-1]])
+    if first.size > 1:
+        totals = np.add.reduceat(natural, first, axis=-1)
+        shifted[..., first[1:]] -= totals[..., :-1]
+    cumulative = np.zeros((u + 1, _N_POWERS, n_sets))
+    # cells first, then the seven powers, then every (replicate, outcome set)
+    np.cumsum(shifted, axis=-1, out=np.moveaxis(cumulative, (0, 1, 2), (2, 1, 0))[..., 1:])
+    prefix = cumulative.reshape((u + 1) * _N_POWERS, n_sets)
+    h, block = packed.bandwidth, packed.block
+    block_start = np.searchsorted(block, np.arange(block[-1] + 2), side="left")
+    rows, cols, vals = [], [], []
+    powers = np.arange(_N_POWERS)
+
+    def part(lo, hi, blk, queries, argument, idx):
+        coef = _cubed_coefficients(argument(2.0 * h * blk, idx)).T  # (q, 7)
+        q = queries[:, None]
+        rows.extend((np.broadcast_to(q, coef.shape), q + n_grid))
+        cols.extend((hi[:, None] * _N_POWERS + powers, hi[:, None] * _N_POWERS))
+        vals.extend((coef, np.ones((hi.size, 1))))
+        inner = lo != block_start[blk]  # P[lo] is 0 at its block's first cell
+        if inner.any():
+            rows.extend((np.broadcast_to(q[inner], coef[inner].shape), q[inner] + n_grid))
+            cols.extend((lo[inner, None] * _N_POWERS + powers, lo[inner, None] * _N_POWERS))
+            vals.extend((-coef[inner], -np.ones((int(inner.sum()), 1))))
+
+    for start, stop, queries, argument in ranges:
+        if not queries.size:
+            continue
+        lo, hi = packed.position(start), packed.position(stop)
+        act = np.flatnonzero(hi > lo)
+        s, e = lo[act], hi[act]
+        b1 = block[s]
+        end1 = block_start[b1 + 1]
+        part(s, np.minimum(e, end1), b1, queries[act], argument, act)
+        two = np.flatnonzero(e > end1)  # a window meets at most two blocks
+        if two.size:
+            part(np.minimum(end1[two], u), e[two], b1[two] + 1, queries[act[two]], argument,
+                 act[two])  # fmt: skip
+    flat_rows = np.concatenate([np.ravel(r) for r in rows]) if rows else np.empty(0, np.intp)
+    operator = sp.csr_matrix(
+        (
+            np.concatenate([np.ravel(v) for v in vals]) if vals else np.empty(0),
+            (flat_rows, np.concatenate([np.ravel(c) for c in cols]) if cols else flat_rows),
+        ),
+        shape=(2 * n_grid, prefix.shape[0]),
+    )
+    out = operator @ prefix
+    return out[:n_grid], out[n_grid:]
 
 
 def kde_ece_from_sums(layout: KDELayout, sums: KDESums, *, order=1):
@@ -538,13 +723,56 @@ def kde_ece_from_sums(layout: KDELayout, sums: KDESums, *, order=1):
     >>> round(calcore.kde_ece([0.2, 0.3, 0.7, 0.8], [0, 1, 1, 1], bandwidth=0.2), 4)
     0.2626
     """
+    if sums.moments.ndim == 4:
+        return _replicated_kde_ece(layout, sums, order)
     s_k, s_yk, _ = kde_sums_at_grid(layout, sums)
+    value = _ece_integral(layout.grid, s_k, s_yk, order, axis=-1)
+    return float(value) if np.ndim(value) == 0 else value
+
+
+def _ece_integral(grid, s_k, s_yk, order, *, axis):
+    """``trap(|z - S_y/S|^d S) / trap(S)`` along ``axis`` (the grid's)."""
     positive = s_k > 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         acc = np.where(positive, s_yk / np.where(positive, s_k, 1.0), 0.0)
     # 0 <= S_y <= S exactly; where both are rounding noise the ratio is not, so it is
     # held in [0, 1], which bounds such a point's share of the integral by its tiny S.
     np.clip(acc, 0.0, 1.0, out=acc)
-    integrand = np.where(positive, np.abs(layout.grid - acc) ** float(order) * s_k, 0.0)
-    value = np.trapezoid(integrand, axis=-1) / np.trapezoid(s_k, axis=-1)
-    return float(value) if np.ndim(value) == 0 else value
+    z = grid if axis == -1 else grid[:, None]
+    integrand = np.where(positive, np.abs(z - acc) ** float(order) * s_k, 0.0)
+    return np.trapezoid(integrand, axis=axis) / np.trapezoid(s_k, axis=axis)
+
+
+def _replicated_kde_ece(layout: KDELayout, sums: KDESums, order):
+    """The KDE-ECE of every replicate, in the (G, R) layout of the grid product.
+
+    The same sums, noise rule and integrand as :func:`kde_sums_at_grid` and
+    :func:`kde_ece_from_sums` per replicate, without moving the product's (G, 2R) output
+    to (R, 2, G) and back; replicates that share their all-points moments
+    (:attr:`KDESums.shared_all`) keep one all-points column for all.
+    """
+    z = layout.grid
+    n_rep = sums.moments.shape[0]
+    if sums.shared_all is not None:
+        local = np.flatnonzero(sums.shared_all[0])
+        stacked = np.concatenate(
+            (sums.shared_all[None, :, local], sums.moments[:, 1][..., local])
+        )  # (1 + R, 7, u): all points, then each replicate's positives
+    else:
+        kept = sums.moments.shape[-1]
+        local = np.flatnonzero(np.abs(sums.moments[:, :, 0]).reshape(-1, kept).sum(axis=0) > 0)
+        stacked = sums.moments[..., local]  # (R, 2, 7, u)
+    used = local if sums.cells is None else sums.cells[local]
+    if used.size == 0:
+        return np.full(n_rep, np.nan)
+    got, mass = _grid_product(_Packed(layout, used), stacked, _grid_ranges(layout), z.size)
+    if sums.shared_all is not None:
+        s_k, s_yk, weight = got[:, :1], got[:, 1:], mass[:, :1]
+    else:
+        s_k, s_yk, weight = got[:, 0::2], got[:, 1::2], mass[:, 0::2]
+    # below 1e-11 of the window's weight a sum is rounding noise (kde_sums_at_grid)
+    floor = 1e-11 * weight
+    s_k = np.where(np.abs(s_k) <= floor, 0.0, s_k)
+    s_yk = np.where(np.abs(s_yk) <= floor, 0.0, s_yk)
+    value = _ece_integral(z, s_k, s_yk, order, axis=0)
+    return np.broadcast_to(value, (n_rep,)).copy()

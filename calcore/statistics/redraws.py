@@ -296,10 +296,12 @@ class LabelRedraws:
             ):  # fmt: skip
                 every = observed.dense(layout.n_cells)[0]  # (7, n_cells)
                 kept = np.union1d(np.flatnonzero(every[0]), at)  # cells with weight
+                # all points' moments once (not R copies: 235 MB for 100 classes, 200
+                # redraws); row 0 of the replicates stays unwritten zero pages
                 sums.moments = np.zeros((n_redraws, 2, 7, kept.size))
-                sums.moments[:, 0] = every[:, kept]
                 sums.moments[:, 1][..., np.searchsorted(kept, at)] = positive
                 sums.cells = kept
+                sums.shared_all = every[:, kept]
         return replace(
             out,
             n_rows=data.n_rows,
