@@ -118,8 +118,8 @@ def applied_batches(plan_text: str, batches):
     CalcoreError
         A score that fails validation, naming the file and row (or the batch row).
 
-    Example
-    -------
+    Examples
+    --------
     >>> df.mapInArrow(lambda b: applied_batches(plan, b), schema)  # doctest: +SKIP
     """
     import pyarrow as pa
@@ -295,12 +295,12 @@ def apply(
         name collision of the layout, a per-slice calibrator; while the result is
         computed, a bad score (inside Spark's error, naming the batch row).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import calcore, calcore.spark
     >>> spark = calcore.spark.session(master="local[2]")  # doctest: +SKIP
-    >>> ts = calcore.make_calibrator("ts").fit(calcore.load_predictions("calib.parquet"))
-    >>> ... # doctest: +SKIP
+    >>> calib = calcore.load_predictions("calib.parquet")  # doctest: +SKIP
+    >>> ts = calcore.make_calibrator("ts").fit(calib)  # doctest: +SKIP
     >>> out = calcore.spark.apply(spark.read.parquet("logs/"), ts)  # doctest: +SKIP
     >>> out.write.parquet("logs_calibrated/")  # doctest: +SKIP
     """

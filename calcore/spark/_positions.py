@@ -31,8 +31,8 @@ def local_path(uri: str) -> str:
     the path calcore sorts (``/x/a b.parquet``); other schemes (``s3a://bucket/k``) keep
     their scheme and host, with the path percent-decoded.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from calcore.spark import local_path
     >>> local_path("file:/data/a%20b.parquet"), local_path("file:///data/c.parquet")
     ('/data/a b.parquet', '/data/c.parquet')
@@ -63,8 +63,8 @@ def file_offsets(spark, files) -> dict[str, int]:
     CalcoreError
         Two files that are the same path once decoded.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from calcore.spark import file_offsets
     >>> file_offsets(spark, df.inputFiles())  # doctest: +SKIP
     {'file:/data/part-0.parquet': 0, 'file:/data/part-1.parquet': 1000}
@@ -147,8 +147,8 @@ def with_row_positions(df, *, column: str = POSITION_COLUMN, row_key: str | None
         without files or without ``_metadata.row_index`` (not read from Parquet: give
         ``row_key``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import calcore.spark
     >>> df = calcore.spark.with_row_positions(spark.read.parquet("logs/"))  # doctest: +SKIP
     >>> df.orderBy("_calcore_position").first()["_calcore_position"]  # doctest: +SKIP

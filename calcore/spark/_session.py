@@ -79,8 +79,8 @@ def require_pyspark():
     SparkSetupError
         pyspark cannot be imported, or is older than 4.0.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from calcore.spark import require_pyspark
     >>> require_pyspark().__version__ >= "4"  # doctest: +SKIP
     True
@@ -123,8 +123,8 @@ def find_java(environ=None) -> tuple[str, int]:
         No java, one that does not run, or one older than Java 17; the message says how
         to install Java 17.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from calcore.spark import find_java
     >>> path, major = find_java()  # doctest: +SKIP
     >>> major >= 17  # doctest: +SKIP
@@ -258,8 +258,8 @@ def session(
     ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` are set to ``sys.executable`` and
     ``SPARK_LOCAL_IP`` to ``127.0.0.1``, each unless already set.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import calcore.spark
     >>> spark = calcore.spark.session(master="local[2]")  # doctest: +SKIP
     >>> spark.range(3).count()  # doctest: +SKIP
@@ -354,8 +354,8 @@ def check_workers(spark) -> dict:
         needs, e.g. pyarrow), or with another calcore version; the message says which
         and how to fix it (``PYSPARK_PYTHON``, installing the same calcore on them).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import calcore.spark
     >>> spark = calcore.spark.session(master="local[2]", check=False)  # doctest: +SKIP
     >>> calcore.spark.check_workers(spark)["calcore"] == calcore.__version__  # doctest: +SKIP

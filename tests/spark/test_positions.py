@@ -94,3 +94,19 @@ def test_local_path_decodes_spark_s_uris():
     assert calcore.spark.local_path("file:/d/a%20b.parquet") == "/d/a b.parquet"
     assert calcore.spark.local_path("file:///d/c.parquet") == "/d/c.parquet"
     assert calcore.spark.local_path("s3a://bucket/k%3D1/x.parquet") == "s3a://bucket/k=1/x.parquet"
+
+
+@pytest.mark.needs_no_spark
+def test_the_docstring_examples_of_calcore_spark_run():
+    """Those that need no cluster run (the others are marked +SKIP: they need data)."""
+    import doctest
+
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for name in calcore.spark.__all__:
+        obj = getattr(calcore.spark, name)
+        if callable(obj):
+            for test in finder.find(obj, name, globs={"calcore": calcore}):
+                runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    assert runner.summarize(verbose=False).attempted >= 2
