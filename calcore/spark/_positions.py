@@ -101,7 +101,9 @@ def file_offsets(spark, files) -> dict[str, int]:
     return offsets
 
 
-def with_row_positions(df, *, column: str = POSITION_COLUMN, row_key: str | None = None):
+def with_row_positions(
+    df, *, column: str = POSITION_COLUMN, row_key: str | None = None, offsets=None
+):
     """``df`` with each row's position as one int64 column, computed in Spark.
 
     Without ``row_key`` the position is the row's index in calcore's reading order of
@@ -134,6 +136,9 @@ def with_row_positions(df, *, column: str = POSITION_COLUMN, row_key: str | None
         Name of the added column.
     row_key : str, optional
         A column that identifies each row (an id).
+    offsets : dict, optional
+        :func:`file_offsets` of ``df.inputFiles()``, when the caller has them already
+        (saves the job that counts each file's rows).
 
     Returns
     -------
@@ -185,7 +190,7 @@ def with_row_positions(df, *, column: str = POSITION_COLUMN, row_key: str | None
             "or give row_key=."
         ) from None
     try:
-        offsets = file_offsets(df.sparkSession, files)
+        offsets = file_offsets(df.sparkSession, files) if offsets is None else offsets
     except CalcoreError:
         raise
     except Exception as exc:

@@ -46,37 +46,32 @@ def test_import_calcore_and_calcore_spark_load_no_pyspark():
 
 
 @pytest.mark.needs_no_spark
-def test_without_pyspark_the_message_gives_the_install_command():
-    out = _python(
-        BLOCK_PYSPARK
-        + "import calcore.spark\n"
-        + "try:\n    calcore.spark.session(master='local[1]')\n"
-        + "except calcore.spark.SparkSetupError as err:\n    print(err)\n"
-    )
-    assert out.returncode == 0, out.stderr
-    assert INSTALL_SPARK in out.stdout
-    assert "pyspark 4 or later" in out.stdout
+def test_without_pyspark_the_messages_give_the_install_command(tmp_path):
+    """In one fresh process where pyspark cannot import: session() raises the install
+    command, and calcore apply --engine spark exits 2 with it in one line, writing nothing."""
+    import json
 
-
-@pytest.mark.needs_no_spark
-def test_cli_without_pyspark_exits_2_with_one_line(tmp_path):
-    saved = tmp_path / "ts.json"
-    preds = calcore.Predictions.from_logits([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]], [0, 1, 1])
-    saved.write_text(__import__("json").dumps(calcore.make_calibrator("ts").fit(preds).to_dict()))
-    data = tmp_path / "p.parquet"
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    saved = tmp_path / "ts.json"
+    preds = calcore.Predictions.from_logits([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]], [0, 1, 1])
+    saved.write_text(json.dumps(calcore.make_calibrator("ts").fit(preds).to_dict()))
+    data = tmp_path / "p.parquet"
     pq.write_table(pa.table({"label": ["a", "b"], "p_a": [0.6, 0.3], "p_b": [0.4, 0.7]}), data)
     code = BLOCK_PYSPARK + (
-        "import sys\nfrom calcore.cli import main\n"
+        "import calcore.spark\n"
+        "try:\n    calcore.spark.session(master='local[1]')\n"
+        "except calcore.spark.SparkSetupError as err:\n    print(err)\n"
+        "from calcore.cli import main\n"
         f"sys.exit(main(['apply', {str(saved)!r}, {str(data)!r}, '--engine', 'spark', "
         f"'--out', {str(tmp_path / 'out')!r}]))\n"
     )
     out = _python(code, env={"CALCORE_DEBUG": ""})
+    assert INSTALL_SPARK in out.stdout and "pyspark 4 or later" in out.stdout
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert INSTALL_SPARK in out.stderr
-    assert "Traceback" not in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
 
 
@@ -193,3 +188,26 @@ def test_the_terminal_shows_no_jvm_log_lines(spark, jvm_stderr):
     with open(jvm_stderr, encoding="utf-8", errors="replace") as fh:
         started = [line for line in fh.read(before).splitlines() if "Setting" in line]
     assert started == [], started  # no "Setting default log level" at start-up either
+
+
+def _pytest_without_pyspark(env):
+    """pytest run on one Spark test in a fresh process where pyspark cannot import."""
+    target = os.path.join(ROOT, "tests", "spark", "test_positions.py")
+    code = BLOCK_PYSPARK + (
+        "import pytest\n"
+        f"sys.exit(pytest.main([{target!r} + '::test_refusals_name_the_fix', '-q', "
+        "'-p', 'no:cacheprovider', '-rs']))\n"
+    )
+    return _python(code, env=env, timeout=240)
+
+
+@pytest.mark.needs_no_spark
+def test_ci_fails_rather_than_skips_when_spark_is_required_but_missing():
+    """make test exports CALCORE_REQUIRE_SPARK=1: a missing pyspark fails the run; outside
+    make test the same tests are skipped with the install command as the reason."""
+    required = _pytest_without_pyspark({"CALCORE_REQUIRE_SPARK": "1"})
+    assert required.returncode == 1, required.stdout[-2000:]
+    assert "CALCORE_REQUIRE_SPARK=1 (make test) but pyspark cannot be imported" in required.stdout
+    optional = _pytest_without_pyspark({"CALCORE_REQUIRE_SPARK": ""})
+    assert optional.returncode == 0, optional.stdout[-2000:]
+    assert "1 skipped" in optional.stdout and INSTALL_SPARK in optional.stdout
