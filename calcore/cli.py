@@ -1201,7 +1201,7 @@ def _apply_spark(args, calibrator) -> int:
     names and scores' kind from the files; Spark maps every row and writes Parquet."""
     import calcore.spark
     from calcore.io.stream import scan
-    from calcore.spark._apply import apply_files
+    from calcore.spark._apply import apply_files, check_apply_files, plan_for_stream
 
     if args.split is not None:
         raise CalcoreError(
@@ -1210,6 +1210,9 @@ def _apply_spark(args, calibrator) -> int:
         )
     options = {k: v for k, v in _load_kwargs(args).items() if k != "max_decoded_bytes"}
     stream = scan(args.file, keep_columns=True, **options)  # reads the first batch only
+    check_apply_files(stream, args.out)  # before a JVM starts
+    plan_for_stream(stream, calibrator, suffix=args.suffix, renormalize=args.renormalize,
+                    percent=args.percent, offsets=None)  # fmt: skip  (its refusals, too)
     spark = calcore.spark.session(master=args.master, remote=args.remote)
     rows = apply_files(spark, stream, calibrator, args.out, suffix=args.suffix,
                        renormalize=args.renormalize, percent=args.percent)  # fmt: skip

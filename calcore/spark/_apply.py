@@ -22,7 +22,8 @@ import numpy as np
 
 from calcore._errors import CalcoreError, quoted
 
-__all__ = ["apply", "apply_files", "plan_for_stream", "applied_batches", "HIDDEN_POSITION"]
+__all__ = ["apply", "apply_files", "check_apply_files", "plan_for_stream", "applied_batches"]
+__all__ += ["HIDDEN_POSITION"]
 
 #: The position column the CLI adds to name rows in messages; never written out.
 HIDDEN_POSITION = "__calcore_position"
@@ -59,6 +60,16 @@ def _check_classes(calibrator, roles, source: str) -> None:
             f"{k} classes; the calibrator was fitted on {len(names)} "
             f"({', '.join(map(str, names))}). Apply a calibrator fitted on this model's "
             "scores, or name the score columns (score_columns=[...])."
+        )
+
+
+def _check_class_names(calibrator, names, source: str) -> None:
+    """The embedded transform's check, made once on the driver before any task starts."""
+    if tuple(names) != tuple(calibrator.class_names):
+        raise CalcoreError(
+            f"{source}: {calibrator.name} was fitted on classes {list(calibrator.class_names)}, "
+            f"but these predictions have classes {list(names)}; apply it to data with the "
+            "same classes in the same order."
         )
 
 
@@ -322,6 +333,8 @@ def apply(
         raise CalcoreError(roles.problems[0])
     _check_classes(fitted, roles, source)
     kind = _decide_kind(df, roles, scores, percent, source)
+    if roles.prefix:  # p_cat, p_dog name the classes (labels are not read here)
+        _check_class_names(fitted, roles.class_names, source)
     names = roles.class_names if roles.prefix else tuple(fitted.class_names)
     layout = _layout(source, columns, roles, kind, names, suffix)
     plan = _plan(saved, layout, roles, kind, source=source, class_names=fitted.class_names,
@@ -338,6 +351,7 @@ def plan_for_stream(stream, calibrator, *, suffix: str | None, renormalize: bool
 
     saved = _saved_text(calibrator)
     _check_classes(calibrator, stream.roles, stream.name)
+    _check_class_names(calibrator, stream.class_names, stream.name)
     layout = AppliedLayout(stream, suffix)
     plan = _plan(saved, layout, stream.roles, stream.scores_kind, source=stream.name,
                  class_names=stream.class_names, percent=percent, renormalize=renormalize,
@@ -345,19 +359,14 @@ def plan_for_stream(stream, calibrator, *, suffix: str | None, renormalize: bool
     return plan, layout.columns
 
 
-def apply_files(spark, stream, calibrator, out, *, suffix=None, renormalize=False,
-                percent=False) -> int:  # fmt: skip
-    """``calcore apply --engine spark``: the Parquet files of ``stream`` calibrated by
-    Spark into the directory ``out`` (Parquet part files). Returns the rows written.
+def check_apply_files(stream, out) -> None:
+    """What ``calcore apply --engine spark`` refuses before a Spark session starts.
 
     Raises
     ------
     CalcoreError
-        Files other than Parquet, an ``out`` that exists, or what Spark or the map
-        raise (shortened, with the path).
+        A file other than Parquet (naming it), or an ``out`` that exists.
     """
-    from calcore.spark._positions import file_offsets, local_path, with_row_positions
-
     not_parquet = [f for f in stream.files if not f.lower().endswith((".parquet", ".pq"))]
     if not_parquet:
         raise CalcoreError(
@@ -369,6 +378,23 @@ def apply_files(spark, stream, calibrator, out, *, suffix=None, renormalize=Fals
             f"--out {out} exists; Spark writes a new directory of Parquet part files: give "
             "a path that does not exist yet."
         )
+
+
+def apply_files(spark, stream, calibrator, out, *, suffix=None, renormalize=False,
+                percent=False) -> int:  # fmt: skip
+    """``calcore apply --engine spark``: the Parquet files of ``stream`` calibrated by
+    Spark into the directory ``out`` (Parquet part files). Returns the rows written.
+
+    Raises
+    ------
+    CalcoreError
+        What :func:`check_apply_files` refuses, or what Spark or the map raise
+        (calcore's message from a task, naming the file and row; else Spark's,
+        shortened, with the source).
+    """
+    from calcore.spark._positions import file_offsets, local_path, with_row_positions
+
+    check_apply_files(stream, out)
     files = [os.path.abspath(f) for f in stream.files]
     try:
         df = spark.read.parquet(*files)
@@ -377,8 +403,7 @@ def apply_files(spark, stream, calibrator, out, *, suffix=None, renormalize=Fals
         plan, columns = plan_for_stream(stream, calibrator, suffix=suffix, percent=percent,
                                         renormalize=renormalize, offsets=named)  # fmt: skip
         df = with_row_positions(df, column=HIDDEN_POSITION, offsets=offsets)
-        mapped = _map(df, plan, columns)
-        mapped.write.parquet(os.path.abspath(out))
+        _map(df, plan, columns).write.parquet(os.path.abspath(out))
     except CalcoreError:
         raise
     except Exception as exc:  # Spark's errors: the calcore message inside, else shortened

@@ -133,9 +133,20 @@ def test_refusals(spark, datasets, tmp_path, capsys):
     fewer = "hold 4 classes; the calibrator was fitted on 3"
     with pytest.raises(calcore.CalcoreError, match=fewer):
         calcore.spark.apply(df, fitted)
+    good = _fitted("ts", folder)
+    fitted = calcore.calibrators.read_calibrator(good)
+    saved = json.loads(open(good).read())
+    saved["class_names"] = ["w", "x", "y", "z"]  # the same count, other classes
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text(json.dumps(saved))
+    other = calcore.calibrators.read_calibrator(str(renamed))
+    with pytest.raises(calcore.CalcoreError, match=r"fitted on classes \['w'.*'c0'"):
+        calcore.spark.apply(df, other)
+    assert main(["apply", str(renamed), str(folder / "data"), "--engine", "spark",
+                 "--out", str(tmp_path / "o")]) == 2  # fmt: skip
+    assert "fitted on classes ['w'" in capsys.readouterr().err
     out = tmp_path / "exists"
     out.mkdir()
-    good = _fitted("ts", folder)
     assert main(["apply", good, str(folder / "data"), "--engine", "spark", "--out", str(out)]) == 2
     assert "exists" in capsys.readouterr().err
     assert main(["apply", good, str(folder / "data"), "--master", "local[1]",
