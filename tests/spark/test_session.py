@@ -55,7 +55,8 @@ def test_without_pyspark_the_messages_give_the_install_command(tmp_path):
     import pyarrow.parquet as pq
 
     saved = tmp_path / "ts.json"
-    preds = calcore.Predictions.from_logits([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]], [0, 1, 1])
+    z = [[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]]
+    preds = calcore.Predictions.from_logits(z, [0, 1, 1], ["a", "b"])  # the file's classes
     saved.write_text(json.dumps(calcore.make_calibrator("ts").fit(preds).to_dict()))
     data = tmp_path / "p.parquet"
     pq.write_table(pa.table({"label": ["a", "b"], "p_a": [0.6, 0.3], "p_b": [0.4, 0.7]}), data)
