@@ -372,6 +372,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the original score columns and add the calibrated ones, named "
         "<score column>SUFFIX (logits: p_<class>SUFFIX), after the last score column",
     )
+    e = a.add_argument_group("Apache Spark (pip install \"calibration-lens[spark]\")")
+    e.add_argument(
+        "--engine",
+        choices=("embedded", "spark"),
+        default="embedded",
+        help="spark: Parquet input mapped by Spark (mapInArrow), --out a new directory of "
+        "Parquet part files, rows in Spark's order (default: embedded)",
+    )
+    where = e.add_mutually_exclusive_group()
+    where.add_argument(
+        "--master", metavar="URL", help="Spark master (default local[*]): local[2], yarn, ..."
+    )
+    where.add_argument("--remote", metavar="URL", help="a Spark Connect server: sc://host:15002")
     _add_loading_options(a)
     _add_check_parser(sub)
     _add_compare_parser(sub)
@@ -1169,6 +1182,10 @@ def _apply(args) -> int:
 
     # bounded read, every field checked against its declaration before any use
     calibrator = read_calibrator(args.calibrator)
+    if args.engine == "spark":
+        return _apply_spark(args, calibrator)
+    if args.master or args.remote:
+        raise CalcoreError("--master and --remote choose a Spark cluster: add --engine spark.")
     if _holds_npz(source_files(args.file)):
         if args.suffix is not None:
             raise CalcoreError(
@@ -1177,6 +1194,33 @@ def _apply(args) -> int:
             )
         return _apply_npz(args, calibrator)
     return _apply_keeping_columns(args, calibrator)
+
+
+def _apply_spark(args, calibrator) -> int:
+    """``calcore apply --engine spark``: the embedded reader decides the columns, class
+    names and scores' kind from the files; Spark maps every row and writes Parquet."""
+    import calcore.spark
+    from calcore.io.stream import scan
+    from calcore.spark._apply import apply_files, check_apply_files, plan_for_stream
+
+    if args.split is not None:
+        raise CalcoreError(
+            f"--split {args.split} with --engine spark: Spark applies the calibrator to "
+            "every row; leave --split out (or use the embedded engine)."
+        )
+    options = {k: v for k, v in _load_kwargs(args).items() if k != "max_decoded_bytes"}
+    stream = scan(args.file, keep_columns=True, **options)  # reads the first batch only
+    check_apply_files(stream, args.out)  # before a JVM starts
+    plan_for_stream(stream, calibrator, suffix=args.suffix, renormalize=args.renormalize,
+                    percent=args.percent, offsets=None)  # fmt: skip  (its refusals, too)
+    spark = calcore.spark.session(master=args.master, remote=args.remote)
+    rows = apply_files(spark, stream, calibrator, args.out, suffix=args.suffix,
+                       renormalize=args.renormalize, percent=args.percent)  # fmt: skip
+    print(
+        f"{_calibrator_name(calibrator)}: recalibrated {rows} rows of {args.file} -> "
+        f"{args.out} (Spark; {_placement(stream, args.suffix)}; every other column as read)"
+    )
+    return 0
 
 
 def _holds_npz(files) -> bool:

@@ -18,7 +18,9 @@ The layers, lowest first (the longest matching prefix decides a module's layer):
 6. the metric registry;
 7. ``evaluate`` (report);
 8. protocols built on reports and calibrators (compare, learning curves);
-9. the command line and the package's public map.
+9. the command line, the package's public map, and ``calcore.spark`` (calcore on Apache
+   Spark: it checks the workers against the package's ``__version__``; pyspark is
+   imported only when a function is called).
 
 Every import counts, including those inside functions (lazy imports are for speed, not
 for hiding a dependency). calcore never imports streamlit or plotly; modules do not
@@ -74,6 +76,7 @@ LAYERS = {
     "calcore.evaluation.slices": 7,
     "calcore.evaluation.slices_stream": 7,
     "calcore.evaluation": 8,
+    "calcore.spark": 9,
     "calcore.cli": 9,
     "calcore": 9,
 }
