@@ -21,6 +21,7 @@ __all__ = [
     "decimal_comma_columns",
     "decimal_comma_problem",
     "decimal_comma_to_point",
+    "with_decimal_commas",
 ]
 
 #: A number with a decimal comma, or an integer (a column may hold both: ``1`` and ``0,5``).
@@ -76,6 +77,43 @@ def decimal_comma_problem(source: str, found, delimiter: str) -> Advice:
         DECIMAL_FIX,
         "decimal",
     )
+
+
+def with_decimal_commas(roles, columns, preview, source: str, delimiter: str):
+    """``roles`` (what :func:`calcore.io._columns.detect_roles` found) with a decimal-comma
+    problem first when the first rows write numbers with a decimal comma, and without
+    "no score columns found": the scores are there, written another way.
+
+    Shared by the whole-file loader and the streamed CSV reader (:func:`calcore.scan`),
+    so that both say the same (file, column, first cell, option and fix).
+
+    Parameters
+    ----------
+    roles : calcore.io._columns.Roles
+    columns : sequence of str
+        The header.
+    preview : sequence of sequence of str
+        The first rows, as text.
+    source : str
+        The file named in the message (the one whose first rows these are).
+    delimiter : str
+        The field separator; with ``","`` no cell can hold a decimal comma unquoted, and
+        nothing is looked for.
+
+    Returns
+    -------
+    calcore.io._columns.Roles
+    """
+    from dataclasses import replace
+
+    if delimiter == ",":
+        return roles
+    skip = {roles.label, roles.split, *roles.label_candidates} - {None}
+    found = decimal_comma_columns(columns, preview, skip=skip)
+    if not found:
+        return roles
+    rest = tuple(p for p in roles.problems if getattr(p, "option", None) != "score_columns")
+    return replace(roles, problems=(decimal_comma_problem(source, found, delimiter), *rest))
 
 
 def decimal_comma_to_point(data: bytes, *, name: str | None = None) -> bytes:

@@ -10,7 +10,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore.io._columns import Roles, detect_roles, pick_weight
 from calcore.io._csv import read_csv_columns, record_lines, scan_csv
-from calcore.io._decimal import decimal_comma_columns, decimal_comma_problem
+from calcore.io._decimal import with_decimal_commas
 from calcore.io._metadata import metadata_from_arrow, metadata_from_text
 from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
@@ -162,7 +162,7 @@ def scan(
     columns = tuple(c for c in layout.columns if c != weight and c not in sliced)
     roles = detect_roles(columns, source=src.name, is_numeric=is_numeric, **options)
     if delimiter not in (None, ","):
-        roles = _with_decimal_commas(roles, layout, src.name, delimiter)
+        roles = with_decimal_commas(roles, layout.columns, layout.preview, src.name, delimiter)
     if sliced:
         roles = replace(
             roles,
@@ -172,17 +172,6 @@ def scan(
     return Scan(
         src, delimiter, layout.columns, layout.n_rows, layout.preview, roles, layout, weight
     )
-
-
-def _with_decimal_commas(roles: Roles, layout, source: str, delimiter: str) -> Roles:
-    """Say first when numbers are written with a decimal comma (and not that no score
-    column was found: the scores are there, written another way)."""
-    skip = {roles.label, roles.split, *roles.label_candidates} - {None}
-    found = decimal_comma_columns(layout.columns, layout.preview, skip=skip)
-    if not found:
-        return roles
-    rest = tuple(p for p in roles.problems if getattr(p, "option", None) != "score_columns")
-    return replace(roles, problems=(decimal_comma_problem(source, found, delimiter), *rest))
 
 
 def checked_slice_columns(names, columns, weight, options, source: str) -> tuple[str, ...]:

@@ -666,6 +666,7 @@ def scan(
             score_columns=score_columns,
             scores_kind=scores,
         )
+        roles = layout.text_problems(roles)
         if roles.problems:
             raise CalcoreError.from_advice(roles.problems[0])
         layout.check_types(roles, weight)
@@ -810,6 +811,9 @@ class _Layout:
     rows_of: Callable[[str, list], int]
     #: Checks the types of the score and weight columns (Arrow files only).
     check_types: Callable = lambda roles, weight: None
+    #: The roles with what the first rows' text says about them (CSV files only: numbers
+    #: written with a decimal comma, as the whole-file loader reports them).
+    text_problems: Callable = lambda roles: roles
 
 
 def _arrow_columns(files):
@@ -872,8 +876,14 @@ def _csv_columns(files):
             )
         return head.estimated_rows()
 
+    def text_problems(roles: Roles) -> Roles:
+        from calcore.io._decimal import with_decimal_commas
+
+        name = _short_path(files, files[0])  # the file whose first rows were read
+        return with_decimal_commas(roles, layout.columns, layout.preview, name, layout.delimiter)
+
     is_numeric = numeric_in_preview(layout.columns, layout.preview, True)
-    return _Layout(layout.columns, is_numeric, check_file)
+    return _Layout(layout.columns, is_numeric, check_file, text_problems=text_problems)
 
 
 def _csv_head(files, path: str):
