@@ -129,10 +129,14 @@ def _utf8_error(
             j = data.count(layout.delimiter.encode(), begin, offset)
             if j < len(layout.columns):
                 where += f", column {quoted(layout.columns[j])}"
+    fix = (
+        "Re-save the file as UTF-8 (e.g. 'CSV UTF-8' in Excel, or "
+        "df.to_csv(..., encoding='utf-8'))."
+    )
     return CalcoreError(
-        f"{source}, {where}: byte {shown} (0x{data[offset]:02x}) is not valid UTF-8. "
-        f"Re-save the file as UTF-8 (e.g. 'CSV UTF-8' in Excel, or "
-        f"df.to_csv(..., encoding='utf-8'))."
+        f"{source}, {where}: byte {shown} (0x{data[offset]:02x}) is not valid UTF-8. {fix}",
+        option="encoding",
+        fix=fix,
     )
 
 
