@@ -85,3 +85,20 @@ def test_extended_keeps_the_fixes_and_adds_one():
     assert str(more) == "x. Pass a=1. Or pass b=2."
     assert more.fixes == (("a", "Pass a=1."), ("b", "Or pass b=2."))
     assert err.extended("(note)").fixes == err.fixes
+
+
+def test_several_weight_columns_are_a_detection_problem_with_the_same_message(tmp_path):
+    data = b"label,p_a,p_b,weight,Weights\na,0.5,0.5,1,2\nb,0.25,0.75,1,2\n"
+    schema = calcore.inspect_table(data, name="w.csv")
+    (problem,) = schema.problems  # inspecting shows the columns to choose from
+    assert problem.startswith("w.csv: several weight columns ['weight', 'Weights'].")
+    assert problem.option == "weight_column" and problem.endswith(problem.fix)
+    assert schema.class_columns == ("p_a", "p_b")  # neither is taken for scores
+    assert set(schema.ignored_columns) == {"weight", "Weights"}
+    (tmp_path / "w.csv").write_bytes(data)
+    for read in (calcore.load_predictions, calcore.scan):
+        with pytest.raises(calcore.CalcoreError) as caught:
+            read(tmp_path / "w.csv")
+        assert str(caught.value) == problem and caught.value.option == "weight_column"
+    chosen = calcore.inspect_table(data, name="w.csv", weight_column="Weights")
+    assert chosen.problems == () and chosen.weight_column == "Weights"

@@ -59,7 +59,7 @@ def inspect_table(
     split_column: str | None = None,
     score_columns: Sequence[str] | None = None,
     max_decoded_bytes: int | None = None,
-    weight_column: str | None = None,
+    weight_column: str | bool | None = None,
 ) -> TableSchema:
     """Describe a file's columns and what :func:`load_predictions` would detect.
 

@@ -361,8 +361,8 @@ def _percent_note(scores, percent: bool) -> str:
     rows = "" if scores.shape[1] == 1 else ", rows summing to 100"
     if percent:
         return (
-            f"(percent=True divided the file's values by 100: percentages must lie in "
-            f"[0, 100]{rows}.)"
+            f"(Read as percentages, the file's values were divided by 100: percentages must "
+            f"lie in [0, 100]{rows}.)"
         )
     if looks_like_percent(scores):
         return f"These look like percentages (every value in [0, 100]{rows}): {PERCENT_NOTE_FIX}"

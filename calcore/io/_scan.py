@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore.io._columns import Roles, detect_roles, pick_weight
+from calcore.io._columns import Roles, detect_roles, pick_weight, weight_candidates
 from calcore.io._csv import read_csv_columns, record_lines, scan_csv
 from calcore.io._decimal import with_decimal_commas
 from calcore.io._metadata import metadata_from_arrow, metadata_from_text
@@ -157,10 +157,19 @@ def scan(
         layout = scan_csv(src)
         is_numeric = numeric_in_preview(layout.columns, layout.preview, True)
         delimiter = layout.delimiter
-    weight = pick_weight(layout.columns, weight_column, src.name)
+    found = []  # several weight columns: a problem the user fixes with a choice
+    weight = pick_weight(layout.columns, weight_column, src.name, problems=found)
+    unsure = weight_candidates(layout.columns) if found else ()
     sliced = checked_slice_columns(slice_columns, layout.columns, weight, options, src.name)
-    columns = tuple(c for c in layout.columns if c != weight and c not in sliced)
+    columns = tuple(c for c in layout.columns if c != weight and c not in sliced + unsure)
     roles = detect_roles(columns, source=src.name, is_numeric=is_numeric, **options)
+    if found:
+        roles = replace(
+            roles,
+            ignored=roles.ignored + unsure,
+            ignored_reasons=roles.ignored_reasons + ("a possible weight column",) * len(unsure),
+            problems=(*found, *roles.problems),
+        )
     if delimiter not in (None, ","):
         roles = with_decimal_commas(roles, layout.columns, layout.preview, src.name, delimiter)
     if sliced:

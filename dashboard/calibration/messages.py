@@ -15,7 +15,13 @@ __all__ = ["DECIMAL_LABEL", "PAGE_FIXES", "page_message"]
 #: The checkbox that reads a decimal-comma CSV (:mod:`dashboard.calibration.decimals`).
 DECIMAL_LABEL = "Numbers use a decimal comma (0,25 = 0.25)"
 
-#: calcore option -> what to do on this page instead.
+#: The page's words for its controls (:mod:`dashboard.calibration.preview`).
+_SCORES_ARE = "“Scores are” under Data"
+_PERCENT = "“Scores are percentages (divide by 100)” under Data"
+
+#: calcore option -> what to do on this page instead. Options without a control on the
+#: page (``positive_class``, the array names of an NPZ archive, the file's encoding) say
+#: what to change in the file.
 PAGE_FIXES = {
     "label_column": "Pick it in the Label column menu under Data.",
     "split_column": "Pick it in the Split column menu under Data.",
@@ -25,9 +31,20 @@ PAGE_FIXES = {
     "file": "Save it as CSV (File > Save As > CSV UTF-8) and upload that.",
     "renormalize": "Fix the scores, or tick “Renormalise probability rows that do not sum to "
     "1 (reported)” under Data to rescale those rows.",
-    "percent": "tick “Scores are percentages (divide by 100)” under Data.",
-    "percent_auto": "Tick “Scores are percentages (divide by 100)” under Data (if they really "
-    "are logits, choose logits under “Scores are”).",
+    "percent": f"tick {_PERCENT}.",
+    "percent_auto": f"Tick {_PERCENT} (if they really are logits, choose logits under "
+    f"{_SCORES_ARE}).",
+    "scores_logits": f"If they are logits, choose logits under {_SCORES_ARE} (or name the "
+    f"columns logit_* in the file).",
+    "percent_logits": f"Untick {_PERCENT}, or choose probabilities (or detect) under "
+    f"{_SCORES_ARE} if the values really are percentages.",
+    "positive_class": "Name the score column after the label whose probability it holds "
+    "(p_<label>, e.g. p_spam for the label spam), or give one score column per class.",
+    "positive_class_index": "Write the label as the class index (0 or 1, in plain digits) in "
+    "the file, or write the labels as names and name the score column after the label whose "
+    "probability it holds (p_<label>).",
+    "label_array": "Save the true labels in the archive as an array named labels.",
+    "encoding": "Re-save the file as UTF-8 (in Excel: File > Save As > CSV UTF-8) and upload that.",
 }
 
 
@@ -57,8 +74,12 @@ def page_message(message) -> str:
     'f.csv: 2 rows renormalised.'
     """
     text = str(message)
-    option, fix = getattr(message, "option", None), getattr(message, "fix", None)
-    page = PAGE_FIXES.get(option)
-    if page is None or not fix or fix not in text:
-        return text
-    return text.replace(fix, page)
+    fixes = getattr(message, "fixes", None)
+    if fixes is None:  # an Advice or a plain text: one fix at most
+        option, fix = getattr(message, "option", None), getattr(message, "fix", None)
+        fixes = ((option, fix),) if option and fix else ()
+    for option, fix in fixes:
+        page = PAGE_FIXES.get(option)
+        if page is not None and fix in text:
+            text = text.replace(fix, page)
+    return text
