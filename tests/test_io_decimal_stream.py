@@ -4,9 +4,11 @@ column, first cell, option and fix) instead of "no score columns found"."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import calcore
+import calcore.io
 
 #: A spreadsheet's export in a locale with decimal commas: ';' between the fields.
 EU = "label;p_cat;p_dog\ncat;0,75;0,25\ndog;0,1;0,9\ncat;1;0\n"
@@ -59,3 +61,85 @@ def test_text_with_commas_is_not_taken_for_numbers(tmp_path):
     path = tmp_path / "notes.csv"
     path.write_text("note;label;p_a;p_b\n1,5 kg;a;0.5;0.5\n2,5 kg;b;0.25;0.75\n")
     assert calcore.scan(path).class_names == ("a", "b")
+
+
+def _pair(tmp_path, n: int = 2_000):
+    """The same predictions as a ';'-separated CSV with decimal points and with decimal
+    commas: every digit a float has (repr), exponents, signs and integers included."""
+    rng = np.random.default_rng(11)
+    probs = rng.dirichlet([0.3, 0.3, 0.3], size=n)  # some tiny values: exponents in repr
+    probs[::97] = [1, 0, 0]  # integers among them
+    labels = rng.integers(0, 3, n)
+    rows = [
+        f"{'abc'[y]};" + ";".join(repr(float(v)) for v in p)
+        for y, p in zip(labels, probs, strict=True)
+    ]
+    point = "label;p_a;p_b;p_c\n" + "\n".join(rows) + "\n"
+    assert "e-" in point  # the exponent form is exercised
+    comma = point.replace(".", ",")
+    (tmp_path / "point").mkdir()
+    (tmp_path / "comma").mkdir()
+    (tmp_path / "point" / "p.csv").write_text(point)
+    (tmp_path / "comma" / "p.csv").write_text(comma)
+    return tmp_path / "point" / "p.csv", tmp_path / "comma" / "p.csv"
+
+
+def _streamed(path, batch_rows=300, **options):
+    batches = list(calcore.scan(path, batch_rows=batch_rows, **options).batches())
+    return (
+        np.concatenate([b.preds.probs for b in batches]),
+        np.concatenate([b.preds.labels for b in batches]),
+    )
+
+
+def test_decimal_comma_reads_exactly_the_numbers_of_the_point_file(tmp_path):
+    point, comma = _pair(tmp_path)
+    want = calcore.load_predictions(point)
+    got = calcore.load_predictions(comma, decimal=",")
+    np.testing.assert_array_equal(got.probs, want.probs)  # exactly equal, not close
+    np.testing.assert_array_equal(got.labels, want.labels)
+    splits = calcore.io.load_splits(comma, decimal=",")
+    np.testing.assert_array_equal(splits["all"].probs, want.probs)
+    assert calcore.inspect_table(comma, decimal=",").problems == ()
+
+
+@pytest.mark.parametrize("batch_rows", [300, 2], ids=["pieces_of_300_rows", "of_2_rows"])
+def test_a_streamed_decimal_comma_file_reads_the_same_numbers(tmp_path, monkeypatch, batch_rows):
+    import calcore.io._csv_stream as csv_stream
+
+    monkeypatch.setattr(csv_stream, "MIN_PIECE_BYTES", 16)  # pieces of about batch_rows lines
+    point, comma = _pair(tmp_path)
+    want_probs, want_labels = _streamed(point)
+    got_probs, got_labels = _streamed(comma, batch_rows, decimal=",")
+    np.testing.assert_array_equal(got_probs, want_probs)
+    np.testing.assert_array_equal(got_labels, want_labels)
+    np.testing.assert_array_equal(got_probs, calcore.load_predictions(point).probs)
+
+
+def test_a_directory_of_decimal_comma_files_streams_with_the_option(tmp_path):
+    point, comma = _pair(tmp_path, n=400)
+    (tmp_path / "comma" / "q.csv").write_bytes(comma.read_bytes())
+    probs, _ = _streamed(tmp_path / "comma", decimal=",")
+    once = calcore.load_predictions(point).probs
+    np.testing.assert_array_equal(probs, np.concatenate([once, once]))
+
+
+def test_a_decimal_point_in_a_decimal_comma_file_is_named(tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_text("label;p_a;p_b\na;0,5;0,5\nb;0.25;0,75\n")
+    for read in (calcore.load_predictions, lambda p, **o: list(calcore.scan(p, **o).batches())):
+        with pytest.raises(calcore.CalcoreError) as caught:
+            read(path, decimal=",")
+        message = str(caught.value)
+        assert message.startswith("mixed.csv, line 3, column 'p_a': value '0.25' is not a number")
+        assert "with a ',' decimal comma" in message
+
+
+def test_decimal_comma_is_refused_for_comma_separated_fields(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text("label,p_a,p_b\na,0.5,0.5\n")
+    for read in (calcore.load_predictions, calcore.scan, calcore.inspect_table):
+        with pytest.raises(calcore.CalcoreError, match="c.csv: decimal=',' was given, but the"):
+            read(path, decimal=",")
+    with pytest.raises(calcore.CalcoreError, match="decimal must be '.' or ','"):
+        calcore.load_predictions(path, decimal=";")

@@ -1,11 +1,14 @@
-"""Numbers written with a decimal comma (``0,25``): found in a CSV's first rows, and an
-exact conversion of such a file to a decimal point, for a person who asks for it.
+"""Numbers written with a decimal comma (``0,25``): found in a CSV's first rows, read on
+request, and an exact conversion of such a file to a decimal point.
 
-calcore reads numbers with a ``.`` decimal point only, so a CSV saved by a spreadsheet
-in a locale with decimal commas (usually with ``;`` between fields) has no numeric
-column: without this check it was told "no score columns found". Detection names the
-file, the column and the first cell; nothing is converted unless asked
-(:func:`decimal_comma_to_point`).
+calcore reads numbers with a ``.`` decimal point unless asked otherwise, so a CSV saved
+by a spreadsheet in a locale with decimal commas (usually with ``;`` between fields) has
+no numeric column: without this check it was told "no score columns found". Detection
+names the file, the column and the first cell, for the whole-file loader and the
+streamed reader alike (:func:`with_decimal_commas`); nothing is read as a number unless
+asked: ``decimal=","`` of the loaders (:func:`with_decimal`; pandas' parser reads the
+comma itself, exactly), or :func:`decimal_comma_to_point`, which writes the file with
+points for other tools (and for the dashboard's upload, converted before it is cached).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ __all__ = [
     "decimal_comma_columns",
     "decimal_comma_problem",
     "decimal_comma_to_point",
+    "check_decimal",
+    "with_decimal",
     "with_decimal_commas",
 ]
 
@@ -28,10 +33,7 @@ __all__ = [
 _COMMA_NUMBER = re.compile(r"[+-]?(?:\d+,\d*|,\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 #: What the message tells to do, in calcore's terms (the dashboard shows its own control).
-DECIMAL_FIX = (
-    "Save the file with '.' as the decimal point, or convert it with "
-    "calcore.io.decimal_comma_to_point."
-)
+DECIMAL_FIX = "Pass decimal=',' to read them (or save the file with '.' as the decimal point)."
 
 
 def decimal_comma_columns(columns, preview, *, skip=()) -> list[tuple[str, int, str]]:
@@ -77,6 +79,34 @@ def decimal_comma_problem(source: str, found, delimiter: str) -> Advice:
         DECIMAL_FIX,
         "decimal",
     )
+
+
+def check_decimal(decimal) -> str:
+    """``decimal`` (the loader's option), checked: ``"."`` or ``","``."""
+    if decimal not in (".", ","):
+        raise CalcoreError(f"decimal must be '.' or ',', got {decimal!r}.")
+    return decimal
+
+
+def with_decimal(layout, decimal: str, source: str):
+    """A CSV layout whose numbers are read with the decimal mark ``decimal``.
+
+    Raises
+    ------
+    CalcoreError
+        ``decimal=","`` for a file whose fields are separated by commas (a decimal comma
+        there would split the number in two).
+    """
+    if decimal == ".":
+        return layout
+    if layout.delimiter == ",":
+        raise CalcoreError(
+            f"{source}: decimal=',' was given, but the fields are separated by commas, so no "
+            f"number in it can have a decimal comma. Drop decimal=','."
+        )
+    from dataclasses import replace
+
+    return replace(layout, decimal=decimal)
 
 
 def with_decimal_commas(roles, columns, preview, source: str, delimiter: str):

@@ -21,6 +21,7 @@ from calcore._validation import (
 from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._csv_stream import open_source_bounded
+from calcore.io._decimal import check_decimal
 from calcore.io._labels import class_labels, split_of_rows
 from calcore.io._load_report import LoadReport
 from calcore.io._scan import metadata_columns, read_table, scan
@@ -87,6 +88,7 @@ def _open_table(
     max_decoded_bytes,
     weight_column=None,
     slice_columns=None,
+    decimal=".",
 ):
     src = open_source_bounded(path_or_buffer, name=name)
     sc = scan(
@@ -98,6 +100,7 @@ def _open_table(
         max_decoded_bytes=max_decoded_bytes,
         weight_column=weight_column,
         slice_columns=slice_columns,
+        decimal=decimal,
     )
     if sc.roles.problems:
         raise CalcoreError.from_advice(sc.roles.problems[0])
@@ -476,6 +479,7 @@ def prepare_table(
     weight_column=None,
     percent=False,
     slice_columns=None,
+    decimal=".",
 ):
     table = _open_table(
         path_or_buffer,
@@ -487,6 +491,7 @@ def prepare_table(
         max_decoded_bytes=max_decoded_bytes,
         weight_column=weight_column,
         slice_columns=slice_columns,
+        decimal=check_decimal(decimal),
     )
     split_values = _split_values(table)
     classes = _classes(table, positive_class)

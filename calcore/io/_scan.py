@@ -10,7 +10,7 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore.io._columns import Roles, detect_roles, pick_weight, weight_candidates
 from calcore.io._csv import read_csv_columns, record_lines, scan_csv
-from calcore.io._decimal import with_decimal_commas
+from calcore.io._decimal import with_decimal, with_decimal_commas
 from calcore.io._metadata import metadata_from_arrow, metadata_from_text
 from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
@@ -36,7 +36,7 @@ class Scan:
     slice_columns: tuple[str, ...] = ()  # NPZ: arrays named for slicing (checked when read)
 
 
-def numeric_in_preview(columns, preview, csv: bool):
+def numeric_in_preview(columns, preview, csv: bool, decimal: str = "."):
     position = {c: j for j, c in enumerate(columns)}
 
     def is_numeric(col: str) -> tuple[bool, str]:
@@ -44,7 +44,7 @@ def numeric_in_preview(columns, preview, csv: bool):
         values = [(i, row[j]) for i, row in enumerate(preview) if j < len(row) and row[j].strip()]
         for _, v in values:
             try:
-                float(v)
+                float(v.replace(",", ".") if decimal == "," else v)
                 return True, ""
             except ValueError:
                 pass
@@ -121,6 +121,7 @@ def scan(
     weight_column=None,
     peek: bool = False,
     slice_columns=None,
+    decimal: str = ".",
 ) -> Scan:
     """Detect layout and column roles; read values only for NPZ (whole arrays, or with
     ``peek`` the headers and first rows, for inspecting). ``slice_columns`` are kept as
@@ -154,8 +155,8 @@ def scan(
         )
         delimiter = None
     else:
-        layout = scan_csv(src)
-        is_numeric = numeric_in_preview(layout.columns, layout.preview, True)
+        layout = with_decimal(scan_csv(src), decimal, src.name)
+        is_numeric = numeric_in_preview(layout.columns, layout.preview, True, layout.decimal)
         delimiter = layout.delimiter
     found = []  # several weight columns: a problem the user fixes with a choice
     weight = pick_weight(layout.columns, weight_column, src.name, problems=found)
@@ -170,7 +171,7 @@ def scan(
             ignored_reasons=roles.ignored_reasons + ("a possible weight column",) * len(unsure),
             problems=(*found, *roles.problems),
         )
-    if delimiter not in (None, ","):
+    if delimiter not in (None, ",") and decimal == ".":
         roles = with_decimal_commas(roles, layout.columns, layout.preview, src.name, delimiter)
     if sliced:
         roles = replace(
