@@ -10,7 +10,7 @@ option, or with one the page has no control for, is shown as calcore wrote it.
 
 from __future__ import annotations
 
-__all__ = ["DECIMAL_LABEL", "PAGE_FIXES", "page_message"]
+__all__ = ["DATASET_FIXES", "DECIMAL_LABEL", "PAGE_FIXES", "dataset_message", "page_message"]
 
 #: The checkbox that reads a decimal-comma CSV (:mod:`dashboard.calibration.decimals`).
 DECIMAL_LABEL = "Numbers use a decimal comma (0,25 = 0.25)"
@@ -48,14 +48,55 @@ PAGE_FIXES = {
 }
 
 
-def page_message(message) -> str:
+#: calcore option -> what to do for a dataset on the server, which the page opens as
+#: detected (no Data panel): what to change in the files.
+DATASET_FIXES = {
+    "label_column": "Name the label column label in the files (datasets on the server are "
+    "read as detected).",
+    "split_column": "Keep one column named split in the files.",
+    "score_columns": "Name the score columns after their classes in the files (p_<class>, "
+    "or logit_<class> for logits).",
+    "weight_column": "Keep one column with a weight name in the files.",
+    "decimal": "Save the files with a point as the decimal mark (0.25): datasets on the "
+    "server are read as they are.",
+    "file": "Save it as CSV (File > Save As > CSV UTF-8) in the data directory.",
+    "renormalize": "Fix the scores in the files (each row must sum to 1).",
+    "percent": "divide them by 100 in the files.",
+    "percent_auto": "Divide them by 100 in the files (if they really are logits, name the "
+    "columns logit_<class>).",
+    "scores_logits": "If they are logits, name the columns logit_<class> in the files.",
+    "positive_class": PAGE_FIXES["positive_class"],
+    "positive_class_index": PAGE_FIXES["positive_class_index"],
+    "label_array": PAGE_FIXES["label_array"],
+    "encoding": "Re-save the files as UTF-8 (in Excel: File > Save As > CSV UTF-8).",
+}
+
+
+def dataset_message(message) -> str:
+    """``message`` with calcore's fix replaced by what to change in a server dataset's files
+    (:data:`DATASET_FIXES`), as :func:`page_message` does for an upload.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> fix = "Pass decimal=',' to read them."
+    >>> dataset_message(calcore.CalcoreError(f"a.csv: decimal commas. {fix}",
+    ...                                      option="decimal", fix=fix))[:60]
+    'a.csv: decimal commas. Save the files with a point as the de'
+    """
+    return page_message(message, fixes=DATASET_FIXES)
+
+
+def page_message(message, *, fixes: dict | None = None) -> str:
     """``message`` (an exception or a text) with calcore's fix replaced by the page's.
 
     Parameters
     ----------
     message : calcore.CalcoreError, calcore._errors.Advice or str
-        What calcore said; ``option`` and ``fix`` attributes, when present, say which
-        option fixes it and which sentence says so.
+        What calcore said; ``option`` and ``fix`` attributes (an error's ``fixes``: every
+        such pair), when present, say which option fixes it and which sentence says so.
+    fixes : dict, optional
+        The page's words by option (default :data:`PAGE_FIXES`).
 
     Returns
     -------
@@ -74,12 +115,13 @@ def page_message(message) -> str:
     'f.csv: 2 rows renormalised.'
     """
     text = str(message)
-    fixes = getattr(message, "fixes", None)
-    if fixes is None:  # an Advice or a plain text: one fix at most
+    words = PAGE_FIXES if fixes is None else fixes
+    pairs = getattr(message, "fixes", None)
+    if pairs is None:  # an Advice or a plain text: one fix at most
         option, fix = getattr(message, "option", None), getattr(message, "fix", None)
-        fixes = ((option, fix),) if option and fix else ()
-    for option, fix in fixes:
-        page = PAGE_FIXES.get(option)
+        pairs = ((option, fix),) if option and fix else ()
+    for option, fix in pairs:
+        page = words.get(option)
         if page is not None and fix in text:
             text = text.replace(fix, page)
     return text

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
-from test_app import metrics_table, run_app, upload
+from test_app import metrics_table, new_app, run_app, upload
 
 import calcore
 from dashboard.calibration.messages import PAGE_FIXES, page_message
@@ -166,3 +166,34 @@ def test_every_fix_of_an_error_is_reworded():
     text = page_message(caught.value)
     assert PAGE_FIXES["renormalize"] in text and text.endswith(PAGE_FIXES["scores_logits"])
     assert "=" not in text
+
+
+def test_a_server_dataset_with_decimal_commas_says_what_to_change_in_its_files(
+    tmp_path, monkeypatch
+):
+    from dashboard.calibration import server
+    from dashboard.calibration.messages import DATASET_FIXES
+
+    labels, p = _scores()
+    rows = [r.replace(",", ";").replace(".", ",") for r in _rows(labels, p)]
+    (tmp_path / "eu.csv").write_text("label;p_a;p_b;p_c\n" + "\n".join(rows) + "\n")
+    monkeypatch.setenv("CALCORE_DATA_DIR", str(tmp_path))
+    server._OPENED.clear()
+    try:
+        at = new_app({"data": "eu.csv", "boot": "0"})
+        at.run()
+    finally:
+        server._OPENED.clear()
+    error = _only_error(at)
+    assert error.startswith("Could not open eu.csv. eu.csv: column 'p_a' (and 2 more")
+    assert "decimal comma (line 2: '" in error and "no score columns" not in error
+    assert error.endswith(DATASET_FIXES["decimal"]) and not PYTHON.search(error)
+    # what calcore says instead is right: the option reads the file
+    assert calcore.scan(tmp_path / "eu.csv", decimal=",").class_names == ("a", "b", "c")
+
+
+def test_the_dataset_words_speak_no_python():
+    from dashboard.calibration.messages import DATASET_FIXES
+
+    for option, words in DATASET_FIXES.items():
+        assert not PYTHON.search(words) and "'" not in words, (option, words)
