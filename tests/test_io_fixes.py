@@ -102,3 +102,8 @@ def test_several_weight_columns_are_a_detection_problem_with_the_same_message(tm
         assert str(caught.value) == problem and caught.value.option == "weight_column"
     chosen = calcore.inspect_table(data, name="w.csv", weight_column="Weights")
     assert chosen.problems == () and chosen.weight_column == "Weights"
+
+
+def test_a_blank_column_name_names_its_fix():
+    err = _error(b",label,p_a,p_b\n0,a,0.5,0.5\n")
+    assert err.option == "header_names" and str(err).endswith(err.fix)

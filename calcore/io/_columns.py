@@ -145,10 +145,15 @@ def check_header_names(columns: Sequence[str], *, source: str) -> None:
     and on names that print alike but differ in their code points (NFC vs NFD)."""
     blank = [j + 1 for j, c in enumerate(columns) if not c.strip()]
     if blank:
+        fix = (
+            "Give every column a name; a blank first name usually means the file was written "
+            "with its index (use index=False in DataFrame.to_csv)."
+        )
         raise CalcoreError(
             f"{source}: header (line 1) has blank column name(s) at position(s) {blank[:20]} "
-            f"(1-based). Give every column a name; a blank first name usually means the "
-            f"file was written with its index (use index=False in DataFrame.to_csv)."
+            f"(1-based). {fix}",
+            option="header_names",  # fixed in the file, whatever reads it
+            fix=fix,
         )
     seen: dict[str, int] = {}
     dupes = []

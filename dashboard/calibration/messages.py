@@ -45,6 +45,9 @@ PAGE_FIXES = {
     "probability it holds (p_<label>).",
     "label_array": "Save the true labels in the archive as an array named labels.",
     "encoding": "Re-save the file as UTF-8 (in Excel: File > Save As > CSV UTF-8) and upload that.",
+    "header_names": "Give every column a name in the file; a blank first name usually means "
+    "the row numbers were saved as a column (the index, in pandas): name that column or leave "
+    "it out.",
 }
 
 
@@ -68,6 +71,7 @@ DATASET_FIXES = {
     "positive_class": PAGE_FIXES["positive_class"],
     "positive_class_index": PAGE_FIXES["positive_class_index"],
     "label_array": PAGE_FIXES["label_array"],
+    "header_names": PAGE_FIXES["header_names"],
     "encoding": "Re-save the files as UTF-8 (in Excel: File > Save As > CSV UTF-8).",
 }
 

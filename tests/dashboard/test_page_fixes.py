@@ -143,6 +143,15 @@ def test_bytes_that_are_not_utf8_say_how_to_resave():
     _page_words(error, "encoding")
 
 
+def test_a_blank_column_name_says_what_to_change_in_the_file():
+    labels, p = _scores()
+    rows = [f"{k},{r}" for k, r in enumerate(_rows(labels, p))]
+    at = upload(run_app({"m": "none"}), "ix.csv", _csv(",label,p_a,p_b,p_c", rows))
+    error = _only_error(at)
+    assert "ix.csv: header (line 1) has blank column name(s) at position(s) [1]" in error
+    _page_words(error, "header_names")
+
+
 def test_two_weight_columns_point_at_the_weight_menu():
     labels, p = _scores()
     rows = [f"{r},1,2" for r in _rows(labels, p)]
