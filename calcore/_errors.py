@@ -13,6 +13,7 @@ __all__ = [
     "CalcoreError",
     "EmptySplitError",
     "CalcoreWarning",
+    "LOGITS_FIX",
     "quoted",
     "quoted_list",
     "QUOTED_CHARS",
@@ -51,17 +52,64 @@ class CalcoreError(ValueError):
     fix : str or None
         The sentence of the message that says how to fix it in calcore's terms
         ("Pass label_column='<name>' to choose one."), to be replaced as a whole.
+    also : tuple of (str, str)
+        Further ``(option, fix)`` pairs of the message, when it says more than one way
+        out (a probability error of scores read as probabilities by detection also says
+        how to read them as logits); :attr:`fixes` lists them all.
     """
 
     option: str | None = None
     fix: str | None = None
+    also: tuple[tuple[str, str], ...] = ()
 
-    def __init__(self, *args, option: str | None = None, fix: str | None = None):
+    def __init__(
+        self,
+        *args,
+        option: str | None = None,
+        fix: str | None = None,
+        also: Iterable[tuple[str, str]] = (),
+    ):
         super().__init__(*args)
         if option is not None:
             self.option = option
         if fix is not None:
             self.fix = fix
+        also = tuple((o, f) for o, f in also)
+        if also:
+            self.also = also
+
+    @property
+    def fixes(self) -> tuple[tuple[str, str], ...]:
+        """Every ``(option, fix)`` pair of the message: :attr:`option` and :attr:`fix`
+        first (when both are set), then :attr:`also`."""
+        first = ((self.option, self.fix),) if self.option and self.fix else ()
+        return first + tuple(self.also)
+
+    def extended(
+        self, text: str, *, option: str | None = None, fix: str | None = None
+    ) -> "CalcoreError":
+        """A :class:`CalcoreError` with ``text`` after this message, keeping its fixes.
+
+        Parameters
+        ----------
+        text : str
+            What to add (a sentence or a parenthesis).
+        option, fix : str, optional
+            The option and the sentence of ``text`` that fixes the problem, if any: they
+            come after this error's own.
+
+        Examples
+        --------
+        >>> err = CalcoreError("f.csv: rows do not sum to 1. Pass renormalize=True.",
+        ...                    option="renormalize", fix="Pass renormalize=True.")
+        >>> fix = "If they are logits, pass scores='logits'."
+        >>> more = err.extended(fix, option="scores_logits", fix=fix)
+        >>> [option for option, _ in more.fixes]
+        ['renormalize', 'scores_logits']
+        """
+        pairs = self.fixes + (((option, fix),) if option and fix else ())
+        first = pairs[0] if pairs else (None, None)
+        return CalcoreError(f"{self} {text}", option=first[0], fix=first[1], also=pairs[1:])
 
     @classmethod
     def from_advice(cls, message: str) -> "CalcoreError":
@@ -69,6 +117,11 @@ class CalcoreError(ValueError):
         return cls(
             str(message), option=getattr(message, "option", None), fix=getattr(message, "fix", None)
         )
+
+
+#: How to read scores that fail as probabilities as logits, in calcore's terms (the
+#: ``"scores_logits"`` option of :class:`CalcoreError`).
+LOGITS_FIX = "If these are logits, load them as logits (scores='logits')."
 
 
 class Advice(str):

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from calcore._errors import CalcoreError, quoted, quoted_list
+from calcore._errors import LOGITS_FIX, CalcoreError, quoted, quoted_list
 from calcore._limits import MAX_TOTAL_WEIGHT
 
 __all__ = [
@@ -192,16 +192,18 @@ def check_probs(
         i, j = _first_bad(arr < 0)
         raise CalcoreError(
             f"{ctx.where(i, j)}: probability {arr[i, j].item()!r} is negative. "
-            f"Probabilities must lie in [0, 1]; if these are logits, load them as logits "
-            f"(scores='logits')."
+            f"Probabilities must lie in [0, 1]. {LOGITS_FIX}",
+            option="scores_logits",
+            fix=LOGITS_FIX,
         )
     # A value above 1 by less than the row-sum tolerance is rounding, like a row sum within it.
     if arr.max() > 1.0 + tol and not renormalize:
         i, j = _first_bad(arr > 1.0 + tol)
         raise CalcoreError(
             f"{ctx.where(i, j)}: probability {arr[i, j].item()!r} is greater than 1. "
-            f"Probabilities must lie in [0, 1]; if these are logits or unnormalised scores, load "
-            f"them as logits (scores='logits')."
+            f"Probabilities must lie in [0, 1] (unnormalised scores are logits too). {LOGITS_FIX}",
+            option="scores_logits",
+            fix=LOGITS_FIX,
         )
     deviation = np.abs(sums - 1.0)
     off = deviation > tol
@@ -509,8 +511,9 @@ def check_binary_probs(p, *, ctx: InputContext = InputContext("probs")) -> np.nd
         i, j = _first_bad(outside)
         raise CalcoreError(
             f"{ctx.where(i, j)}: probability {col[i, 0].item()!r} is outside [0, 1]. A single "
-            f"score column must hold P(positive class); if these are logits, load them as logits "
-            f"(scores='logits')."
+            f"score column must hold P(positive class). {LOGITS_FIX}",
+            option="scores_logits",
+            fix=LOGITS_FIX,
         )
     return np.column_stack([1.0 - col[:, 0], col[:, 0]])
 

@@ -314,7 +314,7 @@ def _scan_outcome(c: dict, **scan_options):
 
 def _before_kind_basis(message: str) -> str:
     """A message without its closing note on why the scores were read as probabilities."""
-    return message.split(" (scores='auto' read them as")[0]
+    return message.split(" (They were read as probabilities")[0]
 
 
 @pytest.mark.timeout(120)

@@ -217,9 +217,9 @@ def test_values_out_of_range_after_division_mention_percent(tmp_path):
         calcore.load_predictions(path, percent=True)
     message = str(err.value)
     assert "line 4" in message and "sum to 1.05" in message
-    assert "percent=True divided the file's values by 100" in message
+    assert "Read as percentages, the file's values were divided by 100" in message
     values[2] = [20.0, -5.0, 85.0]
-    with pytest.raises(CalcoreError, match="is negative.*percent=True divided"):
+    with pytest.raises(CalcoreError, match="is negative.*Read as percentages, the file's values"):
         calcore.load_predictions(_csv(path, values), percent=True)
 
 

@@ -27,6 +27,7 @@ def load_predictions(
     weight_column: str | None = None,
     percent: bool = False,
     slice_columns: Sequence[str] | None = None,
+    decimal: str = ".",
 ) -> Predictions:
     """Load predicted scores and true labels from a CSV, Parquet or NPZ file.
 
@@ -105,6 +106,13 @@ def load_predictions(
         (:class:`calcore.metadata.MetadataColumn`): its kind and number of values are
         in the load report; a text column with more than 1,000 distinct values (an id)
         is counted, not kept.
+    decimal : {".", ","}, default "."
+        The decimal mark of a CSV's numbers: ``","`` reads ``0,25`` as 0.25, exactly (the
+        same correctly rounded conversion as ``0.25``), for a file saved by a spreadsheet
+        in a locale with decimal commas (fields then separated by ``;`` or tabs: refused
+        with ``,``). A cell with a decimal point is then not a number. Parquet and NPZ
+        store numbers, not text: the option does not apply to them. Without it, such a
+        file is refused naming its column and first cell.
 
     Returns
     -------
@@ -159,7 +167,7 @@ def load_predictions(
     *CSV dialect.* Delimiter comma, semicolon or tab (sniffed from the header),
     UTF-8 with or without BOM, LF or CRLF, standard quoting (``"0.5"`` is a
     number). Thousands separators and decimal commas are not numbers (spaces
-    around a number are tolerated).
+    around a number are tolerated), unless ``decimal=","``.
 
     Examples
     --------
@@ -187,6 +195,7 @@ def load_predictions(
         weight_column=weight_column,
         percent=percent,
         slice_columns=slice_columns,
+        decimal=decimal,
     )
     rows = None
     if split is not None:
@@ -231,6 +240,7 @@ def load_splits(
     max_decoded_bytes: int | None = None,
     weight_column: str | None = None,
     percent: bool = False,
+    decimal: str = ".",
 ) -> dict[str, Predictions]:
     """Load a file once and return its calibration and test rows separately.
 
@@ -238,7 +248,7 @@ def load_splits(
     ----------
     path_or_buffer, label_column, scores, split_column, renormalize, positive_class, name
         As in :func:`load_predictions`.
-    score_columns, max_decoded_bytes, weight_column, percent
+    score_columns, max_decoded_bytes, weight_column, percent, decimal
         As in :func:`load_predictions`.
 
     Returns
@@ -281,6 +291,7 @@ def load_splits(
         positive_class=positive_class,
         weight_column=weight_column,
         percent=percent,
+        decimal=decimal,
     )
     common = dict(
         auto=scores == "auto" and table.kind_hint is None and not percent,

@@ -36,6 +36,7 @@ __all__ = [
     "check_header_names",
     "not_a_column",
     "pick_weight",
+    "weight_candidates",
     "WEIGHT_NAMES",
     "LABEL_NAMES",
     "PREFIXES",
@@ -56,15 +57,21 @@ LOGIT_PREFIXES = frozenset({"logits_", "logit_"})
 WEIGHT_NAMES = ("weight", "weights", "sample_weight", "example_weight")
 
 
-def pick_weight(columns, weight_column, source: str) -> str | None:
+def pick_weight(columns, weight_column, source: str, *, problems=None) -> str | None:
     """The weight column: the one named, else the one with a weight name, else none;
     ``weight_column=False``: none, whatever the names (a ``weight`` column is then an
     ordinary column).
 
+    With a list ``problems``, several columns with a weight name are a detection problem
+    appended to it (an :class:`~calcore._errors.Advice`; none is picked) rather than an
+    error: a caller that inspects the file (the dashboard's Data panel, with its Weight
+    column menu) can then still show the columns to choose from.
+
     Raises
     ------
     CalcoreError
-        ``weight_column`` is not a column, or several columns have a weight name.
+        ``weight_column`` is not a column, or several columns have a weight name (without
+        ``problems``).
     """
     if weight_column is False:
         return None
@@ -74,13 +81,21 @@ def pick_weight(columns, weight_column, source: str) -> str | None:
         return weight_column
     found = [c for c in columns if c.lower() in WEIGHT_NAMES]
     if len(found) > 1:
-        fix = "Pass weight_column='<name>' (or weight_column=False for none)."
-        raise CalcoreError(
-            f"{source}: several weight columns [{quoted_list(found)}]. {fix}",
-            option="weight_column",
-            fix=fix,
+        problem = advice(
+            f"{source}: several weight columns [{quoted_list(found)}].",
+            "Pass weight_column='<name>' (or weight_column=False for none).",
+            "weight_column",
         )
+        if problems is None:
+            raise CalcoreError.from_advice(problem)
+        problems.append(problem)
+        return None
     return found[0] if found else None
+
+
+def weight_candidates(columns) -> tuple[str, ...]:
+    """The columns with a weight name (several: none is taken for weights or scores)."""
+    return tuple(c for c in columns if c.lower() in WEIGHT_NAMES)
 
 
 @dataclass(frozen=True)
@@ -130,10 +145,15 @@ def check_header_names(columns: Sequence[str], *, source: str) -> None:
     and on names that print alike but differ in their code points (NFC vs NFD)."""
     blank = [j + 1 for j, c in enumerate(columns) if not c.strip()]
     if blank:
+        fix = (
+            "Give every column a name; a blank first name usually means the file was written "
+            "with its index (use index=False in DataFrame.to_csv)."
+        )
         raise CalcoreError(
             f"{source}: header (line 1) has blank column name(s) at position(s) {blank[:20]} "
-            f"(1-based). Give every column a name; a blank first name usually means the "
-            f"file was written with its index (use index=False in DataFrame.to_csv)."
+            f"(1-based). {fix}",
+            option="header_names",  # fixed in the file, whatever reads it
+            fix=fix,
         )
     seen: dict[str, int] = {}
     dupes = []

@@ -59,6 +59,11 @@ _NUMBER = re.compile(
     r"[ \t]*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|nan|inf|infinity)[ \t]*",
     re.IGNORECASE,
 )
+# The same with a decimal comma (``decimal=","``): ``0,25``, ``,5``, ``1,5e-3``.
+_NUMBER_COMMA = re.compile(
+    r"[ \t]*[+-]?(?:(?:\d+,?\d*|,\d+)(?:[eE][+-]?\d+)?|nan|inf|infinity)[ \t]*",
+    re.IGNORECASE,
+)
 
 
 def _pandas_at_least(major: int, minor: int) -> bool:
@@ -94,6 +99,9 @@ class CsvLayout:
     first_byte : int or None
         For a streamed piece, the file offset of the body's first byte (messages name
         bytes of the whole file); None when the bytes are the whole file.
+    decimal : {".", ","}
+        The decimal mark of the numbers (``","`` only when the caller asks for it:
+        ``decimal=","`` of the loader).
     """
 
     body_start: int
@@ -105,6 +113,7 @@ class CsvLayout:
     first_line: int = 2
     ends_file: bool = True
     first_byte: int | None = None
+    decimal: str = "."
 
     @property
     def line_shift(self) -> int:
@@ -129,10 +138,14 @@ def _utf8_error(
             j = data.count(layout.delimiter.encode(), begin, offset)
             if j < len(layout.columns):
                 where += f", column {quoted(layout.columns[j])}"
+    fix = (
+        "Re-save the file as UTF-8 (e.g. 'CSV UTF-8' in Excel, or "
+        "df.to_csv(..., encoding='utf-8'))."
+    )
     return CalcoreError(
-        f"{source}, {where}: byte {shown} (0x{data[offset]:02x}) is not valid UTF-8. "
-        f"Re-save the file as UTF-8 (e.g. 'CSV UTF-8' in Excel, or "
-        f"df.to_csv(..., encoding='utf-8'))."
+        f"{source}, {where}: byte {shown} (0x{data[offset]:02x}) is not valid UTF-8. {fix}",
+        option="encoding",
+        fix=fix,
     )
 
 
@@ -389,6 +402,9 @@ def _read(src: Source, layout: CsvLayout, names, start: int, stop: int, **option
         skip_blank_lines=False,  # a blank line is a row of empty cells, as numbered
         keep_default_na=False,  # "NA", "null", ... are text, not missing
         encoding="utf-8",
+        # with "," pandas' converter reads 0,25 as 0.25 exactly (the same correctly
+        # rounded conversion: 0 ulp from float() of the text with a point)
+        decimal=layout.decimal,
         **options,
     )
 
@@ -695,14 +711,18 @@ def _parse_text_columns(
         raise CalcoreError(f"{src.name}: could not read the CSV data: {_brief(exc)}") from None
     values, first = {}, None
     position = {c: j for j, c in enumerate(names)}
+    comma = layout.decimal == ","
+    number = _NUMBER_COMMA if comma else _NUMBER
     for c in columns:
         cells = df[c].fillna("").to_numpy(dtype=object)
-        ok = np.array([v == "" or _NUMBER.fullmatch(v) is not None for v in cells], dtype=bool)
+        ok = np.array([v == "" or number.fullmatch(v) is not None for v in cells], dtype=bool)
         if not ok.all():
             i = int(np.argmax(~ok))
             here = (i, position[c], cells[i])
             first = min(first or here, here)
         else:
+            if comma:  # text to text, then Python's float(): exact
+                cells = np.array([v.replace(",", ".") for v in cells], dtype=object)
             values[c] = np.array([float(v) if v else np.nan for v in cells], dtype=np.float64)
     if first is not None:
         i, j, value = first
@@ -710,7 +730,8 @@ def _parse_text_columns(
         line = i + layout.first_line if lines is None else int(lines[i])
         raise CalcoreError(
             f"{src.name}, line {line}, column {quoted(layout.columns[j])}: value {quoted(value)} "
-            f"is not a number. Score and weight cells must be plain numbers with a '.' decimal "
-            f"point: no thousands separators, decimal commas or text. Fix the cell."
+            f"is not a number. Score and weight cells must be plain numbers with a "
+            f"{layout.decimal!r} decimal {'comma' if comma else 'point'}: no thousands "
+            f"separators, {'decimal points' if comma else 'decimal commas'} or text. Fix the cell."
         )
     return values

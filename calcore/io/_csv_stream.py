@@ -246,6 +246,7 @@ def _piece(name, header: bytes, base: CsvLayout, piece: bytes, first_line, first
         first_line=first_line,
         ends_file=ends_file,
         first_byte=first_byte,
+        decimal=base.decimal,
     )
     return Source(name, data, "csv"), layout
 

@@ -1,11 +1,14 @@
-"""Numbers written with a decimal comma (``0,25``): found in a CSV's first rows, and an
-exact conversion of such a file to a decimal point, for a person who asks for it.
+"""Numbers written with a decimal comma (``0,25``): found in a CSV's first rows, read on
+request, and an exact conversion of such a file to a decimal point.
 
-calcore reads numbers with a ``.`` decimal point only, so a CSV saved by a spreadsheet
-in a locale with decimal commas (usually with ``;`` between fields) has no numeric
-column: without this check it was told "no score columns found". Detection names the
-file, the column and the first cell; nothing is converted unless asked
-(:func:`decimal_comma_to_point`).
+calcore reads numbers with a ``.`` decimal point unless asked otherwise, so a CSV saved
+by a spreadsheet in a locale with decimal commas (usually with ``;`` between fields) has
+no numeric column: without this check it was told "no score columns found". Detection
+names the file, the column and the first cell, for the whole-file loader and the
+streamed reader alike (:func:`with_decimal_commas`); nothing is read as a number unless
+asked: ``decimal=","`` of the loaders (:func:`with_decimal`; pandas' parser reads the
+comma itself, exactly), or :func:`decimal_comma_to_point`, which writes the file with
+points for other tools (and for the dashboard's upload, converted before it is cached).
 """
 
 from __future__ import annotations
@@ -21,16 +24,16 @@ __all__ = [
     "decimal_comma_columns",
     "decimal_comma_problem",
     "decimal_comma_to_point",
+    "check_decimal",
+    "with_decimal",
+    "with_decimal_commas",
 ]
 
 #: A number with a decimal comma, or an integer (a column may hold both: ``1`` and ``0,5``).
 _COMMA_NUMBER = re.compile(r"[+-]?(?:\d+,\d*|,\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 #: What the message tells to do, in calcore's terms (the dashboard shows its own control).
-DECIMAL_FIX = (
-    "Save the file with '.' as the decimal point, or convert it with "
-    "calcore.io.decimal_comma_to_point."
-)
+DECIMAL_FIX = "Pass decimal=',' to read them (or save the file with '.' as the decimal point)."
 
 
 def decimal_comma_columns(columns, preview, *, skip=()) -> list[tuple[str, int, str]]:
@@ -76,6 +79,71 @@ def decimal_comma_problem(source: str, found, delimiter: str) -> Advice:
         DECIMAL_FIX,
         "decimal",
     )
+
+
+def check_decimal(decimal) -> str:
+    """``decimal`` (the loader's option), checked: ``"."`` or ``","``."""
+    if decimal not in (".", ","):
+        raise CalcoreError(f"decimal must be '.' or ',', got {decimal!r}.")
+    return decimal
+
+
+def with_decimal(layout, decimal: str, source: str):
+    """A CSV layout whose numbers are read with the decimal mark ``decimal``.
+
+    Raises
+    ------
+    CalcoreError
+        ``decimal=","`` for a file whose fields are separated by commas (a decimal comma
+        there would split the number in two).
+    """
+    if decimal == ".":
+        return layout
+    if layout.delimiter == ",":
+        raise CalcoreError(
+            f"{source}: decimal=',' was given, but the fields are separated by commas, so no "
+            f"number in it can have a decimal comma. Drop decimal=','."
+        )
+    from dataclasses import replace
+
+    return replace(layout, decimal=decimal)
+
+
+def with_decimal_commas(roles, columns, preview, source: str, delimiter: str):
+    """``roles`` (what :func:`calcore.io._columns.detect_roles` found) with a decimal-comma
+    problem first when the first rows write numbers with a decimal comma, and without
+    "no score columns found": the scores are there, written another way.
+
+    Shared by the whole-file loader and the streamed CSV reader (:func:`calcore.scan`),
+    so that both say the same (file, column, first cell, option and fix).
+
+    Parameters
+    ----------
+    roles : calcore.io._columns.Roles
+    columns : sequence of str
+        The header.
+    preview : sequence of sequence of str
+        The first rows, as text.
+    source : str
+        The file named in the message (the one whose first rows these are).
+    delimiter : str
+        The field separator; with ``","`` no cell can hold a decimal comma unquoted, and
+        nothing is looked for.
+
+    Returns
+    -------
+    calcore.io._columns.Roles
+    """
+    from dataclasses import replace
+
+    if delimiter == ",":
+        return roles
+    skip = {roles.label, roles.split, *roles.label_candidates} - {None}
+    found = decimal_comma_columns(columns, preview, skip=skip)
+    if not found:
+        return roles
+    rest = tuple(p for p in roles.problems if getattr(p, "option", None) != "score_columns")
+    return replace(roles, problems=(decimal_comma_problem(source, found, delimiter), *rest))
 
 
 def decimal_comma_to_point(data: bytes, *, name: str | None = None) -> bytes:

@@ -59,7 +59,8 @@ def inspect_table(
     split_column: str | None = None,
     score_columns: Sequence[str] | None = None,
     max_decoded_bytes: int | None = None,
-    weight_column: str | None = None,
+    weight_column: str | bool | None = None,
+    decimal: str = ".",
 ) -> TableSchema:
     """Describe a file's columns and what :func:`load_predictions` would detect.
 
@@ -74,6 +75,8 @@ def inspect_table(
         Name used in messages.
     label_column, split_column, score_columns, weight_column : optional
         The user's corrections, as in :func:`load_predictions`.
+    decimal : {".", ","}, default "."
+        As in :func:`load_predictions`.
     max_decoded_bytes : int, optional
         Size budget, as in :func:`load_predictions` (NPZ and Parquet are
         checked here; CSV when it is loaded). NPZ arrays are read only up to the
@@ -101,6 +104,7 @@ def inspect_table(
     """
     # pandas/pyarrow: loaded when a file is read
     from calcore.io._csv_stream import open_source_bounded
+    from calcore.io._decimal import check_decimal
     from calcore.io._scan import scan
 
     max_decoded_bytes = resolve_budget(max_decoded_bytes)
@@ -113,6 +117,7 @@ def inspect_table(
         scores="auto",
         max_decoded_bytes=max_decoded_bytes,
         weight_column=weight_column,
+        decimal=check_decimal(decimal),
         peek=True,  # NPZ: headers and the preview rows only; loading checks every value
     )
     guess, why = _guess(sc)

@@ -84,12 +84,19 @@ def _check_binary_index_forms(values: np.ndarray, uniq, column_class: str, ctx) 
             and int(u) in (0, 1)
         ):
             i = int(np.argmax(np.asarray(values).astype(str) == u))
+            fix = f"Write {int(u)}, or pass positive_class='<label value>' if the labels are names."
             raise CalcoreError(
                 f"{ctx.where(i)}: label {quoted(u, code_points=not u.isascii())} is written like "
                 f"the class index {int(u)} but not as one: an index is written with the ASCII "
-                f"digits 0-9 only, without sign, spaces, underscores or leading zeros. Write "
-                f"{int(u)}, or pass positive_class= if the labels are names."
+                f"digits 0-9 only, without sign, spaces, underscores or leading zeros. {fix}",
+                option="positive_class_index",  # a program without the option: fix the file
+                fix=fix,
             )
+
+
+#: How to say which label a single score column is for, in calcore's terms (option
+#: ``"positive_class"``).
+POSITIVE_FIX = "Pass positive_class='<label value>' to say which label the score column is for."
 
 
 def _binary_names(values: np.ndarray, column_class: str, positive_class, ctx) -> tuple[str, str]:
@@ -102,16 +109,15 @@ def _binary_names(values: np.ndarray, column_class: str, positive_class, ctx) ->
     positive = column_class if positive_class is None else str(positive_class)
     others = [u for u in uniq if u != positive]
     if len(others) > 1:
-        hint = (
-            "pass positive_class='<label value>' to say which label the score column is for"
-            if positive_class is None and positive not in uniq
-            else "a single score column only works for two classes"
-        )
-        raise CalcoreError(
+        problem = (
             f"{ctx.source}: one score column, so the problem is binary, but the labels take "
             f"the values [{quoted_list(uniq, limit=10, what='values')}] and P({quoted(positive)}) "
-            f"is the score; {hint}."
+            f"is the score."
         )
+        if positive_class is None and positive not in uniq:
+            fix = POSITIVE_FIX
+            raise CalcoreError(f"{problem} {fix}", option="positive_class", fix=fix)
+        raise CalcoreError(f"{problem} A single score column only works for two classes.")
     return (others[0] if others else f"not {positive}"), positive
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError, CalcoreWarning
+from calcore._errors import LOGITS_FIX, CalcoreError, CalcoreWarning
 from calcore._softmax import log_softmax_rows
 from calcore._validation import (
     InputContext,
@@ -21,6 +21,7 @@ from calcore._validation import (
 from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._csv_stream import open_source_bounded
+from calcore.io._decimal import check_decimal
 from calcore.io._labels import class_labels, split_of_rows
 from calcore.io._load_report import LoadReport
 from calcore.io._scan import metadata_columns, read_table, scan
@@ -37,6 +38,12 @@ class _Classes:
     kind: str
 
 
+#: How to undo percent=True with logits, in calcore's terms (option ``"percent_logits"``).
+PERCENT_LOGITS_FIX = (
+    "Drop percent=True, or pass scores='probs' (or 'auto') if the values really are percentages."
+)
+
+
 def check_options(scores, split, max_decoded_bytes, percent=False) -> int:
     """Check the options; return the decoded-size budget in bytes."""
     if scores not in ("auto", "probs", "logits"):
@@ -47,8 +54,10 @@ def check_options(scores, split, max_decoded_bytes, percent=False) -> int:
         raise CalcoreError(f"percent must be True or False, got {percent!r}.")
     if percent and scores == "logits":
         raise CalcoreError(
-            "percent=True divides probabilities given in percent by 100; logits are not "
-            "percentages. Pass scores='probs' (or 'auto') with percent=True, or drop percent=True."
+            f"Scores in percent are probabilities (divided by 100), and logits are not "
+            f"percentages: the options say both. {PERCENT_LOGITS_FIX}",
+            option="percent_logits",
+            fix=PERCENT_LOGITS_FIX,
         )
     return resolve_budget(max_decoded_bytes)
 
@@ -79,6 +88,7 @@ def _open_table(
     max_decoded_bytes,
     weight_column=None,
     slice_columns=None,
+    decimal=".",
 ):
     src = open_source_bounded(path_or_buffer, name=name)
     sc = scan(
@@ -90,6 +100,7 @@ def _open_table(
         max_decoded_bytes=max_decoded_bytes,
         weight_column=weight_column,
         slice_columns=slice_columns,
+        decimal=decimal,
     )
     if sc.roles.problems:
         raise CalcoreError.from_advice(sc.roles.problems[0])
@@ -177,7 +188,9 @@ def _basis(reason: str) -> str:
     """The part of a probabilities ``reason`` that an error message repeats."""
     if reason.startswith(_ALL_IN_RANGE):
         return "every value is in [0, 1]" + (FIRST_ROWS if reason.endswith(FIRST_ROWS) else "")
-    return reason.split(" (although")[0].replace(", which means probabilities", "")
+    basis = reason.split(" (although")[0].replace(", which means probabilities", "")
+    # said without the option's syntax: the message also reaches people without Python
+    return basis.replace("scores='auto' saw every row sum to 1", "every row sums to 1")
 
 
 def _percent_kind(table: RawTable, scores: str) -> tuple[str, str]:
@@ -192,9 +205,10 @@ def _percent_kind(table: RawTable, scores: str) -> tuple[str, str]:
         said = f"the score columns are named '{prefix}*'"
     if said is not None:
         raise CalcoreError(
-            f"{table.source}: percent=True applies to probabilities, but {said}, which means "
-            f"logits. Drop percent=True, or pass scores='probs' if the values really are "
-            f"percentages."
+            f"{table.source}: scores in percent are probabilities, but {said}, which means "
+            f"logits. {PERCENT_LOGITS_FIX}",
+            option="percent_logits",
+            fix=PERCENT_LOGITS_FIX,
         )
     if hint is not None:
         return hint
@@ -292,10 +306,8 @@ def validate_scores(scores, *, kind, auto, ctx, renormalize, reason="", percent=
             if not note:
                 raise
             if note.endswith(PERCENT_NOTE_FIX):
-                raise CalcoreError(
-                    f"{exc} {note}", option="percent", fix=PERCENT_NOTE_FIX
-                ) from None
-            raise CalcoreError(f"{exc} {note}", option=exc.option, fix=exc.fix) from None
+                raise exc.extended(note, option="percent", fix=PERCENT_NOTE_FIX) from None
+            raise exc.extended(note) from None
     if scores.shape[1] == 1:
         z = np.column_stack([np.zeros(len(scores)), scores[:, 0]])  # softmax([0, z]) = [1-s, s]
         names = ("reference logit 0", *(ctx.columns or ("column 0",)))
@@ -307,6 +319,11 @@ def validate_scores(scores, *, kind, auto, ctx, renormalize, reason="", percent=
     return probs, z, 0, None
 
 
+#: How to read as logits scores that detection read as probabilities (option
+#: ``"scores_logits"``).
+LOGITS_AUTO_FIX = "If they are logits, pass scores='logits' or name the columns logit_*."
+
+
 def _checked_probs(scores, *, auto, ctx, renormalize, reason):
     """Validated probabilities: (probs, None, renormalized rows, max deviation or None)."""
     if scores.shape[1] == 1:
@@ -316,11 +333,17 @@ def _checked_probs(scores, *, auto, ctx, renormalize, reason):
     except CalcoreError as exc:
         if not auto or not np.isfinite(scores).all() or looks_like_percent(scores):
             raise  # NaN/inf, or percentages (noted by the caller): the kind is not the issue
-        raise CalcoreError(
-            f"{exc} (scores='auto' read them as probabilities because {_basis(reason)}; "
-            f"if they are logits, pass scores='logits' or name the columns logit_*.)",
-            option=exc.option,
-            fix=exc.fix,
+        # the reason replaces the error's own logits advice (said once, with the names)
+        kept = [(o, f) for o, f in exc.fixes if o != "scores_logits"]
+        text = str(exc).replace(f" {LOGITS_FIX}", "")
+        error = CalcoreError(
+            text, option=kept[0][0] if kept else None, fix=kept[0][1] if kept else None,
+            also=kept[1:],
+        )  # fmt: skip
+        raise error.extended(
+            f"(They were read as probabilities because {_basis(reason)}.) {LOGITS_AUTO_FIX}",
+            option="scores_logits",
+            fix=LOGITS_AUTO_FIX,
         ) from None
     if info is None:
         return probs, None, 0, float(np.abs(probs.sum(axis=1) - 1.0).max())
@@ -341,8 +364,8 @@ def _percent_note(scores, percent: bool) -> str:
     rows = "" if scores.shape[1] == 1 else ", rows summing to 100"
     if percent:
         return (
-            f"(percent=True divided the file's values by 100: percentages must lie in "
-            f"[0, 100]{rows}.)"
+            f"(Read as percentages, the file's values were divided by 100: percentages must "
+            f"lie in [0, 100]{rows}.)"
         )
     if looks_like_percent(scores):
         return f"These look like percentages (every value in [0, 100]{rows}): {PERCENT_NOTE_FIX}"
@@ -456,6 +479,7 @@ def prepare_table(
     weight_column=None,
     percent=False,
     slice_columns=None,
+    decimal=".",
 ):
     table = _open_table(
         path_or_buffer,
@@ -467,6 +491,7 @@ def prepare_table(
         max_decoded_bytes=max_decoded_bytes,
         weight_column=weight_column,
         slice_columns=slice_columns,
+        decimal=check_decimal(decimal),
     )
     split_values = _split_values(table)
     classes = _classes(table, positive_class)

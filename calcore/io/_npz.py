@@ -284,9 +284,11 @@ def checked_content(src: Source, npz, label_column: str | None) -> NpzContent:
     n = _full_shape(npz, score_name, scores)[0]
     label_name = label_column or "labels"
     if label_name not in names:
+        fix = "Save the true labels as 'labels', or pass label_column='<array name>'."
         raise CalcoreError(
-            f"{src.name}: no {label_name!r} array (arrays: {list(names)}). Save the true "
-            f"labels as 'labels', or pass label_column='<array name>'."
+            f"{src.name}: no {label_name!r} array (arrays: {list(names)}). {fix}",
+            option="label_array",
+            fix=fix,
         )
     labels = _text(src, npz, label_name, n)
     class_names = None

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore.io._columns import Roles, detect_roles, pick_weight
+from calcore.io._columns import Roles, detect_roles, pick_weight, weight_candidates
 from calcore.io._csv import read_csv_columns, record_lines, scan_csv
-from calcore.io._decimal import decimal_comma_columns, decimal_comma_problem
+from calcore.io._decimal import with_decimal, with_decimal_commas
 from calcore.io._metadata import metadata_from_arrow, metadata_from_text
 from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
@@ -36,7 +36,7 @@ class Scan:
     slice_columns: tuple[str, ...] = ()  # NPZ: arrays named for slicing (checked when read)
 
 
-def numeric_in_preview(columns, preview, csv: bool):
+def numeric_in_preview(columns, preview, csv: bool, decimal: str = "."):
     position = {c: j for j, c in enumerate(columns)}
 
     def is_numeric(col: str) -> tuple[bool, str]:
@@ -44,7 +44,7 @@ def numeric_in_preview(columns, preview, csv: bool):
         values = [(i, row[j]) for i, row in enumerate(preview) if j < len(row) and row[j].strip()]
         for _, v in values:
             try:
-                float(v)
+                float(v.replace(",", ".") if decimal == "," else v)
                 return True, ""
             except ValueError:
                 pass
@@ -121,6 +121,7 @@ def scan(
     weight_column=None,
     peek: bool = False,
     slice_columns=None,
+    decimal: str = ".",
 ) -> Scan:
     """Detect layout and column roles; read values only for NPZ (whole arrays, or with
     ``peek`` the headers and first rows, for inspecting). ``slice_columns`` are kept as
@@ -154,15 +155,24 @@ def scan(
         )
         delimiter = None
     else:
-        layout = scan_csv(src)
-        is_numeric = numeric_in_preview(layout.columns, layout.preview, True)
+        layout = with_decimal(scan_csv(src), decimal, src.name)
+        is_numeric = numeric_in_preview(layout.columns, layout.preview, True, layout.decimal)
         delimiter = layout.delimiter
-    weight = pick_weight(layout.columns, weight_column, src.name)
+    found = []  # several weight columns: a problem the user fixes with a choice
+    weight = pick_weight(layout.columns, weight_column, src.name, problems=found)
+    unsure = weight_candidates(layout.columns) if found else ()
     sliced = checked_slice_columns(slice_columns, layout.columns, weight, options, src.name)
-    columns = tuple(c for c in layout.columns if c != weight and c not in sliced)
+    columns = tuple(c for c in layout.columns if c != weight and c not in sliced + unsure)
     roles = detect_roles(columns, source=src.name, is_numeric=is_numeric, **options)
-    if delimiter not in (None, ","):
-        roles = _with_decimal_commas(roles, layout, src.name, delimiter)
+    if found:
+        roles = replace(
+            roles,
+            ignored=roles.ignored + unsure,
+            ignored_reasons=roles.ignored_reasons + ("a possible weight column",) * len(unsure),
+            problems=(*found, *roles.problems),
+        )
+    if delimiter not in (None, ",") and decimal == ".":
+        roles = with_decimal_commas(roles, layout.columns, layout.preview, src.name, delimiter)
     if sliced:
         roles = replace(
             roles,
@@ -172,17 +182,6 @@ def scan(
     return Scan(
         src, delimiter, layout.columns, layout.n_rows, layout.preview, roles, layout, weight
     )
-
-
-def _with_decimal_commas(roles: Roles, layout, source: str, delimiter: str) -> Roles:
-    """Say first when numbers are written with a decimal comma (and not that no score
-    column was found: the scores are there, written another way)."""
-    skip = {roles.label, roles.split, *roles.label_candidates} - {None}
-    found = decimal_comma_columns(layout.columns, layout.preview, skip=skip)
-    if not found:
-        return roles
-    rest = tuple(p for p in roles.problems if getattr(p, "option", None) != "score_columns")
-    return replace(roles, problems=(decimal_comma_problem(source, found, delimiter), *rest))
 
 
 def checked_slice_columns(names, columns, weight, options, source: str) -> tuple[str, ...]:

@@ -579,6 +579,7 @@ def scan(
     percent: bool = False,
     slice_columns: Sequence[str] | None = None,
     keep_columns: bool = False,
+    decimal: str = ".",
 ) -> PredictionStream:
     """Open predictions stored as Parquet, Arrow IPC, CSV or NPZ for streamed evaluation.
 
@@ -620,6 +621,10 @@ def scan(
         scores). Every file must then have the first file's columns, in its order (and,
         Parquet and IPC, its types); batches are shorter, so that the cells of a batch
         stay within :data:`MAX_KEPT_CELLS`. Not for NPZ archives, which have no columns.
+    decimal : {".", ","}, default "."
+        As in :func:`calcore.load_predictions`: ``","`` reads CSV numbers written with a
+        decimal comma (``0,25``), exactly; without it such files are refused naming the
+        first file, its column and first cell. Parquet, IPC and NPZ files store numbers.
 
     Returns
     -------
@@ -637,9 +642,11 @@ def scan(
     >>> import calcore
     >>> # report = calcore.evaluate(calcore.scan("logs/*.parquet"), bins=15)
     """
+    from calcore.io._decimal import check_decimal
     from calcore.io._load import check_options
 
     check_options(scores, split, None, percent)  # the checks of load_predictions
+    check_decimal(decimal)
     ROWS.check(batch_rows, "batch_rows")
     files = source_files(source)
     display = _display(source, files)
@@ -653,7 +660,7 @@ def scan(
     else:
         from calcore.io._scan import checked_slice_columns
 
-        layout = (_arrow_columns if family == "arrow" else _csv_columns)(files)
+        layout = _arrow_columns(files) if family == "arrow" else _csv_columns(files, decimal)
         weight = pick_weight(layout.columns, weight_column, display)
         taken = dict(label_column=label_column, split_column=split_column)
         named = checked_slice_columns(named, layout.columns, weight, taken, display)
@@ -666,6 +673,7 @@ def scan(
             score_columns=score_columns,
             scores_kind=scores,
         )
+        roles = layout.text_problems(roles)
         if roles.problems:
             raise CalcoreError.from_advice(roles.problems[0])
         layout.check_types(roles, weight)
@@ -691,6 +699,7 @@ def scan(
         percent=percent,
         extras=list(named),
         kept_columns=kept_columns,
+        decimal=decimal,
     )
     stream = PredictionStream(
         display,
@@ -810,6 +819,9 @@ class _Layout:
     rows_of: Callable[[str, list], int]
     #: Checks the types of the score and weight columns (Arrow files only).
     check_types: Callable = lambda roles, weight: None
+    #: The roles with what the first rows' text says about them (CSV files only: numbers
+    #: written with a decimal comma, as the whole-file loader reports them).
+    text_problems: Callable = lambda roles: roles
 
 
 def _arrow_columns(files):
@@ -854,13 +866,14 @@ def _arrow_columns(files):
     return _Layout(tuple(first.names), is_numeric, check_file, check_numeric)
 
 
-def _csv_columns(files):
+def _csv_columns(files, decimal: str = "."):
     """Columns and a numeric test from the first file's header and first rows, and a check
     of each file's header returning its estimated rows (CSV files have no row count)."""
+    from calcore.io._decimal import with_decimal
     from calcore.io._scan import numeric_in_preview
 
     first = _csv_head(files, files[0])
-    layout = first.layout
+    layout = with_decimal(first.layout, decimal, _short_path(files, files[0]))
 
     def check_file(path: str, used) -> int:
         head = first if path == files[0] else _csv_head(files, path)
@@ -872,8 +885,16 @@ def _csv_columns(files):
             )
         return head.estimated_rows()
 
-    is_numeric = numeric_in_preview(layout.columns, layout.preview, True)
-    return _Layout(layout.columns, is_numeric, check_file)
+    def text_problems(roles: Roles) -> Roles:
+        from calcore.io._decimal import with_decimal_commas
+
+        if decimal == ",":
+            return roles  # asked for: read as numbers
+        name = _short_path(files, files[0])  # the file whose first rows were read
+        return with_decimal_commas(roles, layout.columns, layout.preview, name, layout.delimiter)
+
+    is_numeric = numeric_in_preview(layout.columns, layout.preview, True, decimal)
+    return _Layout(layout.columns, is_numeric, check_file, text_problems=text_problems)
 
 
 def _csv_head(files, path: str):
@@ -1048,6 +1069,11 @@ def _csv_tables(stream: PredictionStream, path: str):
     # weight too: slower for that column, but its cells are written back as they were)
     as_text = [c for c in kept if c not in roles.scores] if kept else []
     name = short_name(stream, path)
+    decimal = stream._options.get("decimal", ".")
+    if decimal != head.layout.decimal:  # every file of the stream, as the first was checked
+        from calcore.io._decimal import with_decimal
+
+        head = replace(head, layout=with_decimal(head.layout, decimal, name))
     pieces = csv_pieces(path, name, head, head.piece_bytes(stream.batch_rows))
     k = len(roles.scores)
     try:

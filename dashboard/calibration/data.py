@@ -104,6 +104,8 @@ def inspect(_data: bytes, digest: str, name: str, options: LoadOptions) -> calco
         label_column=options.label_column,
         split_column=options.split_column,
         score_columns=None if options.score_columns is None else list(options.score_columns),
+        # the Weight column menu fixes "several weight columns": its choice is rechecked too
+        weight_column=False if options.unweighted else options.weight_column,
     )
 
 

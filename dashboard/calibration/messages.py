@@ -10,12 +10,18 @@ option, or with one the page has no control for, is shown as calcore wrote it.
 
 from __future__ import annotations
 
-__all__ = ["DECIMAL_LABEL", "PAGE_FIXES", "page_message"]
+__all__ = ["DATASET_FIXES", "DECIMAL_LABEL", "PAGE_FIXES", "dataset_message", "page_message"]
 
 #: The checkbox that reads a decimal-comma CSV (:mod:`dashboard.calibration.decimals`).
 DECIMAL_LABEL = "Numbers use a decimal comma (0,25 = 0.25)"
 
-#: calcore option -> what to do on this page instead.
+#: The page's words for its controls (:mod:`dashboard.calibration.preview`).
+_SCORES_ARE = "“Scores are” under Data"
+_PERCENT = "“Scores are percentages (divide by 100)” under Data"
+
+#: calcore option -> what to do on this page instead. Options without a control on the
+#: page (``positive_class``, the array names of an NPZ archive, the file's encoding) say
+#: what to change in the file.
 PAGE_FIXES = {
     "label_column": "Pick it in the Label column menu under Data.",
     "split_column": "Pick it in the Split column menu under Data.",
@@ -25,20 +31,76 @@ PAGE_FIXES = {
     "file": "Save it as CSV (File > Save As > CSV UTF-8) and upload that.",
     "renormalize": "Fix the scores, or tick “Renormalise probability rows that do not sum to "
     "1 (reported)” under Data to rescale those rows.",
-    "percent": "tick “Scores are percentages (divide by 100)” under Data.",
-    "percent_auto": "Tick “Scores are percentages (divide by 100)” under Data (if they really "
-    "are logits, choose logits under “Scores are”).",
+    "percent": f"tick {_PERCENT}.",
+    "percent_auto": f"Tick {_PERCENT} (if they really are logits, choose logits under "
+    f"{_SCORES_ARE}).",
+    "scores_logits": f"If they are logits, choose logits under {_SCORES_ARE} (or name the "
+    f"columns logit_* in the file).",
+    "percent_logits": f"Untick {_PERCENT}, or choose probabilities (or detect) under "
+    f"{_SCORES_ARE} if the values really are percentages.",
+    "positive_class": "Name the score column after the label whose probability it holds "
+    "(p_<label>, e.g. p_spam for the label spam), or give one score column per class.",
+    "positive_class_index": "Write the label as the class index (0 or 1, in plain digits) in "
+    "the file, or write the labels as names and name the score column after the label whose "
+    "probability it holds (p_<label>).",
+    "label_array": "Save the true labels in the archive as an array named labels.",
+    "encoding": "Re-save the file as UTF-8 (in Excel: File > Save As > CSV UTF-8) and upload that.",
+    "header_names": "Give every column a name in the file; a blank first name usually means "
+    "the row numbers were saved as a column (the index, in pandas): name that column or leave "
+    "it out.",
 }
 
 
-def page_message(message) -> str:
+#: calcore option -> what to do for a dataset on the server, which the page opens as
+#: detected (no Data panel): what to change in the files.
+DATASET_FIXES = {
+    "label_column": "Name the label column label in the files (datasets on the server are "
+    "read as detected).",
+    "split_column": "Keep one column named split in the files.",
+    "score_columns": "Name the score columns after their classes in the files (p_<class>, "
+    "or logit_<class> for logits).",
+    "weight_column": "Keep one column with a weight name in the files.",
+    "decimal": "Save the files with a point as the decimal mark (0.25): datasets on the "
+    "server are read as they are.",
+    "file": "Save it as CSV (File > Save As > CSV UTF-8) in the data directory.",
+    "renormalize": "Fix the scores in the files (each row must sum to 1).",
+    "percent": "divide them by 100 in the files.",
+    "percent_auto": "Divide them by 100 in the files (if they really are logits, name the "
+    "columns logit_<class>).",
+    "scores_logits": "If they are logits, name the columns logit_<class> in the files.",
+    "positive_class": PAGE_FIXES["positive_class"],
+    "positive_class_index": PAGE_FIXES["positive_class_index"],
+    "label_array": PAGE_FIXES["label_array"],
+    "header_names": PAGE_FIXES["header_names"],
+    "encoding": "Re-save the files as UTF-8 (in Excel: File > Save As > CSV UTF-8).",
+}
+
+
+def dataset_message(message) -> str:
+    """``message`` with calcore's fix replaced by what to change in a server dataset's files
+    (:data:`DATASET_FIXES`), as :func:`page_message` does for an upload.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> fix = "Pass decimal=',' to read them."
+    >>> dataset_message(calcore.CalcoreError(f"a.csv: decimal commas. {fix}",
+    ...                                      option="decimal", fix=fix))[:60]
+    'a.csv: decimal commas. Save the files with a point as the de'
+    """
+    return page_message(message, fixes=DATASET_FIXES)
+
+
+def page_message(message, *, fixes: dict | None = None) -> str:
     """``message`` (an exception or a text) with calcore's fix replaced by the page's.
 
     Parameters
     ----------
     message : calcore.CalcoreError, calcore._errors.Advice or str
-        What calcore said; ``option`` and ``fix`` attributes, when present, say which
-        option fixes it and which sentence says so.
+        What calcore said; ``option`` and ``fix`` attributes (an error's ``fixes``: every
+        such pair), when present, say which option fixes it and which sentence says so.
+    fixes : dict, optional
+        The page's words by option (default :data:`PAGE_FIXES`).
 
     Returns
     -------
@@ -57,8 +119,13 @@ def page_message(message) -> str:
     'f.csv: 2 rows renormalised.'
     """
     text = str(message)
-    option, fix = getattr(message, "option", None), getattr(message, "fix", None)
-    page = PAGE_FIXES.get(option)
-    if page is None or not fix or fix not in text:
-        return text
-    return text.replace(fix, page)
+    words = PAGE_FIXES if fixes is None else fixes
+    pairs = getattr(message, "fixes", None)
+    if pairs is None:  # an Advice or a plain text: one fix at most
+        option, fix = getattr(message, "option", None), getattr(message, "fix", None)
+        pairs = ((option, fix),) if option and fix else ()
+    for option, fix in pairs:
+        page = words.get(option)
+        if page is not None and fix in text:
+            text = text.replace(fix, page)
+    return text

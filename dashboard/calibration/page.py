@@ -22,7 +22,7 @@ from dashboard.calibration.datadir import DataDirectory, ServerDataset, data_dir
 from dashboard.calibration.decimals import decimal_choice
 from dashboard.calibration.downloads import downloads
 from dashboard.calibration.explain import EXPLAIN
-from dashboard.calibration.messages import page_message
+from dashboard.calibration.messages import dataset_message, page_message
 from dashboard.calibration.preview import load_options
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.server import (
@@ -266,7 +266,7 @@ def open_server_dataset(dataset: ServerDataset):
         loaded, streamed = open_dataset(dataset, n_sample, progress)
     except calcore.CalcoreError as err:
         line.empty()
-        st.error(f"Could not open {esc(dataset.name)}. {esc(err)}")
+        st.error(f"Could not open {esc(dataset.name)}. {esc(dataset_message(err))}")
         st.stop()
     line.caption(
         f"read at {streamed.read_at} UTC in {streamed.read_seconds:.2f} s, once for "

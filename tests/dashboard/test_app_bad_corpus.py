@@ -32,6 +32,8 @@ PAGE_TERMS = {
     "percent=True": "“Scores are percentages (divide by 100)” under Data",
     "--percent": "“Scores are percentages (divide by 100)” under Data",
     "renormalize=True": "“Renormalise probability rows that do not sum to 1 (reported)”",
+    "scores='logits'": "choose logits under “Scores are” under Data",
+    "index=False": "the row numbers were saved as a column (the index, in pandas)",
 }
 
 
