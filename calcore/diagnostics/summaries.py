@@ -576,10 +576,25 @@ def validity_summary(curves: Mapping[str, ValidityCurve], *, level: float = 0.9)
 # --------------------------------------------------------------------------- KDE
 
 
+def kde_agrees(kde: float, binned_low: float, binned_high: float) -> bool:
+    """Whether a KDE-ECE agrees with the range binned ECE takes over bin counts: inside it,
+    or off it by no more than the range's own width (what the bins alone move it by) or a
+    fifth of its middle (two estimators of one error differ by their smoothing).
+
+    Examples
+    --------
+    >>> from calcore.diagnostics.summaries import kde_agrees
+    >>> kde_agrees(0.018, 0.012, 0.016), kde_agrees(0.006, 0.003, 0.0032)
+    (True, False)
+    """
+    off = max(binned_low - kde, kde - binned_high, 0.0)
+    return off <= max(binned_high - binned_low, 0.2 * (binned_low + binned_high) / 2)
+
+
 def kde_summary(kde_ece: Mapping[str, float], sweeps: Mapping[str, EceByBins]) -> ViewSummary:
-    """KDE-ECE beside binned ECE: whether the bin-free estimate lies within the range the
-    binned conf-ECE takes over the bin counts swept, and whether both rank the methods
-    alike.
+    """KDE-ECE beside binned ECE: whether the bin-free estimate agrees with the range the
+    binned conf-ECE takes over the bin counts swept (:func:`kde_agrees`), and whether both
+    rank the methods alike.
 
     Binned ECE depends on the bins: its spread over bin counts is a difference the bins
     alone make, so smaller differences between methods are no finding. Neither estimate
@@ -595,15 +610,17 @@ def kde_summary(kde_ece: Mapping[str, float], sweeps: Mapping[str, EceByBins]) -
     Returns
     -------
     ViewSummary
-        ``"info"`` when they agree everywhere, else ``"warning"``.
+        ``"warning"`` when the two estimates rank the methods differently, else ``"info"``.
 
     Examples
     --------
     >>> import numpy as np, calcore
     >>> sweep = calcore.EceByBins(np.array([5, 15, 25]), np.array([0.02, 0.03, 0.04]),
     ...                           None, None, "equal-width")
-    >>> print(calcore.kde_summary({"uncalibrated": 0.025}, {"uncalibrated": sweep}).sentence[:64])
-    KDE-ECE lies within the range of binned ECE over 5–25 bins for u
+    >>> print(calcore.kde_summary({"uncalibrated": 0.025}, {"uncalibrated": sweep}).sentence)
+    KDE-ECE agrees with binned ECE over 5–25 bins for uncalibrated (0.025 against
+    0.020–0.040); the bin count alone moves binned ECE by up to 0.020, so smaller
+    differences are no finding (no interval computed).
     """
     rows = {}
     for label, value in kde_ece.items():
@@ -618,30 +635,31 @@ def kde_summary(kde_ece: Mapping[str, float], sweeps: Mapping[str, EceByBins]) -
         return ViewSummary("", INFO)
     bins = next(iter(rows.values()))[3].bins
     over = f"{int(np.min(bins))}–{int(np.max(bins))} bins"
-    inside = [k for k, (v, lo, hi, _) in rows.items() if lo <= v <= hi]
-    outside = [k for k in rows if k not in inside]
+    spread = max(hi - lo for _, lo, hi, _ in rows.values())
+    agreeing = [k for k in rows if kde_agrees(*rows[k][:3])]
+    apart = [k for k in rows if k not in agreeing]
 
     def numbers(k: str) -> str:
         v, lo, hi, _ = rows[k]
-        return f"{k}: {v:.3f} against {lo:.3f}–{hi:.3f}"
+        binned = f"{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}–{hi:.3f}"
+        named = f"{k} " if len(rows) > 1 else ""
+        if k in agreeing:
+            return f"{named}{v:.3f} against {binned}"
+        return f"{named}{v:.3f}, {'below' if v < lo else 'above'} {binned}"
 
-    if not outside:
+    if not apart:
         who = "every output" if len(rows) > 1 else next(iter(rows))
-        first = (
-            f"KDE-ECE lies within the range of binned ECE over {over} for {who} "
-            f"({numbers(next(iter(rows)))})"
-        )
+        first = f"KDE-ECE agrees with binned ECE over {over} for {who}"
+    elif not agreeing:
+        first = f"KDE-ECE and binned ECE over {over} disagree for every output"
     else:
-        words = []
-        for k in outside:
-            v, lo, hi, _ = rows[k]
-            side = "below" if v < lo else "above"
-            words.append(f"{k} ({v:.3f}, {side} {lo:.3f}–{hi:.3f})")
-        first = f"KDE-ECE falls outside the range of binned ECE over {over} for " + ", ".join(words)
-    spread = max(hi - lo for _, lo, hi, _ in rows.values())
+        first = (
+            f"KDE-ECE agrees with binned ECE over {over} for {', '.join(agreeing)} but not "
+            f"for {', '.join(apart)}"
+        )
     first += (
-        f"; the bin count alone moves binned ECE by up to {spread:.3f}, so smaller "
-        "differences are no finding (no interval computed)."
+        f" ({'; '.join(numbers(k) for k in rows)}); the bin count alone moves binned ECE by "
+        f"up to {spread:.3f}, so smaller differences are no finding (no interval computed)."
     )
     second, agree = "", True
     if len(rows) > 1:
@@ -661,7 +679,8 @@ def kde_summary(kde_ece: Mapping[str, float], sweeps: Mapping[str, EceByBins]) -
                 f"KDE-ECE ranks {kde_best} lowest; binned ECE agrees at {same} of "
                 f"{best_each.size} bin counts."
             )
-    severity = INFO if not outside and agree else WARNING
+    # the rankings decide which method to ship; an estimator's disagreement alone does not
+    severity = INFO if agree else WARNING
     return ViewSummary(" ".join(s for s in (first, second) if s), severity)
 
 
@@ -716,6 +735,7 @@ def learning_summary(curve, *, metric_label: str | None = None) -> ViewSummary:
         return ViewSummary(first + "; one size only: no trend to read.", INFO)
     reps = max(int(curve.n_repeats), 1)
     improving, flat, no_spread = [], [], []
+    largest_gain = 0.0
     for m, name in enumerate(methods):
         before, after = mean[m, -2], mean[m, -1]
         sd_before, sd_after = std[m, -2], std[m, -1]
@@ -726,7 +746,10 @@ def learning_summary(curve, *, metric_label: str | None = None) -> ViewSummary:
         if not se > 0:
             no_spread.append(name)
         elif drop > 2 * se:
-            improving.append(f"{name} ({before:.3f} → {after:.3f}, ± {2 * se:.3f})")
+            largest_gain = max(largest_gain, drop / before if before > 0 else 0.0)
+            improving.append(
+                f"{name} ({before:.4f} → {after:.4f}, {-drop / before:+.0%}; spread ± {2 * se:.4f})"
+            )
         else:
             flat.append(name)
     step = f"from {int(sizes[-2]):,} to {int(sizes[-1]):,} rows"
@@ -734,7 +757,8 @@ def learning_summary(curve, *, metric_label: str | None = None) -> ViewSummary:
         first += (
             f"; still improving {step} beyond the spread over {reps} subsets: "
             + ", ".join(improving)
-            + ": more calibration rows would likely help."
+            + ": more calibration rows would likely help"
+            + (" a little." if largest_gain < 0.1 else ".")
         )
     else:
         first += (
