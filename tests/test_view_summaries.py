@@ -178,8 +178,10 @@ def test_top_label_names_the_class_that_carries_the_error_and_its_surest_cell():
     lo, hi = wilson(240, 400, z_for(2))  # two non-empty (bin, class) cells searched
     s = calcore.top_label_summary({"uncalibrated": d})
     assert s.sentence == (
-        "uncalibrated's TL-ECE of 0.200 comes mostly from predicted dog (75%): when it "
-        "predicts dog with confidence 0.87–0.93 (400 rows) it is right 0.600 "
+        "uncalibrated's TL-ECE of 0.200 comes mostly from predicted dog (75%); 1 of its 2 "
+        "cells are over-confident and 1 under-confident beyond noise (intervals widened for "
+        "the 2); the surest: when it predicts dog with confidence 0.87–0.93 (400 rows) it is "
+        "right 0.600 "
         f"[{lo:.3f}, {hi:.3f}, widened for 2 cells] of the time against confidence 0.900, "
         "over-confident."
     )
@@ -332,3 +334,30 @@ def test_learning_names_methods_worse_than_uncalibrated():
 )
 def test_nothing_to_summarise_is_an_empty_sentence(summary):
     assert summary().sentence == ""
+
+
+def test_gaps_all_one_way_are_counted():
+    # three bins 0.2 below the diagonal on 500 rows each: each beyond noise after widening
+    d = diagram([0.0, 0.4, 0.7, 1.0], [0.3, 0.6, 0.9], [0.1, 0.4, 0.7], [500, 500, 600])
+    s = calcore.reliability_summary({"m": d}).sentence
+    assert s.endswith(
+        "; 3 of its 3 bins are over-confident and none under-confident beyond noise "
+        "(intervals widened for the 3)."
+    )
+
+
+def test_a_tl_ece_spread_over_many_classes_names_no_three_as_mostly():
+    # eight classes, each predicted at 0.9 on 100 rows and right 60 times: equal parts
+    names = tuple(f"c{k}" for k in range(8))
+    probs = np.full((800, 8), 0.1 / 7)
+    labels = np.empty(800, dtype=int)
+    for k in range(8):
+        probs[100 * k : 100 * (k + 1), k] = 0.9
+        labels[100 * k : 100 * (k + 1)] = np.r_[np.full(60, k), np.full(40, (k + 1) % 8)]
+    d = calcore.top_label_reliability_diagram(calcore.Predictions.from_probs(probs, labels, names))
+    s = calcore.top_label_summary({"uncalibrated": d}).sentence
+    assert s.startswith(
+        "uncalibrated's TL-ECE of 0.300 is spread over the predicted classes (the largest "
+        "part, c0's, is 12%); 8 of its 8 cells are over-confident"
+    )
+    assert "mostly" not in s

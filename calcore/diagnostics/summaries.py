@@ -145,6 +145,20 @@ def _flagged_bins(diagrams: Sequence[ReliabilityDiagram]):
     return out, n_tests
 
 
+def _ways_words(flagged, n_tests: int, unit: str) -> str:
+    """ "; 13 of its 15 bins are over-confident and none under-confident beyond noise ..."
+    when more than one bin (or cell) is flagged: whether the gap runs one way or both."""
+    n_over = sum(1 for f in flagged if f == OVER)
+    n_under = sum(1 for f in flagged if f == UNDER)
+    if n_over + n_under < 2:
+        return ""
+    under = f"{n_under:,}" if n_under else "none"
+    return (
+        f"; {n_over:,} of its {n_tests:,} {unit} are over-confident and {under} "
+        f"under-confident beyond noise (intervals widened for the {n_tests:,})"
+    )
+
+
 def _bin_finding(d: ReliabilityDiagram) -> _BinFinding | None:
     """The fullest bin when its own interval excludes the diagonal; else the flagged bin
     with the largest share of the ECE after widening; else the fullest bin, within noise."""
@@ -171,7 +185,7 @@ def _bin_finding(d: ReliabilityDiagram) -> _BinFinding | None:
 
 
 def _interval_words(f: _BinFinding) -> str:
-    widened = f", widened for {f.searched} bins searched" if f.searched > 1 else ""
+    widened = f", widened for {f.searched:,} bins searched" if f.searched > 1 else ""
     return f"[{f.low:.3f}, {f.high:.3f}{widened}]"
 
 
@@ -231,16 +245,19 @@ def reliability_summary(diagrams: Mapping[str, ReliabilityDiagram]) -> ViewSumma
             f"{f.high:.3f}] covers confidence {f.confidence:.3f}, and no bin's interval "
             "excludes the diagonal."
         )
-    elif f.searched == 1:
-        first = (
-            f"{label} is {f.direction} where most rows are: in the {where} bin "
-            f"({_pct(f.share)} of the test rows) {numbers}."
-        )
     else:
-        first = (
-            f"{label} is {f.direction} in the {where} bin ({_pct(f.share)} of the test rows): "
-            f"{numbers}; where most rows are it is within noise."
-        )
+        flagged, n_tests = _flagged_bins([d])
+        ways = _ways_words([f[2] for f in flagged], n_tests, "bins")
+        if f.searched == 1:
+            first = (
+                f"{label} is {f.direction} where most rows are: in the {where} bin "
+                f"({_pct(f.share)} of the test rows) {numbers}{ways}."
+            )
+        else:
+            first = (
+                f"{label} is {f.direction} in the {where} bin ({_pct(f.share)} of the test "
+                f"rows): {numbers}; where most rows are it is within noise{ways}."
+            )
     others = []
     for other, g, od in items[1:]:
         if g.direction is None:
@@ -306,7 +323,8 @@ def _flagged_cell(d: TopLabelReliabilityDiagram):
         return None, n_tests
     b, c = np.unravel_index(int(np.argmax(weight)), weight.shape)
     way = OVER if over[b, c] else UNDER
-    return (int(b), int(c), way, float(low[b, c]), float(high[b, c])), n_tests
+    ways = [OVER] * int(over.sum()) + [UNDER] * int(under.sum())
+    return (int(b), int(c), way, float(low[b, c]), float(high[b, c]), ways), n_tests
 
 
 def _shares_words(top: list[tuple[str, float]]) -> str:
@@ -342,7 +360,7 @@ def top_label_summary(diagrams: Mapping[str, TopLabelReliabilityDiagram]) -> Vie
     >>> d = calcore.top_label_reliability_diagram(
     ...     calcore.Predictions.from_probs(probs, labels, ("cat", "dog")))
     >>> calcore.top_label_summary({"uncalibrated": d}).sentence[:70]
-    "uncalibrated's TL-ECE of 0.200 comes mostly from predicted dog (75%): "
+    "uncalibrated's TL-ECE of 0.200 comes mostly from predicted dog (75%); "
     """
     if not diagrams:
         return ViewSummary("", INFO)
@@ -352,22 +370,29 @@ def top_label_summary(diagrams: Mapping[str, TopLabelReliabilityDiagram]) -> Vie
         return ViewSummary(f"{label}'s TL-ECE is {d.top_label_ece:.3f}: no gap in any cell.",
                            SUCCESS)  # fmt: skip
     cell, n_cells = _flagged_cell(d)
-    first = f"{label}'s TL-ECE of {d.top_label_ece:.3f} comes mostly from predicted " + (
-        _shares_words(top)
-    )
+    if sum(share for _, share in top) >= 0.5:
+        first = f"{label}'s TL-ECE of {d.top_label_ece:.3f} comes mostly from predicted " + (
+            _shares_words(top)
+        )
+    else:  # many classes, none stands out: naming three would mislead
+        first = (
+            f"{label}'s TL-ECE of {d.top_label_ece:.3f} is spread over the predicted classes "
+            f"(the largest part, {top[0][0]}'s, is {_pct(top[0][1])})"
+        )
     if cell is None:
         first += (
             f"; but no (class, bin) cell's interval excludes the diagonal (widened for "
-            f"{n_cells} cells searched): much of it may be the noise of small cells."
+            f"{n_cells:,} cells searched): much of it may be the noise of small cells."
         )
     else:
-        b, c, way, low, high = cell
+        b, c, way, low, high, ways = cell
         cd = d.confidence_diagram
+        first += _ways_words(ways, n_cells, "cells")
         first += (
-            f": when it predicts {d.class_names[c]} with confidence "
+            f"; the surest: when it predicts {d.class_names[c]} with confidence "
             f"{_range(cd.lower_edge[b], cd.upper_edge[b])} ({int(d.class_count[b, c]):,} rows) "
             f"it is right {d.class_accuracy[b, c]:.3f} [{low:.3f}, {high:.3f}, widened for "
-            f"{n_cells} cells] of the time against confidence {d.class_confidence[b, c]:.3f}, "
+            f"{n_cells:,} cells] of the time against confidence {d.class_confidence[b, c]:.3f}, "
             f"{way}."
         )
     others, clean = [], False
@@ -454,7 +479,7 @@ def classwise_summary(
     )
     if found is None:
         first += (
-            f", but no bin's interval excludes the diagonal (widened for {n_tests} bins "
+            f", but no bin's interval excludes the diagonal (widened for {n_tests:,} bins "
             "searched): within noise."
         )
     else:
@@ -463,7 +488,7 @@ def classwise_summary(
         first += (
             f"; where its probability is {_range(d.lower_edge[b], d.upper_edge[b])} "
             f"({d.count[b]:,.0f} rows) the class is the label {d.accuracy[b]:.3f} "
-            f"[{low:.3f}, {high:.3f}, widened for {n_tests} bins] of the time against a "
+            f"[{low:.3f}, {high:.3f}, widened for {n_tests:,} bins] of the time against a "
             f"predicted {d.confidence[b]:.3f}: it {verb} {name} there."
         )
     others, fixed = [], False
