@@ -281,12 +281,25 @@ def test_kde_agreement_and_ranking():
 
 
 def test_kde_and_binned_ranking_differently_is_a_warning():
+    # a's KDE-ECE is 0.020 below b's, far more than the bins move either (0.002)
+    s = calcore.kde_summary(
+        {"a": 0.010, "b": 0.030},
+        {"a": _sweep([0.040, 0.039, 0.038]), "b": _sweep([0.030, 0.031, 0.029])},
+    )
+    assert s.sentence.endswith("KDE-ECE ranks a lowest; binned ECE agrees at 0 of 3 bin counts.")
+    assert s.severity == "warning"
+
+
+def test_methods_closer_than_the_bins_move_ece_are_not_told_apart():
+    # KDE-ECEs 0.002 apart; binned ECE moves by up to 0.004 with the bin count
     s = calcore.kde_summary(
         {"a": 0.010, "b": 0.012},
         {"a": _sweep([0.012, 0.011, 0.010]), "b": _sweep([0.009, 0.012, 0.013])},
     )
-    assert "KDE-ECE ranks a lowest; binned ECE agrees at 2 of 3 bin counts." in s.sentence
-    assert s.severity == "warning"
+    assert s.sentence.endswith(
+        "Both put a and b lowest, closer together than the bins move binned ECE: not told apart."
+    )
+    assert s.severity == "info"
 
 
 # ------------------------------------------------------------------- learning

@@ -601,6 +601,10 @@ def validity_summary(curves: Mapping[str, ValidityCurve], *, level: float = 0.9)
 # --------------------------------------------------------------------------- KDE
 
 
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def kde_agrees(kde: float, binned_low: float, binned_high: float) -> bool:
     """Whether a KDE-ECE agrees with the range binned ECE takes over bin counts: inside it,
     or off it by no more than the range's own width (what the bins alone move it by) or a
@@ -690,18 +694,26 @@ def kde_summary(kde_ece: Mapping[str, float], sweeps: Mapping[str, EceByBins]) -
     if len(rows) > 1:
         labels = list(rows)
         kde_best = min(labels, key=lambda k: rows[k][0])
+        # methods within the bins' own spread of the lowest KDE-ECE are not told apart
+        tied = [k for k in labels if rows[k][0] - rows[kde_best][0] <= spread]
         binned = np.vstack(
             [np.asarray(rows[k][3].confidence_ece, dtype=np.float64) for k in labels]
         )
         filled = np.where(np.isfinite(binned), binned, np.inf)
         best_each = np.argmin(filled, axis=0)
-        same = int(np.count_nonzero(best_each == labels.index(kde_best)))
+        in_tied = np.isin(best_each, [labels.index(k) for k in tied])
+        same = int(np.count_nonzero(in_tied))
         agree = same == best_each.size
-        if agree:
+        if agree and len(tied) == 1:
             second = f"Both rank {kde_best} lowest, at every bin count."
+        elif agree:
+            second = (
+                f"Both put {_and(tied)} lowest, closer together than the bins move binned "
+                "ECE: not told apart."
+            )
         else:
             second = (
-                f"KDE-ECE ranks {kde_best} lowest; binned ECE agrees at {same} of "
+                f"KDE-ECE ranks {_and(tied)} lowest; binned ECE agrees at {same} of "
                 f"{best_each.size} bin counts."
             )
     # the rankings decide which method to ship; an estimator's disagreement alone does not
