@@ -326,8 +326,15 @@ def test_learning_flat_within_the_spread_says_more_rows_will_not_help_much():
     s = calcore.learning_summary(_learning([[0.020, 0.019]], [[0.002, 0.0]]), metric_label="TL-ECE")
     assert s.severity == "success"
     assert (
-        "no method improves from 100 to 1,000 rows beyond the spread over 5 subsets" in s.sentence
+        "no method improves from 100 to 1,000 rows by 5% or more beyond the spread over 5 "
+        "subsets: more calibration rows are unlikely to help much." in s.sentence
     )
+
+
+def test_learning_a_sure_but_tiny_drop_is_not_worth_more_rows():
+    # 0.100 -> 0.098 is far beyond 2 x sqrt(2 x 0.0001^2 / 5) = 0.00013, but only 2%
+    s = calcore.learning_summary(_learning([[0.100, 0.098]], [[0.0001, 0.0]]))
+    assert s.severity == "success" and "no method improves" in s.sentence
 
 
 def test_learning_names_methods_worse_than_uncalibrated():
