@@ -381,3 +381,42 @@ def test_a_tl_ece_spread_over_many_classes_names_no_three_as_mostly():
         "part, c0's, is 12%); 8 of its 8 cells are over-confident"
     )
     assert "mostly" not in s
+
+
+_CELL = re.compile(
+    r"when it predicts (c\d+) with confidence (\d\.\d\d)–\d\.\d\d \([\d,]+ rows\) it is right "
+    r"[\d.]+ \[[\d.]+, [\d.]+, widened for ([\d,]+) cells\] of the time against confidence "
+    r"[\d.]+, (over|under)-confident"
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(2, 5),
+    st.integers(30, 400),
+    st.floats(0.2, 3.0),
+    st.integers(0, 2**31 - 1),
+)
+def test_a_top_label_cell_claimed_agrees_with_its_gap_and_widened_interval(k, n, sharp, seed):
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.full(k, 1 / sharp), size=n)
+    labels = rng.integers(0, k, size=n)
+    names = tuple(f"c{j}" for j in range(k))
+    d = calcore.top_label_reliability_diagram(
+        calcore.Predictions.from_probs(probs, labels, names), bins=10
+    )
+    claim = _CELL.search(calcore.top_label_summary({"m": d}).sentence)
+    if claim is None:
+        return
+    c = names.index(claim.group(1))
+    lower = d.confidence_diagram.lower_edge
+    (b,) = [b for b in range(lower.size) if f"{lower[b]:.2f}" == claim.group(2)]
+    n_cells = int(claim.group(3).replace(",", ""))
+    assert n_cells == int(np.count_nonzero(d.class_count > 0))
+    count = d.class_count[b, c]
+    acc, conf = d.class_accuracy[b, c], d.class_confidence[b, c]
+    lo, hi = wilson(acc * count, count, z_for(n_cells))
+    if claim.group(4) == "over":
+        assert acc < conf and hi < conf
+    else:
+        assert acc > conf and lo > conf
