@@ -179,6 +179,13 @@ Reliability diagrams, bands and validity.
    kde_confidence_curve            -- the KDE reliability curve of the confidence view
    kde_reliability_curve           -- the KDE reliability curve of any scores
    KDEReliabilityCurve             -- what the KDE curves return
+   reliability_summary             -- the confidence diagrams' answer in a sentence
+   top_label_summary               -- which predicted classes carry the TL-ECE, how sure
+   classwise_summary               -- the worst calibrated class shown, with its rows
+   validity_summary                -- the epsilon at which each method's bins are valid
+   kde_summary                     -- whether KDE-ECE and binned ECE agree
+   learning_summary                -- whether more calibration rows would still help
+   ViewSummary                     -- what the view summaries return
 
 Bins and binary views
 =====================
@@ -282,6 +289,15 @@ from calcore.diagnostics.reliability import (
     reliability_diagram,
     top_label_reliability_diagram,
     wilson_interval,
+)
+from calcore.diagnostics.summaries import (
+    ViewSummary,
+    classwise_summary,
+    kde_summary,
+    learning_summary,
+    reliability_summary,
+    top_label_summary,
+    validity_summary,
 )
 from calcore.diagnostics.validity import ValidityCurve, umd_validity_bound, validity_curve
 from calcore.evaluation import (
@@ -470,6 +486,13 @@ __all__ = [
     "kde_confidence_curve",
     "kde_reliability_curve",
     "KDEReliabilityCurve",
+    "reliability_summary",
+    "top_label_summary",
+    "classwise_summary",
+    "validity_summary",
+    "kde_summary",
+    "learning_summary",
+    "ViewSummary",
     # Bins and binary views
     "BINNING_SCHEMES",
     "BinningScheme",

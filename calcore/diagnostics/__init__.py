@@ -13,6 +13,9 @@ validity
     Validity plots of calibrators (Gupta & Ramdas, 2021) and UMD's bound.
 bin_sweep
     Binned ECE against the number of bins.
+summaries
+    Each diagnostic view's answer in a sentence, read off the results above with their
+    intervals (the direction only where an interval supports it).
 
 The public names are exported from :mod:`calcore`; this package imports nothing itself.
 """

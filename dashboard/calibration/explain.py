@@ -74,7 +74,9 @@ EXPLAIN = {
         "points **below** it are over-confident, **above** it under-confident. The optional "
         "consistency band shows where a perfectly calibrated model's points would fall by "
         "chance with these bin sizes (Bröcker & Smith, 2007). The bars count rows per bin: "
-        "points over few rows are noisy."
+        "points over few rows are noisy. The sentence above names the fullest bin, or "
+        "the bin that adds most to the ECE when its interval (widened for the number of bins "
+        "searched) excludes the diagonal; a bin whose interval covers it is within noise."
     ),
     "positive": (
         "A binary model states **one probability** per row, P(class 1). Rows are grouped "
@@ -89,7 +91,10 @@ EXPLAIN = {
         "the axes zoom to the scores. The confidence view (max(p, 1 - p)) is one click away."
     ),
     "top-label": (
-        "Each line joins, per bin of the confidence (the top probability), the mean "
+        "How often the predicted class is right (accuracy) against how sure the model was "
+        "(confidence), one line per method: on the dashed diagonal a method is calibrated, "
+        "below it over-confident. Each line joins, per bin of the confidence (the top "
+        "probability), the mean "
         "confidence and the share of rows whose predicted class is right; the strip below "
         "counts the test rows per bin. A confidence diagram can look perfect while the model "
         "is badly calibrated for individual predicted classes: over-confidence on one class "
@@ -101,7 +106,10 @@ EXPLAIN = {
         "cells (faded where few rows make the accuracy noisy)."
     ),
     "class-wise": (
-        "**Class-wise** calibration asks, for every class k, whether P(class = k | score_k = "
+        "For each class, how often it is the true label against the probability the model "
+        "gave it, one line per method: on the dashed diagonal the class's probabilities are "
+        "calibrated. **Class-wise** calibration asks, for every class k, whether "
+        "P(class = k | score_k = "
         "p) = p, over all rows, not just where k is predicted. Each panel is one class's "
         "one-vs-rest reliability diagram; CW-ECE is the mean of their ECEs. Most scores of a "
         "class are near 0, so the low bins carry most rows (Kull et al., 2019)."

@@ -5,6 +5,22 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.calibration.explain import EXPLAIN
+from dashboard.text import escape_markdown as esc
+
+#: How each severity of a calcore.ViewSummary is shown.
+_BOXES = {"success": st.success, "info": st.info, "warning": st.warning}
+
+
+def answer(summary, where=None) -> None:
+    """A view's answer (a ``calcore.ViewSummary``) in a box coloured by its severity;
+    ``where`` is a placeholder (``st.empty()``) reserved above widgets the answer depends
+    on, so the sentence still comes first. Names in it are the user's: escaped."""
+    if not summary.sentence:
+        return
+    box = _BOXES.get(summary.severity, st.info)
+    if where is not None:
+        box = getattr(where, box.__name__)
+    box(esc(summary.sentence))
 
 
 def explain(view: str) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+import calcore
 from dashboard.calibration import compute
-from dashboard.calibration.views._common import chart, explain
+from dashboard.calibration.views._common import answer, chart, explain
 from dashboard.figures import classwise_grid_figure
 from dashboard.guard import bugs_as_messages
 
@@ -36,12 +37,6 @@ def figure(ctx, classes: list[int]):
 
 def render(ctx) -> None:
     st.subheader("Class-wise reliability")
-    st.markdown(
-        "For each class, how often it is the true label against the probability the model "
-        "gave it, one line per method: on the dashed diagonal the class's probabilities are "
-        "calibrated."
-    )
-    explain("class-wise")
     grid(ctx)
 
 
@@ -50,6 +45,9 @@ def render(ctx) -> None:
 def grid(ctx) -> None:
     """Class choice and the grid; a fragment, so a new choice reruns only this part."""
     names = ctx.test.class_names
+    # the answer depends on the classes chosen below, but is read first
+    sentence = st.empty()
+    explain("class-wise")
     classes = st.multiselect(
         f"Classes (up to {MAX_PANELS}; default: the most frequent)",
         list(range(len(names))),
@@ -62,4 +60,7 @@ def grid(ctx) -> None:
         st.info("Pick at least one class.")
         return
     chosen = tuple(sorted(classes))
+    s = ctx.settings
+    diagrams = ctx.per_output(compute.classwise_diagrams, s.binning, s.bins, chosen)
+    answer(calcore.classwise_summary(diagrams), sentence)
     chart(ctx.figure("classwise", lambda: figure(ctx, list(chosen)), chosen), "figure.classwise")

@@ -12,7 +12,7 @@ import streamlit as st
 import calcore
 from dashboard.calibration import compute
 from dashboard.calibration.views import metrics
-from dashboard.calibration.views._common import chart, explain
+from dashboard.calibration.views._common import answer, chart, explain
 from dashboard.figures import reliability_figure
 from dashboard.guard import bugs_as_messages
 from dashboard.text import escape_markdown as esc
@@ -41,6 +41,10 @@ def render(ctx) -> None:
         positive(ctx)
         return
     st.subheader("Confidence reliability diagram")
+    s = ctx.settings
+    answer(
+        calcore.reliability_summary(ctx.per_output(compute.confidence_diagram, s.binning, s.bins))
+    )
     explain("confidence")
     diagram_with_options(ctx)
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 import calcore
 from dashboard.calibration import compute
-from dashboard.calibration.views._common import chart, explain
+from dashboard.calibration.views._common import answer, chart, explain
 from dashboard.figures import learning_curve_figure
 
 KEY_METRIC = "view.learning.metric"
@@ -34,10 +34,13 @@ def curve(ctx, *, metric: str, n_repeats: int) -> calcore.LearningCurve | None:
 
 def render(ctx) -> None:
     st.subheader("Learning curves")
-    explain("learning")
     if not ctx.methods:
         st.info("Choose at least one calibrator in the sidebar.")
+        explain("learning")
         return
+    # the answer depends on the choices below, but is read first
+    sentence = st.empty()
+    explain("learning")
     left, right = st.columns(2)
     metric = left.selectbox(
         "Metric", METRIC_CHOICES, format_func=lambda k: calcore.METRICS[k].label, key=KEY_METRIC
@@ -46,6 +49,8 @@ def render(ctx) -> None:
     with st.spinner("Fitting every method on subsets of the calibration rows…"):
         result = curve(ctx, metric=metric, n_repeats=int(n_repeats))
     if result is not None:
+        label = calcore.METRICS[metric].label
+        answer(calcore.learning_summary(result, metric_label=label), sentence)
         chart(learning_curve_figure(result), "figure.learning")
         for which, preds in (("calibration", ctx.split.calib), ("test", ctx.split.test)):
             note = compute.sample_note(preds.n_samples)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+import calcore
 from dashboard.calibration import compute
-from dashboard.calibration.views._common import chart, explain
+from dashboard.calibration.views._common import answer, chart, explain
 from dashboard.figures import class_cells_figure, top_label_figure, worst_cells_table
 from dashboard.guard import bugs_as_messages
 from dashboard.text import escape_markdown as esc
@@ -23,14 +24,10 @@ def figure(ctx):
 
 def render(ctx) -> None:
     st.subheader("Top-label reliability diagram")
-    st.markdown(
-        "How often the predicted class is right (accuracy) against how sure the model was "
-        "(confidence), one line per method: on the dashed diagonal a method is calibrated, "
-        "below it over-confident."
-    )
-    explain("top-label")
     s = ctx.settings
     diagrams = ctx.per_output(compute.top_label_diagram, s.binning, s.bins)
+    answer(calcore.top_label_summary(diagrams))
+    explain("top-label")
     detail = st.toggle(
         "Show the per-class gap in each bin (Δ_b)",
         key=KEY_DETAIL,

@@ -7,7 +7,7 @@ import streamlit as st
 
 import calcore
 from dashboard.calibration import compute
-from dashboard.calibration.views._common import chart, explain
+from dashboard.calibration.views._common import answer, chart, explain
 from dashboard.figures import validity_figure
 from dashboard.text import escape_markdown as esc
 
@@ -40,10 +40,13 @@ def theory(ctx) -> tuple[np.ndarray, np.ndarray, str] | None:
 
 def render(ctx) -> None:
     st.subheader("Validity plots")
-    explain("validity")
     if not ctx.methods:
         st.info("Choose at least one calibrator in the sidebar: validity is a property of one.")
+        explain("validity")
         return
+    # the answer depends on the choices below, but is read first
+    sentence = st.empty()
+    explain("validity")
     left, right = st.columns(2)
     n_resamples = left.selectbox(
         "Resamples (half calibration, half test)", RESAMPLE_CHOICES, index=1, key=KEY_RESAMPLES
@@ -62,6 +65,7 @@ def render(ctx) -> None:
         results = curves(ctx, view=view, n_resamples=int(n_resamples), group=group)
     if not results:
         return  # every method refused (each named in a warning)
+    answer(calcore.validity_summary(results), sentence)
     th = theory(ctx)
     bound, bound_c = None, None
     if th is not None:
