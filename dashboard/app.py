@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.calibration.memory import return_freed_memory
 from dashboard.calibration.page import render_calibration
 from dashboard.calibration.server import ACTIVITY
 from dashboard.guard import bugs_as_messages
 from dashboard.lab.page import render_lab
+
+return_freed_memory()  # freed arrays go back to the system (cheap; once would do)
 
 with ACTIVITY.run():  # background reads wait for a quiet server
     st.navigation(
