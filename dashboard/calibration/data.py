@@ -18,7 +18,7 @@ import calcore
 import calcore.io
 from calcore.evaluation import concatenate, random_split
 from dashboard.calibration.compute import CACHE_TTL_S
-from dashboard.calibration.memory import budgeted, heavy
+from dashboard.calibration.memory import budgeted
 
 __all__ = ["LoadOptions", "Loaded", "Split", "choose_split", "inspect", "load"]
 
@@ -121,8 +121,7 @@ def load(data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
 
 @st.cache_resource(show_spinner="Loading predictions…", max_entries=8, ttl=CACHE_TTL_S)
 def _load(_data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
-    with heavy():  # a parse needs a few times the file's size while it runs
-        splits = calcore.io.load_splits(_buffer(_data, name), name=name, **options.kwargs())
+    splits = calcore.io.load_splits(_buffer(_data, name), name=name, **options.kwargs())
     notes, warns = [], []
     for preds in splits.values():
         report = preds.load_report

@@ -8,8 +8,10 @@ Three parts, each for one way a shared server grew with its users (issue 34):
   used entries are evicted (the next use recomputes them) instead of the server growing.
   ``max_entries`` of each function alone could not bound bytes: one entry of a
   50,000 x 1,000 file is 400 MB, one of a 1,000 x 3 file 24 kB.
-* :data:`COMPUTE_SLOTS`: at most one heavy calcore call (a fit, an evaluation with resamples)
-  per core runs at once, whatever the number of sessions. Each evaluation of 10,000 x 100
+* :data:`COMPUTE_SLOTS`: at most one heavy calcore call (an evaluation with resamples, a
+  resampling diagnostic) per core runs at once, whatever the number of sessions; loading,
+  fitting and point estimates do not wait for a slot, so every session's first table comes
+  quickly. Each evaluation of 10,000 x 100
   rows with 200 resamples needs ~300 MB while it runs; eight at once (four uploaders, two
   threads each) would need 2.4 GB for no gain in speed on 2 cores.
 * :func:`return_freed_memory`: glibc's malloc raises its mmap threshold after large blocks
@@ -41,6 +43,7 @@ __all__ = [
     "budgeted",
     "heavy",
     "holding_slot",
+    "resampling",
     "nbytes",
     "return_freed_memory",
 ]
@@ -172,6 +175,18 @@ def heavy():
     """Hold one of :data:`COMPUTE_SLOTS` for a heavy calcore call (never nest them: a
     thread that waits for a cached value must not hold a slot)."""
     with COMPUTE_SLOTS:
+        yield
+
+
+@contextmanager
+def resampling(n_resamples: int):
+    """:func:`heavy` for a computation with resamples; none for point estimates, which must
+    not wait behind other sessions' intervals (in the four-uploader benchmark two sessions
+    waited 5 minutes for their first table when every evaluation took a slot)."""
+    if n_resamples:
+        with heavy():
+            yield
+    else:
         yield
 
 

@@ -118,6 +118,17 @@ def test_no_more_heavy_calls_at_once_than_compute_slots(monkeypatch):
     assert most[0] == slots
 
 
+def test_point_estimates_take_no_slot_and_resamples_do(monkeypatch):
+    gate = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(memory, "COMPUTE_SLOTS", gate)
+    with memory.resampling(200):
+        assert not gate.acquire(blocking=False)  # the one slot is held
+        with memory.resampling(0):  # estimates go on while another session resamples
+            pass
+    assert gate.acquire(blocking=False)
+    gate.release()
+
+
 class _Line:
     def __init__(self) -> None:
         self.captions: list[str] = []
