@@ -47,8 +47,8 @@ __all__ = [
     "report",
     "simplex_summary",
     "slice_predictions",
-    "step_line",
     "sliced",
+    "step_line",
     "top_label_diagram",
     "validity",
 ]

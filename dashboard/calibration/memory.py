@@ -9,11 +9,11 @@ Three parts, each for one way a shared server grew with its users (issue 34):
   ``max_entries`` of each function alone could not bound bytes: one entry of a
   50,000 x 1,000 file is 400 MB, one of a 1,000 x 3 file 24 kB.
 * :data:`COMPUTE_SLOTS`: at most one heavy calcore call (an evaluation with resamples, a
-  resampling diagnostic) per core runs at once, whatever the number of sessions; loading,
-  fitting and point estimates do not wait for a slot, so every session's first table comes
-  quickly. Each evaluation of 10,000 x 100
-  rows with 200 resamples needs ~300 MB while it runs; eight at once (four uploaders, two
-  threads each) would need 2.4 GB for no gain in speed on 2 cores.
+  resampling diagnostic) per core runs at once, whatever the number of sessions. Each
+  evaluation of 10,000 x 100 rows with 200 resamples needs ~300 MB while it runs; eight at
+  once (four uploaders, two threads each) would need 2.4 GB for no gain in speed on 2
+  cores. Loading, fitting and point estimates take no slot, so that every session's first
+  table comes quickly.
 * :func:`return_freed_memory`: glibc's malloc raises its mmap threshold after large blocks
   are freed, so later arrays of up to 32 MB come from heaps that it keeps once freed (a
   server held 770 MB after three evaluations of 10,000 x 100 rows that needed 370 MB

@@ -156,3 +156,17 @@ def test_the_step_line_names_each_finished_part(monkeypatch):
     )
     assert line.captions[-1] == ""  # gone once the step is over
     assert compute.in_parallel({"a": lambda: 1}) == {"a": 1}  # outside a step: no line
+
+
+def test_a_random_split_is_copied_once_per_key_and_counted(small_budget):
+    from dashboard.calibration.data import Loaded, _random_split, choose_split
+
+    loaded = Loaded("x.csv", {"all": _preds(400)}, (), ())
+    first = choose_split(loaded, mode="random", test_fraction=0.5, seed=0, digest="d")
+    again = choose_split(loaded, mode="random", test_fraction=0.5, seed=0, digest="d")
+    assert again.calib is first.calib and again.test is first.test  # no copy per rerun
+    assert first.test.n_samples == 200
+    assert small_budget.total >= first.calib.probs.nbytes + first.test.probs.nbytes
+    other = choose_split(loaded, mode="random", test_fraction=0.5, seed=1, digest="d")
+    assert other.key != first.key and other.test is not first.test
+    _random_split.clear()
