@@ -78,11 +78,12 @@ _STEP = threading.local()
 
 
 @contextmanager
-def step_line(what: str):
+def step_line(what: str, *, into=None):
     """A caption naming the step while the block runs ("Intervals: 200 resamples…"), which
-    :func:`in_parallel` extends with each finished part ("… ts done, 2/3"): a long wait
-    says what the server is doing instead of only Streamlit's running icon."""
-    line = st.empty()
+    :func:`in_parallel` extends with each method as it finishes ("… ts done, 2/3"): a long
+    wait says what the server is doing instead of only Streamlit's running icon. ``into``:
+    the placeholder to write it in (e.g. under the table it fills in), else a new one."""
+    line = st.empty() if into is None else into
     line.caption(f"⏳ {what}…")
     _STEP.current = (line, what)
     try:
@@ -90,12 +91,6 @@ def step_line(what: str):
     finally:
         _STEP.current = None
         line.empty()
-
-
-def _part_name(name) -> str:
-    if isinstance(name, tuple):  # (what, method), e.g. ("calibration_gain", "ts")
-        return " of ".join(str(n).replace("_", " ") for n in name)
-    return str(name)
 
 
 def in_parallel(calls: dict, *, quiet: bool = False) -> dict:
@@ -122,13 +117,13 @@ def in_parallel(calls: dict, *, quiet: bool = False) -> dict:
     with ThreadPoolExecutor(max(workers, 1), initializer=attach) as pool:
         futures = {name: pool.submit(fn) for name, fn in calls.items()}
         if step is not None:
+            # counted by method: parts named (what, method), such as its gain, are quick
+            # side parts that a count would make look like methods
             line, what = step
-            names = {future: name for name, future in futures.items()}
+            names = {f: name for name, f in futures.items() if not isinstance(name, tuple)}
             for done, future in enumerate(as_completed(names), start=1):
                 if future.exception() is None and done < len(names):
-                    line.caption(
-                        f"⏳ {what}: {_part_name(names[future])} done, {done}/{len(names)}…"
-                    )
+                    line.caption(f"⏳ {what}: {names[future]} done, {done}/{len(names)}…")
         return {name: future.result() for name, future in futures.items()}
 
 
