@@ -118,6 +118,17 @@ def test_no_more_heavy_calls_at_once_than_compute_slots(monkeypatch):
     assert most[0] == slots
 
 
+def test_the_last_heavy_call_to_end_gives_freed_memory_back(monkeypatch):
+    released = []
+    monkeypatch.setattr(memory, "COMPUTE_SLOTS", threading.BoundedSemaphore(2))
+    monkeypatch.setattr(memory, "release_freed_memory", lambda: released.append(1))
+    with memory.heavy():
+        with memory.heavy():
+            pass
+        assert released == []  # another heavy call still runs
+    assert released == [1]
+
+
 def test_point_estimates_take_no_slot_and_resamples_do(monkeypatch):
     gate = threading.BoundedSemaphore(1)
     monkeypatch.setattr(memory, "COMPUTE_SLOTS", gate)
