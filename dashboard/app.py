@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.calibration.memory import release_freed_memory
+from dashboard.calibration.memory import release_freed_memory, return_freed_arrays
 from dashboard.calibration.page import render_calibration
 from dashboard.calibration.server import ACTIVITY
 from dashboard.guard import bugs_as_messages
 from dashboard.lab.page import render_lab
+
+return_freed_arrays()  # once per process would do; a mallopt call is cheap
 
 try:
     with ACTIVITY.run():  # background reads wait for a quiet server

@@ -183,3 +183,12 @@ def test_a_random_split_is_copied_once_per_key_and_counted(small_budget):
     other = choose_split(loaded, mode="random", test_fraction=0.5, seed=1, digest="d")
     assert other.key != first.key and other.test is not first.test
     _random_split.clear()
+
+
+def test_the_mmap_threshold_is_fixed_unless_the_environment_says_0(monkeypatch):
+    if memory._LIBC is None:
+        pytest.skip("not glibc")
+    monkeypatch.setenv(memory.MMAP_THRESHOLD_ENV, "0")
+    assert memory.return_freed_arrays() is False
+    monkeypatch.setenv(memory.MMAP_THRESHOLD_ENV, str(memory.DEFAULT_MMAP_THRESHOLD))
+    assert memory.return_freed_arrays() is True
