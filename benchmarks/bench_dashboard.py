@@ -341,6 +341,116 @@ def server_case(browser, n_rows: int, *, every_row: bool = True) -> dict:
         }
 
 
+def wide_csv(folder: Path, n: int = 20_000, n_classes: int = 100, seed: int = 0) -> Path:
+    """Softmax probabilities of ``n`` rows and ``n_classes`` classes with labels, written with
+    13 decimals (about 32 MB for 20,000 x 100, the size of issue 34's upload); no split column,
+    so the page splits the rows at random. ``seed`` makes different files of one size."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, n_classes, size=n)
+    logits = rng.standard_normal((n, n_classes)) * 1.5
+    logits[np.arange(n), labels] += rng.normal(3.0, 1.5, size=n)  # over-confident, mostly right
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    path = folder / f"wide_{n}x{n_classes}_{seed}.csv"
+    header = "label," + ",".join(f"p_c{k}" for k in range(n_classes))
+    np.savetxt(
+        path, np.column_stack([labels, probs]), delimiter=",", header=header, comments="",
+        fmt=["%d"] + ["%.13f"] * n_classes,
+    )  # fmt: skip
+    return path
+
+
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A ``/proc/<pid>/status`` memory field in MiB: ``VmRSS`` now, ``VmHWM`` the peak over
+    the process's life."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc status")
+
+
+def add_calibrator(page, name: str) -> float:
+    """Seconds from choosing ``name`` in the calibrator picker to the metrics table with its
+    column and intervals drawn, script idle."""
+    box = page.get_by_test_id("stMultiSelect").filter(has_text="Fitted on the calibration rows")
+    start = time.monotonic()
+    box.locator("input").click()
+    page.keyboard.type(name)
+    page.get_by_role("option").filter(has_text=re.compile(f"^{re.escape(name)} ·")).first.click()
+    page.keyboard.press("Escape")
+    page.locator("[data-testid='stTable'] th", has_text=name).first.wait_for(timeout=600_000)
+    page.wait_for_function(  # the intervals are back
+        "() => document.querySelector(\"[data-testid='stTable']\").innerText.includes('[')",
+        timeout=600_000,
+        polling=50,
+    )
+    settle(page)
+    return time.monotonic() - start
+
+
+def cold_open(page, url: str) -> tuple[float, float]:
+    """Seconds from opening the page on a server that has served nothing yet to its
+    bundled sample's metrics table first drawn (estimates) and to the page settled
+    (intervals in, script idle)."""
+    start = time.monotonic()
+    page.goto(url)
+    page.locator("[data-testid='stTable']").first.wait_for(timeout=600_000)
+    paint = time.monotonic() - start
+    wait_table(page)
+    return paint, time.monotonic() - start
+
+
+def wide_csv_case(browser, folder: Path) -> dict:
+    """Issue 34's upload, on a fresh server: the app's cold first open (bundled sample),
+    then a 20,000 x 100 CSV uploaded (random split, ts + tl-hb, 200 resamples), a bins
+    change, a view switch and back, and a calibrator added (irm); the server's resident
+    memory after each step and its peak."""
+    path = wide_csv(folder)
+    with Server() as server:
+        pid = server.proc.pid
+        page = browser.new_page(viewport={"width": 1400, "height": 1600})
+        out: dict = {"megabytes": round(path.stat().st_size / 2**20, 1)}
+        paint, done = cold_open(page, server.url)
+        out["first_open_cold_first_paint_s"] = round(paint, 2)
+        out["first_open_cold_settled_s"] = round(done, 2)
+        rss = {"sample": round(rss_mb(pid), 1)}
+        page.get_by_text("upload a file", exact=True).click()
+        settle(page)
+        rss["before_upload"] = round(rss_mb(pid), 1)
+        start = time.monotonic()
+        page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(path)
+        page.get_by_text(path.name).first.wait_for(timeout=600_000)
+        page.locator("[data-testid='stTable'] th", has_text="tl-hb").first.wait_for(
+            timeout=600_000
+        )
+        out["upload_first_paint_s"] = round(time.monotonic() - start, 2)
+        wait_table(page)
+        page.wait_for_function(
+            "() => document.querySelector(\"[data-testid='stTable']\").innerText.includes('[')",
+            timeout=600_000,
+        )
+        settle(page)
+        out["upload_settled_s"] = round(time.monotonic() - start, 2)
+        rss["upload"] = round(rss_mb(pid), 1)
+        out["bins_change_s"] = round(change_bins(page, 12)[1], 2)
+        rss["bins"] = round(rss_mb(pid), 1)
+        out["view_switch_s"] = round(switch_view(page, "Confidence reliability"), 2)
+        back = time.monotonic()
+        page.get_by_test_id("stRadio").get_by_text("Metrics", exact=True).click()
+        page.locator("[data-testid='stTable']").first.wait_for(timeout=600_000)
+        settle(page)
+        out["back_to_metrics_s"] = round(time.monotonic() - back, 2)
+        rss["views"] = round(rss_mb(pid), 1)
+        out["add_calibrator_irm_s"] = round(add_calibrator(page, "irm"), 2)
+        rss["irm"] = round(rss_mb(pid), 1)
+        page.close()
+        out["rss_mb"] = rss
+        out["peak_rss_mb"] = round(rss_mb(pid, "VmHWM"), 1)
+        out["upload_cost_mb"] = round(out["peak_rss_mb"] - rss["before_upload"], 1)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -348,6 +458,9 @@ def main() -> None:
     parser.add_argument("--skip-wide", action="store_true", help="skip the 10,000 x 100 case")
     parser.add_argument("--skip-rows", action="store_true", help="skip the 2M-row CSV case")
     parser.add_argument("--skip-server", action="store_true", help="skip the server dataset")
+    parser.add_argument(
+        "--skip-wide-csv", action="store_true", help="skip the 20,000 x 100 CSV upload (issue 34)"
+    )
     parser.add_argument("--server-rows", type=int, default=10_000_000)
     parser.add_argument(
         "--skip-every-row", action="store_true", help="skip evaluating every row of it"
@@ -380,6 +493,9 @@ def main() -> None:
                     views[label] = round(switch_view(page, label), 2)
                 r["views_s"].append(views)
                 page.close()
+        if not args.skip_wide_csv:
+            with tempfile.TemporaryDirectory() as tmp:
+                results["wide_csv_20000x100"] = wide_csv_case(browser, Path(tmp))
         if not args.skip_big:
             with tempfile.TemporaryDirectory() as tmp, Server() as server:
                 path = big_npz(Path(tmp))

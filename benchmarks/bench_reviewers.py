@@ -18,10 +18,18 @@ The bound stated for 8 sessions on 100M rows is a peak of 3 GB; ``--max-rss-mb``
 the script exit 1 above it (and on any error), so CI runs it at a small scale
 (``tests/e2e/test_load.py``).
 
+``--uploads`` measures issue 34's case instead: ``--sessions`` reviewers (4 in the issue) each
+open the page, switch to an upload and, all at once, upload a different 20,000 x 100 CSV
+(about 31 MB, generated here); reported are each session's seconds to the file's metrics
+table (first paint, estimates) and to its intervals (settled), the server's resident memory
+once every page was open (before the uploads), its peak (``VmHWM``) and what it holds after.
+The bound is a peak of 3 GB for 4 uploaders.
+
 Usage::
 
     .venv/bin/python benchmarks/bench_reviewers.py [--rows 100000000] [--sessions 8]
         [--data-dir DIR] [--sample-rows N] [--max-rss-mb 3072]
+    .venv/bin/python benchmarks/bench_reviewers.py --uploads --sessions 4
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_dashboard import CHROMIUM, IDLE, Server
+from bench_dashboard import CHROMIUM, IDLE, Server, rss_mb, wide_csv
 
 TIMEOUT_MS = 900_000
 DATASET = "clicks.parquet"
@@ -143,6 +151,107 @@ async def all_reviewers(url: str, n: int) -> list[dict]:
             await browser.close()
 
 
+#: What a reviewer's upload is: ``--uploads N`` sessions each upload a file of this size.
+UPLOAD_ROWS, UPLOAD_CLASSES = 20_000, 100
+
+
+async def uploader(
+    browser, url: str, path: Path, ready: asyncio.Event, start_together: asyncio.Event
+) -> dict:
+    """One reviewer: opens the page (its bundled sample), switches the source to an upload
+    and, once every reviewer is there, uploads ``path``; then waits for the metrics table
+    of the file with its intervals, script idle."""
+    context = await browser.new_context(viewport={"width": 1400, "height": 1600})
+    page = await context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    out: dict = {"errors": errors, "file": path.name}
+    table = page.locator("[data-testid='stTable']").first
+    try:
+        await page.goto(url + "/?m=ts&m=tl-hb")
+        await table.wait_for()
+        await settle(page)
+        await page.get_by_text("upload a file", exact=True).click()
+        await settle(page)
+        ready.set()
+        await start_together.wait()
+        start = time.monotonic()
+        await page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(
+            path
+        )
+        await page.get_by_text(path.name).first.wait_for()
+        await page.locator("[data-testid='stTable'] th", has_text="tl-hb").first.wait_for()
+        out["upload_first_paint_s"] = time.monotonic() - start
+        await page.wait_for_function(  # the intervals are in
+            "() => { const t = document.querySelector(\"[data-testid='stTable']\");"
+            " return t && t.innerText.includes('['); }",
+            timeout=TIMEOUT_MS,
+        )
+        await settle(page)
+        out["upload_settled_s"] = time.monotonic() - start
+        text = await page.locator("[data-testid='stMain']").inner_text()
+        if f"uploaded file: {path.name}" not in text:
+            errors.append(f"{path.name}: the page does not name the uploaded file")
+        for what in ("stException", "stAlertContentError"):
+            if n := await page.get_by_test_id(what).count():
+                errors.append(f"{n} {what} on the page")
+    except Exception as exc:  # a time-out or a missing element: reported, not raised
+        errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+    finally:
+        ready.set()  # also when it failed before: the others must not wait for it
+        await context.close()
+    return out
+
+
+async def all_uploaders(url: str, paths: list[Path], server_pid: int) -> tuple[list[dict], float]:
+    """Every uploader's result, and the server's resident MiB once all had opened the page
+    (before any upload)."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            go = asyncio.Event()
+            ready = [asyncio.Event() for _ in paths]
+            tasks = [
+                asyncio.create_task(uploader(browser, url, path, r, go))
+                for path, r in zip(paths, ready, strict=True)
+            ]
+            for r in ready:  # every page open on its upload box first
+                await r.wait()
+            before = rss_mb(server_pid)
+            go.set()
+            return list(await asyncio.gather(*tasks)), before
+        finally:
+            await browser.close()
+
+
+
+def run_uploads(folder: Path, sessions: int) -> dict:
+    """``sessions`` reviewers upload different 20,000 x 100 CSVs at once on a fresh server."""
+    paths = [wide_csv(folder, UPLOAD_ROWS, UPLOAD_CLASSES, seed=k) for k in range(sessions)]
+    with Server() as server:
+        results, before = asyncio.run(all_uploaders(server.url, paths, server.proc.pid))
+        rss, cpu = peak_rss_mb(server.proc.pid), cpu_seconds(server.proc.pid)
+        after = rss_mb(server.proc.pid)
+    out = {
+        "case": "uploads",
+        "sessions": sessions,
+        "rows": UPLOAD_ROWS,
+        "classes": UPLOAD_CLASSES,
+        "megabytes_each": round(paths[0].stat().st_size / 2**20, 1),
+        "rss_before_uploads_mb": round(before, 1),
+        "rss_after_mb": round(after, 1),
+        "peak_rss_mb": round(rss, 1),
+        "server_cpu_s": round(cpu, 2),
+        "errors": [e for r in results for e in r["errors"]],
+    }
+    for key in ("upload_first_paint_s", "upload_settled_s"):
+        out[key] = summary([r[key] for r in results if key in r])
+    return out
+
+
 def summary(values: list[float]) -> dict:
     """Median, nearest-rank 95th percentile and maximum (seconds, rounded)."""
     v = sorted(values)
@@ -185,7 +294,21 @@ def main() -> int:
     parser.add_argument("--data-dir", type=Path, help=f"a folder already holding {DATASET}")
     parser.add_argument("--sample-rows", type=int, help="CALCORE_SERVER_SAMPLE_ROWS")
     parser.add_argument("--max-rss-mb", type=float, default=3072.0)
+    parser.add_argument(
+        "--uploads",
+        action="store_true",
+        help="the uploads case instead: --sessions reviewers each upload a different "
+        "20,000 x 100 CSV at once (issue 34: peak <= 3 GB for 4)",
+    )
     args = parser.parse_args()
+    if args.uploads:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = run_uploads(Path(tmp), args.sessions)
+        result["max_rss_mb"] = args.max_rss_mb
+        result["load_average"] = os.getloadavg()
+        print(json.dumps(result, indent=2))
+        ok = not result["errors"] and result["peak_rss_mb"] <= args.max_rss_mb
+        return 0 if ok else 1
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.data_dir
         written = None

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.calibration.memory import release_freed_memory, return_freed_arrays
 from dashboard.calibration.page import render_calibration
 from dashboard.calibration.server import ACTIVITY
 from dashboard.guard import bugs_as_messages
 from dashboard.lab.page import render_lab
 
-with ACTIVITY.run():  # background reads wait for a quiet server
-    st.navigation(
-        [
-            st.Page(bugs_as_messages(render_calibration), title="Calibration", default=True),
-            st.Page(bugs_as_messages(render_lab), title="Simulation lab", url_path="lab"),
-        ]
-    ).run()
+return_freed_arrays()  # once per process would do; a mallopt call is cheap
+
+try:
+    with ACTIVITY.run():  # background reads wait for a quiet server
+        st.navigation(
+            [
+                st.Page(bugs_as_messages(render_calibration), title="Calibration", default=True),
+                st.Page(bugs_as_messages(render_lab), title="Simulation lab", url_path="lab"),
+            ]
+        ).run()
+finally:  # also after a rerun or stop: what the run's parse, fits and estimates freed
+    release_freed_memory()

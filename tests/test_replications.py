@@ -5,9 +5,13 @@ The full runs are `make replicate`; their outputs are committed under docs/repli
 
 import importlib.util
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+
+# not `from conftest import`: with tests/e2e and tests/spark each holding a conftest.py,
+# the module called conftest is whichever pytest imported last
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 BENCH = REPO_ROOT / "benchmarks"
 

@@ -13,10 +13,13 @@ next to them identifies them.
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +29,7 @@ from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ct
 import calcore
 from calcore.evaluation import concatenate
 from calcore.evaluation.protocols import fit_warning_texts
+from dashboard.calibration.memory import budgeted, holding_slot, resampling
 
 __all__ = [
     "Fitted",
@@ -44,6 +48,7 @@ __all__ = [
     "simplex_summary",
     "slice_predictions",
     "sliced",
+    "step_line",
     "top_label_diagram",
     "validity",
 ]
@@ -68,7 +73,27 @@ def calcore_binning(binning: str, bins: int) -> tuple[str, int | str]:
     return binning, int(bins)
 
 
-def in_parallel(calls: dict) -> dict:
+#: The progress line of the step the script thread is in (see :func:`step_line`).
+_STEP = threading.local()
+
+
+@contextmanager
+def step_line(what: str, *, into=None):
+    """A caption naming the step while the block runs ("Intervals: 200 resamples…"), which
+    :func:`in_parallel` extends with each method as it finishes ("… ts done, 2/3"): a long
+    wait says what the server is doing instead of only Streamlit's running icon. ``into``:
+    the placeholder to write it in (e.g. under the table it fills in), else a new one."""
+    line = st.empty() if into is None else into
+    line.caption(f"⏳ {what}…")
+    _STEP.current = (line, what)
+    try:
+        yield
+    finally:
+        _STEP.current = None
+        line.empty()
+
+
+def in_parallel(calls: dict, *, quiet: bool = False) -> dict:
     """``{name: fn()}`` for ``{name: fn}``, on up to one thread per core.
 
     For the per-method cached calls into calcore: numpy releases the GIL in its sorts and
@@ -76,9 +101,12 @@ def in_parallel(calls: dict) -> dict:
     instead of 3.0 s. Each worker carries the script's context, as Streamlit's guide on
     multithreading shows (``add_script_run_ctx``), so the cached functions behave as in
     the script thread. An exception is raised from the first call that failed, in order.
+    Inside :func:`step_line`, its caption counts the finished calls as they finish (unless
+    ``quiet``: parts of one step).
     """
+    step = None if quiet else getattr(_STEP, "current", None)
     workers = min(len(calls), os.cpu_count() or 1)
-    if workers <= 1:
+    if workers <= 1 and step is None:
         return {name: fn() for name, fn in calls.items()}
     ctx = get_script_run_ctx()
 
@@ -86,8 +114,16 @@ def in_parallel(calls: dict) -> dict:
         if ctx is not None:
             add_script_run_ctx(ctx=ctx)
 
-    with ThreadPoolExecutor(workers, initializer=attach) as pool:
+    with ThreadPoolExecutor(max(workers, 1), initializer=attach) as pool:
         futures = {name: pool.submit(fn) for name, fn in calls.items()}
+        if step is not None:
+            # counted by method: parts named (what, method), such as its gain, are quick
+            # side parts that a count would make look like methods
+            line, what = step
+            names = {f: name for name, f in futures.items() if not isinstance(name, tuple)}
+            for done, future in enumerate(as_completed(names), start=1):
+                if future.exception() is None and done < len(names):
+                    line.caption(f"⏳ {what}: {names[future]} done, {done}/{len(names)}…")
         return {name: future.result() for name, future in futures.items()}
 
 
@@ -103,22 +139,22 @@ class Fitted:
     warnings: tuple[str, ...] = ()
 
 
+def fit(key: str, name: str, params: tuple, calib, test) -> Fitted:
+    """``make_calibrator(name, **params).fit(calib)``, then ``transform(test)``; cached once
+    per key for every session, its output counted in the server's byte budget."""
+    return budgeted(_fit, key, name, params, calib, test)
+
+
 @st.cache_resource(show_spinner=False, max_entries=_FITS, ttl=CACHE_TTL_S)
-def fit(key: str, name: str, params: tuple, _calib, _test) -> Fitted:
-    """``make_calibrator(name, **params).fit(calib)``, then ``transform(test)``."""
+def _fit(key: str, name: str, params: tuple, _calib, _test) -> Fitted:
     calibrator = calcore.make_calibrator(name, **dict(params))
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as raised:
         warnings.simplefilter("always", calcore.CalcoreWarning)
         calibrator.fit(_calib)
     seconds = time.perf_counter() - start
-    return Fitted(
-        calibrator,
-        calibrator.transform(_test),
-        seconds,
-        calibrator.fit_info,
-        fit_warning_texts(raised),
-    )
+    output = calibrator.transform(_test)
+    return Fitted(calibrator, output, seconds, calibrator.fit_info, fit_warning_texts(raised))
 
 
 _BINNED = tuple(k for k in calcore.METRICS if k not in calcore.BIN_FREE_METRICS)
@@ -126,9 +162,10 @@ _BINNED = tuple(k for k in calcore.METRICS if k not in calcore.BIN_FREE_METRICS)
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def bin_free_report(key: str, n_bootstrap: int, _preds) -> calcore.CalibrationReport:
-    return calcore.evaluate(
-        _preds, n_bootstrap=n_bootstrap, seed=0, metrics=calcore.BIN_FREE_METRICS
-    )
+    with resampling(n_bootstrap):
+        return calcore.evaluate(
+            _preds, n_bootstrap=n_bootstrap, seed=0, metrics=calcore.BIN_FREE_METRICS
+        )
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
@@ -136,9 +173,10 @@ def _binned_report(
     key: str, binning: str, bins, n_bootstrap: int, _preds
 ) -> calcore.CalibrationReport:
     b, k = calcore_binning(binning, bins)
-    return calcore.evaluate(
-        _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0, metrics=_BINNED
-    )
+    with resampling(n_bootstrap):
+        return calcore.evaluate(
+            _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0, metrics=_BINNED
+        )
 
 
 def report(key: str, binning: str, bins, n_bootstrap: int, preds) -> calcore.CalibrationReport:
@@ -147,9 +185,18 @@ def report(key: str, binning: str, bins, n_bootstrap: int, preds) -> calcore.Cal
     The metrics that use no bins (NLL, Brier, the KDE-ECEs: three quarters of the time on
     100 classes) are kept while the binning changes; both halves draw the same resamples
     (same seed), so the result equals one ``evaluate`` call (tests/dashboard/test_app.py).
+    The halves run side by side (each in a compute slot): with intervals the bin-free half
+    of 10,000 x 100 rows takes 3-5 s and the binned one 1.5-2.5 s, and a page's three
+    outputs balance better over two cores as six parts than as three.
     """
-    free = bin_free_report(key, n_bootstrap, preds)
-    return _binned_report(key, binning, bins, n_bootstrap, preds).combined_with(free)
+    halves = in_parallel(
+        {
+            "free": functools.partial(bin_free_report, key, n_bootstrap, preds),
+            "binned": functools.partial(_binned_report, key, binning, bins, n_bootstrap, preds),
+        },
+        quiet=True,
+    )
+    return halves["binned"].combined_with(halves["free"])
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
@@ -187,6 +234,7 @@ def weights_note(*preds: calcore.Predictions) -> str | None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+@holding_slot
 def confidence_bands(key: str, binning: str, bins, _preds) -> calcore.ConsistencyBands:
     b, k = calcore_binning(binning, bins)
     return calcore.consistency_bands(
@@ -201,6 +249,7 @@ def top_label_diagram(key: str, binning: str, bins, _preds) -> calcore.TopLabelR
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+@holding_slot
 def classwise_diagrams(key: str, binning: str, bins, classes: tuple[int, ...], _preds) -> tuple:
     b, k = calcore_binning(binning, bins)
     return tuple(
@@ -209,11 +258,13 @@ def classwise_diagrams(key: str, binning: str, bins, classes: tuple[int, ...], _
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+@holding_slot
 def kde_curve(key: str, _preds) -> calcore.KDEReliabilityCurve:
     return calcore.kde_confidence_curve(unweighted(_preds))
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+@holding_slot
 def ece_sweep(key: str, binning: str, _preds) -> calcore.EceByBins:
     b, _ = calcore_binning(binning, 15)
     if b == "points-per-bin":  # a sweep over bin counts needs a count-based scheme
@@ -224,8 +275,13 @@ def ece_sweep(key: str, binning: str, _preds) -> calcore.EceByBins:
     )
 
 
+def _all_rows(key: str, calib, test) -> calcore.Predictions:
+    """Every row (calibration then test rows), cached once per key within the byte budget."""
+    return budgeted(_joined_rows, key, calib, test)
+
+
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
-def _all_rows(key: str, _calib, _test) -> calcore.Predictions:
+def _joined_rows(key: str, _calib, _test) -> calcore.Predictions:
     if _calib is _test:
         return _test
     # the views that use every row do not take weights yet, and a second file may be
@@ -258,6 +314,7 @@ def sampled_rows(preds: calcore.Predictions, *, limit: int = RESAMPLING_MAX_ROWS
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+@holding_slot
 def validity(
     key: str, name: str, params: tuple, view: str, n_resamples: int, group, _calib, _test
 ) -> calcore.ValidityCurve:
@@ -281,6 +338,7 @@ def validity(
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+@holding_slot
 def learning(
     key: str, name: str, params: tuple, metric: str, sizes: tuple, n_repeats: int, binning, bins,
     _calib, _test,
@@ -305,6 +363,7 @@ def learning_sizes(n_calib: int) -> tuple[int, ...]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+@holding_slot
 def simplex_summary(key: str, name: str, params: tuple, _calib, _test):
     """A canonical calibrator fitted on calib, summarised bin by bin on test."""
     from calcore.calibrators.canonical import canonical_bin_summary
@@ -322,6 +381,7 @@ SLICE_TEST_RESAMPLES = 200
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+@holding_slot
 def sliced(
     key: str, by: tuple[str, ...], rank_by: str, binning: str, bins, n_bootstrap: int, _preds
 ) -> calcore.SlicedReport:
@@ -334,6 +394,7 @@ def sliced(
 
 
 @st.cache_resource(show_spinner=False, max_entries=_FITS, ttl=CACHE_TTL_S)
+@holding_slot
 def per_slice_fit(
     key: str, name: str, params: tuple, by: tuple[str, ...], _calib, _test, _global
 ) -> calcore.PerSliceCalibration:

@@ -18,6 +18,7 @@ import calcore
 import calcore.io
 from calcore.evaluation import concatenate, random_split
 from dashboard.calibration.compute import CACHE_TTL_S
+from dashboard.calibration.memory import budgeted
 
 __all__ = ["LoadOptions", "Loaded", "Split", "choose_split", "inspect", "load"]
 
@@ -109,13 +110,19 @@ def inspect(_data: bytes, digest: str, name: str, options: LoadOptions) -> calco
     )
 
 
-@st.cache_resource(show_spinner="Loading predictions…", max_entries=8, ttl=CACHE_TTL_S)
-def load(_data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
+def load(data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
     """Every split of the file; warnings come from the structured load reports.
 
-    Python's ``warnings`` machinery is process-global and not safe with concurrent
-    sessions, so the page reads calcore's messages from ``Predictions.load_report``.
+    Parsed once per (digest, options) for every session, and counted in the server's byte
+    budget (``dashboard.calibration.memory``). Python's ``warnings`` machinery is
+    process-global and not safe with concurrent sessions, so the page reads calcore's
+    messages from ``Predictions.load_report``.
     """
+    return budgeted(_load, data, digest, name, options)
+
+
+@st.cache_resource(show_spinner="Loading predictions…", max_entries=8, ttl=CACHE_TTL_S)
+def _load(_data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
     splits = calcore.io.load_splits(_buffer(_data, name), name=name, **options.kwargs())
     notes, warns = [], []
     for preds in splits.values():
@@ -180,12 +187,13 @@ def choose_split(
             ),
         )
     if mode == "random":
-        calib, test = random_split(everything, test_fraction=test_fraction, seed=seed)
+        key = f"{digest}:random:{test_fraction}:{seed}"
+        calib, test = budgeted(_random_split, key, test_fraction, seed, everything)
         return Split(
             calib,
             test,
             f"random split (seed {seed}): {calib.n_samples:,} calib / {test.n_samples:,} test rows",
-            f"{digest}:random:{test_fraction}:{seed}",
+            key,
         )
     if mode == "second-file":
         if second is None:
@@ -224,9 +232,16 @@ def _all_rows(loaded: Loaded, digest: str) -> calcore.Predictions:
     """Every row of a file: its single split, or calib + test rows (calib first)."""
     if "all" in loaded.splits or len(loaded.splits) == 1:
         return loaded.any
-    return _joined(digest, loaded)
+    return budgeted(_joined, digest, loaded)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
 def _joined(digest: str, _loaded: Loaded) -> calcore.Predictions:
     return concatenate([_loaded.splits["calib"], _loaded.splits["test"]])
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
+def _random_split(key: str, test_fraction: float, seed: int, _rows) -> tuple:
+    """The calibration and test rows of a random split, copied once per key (not on every
+    rerun: two copies of the table, 16 MB for 20,000 x 100)."""
+    return random_split(_rows, test_fraction=test_fraction, seed=seed)

@@ -483,7 +483,9 @@ def render(ctx) -> None:
         points = metric_values(ctx, n_bootstrap=0)
         _show(slot, points)
         _show_chart(chart_slot, ctx, points, final=False)
-        with st.spinner(f"Bootstrap intervals ({ctx.settings.n_bootstrap} resamples)…"):
+        with compute.step_line(
+            f"Intervals: {ctx.settings.n_bootstrap} resamples per method", into=caption_slot
+        ):
             final = comparison(ctx)
     else:
         final = comparison(ctx)

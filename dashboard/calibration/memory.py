@@ -1,0 +1,262 @@
+"""What the server holds, for every session together: a byte budget, compute slots, freed memory.
+
+Three parts, each for one way a shared server grew with its users (issue 34):
+
+* :data:`BUDGET`, a :class:`CacheBudget`: the tables the page caches (loaded files, splits,
+  calibrated outputs) counted in bytes across ``st.cache_resource`` functions and sessions;
+  beyond ``CALCORE_CACHE_BUDGET_MB`` (default :data:`DEFAULT_BUDGET_MB`) the least recently
+  used entries are evicted (the next use recomputes them) instead of the server growing.
+  ``max_entries`` of each function alone could not bound bytes: one entry of a
+  50,000 x 1,000 file is 400 MB, one of a 1,000 x 3 file 24 kB.
+* :data:`COMPUTE_SLOTS`: at most one heavy calcore call (an evaluation with resamples, a
+  resampling diagnostic) per core runs at once, whatever the number of sessions. Each
+  evaluation of 10,000 x 100 rows with 200 resamples needs ~300 MB while it runs; eight at
+  once (four uploaders, two threads each) would need 2.4 GB for no gain in speed on 2
+  cores. Loading, fitting and point estimates take no slot, so that every session's first
+  table comes quickly.
+* :func:`return_freed_arrays` and :func:`release_freed_memory`: glibc's malloc raises its
+  mmap threshold after large arrays are freed, so later arrays of up to 32 MB come from
+  heaps that keep them once freed, one heap per thread. Measured with four reviewers
+  uploading 20,000 x 100 files at once: peak 3,525 MB with glibc's dynamic threshold and
+  ``malloc_trim`` after the work, 1,789 MB with the threshold fixed at 128 KiB (one upload:
+  1,119 MB against 885-946 MB). The fixed threshold costs CPU (every fresh array is
+  page-faulted in: one 10,000 x 100 evaluation with 200 resamples took 10.9 CPU-s instead
+  of 6.4), so ``CALCORE_MALLOC_MMAP_THRESHOLD`` sets it (bytes; 0 leaves glibc's dynamic
+  one, for a server with memory to spare). ``malloc_trim`` runs when the last heavy call
+  ends and after each script run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import inspect
+import os
+import sys
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+from dataclasses import fields, is_dataclass
+
+import numpy as np
+
+__all__ = [
+    "BUDGET",
+    "COMPUTE_SLOTS",
+    "CacheBudget",
+    "DEFAULT_BUDGET_MB",
+    "budgeted",
+    "heavy",
+    "holding_slot",
+    "resampling",
+    "nbytes",
+    "release_freed_memory",
+    "return_freed_arrays",
+]
+
+#: What the cached tables of all sessions may hold together, in MiB, unless
+#: ``CALCORE_CACHE_BUDGET_MB`` says otherwise: a 20,000 x 100 upload holds about 60 MB
+#: (the file's rows, its split and two calibrated outputs), a 50,000 x 1,000 one 1.6 GB
+#: (beyond the budget alone: its entries are kept while in use and evicted by the next).
+DEFAULT_BUDGET_MB = 1024
+BUDGET_ENV = "CALCORE_CACHE_BUDGET_MB"
+
+
+def nbytes(value, *, _seen: set | None = None, _depth: int = 0) -> int:
+    """The bytes of the numpy arrays reachable from ``value`` (each array once).
+
+    Walks dataclasses, objects' ``__dict__``, dicts, lists and tuples a few levels deep:
+    enough for calcore's ``Predictions`` (probabilities, labels, logits, weights and
+    metadata columns) and the page's containers of them. Other objects count 0: the
+    arrays are what grows with the data.
+    """
+    seen = set() if _seen is None else _seen
+    if id(value) in seen or _depth > 6:
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        base = value if value.base is None or not isinstance(value.base, np.ndarray) else None
+        return int(value.nbytes) if base is not None else nbytes(value.base, _seen=seen)
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        return len(value) if isinstance(value, bytes) else 0
+    if isinstance(value, dict):
+        children = list(value.values())
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        children = list(value)
+    elif is_dataclass(value):
+        children = [getattr(value, f.name, None) for f in fields(value)]
+        children += list(getattr(value, "__dict__", {}).values())  # cached properties
+    elif hasattr(value, "__dict__"):
+        children = list(vars(value).values())
+    else:
+        return 0
+    return sum(nbytes(c, _seen=seen, _depth=_depth + 1) for c in children)
+
+
+class CacheBudget:
+    """A ledger of cached entries and their bytes, evicting the least recently used.
+
+    Each entry is a cached function with its arguments (``fn.clear(*args)`` removes it
+    from the function's cache); :meth:`use` records or refreshes an entry and evicts the
+    oldest others while the total is above ``max_bytes``. The entry just used is never
+    evicted by its own call, so a file larger than the budget still works, alone.
+
+    Examples
+    --------
+    >>> cleared = []
+    >>> class Fn:
+    ...     def clear(self, *args):
+    ...         cleared.append(args)
+    >>> budget = CacheBudget(max_bytes=100)
+    >>> budget.use(Fn(), ("a",), 60); budget.use(Fn(), ("b",), 60)
+    >>> cleared, budget.total
+    ([('a',)], 60)
+    """
+
+    def __init__(self, *, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict = OrderedDict()  # (fn, args) -> bytes
+        self._guard = threading.Lock()
+
+    @property
+    def total(self) -> int:
+        with self._guard:
+            return sum(self._entries.values())
+
+    def use(self, fn, args: tuple, size: int) -> None:
+        """Record that ``fn(*args)`` (``size`` bytes) was just used; evict beyond budget."""
+        evicted = []
+        with self._guard:
+            key = (fn, args)
+            self._entries[key] = size
+            self._entries.move_to_end(key)
+            total = sum(self._entries.values())
+            while total > self.max_bytes and len(self._entries) > 1:
+                old, old_size = self._entries.popitem(last=False)
+                total -= old_size
+                evicted.append(old)
+        for old_fn, old_args in evicted:  # outside the guard: clearing takes the cache's lock
+            old_fn.clear(*old_args)
+
+    def forget(self) -> None:
+        """Drop the ledger (when the caches it describes were cleared wholesale)."""
+        with self._guard:
+            self._entries.clear()
+
+
+def _budget_bytes() -> int:
+    try:
+        megabytes = float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_MB))
+    except ValueError:
+        megabytes = DEFAULT_BUDGET_MB
+    return int(max(megabytes, 0) * 2**20)
+
+
+BUDGET = CacheBudget(max_bytes=_budget_bytes())
+
+
+def budgeted(fn, *args):
+    """``fn(*args)`` of a ``st.cache_resource`` function, its entry counted in :data:`BUDGET`.
+
+    The ledger keeps the arguments Streamlit hashes, and None for the ``_``-named ones it
+    does not (the tables themselves): ``fn.clear`` finds the entry by the hashed ones, and
+    the ledger must not keep an evicted table alive.
+    """
+    value = fn(*args)
+    BUDGET.use(fn, _hashed_args(fn, args), nbytes(value))
+    return value
+
+
+def _hashed_args(fn, args: tuple) -> tuple:
+    names = list(inspect.signature(fn).parameters)
+    return tuple(None if n.startswith("_") else a for n, a in zip(names, args, strict=False))
+
+
+#: One heavy calcore call per core at once, across every session of the server.
+COMPUTE_SLOTS = threading.BoundedSemaphore(max(os.cpu_count() or 1, 1))
+_active = [0]  # heavy calls running now
+_active_guard = threading.Lock()
+
+
+@contextmanager
+def heavy():
+    """Hold one of :data:`COMPUTE_SLOTS` for a heavy calcore call (never nest them: a
+    thread that waits for a cached value must not hold a slot); the last one to end
+    gives the freed memory back (:func:`release_freed_memory`)."""
+    with COMPUTE_SLOTS:
+        with _active_guard:
+            _active[0] += 1
+        try:
+            yield
+        finally:
+            with _active_guard:
+                _active[0] -= 1
+                last = _active[0] == 0
+    if last:
+        release_freed_memory()
+
+
+@contextmanager
+def resampling(n_resamples: int):
+    """:func:`heavy` for a computation with resamples; none for point estimates, which must
+    not wait behind other sessions' intervals (in the four-uploader benchmark two sessions
+    waited 5 minutes for their first table when every evaluation took a slot)."""
+    if n_resamples:
+        with heavy():
+            yield
+    else:
+        yield
+
+
+def holding_slot(fn):
+    """``fn`` run while holding one of :data:`COMPUTE_SLOTS` (for a cached diagnostic whose
+    body calls no other function that takes a slot)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with heavy():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _libc():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None  # glibc only, not musl
+    except OSError:
+        return None
+
+
+_LIBC = _libc()
+
+
+def release_freed_memory() -> bool:
+    """Give the memory malloc holds free back to the system (glibc's ``malloc_trim``);
+    True when it could (glibc on Linux). Milliseconds when little is free."""
+    if _LIBC is None:
+        return False
+    _LIBC.malloc_trim(0)
+    return True
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+MMAP_THRESHOLD_ENV = "CALCORE_MALLOC_MMAP_THRESHOLD"
+#: glibc's own starting threshold, kept fixed: arrays above it are given back when freed.
+DEFAULT_MMAP_THRESHOLD = 128 * 1024
+
+
+def return_freed_arrays() -> bool:
+    """Fix glibc's mmap threshold (``CALCORE_MALLOC_MMAP_THRESHOLD`` bytes, default
+    :data:`DEFAULT_MMAP_THRESHOLD`; 0: leave it dynamic), so that freed large arrays go
+    back to the system at once; True when it was set."""
+    try:
+        threshold = int(os.environ.get(MMAP_THRESHOLD_ENV, DEFAULT_MMAP_THRESHOLD))
+    except ValueError:
+        threshold = DEFAULT_MMAP_THRESHOLD
+    if _LIBC is None or threshold <= 0:
+        return False
+    return bool(_LIBC.mallopt(_M_MMAP_THRESHOLD, threshold))

@@ -1,0 +1,194 @@
+"""dashboard.calibration.memory: the byte budget over cached tables, the compute slots, and
+the progress line of compute.in_parallel."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+
+import numpy as np
+import pytest
+import streamlit as st
+
+import calcore
+from dashboard.calibration import compute, memory
+from dashboard.calibration.memory import CacheBudget, budgeted, nbytes
+
+
+def _preds(n: int = 200, k: int = 4) -> calcore.Predictions:
+    rng = np.random.default_rng(0)
+    return calcore.Predictions.from_probs(rng.dirichlet(np.ones(k), n), rng.integers(0, k, n))
+
+
+def test_nbytes_counts_each_array_once_and_views_by_their_base():
+    preds = _preds()
+    one = nbytes(preds)
+    assert one >= preds.probs.nbytes + preds.labels.nbytes
+    assert nbytes([preds, preds, {"again": preds}]) == one  # shared, not copied
+    base = np.zeros(1000)
+    assert nbytes((base[:10], base[10:])) == base.nbytes
+    assert nbytes({"text": "x" * 100, "n": 3}) == 0
+
+
+class _Fn:
+    """A stand-in for a cached function: records which entries were cleared."""
+
+    def __init__(self) -> None:
+        self.cleared: list[tuple] = []
+
+    def clear(self, *args) -> None:
+        self.cleared.append(args)
+
+
+def test_the_budget_evicts_the_least_recently_used_entries_beyond_its_bytes():
+    fn = _Fn()
+    budget = CacheBudget(max_bytes=100)
+    budget.use(fn, ("a",), 40)
+    budget.use(fn, ("b",), 40)
+    budget.use(fn, ("a",), 40)  # a used again: b is now the oldest
+    budget.use(fn, ("c",), 40)
+    assert fn.cleared == [("b",)]
+    assert budget.total == 80
+    budget.use(fn, ("huge",), 500)  # larger than the budget alone: kept, the others go
+    assert fn.cleared == [("b",), ("a",), ("c",)]
+    assert budget.total == 500
+
+
+@pytest.fixture
+def small_budget(monkeypatch):
+    budget = CacheBudget(max_bytes=3 * 8000)
+    monkeypatch.setattr(memory, "BUDGET", budget)
+    return budget
+
+
+def test_a_cached_function_under_the_budget_recomputes_an_evicted_entry(small_budget):
+    calls = []
+
+    @st.cache_resource(show_spinner=False)
+    def table(key: str, _source) -> np.ndarray:
+        calls.append(key)
+        return np.zeros(1000)  # 8,000 bytes
+
+    for key in "abcd":
+        budgeted(table, key, object())
+    assert calls == list("abcd") and small_budget.total == 3 * 8000
+    budgeted(table, "d", object())  # still cached
+    assert calls == list("abcd")
+    budgeted(table, "a", object())  # evicted by d: computed again
+    assert calls == [*"abcd", "a"]
+    table.clear()
+
+
+def test_the_budget_does_not_keep_the_unhashed_tables_alive(small_budget):
+    @st.cache_resource(show_spinner=False)
+    def summary(key: str, _rows) -> int:
+        return len(_rows.probs)
+
+    rows = _preds()
+    alive = weakref.ref(rows)
+    assert budgeted(summary, "k", rows) == 200
+    del rows
+    gc.collect()
+    assert alive() is None  # the ledger holds None for ``_rows``
+    summary.clear()
+
+
+def test_no_more_heavy_calls_at_once_than_compute_slots(monkeypatch):
+    slots = 2
+    monkeypatch.setattr(memory, "COMPUTE_SLOTS", threading.BoundedSemaphore(slots))
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def work() -> None:
+        with memory.heavy():
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            time.sleep(0.05)
+            with lock:
+                running[0] -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == slots
+
+
+def test_the_last_heavy_call_to_end_gives_freed_memory_back(monkeypatch):
+    released = []
+    monkeypatch.setattr(memory, "COMPUTE_SLOTS", threading.BoundedSemaphore(2))
+    monkeypatch.setattr(memory, "release_freed_memory", lambda: released.append(1))
+    with memory.heavy():
+        with memory.heavy():
+            pass
+        assert released == []  # another heavy call still runs
+    assert released == [1]
+
+
+def test_point_estimates_take_no_slot_and_resamples_do(monkeypatch):
+    gate = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(memory, "COMPUTE_SLOTS", gate)
+    with memory.resampling(200):
+        assert not gate.acquire(blocking=False)  # the one slot is held
+        with memory.resampling(0):  # estimates go on while another session resamples
+            pass
+    assert gate.acquire(blocking=False)
+    gate.release()
+
+
+class _Line:
+    def __init__(self) -> None:
+        self.captions: list[str] = []
+
+    def caption(self, text: str) -> None:
+        self.captions.append(text)
+
+    def empty(self) -> None:
+        self.captions.append("")
+
+
+def test_the_step_line_names_each_finished_part(monkeypatch):
+    line = _Line()
+    monkeypatch.setattr(compute.st, "empty", lambda: line)
+    calls = {"uncalibrated": lambda: 1, ("calibration_gain", "ts"): lambda: 2, "ts": lambda: 3}
+    with compute.step_line("Intervals: 200 resamples per method"):
+        out = compute.in_parallel(calls)
+    assert out == {"uncalibrated": 1, ("calibration_gain", "ts"): 2, "ts": 3}
+    assert line.captions[0] == "⏳ Intervals: 200 resamples per method…"
+    progress = line.captions[1:-1]  # the methods, not their gains; the last one ends it
+    assert len(progress) == 1 and progress[0].endswith(" done, 1/2…")
+    assert progress[0].rsplit(": ", 1)[1].split(" done")[0] in ("uncalibrated", "ts")
+    assert line.captions[-1] == ""  # gone once the step is over
+    assert compute.in_parallel({"a": lambda: 1}) == {"a": 1}  # outside a step: no line
+    assert line.captions[-1] == ""
+    slot = _Line()
+    with compute.step_line("Intervals", into=slot):  # the caller's placeholder
+        pass
+    assert slot.captions == ["⏳ Intervals…", ""]
+
+
+def test_a_random_split_is_copied_once_per_key_and_counted(small_budget):
+    from dashboard.calibration.data import Loaded, _random_split, choose_split
+
+    loaded = Loaded("x.csv", {"all": _preds(400)}, (), ())
+    first = choose_split(loaded, mode="random", test_fraction=0.5, seed=0, digest="d")
+    again = choose_split(loaded, mode="random", test_fraction=0.5, seed=0, digest="d")
+    assert again.calib is first.calib and again.test is first.test  # no copy per rerun
+    assert first.test.n_samples == 200
+    assert small_budget.total >= first.calib.probs.nbytes + first.test.probs.nbytes
+    other = choose_split(loaded, mode="random", test_fraction=0.5, seed=1, digest="d")
+    assert other.key != first.key and other.test is not first.test
+    _random_split.clear()
+
+
+def test_the_mmap_threshold_is_fixed_unless_the_environment_says_0(monkeypatch):
+    if memory._LIBC is None:
+        pytest.skip("not glibc")
+    monkeypatch.setenv(memory.MMAP_THRESHOLD_ENV, "0")
+    assert memory.return_freed_arrays() is False
+    monkeypatch.setenv(memory.MMAP_THRESHOLD_ENV, str(memory.DEFAULT_MMAP_THRESHOLD))
+    assert memory.return_freed_arrays() is True
