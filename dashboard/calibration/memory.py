@@ -19,10 +19,11 @@ Three parts, each for one way a shared server grew with its users (issue 34):
   heaps that keep them once freed, one heap per thread. Measured with four reviewers
   uploading 20,000 x 100 files at once: peak 3,525 MB with glibc's dynamic threshold and
   ``malloc_trim`` after the work, 1,789 MB with the threshold fixed at 128 KiB (one upload:
-  1,119 MB against 885-946 MB). The fixed threshold costs CPU (every fresh array is
-  page-faulted in: one 10,000 x 100 evaluation with 200 resamples took 10.9 CPU-s instead
-  of 6.4), so ``CALCORE_MALLOC_MMAP_THRESHOLD`` sets it (bytes; 0 leaves glibc's dynamic
-  one, for a server with memory to spare). ``malloc_trim`` runs when the last heavy call
+  1,119 MB against 885-946 MB). At 128 KiB the fixed threshold cost 60-70% more CPU in the
+  resampling (every fresh mid-sized array page-faulted in); at 1 MiB, the default
+  (:data:`DEFAULT_MMAP_THRESHOLD`), the cost is within noise.
+  ``CALCORE_MALLOC_MMAP_THRESHOLD`` sets it (bytes; 0 leaves glibc's dynamic one, for a
+  server with memory to spare). ``malloc_trim`` runs when the last heavy call
   ends and after each script run.
 """
 
@@ -245,8 +246,12 @@ def release_freed_memory() -> bool:
 
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 MMAP_THRESHOLD_ENV = "CALCORE_MALLOC_MMAP_THRESHOLD"
-#: glibc's own starting threshold, kept fixed: arrays above it are given back when freed.
-DEFAULT_MMAP_THRESHOLD = 128 * 1024
+#: Fixed so that arrays above it are given back when freed. 1 MiB, not glibc's starting
+#: 128 KiB: one 10,000 x 100 evaluation with 200 resamples (/tmp script, 2 runs each, CPU
+#: seconds, peak RSS) took 6.1-6.2 CPU-s and 466 MB at 1 MiB, 10.2-10.5 CPU-s and 435 MB
+#: at 128 KiB (every mid-sized temporary page-faulted in afresh), 6.1 CPU-s and 491 MB
+#: with glibc's dynamic threshold.
+DEFAULT_MMAP_THRESHOLD = 1024 * 1024
 
 
 def return_freed_arrays() -> bool:
