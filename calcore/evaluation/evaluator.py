@@ -306,11 +306,7 @@ def bootstrap_replicates(
         proper_scores=stats.proper_scores,
     )
     boot.update(preds, weights=w)
-    reps: dict = {}
-    for r in range(n_resamples):
-        one = boot.replicate(r)
-        for key, value in (scoring_values(one) | binned_values(one)).items():
-            reps.setdefault(key, np.empty(n_resamples))[r] = value
+    reps = replicate_values(boot)  # every replicate of each metric in one expression
     reps |= binary_row_replicates(preds, w, row_keys)
     used = dict.fromkeys(reps, n_resamples)
     for key, spec in stats.kde_specs.items():
