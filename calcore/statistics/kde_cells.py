@@ -761,7 +761,8 @@ def _replicated_kde_ece(layout: KDELayout, sums: KDESums, order):
     else:
         kept = sums.moments.shape[-1]
         local = np.flatnonzero(np.abs(sums.moments[:, :, 0]).reshape(-1, kept).sum(axis=0) > 0)
-        stacked = sums.moments[..., local]  # (R, 2, 7, u)
+        # (R, 2, 7, u); the sums keep touched cells only, so usually all of them: no copy
+        stacked = sums.moments if local.size == kept else sums.moments[..., local]
     used = local if sums.cells is None else sums.cells[local]
     if used.size == 0:
         return np.full(n_rep, np.nan)
@@ -774,5 +775,24 @@ def _replicated_kde_ece(layout: KDELayout, sums: KDESums, order):
     floor = 1e-11 * weight
     s_k = np.where(np.abs(s_k) <= floor, 0.0, s_k)
     s_yk = np.where(np.abs(s_yk) <= floor, 0.0, s_yk)
-    value = _ece_integral(z, s_k, s_yk, order, axis=0)
+    value = _replicated_integral(z, s_k, s_yk, order)
     return np.broadcast_to(value, (n_rep,)).copy()
+
+
+def _replicated_integral(grid, s_k, s_yk, order):
+    """:func:`_ece_integral` along axis 0 of (G, R) sums (``s_k`` may be one shared column),
+    element for element the same arithmetic with fewer (G, R) passes: the ratio divided
+    only where ``S > 0`` into zeros and the integrand formed in place (the where/divide/
+    where chain and its temporaries were a third of a replicated KDE-ECE's evaluation
+    on 5,000 x 10 rows with R = 200)."""
+    positive = s_k > 0.0
+    acc = np.zeros(np.broadcast_shapes(s_k.shape, s_yk.shape))
+    np.divide(s_yk, s_k, out=acc, where=positive)
+    np.clip(acc, 0.0, 1.0, out=acc)  # as _ece_integral: rounding noise held in [0, 1]
+    np.subtract(grid[:, None], acc, out=acc)
+    np.abs(acc, out=acc)
+    if float(order) != 1.0:  # x ** 1.0 is x
+        acc = acc ** float(order)
+    integrand = np.zeros_like(acc)
+    np.multiply(acc, s_k, out=integrand, where=positive)
+    return np.trapezoid(integrand, axis=0) / np.trapezoid(s_k, axis=0)
