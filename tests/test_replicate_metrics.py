@@ -109,3 +109,33 @@ def test_empty_cells_and_a_replicate_without_rows_of_a_class():
             for r in range(len(weights))
         ]
         np.testing.assert_allclose(got[key], want, rtol=TOL, atol=TOL, err_msg=key)
+
+
+def test_replicated_kde_integral_is_bit_for_bit_the_plain_one():
+    from calcore.statistics.kde_cells import _ece_integral, _replicated_integral
+
+    rng = np.random.default_rng(0)
+    grid = np.linspace(0.0, 1.0, 201)
+    for shape in [(201, 30), (201, 1)]:  # one S per replicate, or one shared by all
+        s_k = rng.normal(1.0, 1.0, shape)
+        s_k[rng.random(shape) < 0.2] = 0.0
+        s_yk = rng.normal(0.5, 1.0, (201, 30))
+        for order in (1, 2, 1.5):
+            want = _ece_integral(grid, s_k, s_yk, order, axis=0)
+            assert np.array_equal(_replicated_integral(grid, s_k, s_yk, order), want)
+
+
+def test_evaluations_of_the_same_rows_and_seed_share_their_counts():
+    from calcore.evaluation import evaluator
+    from calcore.statistics.replicates import double_resample_counts
+
+    first = evaluator._shared_counts(50, 20, 3)
+    assert first is evaluator._shared_counts(50, 20, 3)  # one draw for both
+    assert np.array_equal(first, resample_counts(50, 20, 3)) and not first.flags.writeable
+    twice = evaluator._shared_counts(50, 20, 3, double=True)
+    assert np.array_equal(twice, double_resample_counts(first, 3))
+    other = evaluator._shared_counts(50, 20, 4)  # another seed: its own draw
+    assert np.array_equal(other, resample_counts(50, 20, 4))
+    assert evaluator._shared_counts(50, 20, 3) is not first  # only the last draw is kept
+    generator_seeded = evaluator._shared_counts(50, 20, np.random.SeedSequence(1))
+    assert generator_seeded.shape == (20, 50)
