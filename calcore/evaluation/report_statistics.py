@@ -181,6 +181,7 @@ def replicate_values(stats: CalibrationStatistics, keys=None) -> dict:
     KeyError
         A metric of ``keys`` whose sums ``stats`` does not keep.
     """
+    keys = None if keys is None else list(keys)
     n = stats.n_replicates
     total = stats.weight
     out = {"accuracy": stats.correct / total}
@@ -195,8 +196,7 @@ def replicate_values(stats: CalibrationStatistics, keys=None) -> dict:
         and (binary or not spec.binary_only)
         and (keys is None or k in keys)
     ]
-    bins = {spec.cells: None for _, spec in wanted}
-    bins = {cells: replicate_bins(stats, cells) for cells in bins}
+    bins = {cells: replicate_bins(stats, cells) for cells in {spec.cells for _, spec in wanted}}
     looped = [(k, spec) for k, spec in wanted if spec.from_replicate_bins is None]
     for k, spec in wanted:
         if spec.from_replicate_bins is not None:
