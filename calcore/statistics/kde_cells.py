@@ -768,14 +768,19 @@ def _replicated_kde_ece(layout: KDELayout, sums: KDESums, order):
         return np.full(n_rep, np.nan)
     got, mass = _grid_product(_Packed(layout, used), stacked, _grid_ranges(layout), z.size)
     if sums.shared_all is not None:
-        s_k, s_yk, weight = got[:, :1], got[:, 1:], mass[:, :1]
+        k_cols, y_cols, weight = slice(0, 1), slice(1, None), mass[:, :1]
     else:
-        s_k, s_yk, weight = got[:, 0::2], got[:, 1::2], mass[:, 0::2]
-    # below 1e-11 of the window's weight a sum is rounding noise (kde_sums_at_grid)
+        k_cols, y_cols, weight = slice(0, None, 2), slice(1, None, 2), mass[:, 0::2]
+    # below 1e-11 of the window's weight a sum is rounding noise (kde_sums_at_grid): zeroed
+    # in the product's own output, where two np.where copies of the (G, R) sums took twice
+    # the time (12 against 6.6 ms a class at G = 2001, R = 200, loaded machine)
     floor = 1e-11 * weight
-    s_k = np.where(np.abs(s_k) <= floor, 0.0, s_k)
-    s_yk = np.where(np.abs(s_yk) <= floor, 0.0, s_yk)
-    value = _replicated_integral(z, s_k, s_yk, order)
+    magnitude = np.abs(got)
+    noise = np.empty(got.shape, dtype=bool)
+    np.less_equal(magnitude[:, k_cols], floor, out=noise[:, k_cols])
+    np.less_equal(magnitude[:, y_cols], floor, out=noise[:, y_cols])
+    np.copyto(got, 0.0, where=noise)
+    value = _replicated_integral(z, got[:, k_cols], got[:, y_cols], order)
     return np.broadcast_to(value, (n_rep,)).copy()
 
 
