@@ -15,6 +15,7 @@ from calcore.binning import resolve_binning
 from calcore.diagnostics.bin_statistics import BinStatistics, bin_statistics_from_sums
 from calcore.kde import validated_scores_bandwidth
 from calcore.metrics.binary import HL_GROUPS
+from calcore.metrics.binned import ReplicateBins
 from calcore.metrics.registry import METRICS, adaptive_bins_for
 from calcore.predictions import Predictions
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
@@ -35,6 +36,7 @@ __all__ = [
     "scoring_values",
     "binned_values",
     "kde_point_values",
+    "replicate_bins",
     "replicate_values",
 ]
 
@@ -149,20 +151,69 @@ def kde_point_values(stats: CalibrationStatistics) -> dict:
     return {key: float(np.mean(stats.kde_ece(key))) for key in stats.kde_specs}
 
 
-def replicate_values(stats: CalibrationStatistics, keys) -> dict:
-    """The metrics ``keys`` of every replicate of statistics with a replicate axis.
+def replicate_bins(stats: CalibrationStatistics, key: str) -> ReplicateBins:
+    """The :class:`~calcore.metrics.binned.ReplicateBins` of one set of cells of statistics
+    with a replicate axis (views of its sums, no copies)."""
+    spec, sums = stats.specs[key], stats.cells[key]
+    n_groups = 1 if spec.reduction == "confidence" else stats.n_classes
+    return ReplicateBins(
+        sums.weight,
+        sums.score,
+        sums.outcome,
+        spec.edges.cell_group,
+        n_groups,
+        np.asarray(stats.weight, dtype=np.float64),
+    )
 
-    Returns a dict of metric to ndarray of shape (R,). The KDE-ECEs of all replicates
-    are evaluated at once; the binned metrics replicate by replicate (each a few arrays
-    of the cells' size).
+
+def replicate_values(stats: CalibrationStatistics, keys=None) -> dict:
+    """The metrics ``keys`` (default: every metric ``stats`` keeps the sums of) of every
+    replicate of statistics with a replicate axis.
+
+    Returns a dict of metric to ndarray of shape (R,). Each metric is one expression over
+    the (R, cells) replicate sums (``MetricSpec.from_replicate_bins``; the KDE-ECEs from
+    their replicated kernel moments), equal to its one-sample value on each replicate to
+    float64 rounding; the binary measures of two-class statistics, which have no such
+    expression, are read replicate by replicate (a few cells each).
+
+    Raises
+    ------
+    KeyError
+        A metric of ``keys`` whose sums ``stats`` does not keep.
     """
-    keys = list(keys)
+    keys = None if keys is None else list(keys)
     n = stats.n_replicates
-    out = {k: np.empty(n) for k in keys}
-    kde = {k: np.atleast_2d(stats.kde_ece(k)).mean(axis=-1) for k in stats.kde_specs if k in keys}
-    for r in range(n):
-        one = stats.replicate(r)
-        values = scoring_values(one) | binned_values(one) | {k: v[r] for k, v in kde.items()}
-        for k in keys:
-            out[k][r] = values[k]
-    return out
+    total = stats.weight
+    out = {"accuracy": stats.correct / total}
+    if stats.proper_scores:
+        out["nll"] = stats.nll / total + 0.0  # + 0.0: no "-0.0" when every p_y = 1
+        out["brier"] = stats.brier / total
+    binary = len(stats.class_names) == 2
+    wanted = [
+        (k, spec)
+        for k, spec in METRICS.items()
+        if spec.cells in stats.specs
+        and (binary or not spec.binary_only)
+        and (keys is None or k in keys)
+    ]
+    bins = {cells: replicate_bins(stats, cells) for cells in {spec.cells for _, spec in wanted}}
+    looped = [(k, spec) for k, spec in wanted if spec.from_replicate_bins is None]
+    for k, spec in wanted:
+        if spec.from_replicate_bins is not None:
+            out[k] = np.asarray(spec.from_replicate_bins(bins[spec.cells]), dtype=np.float64)
+    if looped:
+        for k, _ in looped:
+            out[k] = np.empty(n)
+        for r in range(n):
+            one = stats.replicate(r)
+            per_cells = {}
+            for k, spec in looped:
+                if spec.cells not in per_cells:
+                    per_cells[spec.cells] = statistics_bins(one, spec.cells)
+                out[k][r] = spec.from_bins(per_cells[spec.cells])
+    for k in stats.kde_specs:
+        if keys is None or k in keys:
+            out[k] = np.atleast_2d(stats.kde_ece(k)).mean(axis=-1)
+    if keys is None:
+        return out
+    return {k: out[k] for k in keys}

@@ -75,6 +75,11 @@ class MetricSpec:
     p_value : bool
         A p-value of a test: evidence, not a quality, so never "best" (:meth:`shortfall` is
         None) and given no bootstrap interval (its statistic has one).
+    from_replicate_bins : callable or None
+        ``from_replicate_bins(ReplicateBins) -> ndarray of shape (R,)``: ``from_bins`` of
+        every replicate of the same cells at once (:class:`calcore.metrics.binned.ReplicateBins`:
+        the bootstrap and the calibration test's redraws); None where the bootstrap
+        evaluates ``from_bins`` replicate by replicate (the binary measures).
 
     Examples
     --------
@@ -102,6 +107,7 @@ class MetricSpec:
     ideal: float | None = None
     binary_only: bool = False
     p_value: bool = False
+    from_replicate_bins: Callable | None = None
 
     @property
     def better(self) -> str:
@@ -152,6 +158,7 @@ def _spec(
     higher_is_better=False,
     cells=None,
     from_bins=None,
+    from_replicate_bins=None,
     **binary,
 ):
     method, caveat = _INTERVALS.get(key, ("percentile", None))
@@ -168,6 +175,7 @@ def _spec(
         method,
         caveat,
         **binary,
+        from_replicate_bins=from_replicate_bins,
     )
 
 
@@ -222,12 +230,26 @@ _INTERVALS = {
 }
 
 
-def _error(**kw):
-    return lambda stats: mb.calibration_error_from_bins(stats, **kw)
+def _error(**kw) -> dict:
+    """``from_bins`` and ``from_replicate_bins`` of an lp calibration error."""
+    return {
+        "from_bins": lambda stats: mb.calibration_error_from_bins(stats, **kw),
+        "from_replicate_bins": lambda bins: mb.calibration_errors_from_replicate_bins(bins, **kw),
+    }
 
 
 def _debiased(stats) -> float:
     return float(np.sqrt(max(mb.debiased_squared_error_from_bins(stats), 0.0)))
+
+
+def _debiased_replicates(bins) -> np.ndarray:
+    return np.sqrt(np.maximum(mb.debiased_squared_errors_from_replicate_bins(bins), 0.0))
+
+
+_ADAPTIVE = {
+    "from_bins": mb.adaptive_errors_from_bins,
+    "from_replicate_bins": mb.adaptive_errors_from_replicate_bins,
+}
 
 
 def _l2(f):
@@ -270,7 +292,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Confidence ECE (l1).",
             cells="conf",
-            from_bins=_error(),
+            **_error(),
         ),
         _spec(
             "conf_ece_l2",
@@ -280,7 +302,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Confidence l2-ECE.",
             cells="conf",
-            from_bins=_error(p=2),
+            **_error(p=2),
         ),
         _spec(
             "conf_mce",
@@ -290,7 +312,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Largest confidence bin gap.",
             cells="conf",
-            from_bins=_error(p=np.inf),
+            **_error(p=np.inf),
         ),
         _spec(
             "top_label_ece",
@@ -300,7 +322,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Top-label ECE (bins within each predicted class).",
             cells="top",
-            from_bins=_error(),
+            **_error(),
         ),
         _spec(
             "top_label_ece_l2",
@@ -310,7 +332,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Top-label l2-ECE.",
             cells="top",
-            from_bins=_error(p=2),
+            **_error(p=2),
         ),
         _spec(
             "top_label_mce",
@@ -320,7 +342,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Largest (predicted class, bin) gap.",
             cells="top",
-            from_bins=_error(p=np.inf),
+            **_error(p=np.inf),
         ),
         _spec(
             "classwise_ece",
@@ -330,7 +352,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Class-wise ECE, mean over classes.",
             cells="cw",
-            from_bins=_error(per_group=True),
+            **_error(per_group=True),
         ),
         _spec(
             "classwise_ece_l2",
@@ -340,7 +362,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Class-wise l2-ECE, mean over classes.",
             cells="cw",
-            from_bins=_error(p=2, per_group=True),
+            **_error(p=2, per_group=True),
         ),
         _spec(
             "classwise_mce",
@@ -350,7 +372,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Mean over classes of the largest bin gap.",
             cells="cw",
-            from_bins=_error(p=np.inf, per_group=True),
+            **_error(p=np.inf, per_group=True),
         ),
         _spec(
             "ace",
@@ -360,7 +382,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Adaptive calibration error (Nixon et al.).",
             cells="ace",
-            from_bins=mb.adaptive_errors_from_bins,
+            **_ADAPTIVE,
         ),
         _spec(
             "tace",
@@ -370,7 +392,7 @@ METRICS: dict[str, MetricSpec] = {
             (0.0, 1.0),
             "Thresholded ACE, scores >= 1e-3.",
             cells="tace",
-            from_bins=mb.adaptive_errors_from_bins,
+            **_ADAPTIVE,
         ),
         _spec(
             "debiased_ece",
@@ -381,6 +403,7 @@ METRICS: dict[str, MetricSpec] = {
             "Kumar et al.'s debiased confidence l2-ECE.",
             cells="conf",
             from_bins=_debiased,
+            from_replicate_bins=_debiased_replicates,
         ),
         _spec(
             "kde_ece",

@@ -761,18 +761,43 @@ def _replicated_kde_ece(layout: KDELayout, sums: KDESums, order):
     else:
         kept = sums.moments.shape[-1]
         local = np.flatnonzero(np.abs(sums.moments[:, :, 0]).reshape(-1, kept).sum(axis=0) > 0)
-        stacked = sums.moments[..., local]  # (R, 2, 7, u)
+        # (R, 2, 7, u); the sums keep touched cells only, so usually all of them: no copy
+        stacked = sums.moments if local.size == kept else sums.moments[..., local]
     used = local if sums.cells is None else sums.cells[local]
     if used.size == 0:
         return np.full(n_rep, np.nan)
     got, mass = _grid_product(_Packed(layout, used), stacked, _grid_ranges(layout), z.size)
     if sums.shared_all is not None:
-        s_k, s_yk, weight = got[:, :1], got[:, 1:], mass[:, :1]
+        k_cols, y_cols, weight = slice(0, 1), slice(1, None), mass[:, :1]
     else:
-        s_k, s_yk, weight = got[:, 0::2], got[:, 1::2], mass[:, 0::2]
-    # below 1e-11 of the window's weight a sum is rounding noise (kde_sums_at_grid)
+        k_cols, y_cols, weight = slice(0, None, 2), slice(1, None, 2), mass[:, 0::2]
+    # below 1e-11 of the window's weight a sum is rounding noise (kde_sums_at_grid): zeroed
+    # in the product's own output, where two np.where copies of the (G, R) sums took twice
+    # the time (12 against 6.6 ms a class at G = 2001, R = 200, loaded machine)
     floor = 1e-11 * weight
-    s_k = np.where(np.abs(s_k) <= floor, 0.0, s_k)
-    s_yk = np.where(np.abs(s_yk) <= floor, 0.0, s_yk)
-    value = _ece_integral(z, s_k, s_yk, order, axis=0)
+    magnitude = np.abs(got)
+    noise = np.empty(got.shape, dtype=bool)
+    np.less_equal(magnitude[:, k_cols], floor, out=noise[:, k_cols])
+    np.less_equal(magnitude[:, y_cols], floor, out=noise[:, y_cols])
+    np.copyto(got, 0.0, where=noise)
+    value = _replicated_integral(z, got[:, k_cols], got[:, y_cols], order)
     return np.broadcast_to(value, (n_rep,)).copy()
+
+
+def _replicated_integral(grid, s_k, s_yk, order):
+    """:func:`_ece_integral` along axis 0 of (G, R) sums (``s_k`` may be one shared column),
+    element for element the same arithmetic with fewer (G, R) passes: the ratio divided
+    only where ``S > 0`` into zeros and the integrand formed in place (G = 2001, R = 200,
+    loaded machine: 12.8 -> 10.7 ms a call; the plain integral was a fifth of the
+    class-wise KDE-ECE's replicates on 5,000 x 10 rows, profiled)."""
+    positive = s_k > 0.0
+    acc = np.zeros(np.broadcast_shapes(s_k.shape, s_yk.shape))
+    np.divide(s_yk, s_k, out=acc, where=positive)
+    np.clip(acc, 0.0, 1.0, out=acc)  # as _ece_integral: rounding noise held in [0, 1]
+    np.subtract(grid[:, None], acc, out=acc)
+    np.abs(acc, out=acc)
+    if float(order) != 1.0:  # x ** 1.0 is x
+        acc = acc ** float(order)
+    integrand = np.zeros_like(acc)
+    np.multiply(acc, s_k, out=integrand, where=positive)
+    return np.trapezoid(integrand, axis=0) / np.trapezoid(s_k, axis=0)
