@@ -9,11 +9,12 @@ import random
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from _data import binary, multiclass, write_parts  # tests/spark is on sys.path
 
 import calcore
 import calcore.spark
 from calcore.cli import main
+
+from ._data import binary, multiclass, write_parts
 
 N = 30_000  # rows per dataset (apply is a map: the size tests batch boundaries only)
 

@@ -7,12 +7,13 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
-from _data import write_parts  # tests/spark is on sys.path
 
 import calcore
 import calcore.io.stream
 import calcore.spark
 from calcore.spark import with_row_positions
+
+from ._data import write_parts
 
 
 @pytest.fixture(scope="module")
