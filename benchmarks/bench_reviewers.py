@@ -79,6 +79,15 @@ async def settle(page) -> None:
     )
 
 
+async def page_errors(page) -> list[str]:
+    """What the page shows going wrong: exceptions and error boxes, counted."""
+    return [
+        f"{n} {what} on the page"
+        for what in ("stException", "stAlertContentError")
+        if (n := await page.get_by_test_id(what).count())
+    ]
+
+
 async def timed(action) -> float:
     start = time.monotonic()
     await action()
@@ -126,9 +135,7 @@ async def reviewer(browser, url: str, start_together: asyncio.Event) -> dict:
         out["bins_change_s"] = await timed(bins_change)
         out["view_switch_s"] = await timed(view_switch)
         out["back_to_metrics_s"] = await timed(back_to_metrics)
-        for what in ("stException", "stAlertContentError"):
-            if n := await page.get_by_test_id(what).count():
-                errors.append(f"{n} {what} on the page")
+        errors.extend(await page_errors(page))
     except Exception as exc:  # a time-out or a missing element: reported, not raised
         errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
     finally:
@@ -193,9 +200,7 @@ async def uploader(
         text = await page.locator("[data-testid='stMain']").inner_text()
         if f"uploaded file: {path.name}" not in text:
             errors.append(f"{path.name}: the page does not name the uploaded file")
-        for what in ("stException", "stAlertContentError"):
-            if n := await page.get_by_test_id(what).count():
-                errors.append(f"{n} {what} on the page")
+        errors.extend(await page_errors(page))
     except Exception as exc:  # a time-out or a missing element: reported, not raised
         errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
     finally:

@@ -514,22 +514,20 @@ class ReplicateBins:
     def group_sums(self, values: np.ndarray) -> np.ndarray:
         """Sums of ``values`` (R, n_cells) over each group's cells: (R, n_groups), 0 for a
         group without cells."""
-        out = np.zeros((values.shape[0], self.n_groups))
-        starts = np.searchsorted(self.bin_group, np.arange(self.n_groups))
-        ends = np.searchsorted(self.bin_group, np.arange(self.n_groups), side="right")
-        has = ends > starts
-        if values.shape[1] and has.any():
-            out[:, has] = np.add.reduceat(values, starts[has], axis=1)
-        return out
+        return self._group_reduce(np.add, values)
 
     def group_maxima(self, values: np.ndarray) -> np.ndarray:
         """Maxima of non-negative ``values`` over each group's cells (0 for none)."""
+        return self._group_reduce(np.maximum, values)
+
+    def _group_reduce(self, ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
+        # cells are sorted by group, so each group is one contiguous run for reduceat
         out = np.zeros((values.shape[0], self.n_groups))
-        starts = np.searchsorted(self.bin_group, np.arange(self.n_groups))
-        ends = np.searchsorted(self.bin_group, np.arange(self.n_groups), side="right")
-        has = ends > starts
+        groups = np.arange(self.n_groups)
+        starts = np.searchsorted(self.bin_group, groups)
+        has = np.searchsorted(self.bin_group, groups, side="right") > starts
         if values.shape[1] and has.any():
-            out[:, has] = np.maximum.reduceat(values, starts[has], axis=1)
+            out[:, has] = ufunc.reduceat(values, starts[has], axis=1)
         return out
 
 
