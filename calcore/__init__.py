@@ -30,6 +30,7 @@ Predictions in memory, files loaded whole, sources streamed.
    TableSchema       -- what inspect_table found
    scan              -- Parquet, Arrow IPC, CSV or NPZ files streamed at bounded memory
    PredictionStream  -- a streamed source (what scan returns)
+   from_spark        -- a Spark DataFrame as a source: evaluate's passes run as Spark jobs
 
 Evaluation
 ==========
@@ -319,6 +320,7 @@ from calcore.evaluation.slice_fits import PerSliceCalibration, fit_per_slice
 from calcore.evaluation.slices import PeriodChange, SlicedReport, SliceResult, evaluate_by
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
+from calcore.spark._evaluate import from_spark
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
 from calcore.metadata import MetadataColumn
 from calcore.metrics.binary import (
@@ -398,6 +400,7 @@ __all__ = [
     "TableSchema",
     "scan",
     "PredictionStream",
+    "from_spark",
     # Evaluation
     "evaluate",
     "CalibrationReport",
