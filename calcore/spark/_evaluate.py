@@ -203,7 +203,9 @@ def _task_batches(plan: dict, batches, seen: dict):
         preds, selected = validated
         if selected is not None:
             positions = positions[selected]
-        values = {c: table[c] if selected is None else table[c].take(selected) for c in plan["slices"]}
+        values = {
+            c: table[c] if selected is None else table[c].take(selected) for c in plan["slices"]
+        }
         file, first_row = rows.place(0 if selected is None else int(selected[0]))
         yield SimpleNamespace(
             preds=preds,
@@ -268,7 +270,7 @@ def task_states(read_plan: str, job: bytes, driver_version: str, batches):
 
         context = TaskContext.get()
         part = context.partitionId() if context is not None else 0
-    except Exception:  # noqa: BLE001 - the partition id only breaks ties
+    except Exception:
         part = 0
     lanes, blobs = [], []
     for key, entry, state in states:
@@ -359,16 +361,16 @@ class SparkEngine:
 
     def slice_batches(self):
         """The slice columns (and split) of every row, read to the driver as one batch."""
+        from calcore._validation import InputContext
         from calcore.io._labels import SPLITS, split_codes
         from calcore.io._table import RowNames
         from calcore.io.stream import encoded_labels
         from calcore.spark._apply import spark_error
-        from calcore._validation import InputContext
 
         columns = list(self.slice_columns) + ([self.split_column] if self.split_column else [])
         try:
             table = self.df.select(*columns).toArrow()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise spark_error(exc, self.name) from None
         values = {c: table[c] for c in self.slice_columns}
         if self.split is not None and table.num_rows:
@@ -459,15 +461,15 @@ renormalize :
     --------
     >>> import calcore, calcore.spark
     >>> spark = calcore.spark.session(master="local[2]")  # doctest: +SKIP
-    >>> src = calcore.from_spark(spark.read.parquet("logs/"), label_column="label")  # doctest: +SKIP
-    >>> calcore.evaluate(src, n_bootstrap=200).ece  # doctest: +SKIP
+    >>> src = calcore.from_spark(spark.read.parquet("logs/"))  # doctest: +SKIP
+    >>> calcore.evaluate(src, n_bootstrap=200).conf_ece  # doctest: +SKIP
     0.0213
     """
+    from calcore._validation import InputContext
     from calcore.io._columns import detect_roles, pick_weight
     from calcore.io._labels import class_labels
     from calcore.io._load import check_options
     from calcore.io._scan import checked_slice_columns
-    from calcore._validation import InputContext
     from calcore.spark._apply import decide_scores_kind, numeric_columns, spark_error
     from calcore.spark._positions import (
         POSITION_COLUMN,
@@ -480,7 +482,7 @@ renormalize :
     named = (slice_columns,) if isinstance(slice_columns, str) else tuple(slice_columns or ())
     try:
         files = [] if row_key is not None else df.inputFiles()
-    except Exception:  # noqa: BLE001 - not read from files: with_row_positions says so
+    except Exception:
         files = []
     source = name or (local_path(files[0]).rsplit("/", 1)[0] if files else SOURCE_NAME)
     try:
@@ -501,8 +503,7 @@ renormalize :
             raise CalcoreError.from_advice(roles.problems[0])
         if split is not None and roles.split is None:
             raise CalcoreError(
-                f"{source}: split={split!r} but no split column was found; name it "
-                "(split_column=)."
+                f"{source}: split={split!r} but no split column was found; name it (split_column=)."
             )
         offsets = None
         if row_key is None and files:

@@ -234,9 +234,7 @@ def merge_state(phase: str, lane, state: dict) -> None:
         if lane.boot2 is not None:
             lane.boot2 = lane.boot2.merge(statistics_from_arrays(lane.boot2, state, "boot2/"))
         if lane.redrawn is not None:
-            lane.redrawn = lane.redrawn.merge(
-                redraws_from_arrays(lane.redrawn, state, "redrawn/")
-            )
+            lane.redrawn = lane.redrawn.merge(redraws_from_arrays(lane.redrawn, state, "redrawn/"))
 
 
 # ------------------------------------------------------------------- state format
