@@ -320,7 +320,6 @@ from calcore.evaluation.slice_fits import PerSliceCalibration, fit_per_slice
 from calcore.evaluation.slices import PeriodChange, SlicedReport, SliceResult, evaluate_by
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
-from calcore.spark._evaluate import from_spark
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
 from calcore.metadata import MetadataColumn
 from calcore.metrics.binary import (
@@ -388,6 +387,7 @@ from calcore.simulate import (
     true_reliability_curve,
 )
 from calcore.slicing import Slicing, slicing_of
+from calcore.spark._evaluate import from_spark
 from calcore.statistics.edges import BinAssignment, assign_bins
 
 __all__ = [
