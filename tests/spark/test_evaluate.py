@@ -9,8 +9,6 @@ full shuffle.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pyarrow as pa
 import pytest
