@@ -17,7 +17,7 @@ merge      the states of two sets of rows add up: :func:`lane_state` exports a l
 finish     the driver closes the pass (``_Lane.plan``, ``end_select``, the statistics).
 =========  ===============================================================================
 
-The embedded loop (:class:`~calcore.statistics.passes.StreamedStatistics` and friends)
+The embedded loop (:func:`~calcore.statistics.passes.stream_statistics` and ``_by``)
 calls these on one process; an engine such as Spark (:mod:`calcore.spark`) runs the
 *fold* of a pass in each task over its partition
 (:func:`calcore.statistics.passes.partition_states`) and *merges* the tasks' states on
