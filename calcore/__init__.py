@@ -30,6 +30,7 @@ Predictions in memory, files loaded whole, sources streamed.
    TableSchema       -- what inspect_table found
    scan              -- Parquet, Arrow IPC, CSV or NPZ files streamed at bounded memory
    PredictionStream  -- a streamed source (what scan returns)
+   from_spark        -- a Spark DataFrame as a source: evaluate's passes run as Spark jobs
 
 Evaluation
 ==========
@@ -386,6 +387,7 @@ from calcore.simulate import (
     true_reliability_curve,
 )
 from calcore.slicing import Slicing, slicing_of
+from calcore.spark._evaluate import from_spark
 from calcore.statistics.edges import BinAssignment, assign_bins
 
 __all__ = [
@@ -398,6 +400,7 @@ __all__ = [
     "TableSchema",
     "scan",
     "PredictionStream",
+    "from_spark",
     # Evaluation
     "evaluate",
     "CalibrationReport",

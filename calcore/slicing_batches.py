@@ -272,6 +272,60 @@ class BatchSlicer:
                 "the file whole (load_predictions types the column from every row)."
             )
 
+    # ------------------------------------------------- engines (calcore.spark)
+    def plan(self) -> dict:
+        """What a task's slicer needs to give the rows this slicer's ids, as JSON-able
+        values: the specs, the columns, the kinds decided so far, the quantile ranges' edges
+        and the slices met so far, in id order (:meth:`from_plan`)."""
+        if self.wants_range_pass():
+            raise RuntimeError("BatchSlicer: the quantile ranges' passes are not done")
+        return {
+            "by": [str(s) for s in self._specs],
+            "columns": list(self.column_names),
+            "max_slices": int(self.max_slices),
+            "kinds": list(self._kinds),
+            "cuts": {
+                str(j): None if c.edges is None else np.asarray(c.edges).tolist()
+                for j, c in self._cuts.items()
+            },
+            "entries": [list(map(list, e)) for e in self._entries],
+        }
+
+    @classmethod
+    def from_plan(cls, plan: dict) -> "BatchSlicer":
+        """A slicer that continues :meth:`plan`'s (in another process)."""
+        slicer = cls(plan["by"], tuple(plan["columns"]), max_slices=plan["max_slices"])
+        slicer._kinds = list(plan["kinds"])
+        for j, edges in plan["cuts"].items():
+            cuts = slicer._cuts[int(j)]
+            cuts.edges = None if edges is None else np.asarray(edges, dtype=np.float64)
+            cuts.done = True
+        for entry in plan["entries"]:
+            entry = tuple(tuple(part) for part in entry)
+            slicer._ids[entry] = len(slicer._entries)
+            slicer._entries.append(entry)
+        return slicer
+
+    def entry(self, slice_id: int) -> tuple:
+        """The entry ``((missing, sort key, name), ...)`` of a slice id (JSON-able)."""
+        return self._entries[slice_id]
+
+    def id_of(self, entry: tuple, batch) -> int:
+        """The id of a slice entry met elsewhere (a new one gets the next id); ``batch``
+        (``file``, ``first_row``) names where, if it makes too many slices."""
+        return self._id(entry, batch)
+
+    def kinds(self) -> list:
+        """The kind decided for each slice column so far (None: no value yet)."""
+        return list(self._kinds)
+
+    def adopt_kinds(self, kinds, batch) -> None:
+        """Check the kinds another process decided against this slicer's (same family),
+        deciding those still open; ``batch`` names that part in the message."""
+        for j, kind in enumerate(kinds):
+            if kind is not None:
+                self._check_kind(self._specs[j].column, kind, j, batch)
+
     def slicing(self) -> "StreamSlicing":
         """The slices met, in their natural order (as :func:`slicing_of` orders them).
 

@@ -1314,3 +1314,41 @@ def concatenate_batches(parts: list) -> Predictions:
     labels.setflags(write=False)
     first = parts[0]
     return Predictions(probs, labels, first.class_names, logits, None, first.normalized, weights)
+
+
+def validated_rows(reader, raw: RawTable, weights, decided: tuple[str, str]):
+    """One batch read elsewhere (an engine's task) validated as :func:`scan`'s batches are.
+
+    Parameters
+    ----------
+    reader : object with ``_options``, ``split`` and ``weight_column``
+        The stream's settled reading options (class names, scores' kind request,
+        percent, renormalize, binary, positive class), as :func:`scan` made them.
+    raw : RawTable
+        The batch's scores, dictionary-encoded labels (:func:`encoded_labels`) and split;
+        its ``row_names`` name a bad row (file and row).
+    weights : ndarray or None
+        The weight column's values (float64, NaN for a null).
+    decided : (str, str)
+        The scores' kind and why, decided once for the whole source.
+
+    Returns
+    -------
+    (Predictions, ndarray or None) or None
+        The selected rows (weights in ``sample_weight``) and their indices in the batch
+        (None: every row); None when the split leaves none.
+
+    Raises
+    ------
+    CalcoreError
+        A bad label, score, split value or weight, naming the row.
+    """
+    validated = _validate_batch(reader, raw, _KindState(reader._options["scores"], decided))
+    if validated is None:
+        return None
+    preds, selected, _ = validated
+    w = _batch_weights(reader, weights, raw, selected)
+    if w is not None:
+        w.setflags(write=False)
+        preds = replace(preds, sample_weight=w)
+    return preds, selected

@@ -23,7 +23,7 @@ import numpy as np
 from calcore._errors import CalcoreError, quoted
 
 __all__ = ["apply", "apply_files", "check_apply_files", "plan_for_stream", "applied_batches"]
-__all__ += ["HIDDEN_POSITION"]
+__all__ += ["HIDDEN_POSITION", "spark_error", "numeric_columns", "decide_scores_kind"]
 
 #: The position column the CLI adds to name rows in messages; never written out.
 HIDDEN_POSITION = "__calcore_position"
@@ -217,7 +217,8 @@ def _layout(source, kept, roles, kind, class_names, suffix):
     return AppliedLayout(shim, suffix)
 
 
-def _numeric(df):
+def numeric_columns(df):
+    """``is_numeric(column)`` for role detection, from the DataFrame's Spark types."""
     from pyspark.sql.types import NumericType
 
     types = {f.name: f.dataType for f in df.schema.fields}
@@ -230,24 +231,29 @@ def _numeric(df):
     return is_numeric
 
 
-def _decide_kind(df, roles, scores: str, percent: bool, source: str) -> str:
+def decide_scores_kind(df, roles, scores: str, percent: bool, source: str, *,
+                       with_reason: bool = False):  # fmt: skip
     """What the score columns hold, decided once on the driver from the first rows (as
-    :func:`calcore.scan` decides on its first batch): partitions never decide alone."""
+    :func:`calcore.scan` decides on its first batch): partitions never decide alone.
+    ``with_reason``: ``(kind, reason)``, the reason worded as the embedded reader's."""
     from calcore.io._columns import LOGIT_PREFIXES
     from calcore.io._load import FIRST_ROWS, decide_kind
     from calcore.io._table import RawTable, RowNames, columns_to_matrix
 
-    if scores != "auto" and not percent:
+    if not with_reason and scores != "auto" and not percent:
         return scores
-    if not percent and roles.prefix is not None and roles.prefix.lower() in LOGIT_PREFIXES:
-        return "logits"
+    if not with_reason and roles.prefix is not None and roles.prefix.lower() in LOGIT_PREFIXES:
+        if not percent:
+            return "logits"
     head = df.select(*roles.scores).limit(10_000).toArrow()
     raw = RawTable(
         source, "parquet", None, tuple(df.columns), roles, head.num_rows,
         columns_to_matrix(head, roles.scores), np.empty(0), None, RowNames(csv=False, first=0),
     )  # fmt: skip
-    kind, _ = decide_kind(raw, scores, percent=percent, scope=FIRST_ROWS)
-    return kind
+    kind, reason = decide_kind(raw, scores, percent=percent, scope=FIRST_ROWS)
+    if reason.startswith("scores='auto' saw"):  # from values: those of the first rows
+        reason += FIRST_ROWS
+    return (kind, reason) if with_reason else kind
 
 
 def apply(
@@ -323,7 +329,7 @@ def apply(
     roles = detect_roles(
         columns,
         source=source,
-        is_numeric=_numeric(df),
+        is_numeric=numeric_columns(df),
         label_column=label_column,
         split_column=split_column,
         score_columns=score_columns,
@@ -332,7 +338,7 @@ def apply(
     if roles.problems:
         raise CalcoreError(roles.problems[0])
     _check_classes(fitted, roles, source)
-    kind = _decide_kind(df, roles, scores, percent, source)
+    kind = decide_scores_kind(df, roles, scores, percent, source)
     if roles.prefix:  # p_cat, p_dog name the classes (labels are not read here)
         _check_class_names(fitted, roles.class_names, source)
     names = roles.class_names if roles.prefix else tuple(fitted.class_names)

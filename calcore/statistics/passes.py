@@ -22,12 +22,15 @@ its number of bins grows with the data.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore.binning import BIN_COUNT_RULES, BinningScheme
+from calcore.statistics import engine
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec, row_slice
 from calcore.statistics.edges import BinEdges, bins_per_group, equal_mass_ranks
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
@@ -42,6 +45,9 @@ __all__ = [
     "SlicedStatistics",
     "stream_statistics",
     "stream_statistics_by",
+    "pass_job",
+    "partition_states",
+    "merge_pass",
 ]
 
 
@@ -267,6 +273,23 @@ def stream_statistics_by(
         double=double_bootstrap, proper_scores=proper_scores,
     )  # fmt: skip
     overall = None if merged else -1  # the lane of every row, when not merged
+    lanes.slicer, lanes.overall = slicer, overall
+    lanes.run(_slice_route(slicer, overall))
+    if slicer.n_slices == 0:
+        raise CalcoreError(
+            f"{getattr(stream, 'name', 'the stream')}: no rows to slice (the stream, or the "
+            "split read, is empty)."
+        )
+    slicing = slicer.slicing()
+    by_place = sorted(range(slicing.n_slices), key=lambda i: slicing.place[i])
+    slices = tuple(lanes.result(i) for i in by_place)
+    total = lanes.result(overall) if overall is not None else lanes.merged(by_place)
+    return SlicedStatistics(total, slices, slicing)
+
+
+def _slice_route(slicer, overall):
+    """The route of :func:`stream_statistics_by`: each slice's rows of a batch (and, when
+    ``overall`` is a lane id, every row to that lane too)."""
 
     def parts(batch):
         preds, w, rows = batch.preds, _weights(batch), _positions(batch)
@@ -288,17 +311,7 @@ def stream_statistics_by(
             a, b = int(bounds[k]), int(bounds[k + 1])
             yield int(k), row_slice(sorted_preds, a, b), rows[a:b], None if w is None else w[a:b]
 
-    lanes.run(parts)
-    if slicer.n_slices == 0:
-        raise CalcoreError(
-            f"{getattr(stream, 'name', 'the stream')}: no rows to slice (the stream, or the "
-            "split read, is empty)."
-        )
-    slicing = slicer.slicing()
-    by_place = sorted(range(slicing.n_slices), key=lambda i: slicing.place[i])
-    slices = tuple(lanes.result(i) for i in by_place)
-    total = lanes.result(overall) if overall is not None else lanes.merged(by_place)
-    return SlicedStatistics(total, slices, slicing)
+    return parts
 
 
 @dataclass(frozen=True, eq=False)
@@ -360,6 +373,10 @@ def _check_requests(requests: dict) -> None:
 
 
 def _positions(batch) -> np.ndarray:
+    # an engine's batch may hold rows of non-consecutive positions: it gives each row's
+    rows = getattr(batch, "positions", None)
+    if rows is not None:
+        return rows
     return batch.position + np.arange(batch.preds.n_samples, dtype=np.int64)
 
 
@@ -386,7 +403,15 @@ class _Lanes:
 
     ``route(batch)`` yields ``(lane id, preds, positions, weights)``; a lane is created for
     an id met in the first pass; an id first met in a later pass means the data changed.
+
+    Each pass is a phase of :mod:`calcore.statistics.engine`: read here batch by batch
+    (:meth:`_read`), or, when the stream has an ``engine`` (e.g. a Spark source), run by
+    that engine (``engine.run_pass(lanes, phase)``: :func:`pass_job` to its tasks,
+    :func:`partition_states` in each, :func:`merge_pass` on the driver).
     """
+
+    slicer = None  # stream_statistics_by: the BatchSlicer of the lanes' ids
+    overall = None  # and the id of the lane of every row (None: the slices merged)
 
     def __init__(
         self,
@@ -426,39 +451,40 @@ class _Lanes:
             lane = self.lanes[key] = _Lane(self.names, self.requests, self.kde)
         return lane
 
-    def _read(self, route, act) -> None:
+    def _read(self, route, phase: str) -> None:
+        """Fold one phase over the stream's batches (the embedded loop)."""
+        buffers = (WeightsBuffer(), WeightsBuffer())  # the lanes take batches in turn
         for batch in self.stream.batches():
             if self.progress is not None:
                 self.progress(batch)
             for key, preds, rows, w in route(batch):
-                act(self._lane(key), preds, rows, w)
+                lane = self._lane(key)
+                if phase == "accumulate" and lane.stats is None:
+                    lane.plan()  # a lane created in this pass (one-pass statistics)
+                    self._start(lane)
+                engine.fold(phase, lane, preds, rows, w, buffers)
+
+    def _pass(self, route, phase: str) -> None:
+        runner = getattr(self.stream, "engine", None)
+        if runner is None:
+            self._read(route, phase)
+        else:
+            runner.run_pass(self, phase)
         self.passes += 1
 
     def run(self, route) -> None:
         profile = bool(self.kde) or any(not r.fixed for r in self.requests.values())
         if profile:
-            self._read(route, lambda lane, preds, rows, w: lane.profile(preds, w))
+            self._pass(route, "profile")
             for lane in self.lanes.values():
                 lane.plan()
         while any(lane.wants_pass() for lane in self.lanes.values()):
-            self._read(
-                route,
-                lambda lane, preds, rows, w: lane.select(preds, w) if lane.wants_pass() else None,
-            )
+            self._pass(route, "select")
             for lane in self.lanes.values():
                 lane.end_select()
         for lane in self.lanes.values():
             self._start(lane)
-
-        buffers = (WeightsBuffer(), WeightsBuffer())  # the lanes take batches in turn
-
-        def accumulate(lane, preds, rows, w):
-            if lane.stats is None:  # a lane created in this pass (one-pass statistics)
-                lane.plan()
-                self._start(lane)
-            lane.accumulate(preds, rows, w, buffers)
-
-        self._read(route, accumulate)
+        self._pass(route, "accumulate")
 
     def _start(self, lane) -> None:
         """Start a lane's statistics, within the memory budget of all lanes' sums."""
@@ -713,3 +739,141 @@ def _group_sizes(batch, reduction: str, w, cut, n_groups: int) -> np.ndarray:
     if groups is None:
         return np.array([scores.size if w is None else w.sum()], dtype=np.float64)
     return np.bincount(groups, weights=w, minlength=n_groups)
+
+
+# ------------------------------------------------------------------ engines' passes
+def pass_job(lanes: _Lanes, phase: str) -> dict:
+    """What a task needs to fold ``phase`` over its part of the rows, as flat arrays.
+
+    The settings (classes, requests, KDE problems, resamples) and the routing (the slices'
+    specs, decided kinds, quantile cuts and the slices met so far, in id order) are one
+    JSON text (``"job/spec"``); each lane's plan (:func:`calcore.statistics.engine.lane_plan`)
+    is arrays under ``"lane/<i>/"``. Nothing is pickled: :func:`calcore.statistics.engine.pack`
+    writes it.
+    """
+    spec = {
+        "phase": phase,
+        "passes": lanes.passes,
+        "names": list(lanes.names),
+        "requests": [
+            [key, r.reduction, r.scheme.kind, r.scheme.bins, r.min_score]
+            for key, r in lanes.requests.items()
+        ],
+        "kde": list(lanes.kde),
+        "bootstrap": None if lanes.bootstrap is None else list(lanes.bootstrap),
+        "redraws": None if lanes.redraws is None else list(lanes.redraws),
+        "redraw_keys": None if lanes.redraw_keys is None else sorted(lanes.redraw_keys),
+        "double": bool(lanes.double),
+        "proper_scores": bool(lanes.proper_scores),
+        "lanes": [int(k) for k in lanes.lanes],
+        "slicer": None if lanes.slicer is None else lanes.slicer.plan(),
+        "overall": lanes.overall,
+        "name": getattr(lanes.stream, "name", "the stream"),
+    }
+    out = {"job/spec": np.array(json.dumps(spec, allow_nan=False))}
+    for i, lane in enumerate(lanes.lanes.values()):
+        for name, value in engine.lane_plan(phase, lane).items():
+            out[f"lane/{i}/{name}"] = value
+    return out
+
+
+def partition_states(job: dict, batches) -> tuple[list, list | None]:
+    """Fold one phase of a job (:func:`pass_job`) over a part of the rows, in a task.
+
+    Parameters
+    ----------
+    job : dict of str to ndarray
+        :func:`pass_job`'s arrays (header checked by the caller).
+    batches : iterable
+        The part's batches in position order, each with ``preds`` (``sample_weight`` for
+        weights), ``positions`` (each row's position), ``position`` (the first's),
+        ``file`` and ``first_row`` (messages) and, to slice, ``slice_values``.
+
+    Returns
+    -------
+    states : list of (int, tuple or None, dict)
+        ``(lane id, slice entry or None, state arrays)`` of every lane that saw rows or
+        was planned, in lane order.
+    kinds : list or None
+        The slice columns' kinds as this part decided them (None without slices).
+    """
+    from calcore.slicing_batches import BatchSlicer
+
+    spec = json.loads(str(job["job/spec"]))
+    phase = spec["phase"]
+    requests = {
+        key: CellRequest(red, BinningScheme(kind, bins), cut)
+        for key, red, kind, bins, cut in spec["requests"]
+    }
+    names = tuple(spec["names"])
+    stream = SimpleNamespace(class_names=names, batches=lambda: iter(batches), name=spec["name"])
+    lanes = _Lanes(
+        stream,
+        requests,
+        tuple(spec["kde"]),
+        None if spec["bootstrap"] is None else tuple(spec["bootstrap"]),
+        None if spec["redraws"] is None else tuple(spec["redraws"]),
+        None,
+        None if spec["redraw_keys"] is None else set(spec["redraw_keys"]),
+        double=spec["double"],
+        proper_scores=spec["proper_scores"],
+    )
+    for i, key in enumerate(spec["lanes"]):
+        lane = lanes.lanes[key] = _Lane(names, requests, lanes.kde)
+        prefix = f"lane/{i}/"
+        plan = {k[len(prefix) :]: v for k, v in job.items() if k.startswith(prefix)}
+        engine.restore_plan(phase, lane, plan)
+        if phase == "accumulate":
+            lanes._start(lane)
+    lanes.passes = spec["passes"]
+    if spec["slicer"] is None:
+        route = _whole_route
+        slicer = None
+    else:
+        slicer = BatchSlicer.from_plan(spec["slicer"])
+        lanes.slicer, lanes.overall = slicer, spec["overall"]
+        route = _slice_route(slicer, spec["overall"])
+    lanes._read(route, phase)
+    states = []
+    for key, lane in lanes.lanes.items():
+        if phase == "accumulate" and lane.stats.n_rows == 0:
+            continue  # a planned slice without rows here: zero sums, nothing to send
+        entry = None if slicer is None or key < 0 else slicer.entry(key)
+        states.append((key, entry, engine.lane_state(phase, lane)))
+    return states, None if slicer is None else slicer.kinds()
+
+
+def _whole_route(batch):
+    return ((0, batch.preds, _positions(batch), _weights(batch)),)
+
+
+def merge_pass(lanes: _Lanes, phase: str, parts) -> None:
+    """Merge the tasks' states of one phase into the driver's lanes.
+
+    Parameters
+    ----------
+    lanes : _Lanes
+    phase : str
+    parts : iterable of (where, states, kinds)
+        Each part's :func:`partition_states`, **in the order of the parts' first row
+        positions** (float sums then add in one order, whatever the tasks' timing);
+        ``where`` names the part in messages (e.g. ``"rows from position 2,000"``).
+
+    Raises
+    ------
+    CalcoreError
+        A slice column whose values read as another kind in a part, too many slices, or
+        a slice that appears in a later pass only (the data changed).
+    """
+    for where, states, kinds in parts:
+        origin = SimpleNamespace(file=getattr(lanes.stream, "name", "the stream"), first_row=where)
+        if lanes.slicer is not None and kinds is not None:
+            lanes.slicer.adopt_kinds(kinds, origin)
+        for key, entry, state in states:
+            if lanes.slicer is not None and key >= 0:
+                key = lanes.slicer.id_of(tuple(tuple(part) for part in entry), origin)
+            lane = lanes._lane(key)
+            if phase == "accumulate" and lane.stats is None:  # one-pass: planned here
+                lane.plan()
+                lanes._start(lane)
+            engine.merge_state(phase, lane, state)

@@ -349,6 +349,46 @@ class ExactRanks:
         )
         self._reset_pass()
 
+    # ------------------------------------------------------------ engine state
+    def targets(self) -> dict:
+        """What the finder decided so far (the prefixes still searched), as flat arrays:
+        what a process that folds a part of the data needs to count its values for the
+        next pass (:meth:`with_targets`); the wanted ranks and the results stay here."""
+        if self.t_group is None:  # before set_ranks: the first pass counts every prefix
+            return {"started": np.array(False)}
+        return {
+            "started": np.array(True),
+            "shift": np.array(-1 if self.shift is None else self.shift, dtype=np.int64),
+            "collecting": np.array(self.collecting),
+            "t_group": self.t_group,
+            "t_prefix": self.t_prefix,
+        }
+
+    @classmethod
+    def with_targets(cls, n_groups: int, arrays: dict) -> "ExactRanks":
+        """A finder that counts one pass for :meth:`targets` (made elsewhere): its
+        :meth:`pass_counts` merge into that finder with :meth:`add_pass_counts`."""
+        finder = cls(n_groups=n_groups)
+        if bool(arrays["started"]):
+            shift = int(arrays["shift"])
+            finder.shift = None if shift < 0 else shift
+            finder.collecting = bool(arrays["collecting"])
+            finder.t_group = np.asarray(arrays["t_group"], dtype=np.int64)
+            finder.t_prefix = np.asarray(arrays["t_prefix"], dtype=np.uint64)
+        return finder
+
+    def pass_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """What this pass counted so far: sorted uint64 codes and their counts (weights)."""
+        self._fold()
+        return self._keys, self._counts
+
+    def add_pass_counts(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        """Add the counts of the same pass made elsewhere (another part of the data)."""
+        self._fold()
+        self._keys, self._counts = _sparse_add(
+            self._keys, self._counts, np.asarray(keys, dtype=np.uint64), np.asarray(counts)
+        )
+
     def values(self) -> list[np.ndarray]:
         """The score at each wanted rank, per group (``-inf`` for ranks ``<= 0``)."""
         if self.wants_pass():
