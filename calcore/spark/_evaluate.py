@@ -309,6 +309,9 @@ class SparkEngine:
         self.slice_columns = tuple(slice_columns)
         self.split_column, self.split = split_column, split
         self.jobs = 0
+        #: One entry a job: the pass, the tasks' states (count, total and largest bytes),
+        #: the plan's bytes shipped to every task (benchmarks/bench_spark.py reads it).
+        self.pass_log: list[dict] = []
 
     def run_pass(self, lanes, phase: str) -> None:
         import calcore
@@ -331,6 +334,11 @@ class SparkEngine:
         except Exception as exc:  # Spark's errors: calcore's message inside, else shortened
             raise spark_error(exc, self.name) from None
         self.jobs += 1
+        sizes = [len(b) for b in table["state"].to_pylist()]
+        self.pass_log.append(
+            {"phase": phase, "plan_bytes": len(job), "states": len(sizes),
+             "state_bytes": sum(sizes), "largest_state_bytes": max(sizes, default=0)}
+        )  # fmt: skip
         rows = sorted(
             zip(
                 table["first"].to_pylist(),
