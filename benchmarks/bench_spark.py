@@ -159,8 +159,9 @@ def rows_case(n: int, files: int, master: str, cases: list[str]) -> dict:
         out: dict = {
             "rows": n,
             "files": files,
-            "megabytes": round(sum(os.path.getsize(os.path.join(folder, f))
-                                   for f in os.listdir(folder)) / 2**20, 1),  # fmt: skip
+            "megabytes": round(
+                sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)) / 2**20, 1
+            ),  # fmt: skip
             "write_s": round(time.perf_counter() - t, 1),
         }
         embedded = {c: _run(EMBEDDED.format(folder=folder, case=CASES[c])) for c in cases}
