@@ -34,6 +34,8 @@ _COMMA_NUMBER = re.compile(r"[+-]?(?:\d+,\d*|,\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 #: What the message tells to do, in calcore's terms (the dashboard shows its own control).
 DECIMAL_FIX = "Pass decimal=',' to read them (or save the file with '.' as the decimal point)."
+#: What a comma-separated file read with ``decimal=","`` is told (option ``"decimal_drop"``).
+DECIMAL_DROP_FIX = "Drop decimal=','."
 
 
 def decimal_comma_columns(columns, preview, *, skip=()) -> list[tuple[str, int, str]]:
@@ -102,7 +104,9 @@ def with_decimal(layout, decimal: str, source: str):
     if layout.delimiter == ",":
         raise CalcoreError(
             f"{source}: decimal=',' was given, but the fields are separated by commas, so no "
-            f"number in it can have a decimal comma. Drop decimal=','."
+            f"number in it can have a decimal comma. {DECIMAL_DROP_FIX}",
+            option="decimal_drop",
+            fix=DECIMAL_DROP_FIX,
         )
     from dataclasses import replace
 

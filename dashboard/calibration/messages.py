@@ -10,6 +10,8 @@ option, or with one the page has no control for, is shown as calcore wrote it.
 
 from __future__ import annotations
 
+from calcore._errors import reworded
+
 __all__ = ["DATASET_FIXES", "DECIMAL_LABEL", "PAGE_FIXES", "dataset_message", "page_message"]
 
 #: The checkbox that reads a decimal-comma CSV (:mod:`dashboard.calibration.decimals`).
@@ -48,6 +50,14 @@ PAGE_FIXES = {
     "header_names": "Give every column a name in the file; a blank first name usually means "
     "the row numbers were saved as a column (the index, in pandas): name that column or leave "
     "it out.",
+    "decimal_drop": f"Untick “{DECIMAL_LABEL}”.",
+    # what the loader's notes say of an option (calcore.io._load_report.NOTE_TERMS)
+    "scores_auto": f"detection (change it under {_SCORES_ARE}) saw",
+    "scores_given": f"as chosen under {_SCORES_ARE}",
+    "percent_says": f"{_PERCENT} is ticked",
+    "percent_given": "(as ticked under Data)",
+    "percent_suggested": f"tick {_PERCENT}",
+    "score_columns_given": "not chosen in the Score columns box under Data",
 }
 
 
@@ -73,6 +83,7 @@ DATASET_FIXES = {
     "label_array": PAGE_FIXES["label_array"],
     "header_names": PAGE_FIXES["header_names"],
     "encoding": "Re-save the files as UTF-8 (in Excel: File > Save As > CSV UTF-8).",
+    "scores_auto": "detection saw",
 }
 
 
@@ -118,14 +129,4 @@ def page_message(message, *, fixes: dict | None = None) -> str:
     >>> page_message("f.csv: 2 rows renormalised.")
     'f.csv: 2 rows renormalised.'
     """
-    text = str(message)
-    words = PAGE_FIXES if fixes is None else fixes
-    pairs = getattr(message, "fixes", None)
-    if pairs is None:  # an Advice or a plain text: one fix at most
-        option, fix = getattr(message, "option", None), getattr(message, "fix", None)
-        pairs = ((option, fix),) if option and fix else ()
-    for option, fix in pairs:
-        page = words.get(option)
-        if page is not None and fix in text:
-            text = text.replace(fix, page)
-    return text
+    return reworded(message, PAGE_FIXES if fixes is None else fixes)
