@@ -62,7 +62,8 @@ PAGE_FIXES = {
 
 
 #: calcore option -> what to do for a dataset on the server, which the page opens as
-#: detected (no Data panel): what to change in the files.
+#: detected (no Data panel): what to change in the files (decimal commas: the box the page
+#: offers above the dataset, :func:`dashboard.calibration.decimals.dataset_decimal_choice`).
 DATASET_FIXES = {
     "label_column": "Name the label column label in the files (datasets on the server are "
     "read as detected).",
@@ -70,8 +71,9 @@ DATASET_FIXES = {
     "score_columns": "Name the score columns after their classes in the files (p_<class>, "
     "or logit_<class> for logits).",
     "weight_column": "Keep one column with a weight name in the files.",
-    "decimal": "Save the files with a point as the decimal mark (0.25): datasets on the "
-    "server are read as they are.",
+    "decimal": f"Tick “{DECIMAL_LABEL}” above to read them as numbers (or save the files "
+    "with a point as the decimal mark).",
+    "decimal_drop": f"Untick “{DECIMAL_LABEL}” above.",
     "file": "Save it as CSV (File > Save As > CSV UTF-8) in the data directory.",
     "renormalize": "Fix the scores in the files (each row must sum to 1).",
     "percent": "divide them by 100 in the files.",
@@ -94,10 +96,10 @@ def dataset_message(message) -> str:
     Examples
     --------
     >>> import calcore
-    >>> fix = "Pass decimal=',' to read them."
-    >>> dataset_message(calcore.CalcoreError(f"a.csv: decimal commas. {fix}",
-    ...                                      option="decimal", fix=fix))[:60]
-    'a.csv: decimal commas. Save the files with a point as the de'
+    >>> fix = "Pass renormalize=True."
+    >>> dataset_message(calcore.CalcoreError(f"a.csv: rows do not sum to 1. {fix}",
+    ...                                      option="renormalize", fix=fix))
+    'a.csv: rows do not sum to 1. Fix the scores in the files (each row must sum to 1).'
     """
     return page_message(message, fixes=DATASET_FIXES)
 
