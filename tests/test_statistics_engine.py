@@ -1109,3 +1109,42 @@ def test_grouped_cuts_equal_searchsorted_per_group(side, max_table, monkeypatch)
             for v, g in zip(values, groups, strict=True)
         ]
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "case", ["spread", "crowded", "one-cell", "no-positives", "all-positive", "chunks"]
+)
+def test_replicated_kde_moments_equal_each_replicate_alone(case, monkeypatch):
+    """The replicated moments (a point-ordered sparse product, dense products for the
+    crowded cells, chunks merged on the cells they touch) against each replicate's
+    weights added alone (one bincount per power)."""
+    from calcore.statistics import kde_cells
+    from calcore.statistics.kde_cells import KDELayout, KDESums
+
+    rng = np.random.default_rng(30)
+    n = 5000
+    s = {
+        "spread": lambda: rng.random(n),
+        "crowded": lambda: np.where(rng.random(n) < 0.7, rng.random(n) * 1e-4, rng.random(n)),
+        "one-cell": lambda: np.full(n, 0.0004),
+        "no-positives": lambda: rng.random(n) ** 4,
+        "all-positive": lambda: rng.random(n) ** 4,
+        "chunks": lambda: np.where(rng.random(n) < 0.5, rng.random(n) * 1e-3, rng.random(n)),
+    }[case]()
+    o = {"no-positives": np.zeros(n), "all-positive": np.ones(n)}.get(
+        case, (rng.random(n) < s).astype(float)
+    )
+    if case == "chunks":  # several chunks, each touching other cells
+        monkeypatch.setattr(kde_cells, "_CHUNK", 700)
+        monkeypatch.setattr(kde_cells, "_CROWDED_ROWS", 100)
+    w = rng.integers(0, 4, (6, n)).astype(float)
+    w[2] = 0.0  # an empty replicate
+    w[3] = rng.random(n) * 2.5  # real weights
+    layout = KDELayout.for_bandwidth(0.02)
+    reps = KDESums.zeros(layout, replicates=w.shape[0])
+    reps.add(layout, s, o, np.ascontiguousarray(w.T).T)
+    got = reps.dense(layout.n_cells)
+    for r in range(w.shape[0]):
+        alone = KDESums.zeros(layout)
+        alone.add(layout, s, o, w[r])
+        np.testing.assert_allclose(got[r], alone.moments, rtol=1e-12, atol=1e-9)
