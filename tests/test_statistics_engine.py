@@ -1148,3 +1148,54 @@ def test_replicated_kde_moments_equal_each_replicate_alone(case, monkeypatch):
         alone = KDESums.zeros(layout)
         alone.add(layout, s, o, w[r])
         np.testing.assert_allclose(got[r], alone.moments, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "case", ["100 classes", "one bin", "weights", "2 classes", "1000 classes", "chosen", "cut"]
+)
+def test_classwise_densest_cells_equal_each_replicate_alone(case, monkeypatch):
+    """Replicated class-wise sums, each class's most crowded cell by a dense product
+    (points._add_densest_cells) and the others sparse, against add_rows of each
+    replicate's weights alone; several blocks of rows."""
+    from calcore.statistics import points
+    from calcore.statistics.points import RowBatch, add_rows, reduction_edges
+
+    n, n_classes = {"2 classes": (600, 2), "1000 classes": (60, 1000)}.get(case, (600, 100))
+    rng = np.random.default_rng(31)
+    logits = rng.normal(size=(n, n_classes)) * 2.0
+    logits[np.arange(n), rng.integers(0, n_classes, n)] += 5.0
+    if case == "one bin":
+        logits[:, 3] = -50.0  # class 3: every point in its lowest bin
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    preds = calcore.Predictions.from_probs(probs, rng.integers(0, n_classes, n))
+    batch = RowBatch.of(preds)
+    classes = np.array([1, 3, 7, 40]) if case == "chosen" else None
+    edges = reduction_edges(
+        batch, "class-wise", bins=15, classes=classes, min_score=1e-3 if case == "cut" else None
+    )
+    monkeypatch.setattr(points, "_ADD_VALUES", 64 * n_classes)  # blocks of 64 rows
+    dense_blocks = []
+    plain = points._add_densest_cells
+
+    def counted(sums, edges, cells, *args):
+        rest = plain(sums, edges, cells, *args)
+        dense_blocks.append(rest is not cells)
+        return rest
+
+    monkeypatch.setattr(points, "_add_densest_cells", counted)
+    w = rng.integers(0, 4, (5, n)).astype(float)
+    w[1] = 0.0
+    if case == "weights":
+        w[2:] *= rng.random(n) * 3.0
+    w = np.ascontiguousarray(w.T).T
+    got = CellSums.zeros(edges.n_cells, replicates=5)
+    add_rows(got, edges, batch, "class-wise", weights=w, classes=classes)
+    for r in range(5):
+        one = CellSums.zeros(edges.n_cells)
+        add_rows(one, edges, batch, "class-wise", weights=w[r], classes=classes)
+        for name in ("weight", "score", "outcome"):
+            np.testing.assert_allclose(
+                getattr(got, name)[r], getattr(one, name), rtol=1e-12, atol=1e-12, err_msg=name
+            )
+    assert any(dense_blocks)  # the dense path was taken
