@@ -128,13 +128,14 @@ def test_redraws_merge_in_any_grouping_to_one_pass():
 
 
 @pytest.mark.parametrize("chunk_values", [1 << 22, 3 * 37])  # one chunk; nine, half on a thread
-def test_each_redraw_equals_a_full_update_with_its_labels(monkeypatch, chunk_values):
+@pytest.mark.parametrize("n_classes", [3, 12])  # indicator products; flat bincounts (TACE's cut)
+def test_each_redraw_equals_a_full_update_with_its_labels(monkeypatch, chunk_values, n_classes):
     # Brute force: replicate r of the redrawn statistics is the statistics engine run on
     # the rows with the labels of redraw r (weights included).
     from calcore.statistics import redraws as module
 
     monkeypatch.setattr(module, "_CHUNK_VALUES", chunk_values)
-    preds = _preds(300, 3, seed=5)
+    preds = _preds(300, n_classes, seed=5)
     specs = report_cell_specs(preds, bins=6, binning="equal-mass")
     kde = report_kde_specs(preds, confidence=True, classwise=True)
     w = np.random.default_rng(6).integers(0, 4, 300).astype(float)
