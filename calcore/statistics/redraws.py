@@ -384,9 +384,10 @@ class LabelRedraws:
                 every = observed.dense(layout.n_cells)[0]  # (7, n_cells)
                 kept = np.union1d(np.flatnonzero(every[0]), at)  # cells with weight
                 # all points' moments once (not R copies: 235 MB for 100 classes, 200
-                # redraws); row 0 of the replicates stays unwritten zero pages
-                sums.moments = np.zeros((n_redraws, 2, 7, kept.size))
-                sums.moments[:, 1][..., np.searchsorted(kept, at)] = positive
+                # redraws); the replicates' all-points half stays zero. Replicated sums
+                # are cells first, (cells, 7, outcome, redraw): see KDESums
+                sums.moments = np.zeros((kept.size, 7, 2, n_redraws))
+                sums.moments[np.searchsorted(kept, at), :, 1, :] = positive.transpose(2, 1, 0)
                 sums.cells = kept
                 sums.shared_all = every[:, kept]
         return replace(
