@@ -759,24 +759,23 @@ def _grid_product(packed: "_Packed", moments: np.ndarray, ranges, n_grid: int):
     """
     u = packed.n_cells
     n_sets = moments.shape[-1]
-    # sums restarted at every block, along the cells, as _block_prefix: cells first, then
-    # the seven powers, then every (outcome, replicate) set, the layout of the sums
-    # (KDESums). Each cell's row of 7 x sets sums is the previous row plus its own (its
-    # own less the previous block's total at a block's first cell): one vectorised
-    # addition a cell, where np.cumsum runs one strided scalar chain per column (u = 1,660
-    # cells x 2,800 sums, the confidence KDE at R = 200: 14-16 against 44-100 ms; the same
-    # additions in the same order)
+    # sums restarted at every block, along the cells: cells first, then the seven powers,
+    # then every (outcome, replicate) set, the layout of the sums (KDESums). Each cell's
+    # row of 7 x sets sums is the previous row plus its own, or its own alone at a block's
+    # first cell: one vectorised addition a cell, where np.cumsum runs one strided scalar
+    # chain per column (u = 1,660 cells x 2,800 sums, the confidence KDE at R = 200: 14-16
+    # against 44-100 ms), and no block totals to subtract (_block_prefix's restart, whose
+    # np.add.reduceat along the cells was a tenth of the class-wise KDE's replicates; the
+    # restarted sums differ from those by that subtraction's rounding, ~1e-16 of a block)
     flat = np.ascontiguousarray(moments, dtype=np.float64).reshape(u, -1)
-    first = np.flatnonzero(np.r_[True, packed.block[1:] != packed.block[:-1]])
-    restart = {}
-    if first.size > 1:
-        totals = np.add.reduceat(flat, first, axis=0)
-        restart = dict(zip(first[1:].tolist(), range(first.size - 1), strict=True))
+    starts = np.r_[True, packed.block[1:] != packed.block[:-1]].tolist()
     cumulative = np.zeros((u + 1, _N_POWERS, n_sets))
     rows = cumulative.reshape(u + 1, -1)
     for j in range(u):
-        own = flat[j] if j not in restart else flat[j] - totals[restart[j]]
-        np.add(rows[j], own, out=rows[j + 1])  # rows[0] is 0: row 1 is flat[0] exactly
+        if starts[j]:
+            rows[j + 1] = flat[j]
+        else:
+            np.add(rows[j], flat[j], out=rows[j + 1])
     prefix = cumulative.reshape((u + 1) * _N_POWERS, n_sets)
     h, block = packed.bandwidth, packed.block
     block_start = np.searchsorted(block, np.arange(block[-1] + 2), side="left")
@@ -808,16 +807,32 @@ def _grid_product(packed: "_Packed", moments: np.ndarray, ranges, n_grid: int):
         if two.size:
             part(np.minimum(end1[two], u), e[two], b1[two] + 1, queries[act[two]], argument,
                  act[two])  # fmt: skip
-    flat_rows = np.concatenate([np.ravel(r) for r in rows]) if rows else np.empty(0, np.intp)
-    operator = sp.csr_matrix(
-        (
-            np.concatenate([np.ravel(v) for v in vals]) if vals else np.empty(0),
-            (flat_rows, np.concatenate([np.ravel(c) for c in cols]) if cols else flat_rows),
-        ),
-        shape=(2 * n_grid, prefix.shape[0]),
-    )
+    operator = _rows_operator(rows, cols, vals, (2 * n_grid, prefix.shape[0]))
     out = operator @ prefix
     return out[:n_grid], out[n_grid:]
+
+
+def _rows_operator(rows, cols, vals, shape) -> sp.csr_matrix:
+    """A CSR matrix of the entries ``(rows, cols, vals)`` (lists of arrays), each row's in
+    the order given, duplicates kept (the product adds them in turn).
+
+    Built by a stable counting of the rows, not through scipy's COO conversion, whose
+    sort of every row's columns and summing of duplicates took a third of the grid
+    product's time (10,000 x 100, the class-wise problems). The sums differ from the
+    converted matrix's only in the order of a row's terms (~1e-16 relative).
+    """
+    if not rows:
+        return sp.csr_matrix(shape)
+    flat_rows = np.concatenate([np.ravel(r) for r in rows])
+    index = np.int32 if max(flat_rows.size, shape[1]) < 2**31 else np.int64
+    # rows fit 16 bits for grids up to 16,383 points: numpy's stable sort is then a radix sort
+    key = flat_rows.astype(np.int16 if shape[0] < 2**15 else np.int64)
+    order = np.argsort(key, kind="stable")
+    indptr = np.zeros(shape[0] + 1, dtype=index)
+    np.cumsum(np.bincount(flat_rows, minlength=shape[0]), out=indptr[1:])
+    columns = np.concatenate([np.ravel(c) for c in cols])[order].astype(index)
+    values = np.concatenate([np.ravel(v) for v in vals])[order]
+    return sp.csr_matrix((values, columns, indptr), shape=shape)
 
 
 def kde_ece_from_sums(layout: KDELayout, sums: KDESums, *, order=1):
