@@ -1199,3 +1199,23 @@ def test_classwise_densest_cells_equal_each_replicate_alone(case, monkeypatch):
                 getattr(got, name)[r], getattr(one, name), rtol=1e-12, atol=1e-12, err_msg=name
             )
     assert any(dense_blocks)  # the dense path was taken
+
+
+def test_rows_operator_equals_the_coo_conversion_with_duplicates():
+    """The grid product's CSR (kde_cells._rows_operator: rows counted, each row's entries
+    in the order given, duplicates kept) multiplies as scipy's COO conversion does."""
+    import scipy.sparse as sp
+
+    from calcore.statistics.kde_cells import _rows_operator
+
+    rng = np.random.default_rng(40)
+    shape = (50, 30)
+    rows = [rng.integers(0, 50, 400), rng.integers(0, 50, (20, 7))]
+    cols = [rng.integers(0, 30, 400), rng.integers(0, 3, (20, 7))]  # many duplicates
+    vals = [rng.normal(size=400), rng.normal(size=(20, 7))]
+    got = _rows_operator(rows, cols, vals, shape)
+    flat = [np.concatenate([np.ravel(a) for a in x]) for x in (rows, cols, vals)]
+    want = sp.csr_matrix((flat[2], (flat[0], flat[1])), shape=shape)
+    x = rng.normal(size=(30, 5))
+    np.testing.assert_allclose(got @ x, want @ x, rtol=1e-13, atol=1e-13)
+    assert _rows_operator([], [], [], shape).nnz == 0
