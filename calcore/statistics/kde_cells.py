@@ -531,7 +531,12 @@ def positive_moments(layout: KDELayout, scores, positive: np.ndarray, weights=No
 
 def union_add(first, first_cells, second, second_cells):
     """``first + second`` on the union of their cells (the last axis of each holds the
-    sorted layout cells ``*_cells``): ``(moments, cells)``."""
+    sorted layout cells ``*_cells``): ``(moments, cells)``. An empty ``first`` (the first
+    batch of redraws) gives ``second`` itself, not a copy through a zero array."""
+    if first_cells.size == 0 and np.broadcast_shapes(first.shape[:-1], second.shape[:-1]) == (
+        second.shape[:-1]
+    ):
+        return second, second_cells
     cells = np.union1d(first_cells, second_cells)
     out = np.zeros(np.broadcast_shapes(first.shape[:-1], second.shape[:-1]) + (cells.size,))
     out[..., np.searchsorted(cells, first_cells)] += first
