@@ -53,6 +53,45 @@ def test_redrawn_labels_follow_the_inverse_distribution_function():
         assert (got[:, :5] == 0).all()
 
 
+def _counted_labels(probs, positions, seed, redraws):
+    """The plain reference: per redraw and row, the thresholds at or below the uniform."""
+    cumulative = np.cumsum(probs, axis=1)
+    out = []
+    for r in redraws:
+        u = row_uniforms(positions, seed, stream=r + 1)
+        out.append([min(int(np.searchsorted(c, x, "right")), probs.shape[1] - 1)
+                    for c, x in zip(cumulative, u, strict=True)])  # fmt: skip
+    return np.array(out)
+
+
+@pytest.mark.parametrize("n_classes", [30, 100, 300])
+def test_redrawn_labels_of_confident_rows_match_the_count(n_classes):
+    """The predicted class's step decides most rows (_predicted_steps); rows whose
+    uniform sits exactly on a step's end, last-class and one-hot rows included."""
+    from calcore.statistics.redraws import _predicted_steps
+
+    rng = np.random.default_rng(n_classes)
+    m, positions, seed, redraws = 80, np.arange(7, 87), 5, range(4)
+    logits = rng.normal(size=(m, n_classes)) * 4.0
+    logits[np.arange(m), rng.integers(0, n_classes, m)] += 20.0  # confident rows
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    probs[0] = 0.0
+    probs[0, -1] = 1.0  # the last class predicted, its step open above
+    probs[1] = 0.0
+    probs[1, 0] = 1.0  # the first class
+    u0 = row_uniforms(positions, seed, stream=1)
+    for i in (2, 3):  # a uniform of redraw 0 exactly on the start of the predicted step
+        probs[i] = 0.0
+        probs[i, 0] = min(u0[i], 1.0 - u0[i])
+        probs[i, 1] = 1.0 - probs[i, 0]
+    probs[4] = 0.0
+    probs[4, 0], probs[4, 2] = u0[4], 1.0 - u0[4]  # a zero-width step in between
+    assert _predicted_steps(probs, np.cumsum(probs, axis=1)) is not None
+    got = redrawn_labels(probs, positions, seed, redraws)
+    np.testing.assert_array_equal(got, _counted_labels(probs, positions, seed, redraws))
+
+
 def test_redrawn_frequencies_match_the_probabilities():
     probs = np.tile([0.1, 0.6, 0.3], (20_000, 1))
     labels = redrawn_labels(probs, np.arange(20_000), 0, range(5))
@@ -89,13 +128,14 @@ def test_redraws_merge_in_any_grouping_to_one_pass():
 
 
 @pytest.mark.parametrize("chunk_values", [1 << 22, 3 * 37])  # one chunk; nine, half on a thread
-def test_each_redraw_equals_a_full_update_with_its_labels(monkeypatch, chunk_values):
+@pytest.mark.parametrize("n_classes", [3, 12])  # indicator products; flat bincounts (TACE's cut)
+def test_each_redraw_equals_a_full_update_with_its_labels(monkeypatch, chunk_values, n_classes):
     # Brute force: replicate r of the redrawn statistics is the statistics engine run on
     # the rows with the labels of redraw r (weights included).
     from calcore.statistics import redraws as module
 
     monkeypatch.setattr(module, "_CHUNK_VALUES", chunk_values)
-    preds = _preds(300, 3, seed=5)
+    preds = _preds(300, n_classes, seed=5)
     specs = report_cell_specs(preds, bins=6, binning="equal-mass")
     kde = report_kde_specs(preds, confidence=True, classwise=True)
     w = np.random.default_rng(6).integers(0, 4, 300).astype(float)

@@ -1109,3 +1109,113 @@ def test_grouped_cuts_equal_searchsorted_per_group(side, max_table, monkeypatch)
             for v, g in zip(values, groups, strict=True)
         ]
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "case", ["spread", "crowded", "one-cell", "no-positives", "all-positive", "chunks"]
+)
+def test_replicated_kde_moments_equal_each_replicate_alone(case, monkeypatch):
+    """The replicated moments (a point-ordered sparse product, dense products for the
+    crowded cells, chunks merged on the cells they touch) against each replicate's
+    weights added alone (one bincount per power)."""
+    from calcore.statistics import kde_cells
+    from calcore.statistics.kde_cells import KDELayout, KDESums
+
+    rng = np.random.default_rng(30)
+    n = 5000
+    s = {
+        "spread": lambda: rng.random(n),
+        "crowded": lambda: np.where(rng.random(n) < 0.7, rng.random(n) * 1e-4, rng.random(n)),
+        "one-cell": lambda: np.full(n, 0.0004),
+        "no-positives": lambda: rng.random(n) ** 4,
+        "all-positive": lambda: rng.random(n) ** 4,
+        "chunks": lambda: np.where(rng.random(n) < 0.5, rng.random(n) * 1e-3, rng.random(n)),
+    }[case]()
+    o = {"no-positives": np.zeros(n), "all-positive": np.ones(n)}.get(
+        case, (rng.random(n) < s).astype(float)
+    )
+    if case == "chunks":  # several chunks, each touching other cells
+        monkeypatch.setattr(kde_cells, "_CHUNK", 700)
+        monkeypatch.setattr(kde_cells, "_CROWDED_ROWS", 100)
+    w = rng.integers(0, 4, (6, n)).astype(float)
+    w[2] = 0.0  # an empty replicate
+    w[3] = rng.random(n) * 2.5  # real weights
+    layout = KDELayout.for_bandwidth(0.02)
+    reps = KDESums.zeros(layout, replicates=w.shape[0])
+    reps.add(layout, s, o, np.ascontiguousarray(w.T).T)
+    got = reps.dense(layout.n_cells)
+    for r in range(w.shape[0]):
+        alone = KDESums.zeros(layout)
+        alone.add(layout, s, o, w[r])
+        np.testing.assert_allclose(got[r], alone.moments, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "case", ["100 classes", "one bin", "weights", "2 classes", "1000 classes", "chosen", "cut"]
+)
+def test_classwise_densest_cells_equal_each_replicate_alone(case, monkeypatch):
+    """Replicated class-wise sums, each class's most crowded cell by a dense product
+    (points._add_densest_cells) and the others sparse, against add_rows of each
+    replicate's weights alone; several blocks of rows."""
+    from calcore.statistics import points
+    from calcore.statistics.points import RowBatch, add_rows, reduction_edges
+
+    n, n_classes = {"2 classes": (600, 2), "1000 classes": (60, 1000)}.get(case, (600, 100))
+    rng = np.random.default_rng(31)
+    logits = rng.normal(size=(n, n_classes)) * 2.0
+    logits[np.arange(n), rng.integers(0, n_classes, n)] += 5.0
+    if case == "one bin":
+        logits[:, 3] = -50.0  # class 3: every point in its lowest bin
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    preds = calcore.Predictions.from_probs(probs, rng.integers(0, n_classes, n))
+    batch = RowBatch.of(preds)
+    classes = np.array([1, 3, 7, 40]) if case == "chosen" else None
+    edges = reduction_edges(
+        batch, "class-wise", bins=15, classes=classes, min_score=1e-3 if case == "cut" else None
+    )
+    monkeypatch.setattr(points, "_ADD_VALUES", 64 * n_classes)  # blocks of 64 rows
+    dense_blocks = []
+    plain = points._add_densest_cells
+
+    def counted(sums, edges, cells, *args):
+        rest = plain(sums, edges, cells, *args)
+        dense_blocks.append(rest is not cells)
+        return rest
+
+    monkeypatch.setattr(points, "_add_densest_cells", counted)
+    w = rng.integers(0, 4, (5, n)).astype(float)
+    w[1] = 0.0
+    if case == "weights":
+        w[2:] *= rng.random(n) * 3.0
+    w = np.ascontiguousarray(w.T).T
+    got = CellSums.zeros(edges.n_cells, replicates=5)
+    add_rows(got, edges, batch, "class-wise", weights=w, classes=classes)
+    for r in range(5):
+        one = CellSums.zeros(edges.n_cells)
+        add_rows(one, edges, batch, "class-wise", weights=w[r], classes=classes)
+        for name in ("weight", "score", "outcome"):
+            np.testing.assert_allclose(
+                getattr(got, name)[r], getattr(one, name), rtol=1e-12, atol=1e-12, err_msg=name
+            )
+    assert any(dense_blocks)  # the dense path was taken
+
+
+def test_rows_operator_equals_the_coo_conversion_with_duplicates():
+    """The grid product's CSR (kde_cells._rows_operator: rows counted, each row's entries
+    in the order given, duplicates kept) multiplies as scipy's COO conversion does."""
+    import scipy.sparse as sp
+
+    from calcore.statistics.kde_cells import _rows_operator
+
+    rng = np.random.default_rng(40)
+    shape = (50, 30)
+    rows = [rng.integers(0, 50, 400), rng.integers(0, 50, (20, 7))]
+    cols = [rng.integers(0, 30, 400), rng.integers(0, 3, (20, 7))]  # many duplicates
+    vals = [rng.normal(size=400), rng.normal(size=(20, 7))]
+    got = _rows_operator(rows, cols, vals, shape)
+    flat = [np.concatenate([np.ravel(a) for a in x]) for x in (rows, cols, vals)]
+    want = sp.csr_matrix((flat[2], (flat[0], flat[1])), shape=shape)
+    x = rng.normal(size=(30, 5))
+    np.testing.assert_allclose(got @ x, want @ x, rtol=1e-13, atol=1e-13)
+    assert _rows_operator([], [], [], shape).nnz == 0

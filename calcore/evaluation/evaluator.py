@@ -312,9 +312,11 @@ def bootstrap_replicates(
     for key, spec in stats.kde_specs.items():
         work = kde_work_per_resample(spec, preds.n_samples)
         r = kde_resamples(work, n_resamples, kde_max_work)
+        # a row's r weights adjacent once here, not copied so by every problem's product
+        wr = np.ascontiguousarray(w[:r].T).T
         per_problem = [
             np.atleast_2d(kboot.kde_ece(key))
-            for kboot in _kde_blocks(preds, stats.class_names, key, spec, w[:r])
+            for kboot in _kde_blocks(preds, stats.class_names, key, spec, wr)
         ]
         reps[key] = np.concatenate(per_problem, axis=-1).mean(axis=-1)
         used[key] = r

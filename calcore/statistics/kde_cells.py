@@ -70,6 +70,12 @@ _CHUNK = 1 << 16
 # 0.53-0.85 / 0.52 / 0.64-0.68; 10 classes of 5,000 x 10 (CIFAR-10): 0.19 / 0.21-0.33 /
 # 0.16-0.19 / 0.15-0.17 (the one-product-per-power code before: 1.34-1.49 s for the 30).
 _CROWDED_ROWS = 2048
+# Share of (set, point) pairs that are positive from which positive_moments sums a chunk
+# by one sparse product with the 0/1 outcome vectors rather than by one bincount per power
+# over the positive pairs. CPU s, 200 redrawn sets (loaded 2-core machine), bincounts /
+# product: confidence of 10,000 x 100 (share 0.9) 0.064 / 0.019; 10 classes of CIFAR-10
+# 5,000 rows (0.1) 0.055 / 0.045; 10 of 100 classes (0.01) 0.062 / 0.084.
+_PRODUCT_OUTCOME_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -212,14 +218,20 @@ class KDESums:
     """Per-cell moments ``sum w b^k`` (k = 0..6), all points and positive ones, with
     ``b = (x - c) / h`` and ``c`` the centre of the cell's block.
 
-    ``moments`` has shape ``lead + (2, 7, n_kept)``, ``lead`` ``()`` or ``(R,)`` for
-    replicate weights; index 0 of the second-to-last axis but one is every point, 1 the
-    points whose outcome is 1. ``cells`` says which cells of the layout the last axis
-    holds: None for every cell (``n_kept = n_cells``), else their sorted indices.
-    Replicated sums keep only the cells their points fall in: scores pile up in a few
-    cells of thousands, and a dense (200, 2, 7, 4,000) array a class held 2.5 GB for
-    100 classes, whose first writes alone took 4.6 s of a 9 s ``evaluate`` (10,000 x
-    100 rows, 200 resamples).
+    ``moments`` has shape ``(2, 7, n_kept)``: index 0 of the first axis is every point,
+    1 the points whose outcome is 1. ``cells`` says which cells of the layout the last
+    axis holds: None for every cell (``n_kept = n_cells``), else their sorted indices.
+
+    With replicate weights, ``moments`` is ``(n_kept, 7, 2, R)``, cells first: the
+    layout the sparse products of :meth:`add` produce and the grid product
+    (:func:`_grid_product`) reads, every (outcome, replicate) set of a cell's power
+    adjacent, so neither transposes them (the cumulative sums along the cells written
+    into a moved layout, and the moved writes of each chunk's sums, were a sixth of the
+    class-wise KDE-ECE's replicates of 10,000 x 100 rows). :meth:`dense` gives them in
+    the ``(R, 2, 7, n_cells)`` order. Replicated sums keep only the cells their points
+    fall in: scores pile up in a few cells of thousands, and a dense (200, 2, 7, 4,000)
+    array a class held 2.5 GB for 100 classes, whose first writes alone took 4.6 s of
+    a 9 s ``evaluate`` (10,000 x 100 rows, 200 resamples).
 
     Examples
     --------
@@ -236,30 +248,35 @@ class KDESums:
     cells: np.ndarray | None = None
     #: Replicated sums whose every replicate has the same all-points moments (the
     #: calibration test's redrawn labels: only the positives change) keep them once here,
-    #: shape (7, n_kept); ``moments[:, 0]`` is then left unwritten (zero pages, no memory)
-    #: and the KDE of all points is evaluated once for all replicates.
+    #: shape (7, n_kept); the all-points half of ``moments`` is then left zero and the KDE
+    #: of all points is evaluated once for all replicates.
     shared_all: np.ndarray | None = None
 
     @classmethod
     def zeros(cls, layout: KDELayout, *, replicates: int | None = None) -> "KDESums":
         if replicates is None:
             return cls(np.zeros((2, _N_POWERS, layout.n_cells)))
-        return cls(np.zeros((int(replicates), 2, _N_POWERS, 0)), np.empty(0, dtype=np.intp))
+        return cls(np.zeros((0, _N_POWERS, 2, int(replicates))), np.empty(0, dtype=np.intp))
+
+    @property
+    def replicated(self) -> bool:
+        return self.moments.ndim == 4
 
     def _positions(self, touched: np.ndarray) -> np.ndarray:
-        """Where the (sorted, distinct) layout cells ``touched`` sit on the last axis,
-        keeping room for them first."""
+        """Where the (sorted, distinct) layout cells ``touched`` sit on the cell axis
+        (replicated sums: the first), keeping room for them first."""
         if self.cells is None:
             return touched
         kept = np.union1d(self.cells, touched)
         if kept.size > self.cells.size:
-            grown = np.zeros(self.moments.shape[:-1] + (kept.size,))
-            grown[..., np.searchsorted(kept, self.cells)] = self.moments
+            grown = np.zeros((kept.size,) + self.moments.shape[1:])
+            grown[np.searchsorted(kept, self.cells)] = self.moments
             self.moments, self.cells = grown, kept
         return np.searchsorted(self.cells, touched)
 
     def dense(self, n_cells: int) -> np.ndarray:
-        """The moments of every layout cell: shape ``lead + (2, 7, n_cells)``."""
+        """The moments of every layout cell: shape ``(2, 7, n_cells)``, or
+        ``(R, 2, 7, n_cells)`` with replicates."""
         moments = self.full_moments()
         if self.cells is None:
             return moments
@@ -268,11 +285,20 @@ class KDESums:
         return out
 
     def full_moments(self) -> np.ndarray:
-        """``moments`` with the shared all-points moments written into every replicate."""
+        """``moments`` with the shared all-points moments written into every replicate,
+        replicated ones in the ``(R, 2, 7, n_kept)`` order (a view when nothing is shared)."""
+        out = self._with_shared()
+        return out.transpose(3, 2, 1, 0) if self.replicated else out
+
+    def _with_shared(self) -> np.ndarray:
+        """``moments`` (in its own layout) with the shared all-points moments written in."""
         if self.shared_all is None:
             return self.moments
         out = self.moments.copy()
-        out[..., 0, :, :] = self.shared_all
+        if self.replicated:
+            out[:, :, 0, :] = self.shared_all.T[:, :, None]
+        else:
+            out[0] = self.shared_all
         return out
 
     def add(self, layout: KDELayout, scores, outcomes, weights=None) -> None:
@@ -288,7 +314,7 @@ class KDESums:
         # classes of 10,000 x 100 on the loaded machine: 2.5 s of CPU with the default
         # threads, 0.46 s on one). Callers adding many problems enter it once themselves
         # (CalibrationStatistics.update): entering reads /proc/self/maps, ~2 ms.
-        with single_threaded_blas() if self.moments.ndim == 4 else contextlib.nullcontext():
+        with single_threaded_blas() if self.replicated else contextlib.nullcontext():
             for a in range(0, s.size, _CHUNK):  # chunks: the seven powers stay in cache
                 wc = None if w is None else w[..., a : a + _CHUNK]
                 self._add_chunk(layout, s[a : a + _CHUNK], pos[a : a + _CHUNK], wc)
@@ -303,8 +329,8 @@ class KDESums:
         powers[0] = 1.0
         for k in range(1, _N_POWERS):
             np.multiply(powers[k - 1], b, out=powers[k])
-        if self.moments.ndim == 4:  # replicate weights (R, m)
-            self._add_replicated(cells, powers, pos, w)
+        if self.replicated:  # replicate weights (R, m)
+            self._add_replicated(cells, powers, pos, w, n)
             return
         # One bincount per power over (outcome, cell); "all points" is their sum, kept in
         # row 0 of the outcome axis (negatives + positives), positives in row 1.
@@ -317,56 +343,81 @@ class KDESums:
             self.moments[0, k] += split[0] + split[1]
             self.moments[1, k] += split[1]
 
-    def _add_replicated(self, cells, powers, pos, w) -> None:
+    def _add_replicated(self, cells, powers, pos, w, n_cells: int) -> None:
         """Moments of every replicate (weights ``w``, (R, m)) as two sparse products with
-        the rows' weights: a (cells x 7, m) matrix of the points' powers, and the same
+        the rows' weights: a (m, cells x 7) matrix of the points' powers, and the same
         for the positive points only.
 
-        The rows of a cell's seven powers are adjacent and read the same points, so a
-        point's ``R`` weights are read once per cell instead of once per power, and the
-        positives' matrix holds the positive points alone (a class's share of the rows
-        in the class-wise problems) instead of zeros for the others. Each sum adds the
-        same terms in the same order as one product per power did; the crowded cells (below)
-        come from a dense product instead (same values to ~1e-16 relative).
-        Only the cells this chunk touches are kept (scores pile up in few of them).
+        The matrix is built in the points' own order (seven entries a point, no sort),
+        and the product is taken as ``X.T @ w.T``: each point adds ``power * w[:, row]``
+        to its cell's seven rows, so a point's ``R`` weights are read once for all seven
+        powers, and every sum adds the same terms in the same order (increasing row) as
+        the cell-sorted matrix of before, which a ``np.unique`` and an ``argsort`` of
+        the points made (0.7 ms a class of 10,000 points, plus the index arithmetic).
+        The crowded cells (below) come from a dense product instead (same values to
+        ~1e-16 relative). Only the cells this chunk touches are kept (scores pile up in
+        few of them).
         """
-        touched, local = np.unique(cells, return_inverse=True)
-        order = np.argsort(local, kind="stable")  # points sorted by cell
+        if cells.size == 0:
+            return
+        per_cell_all = np.bincount(cells, minlength=n_cells)
+        touched = np.flatnonzero(per_cell_all)
+        local_of = np.zeros(n_cells, dtype=np.intp)
+        local_of[touched] = np.arange(touched.size)
+        local = local_of[cells]
         at = self._positions(touched)
-        wt = np.ascontiguousarray(w.T)  # (m, R): a point's weights adjacent
-        for which, rows in ((0, order), (1, order[pos[order]])):
-            if rows.size == 0:
-                continue
-            per_cell = np.bincount(local[rows], minlength=touched.size)
-            crowded = np.flatnonzero(per_cell >= max(_CROWDED_ROWS, rows.size // 16))
+        wt = np.ascontiguousarray(w.T)  # (m, R): a point's weights adjacent (no copy if so)
+        m, t = cells.size, touched.size
+        index = np.int32 if max(m, t * _N_POWERS) < 2**31 else np.int64
+        for which in (0, 1):
+            if which == 0:
+                selected, per_cell = None, per_cell_all[touched]
+                n_selected = m
+            else:
+                selected = np.asarray(pos, dtype=bool)
+                n_selected = int(np.count_nonzero(selected))
+                if n_selected == 0:
+                    continue
+                per_cell = np.bincount(local[selected], minlength=t)
+            limit = max(_CROWDED_ROWS, n_selected // 16)
+            crowded = np.flatnonzero(per_cell >= limit)
+            sparse = selected
             dense = None
             if crowded.size:  # a dense product for the cells where the scores pile up
+                in_crowded = (per_cell >= limit)[local]
+                rows = np.flatnonzero(in_crowded if selected is None else in_crowded & selected)
                 dense = _crowded_moments(powers, local, crowded, rows, wt)
-                rows = rows[per_cell[local[rows]] < max(_CROWDED_ROWS, rows.size // 16)]
-                per_cell[crowded] = 0
-            # row (cell j, power k) holds cell j's points: indptr steps by the cell's count
-            indptr = np.zeros(touched.size * _N_POWERS + 1, dtype=np.intp)
-            np.cumsum(np.repeat(per_cell, _N_POWERS), out=indptr[1:])
-            starts = np.repeat(np.cumsum(per_cell) - per_cell, per_cell)
-            offset = np.arange(rows.size) - starts  # a point's place within its cell
-            base = np.repeat(indptr[:-1:_N_POWERS], per_cell)  # its cell's first entry
-            k_step = np.repeat(per_cell, per_cell)  # entries per power row of its cell
-            places = base[:, None] + offset[:, None] + k_step[:, None] * np.arange(_N_POWERS)
-            indices = np.empty(indptr[-1], dtype=np.intp)
-            values = np.empty(indptr[-1])
-            indices[places] = rows[:, None]
-            values[places] = powers[:, rows].T
-            matrix = sp.csr_matrix(
-                (values, indices, indptr), shape=(touched.size * _N_POWERS, cells.size)
+                sparse = ~in_crowded if selected is None else selected & ~in_crowded
+            points = np.arange(m) if sparse is None else np.flatnonzero(sparse)
+            indptr = np.zeros(m + 1, dtype=index)
+            if sparse is None:
+                indptr[1:] = np.arange(_N_POWERS, _N_POWERS * (m + 1), _N_POWERS)
+            else:
+                np.cumsum(sparse * _N_POWERS, out=indptr[1:])
+            columns = local[points].astype(index)[:, None] * _N_POWERS + np.arange(
+                _N_POWERS, dtype=index
             )
-            got = np.asarray(matrix @ wt).reshape(touched.size, _N_POWERS, -1)  # (t, 7, R)
+            matrix = sp.csr_matrix(
+                (powers[:, points].T.reshape(-1), columns.reshape(-1), indptr),
+                shape=(m, t * _N_POWERS),
+            )
+            got = np.asarray(matrix.T @ wt).reshape(t, _N_POWERS, -1)  # (t, 7, R)
             if dense is not None:
                 got[crowded] += dense
-            self.moments[:, which][..., at] += got.transpose(2, 1, 0)
+            if t and at[-1] - at[0] == t - 1:  # consecutive cells (a first chunk): a slice,
+                self.moments[at[0] : at[-1] + 1, :, which] += got  # not a gather and a scatter
+            else:
+                self.moments[at, :, which] += got
 
     def merge(self, other: "KDESums") -> "KDESums":
         if self.shared_all is not None or other.shared_all is not None:
-            self, other = (KDESums(x.full_moments(), x.cells) for x in (self, other))
+            self, other = (KDESums(x._with_shared(), x.cells) for x in (self, other))
+        if self.replicated:  # compact, cells first
+            cells = np.union1d(self.cells, other.cells)
+            out = np.zeros((cells.size,) + self.moments.shape[1:])
+            out[np.searchsorted(cells, self.cells)] += self.moments
+            out[np.searchsorted(cells, other.cells)] += other.moments
+            return KDESums(out, cells)
         if self.cells is None and other.cells is None:
             return KDESums(self.moments + other.moments)
         if self.cells is None or other.cells is None:  # one holds every cell
@@ -376,7 +427,7 @@ class KDESums:
 
     def replicate(self, r: int) -> "KDESums":
         """Replicate ``r``'s sums alone (a view; shared all-points moments stay shared)."""
-        return KDESums(self.moments[r], self.cells, self.shared_all)
+        return KDESums(self.moments[..., r].transpose(2, 1, 0), self.cells, self.shared_all)
 
 
 def _crowded_moments(powers, local, crowded, rows, wt) -> np.ndarray:
@@ -440,25 +491,52 @@ def positive_moments(layout: KDELayout, scores, positive: np.ndarray, weights=No
     touched = np.unique(all_cells)
     n = touched.size
     out = np.zeros((n_sets, _N_POWERS, n))
+    index = np.int32 if max(s.size, n * _N_POWERS) < 2**31 else np.int64
     for a in range(0, s.size, _CHUNK):
         chunk = s[a : a + _CHUNK]
         cells = all_cells[a : a + _CHUNK]
+        m = chunk.size
         b = (chunk - layout.frame[cells]) / layout.bandwidth
-        sets, points = np.nonzero(positive[:, a : a + _CHUNK])
-        key = sets * n + np.searchsorted(touched, cells)[points]
-        power = np.ones(chunk.size) if weights is None else np.asarray(weights)[a : a + _CHUNK]
+        power = np.ones(m) if weights is None else np.asarray(weights)[a : a + _CHUNK]
         power = np.array(power, dtype=np.float64)
+        hits = positive[:, a : a + _CHUNK]
+        if np.count_nonzero(hits) < _PRODUCT_OUTCOME_SHARE * hits.size:
+            sets, points = np.nonzero(hits)  # few positives: one bincount per power
+            key = sets * n + np.searchsorted(touched, cells)[points]
+            for k in range(_N_POWERS):
+                if k:
+                    power *= b
+                sums = np.bincount(key, weights=power[points], minlength=n_sets * n)
+                out[:, k] += sums.reshape(n_sets, n)
+            continue
+        # many: one sparse product X.T @ P.T of the points' seven powers (X, point-ordered,
+        # seven entries a point) with the 0/1 outcome vectors; every sum adds the same
+        # terms in the same order (increasing point) as the bincounts, plus exact zeros
+        values = np.empty((m, _N_POWERS))
         for k in range(_N_POWERS):
             if k:
                 power *= b
-            sums = np.bincount(key, weights=power[points], minlength=n_sets * n)
-            out[:, k] += sums.reshape(n_sets, n)
+            values[:, k] = power
+        columns = np.searchsorted(touched, cells).astype(index)[:, None] * _N_POWERS
+        columns = columns + np.arange(_N_POWERS, dtype=index)
+        indptr = np.arange(0, _N_POWERS * (m + 1), _N_POWERS, dtype=index)
+        matrix = sp.csr_matrix(
+            (values.reshape(-1), columns.reshape(-1), indptr), shape=(m, n * _N_POWERS)
+        )
+        outcomes = np.ascontiguousarray(hits.T, dtype=np.float64)
+        got = np.asarray(matrix.T @ outcomes).reshape(n, _N_POWERS, n_sets)
+        out += got.transpose(2, 1, 0)
     return out, touched
 
 
 def union_add(first, first_cells, second, second_cells):
     """``first + second`` on the union of their cells (the last axis of each holds the
-    sorted layout cells ``*_cells``): ``(moments, cells)``."""
+    sorted layout cells ``*_cells``): ``(moments, cells)``. An empty ``first`` (the first
+    batch of redraws) gives ``second`` itself, not a copy through a zero array."""
+    if first_cells.size == 0 and np.broadcast_shapes(first.shape[:-1], second.shape[:-1]) == (
+        second.shape[:-1]
+    ):
+        return second, second_cells
     cells = np.union1d(first_cells, second_cells)
     out = np.zeros(np.broadcast_shapes(first.shape[:-1], second.shape[:-1]) + (cells.size,))
     out[..., np.searchsorted(cells, first_cells)] += first
@@ -550,21 +628,31 @@ def kde_sums_at_grid(layout: KDELayout, sums: KDESums):
     as ``S_y^d / S^(d-1)``.
     """
     z = layout.grid
-    lead = sums.moments.shape[:-2]  # (2,) or (R, 2)
+    if sums.shared_all is not None:
+        return _shared_sums_at_grid(layout, sums)
+    if sums.replicated:  # one sparse product for every replicate
+        n_rep = sums.moments.shape[-1]
+        local, stacked = _used_sets(sums)
+        used = local if sums.cells is None else sums.cells[local]
+        total_q = np.zeros((z.size, n_rep, 2))
+        mass_q = np.zeros_like(total_q)
+        if used.size:
+            got, weight = _grid_product(_Packed(layout, used), stacked, _grid_ranges(layout), z.size)
+            # the product's sets are (outcome, replicate); _finish_grid reads (replicate, outcome)
+            total_q[...] = got.reshape(z.size, 2, n_rep).transpose(0, 2, 1)
+            mass_q[...] = weight.reshape(z.size, 2, n_rep).transpose(0, 2, 1)
+        return _finish_grid(
+            total_q.reshape(z.size, -1), mass_q.reshape(z.size, -1), z.size, (n_rep, 2)
+        )
+    lead = sums.moments.shape[:-2]  # (2,)
     # Only cells holding points matter (scores pile up: most cells are empty). Cells
     # first, (n_used, F) with F = prod(lead) * 7, so windows gather contiguous rows.
     kept = sums.moments.shape[-1]
-    if sums.shared_all is not None:
-        return _shared_sums_at_grid(layout, sums)
     counts = np.abs(sums.moments[..., 0, :]).reshape(-1, kept).sum(axis=0)
     local = np.flatnonzero(counts > 0)
     used = local if sums.cells is None else sums.cells[local]
     packed = _Packed(layout, used)
     ranges = _grid_ranges(layout)
-    if lead[:-1] and used.size:  # a replicate axis: one sparse product for every replicate
-        moments = sums.moments if local.size == kept else sums.moments[..., local]
-        total_q, mass_q = _grid_product(packed, moments, ranges, z.size)
-        return _finish_grid(total_q, mass_q, z.size, lead)
     flat = np.moveaxis(sums.moments[..., local], -1, 0).reshape(local.size, -1)
     prefix = _block_prefix(packed, flat)
     n_sets = flat.shape[1] // _N_POWERS
@@ -585,15 +673,15 @@ def _shared_sums_at_grid(layout: KDELayout, sums: KDESums):
     grid product takes ``1 + R`` sets (all points once, then each replicate's positives)
     instead of ``2 R``, and its all-points column is repeated for every replicate."""
     z = layout.grid
-    lead = sums.moments.shape[:-2]  # (R, 2)
+    # (R, 2) with replicates; (2,) for one replicate's view (KDESums.replicate)
+    lead = (sums.moments.shape[-1], 2) if sums.replicated else (2,)
     local = np.flatnonzero(sums.shared_all[0])  # cells with weight (positives among them)
     used = local if sums.cells is None else sums.cells[local]
     n_rep = int(np.prod(lead[:-1]))
     total_q = np.zeros((z.size,) + lead)
     mass_q = np.zeros_like(total_q)
     if used.size:
-        positives = sums.moments[..., 1, :, :][..., local].reshape(n_rep, _N_POWERS, -1)
-        stacked = np.concatenate((sums.shared_all[None, :, local], positives))
+        stacked = _shared_sets(sums, local)
         got, weight = _grid_product(_Packed(layout, used), stacked, _grid_ranges(layout), z.size)
         total_q.reshape(z.size, n_rep, 2)[:, :, 0] = got[:, :1]
         total_q.reshape(z.size, n_rep, 2)[:, :, 1] = got[:, 1:]
@@ -641,11 +729,32 @@ def _finish_grid(total_q, mass_q, n_grid: int, lead: tuple):
     return total[..., 0, :], total[..., 1, :], mass[..., 0, :]
 
 
+def _used_sets(sums: KDESums):
+    """``(local, stacked)`` of replicated sums: the positions of the cells with weight in
+    some replicate, and their moments as ``(u, 7, 2R)``, the sets (outcome, replicate)."""
+    kept, n_rep = sums.moments.shape[0], sums.moments.shape[-1]
+    local = np.flatnonzero(np.abs(sums.moments[:, 0]).reshape(kept, -1).sum(axis=1) > 0)
+    # the sums keep touched cells only, so usually all of them: no copy
+    moments = sums.moments if local.size == kept else sums.moments[local]
+    return local, moments.reshape(local.size, _N_POWERS, 2 * n_rep)
+
+
+def _shared_sets(sums: KDESums, local: np.ndarray) -> np.ndarray:
+    """The ``(u, 7, 1 + R)`` sets of sums that share their all-points moments: all points
+    once, then each replicate's positives (one for a replicate's view)."""
+    if sums.replicated:
+        positives = sums.moments[:, :, 1, :]  # (u, 7, R): a view, then the used cells only
+        positives = positives if local.size == positives.shape[0] else positives[local]
+    else:
+        positives = sums.moments[1][:, local].T[:, :, None]
+    return np.concatenate((sums.shared_all[:, local].T[:, :, None], positives), axis=2)
+
+
 def _grid_product(packed: "_Packed", moments: np.ndarray, ranges, n_grid: int):
     """Kernel sums and window weights of every replicate at every grid point, as one sparse
     product: ``(G, sets)`` each.
 
-    ``moments`` (shape ``lead + (7, u)``, the used cells) are summed within blocks
+    ``moments`` (shape ``(u, 7, sets)``, the used cells first) are summed within blocks
     (:func:`_block_prefix`) into a ``((u + 1) * 7, sets)`` matrix, replicates and outcome
     sets as its columns. A window part is then two rows of it per power, ``P[hi] - P[lo]``,
     weighted by the polynomial's coefficients: a (2G, (u + 1) * 7) operator with at most 14
@@ -654,17 +763,24 @@ def _grid_product(packed: "_Packed", moments: np.ndarray, ranges, n_grid: int):
     the 20 s of a profiled ``compare`` of 4 methods on 5,000 x 10 rows with 200 resamples.
     """
     u = packed.n_cells
-    n_sets = int(np.prod(moments.shape[:-2]))
-    natural = moments.reshape(n_sets, _N_POWERS, u)
-    # sums restarted at every block, along the (contiguous) cell axis, as _block_prefix
-    shifted = natural.copy()
-    first = np.flatnonzero(np.r_[True, packed.block[1:] != packed.block[:-1]])
-    if first.size > 1:
-        totals = np.add.reduceat(natural, first, axis=-1)
-        shifted[..., first[1:]] -= totals[..., :-1]
+    n_sets = moments.shape[-1]
+    # sums restarted at every block, along the cells: cells first, then the seven powers,
+    # then every (outcome, replicate) set, the layout of the sums (KDESums). Each cell's
+    # row of 7 x sets sums is the previous row plus its own, or its own alone at a block's
+    # first cell: one vectorised addition a cell, where np.cumsum runs one strided scalar
+    # chain per column (u = 1,660 cells x 2,800 sums, the confidence KDE at R = 200: 14-16
+    # against 44-100 ms), and no block totals to subtract (_block_prefix's restart, whose
+    # np.add.reduceat along the cells was a tenth of the class-wise KDE's replicates; the
+    # restarted sums differ from those by that subtraction's rounding, ~1e-16 of a block)
+    flat = np.ascontiguousarray(moments, dtype=np.float64).reshape(u, -1)
+    starts = np.r_[True, packed.block[1:] != packed.block[:-1]].tolist()
     cumulative = np.zeros((u + 1, _N_POWERS, n_sets))
-    # cells first, then the seven powers, then every (replicate, outcome set)
-    np.cumsum(shifted, axis=-1, out=np.moveaxis(cumulative, (0, 1, 2), (2, 1, 0))[..., 1:])
+    rows = cumulative.reshape(u + 1, -1)
+    for j in range(u):
+        if starts[j]:
+            rows[j + 1] = flat[j]
+        else:
+            np.add(rows[j], flat[j], out=rows[j + 1])
     prefix = cumulative.reshape((u + 1) * _N_POWERS, n_sets)
     h, block = packed.bandwidth, packed.block
     block_start = np.searchsorted(block, np.arange(block[-1] + 2), side="left")
@@ -696,16 +812,32 @@ def _grid_product(packed: "_Packed", moments: np.ndarray, ranges, n_grid: int):
         if two.size:
             part(np.minimum(end1[two], u), e[two], b1[two] + 1, queries[act[two]], argument,
                  act[two])  # fmt: skip
-    flat_rows = np.concatenate([np.ravel(r) for r in rows]) if rows else np.empty(0, np.intp)
-    operator = sp.csr_matrix(
-        (
-            np.concatenate([np.ravel(v) for v in vals]) if vals else np.empty(0),
-            (flat_rows, np.concatenate([np.ravel(c) for c in cols]) if cols else flat_rows),
-        ),
-        shape=(2 * n_grid, prefix.shape[0]),
-    )
+    operator = _rows_operator(rows, cols, vals, (2 * n_grid, prefix.shape[0]))
     out = operator @ prefix
     return out[:n_grid], out[n_grid:]
+
+
+def _rows_operator(rows, cols, vals, shape) -> sp.csr_matrix:
+    """A CSR matrix of the entries ``(rows, cols, vals)`` (lists of arrays), each row's in
+    the order given, duplicates kept (the product adds them in turn).
+
+    Built by a stable counting of the rows, not through scipy's COO conversion, whose
+    sort of every row's columns and summing of duplicates took a third of the grid
+    product's time (10,000 x 100, the class-wise problems). The sums differ from the
+    converted matrix's only in the order of a row's terms (~1e-16 relative).
+    """
+    if not rows:
+        return sp.csr_matrix(shape)
+    flat_rows = np.concatenate([np.ravel(r) for r in rows])
+    index = np.int32 if max(flat_rows.size, shape[1]) < 2**31 else np.int64
+    # rows fit 16 bits for grids up to 16,383 points: numpy's stable sort is then a radix sort
+    key = flat_rows.astype(np.int16 if shape[0] < 2**15 else np.int64)
+    order = np.argsort(key, kind="stable")
+    indptr = np.zeros(shape[0] + 1, dtype=index)
+    np.cumsum(np.bincount(flat_rows, minlength=shape[0]), out=indptr[1:])
+    columns = np.concatenate([np.ravel(c) for c in cols])[order].astype(index)
+    values = np.concatenate([np.ravel(v) for v in vals])[order]
+    return sp.csr_matrix((values, columns, indptr), shape=shape)
 
 
 def kde_ece_from_sums(layout: KDELayout, sums: KDESums, *, order=1):
@@ -723,7 +855,7 @@ def kde_ece_from_sums(layout: KDELayout, sums: KDESums, *, order=1):
     >>> round(calcore.kde_ece([0.2, 0.3, 0.7, 0.8], [0, 1, 1, 1], bandwidth=0.2), 4)
     0.2626
     """
-    if sums.moments.ndim == 4:
+    if sums.replicated:
         return _replicated_kde_ece(layout, sums, order)
     s_k, s_yk, _ = kde_sums_at_grid(layout, sums)
     value = _ece_integral(layout.grid, s_k, s_yk, order, axis=-1)
@@ -752,17 +884,12 @@ def _replicated_kde_ece(layout: KDELayout, sums: KDESums, order):
     (:attr:`KDESums.shared_all`) keep one all-points column for all.
     """
     z = layout.grid
-    n_rep = sums.moments.shape[0]
+    n_rep = sums.moments.shape[-1]
     if sums.shared_all is not None:
         local = np.flatnonzero(sums.shared_all[0])
-        stacked = np.concatenate(
-            (sums.shared_all[None, :, local], sums.moments[:, 1][..., local])
-        )  # (1 + R, 7, u): all points, then each replicate's positives
+        stacked = _shared_sets(sums, local)  # (u, 7, 1 + R)
     else:
-        kept = sums.moments.shape[-1]
-        local = np.flatnonzero(np.abs(sums.moments[:, :, 0]).reshape(-1, kept).sum(axis=0) > 0)
-        # (R, 2, 7, u); the sums keep touched cells only, so usually all of them: no copy
-        stacked = sums.moments if local.size == kept else sums.moments[..., local]
+        local, stacked = _used_sets(sums)  # (u, 7, 2R)
     used = local if sums.cells is None else sums.cells[local]
     if used.size == 0:
         return np.full(n_rep, np.nan)
@@ -770,7 +897,7 @@ def _replicated_kde_ece(layout: KDELayout, sums: KDESums, order):
     if sums.shared_all is not None:
         k_cols, y_cols, weight = slice(0, 1), slice(1, None), mass[:, :1]
     else:
-        k_cols, y_cols, weight = slice(0, None, 2), slice(1, None, 2), mass[:, 0::2]
+        k_cols, y_cols, weight = slice(0, n_rep), slice(n_rep, None), mass[:, :n_rep]
     # below 1e-11 of the window's weight a sum is rounding noise (kde_sums_at_grid): zeroed
     # in the product's own output, where two np.where copies of the (G, R) sums took twice
     # the time (12 against 6.6 ms a class at G = 2001, R = 200, loaded machine)

@@ -46,6 +46,16 @@ _COMPARE_CLASSES = 8
 # (8), which sent compare's 10-class tests (5 evaluations of 200 redraws) to the bisection.
 # Same labels either way (both count the cumulative probabilities <= u).
 _COMPARE_LABEL_CLASSES = 128
+# A row's label is its predicted class whenever its uniform falls in that class's step of
+# the cumulative probabilities (a share ``max p`` of the draws): two compares decide those
+# rows, and only the others are counted (:func:`redrawn_labels`). Modelled cost per row
+# and redraw, in compares: ``_HINT_ROW_COST + _HINT_MISS_COST * (1 - mean max p) * (L - 1)``
+# against ``L - 1`` (or the bisection's ``12 log2 L``). Measured (CPU, 200 redraws,
+# loaded 2-core machine), counting / hinted: 10,000 x 100 synthetic (mean max p 0.90)
+# 0.147 / 0.054 s; CIFAR-10 10,000 x 10 (0.97) 0.017 / 0.019; 2,000 x 1,000 (0.28, 50
+# redraws) 0.040 / 0.195; 10,000 x 2 (0.88) 0.013 / 0.018. Same labels either way.
+_HINT_ROW_COST = 10.0
+_HINT_MISS_COST = 3.0
 
 
 def redrawn_labels(probs: np.ndarray, positions, seed: int, redraws) -> np.ndarray:
@@ -70,7 +80,9 @@ def redrawn_labels(probs: np.ndarray, positions, seed: int, redraws) -> np.ndarr
     -----
     The cumulative sums never decrease, so the count is that of the first ``L - 1``
     only: one comparison per row for a binary model. Each redraw's uniforms are made
-    and compared in turn (a (m,) temporary, not (R, m)).
+    and compared in turn (a (m,) temporary, not (R, m)). With many classes and confident
+    rows, a uniform in the step of the row's predicted class gives that class with two
+    comparisons, and only the other rows are counted (:func:`_predicted_steps`).
 
     Examples
     --------
@@ -83,6 +95,17 @@ def redrawn_labels(probs: np.ndarray, positions, seed: int, redraws) -> np.ndarr
     redraws = [int(r) for r in redraws]
     small = n_classes <= 256
     labels = np.zeros((len(redraws), m), dtype=np.uint8 if small else np.intp)
+    hinted = _predicted_steps(probs, cumulative)
+    if hinted is not None:
+        low, high, top = hinted
+        counted = np.ascontiguousarray(cumulative[:, : n_classes - 1])
+        for row, r in zip(labels, redraws, strict=True):
+            u = row_uniforms(positions, seed, stream=r + 1)
+            row[:] = top
+            other = np.flatnonzero((u < low) | (u >= high))
+            if other.size:  # the rest: the count itself, on their rows only
+                row[other] = np.count_nonzero(counted[other] <= u[other, None], axis=1)
+        return labels
     if n_classes <= _COMPARE_LABEL_CLASSES:
         thresholds = [np.ascontiguousarray(cumulative[:, k]) for k in range(n_classes - 1)]
     else:
@@ -107,6 +130,33 @@ def redrawn_labels(probs: np.ndarray, positions, seed: int, redraws) -> np.ndarr
             high = np.where(open_ & ~below, mid, high)
         row[:] = np.minimum(low, n_classes - 1)
     return labels
+
+
+def _predicted_steps(probs, cumulative: np.ndarray):
+    """``(low, high, label)`` per row: the step ``[low, high)`` of the cumulative
+    probabilities whose uniforms draw the row's predicted class ``label``, or None when
+    counting every row is the cheaper way (few classes, or low confidence).
+
+    With ``p`` the predicted class, every threshold before it is ``<= low = C[p - 1]``
+    and every one from it on is ``>= high = C[p]`` (the cumulative sums never decrease),
+    so a uniform in ``[low, high)`` counts exactly ``p`` thresholds: the label the count
+    gives. The first class has ``low = -inf``; the last one ``high = inf`` (the count
+    stops at ``L - 1`` whatever the rounding of ``C[L - 1]``).
+    """
+    m, n_classes = cumulative.shape
+    if n_classes < 3 or m == 0:
+        return None
+    top = np.argmax(probs, axis=1)
+    rows = np.arange(m)
+    miss = 1.0 - float(np.mean(probs[rows, top]))
+    counting = n_classes - 1.0
+    if n_classes > _COMPARE_LABEL_CLASSES:
+        counting = 12.0 * np.ceil(np.log2(n_classes))
+    if _HINT_ROW_COST + _HINT_MISS_COST * miss * (n_classes - 1) >= counting:
+        return None
+    low = np.where(top > 0, cumulative[rows, np.maximum(top - 1, 0)], -np.inf)
+    high = np.where(top < n_classes - 1, cumulative[rows, np.minimum(top, n_classes - 2)], np.inf)
+    return low, high, top
 
 
 class LabelRedraws:
@@ -221,6 +271,7 @@ class LabelRedraws:
                 n_redraws,
                 n_classes,
             )
+        at_label = None  # flat positions of each redraw's label in (m, L) class-wise cells
         for key, spec in self.specs.items():
             cells = point_cells(spec.edges, batch, spec.reduction, classes=spec.classes)
             n_cells = spec.edges.n_cells
@@ -234,6 +285,32 @@ class LabelRedraws:
                     )[0]
                     for j, c in enumerate(chosen)
                 )
+            elif spec.classes is None:
+                # each redraw's cell at each row's label, a take from the flat cells at
+                # positions shared by every class-wise set of cells (against a
+                # take_along_axis of transposes and a where per set: 10,000 x 100, 200
+                # redraws, three sets of cells)
+                if at_label is None:
+                    at_label = labels.astype(np.intp)
+                    at_label += (np.arange(m) * n_classes)[None, :]
+                own = cells.reshape(-1).take(at_label)  # (R, m)
+                if cells.min(initial=0) >= 0:  # every point in a cell: no key to drop
+                    own += np.arange(0, n_redraws * n_cells, n_cells)[:, None]
+                    sums = np.bincount(
+                        own.reshape(-1),
+                        weights=None if w is None else np.broadcast_to(w, own.shape).reshape(-1),
+                        minlength=n_redraws * n_cells,
+                    )
+                    outcome = sums.reshape(n_redraws, n_cells).astype(np.float64)
+                else:
+                    offset = np.arange(n_redraws)[:, None]
+                    index = np.where(own >= 0, offset * n_cells + own, -1)
+                    outcome = _bincount(
+                        index,
+                        None if w is None else np.broadcast_to(w, index.shape),
+                        n_redraws,
+                        n_cells,
+                    )
             else:
                 offset = np.arange(n_redraws)[:, None]
                 local = local_labels(labels, n_classes, spec.classes)
@@ -307,9 +384,10 @@ class LabelRedraws:
                 every = observed.dense(layout.n_cells)[0]  # (7, n_cells)
                 kept = np.union1d(np.flatnonzero(every[0]), at)  # cells with weight
                 # all points' moments once (not R copies: 235 MB for 100 classes, 200
-                # redraws); row 0 of the replicates stays unwritten zero pages
-                sums.moments = np.zeros((n_redraws, 2, 7, kept.size))
-                sums.moments[:, 1][..., np.searchsorted(kept, at)] = positive
+                # redraws); the replicates' all-points half stays zero. Replicated sums
+                # are cells first, (cells, 7, outcome, redraw): see KDESums
+                sums.moments = np.zeros((kept.size, 7, 2, n_redraws))
+                sums.moments[np.searchsorted(kept, at), :, 1, :] = positive.transpose(2, 1, 0)
                 sums.cells = kept
                 sums.shared_all = every[:, kept]
         return replace(
