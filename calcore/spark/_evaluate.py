@@ -27,9 +27,13 @@ Decisions and limits (written here, said in messages):
 * the job's arrays carry the driver's calcore version; a task of another calcore refuses
   them (:class:`calcore.statistics.engine.StateVersionError`), and so does the driver a
   state of another version;
-* with ``split=``, a row's position is its position among every row of the files (the
-  embedded reader counts the selected split's rows only): the bootstrap and the test of
-  calibration then draw other (equally valid) numbers than ``scan(..., split=...)``;
+* with ``split=``, a row's position counts the selected split's rows only, as the
+  embedded reader counts them: the selected rows of the files before (one job) plus
+  those before it in its file, a running count over a window partitioned by file
+  (:func:`calcore.spark._positions.with_split_positions`; a shuffle by file in every
+  pass, exact whatever the partitioning). Which values of the split column select the
+  split is decided on the driver by the reader's own mapping of the column's distinct
+  values; every row still reaches the tasks, which name a bad split value by file and row;
 * on a Spark source :func:`calcore.evaluate_by` reads quantile-range slice columns
   (``"age:q4"``) to the driver (that column only) to cut them, and leaves out the change
   between the first and last periods of a datetime column (a note says so).
@@ -138,6 +142,7 @@ def _read_plan(stream: "SparkStream", offsets) -> str:
             "class_names": list(stream.class_names),
             "offsets": offsets,
             "position": opts["position_column"],
+            "split_position": opts.get("split_position_column"),
         },
         allow_nan=False,
     )
@@ -201,6 +206,8 @@ def _task_batches(plan: dict, batches, seen: dict):
         if validated is None:
             continue
         preds, selected = validated
+        if plan["split_position"] is not None:  # positions among the selected split's rows
+            positions = table[plan["split_position"]].to_numpy().astype(np.int64)
         if selected is not None:
             positions = positions[selected]
         values = {
@@ -399,6 +406,42 @@ def _distinct_labels(df, label: str, source: str) -> np.ndarray:
     return np.asarray(distinct)[index]
 
 
+def _split_selection(df, column: str, split: str, source: str):
+    """A boolean Column: the rows of ``column`` that the embedded reader reads as ``split``.
+
+    The column's distinct non-null values (one small job) are mapped on the driver by the
+    reader's own code (:func:`calcore.io._labels.split_codes`), one value at a time; the
+    Column is ``column IN (the values of the split)``. Unknown values and nulls select
+    nothing here: the tasks read every row and name the first bad one by file and row.
+    """
+    from pyspark.sql import functions as F
+
+    from calcore._validation import InputContext
+    from calcore.io._labels import SPLITS, split_codes
+    from calcore.io._table import RowNames
+    from calcore.io.stream import encoded_labels
+
+    col = F.col(column)
+    table = df.select(col).where(col.isNotNull()).distinct().limit(MAX_LABEL_VALUES + 1)
+    table = table.toArrow()
+    values = table[column]
+    keep = []
+    if table.num_rows <= MAX_LABEL_VALUES:  # more: unknown values, refused by the tasks
+        try:
+            texts, index = encoded_labels(values, source, column, RowNames(csv=False, first=0))
+        except CalcoreError:  # a value no split can be: the tasks name its row
+            texts, index = [], np.zeros(0, dtype=np.intp)
+        raw = values.to_pylist()
+        for i, j in enumerate(index):
+            try:
+                code = split_codes([texts[j]], np.zeros(1, np.intp), ctx=InputContext(source))
+            except CalcoreError:
+                continue
+            if code[0] == SPLITS.index(split):
+                keep.append(raw[i])
+    return col.isin(keep) if keep else F.lit(False)
+
+
 def from_spark(
     df,
     *,
@@ -473,9 +516,11 @@ renormalize :
     from calcore.spark._apply import decide_scores_kind, numeric_columns, spark_error
     from calcore.spark._positions import (
         POSITION_COLUMN,
+        SPLIT_POSITION_COLUMN,
         file_offsets,
         local_path,
         with_row_positions,
+        with_split_positions,
     )
 
     check_options(scores, split, None, percent)
@@ -486,7 +531,8 @@ renormalize :
         files = []
     source = name or (local_path(files[0]).rsplit("/", 1)[0] if files else SOURCE_NAME)
     try:
-        columns = tuple(c for c in df.columns if c != POSITION_COLUMN)
+        ours = (POSITION_COLUMN, SPLIT_POSITION_COLUMN)
+        columns = tuple(c for c in df.columns if c not in ours)
         weight = pick_weight(columns, weight_column, source)
         taken = dict(label_column=label_column, split_column=split_column)
         named = checked_slice_columns(named, columns, weight, taken, source)
@@ -509,6 +555,11 @@ renormalize :
         if row_key is None and files:
             offsets = file_offsets(df.sparkSession, files)
         positioned = with_row_positions(df, row_key=row_key, offsets=offsets)
+        split_position = None
+        if split is not None and row_key is None and files:
+            selected = _split_selection(df, roles.split, split, source)
+            positioned = with_split_positions(positioned, selected, files=files)
+            split_position = SPLIT_POSITION_COLUMN
         decided = decide_scores_kind(df, roles, scores, percent, source, with_reason=True)
         binary = len(roles.scores) == 1 and len(roles.class_names) < 2
         if class_names is not None:
@@ -538,6 +589,7 @@ renormalize :
         names=tuple(names),
         decided=tuple(decided),
         position_column=POSITION_COLUMN,
+        split_position_column=split_position,
         used=[],
         extras=list(named),
         family="spark",

@@ -24,11 +24,14 @@ WORST: dict = {}  # the largest difference per statistic, printed by the last te
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    """12,000 4-class rows with integer weights and a day column, in three files."""
+    """12,000 4-class rows with integer weights, a day column and a split column (values
+    in several spellings), in three files."""
     path = tmp_path_factory.mktemp("evaluate") / "logs"
     table = multiclass(12_000, 4, seed=11)
     rng = np.random.default_rng(3)
     table = table.append_column("weight", pa.array(rng.integers(0, 4, table.num_rows) * 1.0))
+    spellings = ["Test", "calib", "VAL", " eval", "test"]
+    table = table.append_column("split", pa.array(rng.choice(spellings, table.num_rows)))
     write_parts(
         str(path), table, [4_000, 5_000, 3_000], names=["a.parquet", "b/c.parquet", "d e.parquet"]
     )
@@ -83,6 +86,19 @@ def test_fixed_bins_weights_bootstrap_and_test_match_the_embedded_engine(spark, 
     got = calcore.evaluate(src, bins=10, n_bootstrap=20, seed=5)
     assert src.engine.jobs == 3  # profile (ACE, TACE, KDE), one selection, accumulate
     _same_reports(emb, got, "fixed bins")
+
+
+@pytest.mark.parametrize("split", ["test", "calib"])
+def test_split_positions_count_the_split_s_rows_as_the_embedded_reader(spark, folder, split):
+    """A row's position counts the selected split's rows only (as ``scan(split=)``), so
+    the bootstrap intervals and the calibration test's p-values are the embedded ones
+    under a random partitioning and a full shuffle."""
+    options = dict(bins=10, n_bootstrap=20, seed=5)
+    emb = calcore.evaluate(calcore.scan(folder, split=split), **options)
+    src = calcore.from_spark(_shuffled(_read(spark, folder), 3), split=split)
+    got = calcore.evaluate(src, **options)
+    assert emb.n == got.n < 12_000 and emb.intervals and emb.calibration_test
+    _same_reports(emb, got, f"split={split}")
 
 
 def test_equal_mass_bins_are_exact_whatever_the_partitioning(spark, folder):
