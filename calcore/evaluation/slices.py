@@ -543,9 +543,10 @@ def evaluate_by(
         from dataclasses import replace
 
         note = (
-            "Beyond the model's own curve: not computed on an engine's source (Spark) yet "
-            "(it fits a curve on a sample drawn on the driver); pass beyond_model=False to "
-            "silence this note."
+            "Beyond the model's own curve: not computed on Spark yet (calcore.from_spark, "
+            "--engine spark): each slice's z and excess are measured against its own "
+            "predictions, with the whole model's effect subtracted, and there is no beyond_q; "
+            "the embedded engine computes it."
         )
         return replace(sliced, notes=tuple(sliced.notes) + (note,))
     # the same slices after the model's own calibration curve: only the ranking metric

@@ -23,19 +23,10 @@ WORST: dict = {}  # the largest difference per statistic, printed by the last te
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    """12,000 4-class rows with integer weights, a day column and a split column (values
-    in several spellings), in three files."""
-    path = tmp_path_factory.mktemp("evaluate") / "logs"
-    table = multiclass(12_000, 4, seed=11)
-    rng = np.random.default_rng(3)
-    table = table.append_column("weight", pa.array(rng.integers(0, 4, table.num_rows) * 1.0))
-    spellings = ["Test", "calib", "VAL", " eval", "test"]
-    table = table.append_column("split", pa.array(rng.choice(spellings, table.num_rows)))
-    write_parts(
-        str(path), table, [4_000, 5_000, 3_000], names=["a.parquet", "b/c.parquet", "d e.parquet"]
-    )
-    return str(path)
+def folder(logs):
+    """The session's 12,000-row dataset (``logs`` in conftest.py, shared with the CLI's
+    tests)."""
+    return logs
 
 
 def _note(kind, value):
