@@ -539,16 +539,6 @@ def evaluate_by(
         sliced = _evaluate_in_memory_by(preds, by, sample_weight, options=options, **common)
     if not (beyond_model and n_resamples and any(s.tested for s in sliced.slices)):
         return sliced
-    if getattr(preds, "engine", None) is not None:  # e.g. calcore.from_spark
-        from dataclasses import replace
-
-        note = (
-            "Beyond the model's own curve: not computed on Spark yet (calcore.from_spark, "
-            "--engine spark): each slice's z and excess are measured against its own "
-            "predictions, with the whole model's effect subtracted, and there is no beyond_q; "
-            "the embedded engine computes it."
-        )
-        return replace(sliced, notes=tuple(sliced.notes) + (note,))
     # the same slices after the model's own calibration curve: only the ranking metric
     curve, fitted_on = fit_model_curve(preds, rank_metric, seed=seed, sample_weight=sample_weight)
     mapped = (

@@ -34,6 +34,10 @@ Decisions and limits (written here, said in messages):
   pass, exact whatever the partitioning). Which values of the split column select the
   split is decided on the driver by the reader's own mapping of the column's distinct
   values; every row still reaches the tasks, which name a bad split value by file and row;
+* :func:`calcore.evaluate_by`'s ranking beyond the model's own curve is computed as the
+  embedded engine computes it: the curve is fitted on a seeded sample drawn by one job
+  (:meth:`SparkStream.sample`: each task's bottom-k, then the driver's) and shipped to
+  the tasks as the JSON a calibrator saves (:meth:`SparkStream.with_transform`);
 * on a Spark source :func:`calcore.evaluate_by` reads quantile-range slice columns
   (``"age:q4"``) to the driver (that column only) to cut them, and leaves out the change
   between the first and last periods of a datetime column (a note says so).
@@ -81,16 +85,41 @@ class SparkStream(PredictionStream):
         )
 
     def with_transform(self, transform, *, with_metadata: bool = False):
-        raise CalcoreError(
-            f"{self.name}: transforms (a calibrator's) are applied on Spark with "
-            "calcore.spark.apply(df, fitted); evaluate its output with from_spark."
-        )
+        """The stream with a fitted calibrator's ``transform`` applied in the tasks.
+
+        Only a fitted calcore calibrator's own ``transform`` method travels: as the JSON
+        text it saves (``to_dict``), rebuilt in each task and applied to the validated
+        rows of every batch (their weights kept). Other functions, and transforms that
+        read the slice columns (``with_metadata``), are refused.
+        """
+        from calcore.spark._apply import _saved_text
+
+        fitted = getattr(transform, "__self__", None)
+        if (
+            with_metadata
+            or getattr(transform, "__name__", None) != "transform"
+            or (fitted is None or not hasattr(fitted, "to_dict"))
+        ):
+            raise CalcoreError(
+                f"{self.name}: on Spark only a fitted calcore calibrator's transform is applied "
+                "to a source's rows (without its slice columns); apply others with "
+                "calcore.spark.apply(df, fitted) and evaluate its output with from_spark."
+            )
+        return replace(self, engine=self.engine.with_transform(_saved_text(fitted)))
 
     def with_split(self, split):
         raise CalcoreError(f"{self.name}: call from_spark(df, ..., split={split!r}) instead.")
 
     def sample(self, max_rows: int, *, seed: int = 0):
-        raise CalcoreError(f"{self.name}: samples of a Spark source are not drawn yet.")
+        """A seeded uniform sample of at most ``max_rows`` rows and the number of rows read:
+        the rows :meth:`calcore.PredictionStream.sample` keeps from the same files (the
+        bottom-k of uniforms keyed by position), in position order, drawn by one Spark job
+        (each task keeps its own bottom-k, the driver the bottom-k of those). The slice
+        columns are not read into the sample (its ``metadata`` is empty)."""
+        from calcore._limits import ROWS
+
+        ROWS.check(max_rows, "max_rows")
+        return self.engine.sample(int(max_rows), int(seed))
 
     def slice_batches(self):
         """The slice columns of the selected rows, read to the driver (one Arrow table):
@@ -143,6 +172,7 @@ def _read_plan(stream: "SparkStream", offsets) -> str:
             "offsets": offsets,
             "position": opts["position_column"],
             "split_position": opts.get("split_position_column"),
+            "transform": None,
         },
         allow_nan=False,
     )
@@ -176,6 +206,14 @@ def _task_batches(plan: dict, batches, seen: dict):
     offsets = plan["offsets"] or []
     starts, files = [o for o, _ in offsets], [f for _, f in offsets]
     source = plan["source"]
+    transform = None
+    if plan.get("transform") is not None:  # a fitted calibrator, as the JSON it saves
+        from calcore.calibrators._saved import calibrator_from_saved, parse_json
+
+        where = "the calibrator shipped by the Spark driver"
+        transform = calibrator_from_saved(
+            parse_json(plan["transform"], source=where), source=where
+        ).transform
     for record in batches:
         if record.num_rows == 0:
             continue
@@ -206,6 +244,8 @@ def _task_batches(plan: dict, batches, seen: dict):
         if validated is None:
             continue
         preds, selected = validated
+        if transform is not None:
+            preds = transform(preds)
         if plan["split_position"] is not None:  # positions among the selected split's rows
             positions = table[plan["split_position"]].to_numpy().astype(np.int64)
         if selected is not None:
@@ -299,6 +339,43 @@ def task_states(read_plan: str, job: bytes, driver_version: str, batches):
     )
 
 
+def task_sample(read_plan: str, k: int, seed: int, driver_version: str, batches):
+    """The map of :meth:`SparkEngine.sample`, run in each Spark task: the partition's
+    bottom-k rows (:class:`calcore.io._bottom_k.BottomK`, uniforms keyed by position) as
+    one row ``(rows read, arrays)``, the arrays :func:`calcore.statistics.engine.pack` of
+    the kept rows' positions, probabilities, labels, logits and weights."""
+    import pyarrow as pa
+
+    import calcore
+    from calcore.io._bottom_k import BottomK
+    from calcore.io.stream import concatenate_batches
+    from calcore.statistics.engine import pack
+
+    if calcore.__version__ != driver_version:
+        raise CalcoreError(
+            f"this Spark worker runs calcore {calcore.__version__}, the driver calcore "
+            f"{driver_version}: install calcore {driver_version} on the workers."
+        )
+    kept = BottomK(k, seed)
+    for batch in _task_batches(json.loads(read_plan), batches, {}):
+        kept.add(batch.positions, batch.preds, {})
+    parts = kept.rows()
+    arrays = {"n_read": np.array(kept.n_read, np.int64)}
+    if parts:
+        preds = concatenate_batches([q for _, _, q, _ in parts])
+        arrays.update(
+            positions=np.concatenate([p for p, _, _, _ in parts]),
+            probs=preds.probs,
+            labels=preds.labels,
+            normalized=np.array(bool(preds.normalized)),
+        )
+        if preds.logits is not None:
+            arrays["logits"] = preds.logits
+        if preds.sample_weight is not None:
+            arrays["weights"] = preds.sample_weight
+    yield pa.RecordBatch.from_arrays([pa.array([pack(arrays)], pa.binary())], names=["rows"])
+
+
 class SparkEngine:
     """Runs the passes of :mod:`calcore.statistics.passes` as Spark jobs (one per pass).
 
@@ -365,6 +442,68 @@ class SparkEngine:
                 for (first, _), (states, kinds) in parts.items()
             ],
         )
+
+    def with_transform(self, saved: str) -> "SparkEngine":
+        """This engine with a fitted calibrator (its saved JSON text) applied in the tasks
+        to every batch's validated rows."""
+        import copy
+
+        plan = json.loads(self.read_plan)
+        plan["transform"] = saved
+        other = copy.copy(self)
+        other.read_plan = json.dumps(plan, allow_nan=False)
+        return other
+
+    def sample(self, k: int, seed: int):
+        """``(Predictions, rows read)``: the ``k`` rows of smallest ``(uniform, position)``,
+        in position order, as :func:`calcore.io._sampling.sample` draws them (one job)."""
+        import calcore
+        from calcore.io._bottom_k import _below, _bottom_k_cut
+        from calcore.predictions import Predictions
+        from calcore.spark._apply import spark_error
+        from calcore.statistics.engine import unpack
+        from calcore.statistics.poisson import row_uniforms
+
+        read_plan, version = self.read_plan, calcore.__version__
+
+        def run(batches):  # a closure pickled by value: its cargo is text and numbers
+            from calcore.spark._evaluate import task_sample
+
+            yield from task_sample(read_plan, k, seed, version, batches)
+
+        try:
+            table = self.df.mapInArrow(run, "rows binary").toArrow()
+        except CalcoreError:
+            raise
+        except Exception as exc:
+            raise spark_error(exc, self.name) from None
+        self.jobs += 1
+        where = f"{self.name}: a Spark task's sample"
+        parts = [unpack(b, where=where) for b in table["rows"].to_pylist()]
+        n_read = sum(int(p["n_read"]) for p in parts)
+        parts = [p for p in parts if "positions" in p]
+        if not parts:
+            raise CalcoreError(f"{self.name}: no rows to sample.")
+        positions = np.concatenate([p["positions"] for p in parts])
+        u = row_uniforms(positions, seed)
+        keep = np.arange(positions.size)
+        if positions.size > k:  # the bottom-k of the tasks' bottom-k: ties by position
+            keep = _below(positions, u, _bottom_k_cut([(positions, u)], k))
+        keep = keep[np.argsort(positions[keep], kind="stable")]  # position order
+
+        def joined(name):
+            if not all(name in p for p in parts):
+                return None
+            out = np.concatenate([p[name] for p in parts])[keep]
+            out.setflags(write=False)
+            return out
+
+        names = tuple(json.loads(self.read_plan)["class_names"])
+        preds = Predictions(
+            joined("probs"), joined("labels"), names, joined("logits"), None,
+            bool(all(p["normalized"] for p in parts)), joined("weights"),
+        )  # fmt: skip
+        return preds, n_read
 
     def slice_batches(self):
         """The slice columns (and split) of every row, read to the driver as one batch."""
@@ -513,6 +652,7 @@ renormalize :
     from calcore.io._labels import class_labels
     from calcore.io._load import check_options
     from calcore.io._scan import checked_slice_columns
+    from calcore.io.stream import _scan_notes
     from calcore.spark._apply import decide_scores_kind, numeric_columns, spark_error
     from calcore.spark._positions import (
         POSITION_COLUMN,
@@ -610,6 +750,7 @@ renormalize :
         rows_estimated=True,
         slice_columns=named,
         scores_kind=decided[0],
+        notes=_scan_notes(source, roles, tuple(decided), percent=percent, kept=named),
     )
     plan = _read_plan(stream, named_offsets)
     engine = SparkEngine(positioned, source, plan, POSITION_COLUMN, named, roles.split, split)

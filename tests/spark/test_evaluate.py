@@ -122,6 +122,15 @@ def test_evaluate_by_slices_match_the_embedded_engine(spark, folder):
             if s.p_value is not None:
                 _note("slice p-value", abs(s.p_value - mine[s.values].p_value))
                 assert abs(s.p_value - mine[s.values].p_value) <= TOL
+    # the bottom-k sample the model's curve is fitted on (beyond_model): the same rows
+    ours, n = src.sample(2_000, seed=4)
+    theirs, n_theirs = calcore.scan(folder).sample(2_000, seed=4)
+    assert n == n_theirs == 12_000 and ours.n_samples == 2_000 and not ours.metadata
+    np.testing.assert_array_equal(ours.probs, theirs.probs)
+    np.testing.assert_array_equal(ours.labels, theirs.labels)
+    np.testing.assert_array_equal(ours.sample_weight, theirs.sample_weight)
+    with pytest.raises(calcore.CalcoreError, match="only a fitted calcore calibrator"):
+        src.with_transform(lambda preds: preds)
 
 
 def test_a_bad_value_is_named_by_file_and_row(spark, tmp_path):
