@@ -113,9 +113,12 @@ class SparkStream(PredictionStream):
     def sample(self, max_rows: int, *, seed: int = 0):
         """A seeded uniform sample of at most ``max_rows`` rows and the number of rows read:
         the rows :meth:`calcore.PredictionStream.sample` keeps from the same files (the
-        bottom-k of uniforms keyed by position), in position order, drawn by one Spark job
-        (each task keeps its own bottom-k, the driver the bottom-k of those). The slice
-        columns are not read into the sample (its ``metadata`` is empty)."""
+        bottom-k of uniforms keyed by position), in position order. One count of the rows
+        (Parquet footers, or the split column) gives a bound on the uniforms that ``max_rows``
+        rows pass but for a chance of ~1e-15; one job then sends the driver each task's
+        bottom-k of the rows below it (about ``max_rows`` rows in all), and the driver keeps
+        the bottom-k of those (short of rows, the job runs again without the bound). The
+        slice columns are not read into the sample (its ``metadata`` is empty)."""
         from calcore._limits import ROWS
 
         ROWS.check(max_rows, "max_rows")
@@ -339,11 +342,14 @@ def task_states(read_plan: str, job: bytes, driver_version: str, batches):
     )
 
 
-def task_sample(read_plan: str, k: int, seed: int, driver_version: str, batches):
+def task_sample(
+    read_plan: str, k: int, seed: int, below: float, driver_version: str, batches
+):  # fmt: skip
     """The map of :meth:`SparkEngine.sample`, run in each Spark task: the partition's
-    bottom-k rows (:class:`calcore.io._bottom_k.BottomK`, uniforms keyed by position) as
-    one row ``(rows read, arrays)``, the arrays :func:`calcore.statistics.engine.pack` of
-    the kept rows' positions, probabilities, labels, logits and weights."""
+    bottom-k rows (:class:`calcore.io._bottom_k.BottomK`, uniforms keyed by position) of
+    those whose uniform is at most ``below``, as one row: :func:`calcore.statistics.engine.pack`
+    of the rows read and the kept rows' positions, probabilities, labels, logits and
+    weights."""
     import pyarrow as pa
 
     import calcore
@@ -356,11 +362,16 @@ def task_sample(read_plan: str, k: int, seed: int, driver_version: str, batches)
             f"this Spark worker runs calcore {calcore.__version__}, the driver calcore "
             f"{driver_version}: install calcore {driver_version} on the workers."
         )
-    kept = BottomK(k, seed)
+    from calcore.statistics.poisson import row_uniforms
+
+    kept, n_read = BottomK(k, seed), 0
     for batch in _task_batches(json.loads(read_plan), batches, {}):
-        kept.add(batch.positions, batch.preds, {})
+        n_read += batch.preds.n_samples
+        rows = np.flatnonzero(row_uniforms(batch.positions, seed) <= below)
+        if rows.size:
+            kept.add(batch.positions[rows], batch.preds.subset(rows), {})
     parts = kept.rows()
-    arrays = {"n_read": np.array(kept.n_read, np.int64)}
+    arrays = {"n_read": np.array(n_read, np.int64)}
     if parts:
         preds = concatenate_batches([q for _, _, q, _ in parts])
         arrays.update(
@@ -393,6 +404,8 @@ class SparkEngine:
         self.slice_columns = tuple(slice_columns)
         self.split_column, self.split = split_column, split
         self.jobs = 0
+        #: The split's rows (a boolean Column), None for every row.
+        self.selected = None
 
     def run_pass(self, lanes, phase: str) -> None:
         import calcore
@@ -456,7 +469,8 @@ class SparkEngine:
 
     def sample(self, k: int, seed: int):
         """``(Predictions, rows read)``: the ``k`` rows of smallest ``(uniform, position)``,
-        in position order, as :func:`calcore.io._sampling.sample` draws them (one job)."""
+        in position order, as :func:`calcore.io._sampling.sample` draws them (a count, then
+        one job)."""
         import calcore
         from calcore.io._bottom_k import _below, _bottom_k_cut
         from calcore.predictions import Predictions
@@ -466,22 +480,36 @@ class SparkEngine:
 
         read_plan, version = self.read_plan, calcore.__version__
 
-        def run(batches):  # a closure pickled by value: its cargo is text and numbers
-            from calcore.spark._evaluate import task_sample
+        def drawn(below: float):
+            def run(batches):  # a closure pickled by value: its cargo is text and numbers
+                from calcore.spark._evaluate import task_sample
 
-            yield from task_sample(read_plan, k, seed, version, batches)
+                yield from task_sample(read_plan, k, seed, below, version, batches)
 
+            try:
+                table = self.df.mapInArrow(run, "rows binary").toArrow()
+            except CalcoreError:
+                raise
+            except Exception as exc:
+                raise spark_error(exc, self.name) from None
+            self.jobs += 1
+            where = f"{self.name}: a Spark task's sample"
+            return [unpack(b, where=where) for b in table["rows"].to_pylist()]
+
+        # Tasks send only the rows whose uniform is below a bound that k of the n rows
+        # pass but for a chance of ~1e-15 (k + 8 sd), so the driver receives about k rows
+        # however many partitions there are; fewer than k: drawn again without a bound.
         try:
-            table = self.df.mapInArrow(run, "rows binary").toArrow()
-        except CalcoreError:
-            raise
+            rows = self.df if self.selected is None else self.df.where(self.selected)
+            n = rows.count()  # Parquet footers, or the split column alone
         except Exception as exc:
             raise spark_error(exc, self.name) from None
-        self.jobs += 1
-        where = f"{self.name}: a Spark task's sample"
-        parts = [unpack(b, where=where) for b in table["rows"].to_pylist()]
+        below = 1.0 if n <= k else min(1.0, (k + 8.0 * np.sqrt(k) + 16.0) / n)
+        parts = drawn(below)
         n_read = sum(int(p["n_read"]) for p in parts)
         parts = [p for p in parts if "positions" in p]
+        if below < 1.0 and sum(p["positions"].size for p in parts) < min(k, n_read):
+            parts = [p for p in drawn(1.0) if "positions" in p]
         if not parts:
             raise CalcoreError(f"{self.name}: no rows to sample.")
         positions = np.concatenate([p["positions"] for p in parts])
@@ -695,9 +723,10 @@ renormalize :
         if row_key is None and files:
             offsets = file_offsets(df.sparkSession, files)
         positioned = with_row_positions(df, row_key=row_key, offsets=offsets)
-        split_position = None
-        if split is not None and row_key is None and files:
+        split_position = selected = None
+        if split is not None:
             selected = _split_selection(df, roles.split, split, source)
+        if split is not None and row_key is None and files:
             positioned = with_split_positions(positioned, selected, files=files)
             split_position = SPLIT_POSITION_COLUMN
         decided = decide_scores_kind(df, roles, scores, percent, source, with_reason=True)
@@ -754,4 +783,5 @@ renormalize :
     )
     plan = _read_plan(stream, named_offsets)
     engine = SparkEngine(positioned, source, plan, POSITION_COLUMN, named, roles.split, split)
+    engine.selected = selected
     return replace(stream, engine=engine)

@@ -79,17 +79,24 @@ def test_fixed_bins_weights_bootstrap_and_test_match_the_embedded_engine(spark, 
     _same_reports(emb, got, "fixed bins")
 
 
-@pytest.mark.parametrize("split", ["test", "calib"])
-def test_split_positions_count_the_split_s_rows_as_the_embedded_reader(spark, folder, split):
+def test_split_positions_count_the_split_s_rows_as_the_embedded_reader(spark, folder):
     """A row's position counts the selected split's rows only (as ``scan(split=)``), so
     the bootstrap intervals and the calibration test's p-values are the embedded ones
-    under a random partitioning and a full shuffle."""
+    under a random partitioning and a full shuffle (the calib rows: test_cli.py's --by
+    test, whose slices' p-values are keyed by the positions too)."""
+    split = "test"
     options = dict(bins=10, n_bootstrap=20, seed=5)
     emb = calcore.evaluate(calcore.scan(folder, split=split), **options)
     src = calcore.from_spark(_shuffled(_read(spark, folder), 3), split=split)
     got = calcore.evaluate(src, **options)
     assert emb.n == got.n < 12_000 and emb.intervals and emb.calibration_test
     _same_reports(emb, got, f"split={split}")
+    # the seeded sample of the split's rows (positions within the split, the split's count)
+    ours, n = src.sample(1_000, seed=4)
+    theirs, n_theirs = calcore.scan(folder, split=split).sample(1_000, seed=4)
+    assert n == n_theirs == emb.n and ours.n_samples == 1_000
+    np.testing.assert_array_equal(ours.probs, theirs.probs)
+    np.testing.assert_array_equal(ours.labels, theirs.labels)
 
 
 def test_equal_mass_bins_are_exact_whatever_the_partitioning(spark, folder):
