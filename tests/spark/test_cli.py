@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import math
 
-import pytest
-
 from calcore.cli import main
 
 TOL = 1e-9
@@ -78,13 +76,13 @@ def test_metrics_by_json_equals_the_embedded_cli(spark, logs, capsys):
     _same(emb, got)  # the slices in the same (ranked) order
 
 
-@pytest.mark.parametrize(
-    ("gate", "expected"), [("top_label_ece=0.5", 0), ("top_label_ece=0.01", 1)]
-)
-def test_check_exit_code_and_gate_equal_the_embedded_cli(spark, logs, capsys, gate, expected):
-    """A gate on the upper bound of a bootstrap interval that passes, one that fails."""
-    args = ("check", logs, "--max", gate, "--on", "upper", "--bootstrap", "20", "--json")
+def test_check_exit_code_and_gates_equal_the_embedded_cli(spark, logs, capsys):
+    """Two gates on the upper bounds of bootstrap intervals: one passes, one fails (exit
+    1), each gate's estimate, bounds and verdict equal."""
+    args = ("check", logs, "--max", "top_label_ece=0.5", "--max", "conf_ece=0.01", "--on",
+            "upper", "--bootstrap", "20", "--json")  # fmt: skip
     code_emb, emb = _run(capsys, *args)
     code_got, got = _run(capsys, *args, *SPARK)
-    assert code_emb == code_got == expected
+    assert code_emb == code_got == 1
+    assert [g["passed"] for g in emb["gates"]] == [True, False]
     _same(emb, got)
