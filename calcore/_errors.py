@@ -17,6 +17,7 @@ __all__ = [
     "quoted",
     "quoted_list",
     "QUOTED_CHARS",
+    "reworded",
 ]
 
 #: Characters of one piece of user text (a name, a value) shown in a message; the rest
@@ -127,7 +128,8 @@ LOGITS_FIX = "If these are logits, load them as logits (scores='logits')."
 class Advice(str):
     """A message (a ``str``) that also names the option that fixes it and the sentence
     that says so, as :class:`CalcoreError` does: what detection reports without raising
-    (``TableSchema.problems``).
+    (``TableSchema.problems``), and the notes of a load report that speak of an option
+    (``LoadReport.messages()``: "scores='auto' saw ...").
 
     Examples
     --------
@@ -135,15 +137,82 @@ class Advice(str):
     ...            option="label_column", fix="Pass label_column='<name>'.")
     >>> a.option, a.endswith(a.fix), isinstance(a, str)
     ('label_column', True, True)
+    >>> b = Advice("Read as probs: scores='auto' saw ...; divided by 100 (percent=True).",
+    ...            option="scores_auto", fix="scores='auto' saw",
+    ...            also=[("percent_given", "(percent=True)")])
+    >>> [option for option, _ in b.fixes]
+    ['scores_auto', 'percent_given']
     """
 
     option: str | None
     fix: str | None
+    also: tuple[tuple[str, str], ...]
 
-    def __new__(cls, text: str, *, option: str | None = None, fix: str | None = None):
+    def __new__(
+        cls,
+        text: str,
+        *,
+        option: str | None = None,
+        fix: str | None = None,
+        also: Iterable[tuple[str, str]] = (),
+    ):
         obj = super().__new__(cls, text)
         obj.option, obj.fix = option, fix
+        obj.also = tuple((o, f) for o, f in also)
         return obj
+
+    def __reduce__(self):  # pickled with its options (st.cache_data, processes)
+        return _advice, (str(self), self.option, self.fix, self.also)
+
+    @property
+    def fixes(self) -> tuple[tuple[str, str], ...]:
+        """Every ``(option, text)`` pair, as :attr:`CalcoreError.fixes`."""
+        first = ((self.option, self.fix),) if self.option and self.fix else ()
+        return first + tuple(self.also)
+
+
+def _advice(text, option, fix, also) -> Advice:
+    return Advice(text, option=option, fix=fix, also=also)
+
+
+def reworded(message, words: dict) -> str:
+    """``message`` with each of its options' sentences replaced by ``words[option]``.
+
+    Every message about an option is written for Python ("pass label_column='<name>'");
+    a program with other means to the same end (the command line's flags, the dashboard's
+    menus) shows its own words instead, by option, so that nothing depends on the
+    wording of the rest of the message. A sentence whose option ``words`` lacks is kept.
+
+    Parameters
+    ----------
+    message : CalcoreError, Advice or str
+        Its ``fixes`` (or ``option`` and ``fix``) say which text is about which option;
+        a plain ``str`` (or an exception without them) is returned as it is.
+    words : dict of str to str
+        Option -> the text that replaces the option's sentence.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> fix = "Pass decimal=',' to read them."
+    >>> err = CalcoreError(f"a.csv: column 'p' has decimal commas. {fix}",
+    ...                    option="decimal", fix=fix)
+    >>> reworded(err, {"decimal": "Add --decimal , to read them."})
+    "a.csv: column 'p' has decimal commas. Add --decimal , to read them."
+    """
+    text = str(message)
+    pairs = getattr(message, "fixes", None)
+    if pairs is None:  # an object with one fix at most
+        option, fix = getattr(message, "option", None), getattr(message, "fix", None)
+        pairs = ((option, fix),) if option and fix else ()
+    for option, fix in pairs:
+        replacement = words.get(option)
+        if replacement is not None and fix in text:
+            text = text.replace(fix, replacement)
+    return text
 
 
 def advice(problem: str, fix: str, option: str) -> Advice:

@@ -58,6 +58,54 @@ EXIT_USAGE = 2  # bad input or arguments
 #: ``--split`` values: a split of the split column, or every row on purpose.
 SPLIT_CHOICES = ("calib", "test", "all")
 EXIT_INTERNAL = 3  # a bug in calcore: never read as "a gate failed" (1) nor "your input" (2)
+#: ``--decimal`` values: the loaders' ``decimal=`` marks.
+DECIMAL_MARKS = (".", ",")
+
+#: calcore option -> what to do on the command line instead (the sentence of a message or
+#: note that says it for Python is replaced whole, :func:`calcore._errors.reworded`).
+#: Options without a flag say what to change in the file.
+CLI_FIXES = {
+    "label_column": "Give it with --label-col NAME.",
+    "split_column": "Give it with --split-col NAME.",
+    "score_columns": "Name the score columns after their classes in the file: p_<class> "
+    "(or logit_<class> for logits); --scores probs or --scores logits picks one kind when "
+    "the file has both.",
+    "weight_column": "Give it with --weight-col NAME (for none, rename the others in the file).",
+    "decimal": "Add --decimal , to read them (or save the file with '.' as the decimal point).",
+    "decimal_drop": "Leave out --decimal.",
+    "file": "Save it as CSV (File > Save As > CSV UTF-8) and give calcore that file.",
+    "renormalize": "Fix the scores, or add --renormalize to rescale those rows (reported).",
+    "percent": "divide by 100 when writing the file, or add --percent.",
+    "percent_auto": "Either divide by 100 when writing the file or add --scores probs "
+    "--percent; if they really are logits, add --scores logits.",
+    "scores_logits": "If they are logits, add --scores logits (or name the columns logit_*).",
+    "percent_logits": "Drop --percent, or give --scores probs (or auto) if the values really "
+    "are percentages.",
+    "positive_class": "Give the label whose probability the score column holds with "
+    "--positive-class NAME.",
+    "positive_class_index": "Write the class index (0 or 1, in plain digits) in the file, or "
+    "give --positive-class NAME if the labels are names.",
+    "label_array": "Save the true labels in the archive as an array named labels, or give its "
+    "name with --label-col NAME.",
+    "encoding": "Re-save the file as UTF-8 (in Excel: File > Save As > CSV UTF-8).",
+    "header_names": "Give every column a name in the file; a blank first name usually means "
+    "the row numbers were saved as a column (pandas: index=False in to_csv).",
+    # what a load report's notes say of an option (LoadReport.messages)
+    "scores_auto": "--scores auto (the default) saw",
+    "scores_given": "--scores was given",
+    "percent_says": "--percent says the scores are probabilities in percent",
+    "percent_given": "(--percent)",
+    "percent_suggested": "add --percent",
+    "score_columns_given": "not a score column",
+}
+
+
+def cli_message(message) -> str:
+    """``message`` (a :class:`CalcoreError`, a note) in the command line's terms: each of
+    its Python sentences about an option replaced by :data:`CLI_FIXES`' flags."""
+    from calcore._errors import reworded
+
+    return reworded(message, CLI_FIXES)
 
 
 def _bins(text: str):
@@ -166,6 +214,13 @@ def _add_loading_options(p: argparse.ArgumentParser, *, with_split_value: bool =
     )
     g.add_argument(
         "--positive-class", metavar="NAME", help="binary, one score column: positive label"
+    )
+    g.add_argument(
+        "--decimal",
+        choices=DECIMAL_MARKS,
+        default=".",
+        help="the decimal mark of a CSV's numbers: ',' reads 0,25 as 0.25 (a CSV saved with "
+        "decimal commas, its fields separated by ';' or tabs; default '.')",
     )
     g.add_argument(
         "--max-decoded-bytes",
@@ -612,6 +667,7 @@ def _load_kwargs(args) -> dict:
         "positive_class": args.positive_class,
         "max_decoded_bytes": args.max_decoded_bytes,
         "weight_column": args.weight_col,
+        "decimal": args.decimal,
     }
 
 
@@ -626,7 +682,11 @@ def _notes_of(preds, caught) -> list[str]:
     decided, :attr:`~calcore.PredictionStream.notes`), then the warnings caught."""
     report = getattr(preds, "load_report", None)  # a stream has none: its scan's notes
     notes = list(report.messages()) if report is not None else list(getattr(preds, "notes", ()))
-    return notes + [str(w.message) for w in caught if str(w.message) not in notes]
+    # a warning's first argument: its text, with the options it names (an Advice)
+    notes += [
+        (w.message.args or (str(w.message),))[0] for w in caught if str(w.message) not in notes
+    ]
+    return [cli_message(n) for n in notes]
 
 
 def _metrics_table(report: CalibrationReport, title: str) -> list[str]:
@@ -1534,7 +1594,7 @@ def main(argv=None) -> int:
         _check_outputs(args)
         return _COMMANDS[args.command](args)
     except CalcoreError as exc:
-        _error_line(str(exc))
+        _error_line(cli_message(exc))
     except OSError as exc:  # missing or unreadable file
         name = getattr(exc, "filename", None) or getattr(args, "file", "")
         _error_line(f"cannot read or write {name!s}: {exc.strerror or exc}")

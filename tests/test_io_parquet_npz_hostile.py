@@ -25,7 +25,7 @@ import pytest
 
 import calcore
 from calcore import CalcoreError
-from calcore.cli import main
+from calcore.cli import cli_message, main
 from calcore.io._load import FIRST_ROWS
 
 N_ROWS = 5000
@@ -404,7 +404,9 @@ def test_a_stream_notes_what_its_scan_decided_as_a_loaded_file_does(tmp_path, ca
     assert out.count("Scores read as logits: ") == 1 and out.count("'note' was ignored") == 1
     assert main(["metrics", str(path), "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
-    assert notes[: len(stream.notes)] == list(stream.notes)
+    # the same notes, in the command line's terms ("--scores auto (the default) saw")
+    assert notes[: len(stream.notes)] == [cli_message(n) for n in stream.notes]
+    assert "--scores auto (the default) saw values outside" in notes[0]
     kept = calcore.scan(path, slice_columns=["note"]).notes
     assert "Kept for slicing (not scores): 'note'." in kept and not any(
         "ignored" in n for n in kept

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from calcore._errors import CalcoreError, advice, quoted, quoted_list
+from calcore.io._load_report import NOT_IN_SCORE_COLUMNS
 
 __all__ = [
     "Roles",
@@ -268,7 +269,7 @@ def _pick_scores(rest, score_columns, scores_kind, is_numeric, source):
         prefix = prefixes.pop() if len(prefixes) == 1 else None
         chosen = set(scores)
         ignored = tuple(c for c in rest if c not in chosen)
-        return scores, prefix, ignored, ("not in score_columns",) * len(ignored), None
+        return scores, prefix, ignored, (NOT_IN_SCORE_COLUMNS,) * len(ignored), None
     groups = _prefix_groups(rest, scores_kind)
     if len(groups) > 1:
         return (

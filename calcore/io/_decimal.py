@@ -22,6 +22,7 @@ from calcore._errors import Advice, CalcoreError, advice, quoted, quoted_list
 __all__ = [
     "DECIMAL_FIX",
     "decimal_comma_columns",
+    "decimal_comma_file",
     "decimal_comma_problem",
     "decimal_comma_to_point",
     "check_decimal",
@@ -34,6 +35,8 @@ _COMMA_NUMBER = re.compile(r"[+-]?(?:\d+,\d*|,\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 #: What the message tells to do, in calcore's terms (the dashboard shows its own control).
 DECIMAL_FIX = "Pass decimal=',' to read them (or save the file with '.' as the decimal point)."
+#: What a comma-separated file read with ``decimal=","`` is told (option ``"decimal_drop"``).
+DECIMAL_DROP_FIX = "Drop decimal=','."
 
 
 def decimal_comma_columns(columns, preview, *, skip=()) -> list[tuple[str, int, str]]:
@@ -65,6 +68,30 @@ def decimal_comma_columns(columns, preview, *, skip=()) -> list[tuple[str, int, 
         if commas and all(_COMMA_NUMBER.fullmatch(v) or _INTEGER.fullmatch(v) for _, v in cells):
             found.append((column, *commas[0]))
     return found
+
+
+def decimal_comma_file(path, *, name: str | None = None) -> list[tuple[str, int, str]]:
+    """:func:`decimal_comma_columns` of the CSV file at ``path``, from its first lines only
+    (a bounded head, as :func:`calcore.scan` reads it: cheap for a file of gigabytes).
+
+    Returns
+    -------
+    list of (column, row, cell)
+        Empty for a file whose fields are separated by commas, or without decimal commas.
+
+    Raises
+    ------
+    CalcoreError
+        The head is not a CSV calcore reads (as :func:`calcore.scan` would say).
+    """
+    import os
+
+    from calcore.io._csv_stream import csv_head
+
+    layout = csv_head(os.fspath(path), name or os.path.basename(path)).layout
+    if layout.delimiter == ",":
+        return []
+    return decimal_comma_columns(layout.columns, layout.preview)
 
 
 def decimal_comma_problem(source: str, found, delimiter: str) -> Advice:
@@ -102,7 +129,9 @@ def with_decimal(layout, decimal: str, source: str):
     if layout.delimiter == ",":
         raise CalcoreError(
             f"{source}: decimal=',' was given, but the fields are separated by commas, so no "
-            f"number in it can have a decimal comma. Drop decimal=','."
+            f"number in it can have a decimal comma. {DECIMAL_DROP_FIX}",
+            option="decimal_drop",
+            fix=DECIMAL_DROP_FIX,
         )
     from dataclasses import replace
 

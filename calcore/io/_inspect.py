@@ -9,7 +9,7 @@ import numpy as np
 from calcore._errors import quoted
 from calcore.io._budget import resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
-from calcore.io._load_report import TableSchema
+from calcore.io._load_report import PERCENT_SUGGESTED, TableSchema
 
 __all__ = ["inspect_table"]
 
@@ -42,7 +42,7 @@ def _guess(sc) -> tuple[str | None, str]:
         rows = "" if values.shape[1] == 1 else " and rows that sum to 100"
         return None, (
             f"values in [0, 100]{rows} in the first rows: percentages, to be divided by 100 "
-            f"(percent=True)"
+            f"({PERCENT_SUGGESTED})"
         )
     if ((values < 0) | (values > 1)).any():
         return "logits", "values outside [0, 1] in the first rows"

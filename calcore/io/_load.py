@@ -23,7 +23,7 @@ from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._csv_stream import open_source_bounded
 from calcore.io._decimal import check_decimal
 from calcore.io._labels import class_labels, split_of_rows
-from calcore.io._load_report import LoadReport
+from calcore.io._load_report import PERCENT_SAYS, SCORES_AUTO_SAW, LoadReport
 from calcore.io._scan import metadata_columns, read_table, scan
 from calcore.io._table import LabelRowNames, RawTable, SelectedRowNames
 from calcore.predictions import Predictions
@@ -168,18 +168,18 @@ def decide_kind(
             )
         if _rows_sum_to_one(s):
             return "probs", (
-                f"scores='auto' saw every row sum to 1, which only probabilities do "
+                f"{SCORES_AUTO_SAW} every row sum to 1, which only probabilities do "
                 f"(although a value is outside [0, 1]: {first})"
             )
         if looks_like_percent(s):
             raise _percentages(table, scope)
-        return "logits", f"scores='auto' saw values outside [0, 1] (first: {first})"
+        return "logits", f"{SCORES_AUTO_SAW} values outside [0, 1] (first: {first})"
     if s.shape[1] == 1:
-        return "probs", "scores='auto' saw one column with every value in [0, 1]"
+        return "probs", f"{SCORES_AUTO_SAW} one column with every value in [0, 1]"
     return "probs", _ALL_IN_RANGE + " and rows that sum to 1"
 
 
-_ALL_IN_RANGE = "scores='auto' saw every value in [0, 1]"
+_ALL_IN_RANGE = f"{SCORES_AUTO_SAW} every value in [0, 1]"
 #: How a stream qualifies a kind decided from its first batch (later rows may differ).
 FIRST_ROWS = " (in the first rows read, which decide for the whole stream)"
 
@@ -190,7 +190,7 @@ def _basis(reason: str) -> str:
         return "every value is in [0, 1]" + (FIRST_ROWS if reason.endswith(FIRST_ROWS) else "")
     basis = reason.split(" (although")[0].replace(", which means probabilities", "")
     # said without the option's syntax: the message also reaches people without Python
-    return basis.replace("scores='auto' saw every row sum to 1", "every row sums to 1")
+    return basis.replace(f"{SCORES_AUTO_SAW} every row sum to 1", "every row sums to 1")
 
 
 def _percent_kind(table: RawTable, scores: str) -> tuple[str, str]:
@@ -214,7 +214,7 @@ def _percent_kind(table: RawTable, scores: str) -> tuple[str, str]:
         return hint
     if prefix is not None and prefix.lower() in PROB_PREFIXES:
         return "probs", f"the score columns are named '{prefix}*', which means probabilities"
-    return "probs", "percent=True says the scores are probabilities in percent"
+    return "probs", PERCENT_SAYS
 
 
 #: How to load percentages, in the refusal of scores='auto'.

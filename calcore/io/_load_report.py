@@ -8,7 +8,60 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LoadReport", "TableSchema"]
+from calcore._errors import Advice
+
+__all__ = ["LoadReport", "NOTE_TERMS", "TableSchema", "scores_note", "with_terms"]
+
+#: How detection's reason for the scores' kind begins when it looked at the values.
+SCORES_AUTO_SAW = "scores='auto' saw"
+#: The reason when ``percent=True`` alone decided the kind.
+PERCENT_SAYS = "percent=True says the scores are probabilities in percent"
+#: What a note adds when the scores were divided by 100.
+PERCENT_GIVEN = "(percent=True)"
+#: What inspection suggests for values that look like percentages.
+PERCENT_SUGGESTED = "read them with percent=True"
+#: Why a column was ignored when the caller listed the score columns.
+NOT_IN_SCORE_COLUMNS = "not in score_columns"
+
+#: The phrases of the load report's notes (and of :class:`TableSchema`'s reason) that
+#: speak of an option in Python's terms, with the option each is about: a program with
+#: its own means to the same end (the command line's flags, the dashboard's controls)
+#: replaces the phrase, whole, by its own words for the option
+#: (:func:`calcore._errors.reworded`). Each is written once, here.
+NOTE_TERMS = (
+    ("scores_auto", SCORES_AUTO_SAW),
+    ("scores_given", "scores='probs' was given"),
+    ("scores_given", "scores='logits' was given"),
+    ("percent_says", PERCENT_SAYS),
+    ("percent_given", PERCENT_GIVEN),
+    ("percent_suggested", PERCENT_SUGGESTED),
+    ("score_columns_given", NOT_IN_SCORE_COLUMNS),
+)
+
+
+def with_terms(text: str) -> str:
+    """``text`` as an :class:`~calcore._errors.Advice` naming the options of the
+    :data:`NOTE_TERMS` phrases it holds, or ``text`` itself when it holds none.
+
+    Examples
+    --------
+    >>> note = with_terms("Scores read as logits: scores='auto' saw values outside [0, 1].")
+    >>> note.fixes
+    (('scores_auto', "scores='auto' saw"),)
+    >>> type(with_terms("No split column: all rows loaded.")).__name__
+    'str'
+    """
+    found = [(option, phrase) for option, phrase in NOTE_TERMS if phrase in text]
+    if not found:
+        return text
+    (option, phrase), *also = found
+    return Advice(text, option=option, fix=phrase, also=also)
+
+
+def scores_note(kind: str, reason: str, *, percent: bool) -> str:
+    """The note on the scores' kind, as a loaded file's report and a stream say it."""
+    tail = f"; scores divided by 100 {PERCENT_GIVEN}." if percent else "."
+    return with_terms(f"Scores read as {kind}: {reason}{tail}")
 
 
 @dataclass(frozen=True)
@@ -182,7 +235,8 @@ class LoadReport:
     metadata_columns: tuple[tuple[str, str, bool], ...] = ()
 
     def warnings(self) -> list[str]:
-        """The notes that also went out as :class:`~calcore.CalcoreWarning`."""
+        """The notes that also went out as :class:`~calcore.CalcoreWarning` (those that
+        speak of an option as :class:`~calcore._errors.Advice`, as in :meth:`messages`)."""
         out = []
         if self.renormalized_rows:
             out.append(
@@ -200,11 +254,15 @@ class LoadReport:
             if kept:
                 continue  # kept for slicing: listed by messages(), nothing lost
             detail = f"; {summary}" if summary else ""
-            out.append(f"{self.source}: column {col!r} was ignored ({why}{detail}).")
+            out.append(with_terms(f"{self.source}: column {col!r} was ignored ({why}{detail})."))
         return out
 
     def messages(self) -> list[str]:
-        """Human-readable notes on what was detected and done, warnings included."""
+        """Human-readable notes on what was detected and done, warnings included.
+
+        A note that speaks of an option (``scores='auto' saw ...``, ``(percent=True)``)
+        is an :class:`~calcore._errors.Advice` naming it (:data:`NOTE_TERMS`), so that the
+        command line and the dashboard can say it in their own terms."""
         kind = (
             "binary: one column of P(positive)" if self.binary_shortcut else "one column per class"
         )
@@ -215,8 +273,7 @@ class LoadReport:
             f"Classes ({len(self.class_names)}): {_short(self.class_names)} from "
             f"{_short(self.class_columns)} ({kind}"
             + (f", prefix {self.prefix!r} stripped)." if self.prefix else ")."),
-            f"Scores read as {self.scores_kind}: {self.scores_reason}"
-            + ("; scores divided by 100 (percent=True)." if self.percent else "."),
+            scores_note(self.scores_kind, self.scores_reason, percent=self.percent),
         ]
         if self.split_column is None:
             out.append("No split column: all rows loaded.")

@@ -10,7 +10,14 @@ from pathlib import Path, PurePath
 
 from calcore._errors import CalcoreError
 
-__all__ = ["Source", "open_source", "path_format", "spreadsheet_kind", "SPREADSHEET_FIX"]
+__all__ = [
+    "Source",
+    "open_source",
+    "path_format",
+    "refuse_spreadsheet_file",
+    "spreadsheet_kind",
+    "SPREADSHEET_FIX",
+]
 
 _EXTENSIONS = {
     ".csv": "csv",
@@ -112,8 +119,13 @@ def spreadsheet_kind(data: bytes) -> str | None:
         return "an Excel 97-2003 workbook (.xls)"
     if not data.startswith(_ZIP_MAGIC):
         return None
+    return _zip_spreadsheet_kind(io.BytesIO(data))
+
+
+def _zip_spreadsheet_kind(file) -> str | None:
+    """What spreadsheet the zip archive ``file`` (seekable) is, or None."""
     try:  # the central directory only: cheap even for a large NPZ
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        with zipfile.ZipFile(file) as archive:
             names = archive.namelist()
             if any(n.startswith("xl/") for n in names):
                 return "an Excel workbook (.xlsx)"
@@ -125,8 +137,36 @@ def spreadsheet_kind(data: bytes) -> str | None:
     return None
 
 
+def refuse_spreadsheet_file(path, display: str) -> None:
+    """Refuse the file at ``path`` if it is a spreadsheet, whatever its name (as
+    :func:`open_source` refuses one read whole), reading its first bytes and, for a zip,
+    its central directory only.
+
+    Raises
+    ------
+    CalcoreError
+        The file is a workbook (option ``"file"``: save it as CSV).
+    """
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(len(_OLE_MAGIC))
+        if magic.startswith(_OLE_MAGIC):
+            kind = "an Excel 97-2003 workbook (.xls)"
+        elif magic.startswith(_ZIP_MAGIC):
+            with open(path, "rb") as f:  # zipfile seeks to the central directory
+                kind = _zip_spreadsheet_kind(f)
+        else:
+            return
+    except OSError:
+        return  # the reader says why
+    _refuse_kind(display, kind)
+
+
 def _refuse_spreadsheet(display: str, data: bytes) -> None:
-    kind = spreadsheet_kind(data)
+    _refuse_kind(display, spreadsheet_kind(data))
+
+
+def _refuse_kind(display: str, kind: str | None) -> None:
     if kind is not None:
         raise CalcoreError(
             f"{display}: this is {kind}, not a CSV, Parquet or NPZ file. {SPREADSHEET_FIX}",

@@ -47,6 +47,7 @@ from calcore._validation import InputContext, check_sample_weight
 from calcore.io._columns import Roles, detect_roles, pick_weight
 from calcore.io._files import check_regular
 from calcore.io._labels import SPLITS, class_labels, split_codes
+from calcore.io._load_report import SCORES_AUTO_SAW, scores_note, with_terms
 from calcore.io._prefetch import prefetched
 from calcore.io._table import (
     LabelRowNames,
@@ -444,6 +445,13 @@ _FAMILY = {"parquet": "arrow", "arrow": "arrow", "csv": "csv", "npz": "npz"}
 
 
 def _family(files: Sequence[str], display: str) -> str:
+    """The files' family; a workbook among them (any name but Parquet's and IPC's) is
+    refused as the whole-file loader refuses one: save it as CSV."""
+    from calcore.io._source import refuse_spreadsheet_file
+
+    for p in files:
+        if _format(p) in ("csv", "npz"):
+            refuse_spreadsheet_file(p, _short_path(files, p))
     families = {_FAMILY[_format(p)] for p in files}
     if len(families) > 1:
         kinds = sorted({_format(p) for p in files})
@@ -732,13 +740,12 @@ def _scan_notes(display: str, roles: Roles, decided, *, percent: bool, kept) -> 
     notes = []
     if decided is not None:
         kind, reason = decided
-        tail = "; scores divided by 100 (percent=True)." if percent else "."
-        notes.append(f"Scores read as {kind}: {reason}{tail}")
+        notes.append(scores_note(kind, reason, percent=percent))
     if kept:
         notes.append("Kept for slicing (not scores): " + ", ".join(map(repr, kept)) + ".")
     for col, why in zip(roles.ignored, roles.ignored_reasons, strict=True):
         if col not in kept:
-            notes.append(f"{display}: column {col!r} was ignored ({why}).")
+            notes.append(with_terms(f"{display}: column {col!r} was ignored ({why})."))
     return tuple(notes)
 
 
@@ -1269,7 +1276,7 @@ def _validate_batch(stream, raw: RawTable, state):
     percent = opts["percent"]
     if state.decided is None:
         kind, reason = decide_kind(raw, opts["scores"], percent=percent, scope=FIRST_ROWS)
-        if reason.startswith("scores='auto' saw"):  # from values: those of this batch
+        if reason.startswith(SCORES_AUTO_SAW):  # from values: those of this batch
             reason += FIRST_ROWS
         state.decided = kind, reason
     kind, reason = state.decided

@@ -406,6 +406,9 @@ class SparkEngine:
         self.jobs = 0
         #: The split's rows (a boolean Column), None for every row.
         self.selected = None
+        #: One entry a job: the pass, the tasks' states (count, total and largest bytes),
+        #: the plan's bytes shipped to every task (benchmarks/bench_spark.py reads it).
+        self.pass_log: list[dict] = []
 
     def run_pass(self, lanes, phase: str) -> None:
         import calcore
@@ -428,6 +431,11 @@ class SparkEngine:
         except Exception as exc:  # Spark's errors: calcore's message inside, else shortened
             raise spark_error(exc, self.name) from None
         self.jobs += 1
+        sizes = [len(b) for b in table["state"].to_pylist()]
+        self.pass_log.append(
+            {"phase": phase, "plan_bytes": len(job), "states": len(sizes),
+             "state_bytes": sum(sizes), "largest_state_bytes": max(sizes, default=0)}
+        )  # fmt: skip
         rows = sorted(
             zip(
                 table["first"].to_pylist(),
@@ -463,7 +471,7 @@ class SparkEngine:
 
         plan = json.loads(self.read_plan)
         plan["transform"] = saved
-        other = copy.copy(self)
+        other = copy.copy(self)  # its passes logged in the same pass_log
         other.read_plan = json.dumps(plan, allow_nan=False)
         return other
 

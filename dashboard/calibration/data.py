@@ -19,6 +19,7 @@ import calcore.io
 from calcore.evaluation import concatenate, random_split
 from dashboard.calibration.compute import CACHE_TTL_S
 from dashboard.calibration.memory import budgeted
+from dashboard.calibration.messages import page_message
 
 __all__ = ["LoadOptions", "Loaded", "Split", "choose_split", "inspect", "load"]
 
@@ -127,9 +128,9 @@ def _load(_data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
     notes, warns = [], []
     for preds in splits.values():
         report = preds.load_report
-        if report is not None:
-            notes.extend(report.messages())
-            warns.extend(report.warnings())
+        if report is not None:  # in the page's terms: its controls, not calcore's options
+            notes.extend(page_message(m) for m in report.messages())
+            warns.extend(page_message(m) for m in report.warnings())
     # a message can be repeated per split; keep the first of each
     warns = list(dict.fromkeys(warns))
     notes = [m for m in dict.fromkeys(notes) if m not in warns]

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import calcore
 from calcore._errors import quoted
 from calcore.io._files import NotRegularFileError
-from calcore.io.stream import DATA_EXTENSIONS, source_files
+from calcore.io.stream import DATA_EXTENSIONS, file_format, source_files
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -67,7 +67,11 @@ class ServerDataset:
     size : int
         Bytes of all its files.
     fingerprint : str
-        BLAKE2b-128 (hex) of every file's relative path, size and modification time.
+        BLAKE2b-128 (hex) of every file's relative path, size and modification time (and
+        of the decimal mark, when it is not ``"."``): the key of every result cached for it.
+    decimal : {".", ","}
+        The decimal mark its CSV files are read with (``","``: only when the user ticked
+        the page's box, :mod:`dashboard.calibration.decimals`).
     """
 
     name: str
@@ -75,6 +79,31 @@ class ServerDataset:
     files: tuple[str, ...]
     size: int
     fingerprint: str
+    decimal: str = "."
+
+    def read_with_decimal(self, decimal: str) -> "ServerDataset":
+        """This dataset read with the decimal mark ``decimal`` (``"."`` or ``","``): its
+        fingerprint then differs, so that no result of one reading is taken for the other's.
+
+        Examples
+        --------
+        >>> d = ServerDataset("eu.csv", Path("eu.csv"), ("eu.csv",), 10, "ab" * 16)
+        >>> comma = d.read_with_decimal(",")
+        >>> comma.decimal, comma.fingerprint != d.fingerprint, comma.read_with_decimal(",") == comma
+        (',', True, True)
+        """
+        if decimal not in (".", ","):
+            raise calcore.CalcoreError(f"decimal must be '.' or ',', got {decimal!r}.")
+        if decimal == self.decimal:
+            return self
+        if self.decimal != ".":
+            raise calcore.CalcoreError("read_with_decimal applies to a dataset as resolved.")
+        key = hashlib.blake2b(f"{self.fingerprint}|decimal={decimal}".encode(), digest_size=16)
+        return replace(self, decimal=decimal, fingerprint=key.hexdigest())
+
+    def csv_files(self) -> tuple[str, ...]:
+        """Its files that :func:`calcore.scan` reads as CSV."""
+        return tuple(f for f in self.files if file_format(f) == "csv")
 
     @property
     def is_folder(self) -> bool:

@@ -25,6 +25,12 @@ Three parts, each for one way a shared server grew with its users (issue 34):
   ``CALCORE_MALLOC_MMAP_THRESHOLD`` sets it (bytes; 0 leaves glibc's dynamic one, for a
   server with memory to spare). ``malloc_trim`` runs when the last heavy call
   ends and after each script run.
+
+Both environment variables are read through one :class:`EnvSetting` each
+(:data:`CACHE_BUDGET_SETTING`, :data:`MMAP_THRESHOLD_SETTING`), where their default and
+accepted range are defined: a value that is not a number or is out of range is not
+silently replaced, nor a crash at start, but one warning in the server's log naming the
+variable, the value given, the accepted range and the value used instead.
 """
 
 from __future__ import annotations
@@ -33,17 +39,24 @@ import ctypes
 import ctypes.util
 import functools
 import inspect
+import logging
+import math
 import os
 import sys
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 
 import numpy as np
 
+from calcore._errors import quoted
+
 __all__ = [
     "BUDGET",
+    "CACHE_BUDGET_SETTING",
+    "EnvSetting",
+    "MMAP_THRESHOLD_SETTING",
     "COMPUTE_SLOTS",
     "CacheBudget",
     "DEFAULT_BUDGET_MB",
@@ -62,6 +75,116 @@ __all__ = [
 #: (beyond the budget alone: its entries are kept while in use and evicted by the next).
 DEFAULT_BUDGET_MB = 1024
 BUDGET_ENV = "CALCORE_CACHE_BUDGET_MB"
+
+#: The server's log (Streamlit's stderr): where a bad setting is reported at start.
+LOG = logging.getLogger("calibration-lens")
+
+
+@dataclass(frozen=True)
+class EnvSetting:
+    """A number the server's operator sets with an environment variable: its default and
+    accepted range, defined once, and how a bad value is handled.
+
+    Parameters
+    ----------
+    name : str
+        The environment variable.
+    default : int or float
+        The value used when the variable is unset or empty, or its value is bad.
+    low, high : int or float
+        The accepted range, both ends included.
+    unit : str
+        What the number counts, for the log ("MiB", "bytes").
+    integer : bool, default False
+        Only whole numbers are accepted (else any finite number).
+    off : int or float or None, default None
+        A value outside ``[low, high]`` accepted too, meaning "off" (e.g. 0).
+    off_words : str, default "off"
+        What :attr:`off` means, for the log.
+
+    Examples
+    --------
+    >>> setting = EnvSetting("X_MB", 64, low=1, high=100, unit="MiB")
+    >>> setting.read({"X_MB": "12.5"}), setting.read({}), setting.problem("500")
+    (12.5, 64, "X_MB='500' is out of range: accepted 1 to 100 MiB; using 64 MiB instead.")
+    """
+
+    name: str
+    default: int | float
+    low: int | float
+    high: int | float
+    unit: str
+    integer: bool = False
+    off: int | float | None = None
+    off_words: str = "off"
+
+    def accepted(self) -> str:
+        """The accepted values, in words."""
+        words = f"{self.low:,} to {self.high:,} {self.unit}"
+        if self.integer:
+            words = "a whole number, " + words
+        return words if self.off is None else f"{words}, or {self.off} ({self.off_words})"
+
+    def problem(self, text: str) -> str | None:
+        """Why ``text`` is not accepted (the log's sentence), or None when it is."""
+        value = self._parsed(text)
+        if value is not None and (value == self.off or self.low <= value <= self.high):
+            return None
+        why = "is out of range"
+        if value is None:
+            number = _float(text)
+            why = "is not a number" if number is None else "is not a whole number"
+            if number is not None and not math.isfinite(number):
+                why = "is not a finite number"
+        return (
+            f"{self.name}={quoted(text)} {why}: accepted {self.accepted()}; using "
+            f"{self.default:,} {self.unit} instead."
+        )
+
+    def read(self, environ=None, *, log: logging.Logger | None = None):
+        """The value set in ``environ`` (default ``os.environ``), or :attr:`default` when
+        it is unset, empty or bad (then a warning goes to ``log``, default the server's)."""
+        text = (os.environ if environ is None else environ).get(self.name, "").strip()
+        if not text:
+            return self.default
+        problem = self.problem(text)
+        if problem is None:
+            return self._parsed(text)
+        _warn_once(log or LOG, problem)
+        return self.default
+
+    def _parsed(self, text: str):
+        try:
+            value = int(text) if self.integer else float(text)
+        except ValueError:
+            return None
+        return value if math.isfinite(value) else None
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+_warned: set = set()
+_warned_guard = threading.Lock()
+
+
+def _warn_once(log: logging.Logger, message: str) -> None:
+    """``message`` as a warning in ``log``, once per process (settings are read on every
+    script run: the log must not repeat it for every page view)."""
+    with _warned_guard:
+        if (log.name, message) in _warned:
+            return
+        _warned.add((log.name, message))
+    log.warning(message)
+
+
+#: ``CALCORE_CACHE_BUDGET_MB``: 0 keeps only the entry in use; 1 TiB is more than any
+#: server this page runs on (a typo's extra digits are caught).
+CACHE_BUDGET_SETTING = EnvSetting(BUDGET_ENV, DEFAULT_BUDGET_MB, low=0, high=2**20, unit="MiB")
 
 
 def nbytes(value, *, _seen: set | None = None, _depth: int = 0) -> int:
@@ -146,12 +269,9 @@ class CacheBudget:
             self._entries.clear()
 
 
-def _budget_bytes() -> int:
-    try:
-        megabytes = float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_MB))
-    except ValueError:
-        megabytes = DEFAULT_BUDGET_MB
-    return int(max(megabytes, 0) * 2**20)
+def _budget_bytes(environ=None) -> int:
+    """The byte budget: ``CALCORE_CACHE_BUDGET_MB`` (checked, :data:`CACHE_BUDGET_SETTING`)."""
+    return int(CACHE_BUDGET_SETTING.read(environ) * 2**20)
 
 
 BUDGET = CacheBudget(max_bytes=_budget_bytes())
@@ -252,16 +372,33 @@ MMAP_THRESHOLD_ENV = "CALCORE_MALLOC_MMAP_THRESHOLD"
 #: at 128 KiB (every mid-sized temporary page-faulted in afresh), 6.1 CPU-s and 491 MB
 #: with glibc's dynamic threshold.
 DEFAULT_MMAP_THRESHOLD = 1024 * 1024
+#: ``CALCORE_MALLOC_MMAP_THRESHOLD``: 0 leaves glibc's dynamic threshold; otherwise from one
+#: page (4 KiB; below, every small allocation would be a system call) to glibc's largest on
+#: 64-bit Linux, 32 MiB (``mallopt`` refuses more).
+MMAP_THRESHOLD_SETTING = EnvSetting(
+    MMAP_THRESHOLD_ENV,
+    DEFAULT_MMAP_THRESHOLD,
+    low=4096,
+    high=32 * 2**20,
+    unit="bytes",
+    integer=True,
+    off=0,
+    off_words="glibc's dynamic threshold",
+)
 
 
-def return_freed_arrays() -> bool:
-    """Fix glibc's mmap threshold (``CALCORE_MALLOC_MMAP_THRESHOLD`` bytes, default
-    :data:`DEFAULT_MMAP_THRESHOLD`; 0: leave it dynamic), so that freed large arrays go
-    back to the system at once; True when it was set."""
-    try:
-        threshold = int(os.environ.get(MMAP_THRESHOLD_ENV, DEFAULT_MMAP_THRESHOLD))
-    except ValueError:
-        threshold = DEFAULT_MMAP_THRESHOLD
-    if _LIBC is None or threshold <= 0:
+def return_freed_arrays(environ=None) -> bool:
+    """Fix glibc's mmap threshold (``CALCORE_MALLOC_MMAP_THRESHOLD`` bytes in ``environ``,
+    default ``os.environ``; checked, :data:`MMAP_THRESHOLD_SETTING`; 0: leave it dynamic),
+    so that freed large arrays go back to the system at once; True when it was set.
+
+    A bad value is a warning in the server's log and the default is used; so is a
+    threshold that glibc refuses."""
+    threshold = MMAP_THRESHOLD_SETTING.read(environ)
+    if _LIBC is None or threshold == 0:
         return False
-    return bool(_LIBC.mallopt(_M_MMAP_THRESHOLD, threshold))
+    done = bool(_LIBC.mallopt(_M_MMAP_THRESHOLD, threshold))
+    if not done:
+        _warn_once(LOG, f"{MMAP_THRESHOLD_ENV}: glibc refused the mmap threshold {threshold:,} "
+                        "bytes; its dynamic threshold stays.")  # fmt: skip
+    return done

@@ -10,6 +10,8 @@ option, or with one the page has no control for, is shown as calcore wrote it.
 
 from __future__ import annotations
 
+from calcore._errors import reworded
+
 __all__ = ["DATASET_FIXES", "DECIMAL_LABEL", "PAGE_FIXES", "dataset_message", "page_message"]
 
 #: The checkbox that reads a decimal-comma CSV (:mod:`dashboard.calibration.decimals`).
@@ -48,11 +50,20 @@ PAGE_FIXES = {
     "header_names": "Give every column a name in the file; a blank first name usually means "
     "the row numbers were saved as a column (the index, in pandas): name that column or leave "
     "it out.",
+    "decimal_drop": f"Untick “{DECIMAL_LABEL}”.",
+    # what the loader's notes say of an option (calcore.io._load_report.NOTE_TERMS)
+    "scores_auto": f"detection (change it under {_SCORES_ARE}) saw",
+    "scores_given": f"as chosen under {_SCORES_ARE}",
+    "percent_says": f"{_PERCENT} is ticked",
+    "percent_given": "(as ticked under Data)",
+    "percent_suggested": f"tick {_PERCENT}",
+    "score_columns_given": "not chosen in the Score columns box under Data",
 }
 
 
 #: calcore option -> what to do for a dataset on the server, which the page opens as
-#: detected (no Data panel): what to change in the files.
+#: detected (no Data panel): what to change in the files (decimal commas: the box the page
+#: offers above the dataset, :func:`dashboard.calibration.decimals.dataset_decimal_choice`).
 DATASET_FIXES = {
     "label_column": "Name the label column label in the files (datasets on the server are "
     "read as detected).",
@@ -60,8 +71,9 @@ DATASET_FIXES = {
     "score_columns": "Name the score columns after their classes in the files (p_<class>, "
     "or logit_<class> for logits).",
     "weight_column": "Keep one column with a weight name in the files.",
-    "decimal": "Save the files with a point as the decimal mark (0.25): datasets on the "
-    "server are read as they are.",
+    "decimal": f"Tick “{DECIMAL_LABEL}” above to read them as numbers (or save the files "
+    "with a point as the decimal mark).",
+    "decimal_drop": f"Untick “{DECIMAL_LABEL}” above.",
     "file": "Save it as CSV (File > Save As > CSV UTF-8) in the data directory.",
     "renormalize": "Fix the scores in the files (each row must sum to 1).",
     "percent": "divide them by 100 in the files.",
@@ -73,6 +85,7 @@ DATASET_FIXES = {
     "label_array": PAGE_FIXES["label_array"],
     "header_names": PAGE_FIXES["header_names"],
     "encoding": "Re-save the files as UTF-8 (in Excel: File > Save As > CSV UTF-8).",
+    "scores_auto": "detection saw",
 }
 
 
@@ -83,10 +96,10 @@ def dataset_message(message) -> str:
     Examples
     --------
     >>> import calcore
-    >>> fix = "Pass decimal=',' to read them."
-    >>> dataset_message(calcore.CalcoreError(f"a.csv: decimal commas. {fix}",
-    ...                                      option="decimal", fix=fix))[:60]
-    'a.csv: decimal commas. Save the files with a point as the de'
+    >>> fix = "Pass renormalize=True."
+    >>> dataset_message(calcore.CalcoreError(f"a.csv: rows do not sum to 1. {fix}",
+    ...                                      option="renormalize", fix=fix))
+    'a.csv: rows do not sum to 1. Fix the scores in the files (each row must sum to 1).'
     """
     return page_message(message, fixes=DATASET_FIXES)
 
@@ -118,14 +131,4 @@ def page_message(message, *, fixes: dict | None = None) -> str:
     >>> page_message("f.csv: 2 rows renormalised.")
     'f.csv: 2 rows renormalised.'
     """
-    text = str(message)
-    words = PAGE_FIXES if fixes is None else fixes
-    pairs = getattr(message, "fixes", None)
-    if pairs is None:  # an Advice or a plain text: one fix at most
-        option, fix = getattr(message, "option", None), getattr(message, "fix", None)
-        pairs = ((option, fix),) if option and fix else ()
-    for option, fix in pairs:
-        page = words.get(option)
-        if page is not None and fix in text:
-            text = text.replace(fix, page)
-    return text
+    return reworded(message, PAGE_FIXES if fixes is None else fixes)

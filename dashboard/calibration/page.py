@@ -19,7 +19,7 @@ from dashboard.calibration import controls
 from dashboard.calibration.context import build_context
 from dashboard.calibration.data import LoadOptions, choose_split, inspect, load, rows_key
 from dashboard.calibration.datadir import DataDirectory, ServerDataset, data_directory
-from dashboard.calibration.decimals import decimal_choice
+from dashboard.calibration.decimals import dataset_decimal_choice, decimal_choice
 from dashboard.calibration.downloads import downloads
 from dashboard.calibration.explain import EXPLAIN
 from dashboard.calibration.messages import dataset_message, page_message
@@ -127,8 +127,9 @@ def render_calibration() -> None:
         st.stop()
     streamed = None
     if source.dataset is not None:
-        loaded, streamed = open_server_dataset(source.dataset)
-        options, digest = LoadOptions(), f"server:{source.dataset.fingerprint}"
+        dataset = dataset_decimal_choice(source.dataset)  # decimal commas: only if ticked
+        loaded, streamed = open_server_dataset(dataset)
+        options, digest = LoadOptions(), f"server:{dataset.fingerprint}"
     else:
         file = source.file
         origin = "uploaded file" if file.is_upload else "bundled sample"
@@ -246,14 +247,14 @@ def open_server_dataset(dataset: ServerDataset):
     """The dataset's samples and streams (cached by fingerprint), with progress while it is
     read; says so when the files changed since this session last opened it."""
     seen = st.session_state.setdefault(KEY_FINGERPRINTS, {})
-    before = seen.get(dataset.name)
+    before = seen.get((dataset.name, dataset.decimal))  # a reading of its files
     if before is not None and before != dataset.fingerprint:
         st.warning(
             f"{esc(dataset.name)} changed on the server since this page last read it (size "
             "or modification time of its files): everything below is computed again from "
             "the new files."
         )
-    seen[dataset.name] = dataset.fingerprint
+    seen[(dataset.name, dataset.decimal)] = dataset.fingerprint
     st.caption(
         f"dataset on the server: {esc(dataset.describe())} · fingerprint "
         f"{dataset.fingerprint[:12]}…"

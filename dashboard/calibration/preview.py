@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 import calcore
+from calcore.io._load_report import with_terms
 from dashboard.calibration.data import LoadOptions
 from dashboard.calibration.messages import page_message
 from dashboard.text import escape_markdown as esc
@@ -104,7 +105,7 @@ def _choices(schema, digest: str) -> LoadOptions:
         format_func=SCORES.get,
         horizontal=True,
         key=_key(digest, "scores"),
-        help=f"Detection: {schema.scores_guess or 'unclear'} ({schema.scores_reason}).",
+        help=f"Detection: {schema.scores_guess or 'unclear'} ({_said(schema.scores_reason)}).",
     )
     percent = _percent(c, digest)
     scores = st.multiselect(
@@ -130,7 +131,7 @@ def _choices(schema, digest: str) -> LoadOptions:
             "Ignored columns: "
             + esc(
                 "; ".join(
-                    f"{col} ({why})"
+                    f"{col} ({_said(why)})"
                     for col, why in zip(
                         schema.ignored_columns, schema.ignored_reasons, strict=False
                     )
@@ -148,6 +149,11 @@ def _choices(schema, digest: str) -> LoadOptions:
         unweighted=weight == NONE,
         percent=percent,
     )
+
+
+def _said(text: str) -> str:
+    """A reason of calcore's detection in the page's terms (its options named as controls)."""
+    return page_message(with_terms(text))
 
 
 def _percent(where, digest: str) -> bool:

@@ -175,14 +175,14 @@ def open_dataset(
 def _opened(dataset: ServerDataset, n_sample: int, progress) -> tuple[Loaded, Streamed]:
     start = time.perf_counter()
     path = str(dataset.path)
-    first = calcore.scan(path)
+    first = calcore.scan(path, decimal=dataset.decimal)
     roles = first.roles
     taken = {roles.label, roles.split, first.weight_column, *roles.scores}
     metadata = [c for c in roles.ignored if c not in taken]
     notes, sliced = [], None
     if metadata:
         try:  # refused here rather than when the Slices view opens
-            sliced = calcore.scan(path, slice_columns=metadata)
+            sliced = calcore.scan(path, slice_columns=metadata, decimal=dataset.decimal)
         except calcore.CalcoreError as err:  # e.g. an NPZ array that is not one value per row
             metadata = []
             notes.append(f"No metadata kept for slicing: {err}")

@@ -192,3 +192,73 @@ def test_the_mmap_threshold_is_fixed_unless_the_environment_says_0(monkeypatch):
     assert memory.return_freed_arrays() is False
     monkeypatch.setenv(memory.MMAP_THRESHOLD_ENV, str(memory.DEFAULT_MMAP_THRESHOLD))
     assert memory.return_freed_arrays() is True
+
+
+# -- the operator's settings: a bad value is a warning in the log, not silence nor a crash --
+@pytest.fixture
+def log(caplog):
+    memory._warned.clear()  # each bad value is logged once per process
+    caplog.set_level("WARNING", logger="calibration-lens")
+    yield caplog
+    memory._warned.clear()
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("lots", "is not a number"),
+        ("1.5e6", "is not a whole number"),
+        ("inf", "is not a finite number"),
+        ("100", "is out of range"),
+        ("-1", "is out of range"),
+        (str(64 * 2**20), "is out of range"),  # glibc's mallopt refuses above 32 MiB
+    ],
+)
+def test_a_bad_mmap_threshold_is_one_warning_naming_variable_value_range_and_default(
+    log, monkeypatch, value, why
+):
+    monkeypatch.setenv(memory.MMAP_THRESHOLD_ENV, value)
+    setting = memory.MMAP_THRESHOLD_SETTING
+    assert setting.read() == memory.DEFAULT_MMAP_THRESHOLD == 1024 * 1024
+    memory.return_freed_arrays()  # every script run calls it: one line in the log
+    memory.return_freed_arrays()
+    (record,) = log.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == (
+        f"CALCORE_MALLOC_MMAP_THRESHOLD={value!r} {why}: accepted a whole number, 4,096 to "
+        "33,554,432 bytes, or 0 (glibc's dynamic threshold); using 1,048,576 bytes instead."
+    )
+
+
+@pytest.mark.parametrize("value", ["0", "4096", "1048576", str(32 * 2**20), " 65536 "])
+def test_accepted_mmap_thresholds_say_nothing(log, value):
+    expected = int(value)
+    assert memory.MMAP_THRESHOLD_SETTING.read({memory.MMAP_THRESHOLD_ENV: value}) == expected
+    assert not log.records
+
+
+def test_a_bad_cache_budget_is_a_warning_and_the_default_budget(log):
+    for value, why in [("1GB", "is not a number"), ("nan", "is not a finite number"),
+                       ("-5", "is out of range"), ("2e6", "is out of range")]:  # fmt: skip
+        env = {memory.BUDGET_ENV: value}
+        assert memory._budget_bytes(env) == 1024 * 2**20
+        assert log.records[-1].getMessage() == (
+            f"CALCORE_CACHE_BUDGET_MB={value!r} {why}: accepted 0 to 1,048,576 MiB; using "
+            "1,024 MiB instead."
+        )
+    assert len(log.records) == 4
+
+
+def test_accepted_cache_budgets_say_nothing(log):
+    assert memory._budget_bytes({memory.BUDGET_ENV: "0"}) == 0
+    assert memory._budget_bytes({memory.BUDGET_ENV: "2.5"}) == int(2.5 * 2**20)
+    assert memory._budget_bytes({memory.BUDGET_ENV: ""}) == 1024 * 2**20  # empty: unset
+    assert memory._budget_bytes({}) == 1024 * 2**20
+    assert not log.records
+
+
+def test_a_long_bad_value_is_cut_in_the_log(log):
+    value = "9" * 10_000
+    memory.MMAP_THRESHOLD_SETTING.read({memory.MMAP_THRESHOLD_ENV: value})
+    (record,) = log.records
+    assert "(10,000 characters)" in record.getMessage() and len(record.getMessage()) < 300
