@@ -539,15 +539,6 @@ def evaluate_by(
         sliced = _evaluate_in_memory_by(preds, by, sample_weight, options=options, **common)
     if not (beyond_model and n_resamples and any(s.tested for s in sliced.slices)):
         return sliced
-    if getattr(preds, "engine", None) is not None:  # e.g. calcore.from_spark
-        from dataclasses import replace
-
-        note = (
-            "Beyond the model's own curve: not computed on an engine's source (Spark) yet "
-            "(it fits a curve on a sample drawn on the driver); pass beyond_model=False to "
-            "silence this note."
-        )
-        return replace(sliced, notes=tuple(sliced.notes) + (note,))
     # the same slices after the model's own calibration curve: only the ranking metric
     curve, fitted_on = fit_model_curve(preds, rank_metric, seed=seed, sample_weight=sample_weight)
     mapped = (

@@ -27,9 +27,17 @@ Decisions and limits (written here, said in messages):
 * the job's arrays carry the driver's calcore version; a task of another calcore refuses
   them (:class:`calcore.statistics.engine.StateVersionError`), and so does the driver a
   state of another version;
-* with ``split=``, a row's position is its position among every row of the files (the
-  embedded reader counts the selected split's rows only): the bootstrap and the test of
-  calibration then draw other (equally valid) numbers than ``scan(..., split=...)``;
+* with ``split=``, a row's position counts the selected split's rows only, as the
+  embedded reader counts them: the selected rows of the files before (one job) plus
+  those before it in its file, a running count over a window partitioned by file
+  (:func:`calcore.spark._positions.with_split_positions`; a shuffle by file in every
+  pass, exact whatever the partitioning). Which values of the split column select the
+  split is decided on the driver by the reader's own mapping of the column's distinct
+  values; every row still reaches the tasks, which name a bad split value by file and row;
+* :func:`calcore.evaluate_by`'s ranking beyond the model's own curve is computed as the
+  embedded engine computes it: the curve is fitted on a seeded sample drawn by one job
+  (:meth:`SparkStream.sample`: each task's bottom-k, then the driver's) and shipped to
+  the tasks as the JSON a calibrator saves (:meth:`SparkStream.with_transform`);
 * on a Spark source :func:`calcore.evaluate_by` reads quantile-range slice columns
   (``"age:q4"``) to the driver (that column only) to cut them, and leaves out the change
   between the first and last periods of a datetime column (a note says so).
@@ -77,16 +85,44 @@ class SparkStream(PredictionStream):
         )
 
     def with_transform(self, transform, *, with_metadata: bool = False):
-        raise CalcoreError(
-            f"{self.name}: transforms (a calibrator's) are applied on Spark with "
-            "calcore.spark.apply(df, fitted); evaluate its output with from_spark."
-        )
+        """The stream with a fitted calibrator's ``transform`` applied in the tasks.
+
+        Only a fitted calcore calibrator's own ``transform`` method travels: as the JSON
+        text it saves (``to_dict``), rebuilt in each task and applied to the validated
+        rows of every batch (their weights kept). Other functions, and transforms that
+        read the slice columns (``with_metadata``), are refused.
+        """
+        from calcore.spark._apply import _saved_text
+
+        fitted = getattr(transform, "__self__", None)
+        if (
+            with_metadata
+            or getattr(transform, "__name__", None) != "transform"
+            or (fitted is None or not hasattr(fitted, "to_dict"))
+        ):
+            raise CalcoreError(
+                f"{self.name}: on Spark only a fitted calcore calibrator's transform is applied "
+                "to a source's rows (without its slice columns); apply others with "
+                "calcore.spark.apply(df, fitted) and evaluate its output with from_spark."
+            )
+        return replace(self, engine=self.engine.with_transform(_saved_text(fitted)))
 
     def with_split(self, split):
         raise CalcoreError(f"{self.name}: call from_spark(df, ..., split={split!r}) instead.")
 
     def sample(self, max_rows: int, *, seed: int = 0):
-        raise CalcoreError(f"{self.name}: samples of a Spark source are not drawn yet.")
+        """A seeded uniform sample of at most ``max_rows`` rows and the number of rows read:
+        the rows :meth:`calcore.PredictionStream.sample` keeps from the same files (the
+        bottom-k of uniforms keyed by position), in position order. One count of the rows
+        (Parquet footers, or the split column) gives a bound on the uniforms that ``max_rows``
+        rows pass but for a chance of ~1e-15; one job then sends the driver each task's
+        bottom-k of the rows below it (about ``max_rows`` rows in all), and the driver keeps
+        the bottom-k of those (short of rows, the job runs again without the bound). The
+        slice columns are not read into the sample (its ``metadata`` is empty)."""
+        from calcore._limits import ROWS
+
+        ROWS.check(max_rows, "max_rows")
+        return self.engine.sample(int(max_rows), int(seed))
 
     def slice_batches(self):
         """The slice columns of the selected rows, read to the driver (one Arrow table):
@@ -138,6 +174,8 @@ def _read_plan(stream: "SparkStream", offsets) -> str:
             "class_names": list(stream.class_names),
             "offsets": offsets,
             "position": opts["position_column"],
+            "split_position": opts.get("split_position_column"),
+            "transform": None,
         },
         allow_nan=False,
     )
@@ -171,6 +209,14 @@ def _task_batches(plan: dict, batches, seen: dict):
     offsets = plan["offsets"] or []
     starts, files = [o for o, _ in offsets], [f for _, f in offsets]
     source = plan["source"]
+    transform = None
+    if plan.get("transform") is not None:  # a fitted calibrator, as the JSON it saves
+        from calcore.calibrators._saved import calibrator_from_saved, parse_json
+
+        where = "the calibrator shipped by the Spark driver"
+        transform = calibrator_from_saved(
+            parse_json(plan["transform"], source=where), source=where
+        ).transform
     for record in batches:
         if record.num_rows == 0:
             continue
@@ -201,6 +247,10 @@ def _task_batches(plan: dict, batches, seen: dict):
         if validated is None:
             continue
         preds, selected = validated
+        if transform is not None:
+            preds = transform(preds)
+        if plan["split_position"] is not None:  # positions among the selected split's rows
+            positions = table[plan["split_position"]].to_numpy().astype(np.int64)
         if selected is not None:
             positions = positions[selected]
         values = {
@@ -292,6 +342,51 @@ def task_states(read_plan: str, job: bytes, driver_version: str, batches):
     )
 
 
+def task_sample(
+    read_plan: str, k: int, seed: int, below: float, driver_version: str, batches
+):  # fmt: skip
+    """The map of :meth:`SparkEngine.sample`, run in each Spark task: the partition's
+    bottom-k rows (:class:`calcore.io._bottom_k.BottomK`, uniforms keyed by position) of
+    those whose uniform is at most ``below``, as one row: :func:`calcore.statistics.engine.pack`
+    of the rows read and the kept rows' positions, probabilities, labels, logits and
+    weights."""
+    import pyarrow as pa
+
+    import calcore
+    from calcore.io._bottom_k import BottomK
+    from calcore.io.stream import concatenate_batches
+    from calcore.statistics.engine import pack
+
+    if calcore.__version__ != driver_version:
+        raise CalcoreError(
+            f"this Spark worker runs calcore {calcore.__version__}, the driver calcore "
+            f"{driver_version}: install calcore {driver_version} on the workers."
+        )
+    from calcore.statistics.poisson import row_uniforms
+
+    kept, n_read = BottomK(k, seed), 0
+    for batch in _task_batches(json.loads(read_plan), batches, {}):
+        n_read += batch.preds.n_samples
+        rows = np.flatnonzero(row_uniforms(batch.positions, seed) <= below)
+        if rows.size:
+            kept.add(batch.positions[rows], batch.preds.subset(rows), {})
+    parts = kept.rows()
+    arrays = {"n_read": np.array(n_read, np.int64)}
+    if parts:
+        preds = concatenate_batches([q for _, _, q, _ in parts])
+        arrays.update(
+            positions=np.concatenate([p for p, _, _, _ in parts]),
+            probs=preds.probs,
+            labels=preds.labels,
+            normalized=np.array(bool(preds.normalized)),
+        )
+        if preds.logits is not None:
+            arrays["logits"] = preds.logits
+        if preds.sample_weight is not None:
+            arrays["weights"] = preds.sample_weight
+    yield pa.RecordBatch.from_arrays([pa.array([pack(arrays)], pa.binary())], names=["rows"])
+
+
 class SparkEngine:
     """Runs the passes of :mod:`calcore.statistics.passes` as Spark jobs (one per pass).
 
@@ -309,6 +404,8 @@ class SparkEngine:
         self.slice_columns = tuple(slice_columns)
         self.split_column, self.split = split_column, split
         self.jobs = 0
+        #: The split's rows (a boolean Column), None for every row.
+        self.selected = None
         #: One entry a job: the pass, the tasks' states (count, total and largest bytes),
         #: the plan's bytes shipped to every task (benchmarks/bench_spark.py reads it).
         self.pass_log: list[dict] = []
@@ -367,6 +464,83 @@ class SparkEngine:
             ],
         )
 
+    def with_transform(self, saved: str) -> "SparkEngine":
+        """This engine with a fitted calibrator (its saved JSON text) applied in the tasks
+        to every batch's validated rows."""
+        import copy
+
+        plan = json.loads(self.read_plan)
+        plan["transform"] = saved
+        other = copy.copy(self)  # its passes logged in the same pass_log
+        other.read_plan = json.dumps(plan, allow_nan=False)
+        return other
+
+    def sample(self, k: int, seed: int):
+        """``(Predictions, rows read)``: the ``k`` rows of smallest ``(uniform, position)``,
+        in position order, as :func:`calcore.io._sampling.sample` draws them (a count, then
+        one job)."""
+        import calcore
+        from calcore.io._bottom_k import _below, _bottom_k_cut
+        from calcore.predictions import Predictions
+        from calcore.spark._apply import spark_error
+        from calcore.statistics.engine import unpack
+        from calcore.statistics.poisson import row_uniforms
+
+        read_plan, version = self.read_plan, calcore.__version__
+
+        def drawn(below: float):
+            def run(batches):  # a closure pickled by value: its cargo is text and numbers
+                from calcore.spark._evaluate import task_sample
+
+                yield from task_sample(read_plan, k, seed, below, version, batches)
+
+            try:
+                table = self.df.mapInArrow(run, "rows binary").toArrow()
+            except CalcoreError:
+                raise
+            except Exception as exc:
+                raise spark_error(exc, self.name) from None
+            self.jobs += 1
+            where = f"{self.name}: a Spark task's sample"
+            return [unpack(b, where=where) for b in table["rows"].to_pylist()]
+
+        # Tasks send only the rows whose uniform is below a bound that k of the n rows
+        # pass but for a chance of ~1e-15 (k + 8 sd), so the driver receives about k rows
+        # however many partitions there are; fewer than k: drawn again without a bound.
+        try:
+            rows = self.df if self.selected is None else self.df.where(self.selected)
+            n = rows.count()  # Parquet footers, or the split column alone
+        except Exception as exc:
+            raise spark_error(exc, self.name) from None
+        below = 1.0 if n <= k else min(1.0, (k + 8.0 * np.sqrt(k) + 16.0) / n)
+        parts = drawn(below)
+        n_read = sum(int(p["n_read"]) for p in parts)
+        parts = [p for p in parts if "positions" in p]
+        if below < 1.0 and sum(p["positions"].size for p in parts) < min(k, n_read):
+            parts = [p for p in drawn(1.0) if "positions" in p]
+        if not parts:
+            raise CalcoreError(f"{self.name}: no rows to sample.")
+        positions = np.concatenate([p["positions"] for p in parts])
+        u = row_uniforms(positions, seed)
+        keep = np.arange(positions.size)
+        if positions.size > k:  # the bottom-k of the tasks' bottom-k: ties by position
+            keep = _below(positions, u, _bottom_k_cut([(positions, u)], k))
+        keep = keep[np.argsort(positions[keep], kind="stable")]  # position order
+
+        def joined(name):
+            if not all(name in p for p in parts):
+                return None
+            out = np.concatenate([p[name] for p in parts])[keep]
+            out.setflags(write=False)
+            return out
+
+        names = tuple(json.loads(self.read_plan)["class_names"])
+        preds = Predictions(
+            joined("probs"), joined("labels"), names, joined("logits"), None,
+            bool(all(p["normalized"] for p in parts)), joined("weights"),
+        )  # fmt: skip
+        return preds, n_read
+
     def slice_batches(self):
         """The slice columns (and split) of every row, read to the driver as one batch."""
         from calcore._validation import InputContext
@@ -405,6 +579,42 @@ def _distinct_labels(df, label: str, source: str) -> np.ndarray:
         )
     distinct, index = encoded_labels(table[label], source, label, RowNames(csv=False, first=0))
     return np.asarray(distinct)[index]
+
+
+def _split_selection(df, column: str, split: str, source: str):
+    """A boolean Column: the rows of ``column`` that the embedded reader reads as ``split``.
+
+    The column's distinct non-null values (one small job) are mapped on the driver by the
+    reader's own code (:func:`calcore.io._labels.split_codes`), one value at a time; the
+    Column is ``column IN (the values of the split)``. Unknown values and nulls select
+    nothing here: the tasks read every row and name the first bad one by file and row.
+    """
+    from pyspark.sql import functions as F
+
+    from calcore._validation import InputContext
+    from calcore.io._labels import SPLITS, split_codes
+    from calcore.io._table import RowNames
+    from calcore.io.stream import encoded_labels
+
+    col = F.col(column)
+    table = df.select(col).where(col.isNotNull()).distinct().limit(MAX_LABEL_VALUES + 1)
+    table = table.toArrow()
+    values = table[column]
+    keep = []
+    if table.num_rows <= MAX_LABEL_VALUES:  # more: unknown values, refused by the tasks
+        try:
+            texts, index = encoded_labels(values, source, column, RowNames(csv=False, first=0))
+        except CalcoreError:  # a value no split can be: the tasks name its row
+            texts, index = [], np.zeros(0, dtype=np.intp)
+        raw = values.to_pylist()
+        for i, j in enumerate(index):
+            try:
+                code = split_codes([texts[j]], np.zeros(1, np.intp), ctx=InputContext(source))
+            except CalcoreError:
+                continue
+            if code[0] == SPLITS.index(split):
+                keep.append(raw[i])
+    return col.isin(keep) if keep else F.lit(False)
 
 
 def from_spark(
@@ -478,12 +688,15 @@ renormalize :
     from calcore.io._labels import class_labels
     from calcore.io._load import check_options
     from calcore.io._scan import checked_slice_columns
+    from calcore.io.stream import _scan_notes
     from calcore.spark._apply import decide_scores_kind, numeric_columns, spark_error
     from calcore.spark._positions import (
         POSITION_COLUMN,
+        SPLIT_POSITION_COLUMN,
         file_offsets,
         local_path,
         with_row_positions,
+        with_split_positions,
     )
 
     check_options(scores, split, None, percent)
@@ -494,7 +707,8 @@ renormalize :
         files = []
     source = name or (local_path(files[0]).rsplit("/", 1)[0] if files else SOURCE_NAME)
     try:
-        columns = tuple(c for c in df.columns if c != POSITION_COLUMN)
+        ours = (POSITION_COLUMN, SPLIT_POSITION_COLUMN)
+        columns = tuple(c for c in df.columns if c not in ours)
         weight = pick_weight(columns, weight_column, source)
         taken = dict(label_column=label_column, split_column=split_column)
         named = checked_slice_columns(named, columns, weight, taken, source)
@@ -517,6 +731,12 @@ renormalize :
         if row_key is None and files:
             offsets = file_offsets(df.sparkSession, files)
         positioned = with_row_positions(df, row_key=row_key, offsets=offsets)
+        split_position = selected = None
+        if split is not None:
+            selected = _split_selection(df, roles.split, split, source)
+        if split is not None and row_key is None and files:
+            positioned = with_split_positions(positioned, selected, files=files)
+            split_position = SPLIT_POSITION_COLUMN
         decided = decide_scores_kind(df, roles, scores, percent, source, with_reason=True)
         binary = len(roles.scores) == 1 and len(roles.class_names) < 2
         if class_names is not None:
@@ -546,6 +766,7 @@ renormalize :
         names=tuple(names),
         decided=tuple(decided),
         position_column=POSITION_COLUMN,
+        split_position_column=split_position,
         used=[],
         extras=list(named),
         family="spark",
@@ -566,7 +787,9 @@ renormalize :
         rows_estimated=True,
         slice_columns=named,
         scores_kind=decided[0],
+        notes=_scan_notes(source, roles, tuple(decided), percent=percent, kept=named),
     )
     plan = _read_plan(stream, named_offsets)
     engine = SparkEngine(positioned, source, plan, POSITION_COLUMN, named, roles.split, split)
+    engine.selected = selected
     return replace(stream, engine=engine)

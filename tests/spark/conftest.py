@@ -88,3 +88,25 @@ def spark(tmp_path_factory):
 def jvm_stderr(spark) -> str:
     """Path of the file holding everything the session's JVM wrote to stderr."""
     return JVM_STDERR[0]
+
+
+@pytest.fixture(scope="session")
+def logs(tmp_path_factory) -> str:
+    """12,000 4-class rows with integer weights, a day column and a split column (values
+    in several spellings), in three files (one in a subfolder, one with a space in its
+    name): shared by the evaluate and CLI tests."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ._data import multiclass, write_parts
+
+    path = tmp_path_factory.mktemp("evaluate") / "logs"
+    table = multiclass(12_000, 4, seed=11)
+    rng = np.random.default_rng(3)
+    table = table.append_column("weight", pa.array(rng.integers(0, 4, table.num_rows) * 1.0))
+    spellings = ["Test", "calib", "VAL", " eval", "test"]
+    table = table.append_column("split", pa.array(rng.choice(spellings, table.num_rows)))
+    write_parts(
+        str(path), table, [4_000, 5_000, 3_000], names=["a.parquet", "b/c.parquet", "d e.parquet"]
+    )
+    return str(path)

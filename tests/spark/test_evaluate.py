@@ -23,16 +23,10 @@ WORST: dict = {}  # the largest difference per statistic, printed by the last te
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    """12,000 4-class rows with integer weights and a day column, in three files."""
-    path = tmp_path_factory.mktemp("evaluate") / "logs"
-    table = multiclass(12_000, 4, seed=11)
-    rng = np.random.default_rng(3)
-    table = table.append_column("weight", pa.array(rng.integers(0, 4, table.num_rows) * 1.0))
-    write_parts(
-        str(path), table, [4_000, 5_000, 3_000], names=["a.parquet", "b/c.parquet", "d e.parquet"]
-    )
-    return str(path)
+def folder(logs):
+    """The session's 12,000-row dataset (``logs`` in conftest.py, shared with the CLI's
+    tests)."""
+    return logs
 
 
 def _note(kind, value):
@@ -85,6 +79,26 @@ def test_fixed_bins_weights_bootstrap_and_test_match_the_embedded_engine(spark, 
     _same_reports(emb, got, "fixed bins")
 
 
+def test_split_positions_count_the_split_s_rows_as_the_embedded_reader(spark, folder):
+    """A row's position counts the selected split's rows only (as ``scan(split=)``), so
+    the bootstrap intervals and the calibration test's p-values are the embedded ones
+    under a random partitioning and a full shuffle (the calib rows: test_cli.py's --by
+    test, whose slices' p-values are keyed by the positions too)."""
+    split = "test"
+    options = dict(bins=10, n_bootstrap=20, seed=5)
+    emb = calcore.evaluate(calcore.scan(folder, split=split), **options)
+    src = calcore.from_spark(_shuffled(_read(spark, folder), 3), split=split)
+    got = calcore.evaluate(src, **options)
+    assert emb.n == got.n < 12_000 and emb.intervals and emb.calibration_test
+    _same_reports(emb, got, f"split={split}")
+    # the seeded sample of the split's rows (positions within the split, the split's count)
+    ours, n = src.sample(1_000, seed=4)
+    theirs, n_theirs = calcore.scan(folder, split=split).sample(1_000, seed=4)
+    assert n == n_theirs == emb.n and ours.n_samples == 1_000
+    np.testing.assert_array_equal(ours.probs, theirs.probs)
+    np.testing.assert_array_equal(ours.labels, theirs.labels)
+
+
 def test_equal_mass_bins_are_exact_whatever_the_partitioning(spark, folder):
     emb = calcore.evaluate(calcore.scan(folder, weight_column=False), binning="equal-mass", bins=12)
     df = _read(spark, folder).drop("weight")
@@ -115,6 +129,15 @@ def test_evaluate_by_slices_match_the_embedded_engine(spark, folder):
             if s.p_value is not None:
                 _note("slice p-value", abs(s.p_value - mine[s.values].p_value))
                 assert abs(s.p_value - mine[s.values].p_value) <= TOL
+    # the bottom-k sample the model's curve is fitted on (beyond_model): the same rows
+    ours, n = src.sample(2_000, seed=4)
+    theirs, n_theirs = calcore.scan(folder).sample(2_000, seed=4)
+    assert n == n_theirs == 12_000 and ours.n_samples == 2_000 and not ours.metadata
+    np.testing.assert_array_equal(ours.probs, theirs.probs)
+    np.testing.assert_array_equal(ours.labels, theirs.labels)
+    np.testing.assert_array_equal(ours.sample_weight, theirs.sample_weight)
+    with pytest.raises(calcore.CalcoreError, match="only a fitted calcore calibrator"):
+        src.with_transform(lambda preds: preds)
 
 
 def test_a_bad_value_is_named_by_file_and_row(spark, tmp_path):

@@ -70,6 +70,26 @@ def test_positions_are_the_embedded_order_whatever_spark_does(spark, folder):
     np.testing.assert_array_equal(np.sort(every), np.arange(60_000))
 
 
+def test_split_positions_count_the_selected_rows_before(spark, folder):
+    """Among 7 files (one empty, one of 1 row) read in k random partitions: a selected
+    row's split position is the number of selected rows before it in calcore's order."""
+    from pyspark.sql import functions as F
+
+    from calcore.spark._positions import SPLIT_POSITION_COLUMN, with_split_positions
+
+    k = random.Random().randint(2, 9)
+    df = spark.read.option("recursiveFileLookup", "true").parquet(str(folder)).repartition(k)
+    got = with_split_positions(df, F.col("x") < 0.3).select("i", "x", SPLIT_POSITION_COLUMN)
+    got = got.toArrow().sort_by("i")
+    x = got["x"].to_numpy()
+    assert got["i"].to_numpy().tolist() == list(range(60_000))
+    selected = x < 0.3
+    expected = np.cumsum(selected) - selected  # selected rows before each row
+    np.testing.assert_array_equal(
+        got[SPLIT_POSITION_COLUMN].to_numpy()[selected], expected[selected], f"k={k}"
+    )
+
+
 def test_row_key_positions_are_xxhash64_of_the_key(spark, folder):
     from pyspark.sql import functions as F
 

@@ -191,24 +191,35 @@ def test_the_terminal_shows_no_jvm_log_lines(spark, jvm_stderr):
     assert started == [], started  # no "Setting default log level" at start-up either
 
 
-def _pytest_without_pyspark(env):
-    """pytest run on one Spark test in a fresh process where pyspark cannot import."""
+def _pytest_without_pyspark(env) -> subprocess.Popen:
+    """pytest started on one Spark test in a fresh process where pyspark cannot import
+    (``communicate()`` waits for it)."""
     target = os.path.join(ROOT, "tests", "spark", "test_positions.py")
     code = BLOCK_PYSPARK + (
         "import pytest\n"
         f"sys.exit(pytest.main([{target!r} + '::test_refusals_name_the_fix', '-q', "
         "'-p', 'no:cacheprovider', '-rs']))\n"
     )
-    return _python(code, env=env, timeout=240)
+    full = dict(os.environ, PYTHONPATH=ROOT, **env)
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=full,
+    )  # fmt: skip
+
+
+def _finished(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=240)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 @pytest.mark.needs_no_spark
 def test_ci_fails_rather_than_skips_when_spark_is_required_but_missing():
     """make test exports CALCORE_REQUIRE_SPARK=1: a missing pyspark fails the run; outside
     make test the same tests are skipped with the install command as the reason."""
-    required = _pytest_without_pyspark({"CALCORE_REQUIRE_SPARK": "1"})
+    # the two runs side by side: each is mostly a fresh interpreter importing calcore
+    started = [_pytest_without_pyspark({"CALCORE_REQUIRE_SPARK": v}) for v in ("1", "")]
+    required, optional = [_finished(p) for p in started]
     assert required.returncode == 1, required.stdout[-2000:]
     assert "CALCORE_REQUIRE_SPARK=1 (make test) but pyspark cannot be imported" in required.stdout
-    optional = _pytest_without_pyspark({"CALCORE_REQUIRE_SPARK": ""})
     assert optional.returncode == 0, optional.stdout[-2000:]
     assert "1 skipped" in optional.stdout and INSTALL_SPARK in optional.stdout
