@@ -312,13 +312,25 @@ class SparkEngine:
         #: One entry a job: the pass, the tasks' states (count, total and largest bytes),
         #: the plan's bytes shipped to every task (benchmarks/bench_spark.py reads it).
         self.pass_log: list[dict] = []
+        #: Groups of a two-level merge forced for the accumulating pass (tests); None:
+        #: decided per pass by the state's bound (:func:`calcore.spark._merge.merge_groups`).
+        self.merge_groups: int | None = None
 
     def run_pass(self, lanes, phase: str) -> None:
+        """One pass as one Spark job: the tasks fold their partitions; their states are
+        merged on the driver (small states), or first in groups inside the same job
+        (large ones: :mod:`calcore.spark._merge`), then on the driver."""
         import calcore
+        from calcore.spark import _merge
         from calcore.spark._apply import spark_error
-        from calcore.statistics.engine import pack, unpack
-        from calcore.statistics.passes import merge_pass, pass_job
+        from calcore.statistics.engine import pack
+        from calcore.statistics.passes import pass_job
 
+        bound = _merge.state_bound(lanes, phase)
+        forced = self.merge_groups if phase == "accumulate" else None
+        groups = _merge.merge_groups(
+            bound, lanes, self.name, _merge.max_result_bytes(self.df.sparkSession), forced
+        )
         job = pack(pass_job(lanes, phase))
         read_plan, version = self.read_plan, calcore.__version__
 
@@ -327,8 +339,11 @@ class SparkEngine:
 
             yield from task_states(read_plan, job, version, batches)
 
+        states = self.df.mapInArrow(run, _STATE_SCHEMA)
+        if groups:  # large states: merged in groups inside the same job first
+            states = _merge.two_level(states, groups, job, version)
         try:
-            table = self.df.mapInArrow(run, _STATE_SCHEMA).toArrow()
+            table = states.toArrow()
         except CalcoreError:
             raise
         except Exception as exc:  # Spark's errors: calcore's message inside, else shortened
@@ -337,35 +352,10 @@ class SparkEngine:
         sizes = [len(b) for b in table["state"].to_pylist()]
         self.pass_log.append(
             {"phase": phase, "plan_bytes": len(job), "states": len(sizes),
-             "state_bytes": sum(sizes), "largest_state_bytes": max(sizes, default=0)}
+             "state_bytes": sum(sizes), "largest_state_bytes": max(sizes, default=0),
+             "state_bound": bound, "groups": groups}
         )  # fmt: skip
-        rows = sorted(
-            zip(
-                table["first"].to_pylist(),
-                table["part"].to_pylist(),
-                table["seq"].to_pylist(),
-                table["lane"].to_pylist(),
-                table["state"].to_pylist(),
-                strict=True,
-            )
-        )
-        parts: dict = {}
-        for first, part, _, lane, state in rows:
-            states, kinds = parts.setdefault((first, part), ([], [None]))
-            key = json.loads(lane)
-            if "kinds" in key:
-                kinds[0] = key["kinds"]
-                continue
-            arrays = unpack(state, where=f"{self.name}: a Spark task's state")
-            states.append((int(key["lane"]), key["entry"], arrays))
-        merge_pass(
-            lanes,
-            phase,
-            [
-                (f"position {first:,}", states, kinds[0])
-                for (first, _), (states, kinds) in parts.items()
-            ],
-        )
+        _merge.merge_rows(lanes, phase, table, self.name)
 
     def slice_batches(self):
         """The slice columns (and split) of every row, read to the driver as one batch."""
