@@ -326,10 +326,10 @@ class SparkEngine:
         from calcore.statistics.engine import pack
         from calcore.statistics.passes import pass_job
 
-        bound = _merge.state_bound(lanes, phase)
+        bounds = _merge.state_bounds(lanes, phase)
         forced = self.merge_groups if phase == "accumulate" else None
         groups = _merge.merge_groups(
-            bound, lanes, self.name, _merge.max_result_bytes(self.df.sparkSession), forced
+            bounds, lanes, self.name, _merge.max_result_bytes(self.df.sparkSession), forced
         )
         job = pack(pass_job(lanes, phase))
         read_plan, version = self.read_plan, calcore.__version__
@@ -347,13 +347,14 @@ class SparkEngine:
         except CalcoreError:
             raise
         except Exception as exc:  # Spark's errors: calcore's message inside, else shortened
-            raise spark_error(exc, self.name) from None
+            too_large = _merge.result_size_error(exc, bounds, lanes, self.name, groups)
+            raise (too_large or spark_error(exc, self.name)) from None
         self.jobs += 1
         sizes = [len(b) for b in table["state"].to_pylist()]
         self.pass_log.append(
             {"phase": phase, "plan_bytes": len(job), "states": len(sizes),
              "state_bytes": sum(sizes), "largest_state_bytes": max(sizes, default=0),
-             "state_bound": bound, "groups": groups}
+             "state_bounds": bounds, "groups": groups}
         )  # fmt: skip
         _merge.merge_rows(lanes, phase, table, self.name)
 

@@ -37,21 +37,27 @@ Decisions
   the same run to run; it differs from the one-level merge (and the embedded engine) by
   the rounding of a sum added in another order: ~1e-16 relative, well under the 1e-9
   absolute the tests require.
-* **When.** The driver bounds one task's state before the job (:func:`state_bound`): the
-  packed size of its own lanes' states for the accumulating pass (they are built from the
-  same plan), the bootstrap's and redraws' KDE sums counted at every cell of their
-  layout (a task keeps only the cells its scores fall in, so the bound is an upper one).
-  The number of partitions is not asked for: ``df.rdd.getNumPartitions()`` does not exist
-  on Spark Connect and, on a shuffled DataFrame with adaptive execution, runs the shuffle.
-  So the bound alone decides: below :data:`ONE_LEVEL_STATE_BYTES` the states are merged
-  in one level (today's path; 256 partitions then stay under :data:`DRIVER_RESULT_BYTES`);
-  from it on, in two levels with ``G = DRIVER_RESULT_BYTES // bound`` groups (at least
-  1, at most :data:`MAX_GROUPS`), so that the driver receives at most
-  ``max(DRIVER_RESULT_BYTES, bound)`` bytes whatever the number of partitions.
-  Profile and selection passes merge in one level: their states (group sizes, score
-  moments, rank finders' 16-bit prefix counts) do not grow with resamples.
-* **Refused before the job**: a state bound over ``spark.driver.maxResultSize`` (a single
-  merged state must reach the driver), with its size, its cause and the fixes.
+* **When.** The driver bounds one task's state before the job (:func:`state_bounds`):
+  the packed size of its own lanes' accumulating states (they are built from the same
+  plan), the bootstrap's and redraws' KDE sums counted at every cell of their layouts (a
+  task keeps only the cells its scores fall in, so this is an upper bound: measured 1.3x
+  the largest state for binary data, 1.6-2x for 10 classes, 8-11x for 100 classes, whose
+  class-wise scores pile up near 0). The number of partitions is not asked for:
+  ``df.rdd.getNumPartitions()`` does not exist on Spark Connect and, on a shuffled
+  DataFrame with adaptive execution, runs the shuffle. So the bound alone decides: below
+  :data:`ONE_LEVEL_STATE_BYTES` the states merge in one level (today's path; 256
+  partitions then stay under :data:`DRIVER_RESULT_BYTES`); from it on, in two levels with
+  ``G = DRIVER_RESULT_BYTES // bound`` groups (at least 1, at most :data:`MAX_GROUPS`),
+  so that the driver receives at most ``max(DRIVER_RESULT_BYTES, bound)`` bytes whatever
+  the number of partitions. Profile and selection passes merge in one level: their
+  states (group sizes, score moments, rank finders' 16-bit prefix counts: under 2 MB for
+  100 classes) do not grow with resamples.
+* **Refused before the job** when the merged state's *floor* (its dense sums, which every
+  task and the merged state hold whatever their kept cells) exceeds
+  ``spark.driver.maxResultSize``: the state must reach the driver whole. The upper bound
+  alone does not refuse a pass (it may be 10x the real state); when Spark aborts the job
+  for ``maxResultSize`` anyway, its error is given as calcore's, with the state's size,
+  its cause and the fixes (:func:`result_size_error`).
 * **Memory of a group task**: its lanes' running sums plus one incoming partition's state
   (unpacked, then merged and dropped), plus the Arrow batch Spark hands it (capped by
   ``spark.sql.execution.arrow.maxRecordsPerBatch`` and ``maxBytesPerBatch``).
@@ -74,8 +80,9 @@ __all__ = [
     "ONE_LEVEL_STATE_BYTES",
     "DRIVER_RESULT_BYTES",
     "MAX_GROUPS",
-    "state_bound",
+    "state_bounds",
     "merge_groups",
+    "result_size_error",
     "max_result_bytes",
     "group_states",
     "merge_rows",
@@ -115,31 +122,35 @@ def _kept_cells_extra(problems, layouts) -> int:
     return extra
 
 
-def lane_bound(lane) -> int:
-    """Upper bound of the packed accumulating state of a started lane, in bytes."""
+def lane_bounds(lane) -> tuple[int, int]:
+    """``(floor, bound)``: bytes a started lane's packed accumulating state takes at least
+    (its dense sums, the same in every task) and at most (its kept-cell KDE sums at every
+    cell of their layouts)."""
     from calcore.statistics.engine import lane_state
 
-    total = _packed_bytes(lane_state("accumulate", lane))
+    floor = _packed_bytes(lane_state("accumulate", lane)) + 4096  # + header and directory
+    extra = 0
     for stats in (lane.stats, lane.boot, lane.boot2):
         if stats is None:
             continue
         for key, problems in stats.kde.items():
             pairs = [(s.moments, s.cells) for s in problems]
-            total += _kept_cells_extra(pairs, stats.kde_specs[key].layouts)
+            extra += _kept_cells_extra(pairs, stats.kde_specs[key].layouts)
     if lane.redrawn is not None:
         for key, problems in lane.redrawn.positives.items():
-            total += _kept_cells_extra(problems, lane.redrawn.kde_specs[key].layouts)
-    return total + 4096  # the archive's header and directory
+            extra += _kept_cells_extra(problems, lane.redrawn.kde_specs[key].layouts)
+    return floor, floor + extra
 
 
-def state_bound(lanes, phase: str) -> int | None:
-    """Upper bound of one task's packed state in ``phase`` (None: not bounded before the
-    job, the profile and selection passes).
+def state_bounds(lanes, phase: str) -> tuple[int, int] | None:
+    """``(floor, bound)`` of one pass's packed states, before the job (None: not bounded,
+    the profile and selection passes).
 
-    The accumulating pass's: every lane the driver planned (a task holds a subset); before
-    any lane exists (statistics in one pass: fixed bins, no KDE-ECE), one lane started as
-    the driver would start it (with slices, each slice's lane is that big, and their number
-    is not known before the job).
+    ``bound``: one task's state at most, every lane the driver planned (a task holds a
+    subset) with every kept KDE cell; before any lane exists (statistics in one pass:
+    fixed bins, no KDE-ECE), one lane started as the driver would start it (with slices
+    each slice's lane is that big; their number is not known before the job). ``floor``:
+    what the driver receives at least, whatever the merge (every lane's dense sums once).
     """
     from calcore.statistics.passes import _Lane
 
@@ -151,7 +162,8 @@ def state_bound(lanes, phase: str) -> int | None:
         lane.plan()
         lane.start(lanes.bootstrap, lanes.redraws, lanes.redraw_keys, **lanes._starting)
         started = [lane]
-    return sum(lane_bound(lane) for lane in started)
+    pairs = [lane_bounds(lane) for lane in started]
+    return sum(f for f, _ in pairs), sum(b for _, b in pairs)
 
 
 def max_result_bytes(spark) -> int | None:
@@ -209,13 +221,21 @@ def _cause(lanes) -> str:
     return "; ".join(parts) or "the statistics' sums"
 
 
-def merge_groups(bound, lanes, name: str, max_result, forced=None) -> int:
+def _fixes(size: int) -> str:
+    return (
+        "Ask for fewer resamples (n_bootstrap=), leave kde_ece and kde_ece_classwise out of "
+        "metrics=, or raise spark.driver.maxResultSize (and the driver's memory, "
+        f"spark.driver.memory) above {_megabytes(2 * size)}."
+    )
+
+
+def merge_groups(bounds, lanes, name: str, max_result, forced=None) -> int:
     """The second level's number of groups for a pass (0: merge in one level).
 
     Parameters
     ----------
-    bound : int or None
-        :func:`state_bound`.
+    bounds : (int, int) or None
+        :func:`state_bounds`: ``(floor, bound)``.
     lanes : _Lanes
         The driver's lanes (what makes the state large, in the message).
     name : str
@@ -228,22 +248,38 @@ def merge_groups(bound, lanes, name: str, max_result, forced=None) -> int:
     Raises
     ------
     CalcoreError
-        One state alone would exceed ``spark.driver.maxResultSize``.
+        The merged state alone exceeds ``spark.driver.maxResultSize`` (its floor does).
     """
-    if bound is not None and max_result is not None and bound > max_result:
+    if bounds is None:
+        return 0 if forced is None else max(int(forced), 1)
+    floor, bound = bounds
+    if max_result is not None and floor > max_result:
         raise CalcoreError(
-            f"{name}: one Spark task's statistics for this pass may take up to "
-            f"{_megabytes(bound)} ({_cause(lanes)}), over spark.driver.maxResultSize "
-            f"({_megabytes(max_result)}): the merged state must reach the driver whole. Ask "
-            "for fewer resamples (n_bootstrap=), leave kde_ece and kde_ece_classwise out of "
-            "metrics=, or raise spark.driver.maxResultSize (and the driver's memory) above "
-            f"{_megabytes(2 * bound)}. Nothing was run."
+            f"{name}: the statistics of this pass take at least {_megabytes(floor)} (up to "
+            f"{_megabytes(bound)} in a Spark task; {_cause(lanes)}), over "
+            f"spark.driver.maxResultSize ({_megabytes(max_result)}): the merged state must "
+            f"reach the driver whole. {_fixes(bound)} Nothing was run."
         )
     if forced is not None:
         return max(int(forced), 1)
-    if bound is None or bound < ONE_LEVEL_STATE_BYTES:
+    if bound < ONE_LEVEL_STATE_BYTES:
         return 0
     return int(min(max(DRIVER_RESULT_BYTES // bound, 1), MAX_GROUPS))
+
+
+def result_size_error(exc: Exception, bounds, lanes, name: str, groups: int):
+    """Spark's abort for ``spark.driver.maxResultSize`` as calcore's message (None for
+    another error): the states were larger than the driver may receive."""
+    text = str(exc)
+    if "maxResultSize" not in text:
+        return None
+    floor, bound = bounds if bounds is not None else (0, 0)
+    how = f"merged in {groups} group(s) first" if groups else "merged on the driver"
+    size = f" (each up to {_megabytes(bound)}; {_cause(lanes)})" if bound else ""
+    return CalcoreError(
+        f"{name}: Spark refused to send this pass's statistics to the driver: their states"
+        f"{size}, {how}, exceed spark.driver.maxResultSize. {_fixes(max(bound, floor))}"
+    )
 
 
 # ------------------------------------------------------------------ the second level

@@ -1,0 +1,266 @@
+"""The two-level merge of a pass's states (calcore/spark/_merge.py).
+
+Without Spark: a local engine folds contiguous parts of a scanned stream with the tasks'
+own code (:func:`calcore.statistics.passes.partition_states`), packs their states as the
+tasks do and merges them in one level or in hashed groups (:func:`merge_group`, then the
+driver's :func:`merge_rows`): the group merge equals the sequential merge, array by
+array, and the reports equal the embedded engine's. With Spark: the two-level path
+forced (random groups and partitions) on bootstrap + KDE-ECE + the calibration test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import calcore
+from calcore.spark import _merge
+from calcore.spark._evaluate import SparkStream
+from calcore.statistics import engine
+from calcore.statistics.passes import pass_job, partition_states
+
+from ._data import binary, multiclass, write_parts
+
+TOL = 1e-9
+METRICS = ["conf_ece", "classwise_ece", "kde_ece", "kde_ece_classwise", "brier"]
+OPTIONS = dict(metrics=METRICS, n_bootstrap=20, seed=3)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """9,000 3-class rows with integer weights, in four files."""
+    path = tmp_path_factory.mktemp("merge") / "logs"
+    table = multiclass(9_000, 3, seed=21)
+    rng = np.random.default_rng(8)
+    table = table.append_column("weight", pa.array(rng.integers(0, 3, table.num_rows) * 1.0))
+    write_parts(str(path), table, [2_000, 3_000, 1_500, 2_500])
+    return str(path)
+
+
+def _rows(states, kinds, first, part):
+    """A task's output rows, as :func:`calcore.spark._evaluate.task_states` writes them."""
+    import json
+
+    out = [
+        (first, part, i, json.dumps({"lane": k, "entry": e}), engine.pack(s))
+        for i, (k, e, s) in enumerate(states)
+    ]
+    if kinds is not None:
+        out.append((first, part, len(out), json.dumps({"kinds": kinds}), engine.pack({})))
+    return out
+
+
+def _table(rows):
+    names = ["first", "part", "seq", "lane", "state"]
+    return pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
+
+
+class LocalEngine:
+    """The Spark engine's merge without Spark: ``parts`` contiguous parts of the stream's
+    batches, folded by the tasks' code; ``groups`` 0 (one level) or the groups, hashed
+    as :func:`calcore.spark._merge.two_level` does (any deterministic map will do)."""
+
+    def __init__(self, stream, parts: int, groups: int, max_result=None):
+        self.stream, self.n_parts, self.groups, self.max_result = stream, parts, groups, max_result
+        self.log = []
+
+    def run_pass(self, lanes, phase):
+        bounds = _merge.state_bounds(lanes, phase)
+        _merge.merge_groups(bounds, lanes, self.stream.name, self.max_result)
+        job = engine.unpack(engine.pack(pass_job(lanes, phase)))
+        batches = list(self.stream.batches())
+        cuts = np.array_split(np.arange(len(batches)), self.n_parts)
+        rows = []
+        for part, idx in enumerate(cuts):
+            if idx.size == 0:
+                continue
+            mine = [batches[i] for i in idx]
+            states, kinds = partition_states(job, mine)
+            rows += _rows(states, kinds, int(mine[0].position), part)
+        groups = self.groups if phase == "accumulate" else 0
+        if groups:
+            by_group: dict = {}
+            for row in sorted(rows, key=lambda r: r[:3]):
+                by_group.setdefault(hash(row[0]) % groups, []).append(row)
+            rows = []
+            for g, members in sorted(by_group.items()):
+                first, states, kinds = _merge.merge_group(job, members, self.stream.name)
+                rows += _rows(states, kinds, first, g)
+        sizes = [len(r[4]) for r in rows]
+        self.log.append((phase, bounds, max(sizes, default=0)))
+        _merge.merge_rows(lanes, phase, _table(rows), self.stream.name)
+
+
+def _local(stream, parts, groups, **kw):
+    fields = {f.name: getattr(stream, f.name) for f in dataclasses.fields(type(stream))}
+    local = LocalEngine(stream, parts, groups, **kw)
+    return SparkStream(**fields, engine=local), local
+
+
+def _same(emb, got, tol=TOL):
+    worst = 0.0
+    for key, value in emb.metrics.items():
+        if value is None:
+            assert got.metrics[key] is None, key
+            continue
+        worst = max(worst, abs(value - got.metrics[key]))
+    for key, interval in emb.intervals.items():
+        other = got.intervals[key]
+        worst = max(worst, abs(interval.low - other.low), abs(interval.high - other.high))
+    assert (emb.calibration_test is None) == (got.calibration_test is None)
+    if emb.calibration_test is not None:
+        for key, p in emb.calibration_test.p_values.items():
+            worst = max(worst, abs(p - got.calibration_test.p_values[key]))
+    assert worst <= tol, worst
+    return worst
+
+
+# ---------------------------------------------------------------- without Spark
+@pytest.mark.needs_no_spark
+def test_group_merge_equals_the_sequential_merge_array_by_array(folder):
+    """The accumulating pass's states of 7 parts merged in one level and in 3 groups."""
+    stream = calcore.scan(folder, batch_rows=1_000)
+    captured = {}
+
+    class Capture(LocalEngine):
+        def run_pass(self, lanes, phase):
+            if phase == "accumulate":
+                captured["lanes"], captured["job"] = lanes, pass_job(lanes, phase)
+            super().run_pass(lanes, phase)
+
+    fields = {f.name: getattr(stream, f.name) for f in dataclasses.fields(type(stream))}
+    calcore.evaluate(SparkStream(**fields, engine=Capture(stream, 7, 0)), **OPTIONS)
+    job = engine.unpack(engine.pack(captured["job"]))
+    batches = list(stream.batches())
+    parts = [
+        [batches[i] for i in idx] for idx in np.array_split(np.arange(len(batches)), 7)
+    ]
+    rows = []
+    for p, mine in enumerate(parts):
+        states, kinds = partition_states(job, mine)
+        rows += _rows(states, kinds, int(mine[0].position), p)
+    # sequential: every part's state into one lane, in position order
+    first, sequential, _ = _merge.merge_group(job, rows)
+    assert first == 0
+    # two levels: parts {0, 3, 6}, {1, 4}, {2, 5}, then the three groups in order
+    grouped = []
+    for g in range(3):
+        members = [r for r in rows if r[1] % 3 == g]
+        f, states, kinds = _merge.merge_group(job, members)
+        grouped += _rows(states, kinds, f, g)
+    _, two, _ = _merge.merge_group(job, sorted(grouped, key=lambda r: r[:3]))
+    (_, _, a), (_, _, b) = sequential[0], two[0]
+    assert a.keys() == b.keys()
+    kept = [k for k in a if k.endswith("/cells") and ("boot/kde" in k or "positives" in k)]
+    assert kept  # the bootstrap's and the redraws' kept KDE cells are in the state
+    for key in a:
+        x, y = np.asarray(a[key]), np.asarray(b[key])
+        assert x.shape == y.shape, key
+        if x.dtype.kind in "iub":
+            assert np.array_equal(x, y), key
+        else:
+            assert np.allclose(x, y, rtol=1e-12, atol=1e-12), key
+
+
+@pytest.mark.needs_no_spark
+@pytest.mark.parametrize("parts, groups", [(5, 2), (9, 4), (3, 1)])
+def test_two_level_reports_equal_the_embedded_engine(folder, parts, groups):
+    emb = calcore.evaluate(calcore.scan(folder), **OPTIONS)
+    src, local = _local(calcore.scan(folder, batch_rows=700), parts, groups)
+    _same(emb, calcore.evaluate(src, **OPTIONS))
+    phase, (floor, bound), largest = local.log[-1]
+    assert phase == "accumulate" and floor <= largest <= bound  # merged states too
+
+
+@pytest.mark.needs_no_spark
+def test_a_state_over_max_result_size_is_refused_before_the_job(folder):
+    src, local = _local(calcore.scan(folder), 2, 0, max_result=100_000)
+    with pytest.raises(calcore.CalcoreError) as info:
+        calcore.evaluate(src, **dict(OPTIONS, n_bootstrap=200))
+    text = str(info.value)
+    assert "at least" in text and "spark.driver.maxResultSize" in text and "200 resamples" in text
+    assert "n_bootstrap" in text and "kde_ece" in text and "MB" in text
+    assert [p for p, _, _ in local.log] == ["profile"]  # the accumulating pass never ran
+
+
+@pytest.mark.needs_no_spark
+def test_groups_follow_the_bound():
+    lanes, mb = None, 1 << 20
+    assert _merge.merge_groups(None, lanes, "s", None) == 0  # profile / select
+    assert _merge.merge_groups((500, 1_000), lanes, "s", 1 << 30) == 0  # small: one level
+    assert _merge.merge_groups((mb, 100 * mb), lanes, "s", 1 << 30) == 2
+    assert _merge.merge_groups((mb, 300 * mb), lanes, "s", 1 << 30) == 1
+    # an upper bound over maxResultSize is not refused: the kept cells are fewer in practice
+    assert _merge.merge_groups((mb, 3000 * mb), lanes, "s", 1 << 30) == 1
+    assert _merge.merge_groups((mb, 2 * mb), lanes, "s", None) == _merge.MAX_GROUPS
+    assert _merge.merge_groups((500, 1_000), lanes, "s", None, forced=3) == 3
+    assert _merge.parse_bytes("2g") == 2 << 30 and _merge.parse_bytes("0") is None
+
+
+@pytest.mark.needs_no_spark
+def test_sparks_max_result_size_abort_is_explained():
+    from types import SimpleNamespace
+
+    lanes = SimpleNamespace(bootstrap=(200, 0), redraws=(100, 0), kde=("kde_ece",),
+                            names=("a", "b"), lanes={0: None})  # fmt: skip
+    spark_says = Exception(
+        "org.apache.spark.SparkException: Job aborted due to stage failure: Total size of "
+        "serialized results of 3 tasks (1100.0 MiB) is bigger than spark.driver.maxResultSize "
+        "(1024.0 MiB)"
+    )
+    err = _merge.result_size_error(spark_says, (10**8, 4 * 10**8), lanes, "logs", 2)
+    text = str(err)
+    assert "logs" in text and "400 MB" in text and "2 group(s)" in text
+    assert "200 resamples" in text and "n_bootstrap" in text and "800 MB" in text
+    assert _merge.result_size_error(Exception("another"), None, lanes, "logs", 0) is None
+
+
+# ---------------------------------------------------------------- with Spark
+def test_spark_two_level_merge_equals_the_embedded_engine(spark, folder):
+    from pyspark.sql import functions as F
+
+    rng = np.random.default_rng(2026)
+    emb = calcore.evaluate(calcore.scan(folder), **OPTIONS)
+    df = spark.read.parquet(folder)
+    n, groups = int(rng.integers(3, 8)), int(rng.integers(1, 4))
+    src = calcore.from_spark(df.repartition(n, F.rand(int(rng.integers(100)))))
+    src.engine.merge_groups = groups
+    first = calcore.evaluate(src, **OPTIONS)
+    _same(emb, first)
+    log = src.engine.pass_log
+    assert [e["phase"] for e in log] == ["profile", "accumulate"]
+    assert log[-1]["groups"] == groups and log[-1]["states"] <= groups
+    floor, bound = log[-1]["state_bounds"]
+    assert floor <= log[-1]["largest_state_bytes"] <= bound
+    assert src.engine.jobs == 2  # one job a pass, the second level included
+    again = calcore.evaluate(src, **OPTIONS)  # deterministic run to run
+    assert again.metrics == first.metrics
+    assert {k: (v.low, v.high) for k, v in again.intervals.items()} == {
+        k: (v.low, v.high) for k, v in first.intervals.items()
+    }
+
+
+def test_spark_bound_decides_two_levels_binary(spark, tmp_path, monkeypatch):
+    write_parts(str(tmp_path), binary(20_000, seed=5), [6_000, 9_000, 5_000])
+    options = dict(metrics=["conf_ece", "kde_ece", "brier"], n_bootstrap=20, seed=4)
+    emb = calcore.evaluate(calcore.scan(str(tmp_path)), **options)
+    monkeypatch.setattr(_merge, "ONE_LEVEL_STATE_BYTES", 0)  # every state "large"
+    src = calcore.from_spark(spark.read.parquet(str(tmp_path)).repartition(5))
+    bound = None
+
+    def bound_of(lanes, phase):
+        nonlocal bound
+        got = original(lanes, phase)
+        if got is not None:  # two groups of this pass's states
+            monkeypatch.setattr(_merge, "DRIVER_RESULT_BYTES", 2 * got[1])
+            bound = got
+        return got
+
+    original = _merge.state_bounds
+    monkeypatch.setattr(_merge, "state_bounds", bound_of)
+    _same(emb, calcore.evaluate(src, **options))
+    last = src.engine.pass_log[-1]
+    assert last["groups"] == 2 and tuple(last["state_bounds"]) == bound and last["states"] <= 2
