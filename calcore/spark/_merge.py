@@ -380,7 +380,11 @@ def merge_group(job: dict, rows, where: str = "the stream"):
     merge_pass(lanes, phase, parts())
     if not firsts:
         return None, [], None
-    return min(firsts), lanes_states(lanes, phase, slicer), None if slicer is None else slicer.kinds()
+    return (
+        min(firsts),
+        lanes_states(lanes, phase, slicer),
+        None if slicer is None else slicer.kinds(),
+    )
 
 
 def group_states(job: bytes, driver_version: str, batches):
@@ -445,26 +449,12 @@ def two_level(states_df, groups: int, job: bytes, version: str):
 def merge_rows(lanes, phase: str, table, name: str) -> None:
     """Merge the collected states (an Arrow table ``(first, part, seq, lane, state)``)
     into the driver's lanes, in order of ``(first, part, seq)``."""
-    from calcore.statistics.engine import unpack
     from calcore.statistics.passes import merge_pass
 
-    order = sorted(
-        range(table.num_rows),
-        key=lambda i: (table["first"][i].as_py(), table["part"][i].as_py(), table["seq"][i].as_py()),
-    )
-    parts: dict = {}
-    for i in order:
-        first, part = table["first"][i].as_py(), table["part"][i].as_py()
-        states, kinds = parts.setdefault((first, part), ([], [None]))
-        key = json.loads(table["lane"][i].as_py())
-        if "kinds" in key:
-            kinds[0] = key["kinds"]
-            continue
-        arrays = unpack(table["state"][i].as_py(), where=f"{name}: a Spark task's state")
-        states.append((int(key["lane"]), key["entry"], arrays))
+    columns = [table[c].to_pylist() for c in ("first", "part", "seq", "lane", "state")]
+    rows = sorted(zip(*columns, strict=True), key=lambda r: r[:3])
     merge_pass(
         lanes,
         phase,
-        [(f"position {first:,}", states, kinds[0]) for (first, _), (states, kinds) in parts.items()],
+        [(f"position {first:,}", states, kinds) for first, states, kinds in _parts(rows, name)],
     )
-

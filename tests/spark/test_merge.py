@@ -20,7 +20,7 @@ import calcore
 from calcore.spark import _merge
 from calcore.spark._evaluate import SparkStream
 from calcore.statistics import engine
-from calcore.statistics.passes import pass_job, partition_states
+from calcore.statistics.passes import partition_states, pass_job
 
 from ._data import binary, multiclass, write_parts
 
@@ -135,9 +135,7 @@ def test_group_merge_equals_the_sequential_merge_array_by_array(folder):
     calcore.evaluate(SparkStream(**fields, engine=Capture(stream, 7, 0)), **OPTIONS)
     job = engine.unpack(engine.pack(captured["job"]))
     batches = list(stream.batches())
-    parts = [
-        [batches[i] for i in idx] for idx in np.array_split(np.arange(len(batches)), 7)
-    ]
+    parts = [[batches[i] for i in idx] for idx in np.array_split(np.arange(len(batches)), 7)]
     rows = []
     for p, mine in enumerate(parts):
         states, kinds = partition_states(job, mine)
@@ -219,48 +217,53 @@ def test_sparks_max_result_size_abort_is_explained():
 
 
 # ---------------------------------------------------------------- with Spark
+def _intervals(report):
+    return {k: (v.low, v.high) for k, v in report.intervals.items()}
+
+
 def test_spark_two_level_merge_equals_the_embedded_engine(spark, folder):
+    """Forced groups (1-3) after a shuffle into 3-7 partitions: every metric, interval
+    and p-value of the embedded engine, in one job a pass."""
     from pyspark.sql import functions as F
 
     rng = np.random.default_rng(2026)
     emb = calcore.evaluate(calcore.scan(folder), **OPTIONS)
-    df = spark.read.parquet(folder)
     n, groups = int(rng.integers(3, 8)), int(rng.integers(1, 4))
-    src = calcore.from_spark(df.repartition(n, F.rand(int(rng.integers(100)))))
+    src = calcore.from_spark(
+        spark.read.parquet(folder).repartition(n, F.rand(int(rng.integers(99))))
+    )
     src.engine.merge_groups = groups
-    first = calcore.evaluate(src, **OPTIONS)
-    _same(emb, first)
+    _same(emb, calcore.evaluate(src, **OPTIONS))
     log = src.engine.pass_log
     assert [e["phase"] for e in log] == ["profile", "accumulate"]
+    assert src.engine.jobs == 2  # one job a pass, the second level included
     assert log[-1]["groups"] == groups and log[-1]["states"] <= groups
     floor, bound = log[-1]["state_bounds"]
     assert floor <= log[-1]["largest_state_bytes"] <= bound
-    assert src.engine.jobs == 2  # one job a pass, the second level included
-    again = calcore.evaluate(src, **OPTIONS)  # deterministic run to run
-    assert again.metrics == first.metrics
-    assert {k: (v.low, v.high) for k, v in again.intervals.items()} == {
-        k: (v.low, v.high) for k, v in first.intervals.items()
-    }
 
 
-def test_spark_bound_decides_two_levels_binary(spark, tmp_path, monkeypatch):
+def test_spark_bound_decides_two_levels_and_runs_are_deterministic(spark, tmp_path, monkeypatch):
+    """The threshold lowered: the bound alone chooses two levels and two groups; a second
+    run gives the same bits."""
     write_parts(str(tmp_path), binary(20_000, seed=5), [6_000, 9_000, 5_000])
     options = dict(metrics=["conf_ece", "kde_ece", "brier"], n_bootstrap=20, seed=4)
     emb = calcore.evaluate(calcore.scan(str(tmp_path)), **options)
     monkeypatch.setattr(_merge, "ONE_LEVEL_STATE_BYTES", 0)  # every state "large"
     src = calcore.from_spark(spark.read.parquet(str(tmp_path)).repartition(5))
-    bound = None
+    original, seen = _merge.state_bounds, []
 
-    def bound_of(lanes, phase):
-        nonlocal bound
+    def bounds_of(lanes, phase):
         got = original(lanes, phase)
-        if got is not None:  # two groups of this pass's states
+        if got is not None:  # room for two of this pass's states at the driver
             monkeypatch.setattr(_merge, "DRIVER_RESULT_BYTES", 2 * got[1])
-            bound = got
+            seen.append(got)
         return got
 
-    original = _merge.state_bounds
-    monkeypatch.setattr(_merge, "state_bounds", bound_of)
-    _same(emb, calcore.evaluate(src, **options))
+    monkeypatch.setattr(_merge, "state_bounds", bounds_of)
+    first = calcore.evaluate(src, **options)
+    _same(emb, first)
     last = src.engine.pass_log[-1]
-    assert last["groups"] == 2 and tuple(last["state_bounds"]) == bound and last["states"] <= 2
+    assert last["groups"] == 2 and tuple(last["state_bounds"]) == seen[-1]
+    again = calcore.evaluate(src, **options)
+    assert again.metrics == first.metrics and _intervals(again) == _intervals(first)
+    assert again.calibration_test.p_values == first.calibration_test.p_values
