@@ -297,7 +297,9 @@ class SparkEngine:
 
     ``run_pass(lanes, phase)`` is what :class:`~calcore.statistics.passes` calls for a
     stream with an ``engine``: the pass's job (plan) to every task, the states back, merged
-    on the driver in the order of the partitions' first row positions.
+    on the driver in the order of the partitions' first row positions. Large states (the
+    bound the driver computes before the job, :mod:`calcore.spark._merge`) are first merged
+    in groups inside the same job, so the driver receives a bounded number of them.
     """
 
     def __init__(self, df, stream_name: str, read_plan: str, position: str, slice_columns,
