@@ -73,6 +73,9 @@ class LocalEngine:
         self.log = []
         self.tasks = {}  # phase -> (job, the tasks' rows before any group merge)
 
+    def slice_batches(self):
+        return self.stream.slice_batches()
+
     def run_pass(self, lanes, phase):
         bounds = _merge.state_bounds(lanes, phase)
         _merge.merge_groups(bounds, lanes, self.stream.name, self.max_result)
@@ -260,3 +263,25 @@ def test_spark_bound_decides_two_levels_and_runs_are_deterministic(spark, tmp_pa
     again = calcore.evaluate(src, **options)
     assert again.metrics == first.metrics and _intervals(again) == _intervals(first)
     assert again.calibration_test.p_values == first.calibration_test.p_values
+
+
+@pytest.mark.needs_no_spark
+@pytest.mark.parametrize("metrics", [["conf_ece", "kde_ece"], ["conf_ece"]])
+def test_two_level_slices_equal_the_embedded_engine(folder, metrics):
+    """evaluate_by: slices are matched by their entry in the groups (in a first pass,
+    ``["conf_ece"]`` alone, each task numbers them itself); every slice's report is the
+    embedded engine's."""
+    options = dict(metrics=metrics, n_bootstrap=10, n_resamples=20, seed=2)
+    emb = calcore.evaluate_by(calcore.scan(folder, slice_columns=["day"]), by="day:q3", **options)
+    src, local = _local(calcore.scan(folder, slice_columns=["day"], batch_rows=800), 6, 3)
+    got = calcore.evaluate_by(src, by="day:q3", **options)
+    assert [p for p, _, _ in local.log][-1] == "accumulate"
+    assert len(local.log) == (2 if "kde_ece" in metrics else 1)
+    _same(emb.overall, got.overall)
+    mine = {s.values: s for s in got.slices}
+    assert mine.keys() == {s.values for s in emb.slices} and len(mine) == 3
+    for s in emb.slices:
+        assert (mine[s.values].n, mine[s.values].weight) == (s.n, s.weight)
+        _same(s.report, mine[s.values].report)
+        if s.p_value is not None:
+            assert abs(s.p_value - mine[s.values].p_value) <= TOL
