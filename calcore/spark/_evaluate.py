@@ -392,7 +392,9 @@ class SparkEngine:
 
     ``run_pass(lanes, phase)`` is what :class:`~calcore.statistics.passes` calls for a
     stream with an ``engine``: the pass's job (plan) to every task, the states back, merged
-    on the driver in the order of the partitions' first row positions.
+    on the driver in the order of the partitions' first row positions. Large states (the
+    bound the driver computes before the job, :mod:`calcore.spark._merge`) are first merged
+    in groups inside the same job, so the driver receives a bounded number of them.
     """
 
     def __init__(self, df, stream_name: str, read_plan: str, position: str, slice_columns,
@@ -409,13 +411,25 @@ class SparkEngine:
         #: One entry a job: the pass, the tasks' states (count, total and largest bytes),
         #: the plan's bytes shipped to every task (benchmarks/bench_spark.py reads it).
         self.pass_log: list[dict] = []
+        #: Groups of a two-level merge forced for the accumulating pass (tests); None:
+        #: decided per pass by the state's bound (:func:`calcore.spark._merge.merge_groups`).
+        self.merge_groups: int | None = None
 
     def run_pass(self, lanes, phase: str) -> None:
+        """One pass as one Spark job: the tasks fold their partitions; their states are
+        merged on the driver (small states), or first in groups inside the same job
+        (large ones: :mod:`calcore.spark._merge`), then on the driver."""
         import calcore
+        from calcore.spark import _merge
         from calcore.spark._apply import spark_error
-        from calcore.statistics.engine import pack, unpack
-        from calcore.statistics.passes import merge_pass, pass_job
+        from calcore.statistics.engine import pack
+        from calcore.statistics.passes import pass_job
 
+        bounds = _merge.state_bounds(lanes, phase)
+        forced = self.merge_groups if phase == "accumulate" else None
+        groups = _merge.merge_groups(
+            bounds, lanes, self.name, _merge.max_result_bytes(self.df.sparkSession), forced
+        )
         job = pack(pass_job(lanes, phase))
         read_plan, version = self.read_plan, calcore.__version__
 
@@ -424,45 +438,24 @@ class SparkEngine:
 
             yield from task_states(read_plan, job, version, batches)
 
+        states = self.df.mapInArrow(run, _STATE_SCHEMA)
+        if groups:  # large states: merged in groups inside the same job first
+            states = _merge.two_level(states, groups, job, version)
         try:
-            table = self.df.mapInArrow(run, _STATE_SCHEMA).toArrow()
+            table = states.toArrow()
         except CalcoreError:
             raise
         except Exception as exc:  # Spark's errors: calcore's message inside, else shortened
-            raise spark_error(exc, self.name) from None
+            too_large = _merge.result_size_error(exc, bounds, lanes, self.name, groups)
+            raise (too_large or spark_error(exc, self.name)) from None
         self.jobs += 1
         sizes = [len(b) for b in table["state"].to_pylist()]
         self.pass_log.append(
             {"phase": phase, "plan_bytes": len(job), "states": len(sizes),
-             "state_bytes": sum(sizes), "largest_state_bytes": max(sizes, default=0)}
+             "state_bytes": sum(sizes), "largest_state_bytes": max(sizes, default=0),
+             "state_bounds": bounds, "groups": groups}
         )  # fmt: skip
-        rows = sorted(
-            zip(
-                table["first"].to_pylist(),
-                table["part"].to_pylist(),
-                table["seq"].to_pylist(),
-                table["lane"].to_pylist(),
-                table["state"].to_pylist(),
-                strict=True,
-            )
-        )
-        parts: dict = {}
-        for first, part, _, lane, state in rows:
-            states, kinds = parts.setdefault((first, part), ([], [None]))
-            key = json.loads(lane)
-            if "kinds" in key:
-                kinds[0] = key["kinds"]
-                continue
-            arrays = unpack(state, where=f"{self.name}: a Spark task's state")
-            states.append((int(key["lane"]), key["entry"], arrays))
-        merge_pass(
-            lanes,
-            phase,
-            [
-                (f"position {first:,}", states, kinds[0])
-                for (first, _), (states, kinds) in parts.items()
-            ],
-        )
+        _merge.merge_rows(lanes, phase, table, self.name)
 
     def with_transform(self, saved: str) -> "SparkEngine":
         """This engine with a fitted calibrator (its saved JSON text) applied in the tasks

@@ -777,25 +777,16 @@ def pass_job(lanes: _Lanes, phase: str) -> dict:
     return out
 
 
-def partition_states(job: dict, batches) -> tuple[list, list | None]:
-    """Fold one phase of a job (:func:`pass_job`) over a part of the rows, in a task.
-
-    Parameters
-    ----------
-    job : dict of str to ndarray
-        :func:`pass_job`'s arrays (header checked by the caller).
-    batches : iterable
-        The part's batches in position order, each with ``preds`` (``sample_weight`` for
-        weights), ``positions`` (each row's position), ``position`` (the first's),
-        ``file`` and ``first_row`` (messages) and, to slice, ``slice_values``.
+def job_lanes(job: dict, batches=()) -> tuple:
+    """A task's lanes for one phase of a job (:func:`pass_job`): the driver's lanes as
+    planned (plan restored, accumulating statistics started), its slicer and settings.
 
     Returns
     -------
-    states : list of (int, tuple or None, dict)
-        ``(lane id, slice entry or None, state arrays)`` of every lane that saw rows or
-        was planned, in lane order.
-    kinds : list or None
-        The slice columns' kinds as this part decided them (None without slices).
+    lanes : _Lanes
+        Over ``batches`` (none to merge states only: :func:`merge_pass` into them).
+    phase : str
+    slicer : BatchSlicer or None
     """
     from calcore.slicing_batches import BatchSlicer
 
@@ -826,21 +817,49 @@ def partition_states(job: dict, batches) -> tuple[list, list | None]:
         if phase == "accumulate":
             lanes._start(lane)
     lanes.passes = spec["passes"]
-    if spec["slicer"] is None:
-        route = _whole_route
-        slicer = None
-    else:
+    slicer = None
+    if spec["slicer"] is not None:
         slicer = BatchSlicer.from_plan(spec["slicer"])
         lanes.slicer, lanes.overall = slicer, spec["overall"]
-        route = _slice_route(slicer, spec["overall"])
-    lanes._read(route, phase)
+    return lanes, phase, slicer
+
+
+def lanes_states(lanes, phase: str, slicer) -> list:
+    """``(lane id, slice entry or None, state arrays)`` of every lane that saw rows (or,
+    before the accumulating pass, was planned), in lane order."""
     states = []
     for key, lane in lanes.lanes.items():
         if phase == "accumulate" and lane.stats.n_rows == 0:
             continue  # a planned slice without rows here: zero sums, nothing to send
         entry = None if slicer is None or key < 0 else slicer.entry(key)
         states.append((key, entry, engine.lane_state(phase, lane)))
-    return states, None if slicer is None else slicer.kinds()
+    return states
+
+
+def partition_states(job: dict, batches) -> tuple[list, list | None]:
+    """Fold one phase of a job (:func:`pass_job`) over a part of the rows, in a task.
+
+    Parameters
+    ----------
+    job : dict of str to ndarray
+        :func:`pass_job`'s arrays (header checked by the caller).
+    batches : iterable
+        The part's batches in position order, each with ``preds`` (``sample_weight`` for
+        weights), ``positions`` (each row's position), ``position`` (the first's),
+        ``file`` and ``first_row`` (messages) and, to slice, ``slice_values``.
+
+    Returns
+    -------
+    states : list of (int, tuple or None, dict)
+        ``(lane id, slice entry or None, state arrays)`` of every lane that saw rows or
+        was planned, in lane order.
+    kinds : list or None
+        The slice columns' kinds as this part decided them (None without slices).
+    """
+    lanes, phase, slicer = job_lanes(job, batches)
+    route = _whole_route if slicer is None else _slice_route(slicer, lanes.overall)
+    lanes._read(route, phase)
+    return lanes_states(lanes, phase, slicer), None if slicer is None else slicer.kinds()
 
 
 def _whole_route(batch):
