@@ -18,7 +18,7 @@ import os
 import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -41,6 +41,8 @@ __all__ = [
     "confidence_diagram",
     "ece_sweep",
     "fit",
+    "progress_of",
+    "report_parts",
     "gain",
     "kde_curve",
     "learning",
@@ -75,38 +77,106 @@ def calcore_binning(binning: str, bins: int) -> tuple[str, int | str]:
 
 #: The progress line of the step the script thread is in (see :func:`step_line`).
 _STEP = threading.local()
+#: Seconds between redraws of a step's progress line while its calls run.
+STEP_REFRESH_S = 0.3
+
+
+class _Step:
+    """What a :func:`step_line` shows: each method's parts, how far calcore says each is
+    (``evaluate(progress=...)``), and which have finished. Updated from worker threads,
+    read by the script thread (which alone draws)."""
+
+    def __init__(self, line, what: str) -> None:
+        self.line, self.what = line, what
+        self._lock = threading.Lock()
+        self._parts: dict[str, dict[str, float]] = {}  # label -> part -> fraction done
+        self._shown = ""
+
+    def expects(self, label: str) -> bool:
+        with self._lock:
+            return label in self._parts
+
+    def expect(self, label: str, parts) -> None:
+        with self._lock:
+            for part in parts:
+                self._parts.setdefault(label, {}).setdefault(part, 0.0)
+
+    def update(self, label: str, part: str, done: int, total: int) -> None:
+        with self._lock:
+            fractions = self._parts.setdefault(label, {})
+            fractions[part] = max(fractions.get(part, 0.0), done / total if total else 0.0)
+
+    def finished(self, label: str, part: str) -> None:
+        self.update(label, part, 1, 1)
+
+    def text(self) -> str:
+        """"⏳ Intervals, 200 resamples per method: ts done · tl-hb 40% · irm waiting…":
+        a method's share is the mean of its parts' (each part counts calcore's resamples
+        over its resampling passes)."""
+        with self._lock:
+            parts = {label: dict(f) for label, f in self._parts.items()}
+        words = []
+        for label, fractions in parts.items():
+            share = sum(fractions.values()) / len(fractions) if fractions else 0.0
+            words.append(
+                f"{label} done" if share >= 1 else
+                f"{label} {share:.0%}" if share > 0 else f"{label} waiting"
+            )  # fmt: skip
+        return f"⏳ {self.what}" + (": " + " · ".join(words) if words else "") + "…"
+
+    def draw(self) -> None:
+        text = self.text()
+        if text != self._shown:
+            self._shown = text
+            self.line.caption(text)
 
 
 @contextmanager
 def step_line(what: str, *, into=None):
     """A caption naming the step while the block runs ("Intervals: 200 resamples…"), which
-    :func:`in_parallel` extends with each method as it finishes ("… ts done, 2/3"): a long
-    wait says what the server is doing instead of only Streamlit's running icon. ``into``:
-    the placeholder to write it in (e.g. under the table it fills in), else a new one."""
+    :func:`in_parallel` extends with each method's progress as its parts run ("… ts done ·
+    tl-hb 40% · irm waiting"): a long wait says what the server is doing instead of only
+    Streamlit's running icon. ``into``: the placeholder to write it in (e.g. under the
+    table it fills in), else a new one."""
     line = st.empty() if into is None else into
+    step = _Step(line, what)
     line.caption(f"⏳ {what}…")
-    _STEP.current = (line, what)
+    _STEP.current = step
     try:
-        yield
+        yield step
     finally:
         _STEP.current = None
         line.empty()
 
 
-def in_parallel(calls: dict, *, quiet: bool = False) -> dict:
-    """``{name: fn()}`` for ``{name: fn}``, on up to one thread per core.
+def progress_of(label: str):
+    """For the step the script thread is in (else None): ``progress(part, done, total)``
+    of ``label``'s parts, to pass to :func:`report_parts`."""
+    step = getattr(_STEP, "current", None)
+    if step is None:
+        return None
+    step.expect(label, ())  # its parts are shown under this label
+    return functools.partial(step.update, label)
+
+
+def in_parallel(calls: dict, *, quiet: bool = False, meanwhile=None) -> dict:
+    """``{name: fn()}`` for ``{name: fn}``, on up to one thread per core, in order.
 
     For the per-method cached calls into calcore: numpy releases the GIL in its sorts and
     ufuncs, so on 2 cores the three evaluations of a 25,000 x 1,000 file took 2.1 s
     instead of 3.0 s. Each worker carries the script's context, as Streamlit's guide on
     multithreading shows (``add_script_run_ctx``), so the cached functions behave as in
     the script thread. An exception is raised from the first call that failed, in order.
-    Inside :func:`step_line`, its caption counts the finished calls as they finish (unless
-    ``quiet``: parts of one step).
+    ``meanwhile()`` runs in the script thread once the calls are submitted (drawing what
+    is ready while the workers compute). Inside :func:`step_line` (unless ``quiet``: parts
+    of one step), its caption is redrawn as the calls progress: a call named ``(label,
+    part)`` is a part of that method when the method has a :func:`progress_of` (another
+    tuple, such as ``(what, label)`` for a method's gain, is a quick side call and is not
+    shown); any other name is a method of its own.
     """
     step = None if quiet else getattr(_STEP, "current", None)
     workers = min(len(calls), os.cpu_count() or 1)
-    if workers <= 1 and step is None:
+    if workers <= 1 and step is None and meanwhile is None:
         return {name: fn() for name, fn in calls.items()}
     ctx = get_script_run_ctx()
 
@@ -117,13 +187,25 @@ def in_parallel(calls: dict, *, quiet: bool = False) -> dict:
     with ThreadPoolExecutor(max(workers, 1), initializer=attach) as pool:
         futures = {name: pool.submit(fn) for name, fn in calls.items()}
         if step is not None:
-            # counted by method: parts named (what, method), such as its gain, are quick
-            # side parts that a count would make look like methods
-            line, what = step
-            names = {f: name for name, f in futures.items() if not isinstance(name, tuple)}
-            for done, future in enumerate(as_completed(names), start=1):
-                if future.exception() is None and done < len(names):
-                    line.caption(f"⏳ {what}: {names[future]} done, {done}/{len(names)}…")
+            for name in futures:
+                label, part = name if isinstance(name, tuple) else (name, "")
+                if not isinstance(name, tuple) or step.expects(label):
+                    step.expect(label, [part])
+        if meanwhile is not None:
+            meanwhile()
+        if step is not None:
+            pending = set(futures.values())
+            named = {f: name for name, f in futures.items()}
+            while pending:
+                finished, pending = wait(pending, STEP_REFRESH_S, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    name = named[f]
+                    label, part = name if isinstance(name, tuple) else (name, "")
+                    if f.exception() is None and (
+                        not isinstance(name, tuple) or step.expects(label)
+                    ):
+                        step.finished(label, part)
+                step.draw()
         return {name: future.result() for name, future in futures.items()}
 
 
@@ -158,45 +240,84 @@ def _fit(key: str, name: str, params: tuple, _calib, _test) -> Fitted:
 
 
 _BINNED = tuple(k for k in calcore.METRICS if k not in calcore.BIN_FREE_METRICS)
+#: The binned metrics whose calibration test the page shows (:data:`views.metrics.TEST_ROWS`
+#: and the other errors of the same cells, whose p-values cost nothing more): the
+#: confidence, top-label and class-wise cells.
+TESTED_CELLS = ("conf", "top", "cw")
+_BINNED_TESTED = tuple(k for k in _BINNED if calcore.METRICS[k].cells in TESTED_CELLS)
+#: The other binned metrics (ACE and TACE on their equal-mass cells; on binary rows the
+#: deciles, slope, intercept and Spiegelhalter's test): intervals, no calibration test.
+_BINNED_OTHER = tuple(k for k in _BINNED if k not in _BINNED_TESTED)
+#: The parts of :func:`report`, each one cached ``calcore.evaluate`` of disjoint metrics.
+PARTS = ("bin-free", "binned", "binned-other")
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
-def bin_free_report(key: str, n_bootstrap: int, _preds) -> calcore.CalibrationReport:
+def bin_free_report(
+    key: str, n_bootstrap: int, _preds, _progress=None
+) -> calcore.CalibrationReport:
+    """NLL, Brier, accuracy and the KDE-ECEs, with intervals and no calibration test: the
+    page shows the test of the binned errors only, and the KDE-ECEs' redrawn labels took a
+    quarter of this evaluation (10,000 x 100 rows, 200 resamples)."""
     with resampling(n_bootstrap):
         return calcore.evaluate(
-            _preds, n_bootstrap=n_bootstrap, seed=0, metrics=calcore.BIN_FREE_METRICS
-        )
+            _preds, n_bootstrap=n_bootstrap, seed=0, metrics=calcore.BIN_FREE_METRICS,
+            test_calibration=False, progress=_progress,
+        )  # fmt: skip
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def _binned_report(
-    key: str, binning: str, bins, n_bootstrap: int, _preds
+    key: str, binning: str, bins, n_bootstrap: int, part: str, _preds, _progress=None
 ) -> calcore.CalibrationReport:
     b, k = calcore_binning(binning, bins)
+    tested = part == "binned"
     with resampling(n_bootstrap):
         return calcore.evaluate(
-            _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0, metrics=_BINNED
-        )
+            _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0,
+            metrics=_BINNED_TESTED if tested else _BINNED_OTHER, test_calibration=tested,
+            progress=_progress,
+        )  # fmt: skip
+
+
+def report_parts(key: str, binning: str, bins, n_bootstrap: int, preds, progress=None) -> dict:
+    """The cached calls whose reports :func:`combine` into :func:`report`'s, by part name
+    (the heaviest first: the bin-free metrics hold the KDE-ECEs). ``progress(part, done,
+    total)``: calcore's progress of each part (:func:`progress_of`)."""
+
+    def told(part):
+        return None if progress is None else functools.partial(progress, part)
+
+    return {
+        "bin-free": functools.partial(bin_free_report, key, n_bootstrap, preds, told("bin-free")),
+        **{
+            part: functools.partial(
+                _binned_report, key, binning, bins, n_bootstrap, part, preds, told(part)
+            )
+            for part in PARTS[1:]
+        },
+    }
+
+
+def combine(parts: dict) -> calcore.CalibrationReport:
+    """One report from :func:`report_parts`' reports (by part name)."""
+    return parts["binned"].combined_with(parts["binned-other"]).combined_with(parts["bin-free"])
 
 
 def report(key: str, binning: str, bins, n_bootstrap: int, preds) -> calcore.CalibrationReport:
-    """``calcore.evaluate`` of every metric, from two cached halves.
+    """``calcore.evaluate`` of every metric, from three cached parts.
 
     The metrics that use no bins (NLL, Brier, the KDE-ECEs: three quarters of the time on
-    100 classes) are kept while the binning changes; both halves draw the same resamples
-    (same seed), so the result equals one ``evaluate`` call (tests/dashboard/test_app.py).
-    The halves run side by side (each in a compute slot): with intervals the bin-free half
-    of 10,000 x 100 rows takes 3-5 s and the binned one 1.5-2.5 s, and a page's three
-    outputs balance better over two cores as six parts than as three.
+    100 classes) are kept while the binning changes; the binned ones are split by cells:
+    the confidence, top-label and class-wise errors with their calibration test (the
+    table's "calibrated?" rows), and the others (ACE, TACE, ...) without one. All parts
+    draw the same resamples (same seed), so the values and intervals equal one
+    ``evaluate`` call's (tests/dashboard/test_app.py); the calibration test holds the
+    binned errors of :data:`TESTED_CELLS` only, the tests the page shows. The parts run
+    side by side (each in a compute slot), which balances better over two cores than a
+    method at a time.
     """
-    halves = in_parallel(
-        {
-            "free": functools.partial(bin_free_report, key, n_bootstrap, preds),
-            "binned": functools.partial(_binned_report, key, binning, bins, n_bootstrap, preds),
-        },
-        quiet=True,
-    )
-    return halves["binned"].combined_with(halves["free"])
+    return combine(in_parallel(report_parts(key, binning, bins, n_bootstrap, preds), quiet=True))
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)

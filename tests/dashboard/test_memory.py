@@ -155,13 +155,15 @@ def test_the_step_line_names_each_finished_part(monkeypatch):
     line = _Line()
     monkeypatch.setattr(compute.st, "empty", lambda: line)
     calls = {"uncalibrated": lambda: 1, ("calibration_gain", "ts"): lambda: 2, "ts": lambda: 3}
-    with compute.step_line("Intervals: 200 resamples per method"):
-        out = compute.in_parallel(calls)
+    drawn = []
+    with compute.step_line("Intervals, 200 resamples per method"):
+        out = compute.in_parallel(calls, meanwhile=lambda: drawn.append(1))
     assert out == {"uncalibrated": 1, ("calibration_gain", "ts"): 2, "ts": 3}
-    assert line.captions[0] == "⏳ Intervals: 200 resamples per method…"
+    assert drawn == [1]  # meanwhile ran once, in this thread
+    assert line.captions[0] == "⏳ Intervals, 200 resamples per method…"
     progress = line.captions[1:-1]  # the methods, not their gains; the last one ends it
-    assert len(progress) == 1 and progress[0].endswith(" done, 1/2…")
-    assert progress[0].rsplit(": ", 1)[1].split(" done")[0] in ("uncalibrated", "ts")
+    assert progress and all("calibration_gain" not in c for c in progress)
+    assert progress[-1] == "⏳ Intervals, 200 resamples per method: uncalibrated done · ts done…"
     assert line.captions[-1] == ""  # gone once the step is over
     assert compute.in_parallel({"a": lambda: 1}) == {"a": 1}  # outside a step: no line
     assert line.captions[-1] == ""
@@ -169,6 +171,52 @@ def test_the_step_line_names_each_finished_part(monkeypatch):
     with compute.step_line("Intervals", into=slot):  # the caller's placeholder
         pass
     assert slot.captions == ["⏳ Intervals…", ""]
+
+
+def test_the_step_line_counts_calcores_progress_of_each_methods_parts(monkeypatch):
+    line = _Line()
+    monkeypatch.setattr(compute.st, "empty", lambda: line)
+    with compute.step_line("Intervals, 200 resamples per method") as step:
+        ts, irm = compute.progress_of("ts"), compute.progress_of("irm")
+        step.expect("ts", ["bin-free", "binned"])
+        step.expect("irm", ["bin-free", "binned"])
+        ts("bin-free", 320, 400)
+        ts("binned", 0, 600)
+        assert step.text() == (
+            "⏳ Intervals, 200 resamples per method: ts 40% · irm waiting…"
+        )
+        ts("binned", 600, 600)
+        irm("bin-free", 200, 400)
+        ts("bin-free", 400, 400)
+        assert step.text().endswith(": ts done · irm 25%…")
+    assert compute.progress_of("ts") is None  # outside a step
+
+
+def test_report_parts_equal_one_evaluate_and_tell_their_progress(monkeypatch):
+    rng = np.random.default_rng(0)
+    preds = calcore.Predictions.from_logits(rng.standard_normal((300, 3)) * 2, rng.integers(0, 3, 300))
+    told = []
+    parts = compute.report_parts(
+        "test-parts", "equal-width", 10, 30, preds, lambda *a: told.append(a)
+    )
+    assert list(parts) == list(compute.PARTS)
+    rep = compute.combine({part: fn() for part, fn in parts.items()})
+    one = calcore.evaluate(preds, bins=10, n_bootstrap=30, seed=0)
+    assert rep.metrics == one.metrics or all(
+        (a == b) or (a != a and b != b) for a, b in zip(rep.metrics.values(), one.metrics.values())
+    )
+    assert rep.intervals == one.intervals
+    # the calibration test: the binned errors of the table's cells, as one evaluate's
+    tested = set(rep.calibration_test.p_values)
+    assert {"conf_ece", "top_label_ece", "classwise_ece"} <= tested
+    assert not tested & {"ace", "tace", "kde_ece", "kde_ece_classwise"}
+    for k in tested:
+        assert rep.calibration_test.p_values[k] == one.calibration_test.p_values[k]
+    assert {part for part, *_ in told} == set(compute.PARTS)
+    for part in compute.PARTS:
+        done = [d for p, d, _ in told if p == part]
+        totals = {t for p, _, t in told if p == part}
+        assert done[0] == 0 and done == sorted(done) and done[-1] == totals.pop()
 
 
 def test_a_random_split_is_copied_once_per_key_and_counted(small_budget):

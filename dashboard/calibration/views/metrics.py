@@ -23,27 +23,39 @@ GAIN = "calibration_gain"
 GAIN_LABEL = "Calibration gain"
 
 
-def comparison(ctx, *, n_bootstrap: int | None = None) -> calcore.Comparison:
+def comparison(ctx, *, n_bootstrap: int | None = None, meanwhile=None) -> calcore.Comparison:
     """calcore's comparison of the methods, from reports and gains cached per method.
 
     ``n_bootstrap`` defaults to the sidebar's; 0 gives point estimates only (fast).
+    Every method's report parts (:func:`compute.report_parts`) run in one pool, the
+    heaviest part of every method first, so that two cores stay busy to the end instead
+    of waiting for a method's last part; inside a :func:`compute.step_line` the line
+    shows each method's progress. ``meanwhile()`` runs in the script thread while they
+    compute (:func:`compute.in_parallel`).
     """
     s = ctx.settings
     n_bootstrap = s.n_bootstrap if n_bootstrap is None else n_bootstrap
-    calls = {
-        label: functools.partial(
-            compute.report, ctx.keys[label], s.binning, s.bins, n_bootstrap, preds
-        )
-        for label, preds in ctx.outputs.items()
-    }
-    for label in ctx.fitted:
+    calls = {}
+    for label in ctx.fitted:  # quick, and no compute slot: first
         exact = exact_gain(ctx.fitted[label].calibrator)
         calls[(GAIN, label)] = functools.partial(
             compute.gain, ctx.keys[label], exact, ctx.test, ctx.outputs[label]
         )
-    results = compute.in_parallel(calls)
+    parts = {
+        (label, part): fn
+        for label, preds in ctx.outputs.items()
+        for part, fn in compute.report_parts(
+            ctx.keys[label], s.binning, s.bins, n_bootstrap, preds, compute.progress_of(label)
+        ).items()
+    }
+    calls |= dict(sorted(parts.items(), key=lambda kv: compute.PARTS.index(kv[0][1])))
+    results = compute.in_parallel(calls, meanwhile=meanwhile)
+    reports = {
+        label: compute.combine({part: results[(label, part)] for part in compute.PARTS})
+        for label in ctx.outputs
+    }
     return calcore.Comparison.from_reports(
-        {label: results[label] for label in ctx.outputs},
+        reports,
         {label: results[(GAIN, label)] for label in ctx.fitted},
         calibrators={label: f.calibrator for label, f in ctx.fitted.items()},
         fit_warnings={label: f.warnings for label, f in ctx.fitted.items()},
@@ -479,14 +491,16 @@ def render(ctx) -> None:
             st.session_state[KEY_FORCE_BOOTSTRAP] = True
             st.rerun()
     elif ctx.settings.n_bootstrap:
-        # point estimates first (fast), then the same table with intervals
+        # point estimates first (fast), then the same table with intervals; their chart
+        # is drawn while the intervals compute
         points = metric_values(ctx, n_bootstrap=0)
         _show(slot, points)
-        _show_chart(chart_slot, ctx, points, final=False)
         with compute.step_line(
-            f"Intervals: {ctx.settings.n_bootstrap} resamples per method", into=caption_slot
+            f"Intervals, {ctx.settings.n_bootstrap} resamples per method", into=caption_slot
         ):
-            final = comparison(ctx)
+            final = comparison(
+                ctx, meanwhile=lambda: _show_chart(chart_slot, ctx, points, final=False)
+            )
     else:
         final = comparison(ctx)
     values, verdicts = final.values, calibration_verdicts(final)
