@@ -110,7 +110,7 @@ class _Step:
         self.update(label, part, 1, 1)
 
     def text(self) -> str:
-        """"⏳ Intervals, 200 resamples per method: ts done · tl-hb 40% · irm waiting…":
+        """ "⏳ Intervals, 200 resamples per method: ts done · tl-hb 40% · irm waiting…":
         a method's share is the mean of its parts' (each part counts calcore's resamples
         over its resampling passes)."""
         with self._lock:
