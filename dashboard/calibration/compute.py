@@ -98,8 +98,9 @@ class _Step:
 
     def expect(self, label: str, parts) -> None:
         with self._lock:
+            fractions = self._parts.setdefault(label, {})
             for part in parts:
-                self._parts.setdefault(label, {}).setdefault(part, 0.0)
+                fractions.setdefault(part, 0.0)
 
     def update(self, label: str, part: str, done: int, total: int) -> None:
         with self._lock:

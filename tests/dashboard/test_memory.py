@@ -178,6 +178,7 @@ def test_the_step_line_counts_calcores_progress_of_each_methods_parts(monkeypatc
     monkeypatch.setattr(compute.st, "empty", lambda: line)
     with compute.step_line("Intervals, 200 resamples per method") as step:
         ts, irm = compute.progress_of("ts"), compute.progress_of("irm")
+        assert step.text() == "⏳ Intervals, 200 resamples per method: ts waiting · irm waiting…"
         step.expect("ts", ["bin-free", "binned"])
         step.expect("irm", ["bin-free", "binned"])
         ts("bin-free", 320, 400)
