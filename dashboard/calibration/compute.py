@@ -241,25 +241,18 @@ def _fit(key: str, name: str, params: tuple, _calib, _test) -> Fitted:
 
 
 _BINNED = tuple(k for k in calcore.METRICS if k not in calcore.BIN_FREE_METRICS)
-#: The binned metrics whose calibration test the page shows (:data:`views.metrics.TEST_ROWS`
-#: and the other errors of the same cells, whose p-values cost nothing more): the
-#: confidence, top-label and class-wise cells.
-TESTED_CELLS = ("conf", "top", "cw")
-_BINNED_TESTED = tuple(k for k in _BINNED if calcore.METRICS[k].cells in TESTED_CELLS)
-#: The other binned metrics (ACE and TACE on their equal-mass cells; on binary rows the
-#: deciles, slope, intercept and Spiegelhalter's test): intervals, no calibration test.
-_BINNED_OTHER = tuple(k for k in _BINNED if k not in _BINNED_TESTED)
 #: The parts of :func:`report`, each one cached ``calcore.evaluate`` of disjoint metrics.
-PARTS = ("bin-free", "binned", "binned-other")
+PARTS = ("bin-free", "binned")
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def bin_free_report(
     key: str, n_bootstrap: int, _preds, _progress=None
 ) -> calcore.CalibrationReport:
-    """NLL, Brier, accuracy and the KDE-ECEs, with intervals and no calibration test: the
-    page shows the test of the binned errors only, and the KDE-ECEs' redrawn labels took a
-    quarter of this evaluation (10,000 x 100 rows, 200 resamples)."""
+    """Accuracy, NLL, Brier, the KDE-ECEs (and the binary measures that use no bins), with
+    intervals and no calibration test: the page shows the test of the binned errors only,
+    and the KDE-ECEs' redrawn labels took 15-25% of this evaluation (10,000 x 100 rows,
+    200 resamples)."""
     with resampling(n_bootstrap):
         return calcore.evaluate(
             _preds, n_bootstrap=n_bootstrap, seed=0, metrics=calcore.BIN_FREE_METRICS,
@@ -269,21 +262,19 @@ def bin_free_report(
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def _binned_report(
-    key: str, binning: str, bins, n_bootstrap: int, part: str, _preds, _progress=None
+    key: str, binning: str, bins, n_bootstrap: int, _preds, _progress=None
 ) -> calcore.CalibrationReport:
     b, k = calcore_binning(binning, bins)
-    tested = part == "binned"
     with resampling(n_bootstrap):
         return calcore.evaluate(
-            _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0,
-            metrics=_BINNED_TESTED if tested else _BINNED_OTHER, test_calibration=tested,
+            _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0, metrics=_BINNED,
             progress=_progress,
         )  # fmt: skip
 
 
 def report_parts(key: str, binning: str, bins, n_bootstrap: int, preds, progress=None) -> dict:
     """The cached calls whose reports :func:`combine` into :func:`report`'s, by part name
-    (the heaviest first: the bin-free metrics hold the KDE-ECEs). ``progress(part, done,
+    (the heavier first: the bin-free metrics hold the KDE-ECEs). ``progress(part, done,
     total)``: calcore's progress of each part (:func:`progress_of`)."""
 
     def told(part):
@@ -291,32 +282,27 @@ def report_parts(key: str, binning: str, bins, n_bootstrap: int, preds, progress
 
     return {
         "bin-free": functools.partial(bin_free_report, key, n_bootstrap, preds, told("bin-free")),
-        **{
-            part: functools.partial(
-                _binned_report, key, binning, bins, n_bootstrap, part, preds, told(part)
-            )
-            for part in PARTS[1:]
-        },
+        "binned": functools.partial(
+            _binned_report, key, binning, bins, n_bootstrap, preds, told("binned")
+        ),
     }
 
 
 def combine(parts: dict) -> calcore.CalibrationReport:
     """One report from :func:`report_parts`' reports (by part name)."""
-    return parts["binned"].combined_with(parts["binned-other"]).combined_with(parts["bin-free"])
+    return parts["binned"].combined_with(parts["bin-free"])
 
 
 def report(key: str, binning: str, bins, n_bootstrap: int, preds) -> calcore.CalibrationReport:
-    """``calcore.evaluate`` of every metric, from three cached parts.
+    """``calcore.evaluate`` of every metric, from two cached parts.
 
     The metrics that use no bins (NLL, Brier, the KDE-ECEs: three quarters of the time on
-    100 classes) are kept while the binning changes; the binned ones are split by cells:
-    the confidence, top-label and class-wise errors with their calibration test (the
-    table's "calibrated?" rows), and the others (ACE, TACE, ...) without one. All parts
-    draw the same resamples (same seed), so the values and intervals equal one
-    ``evaluate`` call's (tests/dashboard/test_app.py); the calibration test holds the
-    binned errors of :data:`TESTED_CELLS` only, the tests the page shows. The parts run
-    side by side (each in a compute slot), which balances better over two cores than a
-    method at a time.
+    100 classes) are kept while the binning changes; both parts draw the same resamples
+    (same seed), so the values and intervals equal one ``evaluate`` call's
+    (tests/dashboard/test_app.py). The calibration test is the binned errors' only (the
+    table's "calibrated?" rows; the KDE-ECEs' test is not shown, so not computed). The
+    parts run side by side (each in a compute slot); the Metrics view runs every method's
+    parts in one pool (:func:`views.metrics.comparison`).
     """
     return combine(in_parallel(report_parts(key, binning, bins, n_bootstrap, preds), quiet=True))
 

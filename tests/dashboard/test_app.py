@@ -159,7 +159,7 @@ def test_a_bins_change_reuses_the_metrics_that_use_no_bins(monkeypatch):
     at.number_input(key=controls.KEY_BINS).set_value(9).run()
     assert_clean(at)
     assert calls.count(calcore.BIN_FREE_METRICS) == 1  # NLL, Brier, KDE-ECEs kept
-    assert len(calls) == 5  # the two binned parts again (with and without a test)
+    assert len(calls) == 3  # one more binned evaluation
     test = splits_of(DEFAULT_SAMPLE)["test"]
     expected = real(test, bins=9).metrics
     table = metrics_table(at)
