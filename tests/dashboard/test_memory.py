@@ -207,15 +207,19 @@ def test_report_parts_equal_one_evaluate_and_tell_their_progress(monkeypatch):
     for key, value in rep.metrics.items():
         other = one.metrics[key]
         assert value == other or (value != value and other != other), key  # NaN: both
-    assert rep.intervals == one.intervals
+    # every interval but the class-wise KDE-ECE's (the table shows none), as one evaluate's
+    assert "kde_ece_classwise" not in rep.intervals
+    assert rep.intervals == {k: v for k, v in one.intervals.items() if k != "kde_ece_classwise"}
+    assert "kde_ece_classwise" not in rep.replicates and "nll" in rep.replicates
     # the calibration test: the binned errors', as one evaluate's (not the KDE-ECEs')
     tested = set(rep.calibration_test.p_values)
     assert {"conf_ece", "top_label_ece", "classwise_ece", "ace", "tace"} <= tested
     assert not tested & {"kde_ece", "kde_ece_classwise"}
     for k in tested:
         assert rep.calibration_test.p_values[k] == one.calibration_test.p_values[k]
-    assert {part for part, *_ in told} == set(compute.PARTS)
-    for part in compute.PARTS:
+    # the class-wise KDE-ECE's estimate takes no resamples, so tells no progress
+    assert {part for part, *_ in told} == {"binned", "bin-free"}
+    for part in ("binned", "bin-free"):
         done = [d for p, d, _ in told if p == part]
         totals = {t for p, _, t in told if p == part}
         assert done[0] == 0 and done == sorted(done) and done[-1] == totals.pop()
@@ -242,3 +246,17 @@ def test_the_mmap_threshold_is_fixed_unless_the_environment_says_0(monkeypatch):
     assert memory.return_freed_arrays() is False
     monkeypatch.setenv(memory.MMAP_THRESHOLD_ENV, str(memory.DEFAULT_MMAP_THRESHOLD))
     assert memory.return_freed_arrays() is True
+
+
+def test_a_verdict_by_the_classwise_kde_ece_gets_its_replicates():
+    rng = np.random.default_rng(1)
+    preds = calcore.Predictions.from_logits(
+        rng.standard_normal((300, 3)) * 2, rng.integers(0, 3, 300)
+    )
+    parts = compute.report_parts(
+        "test-parts-cw", "equal-width", 10, 30, preds, kde_classwise_intervals=True
+    )
+    rep = compute.combine({part: fn() for part, fn in parts.items()})
+    one = calcore.evaluate(preds, bins=10, n_bootstrap=30, seed=0)
+    assert rep.intervals == one.intervals
+    assert np.array_equal(rep.replicates["kde_ece_classwise"], one.replicates["kde_ece_classwise"])
