@@ -84,13 +84,14 @@ STEP_REFRESH_S = 0.3
 
 class _Step:
     """What a :func:`step_line` shows: each method's parts, how far calcore says each is
-    (``evaluate(progress=...)``), and which have finished. Updated from worker threads,
-    read by the script thread (which alone draws)."""
+    (``evaluate(progress=...)``: resamples done of its passes' total), and which have
+    finished. Updated from worker threads, read by the script thread (which alone draws)."""
 
     def __init__(self, line, what: str) -> None:
         self.line, self.what = line, what
         self._lock = threading.Lock()
-        self._parts: dict[str, dict[str, float]] = {}  # label -> part -> fraction done
+        # label -> part -> [done, total (None until calcore says), finished]
+        self._parts: dict[str, dict[str, list]] = {}
         self._shown = ""
 
     def expects(self, label: str) -> bool:
@@ -99,31 +100,49 @@ class _Step:
 
     def expect(self, label: str, parts) -> None:
         with self._lock:
-            fractions = self._parts.setdefault(label, {})
+            state = self._parts.setdefault(label, {})
             for part in parts:
-                fractions.setdefault(part, 0.0)
+                state.setdefault(part, [0, None, False])
 
     def update(self, label: str, part: str, done: int, total: int) -> None:
         with self._lock:
-            fractions = self._parts.setdefault(label, {})
-            fractions[part] = max(fractions.get(part, 0.0), done / total if total else 0.0)
+            entry = self._parts.setdefault(label, {}).setdefault(part, [0, None, False])
+            entry[0], entry[1] = max(entry[0], done), total
 
     def finished(self, label: str, part: str) -> None:
-        self.update(label, part, 1, 1)
+        with self._lock:
+            self._parts.setdefault(label, {}).setdefault(part, [0, None, False])[2] = True
+
+    @staticmethod
+    def share(parts: dict) -> float | None:
+        """The resamples done over the total of a method's parts; None before calcore has
+        told any. A part not started counts as the smallest total told (at least one pass
+        of resamples); one that finished without telling (an estimate alone, or a cached
+        result) counts for nothing."""
+        totals = [t for _, t, _ in parts.values() if t]
+        if not totals:
+            return None
+        guess, done, total = min(totals), 0, 0
+        for d, t, finished in parts.values():
+            if t:
+                done, total = done + (t if finished else min(d, t)), total + t
+            elif not finished:
+                total += guess
+        return done / total
 
     def text(self) -> str:
-        """ "⏳ Intervals, 200 resamples per method: ts done · tl-hb 40% · irm waiting…":
-        a method's share is the mean of its parts' (each part counts calcore's resamples
-        over its resampling passes)."""
+        """ "⏳ Intervals, 200 resamples per method: ts done · tl-hb 40% · irm waiting…"."""
         with self._lock:
-            parts = {label: dict(f) for label, f in self._parts.items()}
+            state = {label: [list(e) for e in p.values()] for label, p in self._parts.items()}
         words = []
-        for label, fractions in parts.items():
-            share = sum(fractions.values()) / len(fractions) if fractions else 0.0
-            words.append(
-                f"{label} done" if share >= 1 else
-                f"{label} {share:.0%}" if share > 0 else f"{label} waiting"
-            )  # fmt: skip
+        for label, entries in state.items():
+            share = self.share(dict(enumerate(entries)))
+            if entries and all(finished for *_, finished in entries):
+                words.append(f"{label} done")
+            elif share is None:
+                words.append(f"{label} waiting")
+            else:  # not "100%" before every part is in
+                words.append(f"{label} {min(int(share * 100), 99)}%")
         return f"⏳ {self.what}" + (": " + " · ".join(words) if words else "") + "…"
 
     def draw(self) -> None:

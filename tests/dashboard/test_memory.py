@@ -176,18 +176,26 @@ def test_the_step_line_names_each_finished_part(monkeypatch):
 def test_the_step_line_counts_calcores_progress_of_each_methods_parts(monkeypatch):
     line = _Line()
     monkeypatch.setattr(compute.st, "empty", lambda: line)
+    head = "⏳ Intervals, 200 resamples per method: "
     with compute.step_line("Intervals, 200 resamples per method") as step:
         ts, irm = compute.progress_of("ts"), compute.progress_of("irm")
-        assert step.text() == "⏳ Intervals, 200 resamples per method: ts waiting · irm waiting…"
-        step.expect("ts", ["bin-free", "binned"])
-        step.expect("irm", ["bin-free", "binned"])
+        assert step.text() == head + "ts waiting · irm waiting…"
+        for label in ("ts", "irm"):
+            step.expect(label, ["bin-free", "binned", "kde-cw"])
+        for label in ("ts", "irm"):  # an estimate alone (or cached): tells nothing
+            step.finished(label, "kde-cw")
+        assert step.text() == head + "ts waiting · irm waiting…"
         ts("bin-free", 320, 400)
+        assert step.text() == head + "ts 40% · irm waiting…"  # binned not started: 400 too
         ts("binned", 0, 600)
-        assert step.text() == ("⏳ Intervals, 200 resamples per method: ts 40% · irm waiting…")
+        assert step.text() == head + "ts 32% · irm waiting…"  # resamples over the totals
         ts("binned", 600, 600)
         irm("bin-free", 200, 400)
         ts("bin-free", 400, 400)
-        assert step.text().endswith(": ts done · irm 25%…")
+        assert step.text() == head + "ts 99% · irm 25%…"  # 100% only once every part is in
+        for part in ("bin-free", "binned", "kde-cw"):
+            step.finished("ts", part)
+        assert step.text() == head + "ts done · irm 25%…"
     assert compute.progress_of("ts") is None  # outside a step
 
 
