@@ -291,8 +291,8 @@ def bootstrap_replicates(
     with those weights (:func:`~calcore.evaluation.binary_rows.binary_row_replicates`). The KDE-ECEs
     get the first ``r`` resamples only when their kernel moments would cost more than
     ``kde_max_work`` (14 weighted sums per point, per problem and per resample).
-    ``on_kde(done, total)``, if given, is called after each block of KDE problems (counted
-    over every KDE spec).
+    ``on_kde(done, total)``, if given, is called with ``done = 0`` once the other
+    replicates are in, then after each block of KDE problems (counted over every KDE spec).
 
     Returns
     -------
@@ -314,6 +314,8 @@ def bootstrap_replicates(
     used = dict.fromkeys(reps, n_resamples)
     problems = sum(len(spec.layouts) for spec in stats.kde_specs.values())
     done = 0
+    if on_kde is not None and problems:
+        on_kde(0, problems)  # the cells' and scores' replicates are in
     for key, spec in stats.kde_specs.items():
         work = kde_work_per_resample(spec, preds.n_samples)
         r = kde_resamples(work, n_resamples, kde_max_work)
