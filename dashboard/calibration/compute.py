@@ -264,10 +264,17 @@ _BINNED = tuple(k for k in calcore.METRICS if k not in calcore.BIN_FREE_METRICS)
 KDE_CLASSWISE = "kde_ece_classwise"
 #: The bin-free metrics but the class-wise KDE-ECE (its own part: see :func:`report_parts`).
 _BIN_FREE = tuple(k for k in calcore.BIN_FREE_METRICS if k != KDE_CLASSWISE)
+#: ACE and TACE: binned, on equal-mass cells of their own, and their calibration test is
+#: not shown (the table's "calibrated?" rows are the conf-, TL- and CW-ECE's).
+_ADAPTIVE = tuple(k for k in _BINNED if calcore.METRICS[k].cells in ("ace", "tace"))
+#: The other binned metrics: the confidence, top-label and class-wise cells, tested.
+_BINNED_TESTED = tuple(k for k in _BINNED if k not in _ADAPTIVE)
 #: The parts of :func:`report`, each one cached ``calcore.evaluate`` of disjoint metrics,
-#: the heaviest first (with intervals on 10,000 x 100 rows the binned part took 1.4-1.7
-#: CPU-s, the bin-free 0.4-0.6 and the class-wise KDE-ECE's point estimate 0.2).
-PARTS = ("binned", "bin-free", "kde-cw")
+#: the heaviest first (with 200 resamples on 10,000 x 100 rows: ACE/TACE 0.75 CPU-s
+#: without their test, 1.1 with it; the other binned errors 0.55; the bin-free metrics
+#: 0.4-0.6; the class-wise KDE-ECE's estimate 0.2). Four parts balance two cores better
+#: than two: a bins change recomputes two parts a method.
+PARTS = ("adaptive", "binned", "bin-free", "kde-cw")
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
@@ -299,12 +306,16 @@ def kde_classwise_report(
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def _binned_report(
-    key: str, binning: str, bins, n_bootstrap: int, _preds, _progress=None
+    key: str, binning: str, bins, n_bootstrap: int, part: str, _preds, _progress=None
 ) -> calcore.CalibrationReport:
+    """``part`` "binned": the confidence, top-label and class-wise errors with their
+    calibration test; "adaptive": ACE and TACE, without one."""
     b, k = calcore_binning(binning, bins)
+    tested = part == "binned"
     with resampling(n_bootstrap):
         return calcore.evaluate(
-            _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0, metrics=_BINNED,
+            _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0,
+            metrics=_BINNED_TESTED if tested else _ADAPTIVE, test_calibration=tested,
             progress=_progress,
         )  # fmt: skip
 
@@ -328,9 +339,12 @@ def report_parts(
 
     cw_resamples = n_bootstrap if kde_classwise_intervals else 0
     return {
-        "binned": functools.partial(
-            _binned_report, key, binning, bins, n_bootstrap, preds, told("binned")
-        ),
+        **{
+            part: functools.partial(
+                _binned_report, key, binning, bins, n_bootstrap, part, preds, told(part)
+            )
+            for part in ("adaptive", "binned")
+        },
         "bin-free": functools.partial(bin_free_report, key, n_bootstrap, preds, told("bin-free")),
         "kde-cw": functools.partial(kde_classwise_report, key, cw_resamples, preds, told("kde-cw")),
     }
@@ -338,12 +352,87 @@ def report_parts(
 
 def combine(parts: dict) -> calcore.CalibrationReport:
     """One report from :func:`report_parts`' reports (by part name): the binned part's
-    settings, every part's metrics, intervals, replicates and notes. A class-wise KDE-ECE
-    without resamples joins as its estimate alone (no interval, no replicates)."""
+    settings, every part's metrics, intervals, replicates and notes (:func:`merged_notes`).
+    A class-wise KDE-ECE without resamples joins as its estimate alone (no interval, no
+    replicates)."""
     binned, cw = parts["binned"], parts["kde-cw"]
     if cw.n_bootstrap != binned.n_bootstrap and not cw.intervals:
         cw = dataclasses.replace(cw, n_bootstrap=binned.n_bootstrap)
-    return binned.combined_with(parts["bin-free"]).combined_with(cw)
+    out = binned.combined_with(parts["adaptive"])
+    out = out.combined_with(parts["bin-free"]).combined_with(cw)
+    return dataclasses.replace(out, notes=merged_notes(out.notes))
+
+
+def _bracketed(note: str):
+    """``(before, items, after)`` around the note's first parenthesis when it holds a list
+    of metric keys or labels (nested parentheses kept: "KDE-ECE (CW)"), else None."""
+    start = note.find("(")
+    depth, end = 0, -1
+    for i in range(max(start, 0), len(note)):
+        depth += {"(": 1, ")": -1}.get(note[i], 0)
+        if depth == 0:
+            end = i
+            break
+    if start < 0 or end < 0:
+        return None
+    items, depth, item = [], 0, ""
+    for ch in note[start + 1 : end] + ",":
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(item.strip())
+            item = ""
+        else:
+            item += ch
+    if not all(i in _METRIC_ORDER for i in items):
+        return None
+    return note[:start], tuple(items), note[end + 1 :]
+
+
+#: Metric keys and labels in calcore's order (the order its notes list them in).
+_METRIC_ORDER = {
+    name: i for i, (k, spec) in enumerate(calcore.METRICS.items()) for name in (k, spec.label)
+}
+
+
+def merged_notes(notes) -> tuple[str, ...]:
+    """The notes of a report combined from parts, as one evaluation words them: notes
+    that differ only in the metrics they list in parentheses ("Intervals of the
+    calibration errors (ACE, TACE) are bias-corrected ...", "The binary measures (...)
+    apply to binary models ...") become one listing all of them in calcore's order, and a
+    note that another one extends ("... keep the full sample's bins." and "... keep the
+    full sample's bins; ACE/TACE ...") is said once."""
+    notes = list(dict.fromkeys(notes))
+    merged: dict = {}
+    for note in notes:
+        parts = _bracketed(note)
+        key = note if parts is None else (parts[0], parts[2])
+        if parts is None or key not in merged:
+            merged[key] = note if parts is None else parts
+        else:
+            before, items, after = merged[key]
+            union = sorted(set(items) | set(parts[1]), key=_METRIC_ORDER.__getitem__)
+            merged[key] = (before, tuple(union), after)
+    out = [m if isinstance(m, str) else f"{m[0]}({', '.join(m[1])}){m[2]}" for m in merged.values()]
+    return tuple(n for n in out if not any(_extends(o, n) for o in out))
+
+
+def _extends(longer: str, note: str) -> bool:
+    """Whether ``longer`` says what ``note`` says and more: the same first clause, then a
+    clause of its own ("X; Y, so Z." beside "X." or "X, so Z."; commas and semicolons
+    inside parentheses do not count)."""
+    head, rest = _first_clause(note)
+    other, more = _first_clause(longer)
+    return longer != note and head == other and more.startswith(";") and not rest.startswith(";")
+
+
+def _first_clause(note: str) -> tuple[str, str]:
+    """``note`` split before its first comma, semicolon or full stop outside parentheses."""
+    depth = 0
+    for i, ch in enumerate(note):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and ch in ",;." and (i + 1 == len(note) or note[i + 1] == " "):
+            return note[:i], note[i:]
+    return note, ""
 
 
 def report(

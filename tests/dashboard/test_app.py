@@ -161,7 +161,7 @@ def test_a_bins_change_reuses_the_metrics_that_use_no_bins(monkeypatch):
     at.number_input(key=controls.KEY_BINS).set_value(9).run()
     assert_clean(at)
     assert calls.count(free) == 1 and calls.count(cw) == 1  # NLL, Brier, KDE-ECEs kept
-    assert len(calls) == before + 1  # one more binned evaluation
+    assert len(calls) == before + 2  # the two binned parts again (ACE/TACE, the others)
     test = splits_of(DEFAULT_SAMPLE)["test"]
     expected = real(test, bins=9).metrics
     table = metrics_table(at)

@@ -219,15 +219,15 @@ def test_report_parts_equal_one_evaluate_and_tell_their_progress(monkeypatch):
     assert "kde_ece_classwise" not in rep.intervals
     assert rep.intervals == {k: v for k, v in one.intervals.items() if k != "kde_ece_classwise"}
     assert "kde_ece_classwise" not in rep.replicates and "nll" in rep.replicates
-    # the calibration test: the binned errors', as one evaluate's (not the KDE-ECEs')
+    # the calibration test: the binned errors the table tests, as one evaluate's
     tested = set(rep.calibration_test.p_values)
-    assert {"conf_ece", "top_label_ece", "classwise_ece", "ace", "tace"} <= tested
-    assert not tested & {"kde_ece", "kde_ece_classwise"}
+    assert {"conf_ece", "top_label_ece", "classwise_ece"} <= tested
+    assert not tested & {"ace", "tace", "kde_ece", "kde_ece_classwise"}
     for k in tested:
         assert rep.calibration_test.p_values[k] == one.calibration_test.p_values[k]
     # the class-wise KDE-ECE's estimate takes no resamples, so tells no progress
-    assert {part for part, *_ in told} == {"binned", "bin-free"}
-    for part in ("binned", "bin-free"):
+    assert {part for part, *_ in told} == {"adaptive", "binned", "bin-free"}
+    for part in ("adaptive", "binned", "bin-free"):
         done = [d for p, d, _ in told if p == part]
         totals = {t for p, _, t in told if p == part}
         assert done[0] == 0 and done == sorted(done) and done[-1] == totals.pop()
@@ -268,3 +268,39 @@ def test_a_verdict_by_the_classwise_kde_ece_gets_its_replicates():
     one = calcore.evaluate(preds, bins=10, n_bootstrap=30, seed=0)
     assert rep.intervals == one.intervals
     assert np.array_equal(rep.replicates["kde_ece_classwise"], one.replicates["kde_ece_classwise"])
+
+
+@pytest.mark.parametrize("binning", ["equal-width", "equal-mass", "sturges", "points-per-bin"])
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_the_parts_notes_are_one_evaluations(binning, n_classes):
+    # notes that differ only in the metrics they list become one, and a note another one
+    # extends is said once: as evaluate words them for all the metrics at once
+    rng = np.random.default_rng(n_classes)
+    preds = calcore.Predictions.from_logits(
+        rng.standard_normal((400, n_classes)) * 2, rng.integers(0, n_classes, 400)
+    )
+    bins = 40 if binning == "points-per-bin" else 10
+    parts = compute.report_parts(
+        f"test-notes-{binning}-{n_classes}", binning, bins, 20, preds, kde_classwise_intervals=True
+    )
+    rep = compute.combine({part: fn() for part, fn in parts.items()})
+    b, k = compute.calcore_binning(binning, bins)
+    one = calcore.evaluate(preds, bins=k, binning=b, n_bootstrap=20, seed=0)
+    assert set(rep.notes) == set(one.notes)
+    assert len(rep.notes) == len(set(rep.notes))
+
+
+def test_merged_notes_leave_other_notes_alone():
+    notes = (
+        "Intervals of the calibration errors (ACE, TACE) are bias-corrected: x.",
+        "Intervals of the calibration errors (conf-ECE, KDE-ECE (CW)) are bias-corrected: x.",
+        "Rows (3 of them) were tied.",
+        "Rows (5 of them) were tied.",  # not metrics: kept apart
+        "The fit stopped.",
+        "The fit stopped early.",  # not a clause more: kept
+    )
+    assert compute.merged_notes(notes) == (
+        "Intervals of the calibration errors (conf-ECE, ACE, TACE, KDE-ECE (CW)) are "
+        "bias-corrected: x.",
+        *notes[2:],
+    )
