@@ -281,6 +281,7 @@ def bootstrap_replicates(
     kde_max_work: int,
     weights=None,
     row_keys=(),
+    on_kde=None,
 ):
     """Every metric of ``stats`` for each resample (row counts ``counts``, shape (R, n)).
 
@@ -290,6 +291,8 @@ def bootstrap_replicates(
     with those weights (:func:`~calcore.evaluation.binary_rows.binary_row_replicates`). The KDE-ECEs
     get the first ``r`` resamples only when their kernel moments would cost more than
     ``kde_max_work`` (14 weighted sums per point, per problem and per resample).
+    ``on_kde(done, total)``, if given, is called with ``done = 0`` once the other
+    replicates are in, then after each block of KDE problems (counted over every KDE spec).
 
     Returns
     -------
@@ -309,15 +312,21 @@ def bootstrap_replicates(
     reps = replicate_values(boot)  # every replicate of each metric in one expression
     reps |= binary_row_replicates(preds, w, row_keys)
     used = dict.fromkeys(reps, n_resamples)
+    problems = sum(len(spec.layouts) for spec in stats.kde_specs.values())
+    done = 0
+    if on_kde is not None and problems:
+        on_kde(0, problems)  # the cells' and scores' replicates are in
     for key, spec in stats.kde_specs.items():
         work = kde_work_per_resample(spec, preds.n_samples)
         r = kde_resamples(work, n_resamples, kde_max_work)
         # a row's r weights adjacent once here, not copied so by every problem's product
         wr = np.ascontiguousarray(w[:r].T).T
-        per_problem = [
-            np.atleast_2d(kboot.kde_ece(key))
-            for kboot in _kde_blocks(preds, stats.class_names, key, spec, wr)
-        ]
+        per_problem = []
+        for kboot in _kde_blocks(preds, stats.class_names, key, spec, wr):
+            per_problem.append(np.atleast_2d(kboot.kde_ece(key)))
+            if on_kde is not None:
+                done += per_problem[-1].shape[-1]
+                on_kde(min(done, problems), problems)
         reps[key] = np.concatenate(per_problem, axis=-1).mean(axis=-1)
         used[key] = r
     return reps, used
@@ -421,6 +430,7 @@ def _fast_intervals(
     kde_max_work: int,
     weights=None,
     method: str | None = None,
+    progress=None,
 ) -> tuple[dict[str, Interval], list[str], dict, dict]:
     """Intervals of every computed metric from one set of count vectors.
 
@@ -453,9 +463,13 @@ def _fast_intervals(
         }
         return nan, notes, {}, {}, {}
     counts = _shared_counts(preds.n_samples, int(n_bootstrap), seed)
+    on_kde = None if progress is None else (lambda d, t: progress.at(0, 0.5 + 0.5 * d / t))
     reps, used = bootstrap_replicates(
-        preds, stats, counts, kde_max_work=kde_max_work, weights=weights, row_keys=keys
-    )
+        preds, stats, counts, kde_max_work=kde_max_work, weights=weights, row_keys=keys,
+        on_kde=on_kde,
+    )  # fmt: skip
+    if progress is not None:
+        progress.at(1)
     jack = {}
     if method == "bca":
         groups = jackknife_weights(preds.n_samples, seed)
@@ -466,6 +480,8 @@ def _fast_intervals(
     if needs_double_bootstrap(keys, method):
         twice = _shared_counts(preds.n_samples, int(n_bootstrap), seed, double=True)
         double = double_bootstrap_replicates(preds, stats, twice, weights=weights)
+        if progress is not None:
+            progress.at(2)
     for key, spec in stats.kde_specs.items():
         if used[key] < n_bootstrap:
             notes.append(
@@ -834,6 +850,26 @@ def _evaluate_stream(
     )
 
 
+class _Progress:
+    """``evaluate``'s ``progress(done, total)``, counted in resamples over its passes."""
+
+    def __init__(self, fn, n_resamples: int, passes: int) -> None:
+        self.fn, self.n, self.total, self.done = fn, n_resamples, n_resamples * passes, 0
+        fn(0, self.total)
+
+    def at(self, finished_passes: int, fraction: float = 0.0) -> None:
+        """``finished_passes`` whole passes done and ``fraction`` of the next."""
+        done = min(int(self.n * (finished_passes + fraction)), self.total)
+        if done > self.done:
+            self.done = done
+            self.fn(done, self.total)
+
+    def finish(self) -> None:
+        if self.done < self.total:
+            self.done = self.total
+            self.fn(self.total, self.total)
+
+
 def evaluate(
     preds: Predictions,
     *,
@@ -848,6 +884,7 @@ def evaluate(
     sample_weight=None,
     interval_method: str | None = None,
     test_calibration: bool = True,
+    progress=None,
 ) -> CalibrationReport:
     """Compute every registered metric of ``preds`` (or the ones named in ``metrics``).
 
@@ -895,6 +932,14 @@ default None
         interval (no note). E.g. :data:`calcore.BIN_FREE_METRICS` once, and the others per
         binning: on 10,000 x 100 predictions the class-wise KDE is three quarters of the
         time.
+    progress : callable, optional
+        With ``n_bootstrap`` on in-memory predictions, called as ``progress(done, total)``
+        while the resamples are used (for a progress line): ``total`` is ``n_bootstrap``
+        times the resampling passes (the bootstrap, its resample of each resample when an
+        interval reads one, the calibration test's redrawn labels); ``done`` never
+        decreases, from ``(0, total)`` to ``(total, total)``. Within the bootstrap pass it
+        reaches half the pass once the binned and scoring replicates are summed, then
+        advances with each block of KDE problems. The report is the same with or without.
 
     Returns
     -------
@@ -966,6 +1011,12 @@ default None
     intervals: dict[str, Interval] = {}
     reps, jack = {}, {}
     double = {}
+    tests = bool(test_calibration and n_bootstrap and preds.n_samples >= 2 and preds.normalized)
+    tally = None
+    if progress is not None and n_bootstrap:
+        keys = [k for k, v in values.items() if v is not None and not METRICS[k].p_value]
+        passes = 1 + needs_double_bootstrap(keys, interval_method) + tests
+        tally = _Progress(progress, int(n_bootstrap), passes)
     if n_bootstrap:
         intervals, boot_notes, reps, jack, double = _fast_intervals(
             preds,
@@ -979,10 +1030,11 @@ default None
             kde_max_work=kde_max_work,
             weights=weights,
             method=interval_method,
+            progress=tally,
         )
         notes.extend(boot_notes)
     test = None
-    if test_calibration and n_bootstrap and preds.n_samples >= 2 and preds.normalized:
+    if tests:
         test, test_notes = _calibration_test(
             preds,
             values,
@@ -993,6 +1045,8 @@ default None
             weights=weights,
         )
         notes.extend(test_notes)
+    if tally is not None:
+        tally.finish()
     return CalibrationReport(
         preds.n_samples,
         preds.n_classes,

@@ -13,12 +13,13 @@ next to them identifies them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -41,6 +42,8 @@ __all__ = [
     "confidence_diagram",
     "ece_sweep",
     "fit",
+    "progress_of",
+    "report_parts",
     "gain",
     "kde_curve",
     "learning",
@@ -75,38 +78,126 @@ def calcore_binning(binning: str, bins: int) -> tuple[str, int | str]:
 
 #: The progress line of the step the script thread is in (see :func:`step_line`).
 _STEP = threading.local()
+#: Seconds between redraws of a step's progress line while its calls run.
+STEP_REFRESH_S = 0.3
+
+
+class _Step:
+    """What a :func:`step_line` shows: each method's parts, how far calcore says each is
+    (``evaluate(progress=...)``: resamples done of its passes' total), and which have
+    finished. Updated from worker threads, read by the script thread (which alone draws)."""
+
+    def __init__(self, line, what: str) -> None:
+        self.line, self.what = line, what
+        self._lock = threading.Lock()
+        # label -> part -> [done, total (None until calcore says), finished]
+        self._parts: dict[str, dict[str, list]] = {}
+        self._shown = ""
+
+    def expects(self, label: str) -> bool:
+        with self._lock:
+            return label in self._parts
+
+    def expect(self, label: str, parts) -> None:
+        with self._lock:
+            state = self._parts.setdefault(label, {})
+            for part in parts:
+                state.setdefault(part, [0, None, False])
+
+    def update(self, label: str, part: str, done: int, total: int) -> None:
+        with self._lock:
+            entry = self._parts.setdefault(label, {}).setdefault(part, [0, None, False])
+            entry[0], entry[1] = max(entry[0], done), total
+
+    def finished(self, label: str, part: str) -> None:
+        with self._lock:
+            self._parts.setdefault(label, {}).setdefault(part, [0, None, False])[2] = True
+
+    @staticmethod
+    def share(parts: dict) -> float | None:
+        """The resamples done over the total of a method's parts; None before calcore has
+        told any. A part not started counts as the smallest total told (at least one pass
+        of resamples); one that finished without telling (an estimate alone, or a cached
+        result) counts for nothing."""
+        totals = [t for _, t, _ in parts.values() if t]
+        if not totals:
+            return None
+        guess, done, total = min(totals), 0, 0
+        for d, t, finished in parts.values():
+            if t:
+                done, total = done + (t if finished else min(d, t)), total + t
+            elif not finished:
+                total += guess
+        return done / total
+
+    def text(self) -> str:
+        """ "⏳ Intervals, 200 resamples per method: ts done · tl-hb 40% · irm waiting…"."""
+        with self._lock:
+            state = {label: [list(e) for e in p.values()] for label, p in self._parts.items()}
+        words = []
+        for label, entries in state.items():
+            share = self.share(dict(enumerate(entries)))
+            if entries and all(finished for *_, finished in entries):
+                words.append(f"{label} done")
+            elif share is None:
+                words.append(f"{label} waiting")
+            else:  # not "100%" before every part is in
+                words.append(f"{label} {min(int(share * 100), 99)}%")
+        return f"⏳ {self.what}" + (": " + " · ".join(words) if words else "") + "…"
+
+    def draw(self) -> None:
+        text = self.text()
+        if text != self._shown:
+            self._shown = text
+            self.line.caption(text)
 
 
 @contextmanager
 def step_line(what: str, *, into=None):
     """A caption naming the step while the block runs ("Intervals: 200 resamples…"), which
-    :func:`in_parallel` extends with each method as it finishes ("… ts done, 2/3"): a long
-    wait says what the server is doing instead of only Streamlit's running icon. ``into``:
-    the placeholder to write it in (e.g. under the table it fills in), else a new one."""
+    :func:`in_parallel` extends with each method's progress as its parts run ("… ts done ·
+    tl-hb 40% · irm waiting"): a long wait says what the server is doing instead of only
+    Streamlit's running icon. ``into``: the placeholder to write it in (e.g. under the
+    table it fills in), else a new one."""
     line = st.empty() if into is None else into
+    step = _Step(line, what)
     line.caption(f"⏳ {what}…")
-    _STEP.current = (line, what)
+    _STEP.current = step
     try:
-        yield
+        yield step
     finally:
         _STEP.current = None
         line.empty()
 
 
-def in_parallel(calls: dict, *, quiet: bool = False) -> dict:
-    """``{name: fn()}`` for ``{name: fn}``, on up to one thread per core.
+def progress_of(label: str):
+    """For the step the script thread is in (else None): ``progress(part, done, total)``
+    of ``label``'s parts, to pass to :func:`report_parts`."""
+    step = getattr(_STEP, "current", None)
+    if step is None:
+        return None
+    step.expect(label, ())  # its parts are shown under this label
+    return functools.partial(step.update, label)
+
+
+def in_parallel(calls: dict, *, quiet: bool = False, meanwhile=None) -> dict:
+    """``{name: fn()}`` for ``{name: fn}``, on up to one thread per core, in order.
 
     For the per-method cached calls into calcore: numpy releases the GIL in its sorts and
     ufuncs, so on 2 cores the three evaluations of a 25,000 x 1,000 file took 2.1 s
     instead of 3.0 s. Each worker carries the script's context, as Streamlit's guide on
     multithreading shows (``add_script_run_ctx``), so the cached functions behave as in
     the script thread. An exception is raised from the first call that failed, in order.
-    Inside :func:`step_line`, its caption counts the finished calls as they finish (unless
-    ``quiet``: parts of one step).
+    ``meanwhile()`` runs in the script thread once the calls are submitted (drawing what
+    is ready while the workers compute). Inside :func:`step_line` (unless ``quiet``: parts
+    of one step), its caption is redrawn as the calls progress: a call named ``(label,
+    part)`` is a part of that method when the method has a :func:`progress_of` (another
+    tuple, such as ``(what, label)`` for a method's gain, is a quick side call and is not
+    shown); any other name is a method of its own.
     """
     step = None if quiet else getattr(_STEP, "current", None)
     workers = min(len(calls), os.cpu_count() or 1)
-    if workers <= 1 and step is None:
+    if workers <= 1 and step is None and meanwhile is None:
         return {name: fn() for name, fn in calls.items()}
     ctx = get_script_run_ctx()
 
@@ -117,13 +208,25 @@ def in_parallel(calls: dict, *, quiet: bool = False) -> dict:
     with ThreadPoolExecutor(max(workers, 1), initializer=attach) as pool:
         futures = {name: pool.submit(fn) for name, fn in calls.items()}
         if step is not None:
-            # counted by method: parts named (what, method), such as its gain, are quick
-            # side parts that a count would make look like methods
-            line, what = step
-            names = {f: name for name, f in futures.items() if not isinstance(name, tuple)}
-            for done, future in enumerate(as_completed(names), start=1):
-                if future.exception() is None and done < len(names):
-                    line.caption(f"⏳ {what}: {names[future]} done, {done}/{len(names)}…")
+            for name in futures:
+                label, part = name if isinstance(name, tuple) else (name, "")
+                if not isinstance(name, tuple) or step.expects(label):
+                    step.expect(label, [part])
+        if meanwhile is not None:
+            meanwhile()
+        if step is not None:
+            pending = set(futures.values())
+            named = {f: name for name, f in futures.items()}
+            while pending:
+                finished, pending = wait(pending, STEP_REFRESH_S, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    name = named[f]
+                    label, part = name if isinstance(name, tuple) else (name, "")
+                    if f.exception() is None and (
+                        not isinstance(name, tuple) or step.expects(label)
+                    ):
+                        step.finished(label, part)
+                step.draw()
         return {name: future.result() for name, future in futures.items()}
 
 
@@ -158,45 +261,198 @@ def _fit(key: str, name: str, params: tuple, _calib, _test) -> Fitted:
 
 
 _BINNED = tuple(k for k in calcore.METRICS if k not in calcore.BIN_FREE_METRICS)
+KDE_CLASSWISE = "kde_ece_classwise"
+#: The bin-free metrics but the class-wise KDE-ECE (its own part: see :func:`report_parts`).
+_BIN_FREE = tuple(k for k in calcore.BIN_FREE_METRICS if k != KDE_CLASSWISE)
+#: ACE and TACE: binned, on equal-mass cells of their own, and their calibration test is
+#: not shown (the table's "calibrated?" rows are the conf-, TL- and CW-ECE's).
+_ADAPTIVE = tuple(k for k in _BINNED if calcore.METRICS[k].cells in ("ace", "tace"))
+#: The other binned metrics: the confidence, top-label and class-wise cells, tested.
+_BINNED_TESTED = tuple(k for k in _BINNED if k not in _ADAPTIVE)
+#: The parts of :func:`report`, each one cached ``calcore.evaluate`` of disjoint metrics,
+#: the heaviest first (with 200 resamples on 10,000 x 100 rows: ACE/TACE 0.75 CPU-s
+#: without their test, 1.1 with it; the other binned errors 0.55; the bin-free metrics
+#: 0.4-0.6; the class-wise KDE-ECE's estimate 0.2). Four parts balance two cores better
+#: than two: a bins change recomputes two parts a method.
+PARTS = ("adaptive", "binned", "bin-free", "kde-cw")
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
-def bin_free_report(key: str, n_bootstrap: int, _preds) -> calcore.CalibrationReport:
+def bin_free_report(
+    key: str, n_bootstrap: int, _preds, _progress=None
+) -> calcore.CalibrationReport:
+    """Accuracy, NLL, Brier, the KDE-ECE (and the binary measures that use no bins), with
+    intervals and no calibration test: the page shows the test of the binned errors only
+    (the KDE-ECEs' redrawn labels took 15-25% of the bin-free evaluation on 10,000 x 100
+    rows with 200 resamples)."""
     with resampling(n_bootstrap):
         return calcore.evaluate(
-            _preds, n_bootstrap=n_bootstrap, seed=0, metrics=calcore.BIN_FREE_METRICS
-        )
+            _preds, n_bootstrap=n_bootstrap, seed=0, metrics=_BIN_FREE,
+            test_calibration=False, progress=_progress,
+        )  # fmt: skip
+
+
+@st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
+def kde_classwise_report(
+    key: str, n_bootstrap: int, _preds, _progress=None
+) -> calcore.CalibrationReport:
+    """The class-wise KDE-ECE, with ``n_bootstrap`` resamples (0: its estimate only)."""
+    with resampling(n_bootstrap):
+        return calcore.evaluate(
+            _preds, n_bootstrap=n_bootstrap, seed=0, metrics=(KDE_CLASSWISE,),
+            test_calibration=False, progress=_progress,
+        )  # fmt: skip
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def _binned_report(
-    key: str, binning: str, bins, n_bootstrap: int, _preds
+    key: str, binning: str, bins, n_bootstrap: int, part: str, _preds, _progress=None
 ) -> calcore.CalibrationReport:
+    """``part`` "binned": the confidence, top-label and class-wise errors with their
+    calibration test; "adaptive": ACE and TACE, without one."""
     b, k = calcore_binning(binning, bins)
+    tested = part == "binned"
     with resampling(n_bootstrap):
         return calcore.evaluate(
-            _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0, metrics=_BINNED
-        )
+            _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0,
+            metrics=_BINNED_TESTED if tested else _ADAPTIVE, test_calibration=tested,
+            progress=_progress,
+        )  # fmt: skip
 
 
-def report(key: str, binning: str, bins, n_bootstrap: int, preds) -> calcore.CalibrationReport:
-    """``calcore.evaluate`` of every metric, from two cached halves.
+def report_parts(
+    key: str, binning: str, bins, n_bootstrap: int, preds, progress=None, *,
+    kde_classwise_intervals: bool = False,
+) -> dict:  # fmt: skip
+    """The cached calls whose reports :func:`combine` into :func:`report`'s, by part name
+    (:data:`PARTS`). ``progress(part, done, total)``: calcore's progress of each part
+    (:func:`progress_of`).
 
-    The metrics that use no bins (NLL, Brier, the KDE-ECEs: three quarters of the time on
-    100 classes) are kept while the binning changes; both halves draw the same resamples
-    (same seed), so the result equals one ``evaluate`` call (tests/dashboard/test_app.py).
-    The halves run side by side (each in a compute slot): with intervals the bin-free half
-    of 10,000 x 100 rows takes 3-5 s and the binned one 1.5-2.5 s, and a page's three
-    outputs balance better over two cores as six parts than as three.
+    The class-wise KDE-ECE gets its estimate only unless ``kde_classwise_intervals``: the
+    table shows no interval for it (its ``interval_caveat``), and its replicates were
+    three quarters of the bin-free metrics' time (10,000 x 100 rows: 1.8 of 2.4 CPU-s a
+    method; CIFAR-10's 10,000 x 10: 0.7 of 0.9). A verdict ranked by it needs them.
     """
-    halves = in_parallel(
-        {
-            "free": functools.partial(bin_free_report, key, n_bootstrap, preds),
-            "binned": functools.partial(_binned_report, key, binning, bins, n_bootstrap, preds),
+
+    def told(part):
+        return None if progress is None else functools.partial(progress, part)
+
+    cw_resamples = n_bootstrap if kde_classwise_intervals else 0
+    return {
+        **{
+            part: functools.partial(
+                _binned_report, key, binning, bins, n_bootstrap, part, preds, told(part)
+            )
+            for part in ("adaptive", "binned")
         },
-        quiet=True,
+        "bin-free": functools.partial(bin_free_report, key, n_bootstrap, preds, told("bin-free")),
+        "kde-cw": functools.partial(kde_classwise_report, key, cw_resamples, preds, told("kde-cw")),
+    }
+
+
+def combine(parts: dict) -> calcore.CalibrationReport:
+    """One report from :func:`report_parts`' reports (by part name): the binned part's
+    settings, every part's metrics, intervals, replicates and notes (:func:`merged_notes`).
+    A class-wise KDE-ECE without resamples joins as its estimate alone (no interval, no
+    replicates)."""
+    binned, cw = parts["binned"], parts["kde-cw"]
+    if cw.n_bootstrap != binned.n_bootstrap and not cw.intervals:
+        cw = dataclasses.replace(cw, n_bootstrap=binned.n_bootstrap)
+    out = binned.combined_with(parts["adaptive"])
+    out = out.combined_with(parts["bin-free"]).combined_with(cw)
+    return dataclasses.replace(out, notes=merged_notes(out.notes))
+
+
+def _bracketed(note: str):
+    """``(before, items, after)`` around the note's first parenthesis when it holds a list
+    of metric keys or labels (nested parentheses kept: "KDE-ECE (CW)"), else None."""
+    start = note.find("(")
+    depth, end = 0, -1
+    for i in range(max(start, 0), len(note)):
+        depth += {"(": 1, ")": -1}.get(note[i], 0)
+        if depth == 0:
+            end = i
+            break
+    if start < 0 or end < 0:
+        return None
+    items, depth, item = [], 0, ""
+    for ch in note[start + 1 : end] + ",":
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(item.strip())
+            item = ""
+        else:
+            item += ch
+    if not all(i in _METRIC_ORDER for i in items):
+        return None
+    return note[:start], tuple(items), note[end + 1 :]
+
+
+#: Metric keys and labels in calcore's order (the order its notes list them in).
+_METRIC_ORDER = {
+    name: i for i, (k, spec) in enumerate(calcore.METRICS.items()) for name in (k, spec.label)
+}
+
+
+def merged_notes(notes) -> tuple[str, ...]:
+    """The notes of a report combined from parts, as one evaluation words them: notes
+    that differ only in the metrics they list in parentheses ("Intervals of the
+    calibration errors (ACE, TACE) are bias-corrected ...", "The binary measures (...)
+    apply to binary models ...") become one listing all of them in calcore's order, and a
+    note that another one extends ("... keep the full sample's bins." and "... keep the
+    full sample's bins; ACE/TACE ...") is said once."""
+    notes = list(dict.fromkeys(notes))
+    merged: dict = {}
+    for note in notes:
+        parts = _bracketed(note)
+        key = note if parts is None else (parts[0], parts[2])
+        if parts is None or key not in merged:
+            merged[key] = note if parts is None else parts
+        else:
+            before, items, after = merged[key]
+            union = sorted(set(items) | set(parts[1]), key=_METRIC_ORDER.__getitem__)
+            merged[key] = (before, tuple(union), after)
+    out = [m if isinstance(m, str) else f"{m[0]}({', '.join(m[1])}){m[2]}" for m in merged.values()]
+    return tuple(n for n in out if not any(_extends(o, n) for o in out))
+
+
+def _extends(longer: str, note: str) -> bool:
+    """Whether ``longer`` says what ``note`` says and more: the same first clause, then a
+    clause of its own ("X; Y, so Z." beside "X." or "X, so Z."; commas and semicolons
+    inside parentheses do not count)."""
+    head, rest = _first_clause(note)
+    other, more = _first_clause(longer)
+    return longer != note and head == other and more.startswith(";") and not rest.startswith(";")
+
+
+def _first_clause(note: str) -> tuple[str, str]:
+    """``note`` split before its first comma, semicolon or full stop outside parentheses."""
+    depth = 0
+    for i, ch in enumerate(note):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and ch in ",;." and (i + 1 == len(note) or note[i + 1] == " "):
+            return note[:i], note[i:]
+    return note, ""
+
+
+def report(
+    key: str, binning: str, bins, n_bootstrap: int, preds, *,
+    kde_classwise_intervals: bool = False,
+) -> calcore.CalibrationReport:  # fmt: skip
+    """``calcore.evaluate`` of every metric, from three cached parts (:func:`report_parts`).
+
+    The metrics that use no bins (NLL, Brier, the KDE-ECEs) are kept while the binning
+    changes; all parts draw the same resamples (same seed), so the values and intervals
+    equal one ``evaluate`` call's (tests/dashboard/test_app.py), but for the class-wise
+    KDE-ECE's interval (unless ``kde_classwise_intervals``). The calibration test is the
+    binned errors' only (the table's "calibrated?" rows; the KDE-ECEs' test is not shown,
+    so not computed). The parts run side by side (each in a compute slot); the Metrics
+    view runs every method's parts in one pool (:func:`views.metrics.comparison`).
+    """
+    parts = report_parts(
+        key, binning, bins, n_bootstrap, preds, kde_classwise_intervals=kde_classwise_intervals
     )
-    return halves["binned"].combined_with(halves["free"])
+    return combine(in_parallel(parts, quiet=True))
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)

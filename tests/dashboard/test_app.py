@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 import calcore
 import calcore.io
-from dashboard.calibration import controls
+from dashboard.calibration import compute, controls
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.state import VIEWS
 from dashboard.figures import small_multiples
@@ -155,11 +155,13 @@ def test_a_bins_change_reuses_the_metrics_that_use_no_bins(monkeypatch):
 
     monkeypatch.setattr(calcore, "evaluate", counting)
     at = run_app({"m": "none"})
-    assert calls.count(calcore.BIN_FREE_METRICS) == 1
+    free, cw = compute._BIN_FREE, (compute.KDE_CLASSWISE,)
+    assert calls.count(free) == 1 and calls.count(cw) == 1
+    before = len(calls)
     at.number_input(key=controls.KEY_BINS).set_value(9).run()
     assert_clean(at)
-    assert calls.count(calcore.BIN_FREE_METRICS) == 1  # NLL, Brier, KDE-ECEs kept
-    assert len(calls) == 3  # one more binned evaluation
+    assert calls.count(free) == 1 and calls.count(cw) == 1  # NLL, Brier, KDE-ECEs kept
+    assert len(calls) == before + 2  # the two binned parts again (ACE/TACE, the others)
     test = splits_of(DEFAULT_SAMPLE)["test"]
     expected = real(test, bins=9).metrics
     table = metrics_table(at)

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
-from test_app import run_app, splits_of
+from test_app import metrics_table, run_app, splits_of
 
 import calcore
 from dashboard.calibration.samples import DEFAULT_SAMPLE
@@ -75,3 +75,21 @@ def test_words_under_the_table_name_exactly_the_intervals_that_need_them():
             ends_at = iv.high == iv.estimate and iv.low < iv.estimate
             if ends_at:
                 assert where in words.split(": the interval ends at the estimate")[0]
+
+
+def test_a_verdict_by_the_classwise_kde_ece_reads_its_paired_replicates():
+    # the table shows no interval for the class-wise KDE-ECE, so its replicates are
+    # computed only for a verdict ranked by it
+    at = run_app({"m": "ts"}, bootstrap=50)
+    cell = metrics_table(at).loc["ts", "KDE-ECE (CW)"]
+    assert cell.endswith(metrics_view.UNRELIABLE)  # marked as before: no interval
+    box = at.selectbox(key=metrics_view.primary_key(10))
+    box.select("kde_ece_classwise").run()
+    assert_clean(at)
+    s = splits_of(DEFAULT_SAMPLE)
+    wanted = ["kde_ece_classwise", *calcore.BIN_FREE_METRICS]
+    v = calcore.compare(s["calib"], s["test"], ["ts"], n_bootstrap=50, metrics=wanted).verdict(
+        primary="kde_ece_classwise"
+    )
+    assert v.n_resamples == 50
+    assert v.sentence() in _texts(at)

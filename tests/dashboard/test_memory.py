@@ -155,13 +155,15 @@ def test_the_step_line_names_each_finished_part(monkeypatch):
     line = _Line()
     monkeypatch.setattr(compute.st, "empty", lambda: line)
     calls = {"uncalibrated": lambda: 1, ("calibration_gain", "ts"): lambda: 2, "ts": lambda: 3}
-    with compute.step_line("Intervals: 200 resamples per method"):
-        out = compute.in_parallel(calls)
+    drawn = []
+    with compute.step_line("Intervals, 200 resamples per method"):
+        out = compute.in_parallel(calls, meanwhile=lambda: drawn.append(1))
     assert out == {"uncalibrated": 1, ("calibration_gain", "ts"): 2, "ts": 3}
-    assert line.captions[0] == "⏳ Intervals: 200 resamples per method…"
+    assert drawn == [1]  # meanwhile ran once, in this thread
+    assert line.captions[0] == "⏳ Intervals, 200 resamples per method…"
     progress = line.captions[1:-1]  # the methods, not their gains; the last one ends it
-    assert len(progress) == 1 and progress[0].endswith(" done, 1/2…")
-    assert progress[0].rsplit(": ", 1)[1].split(" done")[0] in ("uncalibrated", "ts")
+    assert progress and all("calibration_gain" not in c for c in progress)
+    assert progress[-1] == "⏳ Intervals, 200 resamples per method: uncalibrated done · ts done…"
     assert line.captions[-1] == ""  # gone once the step is over
     assert compute.in_parallel({"a": lambda: 1}) == {"a": 1}  # outside a step: no line
     assert line.captions[-1] == ""
@@ -169,6 +171,66 @@ def test_the_step_line_names_each_finished_part(monkeypatch):
     with compute.step_line("Intervals", into=slot):  # the caller's placeholder
         pass
     assert slot.captions == ["⏳ Intervals…", ""]
+
+
+def test_the_step_line_counts_calcores_progress_of_each_methods_parts(monkeypatch):
+    line = _Line()
+    monkeypatch.setattr(compute.st, "empty", lambda: line)
+    head = "⏳ Intervals, 200 resamples per method: "
+    with compute.step_line("Intervals, 200 resamples per method") as step:
+        ts, irm = compute.progress_of("ts"), compute.progress_of("irm")
+        assert step.text() == head + "ts waiting · irm waiting…"
+        for label in ("ts", "irm"):
+            step.expect(label, ["bin-free", "binned", "kde-cw"])
+        for label in ("ts", "irm"):  # an estimate alone (or cached): tells nothing
+            step.finished(label, "kde-cw")
+        assert step.text() == head + "ts waiting · irm waiting…"
+        ts("bin-free", 320, 400)
+        assert step.text() == head + "ts 40% · irm waiting…"  # binned not started: 400 too
+        ts("binned", 0, 600)
+        assert step.text() == head + "ts 32% · irm waiting…"  # resamples over the totals
+        ts("binned", 600, 600)
+        irm("bin-free", 200, 400)
+        ts("bin-free", 400, 400)
+        assert step.text() == head + "ts 99% · irm 25%…"  # 100% only once every part is in
+        for part in ("bin-free", "binned", "kde-cw"):
+            step.finished("ts", part)
+        assert step.text() == head + "ts done · irm 25%…"
+    assert compute.progress_of("ts") is None  # outside a step
+
+
+def test_report_parts_equal_one_evaluate_and_tell_their_progress(monkeypatch):
+    rng = np.random.default_rng(0)
+    preds = calcore.Predictions.from_logits(
+        rng.standard_normal((300, 3)) * 2, rng.integers(0, 3, 300)
+    )
+    told = []
+    parts = compute.report_parts(
+        "test-parts", "equal-width", 10, 30, preds, lambda *a: told.append(a)
+    )
+    assert list(parts) == list(compute.PARTS)
+    rep = compute.combine({part: fn() for part, fn in parts.items()})
+    one = calcore.evaluate(preds, bins=10, n_bootstrap=30, seed=0)
+    assert rep.metrics.keys() == one.metrics.keys()
+    for key, value in rep.metrics.items():
+        other = one.metrics[key]
+        assert value == other or (value != value and other != other), key  # NaN: both
+    # every interval but the class-wise KDE-ECE's (the table shows none), as one evaluate's
+    assert "kde_ece_classwise" not in rep.intervals
+    assert rep.intervals == {k: v for k, v in one.intervals.items() if k != "kde_ece_classwise"}
+    assert "kde_ece_classwise" not in rep.replicates and "nll" in rep.replicates
+    # the calibration test: the binned errors the table tests, as one evaluate's
+    tested = set(rep.calibration_test.p_values)
+    assert {"conf_ece", "top_label_ece", "classwise_ece"} <= tested
+    assert not tested & {"ace", "tace", "kde_ece", "kde_ece_classwise"}
+    for k in tested:
+        assert rep.calibration_test.p_values[k] == one.calibration_test.p_values[k]
+    # the class-wise KDE-ECE's estimate takes no resamples, so tells no progress
+    assert {part for part, *_ in told} == {"adaptive", "binned", "bin-free"}
+    for part in ("adaptive", "binned", "bin-free"):
+        done = [d for p, d, _ in told if p == part]
+        totals = {t for p, _, t in told if p == part}
+        assert done[0] == 0 and done == sorted(done) and done[-1] == totals.pop()
 
 
 def test_a_random_split_is_copied_once_per_key_and_counted(small_budget):
@@ -262,3 +324,53 @@ def test_a_long_bad_value_is_cut_in_the_log(log):
     memory.MMAP_THRESHOLD_SETTING.read({memory.MMAP_THRESHOLD_ENV: value})
     (record,) = log.records
     assert "(10,000 characters)" in record.getMessage() and len(record.getMessage()) < 300
+
+
+def test_a_verdict_by_the_classwise_kde_ece_gets_its_replicates():
+    rng = np.random.default_rng(1)
+    preds = calcore.Predictions.from_logits(
+        rng.standard_normal((300, 3)) * 2, rng.integers(0, 3, 300)
+    )
+    parts = compute.report_parts(
+        "test-parts-cw", "equal-width", 10, 30, preds, kde_classwise_intervals=True
+    )
+    rep = compute.combine({part: fn() for part, fn in parts.items()})
+    one = calcore.evaluate(preds, bins=10, n_bootstrap=30, seed=0)
+    assert rep.intervals == one.intervals
+    assert np.array_equal(rep.replicates["kde_ece_classwise"], one.replicates["kde_ece_classwise"])
+
+
+@pytest.mark.parametrize("binning", ["equal-width", "equal-mass", "sturges", "points-per-bin"])
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_the_parts_notes_are_one_evaluations(binning, n_classes):
+    # notes that differ only in the metrics they list become one, and a note another one
+    # extends is said once: as evaluate words them for all the metrics at once
+    rng = np.random.default_rng(n_classes)
+    preds = calcore.Predictions.from_logits(
+        rng.standard_normal((400, n_classes)) * 2, rng.integers(0, n_classes, 400)
+    )
+    bins = 40 if binning == "points-per-bin" else 10
+    parts = compute.report_parts(
+        f"test-notes-{binning}-{n_classes}", binning, bins, 20, preds, kde_classwise_intervals=True
+    )
+    rep = compute.combine({part: fn() for part, fn in parts.items()})
+    b, k = compute.calcore_binning(binning, bins)
+    one = calcore.evaluate(preds, bins=k, binning=b, n_bootstrap=20, seed=0)
+    assert set(rep.notes) == set(one.notes)
+    assert len(rep.notes) == len(set(rep.notes))
+
+
+def test_merged_notes_leave_other_notes_alone():
+    notes = (
+        "Intervals of the calibration errors (ACE, TACE) are bias-corrected: x.",
+        "Intervals of the calibration errors (conf-ECE, KDE-ECE (CW)) are bias-corrected: x.",
+        "Rows (3 of them) were tied.",
+        "Rows (5 of them) were tied.",  # not metrics: kept apart
+        "The fit stopped.",
+        "The fit stopped early.",  # not a clause more: kept
+    )
+    assert compute.merged_notes(notes) == (
+        "Intervals of the calibration errors (conf-ECE, ACE, TACE, KDE-ECE (CW)) are "
+        "bias-corrected: x.",
+        *notes[2:],
+    )

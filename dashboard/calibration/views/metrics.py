@@ -23,27 +23,49 @@ GAIN = "calibration_gain"
 GAIN_LABEL = "Calibration gain"
 
 
-def comparison(ctx, *, n_bootstrap: int | None = None) -> calcore.Comparison:
+def comparison(
+    ctx, *, n_bootstrap: int | None = None, meanwhile=None, primary: str | None = None
+) -> calcore.Comparison:
     """calcore's comparison of the methods, from reports and gains cached per method.
 
     ``n_bootstrap`` defaults to the sidebar's; 0 gives point estimates only (fast).
+    ``primary``: the metric the verdict ranks by; the class-wise KDE-ECE's replicates are
+    computed only when it is that one (the table shows no interval for it).
+    Every method's report parts (:func:`compute.report_parts`) run in one pool, the
+    heaviest part of every method first, so that two cores stay busy to the end instead
+    of waiting for a method's last part; inside a :func:`compute.step_line` the line
+    shows each method's progress. ``meanwhile()`` runs in the script thread while they
+    compute (:func:`compute.in_parallel`).
     """
     s = ctx.settings
     n_bootstrap = s.n_bootstrap if n_bootstrap is None else n_bootstrap
-    calls = {
-        label: functools.partial(
-            compute.report, ctx.keys[label], s.binning, s.bins, n_bootstrap, preds
-        )
-        for label, preds in ctx.outputs.items()
-    }
-    for label in ctx.fitted:
+    calls = {}
+    for label in ctx.fitted:  # quick, and no compute slot: first
         exact = exact_gain(ctx.fitted[label].calibrator)
         calls[(GAIN, label)] = functools.partial(
             compute.gain, ctx.keys[label], exact, ctx.test, ctx.outputs[label]
         )
-    results = compute.in_parallel(calls)
+    parts = {
+        (label, part): fn
+        for label, preds in ctx.outputs.items()
+        for part, fn in compute.report_parts(
+            ctx.keys[label],
+            s.binning,
+            s.bins,
+            n_bootstrap,
+            preds,
+            compute.progress_of(label),
+            kde_classwise_intervals=primary == compute.KDE_CLASSWISE,
+        ).items()  # fmt: skip
+    }
+    calls |= dict(sorted(parts.items(), key=lambda kv: compute.PARTS.index(kv[0][1])))
+    results = compute.in_parallel(calls, meanwhile=meanwhile)
+    reports = {
+        label: compute.combine({part: results[(label, part)] for part in compute.PARTS})
+        for label in ctx.outputs
+    }
     return calcore.Comparison.from_reports(
-        {label: results[label] for label in ctx.outputs},
+        reports,
         {label: results[(GAIN, label)] for label in ctx.fitted},
         calibrators={label: f.calibrator for label, f in ctx.fitted.items()},
         fit_warnings={label: f.warnings for label, f in ctx.fitted.items()},
@@ -52,7 +74,8 @@ def comparison(ctx, *, n_bootstrap: int | None = None) -> calcore.Comparison:
 
 
 def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
-    """``values[method][metric]``: calcore's estimate and bootstrap interval (or None)."""
+    """``values[method][metric]``: calcore's estimate and bootstrap interval (or None; no
+    interval for the class-wise KDE-ECE, which the table shows without one)."""
     return comparison(ctx, n_bootstrap=n_bootstrap).values
 
 
@@ -68,13 +91,18 @@ def calibration_verdicts(table: calcore.Comparison) -> dict[str, dict[str, str]]
     }
 
 
-def evaluation_notes(ctx, *, n_bootstrap: int | None = None) -> dict[str, tuple[str, ...]]:
+def evaluation_notes(
+    ctx, *, n_bootstrap: int | None = None, primary: str | None = None
+) -> dict[str, tuple[str, ...]]:
     """calcore's notes per method (ties, skipped metrics, conditional bootstrap, fit notes)."""
     s = ctx.settings
     n_bootstrap = s.n_bootstrap if n_bootstrap is None else n_bootstrap
     out = {}
     for label, preds in ctx.outputs.items():
-        rep = compute.report(ctx.keys[label], s.binning, s.bins, n_bootstrap, preds)
+        rep = compute.report(
+            ctx.keys[label], s.binning, s.bins, n_bootstrap, preds,
+            kde_classwise_intervals=primary == compute.KDE_CLASSWISE,
+        )  # fmt: skip
         notes = list(rep.notes)
         if label in ctx.fitted:
             info = ctx.fitted[label].info
@@ -127,12 +155,16 @@ def _as_comparison(values) -> calcore.Comparison:
 UNRELIABLE = "†"
 
 
-def _cell(iv: calcore.Interval | None, key: str) -> str:
+def _cell(iv: calcore.Interval | None, key: str, *, intervals: bool = False) -> str:
+    """``intervals``: the table shows intervals (a metric that never gets one is marked
+    :data:`UNRELIABLE` then, whether or not its interval was computed)."""
     if iv is None or math.isnan(iv.estimate):  # NaN: e.g. a slope fit without a maximum
         return "—"
+    spec = calcore.METRICS.get(key)
+    if intervals and spec is not None and spec.interval_caveat:
+        return f"{iv.estimate:.4f} {UNRELIABLE}"
     if math.isnan(iv.low):
         return f"{iv.estimate:.4f}"
-    spec = calcore.METRICS.get(key)
     if (spec is not None and spec.interval_caveat) or iv.caveat:
         # No bracket that reads as a range for the truth: the words are in the caption.
         return f"{iv.estimate:.4f} {UNRELIABLE}"
@@ -260,9 +292,14 @@ def display_table(values, verdicts=None) -> pd.DataFrame:
     number share one (:func:`row_titles`). ``verdicts`` (:func:`calibration_verdicts`) add
     a row per tested metric."""
     rows = []
+    intervals = any(
+        iv is not None and not math.isnan(iv.low) for row in values.values() for iv in row.values()
+    )
     for key, title in row_titles(values).items():
         row = {"metric": title, "better": better_words(key)}
-        row |= {method: _cell(values[method].get(key), key) for method in values}
+        row |= {
+            method: _cell(values[method].get(key), key, intervals=intervals) for method in values
+        }
         rows.append(row)
     for key in TEST_ROWS if verdicts else ():
         row = {"metric": test_row_title(key), "better": "p > 0.05: no evidence"}
@@ -467,7 +504,7 @@ def render(ctx) -> None:
     deferred = intervals_deferred(ctx)
     # One comparison gives the final table, its verdicts and the chart.
     if deferred:
-        final = comparison(ctx, n_bootstrap=0)
+        final = comparison(ctx, n_bootstrap=0, primary=primary)
         st.info(
             f"Bootstrap intervals are not computed automatically for "
             f"{ctx.test.n_samples:,} x {ctx.test.n_classes:,} predictions, "
@@ -479,16 +516,20 @@ def render(ctx) -> None:
             st.session_state[KEY_FORCE_BOOTSTRAP] = True
             st.rerun()
     elif ctx.settings.n_bootstrap:
-        # point estimates first (fast), then the same table with intervals
-        points = metric_values(ctx, n_bootstrap=0)
+        # point estimates first (fast), then the same table with intervals; their chart
+        # is drawn while the intervals compute
+        points = comparison(ctx, n_bootstrap=0, primary=primary).values
         _show(slot, points)
-        _show_chart(chart_slot, ctx, points, final=False)
         with compute.step_line(
-            f"Intervals: {ctx.settings.n_bootstrap} resamples per method", into=caption_slot
+            f"Intervals, {ctx.settings.n_bootstrap} resamples per method", into=caption_slot
         ):
-            final = comparison(ctx)
+            final = comparison(
+                ctx,
+                meanwhile=lambda: _show_chart(chart_slot, ctx, points, final=False),
+                primary=primary,
+            )
     else:
-        final = comparison(ctx)
+        final = comparison(ctx, primary=primary)
     values, verdicts = final.values, calibration_verdicts(final)
     with verdict_slot:
         show_verdict(ctx, *verdict_of(ctx, final, primary), chart_slot=verdict_chart_slot)
@@ -496,7 +537,7 @@ def render(ctx) -> None:
     _show_chart(chart_slot, ctx, values, final=True)
     s = ctx.settings
     b, k = compute.calcore_binning(s.binning, s.bins)
-    notes = evaluation_notes(ctx, n_bootstrap=0 if deferred else None)
+    notes = evaluation_notes(ctx, n_bootstrap=0 if deferred else None, primary=primary)
     shown = notes_once(notes, list(ctx.outputs))
     if shown:
         with st.expander(f"Notes from the evaluation ({len(shown)})"):
