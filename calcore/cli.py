@@ -841,7 +841,9 @@ def _spark_stream(path: str, args, *, split=None, slice_columns=None):
             f"{not_parquet[0]}: --engine spark reads Parquet files; evaluate CSV, Arrow IPC and "
             "NPZ files without --engine spark (the embedded engine)."
         )
-    options = {k: v for k, v in _load_kwargs(args).items() if k != "max_decoded_bytes"}
+    # Parquet only: no size budget, and no decimal mark (a CSV's option)
+    skip = ("max_decoded_bytes", "decimal")
+    options = {k: v for k, v in _load_kwargs(args).items() if k not in skip}
     spark = calcore.spark.session(master=args.master, remote=args.remote)
     try:
         df = spark.read.parquet(*[os.path.abspath(f) for f in files])
