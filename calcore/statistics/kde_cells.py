@@ -533,8 +533,9 @@ def union_add(first, first_cells, second, second_cells):
     """``first + second`` on the union of their cells (the last axis of each holds the
     sorted layout cells ``*_cells``): ``(moments, cells)``. An empty ``first`` (the first
     batch of redraws) gives ``second`` itself, not a copy through a zero array."""
-    if first_cells.size == 0 and np.broadcast_shapes(first.shape[:-1], second.shape[:-1]) == (
-        second.shape[:-1]
+    if (
+        first_cells.size == 0
+        and np.broadcast_shapes(first.shape[:-1], second.shape[:-1]) == (second.shape[:-1])
     ):
         return second, second_cells
     cells = np.union1d(first_cells, second_cells)
@@ -637,7 +638,9 @@ def kde_sums_at_grid(layout: KDELayout, sums: KDESums):
         total_q = np.zeros((z.size, n_rep, 2))
         mass_q = np.zeros_like(total_q)
         if used.size:
-            got, weight = _grid_product(_Packed(layout, used), stacked, _grid_ranges(layout), z.size)
+            got, weight = _grid_product(
+                _Packed(layout, used), stacked, _grid_ranges(layout), z.size
+            )
             # the product's sets are (outcome, replicate); _finish_grid reads (replicate, outcome)
             total_q[...] = got.reshape(z.size, 2, n_rep).transpose(0, 2, 1)
             mass_q[...] = weight.reshape(z.size, 2, n_rep).transpose(0, 2, 1)

@@ -20,8 +20,8 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._threads import in_threads
-from calcore.calibrators._blas import single_threaded_blas
 from calcore.binning import equal_width_index, resolve_binning
+from calcore.calibrators._blas import single_threaded_blas
 from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import (
