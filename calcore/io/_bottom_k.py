@@ -11,7 +11,7 @@ import numpy as np
 
 from calcore.predictions import Predictions
 
-__all__ = ["BottomK", "n_batch_rows"]
+__all__ = ["BottomK", "bottom_k_cut", "n_batch_rows", "rows_at_or_below"]
 
 
 class BottomK:
@@ -42,12 +42,12 @@ class BottomK:
         if self.cut is None and self.n_kept + positions.size > self.k:
             # Enough rows to place a cut: place it before copying rows out of the batch
             # (a first batch of 2 million rows would otherwise be copied whole).
-            self.cut = _bottom_k_cut(
+            self.cut = bottom_k_cut(
                 [(p, u_) for p, u_, _, _ in self.parts] + [(positions, u)], self.k
             )
             self._drop_above_cut()
         if self.cut is not None:
-            keep = _below(positions, u, self.cut)
+            keep = rows_at_or_below(positions, u, self.cut)
             positions, u = positions[keep], u[keep]
             rows = keep if rows is None else rows[keep]
         if positions.size == 0:
@@ -66,7 +66,7 @@ class BottomK:
         return self.parts
 
     def _cut_back(self) -> None:
-        self.cut = _bottom_k_cut([(p, u) for p, u, _, _ in self.parts], self.k)
+        self.cut = bottom_k_cut([(p, u) for p, u, _, _ in self.parts], self.k)
         self._drop_above_cut()
 
     def _drop_above_cut(self) -> None:
@@ -74,7 +74,7 @@ class BottomK:
         self.n_kept = sum(q[0].size for q in self.parts)
 
 
-def _bottom_k_cut(parts, k: int) -> tuple[float, int]:
+def bottom_k_cut(parts, k: int) -> tuple[float, int]:
     """The ``k``-th smallest ``(uniform, position)`` pair of ``parts`` (``(positions,
     uniforms)`` per batch): ties of uniforms are broken by position, so the rows kept do
     not depend on the batching."""
@@ -85,7 +85,7 @@ def _bottom_k_cut(parts, k: int) -> tuple[float, int]:
     return float(cut), int(at_cut[k - n_below - 1])
 
 
-def _below(positions: np.ndarray, u: np.ndarray, cut: tuple[float, int]) -> np.ndarray:
+def rows_at_or_below(positions: np.ndarray, u: np.ndarray, cut: tuple[float, int]) -> np.ndarray:
     """The indices of the rows at or below the ``(uniform, position)`` cut."""
     u_cut, pos_cut = cut
     rows = np.flatnonzero(u <= u_cut)  # few rows once a cut is made
@@ -98,7 +98,7 @@ def _below(positions: np.ndarray, u: np.ndarray, cut: tuple[float, int]) -> np.n
 def _rows_below(part, cut: tuple[float, int]):
     """The kept rows of a part (with their slice values) at or below the cut, in order."""
     pos, u, preds, values = part
-    rows = _below(pos, u, cut)
+    rows = rows_at_or_below(pos, u, cut)
     if rows.size == pos.size:
         return part
     return pos[rows], u[rows], *_taken(preds, values, rows)

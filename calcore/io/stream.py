@@ -728,13 +728,13 @@ def scan(
     for b in stream._batches(state):
         names = b.preds.class_names
         break
-    notes = _scan_notes(display, roles, state.decided, percent=percent, kept=named)
+    notes = scan_notes(display, roles, state.decided, percent=percent, kept=named)
     kind = None if state.decided is None else state.decided[0]
     options = {**options, "names": names}
     return replace(stream, class_names=names, _options=options, notes=notes, scores_kind=kind)
 
 
-def _scan_notes(display: str, roles: Roles, decided, *, percent: bool, kept) -> tuple[str, ...]:
+def scan_notes(display: str, roles: Roles, decided, *, percent: bool, kept) -> tuple[str, ...]:
     """The notes of :attr:`PredictionStream.notes`, worded as a loaded file's report says
     them (``decided``: the scores' kind and reason, None when no row was read)."""
     notes = []

@@ -24,12 +24,13 @@ from calcore._errors import CalcoreError, quoted
 
 __all__ = ["apply", "apply_files", "check_apply_files", "plan_for_stream", "applied_batches"]
 __all__ += ["HIDDEN_POSITION", "spark_error", "numeric_columns", "decide_scores_kind"]
+__all__ += ["saved_calibrator_text"]
 
 #: The position column the CLI adds to name rows in messages; never written out.
 HIDDEN_POSITION = "__calcore_position"
 
 
-def _saved_text(fitted) -> str:
+def saved_calibrator_text(fitted) -> str:
     """The calibrator's saved JSON text, refused for what the map cannot apply yet."""
     from calcore.calibrators.per_slice import PerSliceCalibrator
 
@@ -324,7 +325,7 @@ def apply(
     from calcore.io._columns import detect_roles
 
     source = "Spark DataFrame"
-    saved = _saved_text(fitted)
+    saved = saved_calibrator_text(fitted)
     columns = [c for c in df.columns if c != HIDDEN_POSITION]
     roles = detect_roles(
         columns,
@@ -355,7 +356,7 @@ def plan_for_stream(stream, calibrator, *, suffix: str | None, renormalize: bool
     read the same files the same way. Returns ``(plan text, output columns)``."""
     from calcore.io.stream_write import AppliedLayout
 
-    saved = _saved_text(calibrator)
+    saved = saved_calibrator_text(calibrator)
     _check_classes(calibrator, stream.roles, stream.name)
     _check_class_names(calibrator, stream.class_names, stream.name)
     layout = AppliedLayout(stream, suffix)

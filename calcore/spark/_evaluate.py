@@ -92,7 +92,7 @@ class SparkStream(PredictionStream):
         rows of every batch (their weights kept). Other functions, and transforms that
         read the slice columns (``with_metadata``), are refused.
         """
-        from calcore.spark._apply import _saved_text
+        from calcore.spark._apply import saved_calibrator_text
 
         fitted = getattr(transform, "__self__", None)
         if (
@@ -105,7 +105,7 @@ class SparkStream(PredictionStream):
                 "to a source's rows (without its slice columns); apply others with "
                 "calcore.spark.apply(df, fitted) and evaluate its output with from_spark."
             )
-        return replace(self, engine=self.engine.with_transform(_saved_text(fitted)))
+        return replace(self, engine=self.engine.with_transform(saved_calibrator_text(fitted)))
 
     def with_split(self, split):
         raise CalcoreError(f"{self.name}: call from_spark(df, ..., split={split!r}) instead.")
@@ -473,7 +473,7 @@ class SparkEngine:
         in position order, as :func:`calcore.io._sampling.sample` draws them (a count, then
         one job)."""
         import calcore
-        from calcore.io._bottom_k import _below, _bottom_k_cut
+        from calcore.io._bottom_k import bottom_k_cut, rows_at_or_below
         from calcore.predictions import Predictions
         from calcore.spark._apply import spark_error
         from calcore.statistics.engine import unpack
@@ -517,7 +517,7 @@ class SparkEngine:
         u = row_uniforms(positions, seed)
         keep = np.arange(positions.size)
         if positions.size > k:  # the bottom-k of the tasks' bottom-k: ties by position
-            keep = _below(positions, u, _bottom_k_cut([(positions, u)], k))
+            keep = rows_at_or_below(positions, u, bottom_k_cut([(positions, u)], k))
         keep = keep[np.argsort(positions[keep], kind="stable")]  # position order
 
         def joined(name):
@@ -681,7 +681,7 @@ renormalize :
     from calcore.io._labels import class_labels
     from calcore.io._load import check_options
     from calcore.io._scan import checked_slice_columns
-    from calcore.io.stream import _scan_notes
+    from calcore.io.stream import scan_notes
     from calcore.spark._apply import decide_scores_kind, numeric_columns, spark_error
     from calcore.spark._positions import (
         POSITION_COLUMN,
@@ -780,7 +780,7 @@ renormalize :
         rows_estimated=True,
         slice_columns=named,
         scores_kind=decided[0],
-        notes=_scan_notes(source, roles, tuple(decided), percent=percent, kept=named),
+        notes=scan_notes(source, roles, tuple(decided), percent=percent, kept=named),
     )
     plan = _read_plan(stream, named_offsets)
     engine = SparkEngine(positioned, source, plan, POSITION_COLUMN, named, roles.split, split)

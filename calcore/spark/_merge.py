@@ -111,13 +111,16 @@ def _packed_bytes(arrays: dict) -> int:
     return sum(np.asarray(a).nbytes + len(name) + _NPZ_ENTRY_BYTES for name, a in arrays.items())
 
 
-def _kept_cells_extra(problems, layouts) -> int:
-    """Bytes a task's kept-cell KDE sums may add over the driver's (every layout cell)."""
+def _kept_cells_extra(problems, layouts, *, cells_axis: int) -> int:
+    """Bytes a task's kept-cell KDE sums may add over the driver's (every layout cell).
+    ``cells_axis``: where the kept cells are in ``moments`` (first in replicated
+    :class:`~calcore.statistics.kde_cells.KDESums`, last in the redrawn positives')."""
     extra = 0
     for (moments, cells), layout in zip(problems, layouts, strict=True):
         if cells is None:
             continue
-        per_cell = int(np.prod(moments.shape[:-1], dtype=np.int64)) * 8 + 8  # moments + index
+        others = np.delete(np.asarray(moments.shape), cells_axis)
+        per_cell = int(np.prod(others, dtype=np.int64)) * 8 + 8  # moments + index
         extra += per_cell * max(layout.n_cells - int(np.asarray(cells).size), 0)
     return extra
 
@@ -135,10 +138,10 @@ def lane_bounds(lane) -> tuple[int, int]:
             continue
         for key, problems in stats.kde.items():
             pairs = [(s.moments, s.cells) for s in problems]
-            extra += _kept_cells_extra(pairs, stats.kde_specs[key].layouts)
+            extra += _kept_cells_extra(pairs, stats.kde_specs[key].layouts, cells_axis=0)
     if lane.redrawn is not None:
         for key, problems in lane.redrawn.positives.items():
-            extra += _kept_cells_extra(problems, lane.redrawn.kde_specs[key].layouts)
+            extra += _kept_cells_extra(problems, lane.redrawn.kde_specs[key].layouts, cells_axis=-1)
     return floor, floor + extra
 
 
@@ -152,16 +155,13 @@ def state_bounds(lanes, phase: str) -> tuple[int, int] | None:
     each slice's lane is that big; their number is not known before the job). ``floor``:
     what the driver receives at least, whatever the merge (every lane's dense sums once).
     """
-    from calcore.statistics.passes import _Lane
+    from calcore.statistics.passes import started_lane
 
     if phase != "accumulate":
         return None
     started = [lane for lane in lanes.lanes.values() if lane.stats is not None]
     if not started:
-        lane = _Lane(lanes.names, lanes.requests, lanes.kde)
-        lane.plan()
-        lane.start(lanes.bootstrap, lanes.redraws, lanes.redraw_keys, **lanes._starting)
-        started = [lane]
+        started = [started_lane(lanes)]
     pairs = [lane_bounds(lane) for lane in started]
     return sum(f for f, _ in pairs), sum(b for _, b in pairs)
 

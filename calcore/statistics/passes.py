@@ -777,6 +777,15 @@ def pass_job(lanes: _Lanes, phase: str) -> dict:
     return out
 
 
+def started_lane(lanes: _Lanes) -> "_Lane":
+    """A lane of ``lanes``'s settings planned and started as the driver starts one before
+    its first rows (what one task's state is made of, to bound its size before a job)."""
+    lane = _Lane(lanes.names, lanes.requests, lanes.kde)
+    lane.plan()
+    lane.start(lanes.bootstrap, lanes.redraws, lanes.redraw_keys, **lanes._starting)
+    return lane
+
+
 def job_lanes(job: dict, batches=()) -> tuple:
     """A task's lanes for one phase of a job (:func:`pass_job`): the driver's lanes as
     planned (plan restored, accumulating statistics started), its slicer and settings.

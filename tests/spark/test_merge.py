@@ -76,6 +76,19 @@ class LocalEngine:
     def slice_batches(self):
         return self.stream.slice_batches()
 
+    def sample(self, k, seed):  # evaluate_by's beyond-model ranking: the embedded sample
+        return self.stream.sample(k, seed=seed)
+
+    def with_transform(self, saved):  # and its curve, shipped as its JSON as on Spark
+        from calcore.calibrators._saved import calibrator_from_saved, parse_json
+
+        fitted = calibrator_from_saved(parse_json(saved, source="test"), source="test")
+        other = LocalEngine(
+            self.stream.with_transform(fitted.transform), self.n_parts, self.groups,
+            self.max_result,
+        )  # fmt: skip
+        return other  # its passes logged apart: the tests count the evaluation's own
+
     def run_pass(self, lanes, phase):
         bounds = _merge.state_bounds(lanes, phase)
         _merge.merge_groups(bounds, lanes, self.stream.name, self.max_result)
