@@ -28,9 +28,10 @@ def test_the_intervals_line_names_each_methods_progress(browser, artifacts_dir: 
             text = line.first.inner_text()
             for method in ("uncalibrated", "ts", "tl-hb"):
                 assert method in text
-            # the estimates are on the page meanwhile, without brackets
-            table = page.locator("[data-testid='stTable']").first
-            assert table.is_visible()
+            # the estimates are on the page meanwhile: the metrics table (the first table of
+            # the page may be a collapsed Data panel's preview, hidden)
+            table = page.locator("[data-testid='stTable']").filter(has_text="uncalibrated")
+            table.first.wait_for(state="visible", timeout=30_000)
             page.locator(IDLE).wait_for(timeout=240_000)
             page.wait_for_function(
                 "() => document.querySelector(\"[data-testid='stTable']\").innerText.includes('[')",
