@@ -1023,6 +1023,27 @@ def arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
             first_row += batch.num_rows
 
 
+def arrow_raw_table(table, name: str, kind: str, roles, rows: RowNames) -> RawTable:
+    """An Arrow table's columns as the reader's :class:`~calcore.io._table.RawTable`: the
+    scores as one matrix, the labels (and split) encoded, rows named by ``rows``. Shared
+    by the file reader and Spark's tasks (:mod:`calcore.spark._evaluate`), so a batch is
+    validated the same way wherever it was read."""
+    return RawTable(
+        name,
+        kind,
+        None,
+        tuple(table.column_names),
+        roles,
+        table.num_rows,
+        columns_to_matrix(table, roles.scores),
+        encoded_labels(table[roles.label], name, roles.label, rows),
+        None
+        if roles.split is None
+        else encoded_labels(table[roles.split], name, roles.split, rows),
+        rows,
+    )
+
+
 def _arrow_tables(stream: PredictionStream, path: str):
     """``(raw table, weights or None, slice columns)`` per record batch of a Parquet or
     Arrow IPC file."""
@@ -1036,20 +1057,7 @@ def _arrow_tables(stream: PredictionStream, path: str):
     # every column when they are kept (in the files' order), else only the used ones
     columns = list(kept) if kept else opts["used"] + opts["extras"]
     for table, rows in arrow_batches(stream, path, columns):
-        raw = RawTable(
-            name,
-            "arrow" if _is_ipc(path) else "parquet",
-            None,
-            tuple(table.column_names),
-            roles,
-            table.num_rows,
-            columns_to_matrix(table, roles.scores),
-            encoded_labels(table[roles.label], name, roles.label, rows),
-            None
-            if roles.split is None
-            else encoded_labels(table[roles.split], name, roles.split, rows),
-            rows,
-        )
+        raw = arrow_raw_table(table, name, "arrow" if _is_ipc(path) else "parquet", roles, rows)
         weights = None
         if stream.weight_column is not None:
             # decimals (and integers) as float64; a null becomes NaN, refused by name

@@ -189,8 +189,7 @@ def _task_batches(plan: dict, batches, seen: dict):
     import pyarrow as pa
 
     from calcore.io._columns import Roles
-    from calcore.io._table import RawTable, columns_to_matrix
-    from calcore.io.stream import encoded_labels, validated_rows
+    from calcore.io.stream import arrow_raw_table, validated_rows
 
     fields = Roles.__dataclass_fields__
     roles = SimpleNamespace(
@@ -224,20 +223,7 @@ def _task_batches(plan: dict, batches, seen: dict):
         positions = table[plan["position"]].to_numpy().astype(np.int64)
         rows = _PositionRows(positions, starts, files, source)
         where = rows.place(0)[0]
-        raw = RawTable(
-            where,
-            "parquet",
-            None,
-            tuple(table.column_names),
-            roles,
-            table.num_rows,
-            columns_to_matrix(table, roles.scores),
-            encoded_labels(table[roles.label], where, roles.label, rows),
-            None
-            if roles.split is None
-            else encoded_labels(table[roles.split], where, roles.split, rows),
-            rows,
-        )
+        raw = arrow_raw_table(table, where, "parquet", roles, rows)
         weights = None
         if plan["weight"] is not None:
             weights = table[plan["weight"]].cast(pa.float64()).to_numpy(zero_copy_only=False)
@@ -293,10 +279,10 @@ def task_states(read_plan: str, job: bytes, driver_version: str, batches):
     CalcoreError
         Another calcore version than the driver's; a bad value (file and row named).
     """
-    import pyarrow as pa
 
     import calcore
-    from calcore.statistics.engine import StateVersionError, pack, unpack
+    from calcore.spark._merge import state_batches, task_partition
+    from calcore.statistics.engine import StateVersionError, unpack
     from calcore.statistics.passes import partition_states
 
     if calcore.__version__ != driver_version:
@@ -315,31 +301,7 @@ def task_states(read_plan: str, job: bytes, driver_version: str, batches):
     states, kinds = partition_states(arrays, _task_batches(plan, batches, seen))
     if "first" not in seen:
         return
-    try:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        part = context.partitionId() if context is not None else 0
-    except Exception:
-        part = 0
-    lanes, blobs = [], []
-    for key, entry, state in states:
-        lanes.append(json.dumps({"lane": key, "entry": entry}, allow_nan=False))
-        blobs.append(pack(state))
-    if kinds is not None:
-        lanes.append(json.dumps({"kinds": kinds}))
-        blobs.append(pack({}))
-    n = len(lanes)
-    yield pa.RecordBatch.from_arrays(
-        [
-            pa.array([seen["first"]] * n, pa.int64()),
-            pa.array([part] * n, pa.int64()),
-            pa.array(range(n), pa.int64()),
-            pa.array(lanes, pa.string()),
-            pa.array(blobs, pa.binary()),
-        ],
-        names=["first", "part", "seq", "lane", "state"],
-    )
+    yield from state_batches(seen["first"], task_partition(), states, kinds)
 
 
 def task_sample(

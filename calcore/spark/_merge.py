@@ -86,6 +86,8 @@ __all__ = [
     "max_result_bytes",
     "group_states",
     "merge_rows",
+    "state_batches",
+    "task_partition",
 ]
 
 #: States bounded below this many bytes merge in one level (the driver collects every
@@ -324,8 +326,21 @@ def _parts(rows, where: str):
         yield current[0], states, kinds[0]
 
 
-def _state_batch(first: int, part: int, states, kinds):
-    """One Arrow batch a lane: ``(first, part, seq, lane, state)`` (the kinds last)."""
+def task_partition() -> int:
+    """The running Spark task's partition (0 outside a task)."""
+    try:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        return context.partitionId() if context is not None else 0
+    except Exception:
+        return 0
+
+
+def state_batches(first: int, part: int, states, kinds):
+    """The rows a task (or a group merge) sends back, one Arrow batch a lane (a large
+    state is never copied into a batch with others): ``(first, part, seq, lane, state)``,
+    the slice columns' kinds last."""
     import pyarrow as pa
 
     from calcore.statistics.engine import pack
@@ -417,14 +432,7 @@ def group_states(job: bytes, driver_version: str, batches):
     first, states, kinds = merge_group(arrays, _rows(batches), name)
     if first is None:
         return
-    try:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        part = context.partitionId() if context is not None else 0
-    except Exception:
-        part = 0
-    yield from _state_batch(first, part, states, kinds)
+    yield from state_batches(first, task_partition(), states, kinds)
 
 
 def two_level(states_df, groups: int, job: bytes, version: str):
