@@ -1,6 +1,8 @@
-"""Seeded synthetic predictions shared by the calibrator tests."""
+"""Seeded synthetic predictions (and Parquet files of them) shared by several test modules."""
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from calcore import Predictions
 
@@ -21,3 +23,31 @@ def calib_test_pair(seed, temperature, *, n_calib=4000, n_test=12000, n_classes=
         softmax_synthetic(n_calib, n_classes, rng, temperature),
         softmax_synthetic(n_test, n_classes, rng, temperature),
     )
+
+
+def dirichlet_preds(n, n_classes, seed):
+    """Probabilities from a Dirichlet(0.7), labels drawn from them (calibrated)."""
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(n_classes, 0.7), size=n)
+    y = np.array([rng.choice(n_classes, p=row) for row in p])
+    return Predictions.from_probs(p, y)
+
+
+def beta_binary(n, seed):
+    """A binary model: P(class 1) from a Beta(0.6, 2), under-predicting (labels at 1.2 p)."""
+    rng = np.random.default_rng(seed)
+    p = rng.beta(0.6, 2.0, n)
+    y = (rng.random(n) < np.clip(1.2 * p, 0, 1)).astype(np.int64)
+    return Predictions.from_probs(np.column_stack([1 - p, p]), y)
+
+
+def write_parquet_parts(tmp_path, preds, cuts, *, hive=False, row_group_size=37):
+    """Binary predictions as several Parquet files (optionally in hive folders)."""
+    p1 = preds.probs[:, 1]
+    bounds = [0, *cuts, preds.n_samples]
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        folder = tmp_path / (f"day=2026-11-{k + 1:02d}" if hive else "")
+        folder.mkdir(parents=True, exist_ok=True)
+        table = pa.table({"label": preds.labels[a:b], "p_fraud": p1[a:b]})
+        pq.write_table(table, folder / f"part-{k}.parquet", row_group_size=row_group_size)
+    (tmp_path / "_SUCCESS").write_text("")

@@ -470,3 +470,11 @@ def test_calibrated_rejects_non_finite_logits():
     huge = np.full((3, 2), 1e308)  # finite, though their sum overflows
     out = Predictions._calibrated(np.full((3, 2), 0.5), _base_preds(), logits=huge, owned=True)
     assert out.logits is huge
+
+
+def test_binary_argmax_fast_path_matches_the_general_rule():
+    p = np.array([[0.5, 0.5], [0.2, 0.8], [0.7, 0.3], [1.0, 0.0]])
+    preds = calcore.Predictions.from_probs(p, [0, 1, 1, 0])
+    assert preds.predicted.tolist() == [0, 1, 0, 0]  # the tie goes to the lowest index
+    assert preds.confidence.tolist() == [0.5, 0.8, 0.7, 1.0]
+    assert preds.n_tied_rows == 1

@@ -3,6 +3,10 @@
 References are independent of the engine: per-bin sums written here with Python loops
 over the rows, duplicated rows for integer weights, and ``calcore.evaluate`` on the
 whole in-memory data (whose values the golden and brute-force suites pin down).
+
+Reading streamed sources (files, errors, read-ahead, weight columns, samples) is tested in
+tests/test_stream.py, writing them in tests/test_stream_write.py; weighted reports and metric
+functions in tests/test_weights.py.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import pytest
 from _keys import (  # tests/ is on sys.path
     assert_same_metrics,
     interval_keys,
-    multiclass_keys,
 )
+from _synthetic import beta_binary as _binary
+from _synthetic import dirichlet_preds as _preds
+from _synthetic import write_parquet_parts as _write_parts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,13 +29,6 @@ import calcore
 from calcore.diagnostics.bin_statistics import bin_statistics
 from calcore.statistics import CalibrationStatistics, CellRequest, CellSums, stream_statistics
 from calcore.statistics.edges import edges_for
-
-
-def _preds(n, n_classes, seed):
-    rng = np.random.default_rng(seed)
-    p = rng.dirichlet(np.full(n_classes, 0.7), size=n)
-    y = np.array([rng.choice(n_classes, p=row) for row in p])
-    return calcore.Predictions.from_probs(p, y)
 
 
 def _report_stats(preds, pieces, bins=10, binning="equal-width"):
@@ -202,26 +201,7 @@ def test_edges_of_equal_mass_are_order_statistics():
     assert e.cell_of(s).tolist() == [0, 0, 0, 0, 2, 2]
 
 
-# --------------------------------------------------------------------------- streamed sources
-
-
-def _write_parts(tmp_path, preds, cuts, *, hive=False, row_group_size=37):
-    """Binary predictions as several Parquet files (optionally in hive folders)."""
-    p1 = preds.probs[:, 1]
-    bounds = [0, *cuts, preds.n_samples]
-    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
-        folder = tmp_path / (f"day=2026-11-{k + 1:02d}" if hive else "")
-        folder.mkdir(parents=True, exist_ok=True)
-        table = pa.table({"label": preds.labels[a:b], "p_fraud": p1[a:b]})
-        pq.write_table(table, folder / f"part-{k}.parquet", row_group_size=row_group_size)
-    (tmp_path / "_SUCCESS").write_text("")
-
-
-def _binary(n, seed):
-    rng = np.random.default_rng(seed)
-    p = rng.beta(0.6, 2.0, n)
-    y = (rng.random(n) < np.clip(1.2 * p, 0, 1)).astype(np.int64)
-    return calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y)
+# --------------------------------------------------------------------------- streamed == in memory
 
 
 @settings(max_examples=10, deadline=None)
@@ -295,24 +275,6 @@ def test_streamed_multiclass_with_ties_equals_in_memory(tmp_path):
     assert_same_metrics(got, want, rel=1e-10, abs=1e-14)
 
 
-def test_glob_and_single_file_and_split(tmp_path):
-    preds = _binary(300, seed=12)
-    split = np.where(np.arange(300) % 3 == 0, "calib", "test")
-    pq.write_table(
-        pa.table({"y": preds.labels, "p_1": preds.probs[:, 1], "split": split}),
-        tmp_path / "one.parquet",
-        row_group_size=50,
-    )
-    got = calcore.evaluate(calcore.scan(str(tmp_path / "*.parquet"), split="test"), bins=5)
-    test_rows = calcore.Predictions.from_probs(
-        preds.probs[split == "test"], preds.labels[split == "test"]
-    )
-    want = calcore.evaluate(test_rows, bins=5)
-    assert got.n == 200
-    assert got.top_label_ece == pytest.approx(want.top_label_ece, rel=1e-12)
-    assert got.nll == pytest.approx(want.nll, rel=1e-12)
-
-
 def test_stream_refuses_what_it_cannot_do_yet(tmp_path):
     _write_parts(tmp_path, _binary(60, seed=13), [30])
     stream = calcore.scan(tmp_path)
@@ -320,121 +282,6 @@ def test_stream_refuses_what_it_cannot_do_yet(tmp_path):
         calcore.evaluate(stream, binning="unique")
     with pytest.raises(calcore.CalcoreError, match="n_bootstrap must be 0 .no intervals. or an"):
         calcore.evaluate(stream, n_bootstrap=1)
-
-
-def test_bad_value_names_the_file_column_and_row(tmp_path):
-    preds = _binary(200, seed=14)
-    p1 = preds.probs[:, 1].copy()
-    p1[173] = 1.5  # in the second file, its row 73
-    pq.write_table(pa.table({"label": preds.labels[:100], "p_x": p1[:100]}), tmp_path / "a.parquet")
-    pq.write_table(
-        pa.table({"label": preds.labels[100:], "p_x": p1[100:]}),
-        tmp_path / "b.parquet",
-        row_group_size=30,
-    )
-    with pytest.raises(calcore.CalcoreError) as info:
-        calcore.evaluate(calcore.scan(tmp_path, batch_rows=16))
-    message = str(info.value)
-    assert "b.parquet" in message and "row 73" in message and "'p_x'" in message
-
-
-def test_type_change_between_files_is_named(tmp_path):
-    preds = _binary(40, seed=15)
-    pq.write_table(
-        pa.table({"label": preds.labels[:20], "p_x": preds.probs[:20, 1]}), tmp_path / "a.parquet"
-    )
-    pq.write_table(
-        pa.table({"label": preds.labels[20:].astype(str), "p_x": preds.probs[20:, 1]}),
-        tmp_path / "b.parquet",
-    )
-    with pytest.raises(calcore.CalcoreError, match=r"b\.parquet: column 'label' has type string"):
-        calcore.scan(tmp_path)
-
-
-def test_damaged_row_group_is_named_and_nothing_is_reported(tmp_path):
-    preds = _binary(400, seed=16)
-    path = tmp_path / "d.parquet"
-    pq.write_table(
-        pa.table({"label": preds.labels, "p_x": preds.probs[:, 1]}),
-        path,
-        row_group_size=100,
-        compression="snappy",
-    )
-    meta = pq.ParquetFile(path).metadata
-    chunk = meta.row_group(2).column(1)
-    start = chunk.data_page_offset
-    data = bytearray(path.read_bytes())
-    data[start + 10 : start + 60] = b"\xff" * 50  # damage the third row group's scores
-    path.write_bytes(bytes(data))
-    stream = calcore.scan(path)
-    with pytest.raises(calcore.CalcoreError, match=r"d\.parquet, row group 2 \(rows from 200\)"):
-        calcore.evaluate(stream)
-
-
-def test_row_groups_decoded_ahead_give_the_batches_read_one_by_one(tmp_path):
-    """Row groups no larger than a batch are decoded ahead on shared threads: the batches,
-    their order and positions are those of reading batch by batch (row groups larger than
-    a batch), also with streams abandoned half-way and several streams read at once."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    preds = _binary(3_000, seed=41)
-    _write_parts(tmp_path, preds, [1_100, 1_900], row_group_size=100)
-
-    def read(batch_rows: int, stop: int | None = None):
-        out = []
-        for b in calcore.scan(tmp_path, batch_rows=batch_rows).batches():
-            out.append((b.position, b.first_row, b.preds.probs[:, 1].copy()))
-            if stop is not None and len(out) == stop:
-                break
-        return out
-
-    one_by_one = read(50)  # 100-row groups are larger than a 50-row batch
-    assert len(one_by_one) == 60
-    ahead = read(100)
-    assert len(ahead) == 30
-    for (pos, first, probs), k in zip(ahead, range(0, 60, 2), strict=True):
-        assert (pos, first) == one_by_one[k][:2]
-        np.testing.assert_array_equal(
-            probs, np.concatenate([one_by_one[k][2], one_by_one[k + 1][2]])
-        )
-    np.testing.assert_array_equal(np.concatenate([p for _, _, p in ahead]), preds.probs[:, 1])
-    for _ in range(3):
-        assert len(read(100, stop=2)) == 2  # abandoned with decoding under way
-    with ThreadPoolExecutor(4) as pool:
-        for got in pool.map(lambda _: read(100), range(4)):
-            np.testing.assert_array_equal(np.concatenate([p for _, _, p in got]), preds.probs[:, 1])
-
-
-def test_missing_path_and_empty_directory(tmp_path):
-    with pytest.raises(calcore.CalcoreError, match="no such file or directory"):
-        calcore.scan(tmp_path / "nope")
-    with pytest.raises(calcore.CalcoreError, match="no data files found"):
-        calcore.scan(tmp_path)
-
-
-def test_prefetch_keeps_order_and_raises_where_it_happened():
-    from calcore.io._prefetch import prefetched
-
-    assert list(prefetched(iter(range(50)), depth=3)) == list(range(50))
-
-    def failing():
-        yield 1
-        yield 2
-        raise calcore.CalcoreError("bad batch 3")
-
-    got = []
-    with pytest.raises(calcore.CalcoreError, match="bad batch 3"):
-        for x in prefetched(failing()):
-            got.append(x)
-    assert got == [1, 2]
-
-
-def test_binary_argmax_fast_path_matches_the_general_rule():
-    p = np.array([[0.5, 0.5], [0.2, 0.8], [0.7, 0.3], [1.0, 0.0]])
-    preds = calcore.Predictions.from_probs(p, [0, 1, 1, 0])
-    assert preds.predicted.tolist() == [0, 1, 0, 0]  # the tie goes to the lowest index
-    assert preds.confidence.tolist() == [0.5, 0.8, 0.7, 1.0]
-    assert preds.n_tied_rows == 1
 
 
 # --------------------------------------------------------------------------- KDE-ECE from cells
@@ -800,245 +647,7 @@ def test_streamed_bootstrap_does_not_depend_on_batching(tmp_path):
     assert any("Poisson bootstrap, 12 replicates" in n for n in a.notes)
 
 
-# --------------------------------------------------------------------------- weighted reports
-
-
-@pytest.mark.parametrize(("binning", "bins"), [("equal-width", 10), ("equal-mass", 7)])
-def test_weighted_evaluate_equals_repeated_rows_for_every_metric(binning, bins):
-    preds = _preds(240, 3, seed=28)
-    w = np.random.default_rng(29).integers(0, 4, 240)
-    rows = np.repeat(np.arange(240), w)
-    got = calcore.evaluate(preds, binning=binning, bins=bins, sample_weight=w)
-    want = calcore.evaluate(preds.subset(rows), binning=binning, bins=bins)
-    assert got.n == 240  # rows, not weight
-    assert_same_metrics(got, want, rel=1e-9, abs=1e-13)
-
-
-@pytest.mark.parametrize(
-    ("weights", "message"),
-    [
-        (np.r_[np.ones(5), -1.0, np.ones(4)], r"row 5 \(0-based\) has weight -1\.0"),
-        (np.r_[np.ones(3), np.nan, np.ones(6)], r"row 3 \(0-based\) has weight nan"),
-        (np.zeros(10), "every weight is 0"),
-        (np.ones(9), r"one weight per row is needed, shape \(10,\)"),
-        (np.array(["a"] * 10), "weights must be numbers"),
-    ],
-)
-def test_bad_sample_weights_are_named(weights, message):
-    with pytest.raises(calcore.CalcoreError, match=message):
-        calcore.evaluate(_preds(10, 2, seed=30), sample_weight=weights)
-
-
-def _weighted_parquet(tmp_path, name="w.parquet", column="Weight", weights=None):
-    rng = np.random.default_rng(34)
-    p = rng.beta(0.6, 2.0, 900)
-    y = (rng.random(900) < p).astype(np.int64)
-    w = rng.integers(0, 4, 900) if weights is None else weights
-    pq.write_table(pa.table({"label": y, "p_x": p, column: w}), tmp_path / name, row_group_size=200)
-    return p, y, w
-
-
-@pytest.mark.parametrize("binning", ["equal-width", "equal-mass"])
-def test_stream_weight_column_equals_repeated_rows(tmp_path, binning):
-    p, y, w = _weighted_parquet(tmp_path)
-    stream = calcore.scan(tmp_path, batch_rows=111)
-    assert stream.weight_column == "Weight" and stream.class_names == ("not x", "x")
-    got = calcore.evaluate(stream, binning=binning)
-    rows = np.repeat(np.arange(900), w)
-    want = calcore.evaluate(
-        calcore.Predictions.from_probs(np.column_stack([1 - p, p])[rows], y[rows]),
-        binning=binning,
-    )
-    assert_same_metrics(got, want, rel=1e-10, abs=1e-14)
-
-
-def test_stream_bad_weight_names_file_row_and_column(tmp_path):
-    w = np.ones(900)
-    w[517] = -2.0
-    _weighted_parquet(tmp_path, column="importance", weights=w)
-    stream = calcore.scan(tmp_path, weight_column="importance")
-    with pytest.raises(
-        calcore.CalcoreError,
-        # row groups of 200 rows: row 517 is in the third
-        match=r"w\.parquet, row 517 \(0-based\) in row group 2, column 'importance'",
-    ):
-        calcore.evaluate(stream)
-    with pytest.raises(calcore.CalcoreError, match="weight_column='nope' is not a column"):
-        calcore.scan(tmp_path, weight_column="nope")
-
-
-def test_stream_all_zero_weights_is_an_error(tmp_path):
-    _weighted_parquet(tmp_path, weights=np.zeros(900))
-    with pytest.raises(calcore.CalcoreError, match="no rows with a positive weight"):
-        calcore.evaluate(calcore.scan(tmp_path))
-
-
-def test_stream_sample_is_uniform_and_independent_of_batching(tmp_path):
-    preds = _binary(2_000, seed=35)
-    _write_parts(tmp_path, preds, [700, 1300])
-    a, n = calcore.scan(tmp_path, batch_rows=97).sample(500, seed=2)
-    b, _ = calcore.scan(tmp_path, batch_rows=2_000).sample(500, seed=2)
-    c, _ = calcore.scan(tmp_path, batch_rows=97).sample(500, seed=3)
-    assert n == 2_000 and a.n_samples == 500
-    np.testing.assert_array_equal(a.probs, b.probs)
-    assert not np.array_equal(a.probs, c.probs)
-    # rows of the source, in its order; roughly uniform over the three files
-    rows = np.array([np.flatnonzero(preds.probs[:, 1] == v)[0] for v in a.probs[:, 1]])
-    assert (np.diff(rows) > 0).all()
-    thirds = np.bincount(np.digitize(rows, [700, 1300]), minlength=3) / 500
-    np.testing.assert_allclose(thirds, [0.35, 0.3, 0.35], atol=0.07)
-    whole, _ = calcore.scan(tmp_path).sample(5_000, seed=2)  # more than there is: everything
-    np.testing.assert_array_equal(whole.probs, preds.probs)
-
-
-def test_write_stream_round_trips_and_is_atomic(tmp_path):
-    from calcore.io.stream_write import write_stream
-
-    preds = _binary(300, seed=36)
-    _write_parts(tmp_path, preds, [100])
-    stream = calcore.scan(tmp_path, batch_rows=64)
-    for name in ("out.parquet", "out.csv"):
-        assert write_stream(stream, tmp_path / name) == 300
-        back = calcore.load_predictions(tmp_path / name)
-        np.testing.assert_array_equal(back.probs, preds.probs)
-        assert back.class_names == ("not fraud", "fraud")
-    with pytest.raises(calcore.CalcoreError, match=r"must end in \.parquet, \.pq or \.csv"):
-        write_stream(stream, tmp_path / "out.txt")
-
-    def boom(p):
-        raise calcore.CalcoreError("bad batch")
-
-    (tmp_path / "keep.parquet").write_bytes(b"old")
-    with pytest.raises(calcore.CalcoreError, match="bad batch"):
-        write_stream(stream.with_transform(boom), tmp_path / "keep.parquet")
-    assert (tmp_path / "keep.parquet").read_bytes() == b"old"
-    assert not [f for f in tmp_path.iterdir() if f.name.endswith(".partial")]
-
-
-# (3 classes: the binary measures have their own weight tests, tests/test_binary_measures.py)
-@pytest.mark.parametrize("key", multiclass_keys())
-@pytest.mark.parametrize(("binning", "bins"), [("equal-width", 8), ("equal-mass", 5)])
-def test_every_metric_function_takes_weights_equal_to_repeated_rows(key, binning, bins):
-    preds = _preds(150, 3, seed=37)
-    w = np.random.default_rng(38).integers(0, 4, 150)
-    rows = np.repeat(np.arange(150), w)
-    got = calcore.compute_metric(key, preds, bins=bins, binning=binning, sample_weight=w)
-    want = calcore.compute_metric(key, preds.subset(rows), bins=bins, binning=binning)
-    assert got == pytest.approx(want, rel=1e-9, abs=1e-13)
-
-
-def test_weighted_top_k_and_debiased_views_equal_repeated_rows():
-    preds = _preds(120, 4, seed=39)
-    w = np.random.default_rng(40).integers(0, 3, 120)
-    rep = preds.subset(np.repeat(np.arange(120), w))
-    for f in (calcore.top_k_confidence_ece, calcore.top_k_label_ece):
-        assert f(preds, k=3, sample_weight=w) == pytest.approx(f(rep, k=3), rel=1e-12)
-    for view in ("top-label", "class-wise"):
-        got = calcore.debiased_ece(preds, view=view, sample_weight=w)
-        assert got == pytest.approx(calcore.debiased_ece(rep, view=view), rel=1e-12, abs=1e-15)
-    with pytest.raises(calcore.CalcoreError, match="row 2 \\(0-based\\) has weight -1"):
-        calcore.confidence_ece(preds, sample_weight=np.r_[1, 1, -1, np.ones(117)])
-
-
-@pytest.mark.parametrize("binning", ["equal-width", "equal-mass"])
-def test_weighted_diagrams_equal_repeated_rows(binning):
-    preds = _preds(160, 3, seed=41)
-    w = np.random.default_rng(42).integers(0, 4, 160)
-    rep = preds.subset(np.repeat(np.arange(160), w))
-
-    def same(a, b):
-        np.testing.assert_array_equal(a.count, b.count)
-        np.testing.assert_allclose(a.confidence, b.confidence, rtol=1e-12)
-        np.testing.assert_allclose(a.accuracy, b.accuracy, rtol=1e-12)
-        np.testing.assert_allclose(a.ci_lower, b.ci_lower, rtol=1e-12)
-        assert a.ece == pytest.approx(b.ece, rel=1e-12) and a.n == b.n
-
-    kw = {"bins": 6, "binning": binning}
-    same(
-        calcore.reliability_diagram(preds, sample_weight=w, **kw),
-        calcore.reliability_diagram(rep, **kw),
-    )
-    for a, b in zip(
-        calcore.classwise_reliability_diagrams(preds, sample_weight=w, **kw),
-        calcore.classwise_reliability_diagrams(rep, **kw),
-        strict=True,
-    ):
-        same(a, b)
-    ta = calcore.top_label_reliability_diagram(preds, sample_weight=w, **kw)
-    tb = calcore.top_label_reliability_diagram(rep, **kw)
-    same(ta.confidence_diagram, tb.confidence_diagram)
-    np.testing.assert_array_equal(ta.class_count, tb.class_count)
-    assert ta.top_label_ece == pytest.approx(tb.top_label_ece, rel=1e-12)
-    for a, b in zip(ta.per_class, tb.per_class, strict=True):
-        same(a, b)
-
-
-def test_arrow_ipc_files_stream_like_parquet(tmp_path):
-    import pyarrow.feather as feather
-    import pyarrow.ipc as ipc
-
-    preds = _binary(1_200, seed=43)
-    table = pa.table({"label": preds.labels, "p_fraud": preds.probs[:, 1]})
-    with ipc.new_file(tmp_path / "a.arrow", table.schema) as writer:
-        for batch in table.slice(0, 800).to_batches(max_chunksize=170):
-            writer.write_batch(batch)
-    feather.write_feather(table.slice(800), tmp_path / "b.feather")  # lz4-compressed IPC
-    (tmp_path / "README.txt").write_text("not data")  # other files are skipped
-    (tmp_path / "_SUCCESS").write_text("")
-    stream = calcore.scan(tmp_path, batch_rows=99)
-    assert [f.rsplit("/", 1)[-1] for f in stream.files] == ["a.arrow", "b.feather"]
-    assert stream.n_rows_in_files == 1_200
-    got = calcore.evaluate(stream, binning="equal-mass")
-    want = calcore.evaluate(
-        calcore.Predictions.from_probs(preds.probs, preds.labels, ("not fraud", "fraud")),
-        binning="equal-mass",
-    )
-    assert_same_metrics(got, want, rel=1e-10, abs=1e-14)
-
-
-def test_a_file_rewritten_or_removed_after_scan_is_refused(tmp_path):
-    preds = _binary(400, seed=44)
-    _write_parts(tmp_path, preds, [200])
-    stream = calcore.scan(tmp_path)
-    target = sorted(tmp_path.rglob("part-1.parquet"))[0]
-    pq.write_table(pa.table({"label": preds.labels[:5], "p_fraud": preds.probs[:5, 1]}), target)
-    with pytest.raises(calcore.CalcoreError, match="the file changed since the stream was opened"):
-        calcore.evaluate(stream)
-    stream = calcore.scan(tmp_path)
-    target.unlink()
-    with pytest.raises(calcore.CalcoreError, match="disappeared while it was being read"):
-        calcore.evaluate(stream)
-
-
-def test_wide_files_get_shorter_batches(tmp_path, monkeypatch):
-    import calcore.io.stream as stream_module
-
-    monkeypatch.setattr(stream_module, "MAX_BATCH_VALUES", 40)
-    preds = _preds(60, 4, seed=45)
-    columns = {"label": preds.labels} | {f"p_{c}": preds.probs[:, c] for c in range(4)}
-    pq.write_table(pa.table(columns), tmp_path / "wide.parquet")
-    stream = calcore.scan(tmp_path / "wide.parquet", batch_rows=1_000)
-    assert stream.batch_rows == 10  # 40 values / 4 score columns
-    assert max(b.preds.n_samples for b in stream.batches()) == 10
-    got = calcore.evaluate(stream)
-    want = calcore.evaluate(preds)
-    assert got.top_label_ece == pytest.approx(want.top_label_ece, rel=1e-12)
-
-
-def test_stream_sample_is_the_bottom_k_of_the_row_uniforms(tmp_path):
-    """Brute force: the sample is the rows with the k smallest (uniform, position) pairs,
-    whatever the batching (batches of 97 rows make the sampler cut back many times)."""
-    from calcore.statistics.poisson import row_uniforms
-
-    preds = _binary(2_000, seed=37)
-    _write_parts(tmp_path, preds, [900])
-    u = row_uniforms(np.arange(2_000), 5)
-    rows = np.sort(np.argsort(u, kind="stable")[:300])
-    for batch_rows in (97, 2_000):
-        got, n = calcore.scan(tmp_path, batch_rows=batch_rows).sample(300, seed=5)
-        assert n == 2_000
-        np.testing.assert_array_equal(got.probs, preds.probs[rows])
-        np.testing.assert_array_equal(got.labels, preds.labels[rows])
+# ------------------------------------------------------------ asked-for sums, cuts, replicates
 
 
 def test_a_stream_asked_for_neither_nll_nor_brier_skips_their_sums(tmp_path):

@@ -1,6 +1,7 @@
-"""Row weights end to end: a file's weight column, Predictions that carry weights, and
-calibrator fits. The reference is always the same rows repeated as often as their
-integer weight, or, for fractional weights, an objective minimised independently."""
+"""Row weights end to end: a file's weight column, Predictions that carry weights, reports,
+metric functions and diagrams of weighted rows, and calibrator fits. The reference is always
+the same rows repeated as often as their integer weight, or, for fractional weights, an
+objective minimised independently."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _keys import multiclass_keys  # tests/ is on sys.path
+from _keys import assert_same_metrics, multiclass_keys  # tests/ is on sys.path
+from _synthetic import dirichlet_preds as _preds
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import log_softmax
 
@@ -566,3 +568,87 @@ def test_equal_mass_ranks_equal_exact_integer_arithmetic_up_to_the_limits():
         for bins in (2, 15, 1000, 100_000):
             want = [(k * total) // bins for k in range(1, bins)]  # Python ints never overflow
             assert equal_mass_ranks(float(total), bins).tolist() == want, (total, bins)
+
+
+@pytest.mark.parametrize(("binning", "bins"), [("equal-width", 10), ("equal-mass", 7)])
+def test_weighted_evaluate_equals_repeated_rows_for_every_metric(binning, bins):
+    preds = _preds(240, 3, seed=28)
+    w = np.random.default_rng(29).integers(0, 4, 240)
+    rows = np.repeat(np.arange(240), w)
+    got = calcore.evaluate(preds, binning=binning, bins=bins, sample_weight=w)
+    want = calcore.evaluate(preds.subset(rows), binning=binning, bins=bins)
+    assert got.n == 240  # rows, not weight
+    assert_same_metrics(got, want, rel=1e-9, abs=1e-13)
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        (np.r_[np.ones(5), -1.0, np.ones(4)], r"row 5 \(0-based\) has weight -1\.0"),
+        (np.r_[np.ones(3), np.nan, np.ones(6)], r"row 3 \(0-based\) has weight nan"),
+        (np.zeros(10), "every weight is 0"),
+        (np.ones(9), r"one weight per row is needed, shape \(10,\)"),
+        (np.array(["a"] * 10), "weights must be numbers"),
+    ],
+)
+def test_bad_sample_weights_are_named(weights, message):
+    with pytest.raises(calcore.CalcoreError, match=message):
+        calcore.evaluate(_preds(10, 2, seed=30), sample_weight=weights)
+
+
+# (3 classes: the binary measures have their own weight tests, tests/test_binary_measures.py)
+@pytest.mark.parametrize("key", multiclass_keys())
+@pytest.mark.parametrize(("binning", "bins"), [("equal-width", 8), ("equal-mass", 5)])
+def test_every_metric_function_takes_weights_equal_to_repeated_rows(key, binning, bins):
+    preds = _preds(150, 3, seed=37)
+    w = np.random.default_rng(38).integers(0, 4, 150)
+    rows = np.repeat(np.arange(150), w)
+    got = calcore.compute_metric(key, preds, bins=bins, binning=binning, sample_weight=w)
+    want = calcore.compute_metric(key, preds.subset(rows), bins=bins, binning=binning)
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-13)
+
+
+def test_weighted_top_k_and_debiased_views_equal_repeated_rows():
+    preds = _preds(120, 4, seed=39)
+    w = np.random.default_rng(40).integers(0, 3, 120)
+    rep = preds.subset(np.repeat(np.arange(120), w))
+    for f in (calcore.top_k_confidence_ece, calcore.top_k_label_ece):
+        assert f(preds, k=3, sample_weight=w) == pytest.approx(f(rep, k=3), rel=1e-12)
+    for view in ("top-label", "class-wise"):
+        got = calcore.debiased_ece(preds, view=view, sample_weight=w)
+        assert got == pytest.approx(calcore.debiased_ece(rep, view=view), rel=1e-12, abs=1e-15)
+    with pytest.raises(calcore.CalcoreError, match="row 2 \\(0-based\\) has weight -1"):
+        calcore.confidence_ece(preds, sample_weight=np.r_[1, 1, -1, np.ones(117)])
+
+
+@pytest.mark.parametrize("binning", ["equal-width", "equal-mass"])
+def test_weighted_diagrams_equal_repeated_rows(binning):
+    preds = _preds(160, 3, seed=41)
+    w = np.random.default_rng(42).integers(0, 4, 160)
+    rep = preds.subset(np.repeat(np.arange(160), w))
+
+    def same(a, b):
+        np.testing.assert_array_equal(a.count, b.count)
+        np.testing.assert_allclose(a.confidence, b.confidence, rtol=1e-12)
+        np.testing.assert_allclose(a.accuracy, b.accuracy, rtol=1e-12)
+        np.testing.assert_allclose(a.ci_lower, b.ci_lower, rtol=1e-12)
+        assert a.ece == pytest.approx(b.ece, rel=1e-12) and a.n == b.n
+
+    kw = {"bins": 6, "binning": binning}
+    same(
+        calcore.reliability_diagram(preds, sample_weight=w, **kw),
+        calcore.reliability_diagram(rep, **kw),
+    )
+    for a, b in zip(
+        calcore.classwise_reliability_diagrams(preds, sample_weight=w, **kw),
+        calcore.classwise_reliability_diagrams(rep, **kw),
+        strict=True,
+    ):
+        same(a, b)
+    ta = calcore.top_label_reliability_diagram(preds, sample_weight=w, **kw)
+    tb = calcore.top_label_reliability_diagram(rep, **kw)
+    same(ta.confidence_diagram, tb.confidence_diagram)
+    np.testing.assert_array_equal(ta.class_count, tb.class_count)
+    assert ta.top_label_ece == pytest.approx(tb.top_label_ece, rel=1e-12)
+    for a, b in zip(ta.per_class, tb.per_class, strict=True):
+        same(a, b)
