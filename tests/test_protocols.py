@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
 import calcore
 from calcore.calibrators import make_calibrator
-from calcore.diagnostics.validity import validity_curves_once
 from calcore.evaluation import UNCALIBRATED, calibrator_validity, compare, learning_curve
 
 
@@ -99,7 +100,30 @@ def test_learning_curve_matches_manual_subsets(splits):
         learning_curve(calib, test, ["tl-hb"], sizes=[100], metric="nope")
 
 
+def _validity_by_hand(scores, outcomes, epsilon):
+    """V(eps) and the conditional indicator of Gupta & Ramdas (2021, Sec. 2.1 and 4) for a
+    predictor with discrete outputs, from the definition, in exact rational arithmetic.
+
+    The bins are the distinct values h_b of the scores; E_b is the mean outcome of the test
+    rows in bin b. V(eps) is the fraction of rows i with |E_b(i) - h_b(i)| <= eps, the
+    conditional indicator is 1 when max_b |E_b - h_b| <= eps: loops over rows and thresholds.
+    """
+    rows_of = {}
+    for score, outcome in zip(scores.tolist(), outcomes.tolist(), strict=True):
+        rows_of.setdefault(score, []).append(outcome)
+    gap = {h: abs(Fraction(sum(os)) / len(os) - Fraction(h)) for h, os in rows_of.items()}
+    validity, conditional = [], []
+    for e in map(Fraction, epsilon.tolist()):
+        validity.append(sum(1 for h in scores.tolist() if gap[h] <= e) / len(scores))
+        conditional.append(float(max(gap.values()) <= e))
+    return np.array(validity), np.array(conditional)
+
+
 def test_calibrator_validity_matches_manual_resamples(splits):
+    # Reference: each resample refitted by hand, its curves from the definition
+    # (_validity_by_hand) on the confidence view written out (max probability; correct when
+    # the first argmax is the label). Exact, but for the float mean of 3 resamples: a single
+    # row counted otherwise moves V by 1/1500, far above atol.
     data, _ = splits
     curve = calibrator_validity(data, "conf-hb", n_calib=800, n_test=500, n_resamples=3, seed=9)
     rng = np.random.default_rng(9)
@@ -109,12 +133,13 @@ def test_calibrator_validity_matches_manual_resamples(splits):
         order = rng.permutation(data.n_samples)
         calib, test = data.subset(np.sort(order[:800])), data.subset(np.sort(order[800:1300]))
         out = make_calibrator("conf-hb").fit(calib).transform(test)
-        v = calcore.confidence_view(out)
-        a, b = validity_curves_once(v.scores, v.outcomes, v.groups, 1, eps, "unique", 15)
+        correct = (out.probs.argmax(axis=1) == out.labels).astype(float)
+        a, b = _validity_by_hand(out.probs.max(axis=1), correct, eps)
         vals.append(a)
         conds.append(b)
-    np.testing.assert_allclose(curve.validity, np.mean(vals, axis=0), atol=1e-15)
-    np.testing.assert_allclose(curve.conditional, np.mean(conds, axis=0), atol=1e-15)
+    np.testing.assert_allclose(curve.validity, np.mean(vals, axis=0), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(curve.conditional, np.mean(conds, axis=0))
+    assert 0 < curve.validity[100] < 1  # the grid's middle sees valid and invalid rows
     assert (curve.conditional <= curve.validity + 1e-12).all()
     with pytest.raises(calcore.CalcoreError, match="n_calib \\+ n_test <= 1500"):
         calibrator_validity(data, "conf-hb", n_calib=1400, n_test=200)
@@ -178,6 +203,14 @@ def test_calibrator_validity_per_class_matches_the_fixed_split_curve():
     )
     np.testing.assert_allclose(got.validity, expected.validity, rtol=0, atol=1e-15)
     np.testing.assert_allclose(got.conditional, expected.conditional, rtol=0, atol=1e-15)
+    # and from the definition: the top-label bins of class 1 are the rows predicted as b,
+    # binned by their top probability
+    predicted_b = out.probs.argmax(axis=1) == 1
+    v, c = _validity_by_hand(
+        out.probs.max(axis=1)[predicted_b], (out.labels[predicted_b] == 1).astype(float), eps
+    )
+    np.testing.assert_allclose(got.validity, v, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(got.conditional, c)
     assert got.n_resamples == 1 and got.group.endswith("[b]")
     with pytest.raises(calcore.CalcoreError, match="class index"):
         calibrator_validity(data, "tl-hb", n_calib=450, n_test=450, group=3)
