@@ -205,8 +205,15 @@ MAIN_FIGURE = {
 @pytest.mark.parametrize("view", list(VIEWS))
 def test_every_view_draws_on_the_default_sample(view):
     at = run_app({"view": view, "m": ["ts", "tl-hb"]})
-    if view == "simplex":  # 10 classes: not offered (see the simplex tests)
-        assert at.radio(key=controls.KEY_VIEW).value == "metrics"
+    if view == "simplex":
+        # 10 classes: not offered; a sentence says why, and the Metrics view is shown instead
+        radio = at.radio(key=controls.KEY_VIEW)
+        assert radio.value == "metrics" and VIEWS["simplex"] not in radio.options
+        said = "The Simplex (3 classes) view needs 3 classes; this data has 10, so the Metrics"
+        assert [i.value for i in at.info] == [said + " view is shown."]
+        assert not any(key.endswith("figure.simplex") for key in charts(at))
+        assert list(metrics_table(at).index) == ["uncalibrated", "ts", "tl-hb"]
+        assert_simplex_page_of_the_three_class_sample()
         return
     assert at.radio(key=controls.KEY_VIEW).value == view
     if view == "metrics":
@@ -219,6 +226,52 @@ def test_every_view_draws_on_the_default_sample(view):
     names = {t.get("name") for t in only_chart(at, name)["data"]}
     assert {"ts", "tl-hb"} <= names
     assert ("uncalibrated" in names) == with_base
+
+
+def assert_simplex_page_of_the_three_class_sample():
+    """The simplex view on the 3-class sample: its title, the canonical calibrator picked
+    (Sierpinski binning, the default), and one figure whose traces are calcore's summary of
+    that calibrator fitted on the calibration rows and applied to the test rows: every bin's
+    mean prediction (marker area = rows) and an arrow to its recalibrated prediction, all
+    inside the triangle (barycentric coordinates: non-negative, summing to 1). The view has
+    no answer sentence (tests/dashboard/test_app_answers.py lists the views that do)."""
+    at = run_app({"sample": "synthetic-overconfident", "view": "simplex", "m": ["ts", "tl-hb"]})
+    radio = at.radio(key=controls.KEY_VIEW)
+    assert radio.value == "simplex" and VIEWS["simplex"] in radio.options
+    assert "Simplex view (canonical calibration)" in [h.value for h in at.subheader]
+    assert at.radio(key="view.simplex.method").value == "sierpinski"
+    assert not at.info and not at.warning
+    spec = only_chart(at, "figure.simplex")
+    assert [(t["type"], t["name"]) for t in spec["data"]] == [
+        ("scatterternary", "mean prediction"),
+        ("scatterternary", "recalibration arrows"),
+    ]
+    s = splits_of("synthetic-overconfident")
+    test = s["test"]
+    from calcore.calibrators.canonical import canonical_bin_summary
+
+    want = canonical_bin_summary(calcore.make_calibrator("sierpinski").fit(s["calib"]), test)
+    tails, arrows = spec["data"]
+    tail = np.column_stack([plotly_array(tails[axis]) for axis in "abc"])
+    np.testing.assert_allclose(tail, want.mean_prediction, rtol=1e-12)
+    np.testing.assert_array_equal(plotly_array(tails["marker"]["size"]), want.counts)
+    assert want.counts.sum() == test.n_samples  # every test row in one bin
+    points = np.column_stack([plotly_array(arrows[axis]) for axis in "abc"]).reshape(-1, 3, 3)
+    assert np.isnan(points[:, 2]).all()  # [tail, head, gap] per bin
+    np.testing.assert_allclose(points[:, 0], want.mean_prediction, rtol=1e-12)
+    np.testing.assert_allclose(points[:, 1], want.recalibrated, rtol=1e-12)
+    for xyz in (tail, points[:, 1]):  # inside the triangle
+        assert (xyz >= 0).all()
+        np.testing.assert_allclose(xyz.sum(axis=1), 1.0, rtol=0, atol=1e-9)
+    layout = spec["layout"]
+    assert layout["ternary"]["sum"] == 1.0
+    corners = [layout["ternary"][f"{axis}axis"]["title"]["text"] for axis in "abc"]
+    assert corners == list(test.class_names) == ["cat", "dog", "rabbit"]
+    assert layout["title"]["text"] == "Canonical calibration on the simplex · sierpinski"
+    n = len(want.counts)
+    assert layout["title"]["subtitle"]["text"].startswith(
+        f"{n} non-empty of {int(want.n_bins)} bins · arrow: mean prediction → recalibrated"
+    )
 
 
 def test_confidence_view_figure_carries_calcore_diagrams():
