@@ -51,3 +51,17 @@ def write_parquet_parts(tmp_path, preds, cuts, *, hive=False, row_group_size=37)
         table = pa.table({"label": preds.labels[a:b], "p_fraud": p1[a:b]})
         pq.write_table(table, folder / f"part-{k}.parquet", row_group_size=row_group_size)
     (tmp_path / "_SUCCESS").write_text("")
+
+
+def random_discrete_preds(n=400, n_classes=3, seed=0):
+    """A predictor with few distinct outputs (like histogram binning), labels miscalibrated."""
+    rng = np.random.default_rng(seed)
+    levels = np.array([0.4, 0.55, 0.7, 0.85, 0.95])
+    top = rng.choice(levels, size=n)
+    cls = rng.integers(0, n_classes, n)
+    p = np.tile(((1 - top) / (n_classes - 1))[:, None], (1, n_classes))
+    p[np.arange(n), cls] = top
+    correct = rng.random(n) < np.clip(top + rng.choice([-0.15, 0.0, 0.1], size=n), 0, 1)
+    other = (cls + rng.integers(1, n_classes, n)) % n_classes
+    y = np.where(correct, cls, other)
+    return Predictions.from_probs(p, y)

@@ -1,11 +1,10 @@
-"""Tests of consistency bands, validity curves, the UMD validity bound and ECE-vs-bins.
+"""Validity curves and the UMD validity bound (calcore.diagnostics.validity).
 
-References computed here: Binomial quantiles from ``scipy.stats.binom.ppf`` (a bin whose
-points all have score s has frequency Binomial(n, s)/n under perfect calibration);
-validity curves from a loop over the distinct predicted values (Gupta & Ramdas 2021,
-Sec. 2.1 and 4) with the same resampling semantics as documented
-(``default_rng(seed).choice(m, size=take, replace=False)`` per resample); the UMD
-bound restated from its formula; ECEs from calcore's metric functions at each B.
+References computed here: validity curves from a loop over the distinct predicted values
+(Gupta & Ramdas 2021, Sec. 2.1 and 4) with the same resampling semantics as documented
+(``default_rng(seed).choice(m, size=take, replace=False)`` per resample); the UMD bound
+restated from its formula. Consistency bands are tested in tests/test_consistency.py, ECE
+against the number of bins in tests/test_bin_sweep.py.
 """
 
 from __future__ import annotations
@@ -14,20 +13,12 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import binom
+from _synthetic import random_discrete_preds  # tests/ is on sys.path
 
-import calcore
 from calcore import CalcoreError, Predictions
-from calcore.diagnostics.bin_sweep import ece_by_bins
-from calcore.diagnostics.consistency import consistency_bands
 from calcore.diagnostics.validity import umd_validity_bound, validity_curve
 
 # --------------------------------------------------------------------------- data
-
-
-def binary_rows(score, n):
-    """n rows predicting class 0 with confidence ``score`` (>= 0.5)."""
-    return np.tile([score, 1.0 - score], (n, 1))
 
 
 def discrete_preds():
@@ -43,20 +34,6 @@ def discrete_preds():
         ]
     )
     y = np.r_[[0] * 4 + [1] * 4, [1] * 4 + [2] * 4, [2] * 8]
-    return Predictions.from_probs(p, y)
-
-
-def random_discrete_preds(n=400, n_classes=3, seed=0):
-    """A predictor with few distinct outputs (like histogram binning), labels miscalibrated."""
-    rng = np.random.default_rng(seed)
-    levels = np.array([0.4, 0.55, 0.7, 0.85, 0.95])
-    top = rng.choice(levels, size=n)
-    cls = rng.integers(0, n_classes, n)
-    p = np.tile(((1 - top) / (n_classes - 1))[:, None], (1, n_classes))
-    p[np.arange(n), cls] = top
-    correct = rng.random(n) < np.clip(top + rng.choice([-0.15, 0.0, 0.1], size=n), 0, 1)
-    other = (cls + rng.integers(1, n_classes, n)) % n_classes
-    y = np.where(correct, cls, other)
     return Predictions.from_probs(p, y)
 
 
@@ -93,84 +70,6 @@ def view_arrays(preds, view, group=None):
         keep = g == group
         s, o, g = s[keep], o[keep], np.zeros(keep.sum(), int)
     return np.asarray(s), np.asarray(o), np.asarray(g)
-
-
-# --------------------------------------------------------------------------- consistency bands
-
-
-def test_bands_deterministic_per_seed_and_differ_across_seeds():
-    rng = np.random.default_rng(0)
-    p = rng.dirichlet(np.ones(3), size=300)
-    preds = Predictions.from_probs(p, rng.integers(0, 3, 300))
-    a = consistency_bands(preds, n_resamples=50, seed=11)
-    b = consistency_bands(preds, n_resamples=50, seed=11)
-    c = consistency_bands(preds, n_resamples=50, seed=12)
-    np.testing.assert_array_equal(a.lower, b.lower)
-    np.testing.assert_array_equal(a.upper, b.upper)
-    ok = ~np.isnan(a.lower)
-    assert (a.lower[ok] != c.lower[ok]).any() or (a.upper[ok] != c.upper[ok]).any()
-    assert a.seed == 11 and c.seed == 12 and a.n_resamples == 50 and a.level == 0.9
-
-
-def test_bands_match_binomial_quantiles():
-    n1, s1, n2, s2 = 200, 0.55, 300, 0.85
-    p = np.vstack([binary_rows(s1, n1), binary_rows(s2, n2)])
-    y = np.zeros(n1 + n2, dtype=int)  # the labels do not matter under the null
-    preds = Predictions.from_probs(p, y)
-    bands = consistency_bands(preds, bins=10, n_resamples=4000, level=0.9, seed=1)
-    for b, n, s in [(5, n1, s1), (8, n2, s2)]:
-        assert bands.confidence[b] == pytest.approx(s, rel=1e-12)
-        lo_ref = binom.ppf(0.05, n, s) / n
-        hi_ref = binom.ppf(0.95, n, s) / n
-        # Monte-Carlo tolerance: one atom of Binomial(n, s)/n
-        assert abs(bands.lower[b] - lo_ref) <= 1.0 / n + 1e-12
-        assert abs(bands.upper[b] - hi_ref) <= 1.0 / n + 1e-12
-        assert bands.lower[b] < s < bands.upper[b]
-    # a 50% band is narrower than the 90% band, and matches the quartiles
-    half = consistency_bands(preds, bins=10, n_resamples=4000, level=0.5, seed=1)
-    assert abs(half.lower[8] - binom.ppf(0.25, n2, s2) / n2) <= 1.0 / n2 + 1e-12
-    assert abs(half.upper[8] - binom.ppf(0.75, n2, s2) / n2) <= 1.0 / n2 + 1e-12
-    assert half.upper[8] - half.lower[8] < bands.upper[8] - bands.lower[8]
-
-
-def test_bands_empty_bins_nan_and_certain_bins_exact():
-    p = np.vstack([binary_rows(1.0, 20), binary_rows(0.75, 40)])
-    preds = Predictions.from_probs(p, np.zeros(60, dtype=int))
-    bands = consistency_bands(preds, bins=5, n_resamples=100)
-    # bins [0, .2), [.2, .4), [.4, .6) hold nothing
-    assert np.isnan(bands.lower[:3]).all() and np.isnan(bands.upper[:3]).all()
-    assert np.isnan(bands.confidence[:3]).all()
-    # score 1.0: every draw is a success, the band is the point 1
-    assert bands.lower[4] == 1.0 and bands.upper[4] == 1.0
-    assert bands.confidence[4] == 1.0 and bands.confidence[3] == 0.75
-    assert bands.lower[3] < 0.75 < bands.upper[3]
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "pattern"),
-    [
-        ({"n_resamples": 0}, r"^n_resamples must be a positive integer; got 0\.$"),
-        ({"n_resamples": -3}, r"^n_resamples must be a positive integer; got -3\.$"),
-        ({"n_resamples": 2.5}, r"^n_resamples must be a positive integer; got 2\.5\.$"),
-        ({"level": 0.0}, r"^level must be in \(0, 1\); got 0\.0\.$"),
-        ({"level": 1.0}, r"^level must be in \(0, 1\); got 1\.0\.$"),
-        ({"level": 90}, r"^level must be in \(0, 1\); got 90\.$"),
-        ({"level": float("nan")}, r"^level must be in \(0, 1\); got nan\.$"),
-        ({"view": "toplabel"}, r"^view must be one of .*got 'toplabel'"),
-        ({"bins": 0}, r"number of bins \(bins\) must be a positive integer; got 0"),
-        ({"binning": "kmeans"}, r"^binning must be one of .*got 'kmeans'"),
-    ],
-)
-def test_bands_errors(kwargs, pattern):
-    preds = Predictions.from_probs(binary_rows(0.7, 10), np.zeros(10, dtype=int))
-    with pytest.raises(CalcoreError, match=pattern):
-        consistency_bands(preds, **kwargs)
-
-
-def test_bands_reject_bool_resamples():
-    preds = Predictions.from_probs(binary_rows(0.7, 10), np.zeros(10, dtype=int))
-    with pytest.raises(CalcoreError, match=r"n_resamples must be a positive integer; got True"):
-        consistency_bands(preds, n_resamples=True)
 
 
 # --------------------------------------------------------------------------- validity curves
@@ -366,61 +265,3 @@ def test_umd_bound_errors(n_calib, n_bins):
     pattern = rf"^need n_calib >= n_bins >= 1; got n_calib={n_calib}, n_bins={n_bins}\.$"
     with pytest.raises(CalcoreError, match=pattern):
         umd_validity_bound([0.1], n_calib=n_calib, n_bins=n_bins)
-
-
-# --------------------------------------------------------------------------- ECE vs bins
-
-
-@pytest.mark.parametrize("binning", ["equal-width", "equal-mass"])
-def test_ece_by_bins_matches_metrics(binning):
-    rng = np.random.default_rng(2)
-    p = rng.dirichlet(np.full(4, 0.5), size=500)
-    q = p**1.5 / (p**1.5).sum(axis=1, keepdims=True)
-    y = np.array([rng.choice(4, p=row) for row in q])
-    preds = Predictions.from_probs(p, y)
-    bins = [2, 5, 7, 15, 25]
-    res = ece_by_bins(preds, bins=bins, binning=binning)
-    np.testing.assert_array_equal(res.bins, bins)
-    assert res.binning == binning
-    for i, b in enumerate(bins):
-        assert res.confidence_ece[i] == pytest.approx(
-            calcore.confidence_ece(preds, bins=b, binning=binning), rel=1e-12
-        )
-        assert res.top_label_ece[i] == pytest.approx(
-            calcore.top_label_ece(preds, bins=b, binning=binning), rel=1e-12
-        )
-        assert res.classwise_ece[i] == pytest.approx(
-            calcore.classwise_ece(preds, bins=b, binning=binning), rel=1e-12
-        )
-    if binning == "equal-width":  # Jensen: with shared fixed edges TL-ECE >= conf-ECE at every B
-        assert np.all(res.top_label_ece >= res.confidence_ece - 1e-12)
-        assert (res.top_label_ece > res.confidence_ece + 1e-3).any()
-
-
-def test_ece_by_bins_default_range():
-    preds = random_discrete_preds(n=200)
-    res = ece_by_bins(preds)
-    np.testing.assert_array_equal(res.bins, np.arange(5, 26))
-    assert np.all(res.top_label_ece >= res.confidence_ece - 1e-12)
-
-
-@pytest.mark.parametrize("bins", [[], [0, 5], [5, -1], [2.5, 3]])
-def test_ece_by_bins_errors(bins):
-    pattern = r"^bins must be a non-empty sequence of positive integers; got \[.*\]\.$"
-    with pytest.raises(CalcoreError, match=pattern):
-        ece_by_bins(random_discrete_preds(n=50), bins=bins)
-
-
-def test_ece_by_bins_computes_only_the_chosen_views():
-    preds = random_discrete_preds(n=200)
-    res = ece_by_bins(preds, bins=[3, 9], views=["top-label", "confidence"])
-    assert res.classwise_ece is None
-    for i, b in enumerate([3, 9]):
-        assert res.confidence_ece[i] == pytest.approx(calcore.confidence_ece(preds, bins=b))
-        assert res.top_label_ece[i] == pytest.approx(calcore.top_label_ece(preds, bins=b))
-    only_cw = ece_by_bins(preds, bins=[4], views=("class-wise",))
-    assert only_cw.confidence_ece is None and only_cw.top_label_ece is None
-    assert only_cw.classwise_ece[0] == pytest.approx(calcore.classwise_ece(preds, bins=4))
-    for views in ([], ["confidence", "canonical"]):
-        with pytest.raises(CalcoreError, match=r"^views must be a non-empty subset"):
-            ece_by_bins(preds, views=views)
