@@ -42,9 +42,9 @@ from calcore._errors import CalcoreError, CalcoreWarning, EmptySplitError, quote
 from calcore._limits import SLICE_RESAMPLES
 from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
 from calcore.calibrators.per_slice import MIN_FIT_ROWS, PerSliceCalibrator
-from calcore.evaluation.calibration_test import TESTABLE_METRICS
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
+from calcore.evaluation.significance import TESTABLE_METRICS
 from calcore.evaluation.slices import MIN_SLICE_ROWS, SlicedReport, evaluate_by
 from calcore.io._output import STDOUT, check_output, write_output
 from calcore.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of

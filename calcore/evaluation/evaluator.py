@@ -25,13 +25,6 @@ from calcore.evaluation.binary_rows import (
     streamed_note,
 )
 from calcore.evaluation.bootstrap import Interval, check_bootstrap_options
-from calcore.evaluation.calibration_test import (
-    TESTABLE_METRICS,
-    CalibrationTest,
-    redrawn_label_test,
-    test_from_null,
-    tested_statistics,
-)
 from calcore.evaluation.intervals import (
     DOUBLE_BOOTSTRAP_METHODS,
     check_interval_method,
@@ -47,6 +40,13 @@ from calcore.evaluation.report_statistics import (
     report_kde_specs,
     scoring_values,
     statistics_bins,
+)
+from calcore.evaluation.significance import (
+    TESTABLE_METRICS,
+    CalibrationTest,
+    p_values_from_null,
+    redrawn_label_test,
+    tested_statistics,
 )
 from calcore.io.stream import PredictionStream
 from calcore.metrics.binary import HL_GROUPS
@@ -771,7 +771,7 @@ def streamed_report(
     test = None
     if passes.redrawn is not None and stats.n_rows >= 2:
         observed = {k: m[k] for k in tested if m.get(k) is not None}
-        test = test_from_null(observed, replicate_values(passes.redrawn, observed), seed)
+        test = p_values_from_null(observed, replicate_values(passes.redrawn, observed), seed)
         notes.append(_TEST_NOTE.format(n=passes.redrawn.n_replicates))
     elif tested and not stats.normalized:
         notes.append("No calibration test: some rows do not sum to 1, so no label can be drawn.")

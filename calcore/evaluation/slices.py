@@ -32,8 +32,8 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore._limits import SLICE_RESAMPLES
 from calcore._validation import row_weights
-from calcore.evaluation.calibration_test import TESTABLE_METRICS, CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
+from calcore.evaluation.significance import TESTABLE_METRICS, CalibrationTest, calibration_test
 from calcore.evaluation.slice_ranking import (
     RANK_LEVEL,
     STANDOUT_Z,

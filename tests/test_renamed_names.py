@@ -1,0 +1,43 @@
+"""Names renamed by issue 36 (item 6) still work for one release, with a DeprecationWarning.
+
+The old names appear here and in the deprecation shims only: calcore, the dashboard, the
+other tests and the benchmarks use the new ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import pytest
+
+import calcore
+import calcore.evaluation
+from calcore.evaluation import significance
+
+
+# -- calcore.evaluation.calibration_test (the module) -> calcore.evaluation.significance --
+def test_the_function_keeps_its_public_paths():
+    assert calcore.calibration_test is significance.calibration_test
+    assert calcore.evaluation.calibration_test is significance.calibration_test
+    assert calcore.CalibrationTest is significance.CalibrationTest
+
+
+def test_the_old_module_path_imports_its_names_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="calcore.evaluation.significance"):
+        from calcore.evaluation.calibration_test import TESTABLE_METRICS
+    assert TESTABLE_METRICS is significance.TESTABLE_METRICS
+    with pytest.warns(DeprecationWarning, match="test_from_null is now p_values_from_null"):
+        from calcore.evaluation.calibration_test import test_from_null
+    assert test_from_null is significance.p_values_from_null
+    # importing the old path does not replace the function by a module
+    importlib.import_module("calcore.evaluation.calibration_test")
+    assert calcore.evaluation.calibration_test is significance.calibration_test
+
+
+def test_the_old_module_path_refuses_names_it_never_had_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ImportError):
+            from calcore.evaluation.calibration_test import no_such_name  # noqa: F401
+
