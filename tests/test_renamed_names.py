@@ -41,3 +41,12 @@ def test_the_old_module_path_refuses_names_it_never_had_without_a_warning():
         with pytest.raises(ImportError):
             from calcore.evaluation.calibration_test import no_such_name  # noqa: F401
 
+
+# -- MetricSpec.binned -> MetricSpec.takes_binning_scheme ------------------------------------
+def test_spec_binned_reads_takes_binning_scheme_with_a_warning():
+    for spec in calcore.METRICS.values():
+        with pytest.warns(DeprecationWarning, match="takes_binning_scheme"):
+            assert spec.binned is spec.takes_binning_scheme
+    # ACE and TACE bin by equal mass whatever the scheme: they take a number of bins only
+    assert not calcore.METRICS["ace"].takes_binning_scheme
+    assert calcore.METRICS["top_label_ece"].takes_binning_scheme

@@ -75,7 +75,7 @@ def compute(name: str) -> dict:
             metrics[binning] = {
                 key: float(
                     spec.function(test, bins=15, binning=binning)
-                    if spec.binned
+                    if spec.takes_binning_scheme
                     else spec.function(test)
                 )
                 for key, spec in calcore.METRICS.items()
