@@ -12,7 +12,7 @@ import calcore
 from calcore.evaluation import exact_gain
 from calcore.evaluation.verdict import primary_metrics
 from calcore.metrics.registry import default_primary
-from dashboard.calibration import compute, server
+from dashboard.calibration import compute, server_datasets
 from dashboard.calibration.explain import interval_words
 from dashboard.calibration.exports import table_csv
 from dashboard.calibration.views._common import explain
@@ -640,13 +640,13 @@ def every_row(ctx) -> None:
     reports = {}
     bar = st.progress(0.0)
     for i, label in enumerate(outputs):
-        progress = server.RowsProgress(
+        progress = server_datasets.RowsProgress(
             lambda text, done: bar.progress(done or 0.0, text=esc(text)),
             f"{label} ({i + 1}/{len(outputs)})",
             n_rows,
         )
         fitted = ctx.fitted.get(label)
-        reports[label] = server.streamed_report(
+        reports[label] = server_datasets.streamed_report(
             f"{key}|{ctx.keys[label]}", s.binning, s.bins, stream,
             None if fitted is None else fitted.calibrator, progress,
         )  # fmt: skip
