@@ -720,7 +720,7 @@ def _evaluate(preds, args, *, metrics=None, n_bootstrap=None) -> CalibrationRepo
         bins=args.bins,
         binning=args.binning,
         seed=args.seed,
-        n_bootstrap=args.bootstrap if n_bootstrap is None else n_bootstrap,
+        n_resamples=args.bootstrap if n_bootstrap is None else n_bootstrap,
         metrics=getattr(args, "metric", None) if metrics is None else metrics,
         interval_method=None if args.interval == "auto" else args.interval,
     )
@@ -1483,7 +1483,7 @@ def _compare(args) -> int:
         [(name, params) for name, params in methods],
         bins=args.bins,
         binning=args.binning,
-        n_bootstrap=args.bootstrap,
+        n_resamples=args.bootstrap,
         seed=args.seed,
         metrics=wanted,
     )

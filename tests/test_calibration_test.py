@@ -95,7 +95,7 @@ def test_bad_arguments_are_refused():
 
 def test_evaluate_reports_the_test_with_its_intervals():
     preds = calcore.simulate_predictions(_sim("overconfident"), 400, seed=5).preds
-    report = calcore.evaluate(preds, n_bootstrap=30, seed=2)
+    report = calcore.evaluate(preds, n_resamples=30, seed=2)
     test = report.calibration_test
     # every calibration error that applies to 3 classes (the ECE of class 1 is binary)
     applies = {k for k in calcore.evaluation.significance.TESTABLE_METRICS}

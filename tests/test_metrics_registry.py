@@ -471,10 +471,10 @@ def test_bad_confidence_level(preds3, level):
 
 def test_bad_evaluate_options(preds3):
     # the message names evaluate's own argument, not an inner helper's n_resamples
-    rule = r"n_bootstrap must be 0 \(no intervals\) or an integer from 2 to 100,000; got "
+    rule = r"n_resamples must be 0 \(no intervals\) or an integer from 2 to 100,000; got "
     for bad in (-1, 2.5, 1, True, 100_001):
         with pytest.raises(calcore.CalcoreError, match=rule + re.escape(repr(bad)) + r"\."):
-            calcore.evaluate(preds3, n_bootstrap=bad)
+            calcore.evaluate(preds3, n_resamples=bad)
     with pytest.raises(
         calcore.CalcoreError, match=r"The number of bins \(bins\) must be a positive integer; got 0"
     ):

@@ -50,3 +50,51 @@ def test_spec_binned_reads_takes_binning_scheme_with_a_warning():
     # ACE and TACE bin by equal mass whatever the scheme: they take a number of bins only
     assert not calcore.METRICS["ace"].takes_binning_scheme
     assert calcore.METRICS["top_label_ece"].takes_binning_scheme
+
+
+# -- n_bootstrap -> n_resamples, level -> confidence_level (SciPy's names) ---------------------
+def _preds(n=300, seed=0):
+    sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
+    return calcore.simulate_predictions(sim, n, seed=seed).preds
+
+
+def _same_report(a, b):
+    assert a.metrics == b.metrics
+    assert set(a.intervals) == set(b.intervals)
+    for k, iv in a.intervals.items():
+        assert (iv.low, iv.high) == (b.intervals[k].low, b.intervals[k].high), k
+    assert a.calibration_test.p_values == b.calibration_test.p_values
+
+
+def test_evaluate_takes_n_bootstrap_as_n_resamples_with_a_warning():
+    preds = _preds()
+    new = calcore.evaluate(preds, n_resamples=20, seed=3, metrics=["conf_ece", "accuracy"])
+    with pytest.warns(DeprecationWarning, match=r"n_bootstrap=.*n_resamples="):
+        old = calcore.evaluate(preds, n_bootstrap=20, seed=3, metrics=["conf_ece", "accuracy"])
+    _same_report(old, new)
+    assert new.n_resamples == 20
+    with pytest.warns(DeprecationWarning, match=r"CalibrationReport\.n_bootstrap.*n_resamples"):
+        assert new.n_bootstrap == 20
+    assert new.as_dict()["n_bootstrap"] == 20  # the published --json key keeps its name
+
+
+def test_evaluate_refuses_both_names():
+    with pytest.raises(TypeError, match="both n_resamples and its deprecated name n_bootstrap"):
+        calcore.evaluate(_preds(), n_resamples=20, n_bootstrap=20)
+
+
+def test_compare_takes_n_bootstrap_as_n_resamples_with_a_warning():
+    calib, test = _preds(seed=1), _preds(seed=2)
+    new = calcore.compare(calib, test, ["ts"], n_resamples=20, seed=1, metrics=["conf_ece"])
+    with pytest.warns(DeprecationWarning, match=r"compare\(n_bootstrap=.*n_resamples="):
+        old = calcore.compare(calib, test, ["ts"], n_bootstrap=20, seed=1, metrics=["conf_ece"])
+    assert old.values == new.values
+    with pytest.raises(TypeError, match="both n_resamples and its deprecated name n_bootstrap"):
+        calcore.compare(calib, test, ["ts"], n_resamples=20, n_bootstrap=20)
+
+
+def test_the_new_names_give_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        report = calcore.evaluate(_preds(), n_resamples=5, metrics=["accuracy"])
+        assert report.n_resamples == 5

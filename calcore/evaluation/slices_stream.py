@@ -122,7 +122,7 @@ def evaluate_stream_by(
         interval_method=options["interval_method"],
     )
     tested = [rank_metric] if n_resamples else []
-    overall = streamed_report(out.overall, n_bootstrap=n_bootstrap, tested=tested, **report)
+    overall = streamed_report(out.overall, n_resamples=n_bootstrap, tested=tested, **report)
     results = [
         _one_slice(
             passes, out.slicing.columns, values, rank_metric=rank_metric,
@@ -183,7 +183,7 @@ def _one_slice(passes, columns, values, *, rank_metric, min_slice_rows, n_bootst
     testable = n >= min_slice_rows and stats.normalized and passes.redrawn is not None
     # an untested slice gets point estimates only, as in memory
     own = replace(passes, redrawn=None, bootstrap=passes.bootstrap if testable else None)
-    result = streamed_report(own, n_bootstrap=n_bootstrap if testable else 0, **report)
+    result = streamed_report(own, n_resamples=n_bootstrap if testable else 0, **report)
     if not testable:
         why = (
             "unnormalised predictions"

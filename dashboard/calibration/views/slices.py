@@ -48,7 +48,7 @@ LEVEL = 0.05
 
 def n_bootstrap(ctx) -> int:
     """The sidebar's resamples, or none while the Metrics view defers them (large data)."""
-    return 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_bootstrap
+    return 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_resamples
 
 
 def sliced_reports(
