@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import warnings
 
+import numpy as np
 import pytest
 
 import calcore
@@ -93,8 +94,23 @@ def test_compare_takes_n_bootstrap_as_n_resamples_with_a_warning():
         calcore.compare(calib, test, ["ts"], n_resamples=20, n_bootstrap=20)
 
 
+def test_consistency_bands_take_level_as_confidence_level_with_a_warning():
+    preds = _preds()
+    new = calcore.consistency_bands(preds, n_resamples=50, confidence_level=0.8, seed=2)
+    with pytest.warns(DeprecationWarning, match=r"level=.*confidence_level="):
+        old = calcore.consistency_bands(preds, n_resamples=50, level=0.8, seed=2)
+    np.testing.assert_array_equal(old.lower, new.lower)
+    np.testing.assert_array_equal(old.upper, new.upper)
+    assert new.confidence_level == 0.8
+    with pytest.warns(DeprecationWarning, match=r"ConsistencyBands\.level.*confidence_level"):
+        assert new.level == 0.8
+    with pytest.raises(TypeError, match="both confidence_level and its deprecated name level"):
+        calcore.consistency_bands(preds, confidence_level=0.8, level=0.8)
+
+
 def test_the_new_names_give_no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         report = calcore.evaluate(_preds(), n_resamples=5, metrics=["accuracy"])
         assert report.n_resamples == 5
+        calcore.consistency_bands(_preds(), n_resamples=5, confidence_level=0.9)
