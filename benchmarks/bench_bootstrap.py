@@ -3,7 +3,7 @@
 Prints one JSON object: for the CIFAR-10 test split (10,000 x 10) and the synthetic
 10,000 x 100 test split (``assets/synthetic_wide100.npz``), the best and median wall
 and process-CPU times of ``--repeats`` runs of ``evaluate(preds, bins=15,
-n_bootstrap=B)`` for B = 0 and 200 (and 200 without the calibration test, whose cost is
+n_resamples=B)`` for B = 0 and 200 (and 200 without the calibration test, whose cost is
 the ratio ``with_test_over_without``), of ``kde_ece_classwise(preds)`` alone, and
 the resamples each KDE interval got. The machine may be shared: the load average before and
 after is printed, and the CPU time is the steadier number under contention.
@@ -65,7 +65,7 @@ def bench(preds, n_bootstrap, repeats):
     result = {}
     for b in (0, n_bootstrap):
         times, report = timed(
-            lambda b=b: calcore.evaluate(preds, bins=15, n_bootstrap=b, seed=0), repeats
+            lambda b=b: calcore.evaluate(preds, bins=15, n_resamples=b, seed=0), repeats
         )
         if b:
             times["kde_resamples"] = {
@@ -77,7 +77,7 @@ def bench(preds, n_bootstrap, repeats):
     # the calibration test's share: the same run without it (same seed, same resamples)
     times, _ = timed(
         lambda: calcore.evaluate(
-            preds, bins=15, n_bootstrap=n_bootstrap, seed=0, test_calibration=False
+            preds, bins=15, n_resamples=n_bootstrap, seed=0, test_calibration=False
         ),
         repeats,
     )
@@ -107,7 +107,7 @@ def _wide100_case(n_bootstrap, repeats, *, all_kde):
     base, _ = timed(lambda: calcore.evaluate(preds, bins=15), repeats)
     extra = {"kde_max_work": 10**15} if all_kde else {}
     boot, report = timed(
-        lambda: calcore.evaluate(preds, bins=15, n_bootstrap=n_bootstrap, seed=0, **extra),
+        lambda: calcore.evaluate(preds, bins=15, n_resamples=n_bootstrap, seed=0, **extra),
         repeats,
     )
     return {
@@ -131,7 +131,7 @@ def _compare_case(n_bootstrap, repeats):
     calcore.compare(calib, test, methods)  # warm-up
     base, _ = timed(lambda: calcore.compare(calib, test, methods), repeats)
     boot, _ = timed(
-        lambda: calcore.compare(calib, test, methods, n_bootstrap=n_bootstrap, seed=0), repeats
+        lambda: calcore.compare(calib, test, methods, n_resamples=n_bootstrap, seed=0), repeats
     )
     return {
         "calib_test_classes": [calib.n_samples, test.n_samples, test.n_classes],

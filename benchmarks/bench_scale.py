@@ -241,7 +241,7 @@ def bootstrap_case(n: int, folder: str) -> dict:
         _child(
             "import json, time, calcore\n"
             "t = time.perf_counter()\n"
-            f"calcore.evaluate(calcore.scan({path!r}), metrics=['conf_ece'], n_bootstrap=20, "
+            f"calcore.evaluate(calcore.scan({path!r}), metrics=['conf_ece'], n_resamples=20, "
             f"test_calibration=False, interval_method={method!r})\n"
             "print(json.dumps({'seconds': time.perf_counter() - t}))"
         )

@@ -42,7 +42,7 @@ import numpy as np
 CASES = {
     "conf_ece": "dict(metrics=['conf_ece'])",
     "every_metric": "dict()",
-    "conf_ece_boot20": "dict(metrics=['conf_ece'], n_bootstrap=20, seed=0)",
+    "conf_ece_boot20": "dict(metrics=['conf_ece'], n_resamples=20, seed=0)",
 }
 
 _PEAK = """

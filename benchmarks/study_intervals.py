@@ -110,7 +110,7 @@ def run_cell(
         preds = calcore.simulate_predictions(sim, n, seed=seed).preds
         report = calcore.evaluate(
             preds,
-            n_bootstrap=resamples,
+            n_resamples=resamples,
             seed=seed,
             metrics=keys,
             interval_method="bca",
@@ -121,7 +121,7 @@ def run_cell(
         # of the binned errors and their test of calibration
         if binned:
             second = calcore.evaluate(
-                preds, n_bootstrap=resamples, seed=seed, metrics=binned, confidence_level=level
+                preds, n_resamples=resamples, seed=seed, metrics=binned, confidence_level=level
             )
             for k in binned:
                 rejected[k].append(second.calibration_test.p_values[k] <= TEST_LEVEL)
@@ -183,7 +183,7 @@ def caveated_share(kind, n_classes, n, *, reps, metrics=BINNED) -> dict:
         seed = cell_seed(kind, n_classes, n, rep)
         preds = calcore.simulate_predictions(sim, n, seed=seed).preds
         report = calcore.evaluate(
-            preds, n_bootstrap=2, seed=seed, metrics=keys, test_calibration=False
+            preds, n_resamples=2, seed=seed, metrics=keys, test_calibration=False
         )
         for k in keys:
             flags[k].append(report.intervals[k].caveat is not None)

@@ -47,7 +47,7 @@ def run_cell(kind: str, strength: float, n_classes: int, n_rows: int, args) -> d
         test = calcore.simulate_predictions(sim, n_rows, seed=_seed(kind, n_classes, r, 1)).preds
         start = time.perf_counter()
         comparison = calcore.compare(
-            calib, test, args.methods, n_bootstrap=args.resamples, seed=r, metrics=metrics
+            calib, test, args.methods, n_resamples=args.resamples, seed=r, metrics=metrics
         )
         verdict = comparison.verdict()
         seconds += time.perf_counter() - start

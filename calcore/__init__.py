@@ -313,9 +313,9 @@ from calcore.evaluation import (
 )
 from calcore.evaluation.binary_summary import binary_summary
 from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
-from calcore.evaluation.calibration_test import CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS, interval_bounds
+from calcore.evaluation.significance import CalibrationTest, calibration_test
 from calcore.evaluation.slice_fits import PerSliceCalibration, fit_per_slice
 from calcore.evaluation.slices import PeriodChange, SlicedReport, SliceResult, evaluate_by
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits

@@ -1,7 +1,7 @@
 """The limits of calcore's count options, each defined once with the check that enforces it.
 
-A check names the argument as the caller wrote it (``evaluate(n_bootstrap=1)`` says
-``n_bootstrap``, not the name of an inner helper's parameter), and the dashboard and
+A check names the argument as the caller wrote it (``evaluate(n_resamples=1)`` says
+``n_resamples``, not the name of an inner helper's parameter), and the dashboard and
 the CLI read the same bounds from here instead of restating them.
 """
 

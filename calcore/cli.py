@@ -42,9 +42,9 @@ from calcore._errors import CalcoreError, CalcoreWarning, EmptySplitError, quote
 from calcore._limits import SLICE_RESAMPLES
 from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
 from calcore.calibrators.per_slice import MIN_FIT_ROWS, PerSliceCalibrator
-from calcore.evaluation.calibration_test import TESTABLE_METRICS
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
+from calcore.evaluation.significance import TESTABLE_METRICS
 from calcore.evaluation.slices import MIN_SLICE_ROWS, SlicedReport, evaluate_by
 from calcore.io._output import STDOUT, check_output, write_output
 from calcore.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of
@@ -720,7 +720,7 @@ def _evaluate(preds, args, *, metrics=None, n_bootstrap=None) -> CalibrationRepo
         bins=args.bins,
         binning=args.binning,
         seed=args.seed,
-        n_bootstrap=args.bootstrap if n_bootstrap is None else n_bootstrap,
+        n_resamples=args.bootstrap if n_bootstrap is None else n_bootstrap,
         metrics=getattr(args, "metric", None) if metrics is None else metrics,
         interval_method=None if args.interval == "auto" else args.interval,
     )
@@ -1483,7 +1483,7 @@ def _compare(args) -> int:
         [(name, params) for name, params in methods],
         bins=args.bins,
         binning=args.binning,
-        n_bootstrap=args.bootstrap,
+        n_resamples=args.bootstrap,
         seed=args.seed,
         metrics=wanted,
     )

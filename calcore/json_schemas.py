@@ -73,7 +73,8 @@ _REPORT_PROPERTIES = {
     "bins": {"type": ["integer", "string"], "description": "a count, or a rule's name"},
     "binning": _TEXT,
     "seed": _INTEGER,
-    "n_bootstrap": _INTEGER,
+    "n_bootstrap": _INTEGER
+    | {"description": "bootstrap resamples: evaluate's n_resamples (the key keeps its name)"},
     "n_tied_rows": _INTEGER,
     "intervals": _map(_INTERVAL, keys=_METRIC_KEYS, about="with --bootstrap R"),
     "calibration_test": _map(_TEST, keys=_METRIC_KEYS, about="with --bootstrap R"),

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard.calibration.memory import release_freed_memory, return_freed_arrays
 from dashboard.calibration.page import render_calibration
-from dashboard.calibration.server import ACTIVITY
+from dashboard.calibration.server_datasets import ACTIVITY
 from dashboard.guard import bugs_as_messages
 from dashboard.lab.page import render_lab
 

@@ -239,7 +239,7 @@ def test_three_classes_are_refused_with_the_multiclass_metrics(key):
 def test_evaluate_equals_the_functions_and_bootstraps_every_measure():
     preds, _, _ = _binary(800, seed=21, a=0.1, b=0.8)
     w = np.random.default_rng(1).integers(1, 3, size=800).astype(float)
-    report = calcore.evaluate(preds, bins=12, sample_weight=w, n_bootstrap=40, seed=2)
+    report = calcore.evaluate(preds, bins=12, sample_weight=w, n_resamples=40, seed=2)
     for key in BINARY_METRICS:
         want = calcore.compute_metric(key, preds, bins=12, sample_weight=w)
         assert report.metrics[key] == pytest.approx(want, rel=1e-10), key
@@ -260,7 +260,7 @@ def test_evaluate_equals_the_functions_and_bootstraps_every_measure():
 def test_multiclass_report_has_them_as_none_with_one_note():
     rng = np.random.default_rng(0)
     preds = calcore.Predictions.from_probs(rng.dirichlet(np.ones(3), 60), rng.integers(0, 3, 60))
-    report = calcore.evaluate(preds, n_bootstrap=10)
+    report = calcore.evaluate(preds, n_resamples=10)
     assert all(report.metrics[k] is None and k not in report.intervals for k in BINARY_METRICS)
     assert sum("apply to binary models" in n for n in report.notes) == 1
 

@@ -18,7 +18,7 @@ def _preds(scale_events=1.0, slope=1.0, n=6000, seed=0):
 
 
 def _words(preds):
-    report = calcore.evaluate(preds, n_bootstrap=100)
+    report = calcore.evaluate(preds, n_resamples=100)
     return report, calcore.binary_summary(report, positive="yes")
 
 

@@ -59,7 +59,7 @@ def test_percentile_interval_confidence_level_and_evaluate_agree_with_manual():
     )
     assert (iv.low, iv.high) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
     # evaluate draws the same resamples: its accuracy and TL-ECE intervals match too
-    report = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=3, interval_method="percentile")
+    report = calcore.evaluate(preds, bins=10, n_resamples=20, seed=3, interval_method="percentile")
     for key, metric in [
         ("accuracy", calcore.accuracy),
         ("top_label_ece", functools.partial(calcore.top_label_ece, bins=10)),

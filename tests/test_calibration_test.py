@@ -50,7 +50,7 @@ def test_p_values_equal_a_brute_force_reference():
 def test_type_one_error_on_calibrated_generators_is_at_most_nominal():
     # 120 calibrated data sets; a valid level-0.05 test rejects about 6 (at most ~11 by
     # chance: 0.05 + 2.5 standard errors). The seeds are fixed, so the count is too.
-    rejections = {k: 0 for k in calcore.evaluation.calibration_test.DEFAULT_TESTED}
+    rejections = {k: 0 for k in calcore.evaluation.significance.DEFAULT_TESTED}
     for seed in range(120):
         n_classes = (2, 3, 5)[seed % 3]
         sim = _sim("calibrated", n_classes)
@@ -95,10 +95,10 @@ def test_bad_arguments_are_refused():
 
 def test_evaluate_reports_the_test_with_its_intervals():
     preds = calcore.simulate_predictions(_sim("overconfident"), 400, seed=5).preds
-    report = calcore.evaluate(preds, n_bootstrap=30, seed=2)
+    report = calcore.evaluate(preds, n_resamples=30, seed=2)
     test = report.calibration_test
     # every calibration error that applies to 3 classes (the ECE of class 1 is binary)
-    applies = {k for k in calcore.evaluation.calibration_test.TESTABLE_METRICS}
+    applies = {k for k in calcore.evaluation.significance.TESTABLE_METRICS}
     assert set(test.p_values) == applies - {"positive_class_ece"}
     assert test.n_resamples == 30
     alone = calcore.calibration_test(

@@ -161,7 +161,7 @@ def test_each_redraw_equals_a_full_update_with_its_labels(monkeypatch, chunk_val
 def test_streamed_p_values_equal_in_memory_whatever_the_batching(tmp_path, binning, bins):
     preds = _preds(700, 3, seed=9)
     _write(tmp_path / "data", preds, [250, 251, 600])
-    kw = dict(bins=bins, binning=binning, n_bootstrap=19, seed=3)
+    kw = dict(bins=bins, binning=binning, n_resamples=19, seed=3)
     memory = calcore.evaluate(preds, **kw).calibration_test
     reports = [
         calcore.evaluate(calcore.scan(tmp_path / "data", batch_rows=b), **kw) for b in (37, 700)
@@ -181,9 +181,9 @@ def test_streamed_test_is_left_out_when_asked(tmp_path):
     preds = _preds(200, 3, seed=10)
     _write(tmp_path / "data", preds, [100])
     stream = calcore.scan(tmp_path / "data")
-    assert calcore.evaluate(stream, n_bootstrap=5, test_calibration=False).calibration_test is None
+    assert calcore.evaluate(stream, n_resamples=5, test_calibration=False).calibration_test is None
     assert calcore.evaluate(stream).calibration_test is None
-    only = calcore.evaluate(stream, n_bootstrap=5, metrics=["accuracy", "conf_ece"])
+    only = calcore.evaluate(stream, n_resamples=5, metrics=["accuracy", "conf_ece"])
     assert set(only.calibration_test.p_values) == {"conf_ece"}
 
 

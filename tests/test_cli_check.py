@@ -100,7 +100,7 @@ def test_a_min_and_a_max_on_one_metric_make_a_band(four, capsys):
         (["--max", "conf_ece=0.1", "--max", "conf_ece=0.2"], "given twice"),
         ([], "no gate"),
         (["--max", "conf_ece=0.1", "--on", "upper", "--bootstrap", "0"], "--on upper"),
-        (["--max", "conf_ece=0.1", "--bootstrap", "1"], "n_bootstrap must be 0"),
+        (["--max", "conf_ece=0.1", "--bootstrap", "1"], "n_resamples must be 0"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(four, tmp_path, capsys, argv, message):
@@ -144,7 +144,7 @@ def test_bad_on_value_is_a_usage_error(four, capsys):
 
 def test_on_upper_fails_where_the_estimate_passes(noisy, capsys):
     path, preds = noisy
-    report = calcore.evaluate(preds, n_bootstrap=200, seed=0, metrics=["nll", "accuracy"])
+    report = calcore.evaluate(preds, n_resamples=200, seed=0, metrics=["nll", "accuracy"])
     # NLL and accuracy have percentile intervals with the estimate strictly inside (a
     # calibration error's bias-corrected interval can end at its estimate).
     ece, acc = report.intervals["nll"], report.intervals["accuracy"]
@@ -189,9 +189,9 @@ def test_only_the_gated_metrics_are_computed(four, monkeypatch, capsys):
     monkeypatch.setattr(cli, "evaluate", spy)
     gates = ["--max", "classwise_ece=1", "--min", "accuracy=0", "--max", "accuracy=1"]
     assert run(["check", four, *gates], capsys)[0] == 0
-    assert seen[-1]["metrics"] == ["accuracy", "classwise_ece"] and seen[-1]["n_bootstrap"] == 0
+    assert seen[-1]["metrics"] == ["accuracy", "classwise_ece"] and seen[-1]["n_resamples"] == 0
     assert run(["check", four, *gates, "--on", "upper", "--bootstrap", "30"], capsys)[0] == 0
-    assert seen[-1]["n_bootstrap"] == 30
+    assert seen[-1]["n_resamples"] == 30
 
 
 def test_a_parquet_file_is_streamed(tmp_path, capsys):

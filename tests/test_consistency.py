@@ -30,7 +30,7 @@ def test_bands_deterministic_per_seed_and_differ_across_seeds():
     np.testing.assert_array_equal(a.upper, b.upper)
     ok = ~np.isnan(a.lower)
     assert (a.lower[ok] != c.lower[ok]).any() or (a.upper[ok] != c.upper[ok]).any()
-    assert a.seed == 11 and c.seed == 12 and a.n_resamples == 50 and a.level == 0.9
+    assert a.seed == 11 and c.seed == 12 and a.n_resamples == 50 and a.confidence_level == 0.9
 
 
 def test_bands_match_binomial_quantiles():
@@ -38,7 +38,7 @@ def test_bands_match_binomial_quantiles():
     p = np.vstack([binary_rows(s1, n1), binary_rows(s2, n2)])
     y = np.zeros(n1 + n2, dtype=int)  # the labels do not matter under the null
     preds = Predictions.from_probs(p, y)
-    bands = consistency_bands(preds, bins=10, n_resamples=4000, level=0.9, seed=1)
+    bands = consistency_bands(preds, bins=10, n_resamples=4000, confidence_level=0.9, seed=1)
     for b, n, s in [(5, n1, s1), (8, n2, s2)]:
         assert bands.confidence[b] == pytest.approx(s, rel=1e-12)
         lo_ref = binom.ppf(0.05, n, s) / n
@@ -48,7 +48,7 @@ def test_bands_match_binomial_quantiles():
         assert abs(bands.upper[b] - hi_ref) <= 1.0 / n + 1e-12
         assert bands.lower[b] < s < bands.upper[b]
     # a 50% band is narrower than the 90% band, and matches the quartiles
-    half = consistency_bands(preds, bins=10, n_resamples=4000, level=0.5, seed=1)
+    half = consistency_bands(preds, bins=10, n_resamples=4000, confidence_level=0.5, seed=1)
     assert abs(half.lower[8] - binom.ppf(0.25, n2, s2) / n2) <= 1.0 / n2 + 1e-12
     assert abs(half.upper[8] - binom.ppf(0.75, n2, s2) / n2) <= 1.0 / n2 + 1e-12
     assert half.upper[8] - half.lower[8] < bands.upper[8] - bands.lower[8]
@@ -73,10 +73,10 @@ def test_bands_empty_bins_nan_and_certain_bins_exact():
         ({"n_resamples": 0}, r"^n_resamples must be a positive integer; got 0\.$"),
         ({"n_resamples": -3}, r"^n_resamples must be a positive integer; got -3\.$"),
         ({"n_resamples": 2.5}, r"^n_resamples must be a positive integer; got 2\.5\.$"),
-        ({"level": 0.0}, r"^level must be in \(0, 1\); got 0\.0\.$"),
-        ({"level": 1.0}, r"^level must be in \(0, 1\); got 1\.0\.$"),
-        ({"level": 90}, r"^level must be in \(0, 1\); got 90\.$"),
-        ({"level": float("nan")}, r"^level must be in \(0, 1\); got nan\.$"),
+        ({"confidence_level": 0.0}, r"^confidence_level must be in \(0, 1\); got 0\.0\.$"),
+        ({"confidence_level": 1.0}, r"^confidence_level must be in \(0, 1\); got 1\.0\.$"),
+        ({"confidence_level": 90}, r"^confidence_level must be in \(0, 1\); got 90\.$"),
+        ({"confidence_level": float("nan")}, r"^confidence_level must be in \(0, 1\); got nan\.$"),
         ({"view": "toplabel"}, r"^view must be one of .*got 'toplabel'"),
         ({"bins": 0}, r"number of bins \(bins\) must be a positive integer; got 0"),
         ({"binning": "kmeans"}, r"^binning must be one of .*got 'kmeans'"),

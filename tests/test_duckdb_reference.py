@@ -42,7 +42,7 @@ def test_streamed_report_equals_duckdb_sql_of_the_same_statistics(tmp_path, ties
     con.execute("SET enable_progress_bar = false")
     con.execute("SET threads = 1")  # one summation order, run after run
     want = _peer().every_metric(con, str(path))
-    report = calcore.evaluate(calcore.scan(str(path)), n_bootstrap=0)
+    report = calcore.evaluate(calcore.scan(str(path)), n_resamples=0)
     assert want["n"] == n
     shared = ["accuracy", "nll", "brier", "conf_ece", "conf_ece_l2", "top_label_ece"]
     for key in shared + ["classwise_ece", "ace", "tace"]:

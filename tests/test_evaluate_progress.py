@@ -42,21 +42,21 @@ def test_progress_counts_up_to_the_resamples_of_every_pass(options, passes):
     preds = _preds()
     calls = []
     with_progress = calcore.evaluate(
-        preds, n_bootstrap=40, seed=3, progress=lambda d, t: calls.append((d, t)), **options
+        preds, n_resamples=40, seed=3, progress=lambda d, t: calls.append((d, t)), **options
     )
     assert calls[0] == (0, 40 * passes)
     assert calls[-1] == (40 * passes, 40 * passes)
     assert {t for _, t in calls} == {40 * passes}
     done = [d for d, _ in calls]
     assert done == sorted(done) and len(set(done)) == len(done)  # only grows
-    _same(with_progress, calcore.evaluate(preds, n_bootstrap=40, seed=3, **options))
+    _same(with_progress, calcore.evaluate(preds, n_resamples=40, seed=3, **options))
 
 
 def test_kde_blocks_move_the_bootstrap_pass_along():
     preds = _preds(k=40)  # class-wise KDE: several blocks of problems
     calls = []
     calcore.evaluate(
-        preds, n_bootstrap=20, metrics=calcore.BIN_FREE_METRICS, test_calibration=False,
+        preds, n_resamples=20, metrics=calcore.BIN_FREE_METRICS, test_calibration=False,
         progress=lambda d, t: calls.append((d, t)),
     )  # fmt: skip
     assert len(calls) > 3 and calls[-1] == (20, 20)

@@ -102,7 +102,7 @@ def test_as_dict_keys_and_json():
 
 
 def test_as_dict_json_with_intervals():
-    report = calcore.evaluate(_continuous(), bins=10, n_bootstrap=5, seed=1)
+    report = calcore.evaluate(_continuous(), bins=10, n_resamples=5, seed=1)
     back = json.loads(json.dumps(report.as_dict(), allow_nan=False))
     assert set(back["intervals"]) == interval_keys(report)
     for key, iv in back["intervals"].items():
@@ -123,7 +123,7 @@ def test_as_dict_strict_json_for_a_single_row_with_bootstrap():
     # Regression: with one row there is nothing to resample, the intervals are NaN, and as_dict
     # used to keep float('nan') (invalid JSON). Missing values are None, like skipped metrics.
     one = calcore.Predictions.from_probs([[0.7, 0.3]], [1])
-    report = calcore.evaluate(one, n_bootstrap=10)
+    report = calcore.evaluate(one, n_resamples=10)
     d = report.as_dict()
     assert report.kde_ece is None and d["kde_ece"] is None and d["kde_ece_classwise"] is None
     back = json.loads(json.dumps(d, allow_nan=False))
@@ -199,9 +199,9 @@ def _boot_preds():
 
 def test_evaluate_intervals_deterministic_per_seed():
     preds = _boot_preds()
-    a = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=4)
-    b = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=4)
-    c = calcore.evaluate(preds, bins=10, n_bootstrap=20, seed=5)
+    a = calcore.evaluate(preds, bins=10, n_resamples=20, seed=4)
+    b = calcore.evaluate(preds, bins=10, n_resamples=20, seed=4)
+    c = calcore.evaluate(preds, bins=10, n_resamples=20, seed=5)
     assert set(a.intervals) == interval_keys(a)
     assert a.intervals == b.intervals
     differs = [
@@ -218,17 +218,17 @@ def test_evaluate_intervals_deterministic_per_seed():
 def test_a_subset_of_metrics_equals_the_full_report():
     rng = np.random.default_rng(5)
     preds = calcore.Predictions.from_logits(rng.normal(size=(400, 6)) * 2, rng.integers(0, 6, 400))
-    full = calcore.evaluate(preds, bins=8, n_bootstrap=30, seed=3)
+    full = calcore.evaluate(preds, bins=8, n_resamples=30, seed=3)
     bin_free = list(calcore.BIN_FREE_METRICS)
     binned = [k for k in calcore.METRICS if k not in bin_free]
     # bin-free indeed: other bins and binnings leave these values (and intervals) unchanged
     for bins, binning in ((3, "equal-width"), (20, "equal-mass"), (40, "points-per-bin")):
-        other = calcore.evaluate(preds, bins=bins, binning=binning, n_bootstrap=30, seed=3)
+        other = calcore.evaluate(preds, bins=bins, binning=binning, n_resamples=30, seed=3)
         for k in bin_free:
             assert other.metrics[k] == full.metrics[k]
             assert other.intervals.get(k) == full.intervals.get(k)
     for subset in (bin_free, binned, ["kde_ece_classwise"], "nll"):
-        part = calcore.evaluate(preds, bins=8, n_bootstrap=30, seed=3, metrics=subset)
+        part = calcore.evaluate(preds, bins=8, n_resamples=30, seed=3, metrics=subset)
         keys = [subset] if isinstance(subset, str) else subset
         assert list(part.metrics) == list(calcore.METRICS)  # every key, None when not asked
         for k in calcore.METRICS:

@@ -236,8 +236,8 @@ def _small():
 
 
 def test_evaluate_is_deterministic_and_intervals_bracket():
-    a = calcore.evaluate(_small(), bins=10, n_bootstrap=40, seed=3)
-    b = calcore.evaluate(_small(), bins=10, n_bootstrap=40, seed=3)
+    a = calcore.evaluate(_small(), bins=10, n_resamples=40, seed=3)
+    b = calcore.evaluate(_small(), bins=10, n_resamples=40, seed=3)
     assert a.intervals == b.intervals
     assert set(a.intervals) == interval_keys(a)
     for key, iv in a.intervals.items():
@@ -246,7 +246,7 @@ def test_evaluate_is_deterministic_and_intervals_bracket():
 
 
 def test_kde_resample_cap_is_reported():
-    report = calcore.evaluate(_small(), bins=10, n_bootstrap=40, seed=0, kde_max_work=1)
+    report = calcore.evaluate(_small(), bins=10, n_resamples=40, seed=0, kde_max_work=1)
     iv = report.intervals["kde_ece_classwise"]
     assert iv.n_resamples == 25 and np.isfinite(iv.low)
     assert report.intervals["accuracy"].n_resamples == 40
@@ -256,7 +256,7 @@ def test_kde_resample_cap_is_reported():
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_tiny_samples(n):
     preds = calcore.Predictions.from_probs(np.tile([[0.7, 0.3]], (n, 1)), [0] * n)
-    report = calcore.evaluate(preds, n_bootstrap=10)
+    report = calcore.evaluate(preds, n_resamples=10)
     if n == 1:
         assert all(np.isnan(iv.low) and iv.n_resamples == 0 for iv in report.intervals.values())
         assert any("fewer than 2 rows" in note for note in report.notes)

@@ -57,7 +57,7 @@ def test_evaluate_matches_scipy_bootstrap(key, method):
     # 20 rows: the grouped jackknife has one row per group, i.e. scipy's full jackknife.
     preds = _preds(20, seed=4)
     report = calcore.evaluate(
-        preds, bins=5, n_bootstrap=99, seed=7, metrics=[key], interval_method=method
+        preds, bins=5, n_resamples=99, seed=7, metrics=[key], interval_method=method
     )
     low, high = _scipy_interval(
         METRIC_FUNCTIONS[key],
@@ -76,7 +76,7 @@ def test_evaluate_matches_scipy_bootstrap(key, method):
 def test_normal_interval_by_hand():
     preds = _preds(200, seed=1)
     report = calcore.evaluate(
-        preds, bins=10, n_bootstrap=50, seed=3, metrics=["top_label_ece"], interval_method="normal"
+        preds, bins=10, n_resamples=50, seed=3, metrics=["top_label_ece"], interval_method="normal"
     )
     idx = np.random.default_rng(3).integers(0, 200, (50, 200))  # the draws of evaluate
     reps = np.array([calcore.top_label_ece(preds.subset(r), bins=10) for r in idx])
@@ -129,7 +129,7 @@ def test_nan_replicates_give_nan_bounds_and_bad_methods_are_refused():
     with pytest.raises(CalcoreError, match="jackknife"):
         interval_bounds(0.1, [0.1, 0.2], method="bca")
     with pytest.raises(CalcoreError, match="interval_method must be one of"):
-        calcore.evaluate(_preds(30), n_bootstrap=10, interval_method="BCa")
+        calcore.evaluate(_preds(30), n_resamples=10, interval_method="BCa")
 
 
 def test_jackknife_weights_leave_each_row_out_once():
@@ -144,7 +144,7 @@ def test_jackknife_weights_leave_each_row_out_once():
 
 def test_default_methods_come_from_the_metric_table():
     preds = _preds(300, seed=2)
-    report = calcore.evaluate(preds, n_bootstrap=30, seed=0)
+    report = calcore.evaluate(preds, n_resamples=30, seed=0)
     for key, iv in report.intervals.items():
         assert iv.method == calcore.METRICS[key].interval_method, key
     assert report.intervals["accuracy"].method == "percentile"
@@ -159,7 +159,7 @@ def test_default_methods_come_from_the_metric_table():
 def test_default_intervals_never_exclude_their_estimate(seed, n_classes):
     sim = calcore.dirichlet_simulator(n_classes, miscalibration="overconfident")
     preds = calcore.simulate_predictions(sim, 150 + 50 * seed, seed=seed).preds
-    report = calcore.evaluate(preds, n_bootstrap=40, seed=seed)
+    report = calcore.evaluate(preds, n_resamples=40, seed=seed)
     for key, iv in report.intervals.items():
         if np.isfinite(iv.low):
             assert iv.low <= iv.estimate <= iv.high, (key, iv)
@@ -174,7 +174,7 @@ def test_calibrated_model_intervals_of_the_ece_move_towards_zero():
     lows, at_zero = [], 0
     for seed in range(10):
         preds = calcore.simulate_predictions(sim, 1000, seed=seed).preds
-        report = calcore.evaluate(preds, n_bootstrap=100, seed=seed, metrics=["conf_ece"])
+        report = calcore.evaluate(preds, n_resamples=100, seed=seed, metrics=["conf_ece"])
         iv = report.intervals["conf_ece"]
         percentile_low = np.quantile(report.replicates["conf_ece"], 0.025)
         assert percentile_low > iv.estimate / 2 > iv.low, seed
@@ -187,8 +187,8 @@ def test_bca_is_refused_on_streams(tmp_path):
     path = tmp_path / "p.csv"
     path.write_text("label,p_a,p_b\na,0.9,0.1\nb,0.3,0.7\na,0.6,0.4\n")
     with pytest.raises(CalcoreError, match="needs in-memory predictions"):
-        calcore.evaluate(calcore.scan(str(path)), n_bootstrap=10, interval_method="bca")
-    report = calcore.evaluate(calcore.scan(str(path)), n_bootstrap=10, interval_method="basic")
+        calcore.evaluate(calcore.scan(str(path)), n_resamples=10, interval_method="bca")
+    report = calcore.evaluate(calcore.scan(str(path)), n_resamples=10, interval_method="basic")
     assert report.intervals["accuracy"].method == "basic"
 
 
@@ -196,7 +196,7 @@ def test_every_method_is_offered_by_evaluate():
     preds = _preds(60, seed=9)
     for method in INTERVAL_METHODS:
         report = calcore.evaluate(
-            preds, n_bootstrap=20, seed=1, metrics=["conf_ece"], interval_method=method
+            preds, n_resamples=20, seed=1, metrics=["conf_ece"], interval_method=method
         )
         iv = report.intervals["conf_ece"]
         assert iv.method == method and 0 <= iv.low <= iv.high <= 1
@@ -208,7 +208,7 @@ def test_sparse_top_label_cells_are_flagged():
     # at 1,000 rows (about 9) in 90-97%.
     sim = calcore.dirichlet_simulator(10, miscalibration="class-specific", accuracy=0.6)
     preds = calcore.simulate_predictions(sim, 500, seed=0).preds
-    report = calcore.evaluate(preds, n_bootstrap=20)
+    report = calcore.evaluate(preds, n_resamples=20)
     caveat = report.intervals["top_label_ece"].caveat
     assert caveat.startswith("its (class, bin) cells hold 4.8 rows on average (fewer than 8)")
     assert report.intervals["classwise_ece"].caveat is None  # every row is in every class
@@ -216,10 +216,10 @@ def test_sparse_top_label_cells_are_flagged():
     assert note.startswith("The TL-ECE interval") and "use fewer bins" in note
     assert report.as_dict()["intervals"]["top_label_ece"]["caveat"] == caveat
     assert "caveat" not in report.as_dict()["intervals"]["conf_ece"]
-    fewer = calcore.evaluate(preds, n_bootstrap=20, bins=5)
+    fewer = calcore.evaluate(preds, n_resamples=20, bins=5)
     assert fewer.intervals["top_label_ece"].caveat is None
     more = calcore.simulate_predictions(sim, 1000, seed=0).preds
-    assert calcore.evaluate(more, n_bootstrap=20).intervals["top_label_ece"].caveat is None
+    assert calcore.evaluate(more, n_resamples=20).intervals["top_label_ece"].caveat is None
 
 
 def test_sparse_class_wise_cells_are_counted_above_each_class_lowest_bin():
@@ -227,6 +227,6 @@ def test_sparse_class_wise_cells_are_counted_above_each_class_lowest_bin():
     # bins), its upper bins 2 to 3; the coverage study's CW-ECE interval covered 0 of 12.
     sim = calcore.dirichlet_simulator(100, miscalibration="overconfident", accuracy=0.4)
     preds = calcore.simulate_predictions(sim, 1000, seed=0).preds
-    report = calcore.evaluate(preds, n_bootstrap=2, metrics=["classwise_ece"])
+    report = calcore.evaluate(preds, n_resamples=2, metrics=["classwise_ece"])
     caveat = report.intervals["classwise_ece"].caveat
     assert caveat.startswith("its (class, bin) cells above each class's lowest bin hold 2.9")

@@ -93,7 +93,7 @@ def test_iterated_bounds_by_hand_and_without_the_second_level():
 @pytest.mark.parametrize(("n_classes", "bins"), [(3, 10), (5, 20)])
 def test_double_replicates_equal_the_metric_functions_on_resampled_resamples(n_classes, bins):
     preds = _preds(300, n_classes, seed=4)
-    report = calcore.evaluate(preds, n_bootstrap=25, seed=9, bins=bins)
+    report = calcore.evaluate(preds, n_resamples=25, seed=9, bins=bins)
     twice = double_resample_counts(resample_counts(300, 25, seed=9), seed=9)
     for key, metric in BINNED.items():
         assert report.intervals[key].method == "iterated"
@@ -110,12 +110,12 @@ def test_double_replicates_equal_the_metric_functions_on_resampled_resamples(n_c
 
 def test_metrics_without_bins_fall_back_to_normal_when_iterated_is_named():
     preds = _preds(200, 3, seed=5)
-    report = calcore.evaluate(preds, n_bootstrap=20, seed=1, interval_method="iterated")
+    report = calcore.evaluate(preds, n_resamples=20, seed=1, interval_method="iterated")
     assert report.intervals["top_label_ece"].method == "iterated"
     for key in ("accuracy", "nll", "brier", "kde_ece"):
         assert report.intervals[key].method == "normal", key
         assert key not in report.double_replicates
-    percentile = calcore.evaluate(preds, n_bootstrap=20, seed=1, interval_method="percentile")
+    percentile = calcore.evaluate(preds, n_resamples=20, seed=1, interval_method="percentile")
     assert percentile.double_replicates == {}  # no second level unless an interval reads it
 
 
@@ -126,7 +126,7 @@ def test_streamed_double_replicates_equal_the_metric_functions_whatever_the_batc
     pq.write_table(pa.table({"label": y, "p_fraud": p}), tmp_path / "a.parquet", row_group_size=70)
     preds = calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y)
     reports = [
-        calcore.evaluate(calcore.scan(tmp_path / "a.parquet", batch_rows=rows), n_bootstrap=8,
+        calcore.evaluate(calcore.scan(tmp_path / "a.parquet", batch_rows=rows), n_resamples=8,
                          seed=2, metrics=list(BINNED))
         for rows in (33, 500)
     ]  # fmt: skip

@@ -68,7 +68,7 @@ LAYERS = {
     "calcore.simulate": 5,
     "calcore.metrics.registry": 6,
     "calcore.evaluation.report_statistics": 7,
-    "calcore.evaluation.calibration_test": 7,
+    "calcore.evaluation.significance": 7,
     "calcore.evaluation.evaluator": 7,
     "calcore.evaluation.binary_rows": 7,
     "calcore.evaluation.slice_truth": 7,

@@ -112,7 +112,8 @@ BINNINGS = [
 def _permutation_params():
     out = []
     for key in KEYS:
-        binnings = BINNINGS if METRICS[key].binned else BINNINGS[:1]  # others ignore the binning
+        # the others ignore the binning
+        binnings = BINNINGS if METRICS[key].takes_binning_scheme else BINNINGS[:1]
         out += [(key, b, k) for b, k in binnings]
     return out
 
@@ -217,7 +218,7 @@ def _synthetic_values(key, binning):
 def _synthetic_params():
     out = []
     for key in ERROR_KEYS:
-        if not METRICS[key].binned:
+        if not METRICS[key].takes_binning_scheme:
             out.append((key, "equal-width"))  # the binning is not used
         elif key in MAX_KEYS:
             out.append((key, "equal-mass"))
@@ -351,7 +352,7 @@ def preds3():
     )
 
 
-BINNED_KEYS = [k for k in KEYS if METRICS[k].binned]
+BINNED_KEYS = [k for k in KEYS if METRICS[k].takes_binning_scheme]
 
 
 BAD_BINS = [
@@ -368,7 +369,7 @@ def _bad_bins_params():
         (key, bins, match)
         for key in BINNED_KEYS + ["ace", "tace"]
         for bins, match in BAD_BINS
-        if METRICS[key].binned or isinstance(bins, int)
+        if METRICS[key].takes_binning_scheme or isinstance(bins, int)
     ]
 
 
@@ -470,10 +471,10 @@ def test_bad_confidence_level(preds3, level):
 
 def test_bad_evaluate_options(preds3):
     # the message names evaluate's own argument, not an inner helper's n_resamples
-    rule = r"n_bootstrap must be 0 \(no intervals\) or an integer from 2 to 100,000; got "
+    rule = r"n_resamples must be 0 \(no intervals\) or an integer from 2 to 100,000; got "
     for bad in (-1, 2.5, 1, True, 100_001):
         with pytest.raises(calcore.CalcoreError, match=rule + re.escape(repr(bad)) + r"\."):
-            calcore.evaluate(preds3, n_bootstrap=bad)
+            calcore.evaluate(preds3, n_resamples=bad)
     with pytest.raises(
         calcore.CalcoreError, match=r"The number of bins \(bins\) must be a positive integer; got 0"
     ):

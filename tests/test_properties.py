@@ -319,7 +319,7 @@ def test_every_metric_is_finite_in_range_and_row_order_free(arrays, binning, see
     order = np.random.default_rng(seed).permutation(preds.n_samples)
     shuffled = as_predictions((arrays[0][order], arrays[1][order]))
     for key, spec in calcore.METRICS.items():
-        options = {"bins": 15, "binning": binning} if spec.binned else {}
+        options = {"bins": 15, "binning": binning} if spec.takes_binning_scheme else {}
         try:
             value = spec.function(preds, **options)
         except CalcoreError as exc:

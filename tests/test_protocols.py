@@ -58,7 +58,7 @@ def test_compare_equals_manual_loop(splits):
 
 def test_compare_bootstrap_intervals_bracket_accuracy(splits):
     calib, test = splits
-    result = compare(calib, test, ["tl-hb"], n_bootstrap=30, seed=3)
+    result = compare(calib, test, ["tl-hb"], n_resamples=30, seed=3)
     iv = result.values["tl-hb"]["accuracy"]
     assert iv.low <= iv.estimate <= iv.high and iv.n_resamples == 30
 
@@ -218,16 +218,16 @@ def test_calibrator_validity_per_class_matches_the_fixed_split_curve():
 
 def test_a_report_combined_from_metric_subsets_equals_one_evaluate(splits):
     _, test = splits
-    whole = calcore.evaluate(test, n_bootstrap=20, seed=3, bins=10)
-    free = calcore.evaluate(test, n_bootstrap=20, seed=3, metrics=calcore.BIN_FREE_METRICS)
+    whole = calcore.evaluate(test, n_resamples=20, seed=3, bins=10)
+    free = calcore.evaluate(test, n_resamples=20, seed=3, metrics=calcore.BIN_FREE_METRICS)
     binned_keys = [k for k in calcore.METRICS if k not in calcore.BIN_FREE_METRICS]
-    binned = calcore.evaluate(test, n_bootstrap=20, seed=3, bins=10, metrics=binned_keys)
+    binned = calcore.evaluate(test, n_resamples=20, seed=3, bins=10, metrics=binned_keys)
     both = binned.combined_with(free)
     assert both.metrics == whole.metrics
     for key, iv in whole.intervals.items():
         assert (both.intervals[key].low, both.intervals[key].high) == (iv.low, iv.high), key
     with pytest.raises(calcore.CalcoreError, match="same rows, classes, seed and resamples"):
-        binned.combined_with(calcore.evaluate(test, n_bootstrap=20, seed=4))
+        binned.combined_with(calcore.evaluate(test, n_resamples=20, seed=4))
 
 
 def test_learning_curves_combined_per_method_equal_one_joint_call(splits):

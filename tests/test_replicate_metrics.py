@@ -73,7 +73,7 @@ def test_vectorised_replicates_equal_the_plain_metrics(n_rows, n_classes, bins, 
     _, got = _replicates(preds, weights, bins=bins)
     for key, (function, options) in PLAIN.items():
         kw = dict(options)
-        if METRICS[key].binned:
+        if METRICS[key].takes_binning_scheme:
             kw["bins"] = bins
         want = [function(preds, sample_weight=w, **kw) for w in weights]
         np.testing.assert_allclose(got[key], want, rtol=TOL, atol=TOL, err_msg=key)

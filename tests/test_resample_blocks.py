@@ -49,7 +49,7 @@ def _plain_kde_replicates(preds, counts, key):
 @pytest.mark.parametrize("key", ["kde_ece", "kde_ece_classwise"])
 def test_kde_replicates_equal_the_plain_estimator_on_each_resample(key):
     preds = _preds(400, 4, seed=3)
-    report = calcore.evaluate(preds, n_bootstrap=9, seed=5, metrics=[key])
+    report = calcore.evaluate(preds, n_resamples=9, seed=5, metrics=[key])
     counts = resample_counts(preds.n_samples, 9, seed=5)
     want = _plain_kde_replicates(preds, counts, key)
     assert report.intervals[key].n_resamples == 9
@@ -60,9 +60,9 @@ def test_kde_replicates_equal_the_plain_estimator_on_each_resample(key):
 def test_every_class_wise_kde_resample_is_used_when_the_work_is_allowed():
     preds = _preds(300, 3, seed=1)
     capped = calcore.evaluate(
-        preds, n_bootstrap=40, seed=2, kde_max_work=1, metrics=["kde_ece_classwise"]
+        preds, n_resamples=40, seed=2, kde_max_work=1, metrics=["kde_ece_classwise"]
     )
-    full = calcore.evaluate(preds, n_bootstrap=40, seed=2, metrics=["kde_ece_classwise"])
+    full = calcore.evaluate(preds, n_resamples=40, seed=2, metrics=["kde_ece_classwise"])
     assert capped.intervals["kde_ece_classwise"].n_resamples == 25
     assert full.intervals["kde_ece_classwise"].n_resamples == 40
     # the first resamples are the same draws either way

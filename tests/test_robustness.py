@@ -10,7 +10,7 @@ wrong (metrics at the ends of their ranges).
 What must hold:
 
 - every metric of :data:`calcore.METRICS` from ``calcore.evaluate(bins=15,
-  n_bootstrap=50)`` is a finite number inside its registered range (or None with a note
+  n_resamples=50)`` is a finite number inside its registered range (or None with a note
   saying why), with finite bootstrap intervals inside the range; exact values where the
   answer is known (one-hot rows, identical rows, the NLL's documented clip for
   probabilities and its exactness for logits);
@@ -219,7 +219,7 @@ def test_every_metric_is_finite_and_in_range(case):
     preds = cached(case, N_METRIC_ROWS)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no overflow / 0-division / NaN inside
-        report = calcore.evaluate(preds, bins=15, n_bootstrap=50)
+        report = calcore.evaluate(preds, bins=15, n_resamples=50)
     assert list(report.metrics) == list(METRICS)
     for key, value in report.metrics.items():
         if value is None:

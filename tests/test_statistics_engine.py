@@ -280,8 +280,8 @@ def test_stream_refuses_what_it_cannot_do_yet(tmp_path):
     stream = calcore.scan(tmp_path)
     with pytest.raises(calcore.CalcoreError, match="'unique' is not available for a streamed"):
         calcore.evaluate(stream, binning="unique")
-    with pytest.raises(calcore.CalcoreError, match="n_bootstrap must be 0 .no intervals. or an"):
-        calcore.evaluate(stream, n_bootstrap=1)
+    with pytest.raises(calcore.CalcoreError, match="n_resamples must be 0 .no intervals. or an"):
+        calcore.evaluate(stream, n_resamples=1)
 
 
 # --------------------------------------------------------------------------- KDE-ECE from cells
@@ -634,9 +634,9 @@ def test_replicate_statistics_equal_weighted_statistics_one_by_one(bins, layout)
 def test_streamed_bootstrap_does_not_depend_on_batching(tmp_path):
     preds = _binary(400, seed=27)
     _write_parts(tmp_path, preds, [150, 260])
-    a = calcore.evaluate(calcore.scan(tmp_path, batch_rows=31), n_bootstrap=12, seed=5)
-    b = calcore.evaluate(calcore.scan(tmp_path, batch_rows=400), n_bootstrap=12, seed=5)
-    c = calcore.evaluate(calcore.scan(tmp_path, batch_rows=400), n_bootstrap=12, seed=6)
+    a = calcore.evaluate(calcore.scan(tmp_path, batch_rows=31), n_resamples=12, seed=5)
+    b = calcore.evaluate(calcore.scan(tmp_path, batch_rows=400), n_resamples=12, seed=5)
+    c = calcore.evaluate(calcore.scan(tmp_path, batch_rows=400), n_resamples=12, seed=6)
     assert set(a.intervals) == interval_keys(a)
     for k, iv in a.intervals.items():
         assert iv.n_resamples == 12

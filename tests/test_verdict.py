@@ -42,7 +42,7 @@ def test_paired_difference_equals_a_brute_force_bootstrap(overconfident):
     the stand-alone metric function, with the iterated interval's formula written out."""
     calib, test = overconfident
     seed, r = 5, 40
-    c = compare(calib, test, ["ts", "tl-hb"], n_bootstrap=r, seed=seed, metrics=GUARDS)
+    c = compare(calib, test, ["ts", "tl-hb"], n_resamples=r, seed=seed, metrics=GUARDS)
     v = c.verdict()
     out = {m: c.calibrated[m] for m in ("ts", "tl-hb")} | {UNCALIBRATED: test}
     # the draws of scipy.stats.bootstrap (and calcore.evaluate): row indices per resample
@@ -74,7 +74,7 @@ def test_paired_difference_equals_a_brute_force_bootstrap(overconfident):
 
 def test_overconfident_model_gets_a_calibrator_that_keeps_accuracy(overconfident):
     calib, test = overconfident
-    v = compare(calib, test, ["ts", "n-iso"], n_bootstrap=100, metrics=GUARDS).verdict()
+    v = compare(calib, test, ["ts", "n-iso"], n_resamples=100, metrics=GUARDS).verdict()
     assert v.improves and v.recommended == "ts"
     assert v.improvement.high < 0  # TL-ECE lower than uncalibrated, beyond noise
     assert UNCALIBRATED not in v.tied_with_best
@@ -86,7 +86,7 @@ def test_overconfident_model_gets_a_calibrator_that_keeps_accuracy(overconfident
 
 def test_calibrated_model_needs_no_calibrator(calibrated):
     calib, test = calibrated
-    v = compare(calib, test, ["ts", "n-iso", "irm"], n_bootstrap=100, metrics=GUARDS).verdict()
+    v = compare(calib, test, ["ts", "n-iso", "irm"], n_resamples=100, metrics=GUARDS).verdict()
     assert v.recommended == UNCALIBRATED and not v.improves
     assert UNCALIBRATED in v.tied_with_best
     assert v.improvement is None
@@ -95,7 +95,7 @@ def test_calibrated_model_needs_no_calibrator(calibrated):
 
 def test_one_method_is_compared_with_uncalibrated(overconfident):
     calib, test = overconfident
-    v = compare(calib, test, ["ts"], n_bootstrap=60, metrics=GUARDS).verdict()
+    v = compare(calib, test, ["ts"], n_resamples=60, metrics=GUARDS).verdict()
     assert set(v.paired) == {UNCALIBRATED, "ts"}
     assert v.paired["ts"].confidence_level == pytest.approx(0.95)  # K = 1: no adjustment
 
@@ -103,7 +103,7 @@ def test_one_method_is_compared_with_uncalibrated(overconfident):
 def test_identical_methods_are_tied_and_the_first_is_recommended(overconfident):
     calib, test = overconfident
     twin = ("ts", {"max_temperature": 50.0})  # same optimum inside both bounds: same outputs
-    v = compare(calib, test, [twin, "ts"], n_bootstrap=60, metrics=GUARDS).verdict()
+    v = compare(calib, test, [twin, "ts"], n_resamples=60, metrics=GUARDS).verdict()
     assert v.estimates["ts"] == v.estimates["ts(max_temperature=50.0)"]
     assert {"ts", "ts(max_temperature=50.0)"} <= set(v.tied_with_best)
     assert v.recommended == "ts(max_temperature=50.0)"  # equal on every rule: the first given
@@ -113,7 +113,7 @@ def test_among_tied_methods_the_simplest_family_is_recommended():
     """CIFAR-10-like: TL-HB has the lowest TL-ECE, TS is tied with it on paired intervals;
     the verdict ships the one-parameter map and says why."""
     calib, test = calib_test_pair(11, 1.6, n_calib=3000, n_test=3000, n_classes=3)
-    v = compare(calib, test, ["tl-hb", "ts"], n_bootstrap=100, metrics=GUARDS).verdict()
+    v = compare(calib, test, ["tl-hb", "ts"], n_resamples=100, metrics=GUARDS).verdict()
     if v.best == "tl-hb" and "ts" in v.tied_with_best:
         assert v.recommended == "ts"
         assert "simplest of the tied (parametric)" in v.reason
@@ -127,7 +127,7 @@ def test_a_fit_that_hits_its_bound_is_a_warning_on_the_verdict():
     labels = rng.integers(0, 3, 600)  # labels carry no signal: T runs to its upper bound
     calib = calcore.Predictions.from_logits(z[:300], labels[:300])
     test = calcore.Predictions.from_logits(z[300:], labels[300:])
-    c = compare(calib, test, [("ts", {"max_temperature": 5.0})], n_bootstrap=30, metrics=GUARDS)
+    c = compare(calib, test, [("ts", {"max_temperature": 5.0})], n_resamples=30, metrics=GUARDS)
     warned = c.verdict().warnings["ts(max_temperature=5.0)"]
     assert any("upper bound" in w or "hit its bound" in w for w in warned), warned
 
@@ -136,7 +136,7 @@ def test_a_binning_method_with_few_rows_a_bin_is_warned(overconfident):
     calib, test = overconfident
     small = calib.subset(np.arange(300))
     v = compare(small, test, [("hb", {"bins": 15})] if calib.n_classes == 2 else ["tl-hb"],
-                n_bootstrap=30, metrics=GUARDS).verdict()  # fmt: skip
+                n_resamples=30, metrics=GUARDS).verdict()  # fmt: skip
     (name,) = [m for m in v.paired if m != UNCALIBRATED]
     # 300 rows / 15 bins / 4 predicted classes = 5 a bin
     assert any("a bin, fewer than 50" in w for w in v.warnings[name]), v.warnings
@@ -175,7 +175,7 @@ def test_default_primary_and_the_metrics_that_apply():
 
 def test_as_dict_is_strict_json(overconfident):
     calib, test = overconfident
-    v = compare(calib, test, ["ts", "tl-hb"], n_bootstrap=30, metrics=GUARDS).verdict()
+    v = compare(calib, test, ["ts", "tl-hb"], n_resamples=30, metrics=GUARDS).verdict()
     body = json.loads(json.dumps(v.as_dict(), allow_nan=False))
     assert body["recommended"] == v.recommended
     assert set(body["paired"]) == {UNCALIBRATED, "ts", "tl-hb"}

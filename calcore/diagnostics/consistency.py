@@ -20,7 +20,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._limits import N_RESAMPLES
-from calcore._validation import refuse_weights
+from calcore._validation import refuse_weights, renamed_attribute, renamed_keywords
 from calcore.predictions import Predictions
 from calcore.reductions import binary_view
 from calcore.statistics.cells import CellSums, replicate_sums
@@ -41,9 +41,10 @@ class ConsistencyBands:
     confidence : ndarray of shape (B,)
         Mean score per bin (the diagram's x); NaN for empty bins.
     lower, upper : ndarray of shape (B,)
-        Quantiles ``(1 - level) / 2`` and ``(1 + level) / 2`` of the resampled
-        frequencies; NaN for empty bins.
-    level : float
+        Quantiles ``(1 - confidence_level) / 2`` and ``(1 + confidence_level) / 2`` of
+        the resampled frequencies; NaN for empty bins.
+    confidence_level : float
+        (Until 0.1 ``level``, still readable for one release, with a DeprecationWarning.)
     n_resamples : int
     seed : int
 
@@ -53,18 +54,23 @@ class ConsistencyBands:
     >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
     >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
     >>> bands = calcore.consistency_bands(preds, bins=5, n_resamples=100)
-    >>> [round(float(c), 4) for c in bands.confidence[3:]], bands.level, bands.n_resamples
-    ([0.65, 0.85], 0.9, 100)
+    >>> [round(float(c), 4) for c in bands.confidence[3:]]
+    [0.65, 0.85]
+    >>> bands.confidence_level, bands.n_resamples
+    (0.9, 100)
     """
 
     confidence: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
-    level: float
+    confidence_level: float
     n_resamples: int
     seed: int
 
+    level = renamed_attribute("confidence_level", "level")
 
+
+@renamed_keywords(level="confidence_level")
 def consistency_bands(
     preds: Predictions,
     *,
@@ -72,7 +78,7 @@ def consistency_bands(
     bins=15,
     binning="equal-width",
     n_resamples: int = 200,
-    level: float = 0.9,
+    confidence_level: float = 0.9,
     seed: int = 0,
 ) -> ConsistencyBands:
     """Consistency bands for the confidence (or another single-group) view's bins.
@@ -86,8 +92,9 @@ def consistency_bands(
     bins, binning :
         As for the diagram the bands go with.
     n_resamples : int, default 200
-    level : float, default 0.9
-        Central mass of the band (0.9 gives the 5-95% band).
+    confidence_level : float, default 0.9
+        Central mass of the band (0.9 gives the 5-95% band). ``level``, its name until
+        0.1, still works for one release, with a DeprecationWarning.
     seed : int, default 0
 
     Returns
@@ -97,7 +104,7 @@ def consistency_bands(
     Raises
     ------
     CalcoreError
-        Invalid ``n_resamples`` or ``level``.
+        Invalid ``n_resamples`` or ``confidence_level``.
 
     Examples
     --------
@@ -110,8 +117,8 @@ def consistency_bands(
     """
     refuse_weights(preds, "consistency_bands (resampling labels under perfect calibration)")
     N_RESAMPLES.check(n_resamples, "n_resamples")
-    if not 0 < level < 1:
-        raise CalcoreError(f"level must be in (0, 1); got {level!r}.")
+    if not 0 < confidence_level < 1:
+        raise CalcoreError(f"confidence_level must be in (0, 1); got {confidence_level!r}.")
     v = binary_view(preds, view)
     if v.n_groups != 1:
         raise CalcoreError(
@@ -138,8 +145,8 @@ def consistency_bands(
         (freq[r0:r1],) = replicate_sums(draws, cells_sorted, total)
     with np.errstate(invalid="ignore", divide="ignore"):
         freq /= count
-        lo, hi = np.quantile(freq, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        lo, hi = np.quantile(freq, [(1 - confidence_level) / 2, (1 + confidence_level) / 2], axis=0)
         mean_conf = conf / count
     lo[~nonempty] = np.nan
     hi[~nonempty] = np.nan
-    return ConsistencyBands(mean_conf, lo, hi, float(level), int(n_resamples), int(seed))
+    return ConsistencyBands(mean_conf, lo, hi, float(confidence_level), int(n_resamples), int(seed))

@@ -10,11 +10,17 @@ bootstrap
 protocols
     ``compare`` (calibrators side by side), ``learning_curve``, ``calibrator_validity``,
     and the data helpers ``random_split`` and ``concatenate``.
+significance
+    ``calibration_test`` and ``CalibrationTest``: p-values of "the model is calibrated"
+    by consistency resampling (until 0.1 the module ``calibration_test``, a name that
+    pytest collects as a test file; that path still imports, deprecated, one release).
 verdict
     ``Verdict``: which calibrator to ship, from paired differences on a comparison's
     common resamples (``Comparison.verdict``).
 """
 
+from calcore._validation import renamed_module
+from calcore.evaluation import significance
 from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.protocols import (
@@ -28,6 +34,7 @@ from calcore.evaluation.protocols import (
     learning_curve,
     random_split,
 )
+from calcore.evaluation.significance import CalibrationTest, calibration_test
 from calcore.evaluation.verdict import PairedDifference, Verdict, verdict_of
 from calcore.metrics.registry import default_primary
 
@@ -46,8 +53,17 @@ __all__ = [
     "calibrator_validity",
     "random_split",
     "concatenate",
+    "calibration_test",
+    "CalibrationTest",
     "Verdict",
     "PairedDifference",
     "verdict_of",
     "default_primary",
 ]
+
+# The old module path, without a file of its own: a file would be called
+# calibration_test.py again (pytest's *_test.py pattern), and importing it would replace
+# the function calcore.evaluation.calibration_test by the module.
+renamed_module(
+    "calcore.evaluation.calibration_test", significance, {"test_from_null": "p_values_from_null"}
+)

@@ -38,7 +38,7 @@ def binary_summary(report, *, positive: str = "class 1", level: float = 0.05) ->
     Parameters
     ----------
     report : CalibrationReport
-        From :func:`calcore.evaluate` of two-class predictions (with ``n_bootstrap`` the
+        From :func:`calcore.evaluate` of two-class predictions (with ``n_resamples`` the
         sentence says how sure).
     positive : str
         How class 1 is named (its class name).
@@ -56,7 +56,7 @@ def binary_summary(report, *, positive: str = "class 1", level: float = 0.05) ->
     >>> p = rng.uniform(0.05, 0.5, 4000)
     >>> y = (rng.random(4000) < 1.3 * p).astype(int)   # 30% more events than predicted
     >>> preds = calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y)
-    >>> calcore.binary_summary(calcore.evaluate(preds, n_bootstrap=100), positive="click")[:50]
+    >>> calcore.binary_summary(calcore.evaluate(preds, n_resamples=100), positive="click")[:50]
     'The model under-predicts click: 1.29 [1.24, 1.34] '
     """
     m = report.metrics

@@ -16,7 +16,12 @@ import numpy as np
 from calcore._errors import CalcoreError, EmptySplitError
 from calcore._limits import N_BOOTSTRAP
 from calcore._threads import side_by_side
-from calcore._validation import check_total_weight, row_weights
+from calcore._validation import (
+    check_total_weight,
+    renamed_attribute,
+    renamed_keywords,
+    row_weights,
+)
 from calcore.binning import resolve_binning
 from calcore.evaluation.binary_rows import (
     binary_row_replicates,
@@ -25,13 +30,6 @@ from calcore.evaluation.binary_rows import (
     streamed_note,
 )
 from calcore.evaluation.bootstrap import Interval, check_bootstrap_options
-from calcore.evaluation.calibration_test import (
-    TESTABLE_METRICS,
-    CalibrationTest,
-    redrawn_label_test,
-    test_from_null,
-    tested_statistics,
-)
 from calcore.evaluation.intervals import (
     DOUBLE_BOOTSTRAP_METHODS,
     check_interval_method,
@@ -47,6 +45,13 @@ from calcore.evaluation.report_statistics import (
     report_kde_specs,
     scoring_values,
     statistics_bins,
+)
+from calcore.evaluation.significance import (
+    TESTABLE_METRICS,
+    CalibrationTest,
+    p_values_from_null,
+    redrawn_label_test,
+    tested_statistics,
 )
 from calcore.io.stream import PredictionStream
 from calcore.metrics.binary import HL_GROUPS
@@ -90,7 +95,7 @@ class CalibrationReport:
         Keyed as :data:`calcore.metrics.registry.METRICS`; ``None`` for a metric that
         was not computed (see ``notes``).
     intervals : dict of str to Interval
-        Bootstrap intervals, when ``n_bootstrap > 0``.
+        Bootstrap intervals, when ``n_resamples > 0``.
     replicates : dict of str to ndarray
         The bootstrap replicates of each metric with an interval (for other interval
         methods, :func:`calcore.evaluation.intervals.interval_bounds`, or a test).
@@ -102,7 +107,7 @@ class CalibrationReport:
     calibration_test : CalibrationTest or None
         p-values of "the model is calibrated" per calibration error, with the intervals
         (:func:`calcore.calibration_test`, as many redrawn label sets as resamples).
-    bins, binning, seed, n_bootstrap :
+    bins, binning, seed, n_resamples :
         The settings.
     n_tied_rows : int
         Rows whose argmax was a tie (resolved to the lowest class index).
@@ -127,7 +132,7 @@ class CalibrationReport:
     bins: int | str
     binning: str
     seed: int
-    n_bootstrap: int = 0
+    n_resamples: int = 0
     n_tied_rows: int = 0
     intervals: dict = field(default_factory=dict)
     notes: tuple = ()
@@ -135,6 +140,8 @@ class CalibrationReport:
     jackknife: dict = field(default_factory=dict, repr=False, compare=False)
     calibration_test: CalibrationTest | None = field(default=None, repr=False, compare=False)
     double_replicates: dict = field(default_factory=dict, repr=False, compare=False)
+
+    n_bootstrap = renamed_attribute("n_resamples", "n_bootstrap")
 
     def __getattr__(self, name):
         # report.top_label_ece etc. read the metrics dict (only called for missing attributes).
@@ -148,7 +155,7 @@ class CalibrationReport:
 
         ``evaluate(metrics=...)`` leaves the metrics it was not asked for as None; this
         takes each metric from whichever report computed it (``other`` where both did),
-        with the intervals of both. With the same ``seed`` and ``n_bootstrap`` both drew
+        with the intervals of both. With the same ``seed`` and ``n_resamples`` both drew
         the same resamples, so the result equals one ``evaluate`` of every metric (the
         dashboard caches the metrics that use no bins apart from the binned ones). The
         settings (bins, binning) are this report's.
@@ -168,11 +175,11 @@ class CalibrationReport:
         >>> round(both.conf_ece, 4), round(both.accuracy, 4)
         (0.3, 0.6667)
         """
-        same = (self.n, self.n_classes, self.seed, self.n_bootstrap) == (
+        same = (self.n, self.n_classes, self.seed, self.n_resamples) == (
             other.n,
             other.n_classes,
             other.seed,
-            other.n_bootstrap,
+            other.n_resamples,
         )
         if not same:
             raise CalcoreError(
@@ -194,7 +201,11 @@ class CalibrationReport:
         )
 
     def as_dict(self) -> dict:
-        """JSON-ready dict with the keys of ``calcore metrics --json``."""
+        """JSON-ready dict with the keys of ``calcore metrics --json``.
+
+        ``n_resamples`` is under its published key ``"n_bootstrap"`` (schema_version 1):
+        pipelines read it by that name.
+        """
         out = {"n": self.n, "n_classes": self.n_classes}
         out.update({k: _json_number(v) for k, v in self.metrics.items()})
         out.update(
@@ -202,7 +213,7 @@ class CalibrationReport:
                 "bins": _plain(self.bins),
                 "binning": self.binning,
                 "seed": _plain(self.seed),
-                "n_bootstrap": _plain(self.n_bootstrap),
+                "n_bootstrap": _plain(self.n_resamples),  # the --json key (schema_version 1)
                 "n_tied_rows": self.n_tied_rows,
             }
         )
@@ -422,7 +433,7 @@ def _fast_intervals(
     metrics: dict,
     stats: CalibrationStatistics,
     *,
-    n_bootstrap: int,
+    n_resamples: int,
     confidence_level: float,
     seed,
     binning: str,
@@ -462,7 +473,7 @@ def _fast_intervals(
             for k in keys
         }
         return nan, notes, {}, {}, {}
-    counts = _shared_counts(preds.n_samples, int(n_bootstrap), seed)
+    counts = _shared_counts(preds.n_samples, int(n_resamples), seed)
     on_kde = None if progress is None else (lambda d, t: progress.at(0, 0.5 + 0.5 * d / t))
     reps, used = bootstrap_replicates(
         preds, stats, counts, kde_max_work=kde_max_work, weights=weights, row_keys=keys,
@@ -478,14 +489,14 @@ def _fast_intervals(
         )
     double = {}
     if needs_double_bootstrap(keys, method):
-        twice = _shared_counts(preds.n_samples, int(n_bootstrap), seed, double=True)
+        twice = _shared_counts(preds.n_samples, int(n_resamples), seed, double=True)
         double = double_bootstrap_replicates(preds, stats, twice, weights=weights)
         if progress is not None:
             progress.at(2)
     for key, spec in stats.kde_specs.items():
-        if used[key] < n_bootstrap:
+        if used[key] < n_resamples:
             notes.append(
-                f"The {key} interval uses the first {used[key]} of the {n_bootstrap} resamples "
+                f"The {key} interval uses the first {used[key]} of the {n_resamples} resamples "
                 f"(its kernel moments cost {kde_work_per_resample(spec, preds.n_samples):,} "
                 f"multiply-adds per resample, capped at {kde_max_work:,} in all)."
             )
@@ -594,7 +605,7 @@ def _interval_notes(keys, method) -> list[str]:
 
 
 def _calibration_test(
-    preds, values, stats, *, n_bootstrap, seed, kde_max_work, weights
+    preds, values, stats, *, n_resamples, seed, kde_max_work, weights
 ) -> tuple[CalibrationTest | None, list[str]]:
     """The calibration test of every computed calibration error, the KDE-ECEs within the
     same work cap as their bootstrap (each redrawn label set costs one KDE per problem)."""
@@ -603,7 +614,7 @@ def _calibration_test(
         if values.get(k) is None:
             continue
         if k in stats.kde_specs:
-            work = kde_work_per_resample(stats.kde_specs[k], preds.n_samples) * n_bootstrap
+            work = kde_work_per_resample(stats.kde_specs[k], preds.n_samples) * n_resamples
             if work > kde_max_work:
                 notes.append(
                     f"{k} is left out of the calibration test (its KDEs would cost "
@@ -619,11 +630,11 @@ def _calibration_test(
         preds,
         tested_statistics(stats, keys),
         observed,
-        n_resamples=n_bootstrap,
+        n_resamples=n_resamples,
         seed=seed,
         weights=weights,
     )
-    notes.append(_TEST_NOTE.format(n=n_bootstrap))
+    notes.append(_TEST_NOTE.format(n=n_resamples))
     return test, notes
 
 
@@ -727,7 +738,7 @@ def streamed_report(
     bins,
     binning,
     seed,
-    n_bootstrap,
+    n_resamples,
     confidence_level,
     interval_method,
     tested=(),
@@ -763,7 +774,7 @@ def streamed_report(
         notes.extend(_interval_notes(list(reps), interval_method))
         notes.extend(sparse + _deciles_note(list(reps)))
         notes.append(
-            f"Intervals: Poisson bootstrap, {n_bootstrap} replicates (each row weighted "
+            f"Intervals: Poisson bootstrap, {n_resamples} replicates (each row weighted "
             "Poisson(1) by a generator keyed by its position, so any batching gives the same "
             "intervals); bins and KDE bandwidths stay those of the full data, so the intervals "
             "leave out their variability."
@@ -771,7 +782,7 @@ def streamed_report(
     test = None
     if passes.redrawn is not None and stats.n_rows >= 2:
         observed = {k: m[k] for k in tested if m.get(k) is not None}
-        test = test_from_null(observed, replicate_values(passes.redrawn, observed), seed)
+        test = p_values_from_null(observed, replicate_values(passes.redrawn, observed), seed)
         notes.append(_TEST_NOTE.format(n=passes.redrawn.n_replicates))
     elif tested and not stats.normalized:
         notes.append("No calibration test: some rows do not sum to 1, so no label can be drawn.")
@@ -782,7 +793,7 @@ def streamed_report(
         bins,
         binning,
         seed,
-        int(n_bootstrap),
+        int(n_resamples),
         stats.n_tied_rows,
         intervals,
         tuple(notes),
@@ -798,7 +809,7 @@ def _evaluate_stream(
     bins,
     binning,
     seed,
-    n_bootstrap,
+    n_resamples,
     confidence_level,
     metrics,
     interval_method,
@@ -810,16 +821,16 @@ def _evaluate_stream(
     requests, kde = stream_requests(
         bins=bins, binning=binning, wanted=wanted, n_classes=len(stream.class_names)
     )
-    boot = (int(n_bootstrap), seed) if n_bootstrap else None
+    boot = (int(n_resamples), seed) if n_resamples else None
     tested = [k for k in TESTABLE_METRICS if k in wanted] if test_calibration else []
-    redraws = (int(n_bootstrap), seed) if n_bootstrap and tested else None
+    redraws = (int(n_resamples), seed) if n_resamples and tested else None
     passes = stream_statistics(
         stream,
         requests=requests,
         kde=kde,
         bootstrap=boot,
         redraws=redraws,
-        double_bootstrap=bool(n_bootstrap) and needs_double_bootstrap(wanted, interval_method),
+        double_bootstrap=bool(n_resamples) and needs_double_bootstrap(wanted, interval_method),
         proper_scores=bool(PROPER_SCORES & wanted),
     )
     stats = passes.statistics
@@ -843,7 +854,7 @@ def _evaluate_stream(
         bins=bins,
         binning=binning,
         seed=seed,
-        n_bootstrap=n_bootstrap,
+        n_resamples=n_resamples,
         confidence_level=confidence_level,
         interval_method=interval_method,
         tested=tested if redraws is not None else (),
@@ -870,13 +881,14 @@ class _Progress:
             self.fn(self.total, self.total)
 
 
+@renamed_keywords(n_bootstrap="n_resamples")
 def evaluate(
     preds: Predictions,
     *,
     bins=15,
     binning: str = "equal-width",
     seed: int = 0,
-    n_bootstrap: int = 0,
+    n_resamples: int = 0,
     confidence_level: float = 0.95,
     kde_classwise_max_classes: int = KDE_CLASSWISE_MAX_CLASSES,
     kde_max_work: int = KDE_MAX_WORK,
@@ -898,8 +910,10 @@ def evaluate(
         :func:`calcore.metrics.registry.adaptive_bins_for` says; TACE keeps scores ``>= 1e-3``.
     seed : int, default 0
         Seeds the bootstrap.
-    n_bootstrap : int, default 0
-        Bootstrap resamples for intervals on every metric; 0 for none.
+    n_resamples : int, default 0
+        Bootstrap resamples for intervals on every metric; 0 for none (SciPy's name, as
+        in :func:`scipy.stats.bootstrap`; ``n_bootstrap``, its name until 0.1, still
+        works for one release, with a DeprecationWarning).
     confidence_level : float, default 0.95
     interval_method : {None, "percentile", "basic", "normal", "bc", "bca", "iterated"}, \
 default None
@@ -915,7 +929,7 @@ default None
         Brier, the KDE-ECEs) then get ``"normal"``. The replicates are kept in the report
         whatever the method.
     test_calibration : bool, default True
-        With ``n_bootstrap > 0``, also run :func:`calcore.calibration_test` on every
+        With ``n_resamples > 0``, also run :func:`calcore.calibration_test` on every
         computed calibration error (as many redrawn label sets as resamples, same seed):
         ``report.calibration_test``. On a stream the labels are redrawn in the same pass
         as the bootstrap, keyed by row position, so the p-values equal those of the same
@@ -926,15 +940,15 @@ default None
     sample_weight : array_like of shape (n,), optional
         Row weights (frequency weights: an integer weight equals that many copies of the
         row, exactly; a weight of 0 leaves the row out). Non-negative, finite, not all
-        zero. Not yet with ``n_bootstrap``.
+        zero. Not yet with ``n_resamples``.
     metrics : iterable of str, optional
         Keys of :data:`calcore.METRICS` to report; the others are ``None`` and get no
         interval (no note). E.g. :data:`calcore.BIN_FREE_METRICS` once, and the others per
         binning: on 10,000 x 100 predictions the class-wise KDE is three quarters of the
         time.
     progress : callable, optional
-        With ``n_bootstrap`` on in-memory predictions, called as ``progress(done, total)``
-        while the resamples are used (for a progress line): ``total`` is ``n_bootstrap``
+        With ``n_resamples`` on in-memory predictions, called as ``progress(done, total)``
+        while the resamples are used (for a progress line): ``total`` is ``n_resamples``
         times the resampling passes (the bootstrap, its resample of each resample when an
         interval reads one, the calibration test's redrawn labels); ``done`` never
         decreases, from ``(0, total)`` to ``(total, total)``. Within the bootstrap pass it
@@ -965,13 +979,13 @@ default None
             "load_predictions or scan."
         )
     resolve_binning(binning, bins)
-    N_BOOTSTRAP.check(n_bootstrap, "n_bootstrap")
-    if n_bootstrap:
-        check_bootstrap_options(n_bootstrap, confidence_level)
+    N_BOOTSTRAP.check(n_resamples, "n_resamples")
+    if n_resamples:
+        check_bootstrap_options(n_resamples, confidence_level)
     if interval_method is not None:
         check_interval_method(interval_method)
     if isinstance(preds, PredictionStream):
-        if interval_method == "bca" and n_bootstrap:
+        if interval_method == "bca" and n_resamples:
             raise CalcoreError(
                 "interval_method='bca' needs in-memory predictions (its jackknife leaves out "
                 "groups of rows); streams give 'percentile', 'basic' or 'bc' intervals."
@@ -981,7 +995,7 @@ default None
             bins=bins,
             binning=binning,
             seed=seed,
-            n_bootstrap=n_bootstrap,
+            n_resamples=n_resamples,
             confidence_level=confidence_level,
             metrics=metrics,
             interval_method=interval_method,
@@ -1011,18 +1025,18 @@ default None
     intervals: dict[str, Interval] = {}
     reps, jack = {}, {}
     double = {}
-    tests = bool(test_calibration and n_bootstrap and preds.n_samples >= 2 and preds.normalized)
+    tests = bool(test_calibration and n_resamples and preds.n_samples >= 2 and preds.normalized)
     tally = None
-    if progress is not None and n_bootstrap:
+    if progress is not None and n_resamples:
         keys = [k for k, v in values.items() if v is not None and not METRICS[k].p_value]
         passes = 1 + needs_double_bootstrap(keys, interval_method) + tests
-        tally = _Progress(progress, int(n_bootstrap), passes)
-    if n_bootstrap:
+        tally = _Progress(progress, int(n_resamples), passes)
+    if n_resamples:
         intervals, boot_notes, reps, jack, double = _fast_intervals(
             preds,
             values,
             stats,
-            n_bootstrap=n_bootstrap,
+            n_resamples=n_resamples,
             confidence_level=confidence_level,
             seed=seed,
             binning=binning,
@@ -1039,7 +1053,7 @@ default None
             preds,
             values,
             stats,
-            n_bootstrap=n_bootstrap,
+            n_resamples=n_resamples,
             seed=seed,
             kde_max_work=kde_max_work,
             weights=weights,
@@ -1054,7 +1068,7 @@ default None
         bins,
         binning,
         seed,
-        n_bootstrap,
+        n_resamples,
         preds.n_tied_rows,
         intervals,
         tuple(notes),

@@ -17,7 +17,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore._limits import N_REPEATS, N_RESAMPLES
-from calcore._validation import refuse_weights
+from calcore._validation import refuse_weights, renamed_keywords
 from calcore.calibrators import Calibrator, make_calibrator
 from calcore.diagnostics.validity import ValidityCurve, validity_curves_once
 from calcore.evaluation.bootstrap import Interval
@@ -152,7 +152,7 @@ class Comparison:
         Metric keys (see :data:`calcore.METRICS`), plus ``"calibration_gain"``.
     values : dict
         ``values[method][metric]`` is an :class:`~calcore.Interval` (bootstrap over
-        test rows when ``n_bootstrap > 0``, else with NaN bounds), or ``None``
+        test rows when ``n_resamples > 0``, else with NaN bounds), or ``None``
         for a metric that was not computed.
     calibrated : dict of str to Predictions
         The recalibrated test predictions of each method.
@@ -209,7 +209,7 @@ class Comparison:
         >>> import calcore
         >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
         >>> calib, test = (calcore.simulate_predictions(sim, 1000, seed=s).preds for s in (0, 1))
-        >>> calcore.compare(calib, test, ["ts"], n_bootstrap=100).verdict().recommended
+        >>> calcore.compare(calib, test, ["ts"], n_resamples=100).verdict().recommended
         'ts'
         """
         from calcore.evaluation.verdict import verdict_of
@@ -379,6 +379,7 @@ def _intervals(report) -> dict:
     return out
 
 
+@renamed_keywords(n_bootstrap="n_resamples")
 def compare(
     calib: Predictions,
     test: Predictions,
@@ -386,7 +387,7 @@ def compare(
     *,
     bins=15,
     binning: str = "equal-width",
-    n_bootstrap: int = 0,
+    n_resamples: int = 0,
     seed: int = 0,
     metrics=None,
 ) -> Comparison:
@@ -400,9 +401,10 @@ def compare(
         Names (``"ts"``), ``(name, params)`` pairs, or unfitted calibrators.
     bins, binning :
         Binning of the binned metrics (as :func:`calcore.evaluate`).
-    n_bootstrap : int, default 0
-        Bootstrap resamples of the test rows for intervals on every metric. Every method
-        is evaluated on the same resamples, so :meth:`Comparison.verdict` reads paired
+    n_resamples : int, default 0
+        Bootstrap resamples of the test rows for intervals on every metric (until 0.1
+        ``n_bootstrap``, still accepted for one release, with a DeprecationWarning). Every
+        method is evaluated on the same resamples, so :meth:`Comparison.verdict` reads paired
         differences.
     seed : int, default 0
     metrics : iterable of str, optional
@@ -437,7 +439,7 @@ def compare(
     names = [name for name, _ in built]
     if len(set(names)) != len(names) or UNCALIBRATED in names:
         raise CalcoreError(f"Method names must be distinct and not {UNCALIBRATED!r}; got {names}.")
-    options = dict(bins=bins, binning=binning, seed=seed, n_bootstrap=n_bootstrap, metrics=metrics)
+    options = dict(bins=bins, binning=binning, seed=seed, n_resamples=n_resamples, metrics=metrics)
     reports = {UNCALIBRATED: evaluate(test, **options)}
     gains, calibrated, calibrators, seconds, caught = {}, {}, {}, {}, {}
     for name, calibrator in built:

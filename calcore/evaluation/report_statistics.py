@@ -1,7 +1,7 @@
 """The cells and KDE problems of a report, and its metrics read off the statistics.
 
 :func:`calcore.evaluate`, its bootstrap and the calibration test
-(:mod:`calcore.evaluation.calibration_test`) all lay out the statistics engine the same
+(:mod:`calcore.evaluation.significance`) all lay out the statistics engine the same
 way (:func:`report_cell_specs`, :func:`report_kde_specs`: bins and bandwidths from the
 data) and read every metric off the sums with the registry's formulas
 (:func:`scoring_values`, :func:`binned_values`, :func:`kde_point_values`).

@@ -1,6 +1,6 @@
 """How slices are ranked: miscalibration beyond what their size explains; evidence filters.
 
-Each tested slice's calibration test (:mod:`calcore.evaluation.calibration_test`) redraws
+Each tested slice's calibration test (:mod:`calcore.evaluation.significance`) redraws
 its labels from its own predictions ``R`` times; the redrawn errors ``T*`` are what a
 calibrated slice *of that size and those scores* shows by noise alone. So:
 

@@ -32,8 +32,8 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore._limits import SLICE_RESAMPLES
 from calcore._validation import row_weights
-from calcore.evaluation.calibration_test import TESTABLE_METRICS, CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
+from calcore.evaluation.significance import TESTABLE_METRICS, CalibrationTest, calibration_test
 from calcore.evaluation.slice_ranking import (
     RANK_LEVEL,
     STANDOUT_Z,
@@ -452,8 +452,13 @@ def evaluate_by(
     by : str or sequence of str
         Slice specifications (:mod:`calcore.slicing`): ``"country"``, ``"age:q4"``,
         ``"date:week"``; two or more cross.
-    bins, binning, seed, n_bootstrap, confidence_level, metrics, interval_method :
+    bins, binning, seed, confidence_level, metrics, interval_method :
         As in :func:`calcore.evaluate`, for the overall report and every slice's.
+    n_bootstrap : int, default 0
+        The bootstrap resamples of the overall report and every slice's
+        (:func:`calcore.evaluate`'s ``n_resamples``). Named apart here because
+        ``n_resamples`` counts the slices' redrawn label sets, as in
+        :func:`calcore.calibration_test`.
     n_resamples : int, default 200
         Redrawn label sets of each slice's test; 0: no tests (nor a change test), the
         slices are ranked by their share of the miscalibration (for very large data,
@@ -561,7 +566,7 @@ def _evaluate_in_memory_by(
 ) -> SlicedReport:  # fmt: skip
     slicing = slicing_of(preds.metadata, by, max_slices=max_slices)
     weights = row_weights(preds, sample_weight)
-    overall = evaluate(preds, n_bootstrap=n_bootstrap, sample_weight=weights, **options)
+    overall = evaluate(preds, n_resamples=n_bootstrap, sample_weight=weights, **options)
     groups = slicing.row_groups()
     results = [
         _one_slice(
@@ -764,7 +769,7 @@ def _one_slice(
     testable = rows.size >= min_slice_rows and preds.normalized and n_resamples > 0
     report = evaluate(
         sub,
-        n_bootstrap=n_bootstrap if testable else 0,
+        n_resamples=n_bootstrap if testable else 0,
         sample_weight=w,
         test_calibration=False,
         **options,

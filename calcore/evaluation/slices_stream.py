@@ -29,7 +29,6 @@ from calcore._limits import N_BOOTSTRAP
 from calcore._validation import check_total_weight
 from calcore.binning import resolve_binning
 from calcore.evaluation.bootstrap import check_bootstrap_options
-from calcore.evaluation.calibration_test import test_from_null
 from calcore.evaluation.evaluator import (
     PROPER_SCORES,
     needs_double_bootstrap,
@@ -38,6 +37,7 @@ from calcore.evaluation.evaluator import (
 )
 from calcore.evaluation.intervals import check_interval_method
 from calcore.evaluation.report_statistics import CELLS_OF_METRIC, replicate_values
+from calcore.evaluation.significance import p_values_from_null
 from calcore.evaluation.slice_truth import SIGNED_CELLS, signed_request, signed_truth_from
 from calcore.evaluation.slices import (
     PERIOD_TEST_ROWS,
@@ -122,7 +122,7 @@ def evaluate_stream_by(
         interval_method=options["interval_method"],
     )
     tested = [rank_metric] if n_resamples else []
-    overall = streamed_report(out.overall, n_bootstrap=n_bootstrap, tested=tested, **report)
+    overall = streamed_report(out.overall, n_resamples=n_bootstrap, tested=tested, **report)
     results = [
         _one_slice(
             passes, out.slicing.columns, values, rank_metric=rank_metric,
@@ -183,7 +183,7 @@ def _one_slice(passes, columns, values, *, rank_metric, min_slice_rows, n_bootst
     testable = n >= min_slice_rows and stats.normalized and passes.redrawn is not None
     # an untested slice gets point estimates only, as in memory
     own = replace(passes, redrawn=None, bootstrap=passes.bootstrap if testable else None)
-    result = streamed_report(own, n_bootstrap=n_bootstrap if testable else 0, **report)
+    result = streamed_report(own, n_resamples=n_bootstrap if testable else 0, **report)
     if not testable:
         why = (
             "unnormalised predictions"
@@ -195,7 +195,7 @@ def _one_slice(passes, columns, values, *, rank_metric, min_slice_rows, n_bootst
         return SliceResult(columns, values, n, weight, result, note=why, **truth)
     observed = {rank_metric: result.metrics[rank_metric]}
     null = replicate_values(passes.redrawn, observed)
-    test = test_from_null(observed, null, report["seed"])
+    test = p_values_from_null(observed, null, report["seed"])
     p = test.p_values[rank_metric]
     return SliceResult(columns, values, n, weight, result, p, test=test, **truth)
 

@@ -1,7 +1,7 @@
 """Which calibrator to ship: a paired verdict over the resamples of a comparison.
 
 :func:`calcore.compare` evaluates every method on the same test rows and, with
-``n_bootstrap``, on the same bootstrap resamples of them (one seed, one set of row
+``n_resamples``, on the same bootstrap resamples of them (one seed, one set of row
 counts). A difference between two methods is therefore read off paired replicates: the
 resample-to-resample noise that both share cancels, and an interval of the difference is
 much narrower than the two intervals side by side suggest.
@@ -162,7 +162,7 @@ class Verdict:
     >>> import calcore
     >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
     >>> calib, test = (calcore.simulate_predictions(sim, 1000, seed=s).preds for s in (0, 1))
-    >>> v = calcore.compare(calib, test, ["ts", "tl-hb"], n_bootstrap=100).verdict()
+    >>> v = calcore.compare(calib, test, ["ts", "tl-hb"], n_resamples=100).verdict()
     >>> v.recommended, v.improves
     ('ts', True)
     """
@@ -194,7 +194,7 @@ class Verdict:
         >>> import calcore
         >>> sim = calcore.dirichlet_simulator(3, miscalibration="calibrated")
         >>> calib, test = (calcore.simulate_predictions(sim, 1000, seed=s).preds for s in (0, 1))
-        >>> calcore.compare(calib, test, ["ts"], n_bootstrap=100).verdict().sentence()[:45]
+        >>> calcore.compare(calib, test, ["ts"], n_resamples=100).verdict().sentence()[:45]
         'No calibrator needed: none of ts is clearly b'
         """
         label = METRICS[self.primary].label
@@ -288,7 +288,7 @@ def verdict_of(
     ----------
     comparison : Comparison
         From :func:`calcore.compare` (or :meth:`Comparison.from_reports`), ideally with
-        ``n_bootstrap > 0``: the paired intervals need its replicates.
+        ``n_resamples > 0``: the paired intervals need its replicates.
     primary : str, optional
         The metric to rank by; default :func:`default_primary`.
     confidence_level : float, default 0.95
@@ -313,7 +313,7 @@ def verdict_of(
     >>> import calcore
     >>> sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
     >>> calib, test = (calcore.simulate_predictions(sim, 1000, seed=s).preds for s in (0, 1))
-    >>> c = calcore.compare(calib, test, ["ts", "tl-hb"], n_bootstrap=100)
+    >>> c = calcore.compare(calib, test, ["ts", "tl-hb"], n_resamples=100)
     >>> v = verdict_of(c)
     >>> v.recommended, v.best, v.paired["uncalibrated"].excludes_zero
     ('ts', 'ts', True)

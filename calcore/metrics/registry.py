@@ -10,6 +10,7 @@ from typing import Callable
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._validation import renamed_attribute
 from calcore.metrics import binary as bm
 from calcore.metrics import binary_fit as bf
 from calcore.metrics import binned as mb
@@ -41,8 +42,11 @@ class MetricSpec:
         Short human label, e.g. ``"TL-ECE"``.
     function : callable
         ``function(preds, **options) -> float``.
-    binned : bool
-        Whether it takes ``bins`` and ``binning``.
+    takes_binning_scheme : bool
+        Whether ``function`` takes the caller's binning scheme, ``bins`` and ``binning``
+        (until 0.1 ``binned``). False for ACE and TACE, which bin by equal mass whatever
+        the scheme and take a number of bins only (:func:`adaptive_bins_for`), and for
+        the metrics without bins (:data:`BIN_FREE_METRICS`).
     higher_is_better : bool
         Whether a larger value is better (accuracy). False for the metrics with an
         ``ideal`` inside their range and for p-values, which :meth:`shortfall` ranks.
@@ -87,7 +91,7 @@ class MetricSpec:
     >>> probs = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]]
     >>> preds = calcore.Predictions.from_probs(probs, [0, 1, 1, 1])
     >>> spec = calcore.METRICS["top_label_ece"]
-    >>> spec.label, spec.binned, spec.higher_is_better, spec.bounds
+    >>> spec.label, spec.takes_binning_scheme, spec.higher_is_better, spec.bounds
     ('TL-ECE', True, False, (0.0, 1.0))
     >>> round(spec.function(preds, bins=10), 4)
     0.4
@@ -96,7 +100,7 @@ class MetricSpec:
     key: str
     label: str
     function: Callable[..., float]
-    binned: bool
+    takes_binning_scheme: bool
     higher_is_better: bool
     bounds: tuple[float, float]
     description: str
@@ -108,6 +112,8 @@ class MetricSpec:
     binary_only: bool = False
     p_value: bool = False
     from_replicate_bins: Callable | None = None
+
+    binned = renamed_attribute("takes_binning_scheme", "binned")
 
     @property
     def better(self) -> str:
@@ -152,7 +158,7 @@ def _spec(
     key,
     label,
     function,
-    binned,
+    takes_binning_scheme,
     bounds,
     description,
     higher_is_better=False,
@@ -166,7 +172,7 @@ def _spec(
         key,
         label,
         function,
-        binned,
+        takes_binning_scheme,
         higher_is_better,
         bounds,
         description,
@@ -608,7 +614,7 @@ def compute_metric(
         raise CalcoreError(f"Unknown metric {key!r}; the metrics are {sorted(METRICS)}.")
     spec = METRICS[key]
     w = {"sample_weight": sample_weight}
-    if spec.binned:
+    if spec.takes_binning_scheme:
         return float(spec.function(preds, bins=bins, binning=binning, **w))
     if key in ("ace", "tace"):
         return float(spec.function(preds, bins=adaptive_bins_for(binning, bins), **w))

@@ -635,7 +635,7 @@ renormalize :
     >>> import calcore, calcore.spark
     >>> spark = calcore.spark.session(master="local[2]")  # doctest: +SKIP
     >>> src = calcore.from_spark(spark.read.parquet("logs/"))  # doctest: +SKIP
-    >>> calcore.evaluate(src, n_bootstrap=200).conf_ece  # doctest: +SKIP
+    >>> calcore.evaluate(src, n_resamples=200).conf_ece  # doctest: +SKIP
     0.0213
     """
     from calcore._validation import InputContext

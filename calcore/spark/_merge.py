@@ -3,7 +3,7 @@
 Every task of a pass (:class:`calcore.spark._evaluate.SparkEngine`) returns its lanes'
 states; the driver collects them and merges them in the order of each partition's first
 row position. A state does not grow with the rows but does grow with classes x
-resamples: with ``n_bootstrap=200`` and every metric one partition's accumulating state
+resamples: with ``n_resamples=200`` and every metric one partition's accumulating state
 measured ~315 MB (binary), ~290 MB (10 classes), ~830 MB (100 classes), mostly the
 bootstrap's KDE-ECE moments (``R x 2 x 7`` per kept cell of each KDE problem) and the
 redrawn labels' KDE sums. Spark aborts a job whose results exceed
@@ -225,9 +225,9 @@ def _cause(lanes) -> str:
 
 def _fixes(size: int) -> str:
     return (
-        "Ask for fewer resamples (n_bootstrap=), leave kde_ece and kde_ece_classwise out of "
-        "metrics=, or raise spark.driver.maxResultSize (and the driver's memory, "
-        f"spark.driver.memory) above {_megabytes(2 * size)}."
+        "Ask for fewer resamples (n_resamples=; evaluate_by's n_bootstrap=), leave kde_ece and "
+        "kde_ece_classwise out of metrics=, or raise spark.driver.maxResultSize (and the "
+        f"driver's memory, spark.driver.memory) above {_megabytes(2 * size)}."
     )
 
 

@@ -1,6 +1,6 @@
 """Statistics of label sets redrawn from the predicted probabilities, batch by batch.
 
-The test of calibration (:mod:`calcore.evaluation.calibration_test`) compares an error
+The test of calibration (:mod:`calcore.evaluation.significance`) compares an error
 with its distribution when every row's label is drawn from the row's own predicted
 distribution. A redraw changes only the sums that involve labels: per cell the outcome
 sums ``sum w 1{y = l}``, the KDE moments of the positive points, the number correct

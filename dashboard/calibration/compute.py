@@ -279,49 +279,49 @@ PARTS = ("adaptive", "binned", "bin-free", "kde-cw")
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def bin_free_report(
-    key: str, n_bootstrap: int, _preds, _progress=None
+    key: str, n_resamples: int, _preds, _progress=None
 ) -> calcore.CalibrationReport:
     """Accuracy, NLL, Brier, the KDE-ECE (and the binary measures that use no bins), with
     intervals and no calibration test: the page shows the test of the binned errors only
     (the KDE-ECEs' redrawn labels took 15-25% of the bin-free evaluation on 10,000 x 100
     rows with 200 resamples)."""
-    with resampling(n_bootstrap):
+    with resampling(n_resamples):
         return calcore.evaluate(
-            _preds, n_bootstrap=n_bootstrap, seed=0, metrics=_BIN_FREE,
+            _preds, n_resamples=n_resamples, seed=0, metrics=_BIN_FREE,
             test_calibration=False, progress=_progress,
         )  # fmt: skip
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def kde_classwise_report(
-    key: str, n_bootstrap: int, _preds, _progress=None
+    key: str, n_resamples: int, _preds, _progress=None
 ) -> calcore.CalibrationReport:
-    """The class-wise KDE-ECE, with ``n_bootstrap`` resamples (0: its estimate only)."""
-    with resampling(n_bootstrap):
+    """The class-wise KDE-ECE, with ``n_resamples`` resamples (0: its estimate only)."""
+    with resampling(n_resamples):
         return calcore.evaluate(
-            _preds, n_bootstrap=n_bootstrap, seed=0, metrics=(KDE_CLASSWISE,),
+            _preds, n_resamples=n_resamples, seed=0, metrics=(KDE_CLASSWISE,),
             test_calibration=False, progress=_progress,
         )  # fmt: skip
 
 
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 def _binned_report(
-    key: str, binning: str, bins, n_bootstrap: int, part: str, _preds, _progress=None
+    key: str, binning: str, bins, n_resamples: int, part: str, _preds, _progress=None
 ) -> calcore.CalibrationReport:
     """``part`` "binned": the confidence, top-label and class-wise errors with their
     calibration test; "adaptive": ACE and TACE, without one."""
     b, k = calcore_binning(binning, bins)
     tested = part == "binned"
-    with resampling(n_bootstrap):
+    with resampling(n_resamples):
         return calcore.evaluate(
-            _preds, bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0,
+            _preds, bins=k, binning=b, n_resamples=n_resamples, seed=0,
             metrics=_BINNED_TESTED if tested else _ADAPTIVE, test_calibration=tested,
             progress=_progress,
         )  # fmt: skip
 
 
 def report_parts(
-    key: str, binning: str, bins, n_bootstrap: int, preds, progress=None, *,
+    key: str, binning: str, bins, n_resamples: int, preds, progress=None, *,
     kde_classwise_intervals: bool = False,
 ) -> dict:  # fmt: skip
     """The cached calls whose reports :func:`combine` into :func:`report`'s, by part name
@@ -337,15 +337,15 @@ def report_parts(
     def told(part):
         return None if progress is None else functools.partial(progress, part)
 
-    cw_resamples = n_bootstrap if kde_classwise_intervals else 0
+    cw_resamples = n_resamples if kde_classwise_intervals else 0
     return {
         **{
             part: functools.partial(
-                _binned_report, key, binning, bins, n_bootstrap, part, preds, told(part)
+                _binned_report, key, binning, bins, n_resamples, part, preds, told(part)
             )
             for part in ("adaptive", "binned")
         },
-        "bin-free": functools.partial(bin_free_report, key, n_bootstrap, preds, told("bin-free")),
+        "bin-free": functools.partial(bin_free_report, key, n_resamples, preds, told("bin-free")),
         "kde-cw": functools.partial(kde_classwise_report, key, cw_resamples, preds, told("kde-cw")),
     }
 
@@ -356,8 +356,8 @@ def combine(parts: dict) -> calcore.CalibrationReport:
     A class-wise KDE-ECE without resamples joins as its estimate alone (no interval, no
     replicates)."""
     binned, cw = parts["binned"], parts["kde-cw"]
-    if cw.n_bootstrap != binned.n_bootstrap and not cw.intervals:
-        cw = dataclasses.replace(cw, n_bootstrap=binned.n_bootstrap)
+    if cw.n_resamples != binned.n_resamples and not cw.intervals:
+        cw = dataclasses.replace(cw, n_resamples=binned.n_resamples)
     out = binned.combined_with(parts["adaptive"])
     out = out.combined_with(parts["bin-free"]).combined_with(cw)
     return dataclasses.replace(out, notes=merged_notes(out.notes))
@@ -436,7 +436,7 @@ def _first_clause(note: str) -> tuple[str, str]:
 
 
 def report(
-    key: str, binning: str, bins, n_bootstrap: int, preds, *,
+    key: str, binning: str, bins, n_resamples: int, preds, *,
     kde_classwise_intervals: bool = False,
 ) -> calcore.CalibrationReport:  # fmt: skip
     """``calcore.evaluate`` of every metric, from three cached parts (:func:`report_parts`).
@@ -450,7 +450,7 @@ def report(
     view runs every method's parts in one pool (:func:`views.metrics.comparison`).
     """
     parts = report_parts(
-        key, binning, bins, n_bootstrap, preds, kde_classwise_intervals=kde_classwise_intervals
+        key, binning, bins, n_resamples, preds, kde_classwise_intervals=kde_classwise_intervals
     )
     return combine(in_parallel(parts, quiet=True))
 

@@ -144,7 +144,7 @@ def restore(settings: Settings, *, recommend: bool = False) -> None:
         KEY_METHODS: None if recommend else [m.name for m in settings.methods],
         KEY_BINNING: settings.binning,
         KEY_BINS: settings.bins,
-        KEY_BOOTSTRAP: settings.n_bootstrap,
+        KEY_BOOTSTRAP: settings.n_resamples,
         KEY_VIEW: settings.view,
     }
     for m in settings.methods:
@@ -496,7 +496,7 @@ def sidebar_settings(
             shape = data_shape(calibration, n_classes, mode, fraction)
             methods = method_controls(n_classes, shape)
         with st.container(key="section.binning"):
-            binning, bins, n_bootstrap = evaluation_controls()
+            binning, bins, n_resamples = evaluation_controls()
     return Settings(
         sample=sample,
         upload_name=upload_name,
@@ -509,7 +509,7 @@ def sidebar_settings(
         split_mode=mode,
         test_fraction=fraction,
         split_seed=seed,
-        n_bootstrap=n_bootstrap,
+        n_resamples=n_resamples,
         by=tuple(slicing_choice()["by"]),
         rank_by=slicing_choice()["rank"],
         per_slice_fit=bool(slicing_choice().get("per_slice")),

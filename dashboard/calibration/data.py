@@ -76,7 +76,7 @@ class Split:
     description: str
     key: str  # cache key of (calib, test)
     warning: str | None = None
-    #: A server dataset's streams (dashboard.calibration.server.Streamed) when ``calib``
+    #: A server dataset's streams (dashboard.calibration.server_datasets.Streamed) when ``calib``
     #: and ``test`` are samples of it; None for files loaded whole.
     streamed: object | None = None
     mode: str = ""  # the split mode (SPLIT_MODES) that chose the rows

@@ -25,7 +25,7 @@ from dashboard.calibration.explain import EXPLAIN
 from dashboard.calibration.messages import dataset_message, page_message
 from dashboard.calibration.preview import load_options
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
-from dashboard.calibration.server import (
+from dashboard.calibration.server_datasets import (
     ACTIVITY,
     RowsProgress,
     Streamed,
@@ -325,7 +325,7 @@ def sample_words(streamed: Streamed, mode: str) -> str:
 def view_area(ctx) -> None:
     """The view selector and the chosen view: a fragment, so switching views reruns only
     this part (the sidebar, data panel and fitted calibrators are unchanged by it)."""
-    with ACTIVITY.run():  # a fragment's rerun is a script run too (see server.ACTIVITY)
+    with ACTIVITY.run():  # a fragment's rerun is a script run too (see server_datasets.ACTIVITY)
         _view_area(ctx)
 
 

@@ -44,7 +44,7 @@ h2 { margin-top: 2.5rem; }
 
 def report_figures(ctx) -> list[tuple[str, object]]:
     """(title, figure) for every view; slow views with their default settings."""
-    values = metrics.metric_values(ctx, n_bootstrap=0 if metrics.intervals_deferred(ctx) else None)
+    values = metrics.metric_values(ctx, n_resamples=0 if metrics.intervals_deferred(ctx) else None)
     figs = [
         ("Calibration errors", metrics.errors_figure(ctx, values)),
         ("Confidence reliability diagram", confidence.figure(ctx)),
@@ -149,7 +149,7 @@ def _settings_rows(ctx, source: str) -> list[tuple[str, str]]:
             "bootstrap resamples",
             "none (large data; not requested)"
             if metrics.intervals_deferred(ctx)
-            else str(s.n_bootstrap),
+            else str(s.n_resamples),
         ),
         ("calcore version", calcore.__version__),
         ("generated", _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
@@ -162,7 +162,7 @@ def _settings_rows(ctx, source: str) -> list[tuple[str, str]]:
 def _metrics_html(ctx) -> tuple[str, dict]:
     """The metrics table as HTML, and its values (method -> metric -> Interval)."""
     # the page's choice: no intervals on large data until someone asked for them
-    table_of = metrics.comparison(ctx, n_bootstrap=0 if metrics.intervals_deferred(ctx) else None)
+    table_of = metrics.comparison(ctx, n_resamples=0 if metrics.intervals_deferred(ctx) else None)
     values = table_of.values
     table = metrics.display_table(values, metrics.calibration_verdicts(table_of))
     best = metrics.best_methods(values)

@@ -204,7 +204,7 @@ class Settings:
     split_mode: str = "column"
     test_fraction: float = 0.5
     split_seed: int = 0
-    n_bootstrap: int = 200
+    n_resamples: int = 200
     by: tuple[str, ...] = ()  # slice specifications of the Slices view ("age:q4"); untrusted
     #: The Slices view's ranking metric; "" for the data's default (calcore's
     #: default_primary: the ECE of class 1 for two classes, the TL-ECE otherwise).
@@ -233,7 +233,7 @@ def settings_to_query(s: Settings) -> dict[str, str | list[str]]:
         ("split", "split_mode"),
         ("frac", "test_fraction"),
         ("seed", "split_seed"),
-        ("boot", "n_bootstrap"),
+        ("boot", "n_resamples"),
         ("rank", "rank_by"),
     ):
         value = getattr(s, attr)
@@ -367,7 +367,7 @@ def settings_from_query(query: dict[str, list[str]], *, samples, default_sample:
         split_mode=_choice(one("split"), SPLIT_MODES, "column", "split", dropped),
         test_fraction=_number(one("frac"), float, 0.05, 0.95, 0.5, "frac", dropped),
         split_seed=_number(one("seed"), int, 0, 2**31 - 1, 0, "seed", dropped),
-        n_bootstrap=_one_of(one("boot"), BOOTSTRAP_CHOICES, 200, "boot", dropped),
+        n_resamples=_one_of(one("boot"), BOOTSTRAP_CHOICES, 200, "boot", dropped),
         by=_slice_specs(query.get("by") or [], dropped),
         rank_by=_choice(one("rank"), RANK_CHOICES, "", "rank", dropped),
         per_slice_fit=_choice(one("fit"), (PER_SLICE_FIT,), None, "fit", dropped) is not None,

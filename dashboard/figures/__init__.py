@@ -9,15 +9,15 @@ so tests look traces up by the escaped label.
 
 Modules: ``_style`` (colours), ``_theme`` (the one theme), ``_common`` (shared traces and
 layout), ``reliability``, ``top_label``, ``small_multiples``
-(per-class top-label and class-wise grids), ``validity``, ``kde`` (KDE curve and ECE by
-bins), ``learning``, ``simplex``, ``metrics`` (errors with intervals), ``verdict`` (the
-calibrator verdict), ``slices`` (calibration per slice).
+(per-class top-label and class-wise grids), ``validity``, ``kde_beside_binned`` (KDE
+curve and ECE by bins), ``learning``, ``simplex``, ``metrics`` (errors with intervals),
+``verdict`` (the calibrator verdict), ``slices`` (calibration per slice).
 """
 
 from dashboard.figures._style import UNCALIBRATED, method_colors, method_style
 from dashboard.figures._theme import apply_theme
 from dashboard.figures.drill_down import class_cells_figure, worst_cells_table
-from dashboard.figures.kde import ece_by_bins_figure, kde_figure
+from dashboard.figures.kde_beside_binned import ece_by_bins_figure, kde_figure
 from dashboard.figures.learning import learning_curve_figure
 from dashboard.figures.metrics import metric_intervals_figure
 from dashboard.figures.reliability import reliability_figure

@@ -121,7 +121,7 @@ def test_bootstrap_intervals_are_shown_and_match_calcore():
     at = run_app({"m": "none"}, bootstrap=50)
     table = metrics_table(at)
     test = splits_of(DEFAULT_SAMPLE)["test"]
-    rep = calcore.evaluate(test, bins=15, n_bootstrap=50, seed=0)
+    rep = calcore.evaluate(test, bins=15, n_resamples=50, seed=0)
     for key in ("conf_ece", "nll", "kde_ece", "ace"):  # binned and bin-free halves
         iv = rep.intervals[key]
         assert table.loc["uncalibrated", calcore.METRICS[key].label] == (
@@ -133,7 +133,7 @@ def test_the_table_tests_calibration_and_gives_no_bracket_to_an_mce():
     at = run_app({"m": "ts"}, bootstrap=50)
     table = metrics_table(at)
     s = splits_of(DEFAULT_SAMPLE)
-    rep = calcore.evaluate(s["test"], bins=15, n_bootstrap=50, seed=0)
+    rep = calcore.evaluate(s["test"], bins=15, n_resamples=50, seed=0)
     title = "calibrated? (TL-ECE test)"
     assert table.loc["uncalibrated", title] == rep.calibration_test.verdict("top_label_ece")
     # 10,000 CIFAR-10 test rows of an over-confident ResNet: the smallest p-value possible.
@@ -176,7 +176,7 @@ def test_metrics_chart_draws_the_errors_and_intervals_of_calcore():
     ts_out = calcore.make_calibrator("ts").fit(s["calib"]).transform(s["test"])
     keys = ("conf_ece", "top_label_ece", "classwise_ece", "kde_ece")
     for name, preds in (("uncalibrated", s["test"]), ("ts", ts_out)):
-        rep = calcore.evaluate(preds, bins=15, n_bootstrap=50, seed=0)
+        rep = calcore.evaluate(preds, bins=15, n_resamples=50, seed=0)
         (points,) = [t for t in spec["data"] if t.get("name") == name]
         np.testing.assert_allclose(plotly_array(points["y"]), [rep.metrics[k] for k in keys])
         bounds = plotly_array(points["customdata"])

@@ -34,7 +34,7 @@ def test_binary_reliability_view_draws_p_of_class_one_with_the_direction_sentenc
     test = s["test"]
     name = test.class_names[1]
     assert at.subheader[0].value == f"Reliability of P({name})"
-    report = calcore.evaluate(test, n_bootstrap=50, seed=0)
+    report = calcore.evaluate(test, n_resamples=50, seed=0)
     words = calcore.binary_summary(report, positive=name)
     assert words and words in [unescape_markdown(i.value) for i in at.info]
     spec = _chart(at, "-figure.positive")

@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 import calcore
 from dashboard import demo
-from dashboard.calibration import compute, server
+from dashboard.calibration import compute, server_datasets
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.views import slices
 
@@ -34,13 +34,13 @@ NAME = "clicks.parquet"
 
 @pytest.fixture(autouse=True)
 def fresh_server_caches():
-    server._OPENED.clear()
-    server._SLICE_COLUMNS.clear()
-    server._REPORTS.clear()
+    server_datasets._OPENED.clear()
+    server_datasets._SLICE_COLUMNS.clear()
+    server_datasets._REPORTS.clear()
     yield
-    server._OPENED.clear()
-    server._SLICE_COLUMNS.clear()
-    server._REPORTS.clear()
+    server_datasets._OPENED.clear()
+    server_datasets._SLICE_COLUMNS.clear()
+    server_datasets._REPORTS.clear()
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def data_dir(tmp_path, monkeypatch):
     demo.write_demo(tmp_path / "outside", n_rows=1_000, name="secret.parquet")
     os.symlink(tmp_path / "outside" / "secret.parquet", root / "leak.parquet")
     monkeypatch.setenv("CALCORE_DATA_DIR", str(root))
-    monkeypatch.setenv(server.SAMPLE_ROWS_ENV, str(N_SAMPLE))
+    monkeypatch.setenv(server_datasets.SAMPLE_ROWS_ENV, str(N_SAMPLE))
     return root
 
 
@@ -193,7 +193,7 @@ def test_the_slices_view_evaluates_every_test_row_on_request(data_dir):
     (period,) = calcore.slicing_of(test_sample.metadata, ["date"]).resolved
     specs = [f"date:{period}"]  # a stream needs the period named: the sample's
     kw = dict(
-        n_bootstrap=0, seed=0, n_resamples=server.STREAMED_SLICE_RESAMPLES,
+        n_bootstrap=0, seed=0, n_resamples=server_datasets.STREAMED_SLICE_RESAMPLES,
         metrics=list(compute.SLICE_METRICS),
     )  # fmt: skip
     ts = calcore.make_calibrator("ts").fit(calib)
@@ -252,9 +252,9 @@ def test_progress_is_shown_at_most_every_quarter_second_and_counts_passes(monkey
     from types import SimpleNamespace
 
     clock = iter(0.01 * np.arange(1, 1_000))
-    monkeypatch.setattr(server.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(server_datasets.time, "perf_counter", lambda: next(clock))
     shown = []
-    progress = server.RowsProgress(
+    progress = server_datasets.RowsProgress(
         lambda text, done: shown.append((text, done)), "sampling", 10_000
     )
     batch = lambda position: SimpleNamespace(  # noqa: E731
@@ -286,11 +286,11 @@ def test_slice_columns_are_read_in_the_background_once_the_page_is_drawn(data_di
     assert_clean(at)
     key = (_dataset(data_dir).fingerprint, N_SAMPLE)
     deadline = time.monotonic() + 120
-    while server._SLICE_COLUMNS.peek(key) is None and time.monotonic() < deadline:
+    while server_datasets._SLICE_COLUMNS.peek(key) is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert server._SLICE_COLUMNS.peek(key) is not None
+    assert server_datasets._SLICE_COLUMNS.peek(key) is not None
     # this dataset's reads (background reads of earlier tests' datasets may land here too)
-    stream = server._OPENED.peek(key)[1].sliced
+    stream = server_datasets._OPENED.peek(key)[1].sliced
 
     def ours():
         return [name for name, read in reads if read is stream]

@@ -25,7 +25,7 @@ def test_the_page_opens_on_calcores_verdict_sentence_and_chart():
     s = splits_of(DEFAULT_SAMPLE)
     wanted = ["top_label_ece", *calcore.BIN_FREE_METRICS]
     expected = calcore.compare(
-        s["calib"], s["test"], ["ts", "tl-hb"], n_bootstrap=50, metrics=wanted
+        s["calib"], s["test"], ["ts", "tl-hb"], n_resamples=50, metrics=wanted
     ).verdict()
     assert expected.sentence() in _texts(at)
     (chart,) = [
@@ -54,7 +54,7 @@ def test_the_primary_metric_can_be_changed_and_only_applicable_ones_are_offered(
     assert_clean(at)
     s = splits_of(DEFAULT_SAMPLE)
     wanted = ["conf_ece", *calcore.BIN_FREE_METRICS]
-    v = calcore.compare(s["calib"], s["test"], ["ts"], n_bootstrap=50, metrics=wanted).verdict(
+    v = calcore.compare(s["calib"], s["test"], ["ts"], n_resamples=50, metrics=wanted).verdict(
         primary="conf_ece"
     )
     assert v.sentence() in _texts(at)
@@ -62,7 +62,7 @@ def test_the_primary_metric_can_be_changed_and_only_applicable_ones_are_offered(
 
 def test_words_under_the_table_name_exactly_the_intervals_that_need_them():
     s = splits_of(DEFAULT_SAMPLE)
-    c = calcore.compare(s["calib"], s["test"], ["ts", "tl-hb"], n_bootstrap=50)
+    c = calcore.compare(s["calib"], s["test"], ["ts", "tl-hb"], n_resamples=50)
     words = " ".join(metrics_view.interval_and_test_words(c))
     # on this sample TS's TL-ECE interval ends at its estimate (0.0223 [0.0141, 0.0223])
     assert "TL-ECE of ts" in words.split(": the interval ends at the estimate")[0]
@@ -88,7 +88,7 @@ def test_a_verdict_by_the_classwise_kde_ece_reads_its_paired_replicates():
     assert_clean(at)
     s = splits_of(DEFAULT_SAMPLE)
     wanted = ["kde_ece_classwise", *calcore.BIN_FREE_METRICS]
-    v = calcore.compare(s["calib"], s["test"], ["ts"], n_bootstrap=50, metrics=wanted).verdict(
+    v = calcore.compare(s["calib"], s["test"], ["ts"], n_resamples=50, metrics=wanted).verdict(
         primary="kde_ece_classwise"
     )
     assert v.n_resamples == 50

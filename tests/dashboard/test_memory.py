@@ -210,7 +210,7 @@ def test_report_parts_equal_one_evaluate_and_tell_their_progress(monkeypatch):
     )
     assert list(parts) == list(compute.PARTS)
     rep = compute.combine({part: fn() for part, fn in parts.items()})
-    one = calcore.evaluate(preds, bins=10, n_bootstrap=30, seed=0)
+    one = calcore.evaluate(preds, bins=10, n_resamples=30, seed=0)
     assert rep.metrics.keys() == one.metrics.keys()
     for key, value in rep.metrics.items():
         other = one.metrics[key]
@@ -335,7 +335,7 @@ def test_a_verdict_by_the_classwise_kde_ece_gets_its_replicates():
         "test-parts-cw", "equal-width", 10, 30, preds, kde_classwise_intervals=True
     )
     rep = compute.combine({part: fn() for part, fn in parts.items()})
-    one = calcore.evaluate(preds, bins=10, n_bootstrap=30, seed=0)
+    one = calcore.evaluate(preds, bins=10, n_resamples=30, seed=0)
     assert rep.intervals == one.intervals
     assert np.array_equal(rep.replicates["kde_ece_classwise"], one.replicates["kde_ece_classwise"])
 
@@ -355,7 +355,7 @@ def test_the_parts_notes_are_one_evaluations(binning, n_classes):
     )
     rep = compute.combine({part: fn() for part, fn in parts.items()})
     b, k = compute.calcore_binning(binning, bins)
-    one = calcore.evaluate(preds, bins=k, binning=b, n_bootstrap=20, seed=0)
+    one = calcore.evaluate(preds, bins=k, binning=b, n_resamples=20, seed=0)
     assert set(rep.notes) == set(one.notes)
     assert len(rep.notes) == len(set(rep.notes))
 

@@ -180,19 +180,19 @@ def test_every_fix_of_an_error_is_reworded():
 def test_a_server_dataset_with_decimal_commas_says_what_to_change_in_its_files(
     tmp_path, monkeypatch
 ):
-    from dashboard.calibration import server
+    from dashboard.calibration import server_datasets
     from dashboard.calibration.messages import DATASET_FIXES
 
     labels, p = _scores()
     rows = [r.replace(",", ";").replace(".", ",") for r in _rows(labels, p)]
     (tmp_path / "eu.csv").write_text("label;p_a;p_b;p_c\n" + "\n".join(rows) + "\n")
     monkeypatch.setenv("CALCORE_DATA_DIR", str(tmp_path))
-    server._OPENED.clear()
+    server_datasets._OPENED.clear()
     try:
         at = new_app({"data": "eu.csv", "boot": "0"})
         at.run()
     finally:
-        server._OPENED.clear()
+        server_datasets._OPENED.clear()
     error = _only_error(at)
     assert error.startswith("Could not open eu.csv. eu.csv: column 'p_a' (and 2 more")
     assert "decimal comma (line 2: '" in error and "no score columns" not in error

@@ -15,7 +15,7 @@ from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # 
 from streamlit.testing.v1 import AppTest
 
 import calcore
-from dashboard.calibration import server
+from dashboard.calibration import server_datasets
 from dashboard.calibration.datadir import DataDirectory
 from dashboard.calibration.decimals import dataset_decimal_key
 from dashboard.calibration.messages import DATASET_FIXES, DECIMAL_LABEL
@@ -26,9 +26,9 @@ CLASSES = ("cat", "dog", "eel")
 
 @pytest.fixture(autouse=True)
 def fresh_server_caches():
-    server._OPENED.clear()
+    server_datasets._OPENED.clear()
     yield
-    server._OPENED.clear()
+    server_datasets._OPENED.clear()
 
 
 def _predictions(n: int, seed: int):
@@ -100,9 +100,9 @@ def test_a_decimal_comma_dataset_is_offered_the_box_and_read_only_when_ticked(da
     assert _conf_ece(at) == _expected_conf_ece(probs, labels)  # the numbers of the points
     assert "decimal" not in dict(at.query_params)  # a link carries no load option (documented)
     # read under its own fingerprint: never the cached result of the other reading
-    n = server.sample_rows()
-    assert server._OPENED.peek((dataset.read_with_decimal(",").fingerprint, n)) is not None
-    assert server._OPENED.peek((dataset.fingerprint, n)) is None
+    n = server_datasets.sample_rows()
+    assert server_datasets._OPENED.peek((dataset.read_with_decimal(",").fingerprint, n)) is not None
+    assert server_datasets._OPENED.peek((dataset.fingerprint, n)) is None
     assert not any("changed on the server" in unescape_markdown(w.value) for w in at.warning)
     at.checkbox(key=dataset_decimal_key(dataset)).uncheck().run()  # back: refused again
     assert any(e.endswith(DATASET_FIXES["decimal"]) for e in _errors(at))

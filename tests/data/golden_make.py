@@ -75,7 +75,7 @@ def compute(name: str) -> dict:
             metrics[binning] = {
                 key: float(
                     spec.function(test, bins=15, binning=binning)
-                    if spec.binned
+                    if spec.takes_binning_scheme
                     else spec.function(test)
                 )
                 for key, spec in calcore.METRICS.items()
@@ -84,7 +84,7 @@ def compute(name: str) -> dict:
         # Percentile bounds pin the replicates themselves (the default methods are checked
         # against scipy and the textbook formulas in tests/test_intervals.py).
         report = calcore.evaluate(
-            test, bins=15, n_bootstrap=50, seed=0, interval_method="percentile"
+            test, bins=15, n_resamples=50, seed=0, interval_method="percentile"
         )
         intervals = {
             key: [float(report.intervals[key].low), float(report.intervals[key].high)]

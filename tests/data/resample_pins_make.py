@@ -20,15 +20,15 @@ OUT = Path(__file__).resolve().parent / "resample_pins.json"
 
 #: (name, asset, split, rows, evaluate options)
 CASES = (
-    ("cifar10_1500", "cifar10_resnet110.npz", "test", 1500, {"n_bootstrap": 120, "seed": 3}),
-    ("wide100_800", "synthetic_wide100.npz", "test", 800, {"n_bootstrap": 60, "seed": 5}),
-    ("credit_2000", "credit_default_logreg.npz", "test", 2000, {"n_bootstrap": 100, "seed": 7}),
+    ("cifar10_1500", "cifar10_resnet110.npz", "test", 1500, {"n_resamples": 120, "seed": 3}),
+    ("wide100_800", "synthetic_wide100.npz", "test", 800, {"n_resamples": 60, "seed": 5}),
+    ("credit_2000", "credit_default_logreg.npz", "test", 2000, {"n_resamples": 100, "seed": 7}),
     (
         "overconfident_bca_900",
         "synthetic_overconfident.npz",
         "test",
         900,
-        {"n_bootstrap": 80, "seed": 11, "interval_method": "bca"},
+        {"n_resamples": 80, "seed": 11, "interval_method": "bca"},
     ),
 )
 #: Replicate indices pinned (besides the mean of all).
@@ -75,7 +75,7 @@ def compute(name: str) -> dict:
 def compute_compare() -> dict:
     calib = preds_of("cifar10_resnet110.npz", "calib", 1000)
     test = preds_of("cifar10_resnet110.npz", "test", 1200)
-    comparison = calcore.compare(calib, test, ["ts", "tl-hb"], n_bootstrap=50, seed=2)
+    comparison = calcore.compare(calib, test, ["ts", "tl-hb"], n_resamples=50, seed=2)
     verdict = comparison.verdict()
     return {
         "verdict": verdict.as_dict() if hasattr(verdict, "as_dict") else str(verdict),

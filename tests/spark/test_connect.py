@@ -43,7 +43,7 @@ SCRIPT = textwrap.dedent(
     assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
     df = spark.read.option("recursiveFileLookup", "true").parquet(path)
     src = calcore.from_spark(df.repartition(3, F.rand(1)), split="test")
-    options = dict(bins=10, n_bootstrap=20, seed=5)
+    options = dict(bins=10, n_resamples=20, seed=5)
     got = calcore.evaluate(src, **options)
     emb = calcore.evaluate(calcore.scan(path, split="test"), **options)
     spark.stop()

@@ -71,10 +71,10 @@ def _shuffled(df, seed):
 
 
 def test_fixed_bins_weights_bootstrap_and_test_match_the_embedded_engine(spark, folder):
-    emb = calcore.evaluate(calcore.scan(folder), bins=10, n_bootstrap=20, seed=5)
+    emb = calcore.evaluate(calcore.scan(folder), bins=10, n_resamples=20, seed=5)
     src = calcore.from_spark(_shuffled(_read(spark, folder), 1))
     assert src.class_names == ("c0", "c1", "c2", "c3") and src.weight_column == "weight"
-    got = calcore.evaluate(src, bins=10, n_bootstrap=20, seed=5)
+    got = calcore.evaluate(src, bins=10, n_resamples=20, seed=5)
     assert src.engine.jobs == 3  # profile (ACE, TACE, KDE), one selection, accumulate
     _same_reports(emb, got, "fixed bins")
 
@@ -85,7 +85,7 @@ def test_split_positions_count_the_split_s_rows_as_the_embedded_reader(spark, fo
     under a random partitioning and a full shuffle (the calib rows: test_cli.py's --by
     test, whose slices' p-values are keyed by the positions too)."""
     split = "test"
-    options = dict(bins=10, n_bootstrap=20, seed=5)
+    options = dict(bins=10, n_resamples=20, seed=5)
     emb = calcore.evaluate(calcore.scan(folder, split=split), **options)
     src = calcore.from_spark(_shuffled(_read(spark, folder), 3), split=split)
     got = calcore.evaluate(src, **options)
@@ -108,9 +108,9 @@ def test_equal_mass_bins_are_exact_whatever_the_partitioning(spark, folder):
 
 def test_binary_positions_and_metrics_by_file_order(spark, tmp_path):
     write_parts(str(tmp_path), binary(6_000, seed=2), [1_000, 5_000])
-    emb = calcore.evaluate(calcore.scan(str(tmp_path)), n_bootstrap=20, seed=1)
+    emb = calcore.evaluate(calcore.scan(str(tmp_path)), n_resamples=20, seed=1)
     src = calcore.from_spark(spark.read.parquet(str(tmp_path)).repartition(3))
-    _same_reports(emb, calcore.evaluate(src, n_bootstrap=20, seed=1), "binary")
+    _same_reports(emb, calcore.evaluate(src, n_resamples=20, seed=1), "binary")
 
 
 def test_evaluate_by_slices_match_the_embedded_engine(spark, folder):

@@ -26,7 +26,7 @@ from ._data import binary, multiclass, write_parts
 
 TOL = 1e-9
 METRICS = ["conf_ece", "classwise_ece", "kde_ece", "kde_ece_classwise", "brier"]
-OPTIONS = dict(metrics=METRICS, n_bootstrap=20, seed=3)
+OPTIONS = dict(metrics=METRICS, n_resamples=20, seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +186,7 @@ def test_two_level_reports_equal_the_embedded_engine(folder, embedded, parts, gr
 def test_a_state_over_max_result_size_is_refused_before_the_job(folder):
     src, local = _local(calcore.scan(folder), 2, 0, max_result=100_000)
     with pytest.raises(calcore.CalcoreError) as info:
-        calcore.evaluate(src, **dict(OPTIONS, n_bootstrap=200))
+        calcore.evaluate(src, **dict(OPTIONS, n_resamples=200))
     text = str(info.value)
     assert "at least" in text and "spark.driver.maxResultSize" in text and "200 resamples" in text
     assert "n_bootstrap" in text and "kde_ece" in text and "MB" in text
@@ -255,7 +255,7 @@ def test_spark_bound_decides_two_levels_and_runs_are_deterministic(spark, tmp_pa
     """The threshold lowered: the bound alone chooses two levels and two groups; a second
     run gives the same bits."""
     write_parts(str(tmp_path), binary(20_000, seed=5), [6_000, 9_000, 5_000])
-    options = dict(metrics=["conf_ece", "kde_ece", "brier"], n_bootstrap=20, seed=4)
+    options = dict(metrics=["conf_ece", "kde_ece", "brier"], n_resamples=20, seed=4)
     emb = calcore.evaluate(calcore.scan(str(tmp_path)), **options)
     monkeypatch.setattr(_merge, "ONE_LEVEL_STATE_BYTES", 0)  # every state "large"
     src = calcore.from_spark(spark.read.parquet(str(tmp_path)).repartition(5))

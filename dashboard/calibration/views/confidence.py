@@ -76,7 +76,7 @@ def positive(ctx) -> None:
     st.subheader(f"Reliability of P({esc(name)})")
     # the Metrics view's report (cached): with its intervals, unless that view defers them
     # on large data (they would cost the same here, on a view switch)
-    boot = 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_bootstrap
+    boot = 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_resamples
     report = compute.report(
         ctx.keys[calcore.UNCALIBRATED],
         ctx.settings.binning,

@@ -12,7 +12,7 @@ import calcore
 from calcore.evaluation import exact_gain
 from calcore.evaluation.verdict import primary_metrics
 from calcore.metrics.registry import default_primary
-from dashboard.calibration import compute, server
+from dashboard.calibration import compute, server_datasets
 from dashboard.calibration.explain import interval_words
 from dashboard.calibration.exports import table_csv
 from dashboard.calibration.views._common import explain
@@ -24,11 +24,11 @@ GAIN_LABEL = "Calibration gain"
 
 
 def comparison(
-    ctx, *, n_bootstrap: int | None = None, meanwhile=None, primary: str | None = None
+    ctx, *, n_resamples: int | None = None, meanwhile=None, primary: str | None = None
 ) -> calcore.Comparison:
     """calcore's comparison of the methods, from reports and gains cached per method.
 
-    ``n_bootstrap`` defaults to the sidebar's; 0 gives point estimates only (fast).
+    ``n_resamples`` defaults to the sidebar's; 0 gives point estimates only (fast).
     ``primary``: the metric the verdict ranks by; the class-wise KDE-ECE's replicates are
     computed only when it is that one (the table shows no interval for it).
     Every method's report parts (:func:`compute.report_parts`) run in one pool, the
@@ -38,7 +38,7 @@ def comparison(
     compute (:func:`compute.in_parallel`).
     """
     s = ctx.settings
-    n_bootstrap = s.n_bootstrap if n_bootstrap is None else n_bootstrap
+    n_resamples = s.n_resamples if n_resamples is None else n_resamples
     calls = {}
     for label in ctx.fitted:  # quick, and no compute slot: first
         exact = exact_gain(ctx.fitted[label].calibrator)
@@ -52,7 +52,7 @@ def comparison(
             ctx.keys[label],
             s.binning,
             s.bins,
-            n_bootstrap,
+            n_resamples,
             preds,
             compute.progress_of(label),
             kde_classwise_intervals=primary == compute.KDE_CLASSWISE,
@@ -73,10 +73,10 @@ def comparison(
     )
 
 
-def metric_values(ctx, *, n_bootstrap: int | None = None) -> dict[str, dict]:
+def metric_values(ctx, *, n_resamples: int | None = None) -> dict[str, dict]:
     """``values[method][metric]``: calcore's estimate and bootstrap interval (or None; no
     interval for the class-wise KDE-ECE, which the table shows without one)."""
-    return comparison(ctx, n_bootstrap=n_bootstrap).values
+    return comparison(ctx, n_resamples=n_resamples).values
 
 
 #: The calibration errors whose test of "calibrated" gets a row in the table.
@@ -92,15 +92,15 @@ def calibration_verdicts(table: calcore.Comparison) -> dict[str, dict[str, str]]
 
 
 def evaluation_notes(
-    ctx, *, n_bootstrap: int | None = None, primary: str | None = None
+    ctx, *, n_resamples: int | None = None, primary: str | None = None
 ) -> dict[str, tuple[str, ...]]:
     """calcore's notes per method (ties, skipped metrics, conditional bootstrap, fit notes)."""
     s = ctx.settings
-    n_bootstrap = s.n_bootstrap if n_bootstrap is None else n_bootstrap
+    n_resamples = s.n_resamples if n_resamples is None else n_resamples
     out = {}
     for label, preds in ctx.outputs.items():
         rep = compute.report(
-            ctx.keys[label], s.binning, s.bins, n_bootstrap, preds,
+            ctx.keys[label], s.binning, s.bins, n_resamples, preds,
             kde_classwise_intervals=primary == compute.KDE_CLASSWISE,
         )  # fmt: skip
         notes = list(rep.notes)
@@ -402,11 +402,11 @@ def intervals_deferred(ctx) -> bool:
     s = ctx.settings
     methods = 1 + len(s.methods)  # the uncalibrated rows and each calibrator
     cells = ctx.test.n_samples * ctx.test.n_classes
-    pairs = ctx.test.n_samples * s.n_bootstrap * methods
+    pairs = ctx.test.n_samples * s.n_resamples * methods
     bins = s.bins if isinstance(s.bins, int) else 0  # a count rule gives few bins
-    bin_pairs = bins * ctx.test.n_classes * s.n_bootstrap * methods
+    bin_pairs = bins * ctx.test.n_classes * s.n_resamples * methods
     return bool(
-        s.n_bootstrap
+        s.n_resamples
         and (
             cells > AUTO_BOOTSTRAP_CELLS
             or pairs > AUTO_BOOTSTRAP_ROW_RESAMPLES
@@ -504,24 +504,24 @@ def render(ctx) -> None:
     deferred = intervals_deferred(ctx)
     # One comparison gives the final table, its verdicts and the chart.
     if deferred:
-        final = comparison(ctx, n_bootstrap=0, primary=primary)
+        final = comparison(ctx, n_resamples=0, primary=primary)
         st.info(
             f"Bootstrap intervals are not computed automatically for "
             f"{ctx.test.n_samples:,} x {ctx.test.n_classes:,} predictions, "
             f"{1 + len(ctx.settings.methods)} methods and {ctx.settings.bins} bins: "
-            f"{ctx.settings.n_bootstrap} resamples may take minutes. Fewer resamples, "
+            f"{ctx.settings.n_resamples} resamples may take minutes. Fewer resamples, "
             "methods or bins compute them at once."
         )
         if st.button("Compute the intervals", key="view.metrics.bootstrap_button"):
             st.session_state[KEY_FORCE_BOOTSTRAP] = True
             st.rerun()
-    elif ctx.settings.n_bootstrap:
+    elif ctx.settings.n_resamples:
         # point estimates first (fast), then the same table with intervals; their chart
         # is drawn while the intervals compute
-        points = comparison(ctx, n_bootstrap=0, primary=primary).values
+        points = comparison(ctx, n_resamples=0, primary=primary).values
         _show(slot, points)
         with compute.step_line(
-            f"Intervals, {ctx.settings.n_bootstrap} resamples per method", into=caption_slot
+            f"Intervals, {ctx.settings.n_resamples} resamples per method", into=caption_slot
         ):
             final = comparison(
                 ctx,
@@ -537,26 +537,26 @@ def render(ctx) -> None:
     _show_chart(chart_slot, ctx, values, final=True)
     s = ctx.settings
     b, k = compute.calcore_binning(s.binning, s.bins)
-    notes = evaluation_notes(ctx, n_bootstrap=0 if deferred else None, primary=primary)
+    notes = evaluation_notes(ctx, n_resamples=0 if deferred else None, primary=primary)
     shown = notes_once(notes, list(ctx.outputs))
     if shown:
         with st.expander(f"Notes from the evaluation ({len(shown)})"):
             st.markdown("\n".join(f"- **{esc(who)}**: {esc(n)}" for who, n in shown))
-    for words in interval_and_test_words(final) if s.n_bootstrap and not deferred else ():
+    for words in interval_and_test_words(final) if s.n_resamples and not deferred else ():
         st.caption(esc(words))
     if merged_note(values):
         st.caption(esc(merged_note(values)))
     caption_slot.caption(
         f"{ctx.test.n_samples:,} test rows{sample_words(ctx)} · binning {esc(b)}, {esc(k)} · "
         + (
-            f"{s.n_bootstrap} bootstrap resamples (95%)"
-            if s.n_bootstrap and not deferred
+            f"{s.n_resamples} bootstrap resamples (95%)"
+            if s.n_resamples and not deferred
             else "no intervals"
         )
         + " · best per row in bold."
         + (
             " " + interval_words() + " " + caveat_caption(values)
-            if s.n_bootstrap and not deferred
+            if s.n_resamples and not deferred
             else ""
         )
     )
@@ -640,13 +640,13 @@ def every_row(ctx) -> None:
     reports = {}
     bar = st.progress(0.0)
     for i, label in enumerate(outputs):
-        progress = server.RowsProgress(
+        progress = server_datasets.RowsProgress(
             lambda text, done: bar.progress(done or 0.0, text=esc(text)),
             f"{label} ({i + 1}/{len(outputs)})",
             n_rows,
         )
         fitted = ctx.fitted.get(label)
-        reports[label] = server.streamed_report(
+        reports[label] = server_datasets.streamed_report(
             f"{key}|{ctx.keys[label]}", s.binning, s.bins, stream,
             None if fitted is None else fitted.calibrator, progress,
         )  # fmt: skip

@@ -22,7 +22,7 @@ import streamlit as st
 import calcore
 from calcore.calibrators.per_slice import MIN_FIT_ROWS
 from calcore.slicing import parse_slice_spec
-from dashboard.calibration import compute, controls, server
+from dashboard.calibration import compute, controls, server_datasets
 from dashboard.calibration.exports import calibrator_json, safe_filename, table_csv
 from dashboard.calibration.views import metrics
 from dashboard.calibration.views._common import chart, explain
@@ -48,7 +48,7 @@ LEVEL = 0.05
 
 def n_bootstrap(ctx) -> int:
     """The sidebar's resamples, or none while the Metrics view defers them (large data)."""
-    return 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_bootstrap
+    return 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_resamples
 
 
 def sliced_reports(
@@ -274,7 +274,7 @@ def every_row(ctx, by: tuple[str, ...], rank_by: str, fits: dict) -> None:
             f"Evaluate every slice on every row ({len(outputs)} × {n_rows:,} rows)",
             key="view.slices.every_row_button",
             help="Streams the dataset once per output and per pass; the slices' tests redraw "
-            f"{server.STREAMED_SLICE_RESAMPLES} label sets of every row (about 6 s per 8 "
+            f"{server_datasets.STREAMED_SLICE_RESAMPLES} label sets of every row (about 6 s per 8 "
             "million binary rows and output on 2 cores).",
         ):
             asked.add(wanted)
@@ -284,12 +284,12 @@ def every_row(ctx, by: tuple[str, ...], rank_by: str, fits: dict) -> None:
     bar = st.progress(0.0)
     try:
         for i, (label, (out_key, calibrator)) in enumerate(outputs.items()):
-            progress = server.RowsProgress(
+            progress = server_datasets.RowsProgress(
                 lambda text, done: bar.progress(done or 0.0, text=esc(text)),
                 f"{label} ({i + 1}/{len(outputs)})",
                 n_rows,
             )
-            reports[label] = server.streamed_sliced(
+            reports[label] = server_datasets.streamed_sliced(
                 f"{key}|{out_key}", specs, rank_by, s.binning, s.bins, stream, calibrator,
                 progress,
             )  # fmt: skip
@@ -300,9 +300,9 @@ def every_row(ctx, by: tuple[str, ...], rank_by: str, fits: dict) -> None:
     bar.empty()
     st.caption(
         f"{n_rows:,} rows · point estimates (no intervals on every row) · each slice's test "
-        f"redraws {server.STREAMED_SLICE_RESAMPLES} label sets (smallest p-value "
-        f"{1 / (server.STREAMED_SLICE_RESAMPLES + 1):.2g}) · the reliability diagrams above "
-        "are of the sample."
+        f"redraws {server_datasets.STREAMED_SLICE_RESAMPLES} label sets (smallest p-value "
+        f"{1 / (server_datasets.STREAMED_SLICE_RESAMPLES + 1):.2g}) · the reliability diagrams "
+        "above are of the sample."
     )
     show(ctx, reports, fits, where=EVERY_ROW)
 

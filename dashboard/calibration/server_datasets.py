@@ -334,7 +334,7 @@ def streamed_report(
         s = stream if calibrator is None else stream.with_transform(calibrator.transform)
         if progress is not None:
             s = s.with_progress(progress)
-        return calcore.evaluate(s, bins=k, binning=b, n_bootstrap=0, metrics=STREAMED_METRICS)
+        return calcore.evaluate(s, bins=k, binning=b, n_resamples=0, metrics=STREAMED_METRICS)
 
     return _REPORTS.get((key, b, k), evaluate, what="this evaluation of every row")
 

@@ -1,4 +1,6 @@
-"""A test of calibration: is a calibration error larger than a calibrated model's would be?
+"""The significance of calibration errors: p-values of "the model is calibrated".
+
+A test of calibration: is a calibration error larger than a calibrated model's would be?
 
 Null hypothesis: the model is calibrated, i.e. each row's label is drawn from its own
 predicted distribution. Under it the labels can be redrawn ("consistency resampling",
@@ -54,7 +56,7 @@ __all__ = [
     "TESTABLE_METRICS",
     "calibration_test",
     "redrawn_label_test",
-    "test_from_null",
+    "p_values_from_null",
     "tested_statistics",
     "DEFAULT_TESTED",
 ]
@@ -298,15 +300,15 @@ def redrawn_label_test(
         values = replicate_values(accumulated.statistics(stats), keys)
         for k in keys:
             null[k].append(values[k])
-    return test_from_null(observed, {k: np.concatenate(v) for k, v in null.items()}, seed)
+    return p_values_from_null(observed, {k: np.concatenate(v) for k, v in null.items()}, seed)
 
 
-def test_from_null(observed: dict, null: dict, seed: int) -> CalibrationTest:
+def p_values_from_null(observed: dict, null: dict, seed: int) -> CalibrationTest:
     """The p-values of ``observed`` errors against their redrawn (null) values.
 
     Examples
     --------
-    >>> test = test_from_null({"conf_ece": 0.05}, {"conf_ece": np.array([0.01, 0.07, 0.02])}, 0)
+    >>> test = p_values_from_null({"conf_ece": 0.05}, {"conf_ece": np.array([0.01, 0.07, 0.02])}, 0)
     >>> test.p_values, test.n_resamples
     ({'conf_ece': 0.5}, 3)
     """

@@ -1,0 +1,116 @@
+"""Names renamed by issue 36 (item 6) still work for one release, with a DeprecationWarning.
+
+The old names appear here and in the deprecation shims only: calcore, the dashboard, the
+other tests and the benchmarks use the new ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+import calcore
+import calcore.evaluation
+from calcore.evaluation import significance
+
+
+# -- calcore.evaluation.calibration_test (the module) -> calcore.evaluation.significance --
+def test_the_function_keeps_its_public_paths():
+    assert calcore.calibration_test is significance.calibration_test
+    assert calcore.evaluation.calibration_test is significance.calibration_test
+    assert calcore.CalibrationTest is significance.CalibrationTest
+
+
+def test_the_old_module_path_imports_its_names_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="calcore.evaluation.significance"):
+        from calcore.evaluation.calibration_test import TESTABLE_METRICS
+    assert TESTABLE_METRICS is significance.TESTABLE_METRICS
+    with pytest.warns(DeprecationWarning, match="test_from_null is now p_values_from_null"):
+        from calcore.evaluation.calibration_test import test_from_null
+    assert test_from_null is significance.p_values_from_null
+    # importing the old path does not replace the function by a module
+    importlib.import_module("calcore.evaluation.calibration_test")
+    assert calcore.evaluation.calibration_test is significance.calibration_test
+
+
+def test_the_old_module_path_refuses_names_it_never_had_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ImportError):
+            from calcore.evaluation.calibration_test import no_such_name  # noqa: F401
+
+
+# -- MetricSpec.binned -> MetricSpec.takes_binning_scheme ------------------------------------
+def test_spec_binned_reads_takes_binning_scheme_with_a_warning():
+    for spec in calcore.METRICS.values():
+        with pytest.warns(DeprecationWarning, match="takes_binning_scheme"):
+            assert spec.binned is spec.takes_binning_scheme
+    # ACE and TACE bin by equal mass whatever the scheme: they take a number of bins only
+    assert not calcore.METRICS["ace"].takes_binning_scheme
+    assert calcore.METRICS["top_label_ece"].takes_binning_scheme
+
+
+# -- n_bootstrap -> n_resamples, level -> confidence_level (SciPy's names) ---------------------
+def _preds(n=300, seed=0):
+    sim = calcore.dirichlet_simulator(3, miscalibration="overconfident")
+    return calcore.simulate_predictions(sim, n, seed=seed).preds
+
+
+def _same_report(a, b):
+    assert a.metrics == b.metrics
+    assert set(a.intervals) == set(b.intervals)
+    for k, iv in a.intervals.items():
+        assert (iv.low, iv.high) == (b.intervals[k].low, b.intervals[k].high), k
+    assert a.calibration_test.p_values == b.calibration_test.p_values
+
+
+def test_evaluate_takes_n_bootstrap_as_n_resamples_with_a_warning():
+    preds = _preds()
+    new = calcore.evaluate(preds, n_resamples=20, seed=3, metrics=["conf_ece", "accuracy"])
+    with pytest.warns(DeprecationWarning, match=r"n_bootstrap=.*n_resamples="):
+        old = calcore.evaluate(preds, n_bootstrap=20, seed=3, metrics=["conf_ece", "accuracy"])
+    _same_report(old, new)
+    assert new.n_resamples == 20
+    with pytest.warns(DeprecationWarning, match=r"CalibrationReport\.n_bootstrap.*n_resamples"):
+        assert new.n_bootstrap == 20
+    assert new.as_dict()["n_bootstrap"] == 20  # the published --json key keeps its name
+
+
+def test_evaluate_refuses_both_names():
+    with pytest.raises(TypeError, match="both n_resamples and its deprecated name n_bootstrap"):
+        calcore.evaluate(_preds(), n_resamples=20, n_bootstrap=20)
+
+
+def test_compare_takes_n_bootstrap_as_n_resamples_with_a_warning():
+    calib, test = _preds(seed=1), _preds(seed=2)
+    new = calcore.compare(calib, test, ["ts"], n_resamples=20, seed=1, metrics=["conf_ece"])
+    with pytest.warns(DeprecationWarning, match=r"compare\(n_bootstrap=.*n_resamples="):
+        old = calcore.compare(calib, test, ["ts"], n_bootstrap=20, seed=1, metrics=["conf_ece"])
+    assert old.values == new.values
+    with pytest.raises(TypeError, match="both n_resamples and its deprecated name n_bootstrap"):
+        calcore.compare(calib, test, ["ts"], n_resamples=20, n_bootstrap=20)
+
+
+def test_consistency_bands_take_level_as_confidence_level_with_a_warning():
+    preds = _preds()
+    new = calcore.consistency_bands(preds, n_resamples=50, confidence_level=0.8, seed=2)
+    with pytest.warns(DeprecationWarning, match=r"level=.*confidence_level="):
+        old = calcore.consistency_bands(preds, n_resamples=50, level=0.8, seed=2)
+    np.testing.assert_array_equal(old.lower, new.lower)
+    np.testing.assert_array_equal(old.upper, new.upper)
+    assert new.confidence_level == 0.8
+    with pytest.warns(DeprecationWarning, match=r"ConsistencyBands\.level.*confidence_level"):
+        assert new.level == 0.8
+    with pytest.raises(TypeError, match="both confidence_level and its deprecated name level"):
+        calcore.consistency_bands(preds, confidence_level=0.8, level=0.8)
+
+
+def test_the_new_names_give_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        report = calcore.evaluate(_preds(), n_resamples=5, metrics=["accuracy"])
+        assert report.n_resamples == 5
+        calcore.consistency_bands(_preds(), n_resamples=5, confidence_level=0.9)
