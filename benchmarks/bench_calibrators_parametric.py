@@ -25,10 +25,10 @@ import time
 
 import numpy as np
 from scipy.special import softmax
+from threadpoolctl import threadpool_info
 
 from calcore import Predictions
 from calcore.calibrators import make_calibrator
-from calcore.calibrators._blas import blas_thread_counts
 from calcore.calibrators._logistic import affine_objective
 
 TARGETS = {"ts": 3.0, "ets": 4.0, "dirichlet": 30.0}
@@ -99,7 +99,9 @@ def main() -> None:
         "numpy": np.__version__,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
-        "openblas_threads_outside_fits": blas_thread_counts(),
+        "openblas_threads_outside_fits": [
+            i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas"
+        ],
         "load_average_1_5_15_min": {
             "before": [round(v, 2) for v in load_before],
             "after": [round(v, 2) for v in os.getloadavg()],

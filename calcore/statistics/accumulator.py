@@ -15,12 +15,11 @@ rows.
 from __future__ import annotations
 
 import contextlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from calcore.calibrators._blas import single_threaded_blas
+from calcore._threads import concurrently, single_threaded_blas
 from calcore.metrics.scoring import brier_per_row, nll_per_row
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import BinEdges
@@ -239,13 +238,12 @@ class CalibrationStatistics:
         """Add a batch of rows (a :class:`~calcore.Predictions`), with optional row weights.
 
         Rows are taken in chunks of about ``_CHUNK_VALUES`` values (more with replicate
-        weights): every per-row
-        temporary (argmax, NLL terms, cells, kernel moments) then stays in cache instead
-        of costing a page fault per 4 kB (measured: 10M binary rows 4.0 -> 2.3 s).
-        From :data:`_SPLIT_CHUNKS` chunks on, the second half of the chunks is added on a
-        worker thread into statistics of its own, merged at the end: numpy releases the
-        GIL in most of the work (10M binary rows, every sum of a report: 1.74 -> 1.24 s
-        on 2 cores). The split is by chunk index, never by timing, so the result is the
+        weights), so that every per-row temporary (argmax, NLL terms, cells, kernel
+        moments) stays in cache. From :data:`_SPLIT_CHUNKS` chunks on, the second half of
+        the chunks is added on a worker thread (when :func:`calcore._threads.worker_count`
+        allows two) into statistics of its own, merged at the end (numpy releases the GIL
+        in most of the work). The sizes, and the timings that chose them, are in
+        :mod:`calcore._tuning`. The split is by chunk index, never by timing, so the result is the
         same on every machine and every run.
         """
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
@@ -260,10 +258,12 @@ class CalibrationStatistics:
             return
         half = len(starts) // 2
         other = self._empty_like()
-        with ThreadPoolExecutor(1) as pool:
-            later = pool.submit(other._update_chunks, preds, w, starts[half:], step)
-            self._update_chunks(preds, w, starts[:half], step)
-            later.result()
+        concurrently(
+            [
+                lambda: self._update_chunks(preds, w, starts[:half], step),
+                lambda: other._update_chunks(preds, w, starts[half:], step),
+            ]
+        )
         merged = self.merge(other)
         for f in fields(self):
             setattr(self, f.name, getattr(merged, f.name))

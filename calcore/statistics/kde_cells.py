@@ -46,7 +46,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from calcore.calibrators._blas import single_threaded_blas
+from calcore._threads import single_threaded_blas
 from calcore.kde import MIN_BANDWIDTH, default_grid_size
 from calcore.statistics.cuts import SortedCuts
 
@@ -313,7 +313,7 @@ class KDESums:
         # pool's wake-ups cost more than these products when the other core is busy (30
         # classes of 10,000 x 100 on the loaded machine: 2.5 s of CPU with the default
         # threads, 0.46 s on one). Callers adding many problems enter it once themselves
-        # (CalibrationStatistics.update): entering reads /proc/self/maps, ~2 ms.
+        # (CalibrationStatistics.update): entering scans the loaded libraries, a few ms.
         with single_threaded_blas() if self.replicated else contextlib.nullcontext():
             for a in range(0, s.size, _CHUNK):  # chunks: the seven powers stay in cache
                 wc = None if w is None else w[..., a : a + _CHUNK]

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore._threads import in_threads
+from calcore._threads import in_threads, single_threaded_blas
 from calcore.binning import equal_width_index, resolve_binning
-from calcore.calibrators._blas import single_threaded_blas
 from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import (
@@ -424,7 +423,7 @@ def add_rows(
 
 class _OneBlasThread(contextlib.ExitStack):
     """An exit stack that enters :func:`single_threaded_blas` on the first :meth:`enter`
-    only (entering reads /proc/self/maps, ~2 ms: not for blocks that need no product)."""
+    only (entering scans the loaded libraries, a few ms: not for blocks that need no product)."""
 
     def enter(self) -> None:
         if not getattr(self, "_entered", False):

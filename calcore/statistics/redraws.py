@@ -18,11 +18,11 @@ the state (a replicate axis of outcome sums) merges by addition.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
 
+from calcore._threads import concurrently
 from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.cells import replicate_sums
 from calcore.statistics.kde_cells import positive_moments, union_add
@@ -210,9 +210,10 @@ class LabelRedraws:
         """Add a batch of rows at the given positions (with optional row weights).
 
         Rows are taken in chunks of about ``_CHUNK_VALUES`` (redraws x rows) values; from
-        two chunks on, the second half of them is added on a worker thread into redraws
-        of its own and merged (split by chunk index, so the result does not depend on
-        timing; the sums with unit weights are integers, exact in any order).
+        two chunks on, the second half of them is added on a worker thread (when
+        :func:`calcore._threads.worker_count` allows two) into redraws of its own and
+        merged (split by chunk index, so the result does not depend on timing; the sums
+        with unit weights are integers, exact in any order).
         """
         positions = np.asarray(positions)
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
@@ -223,10 +224,12 @@ class LabelRedraws:
         else:
             half = len(starts) // 2
             other = self._empty_like()
-            with ThreadPoolExecutor(1) as pool:
-                later = pool.submit(other._update_chunks, preds, positions, w, starts[half:], step)
-                self._update_chunks(preds, positions, w, starts[:half], step)
-                later.result()
+            concurrently(
+                [
+                    lambda: self._update_chunks(preds, positions, w, starts[:half], step),
+                    lambda: other._update_chunks(preds, positions, w, starts[half:], step),
+                ]
+            )
             merged = self.merge(other)
             self.outcome, self.positives = merged.outcome, merged.positives
             self.correct, self.label_weight = merged.correct, merged.label_weight
