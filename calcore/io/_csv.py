@@ -43,6 +43,8 @@ import pandas as pd
 from calcore._errors import CalcoreError, quoted, quoted_list
 from calcore._limits import CSV_FIRST_LINES_BYTES
 from calcore._threads import worker_count
+from calcore._tuning import CSV_MAX_PIECE_BYTES as _MAX_PIECE
+from calcore._tuning import CSV_MIN_PIECE_BYTES as _MIN_PIECE
 from calcore.io._columns import check_header_names
 from calcore.io._source import Source, misnamed_binary
 
@@ -443,10 +445,6 @@ def _read_frames(src: Source, layout: CsvLayout, names, start: int, stop: int, d
     chunks = _read(src, layout, names, start, stop, chunksize=_chunk_rows(len(names)), **options)
     with chunks as reader:
         return list(reader)
-
-
-_MIN_PIECE = 4 << 20  # bytes; smaller bodies are read in one piece
-_MAX_PIECE = 32 << 20  # bytes; larger bodies are cut into more pieces than CPUs
 
 
 def _pieces(src: Source, layout: CsvLayout) -> list[tuple[int, int]]:

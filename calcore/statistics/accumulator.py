@@ -20,6 +20,10 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from calcore._threads import concurrently, single_threaded_blas
+from calcore._tuning import ACCUMULATOR_CHUNK_ROWS as _CHUNK_ROWS
+from calcore._tuning import ACCUMULATOR_CHUNK_VALUES as _CHUNK_VALUES
+from calcore._tuning import ACCUMULATOR_CHUNK_VALUES_REPLICATED as _CHUNK_VALUES_REPLICATED
+from calcore._tuning import ACCUMULATOR_SPLIT_CHUNKS as _SPLIT_CHUNKS
 from calcore.metrics.scoring import brier_per_row, nll_per_row
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import BinEdges
@@ -27,17 +31,6 @@ from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 from calcore.statistics.points import RowBatch, add_rows
 
 __all__ = ["CellSpec", "KDESpec", "CalibrationStatistics"]
-
-# Probabilities per chunk of CalibrationStatistics.update, and rows at most. Fewer rows
-# per chunk suit few classes (10M binary rows: 131,072 rather than 524,288 a chunk saved 4%
-# of the CPU). Many classes: 2**18 values (50,000 x 1,000, every metric: 2.3-3.0 s at 2**20,
-# 1.8-1.9 s so: temporaries of 8 MB, freed together, go back to the system and come back
-# page by page); with replicate weights 2**20 (10,000 x 100 with 200 resamples took 3.8-5.3 s
-# so, 8.1-9.8 s at 2**18 values: each chunk has a fixed cost per class and replicate block).
-_CHUNK_VALUES = 1 << 18
-_CHUNK_VALUES_REPLICATED = 1 << 20
-_CHUNK_ROWS = 1 << 17
-_SPLIT_CHUNKS = 4  # from this many chunks on, half of them are added on a worker thread
 
 
 def row_slice(preds, start: int, stop: int):
