@@ -2,12 +2,12 @@
 
 Each constant trades one cost against another (a block's temporaries against the calls
 per block, a thread's start against the work it takes over, one method against another
-from some size on) and says the measurement that chose it (machine, what was run, the
-figures) and where it is used. None of them changes a result: a block size or a switch
-between two methods gives the same values (to rounding, where the comment says so), only
-faster or in less memory. Change one by measuring again (``benchmarks/``; the machine of
-the figures below is the 2-core development machine, often loaded by other jobs: "loaded"
-figures are CPU seconds).
+from some size on), says where it is used and, where one was recorded, the measurement
+that chose it (machine, what was run, the figures; the machine is the 2-core development
+machine, often loaded by other jobs: "loaded" figures are CPU seconds). None of them
+changes a result beyond rounding: a block size or a switch between two methods gives the
+same values, only faster or in less memory. Change one by measuring again
+(``benchmarks/``).
 
 What is not here: limits that are not tuning (validation bounds, what a URL may ask:
 :mod:`calcore._limits`), constants that change results (sample sizes of tests, numbers of
@@ -25,8 +25,8 @@ from __future__ import annotations
 #: :func:`~calcore._threads.side_by_side` split the work between threads: below it,
 #: starting them costs more than they save.
 MIN_THREADED_VALUES = 4_000_000
-#: Threads at most of :func:`calcore._threads.in_threads` (row ranges of one array): more
-#: split the memory bandwidth, which the vectorised passes are bound by, without gain.
+#: Threads at most of :func:`calcore._threads.in_threads` (row ranges of one array), and
+#: at most :func:`calcore._threads.worker_count` (no measurement recorded beyond 2 cores).
 ROW_RANGE_THREADS = 4
 
 # -- numerical foundations ----------------------------------------------------------------
@@ -44,8 +44,8 @@ HASH_CHUNK = 1 << 15
 
 # -- exact order statistics (calcore.statistics.selection) --------------------------------
 
-#: Columns shorter than this, or a single rank: ``np.partition`` directly (the
-#: histogram's two passes cost more than they save).
+#: Columns shorter than this, or a single rank: ``np.partition`` directly rather than
+#: the histogram's two passes.
 SELECTION_MIN_VALUES = 1 << 12
 #: Buckets of the selection histogram: a sixteenth of the values, within these bounds
 #: (the counts of 2**16 buckets, 512 kB, stay in the L2 cache).
