@@ -2,7 +2,11 @@
 
 One policy: :func:`worker_count` is the number of threads calcore runs at once on
 CPU-bound work (the CPUs this process may run on, or ``$CALCORE_THREADS``). Every place
-in calcore and the dashboard that starts worker threads or counts CPUs asks it.
+in calcore and the dashboard that starts worker threads or counts CPUs asks it: the
+helpers below, the CSV reader's pieces, the Parquet decoders, the dashboard's parallel
+calls and its slots for heavy calls. A pipeline's single helper thread (the read-ahead
+of :mod:`calcore.io._prefetch`, the dashboard's background read of slice columns) is
+not a worker pool and runs whatever the count.
 
 numpy releases the GIL inside its vectorised loops, so row ranges of a large
 array can be processed by a few threads at once. Callers keep the results

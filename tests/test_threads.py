@@ -84,9 +84,8 @@ def test_the_environment_sets_the_worker_count(monkeypatch):
             threads.worker_count()
 
 
-def test_one_worker_runs_the_tasks_in_order_on_this_thread(monkeypatch):
-    monkeypatch.setenv(threads.THREADS_ENV, "1")
-    names = []
+def _recording(names: list):
+    """``task(k)``: a task returning ``k`` that appends the name of the thread running it."""
 
     def task(k):
         def run():
@@ -95,6 +94,13 @@ def test_one_worker_runs_the_tasks_in_order_on_this_thread(monkeypatch):
 
         return run
 
+    return task
+
+
+def test_one_worker_runs_the_tasks_in_order_on_this_thread(monkeypatch):
+    monkeypatch.setenv(threads.THREADS_ENV, "1")
+    names = []
+    task = _recording(names)
     assert threads.concurrently([task(1), task(2), task(3)]) == [1, 2, 3]
     monkeypatch.setattr(threads, "MIN_THREADED_VALUES", 0)
     assert threads.side_by_side([task(4), task(5)], 100) == [4, 5]
@@ -106,14 +112,7 @@ def test_concurrently_runs_the_other_tasks_on_threads_and_raises_their_errors(mo
     monkeypatch.setattr(threads, "worker_count", lambda: 2)
     here = threading.current_thread().name
     names = []
-
-    def task(k):
-        def run():
-            names.append(threading.current_thread().name)
-            return k
-
-        return run
-
+    task = _recording(names)
     assert threads.concurrently([task(1), task(2)]) == [1, 2]
     assert names[0] == here or names[1] == here
     assert len(set(names)) == 2
