@@ -5,9 +5,9 @@ per block, a thread's start against the work it takes over, one method against a
 from some size on), says where it is used and, where one was recorded, the measurement
 that chose it (machine, what was run, the figures; the machine is the 2-core development
 machine, often loaded by other jobs: "loaded" figures are CPU seconds). None of them
-changes a result beyond rounding: a block size or a switch between two methods gives the
-same values, only faster or in less memory. Change one by measuring again
-(``benchmarks/``).
+changes a result beyond rounding (or an iterative fit's tolerance): a block size or a
+switch between two methods gives the same values, only faster or in less memory. Change
+one by measuring again (``benchmarks/``).
 
 What is not here: limits that are not tuning (validation bounds, what a URL may ask:
 :mod:`calcore._limits`), constants that change results (sample sizes of tests, numbers of
@@ -187,6 +187,10 @@ SCORING_ROW_BLOCK_VALUES = 4_000_000
 #: Replicates x rows per block of temporaries of the logistic calibration fit
 #: (:mod:`calcore.metrics._logistic_fit`; about 8 arrays of this many float64s).
 LOGISTIC_FIT_BLOCK_VALUES = 2_000_000
+#: Rows of the logistic fit's warm start (every k-th row; :mod:`calcore.metrics.
+#: _logistic_fit`): its estimate is within about 1/sqrt(65,536) of the full fit's, where
+#: Newton then converges in 2-3 steps over every row.
+WARM_START_ROWS = 65_536
 #: Bernoulli draws generated at once by :func:`calcore.diagnostics.consistency.
 #: consistency_bands` (bounds memory: ~8 bytes each).
 CONSISTENCY_DRAWS_PER_BLOCK = 2_000_000
@@ -249,3 +253,19 @@ CSV_MAX_PIECE_BYTES = 32 << 20
 #: piece stays a few hundred MB once parsed.
 CSV_STREAM_MIN_PIECE_BYTES = 1 << 16
 CSV_STREAM_MAX_PIECE_BYTES = 256 << 20
+
+# -- calcore on Spark (calcore.spark._merge) ----------------------------------------------
+
+#: States bounded below this many bytes merge in one level (the driver collects every
+#: task's): 256 partitions' then stay under :data:`DRIVER_RESULT_BYTES`, 1,024 under
+#: Spark's default ``spark.driver.maxResultSize`` (1 GiB); a pass without resamples keeps
+#: kilobytes. From it on the shuffle of the states (two levels) costs little beside the
+#: pass.
+ONE_LEVEL_STATE_BYTES = 1 << 20
+#: What the driver should receive of one pass, at most (unless one state alone is more):
+#: a quarter of Spark's default ``spark.driver.maxResultSize``, since the driver holds
+#: the collected Arrow table, the unpacked arrays and its own lanes' sums at once.
+DRIVER_RESULT_BYTES = 256 << 20
+#: Groups of the second level, at most: more tasks spread nothing further when a state
+#: is small enough for that many groups.
+MAX_GROUPS = 64
