@@ -103,7 +103,8 @@ POINTS_CHECK_ROWS = 1 << 16
 #: Probabilities per chunk of an update, without replicate weights. Many classes: 2**18
 #: values (50,000 x 1,000, every metric: 2.3-3.0 s at 2**20, 1.8-1.9 s so: temporaries of
 #: 8 MB, freed together, go back to the system and come back page by page); chunks keep
-#: every per-row temporary in cache (10M binary rows: 4.0 -> 2.3 s against whole batches).
+#: every per-row temporary in cache instead of costing a page fault per 4 kB (10M binary
+#: rows: 4.0 -> 2.3 s against whole batches).
 ACCUMULATOR_CHUNK_VALUES = 1 << 18
 #: Probabilities per chunk with replicate weights: 10,000 x 100 with 200 resamples took
 #: 3.8-5.3 s so, 8.1-9.8 s at 2**18 values (each chunk has a fixed cost per class and
