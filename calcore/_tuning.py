@@ -85,7 +85,8 @@ POINTS_SORT_BLOCK_VALUES = 4_000_000
 #: 1,000, ACE alone: 1.14 s in blocks of 4M values, 0.80 s so).
 POINTS_ADD_VALUES = 1 << 18
 #: Fewer classes than this are handled a column at a time (``points_below``,
-#: ``_classwise_cells``); from it on, the whole block at once.
+#: ``_classwise_cells``); from it on, the whole block at once. ``points_below``, whole
+#: block / a pass per column: 10M x 2, 0.153 / 0.017 s; 50,000 x 1,000, 0.042 / 0.213 s.
 POINTS_NARROW_CLASSES = 8
 #: Share of a block's rows from which a class's most crowded cell is summed, for replicate
 #: weights, by a dense product over a mask (``_add_densest_cells``) rather than by the
@@ -188,12 +189,12 @@ SCORING_ROW_BLOCK_VALUES = 4_000_000
 #: Replicates x rows per block of temporaries of the logistic calibration fit
 #: (:mod:`calcore.metrics._logistic_fit`; about 8 arrays of this many float64s).
 LOGISTIC_FIT_BLOCK_VALUES = 2_000_000
-#: Rows of the logistic fit's warm start (every k-th row; :mod:`calcore.metrics.
-#: _logistic_fit`): its estimate is within about 1/sqrt(65,536) of the full fit's, where
-#: Newton then converges in 2-3 steps over every row.
+#: Rows of the warm start of the same fit (every k-th row): its estimate is within about
+#: 1/sqrt(65,536) of the full fit's, where Newton then converges in 2-3 steps over every
+#: row.
 WARM_START_ROWS = 65_536
-#: Bernoulli draws generated at once by :func:`calcore.diagnostics.consistency.
-#: consistency_bands` (bounds memory: ~8 bytes each).
+#: Bernoulli draws generated at once by
+#: :func:`calcore.diagnostics.consistency.consistency_bands` (bounds memory: ~8 bytes each).
 CONSISTENCY_DRAWS_PER_BLOCK = 2_000_000
 
 # -- evaluation ---------------------------------------------------------------------------
