@@ -27,6 +27,8 @@ Each case reports best-of-``--repeats`` wall and CPU times of both runs and thei
 Usage: python benchmarks/bench_bootstrap.py [--repeats 5] [--n-bootstrap 200]
        python benchmarks/bench_bootstrap.py --scale-only [--repeats 2]
        python benchmarks/bench_bootstrap.py --case wide100_every_metric  (one case, in-process)
+       python benchmarks/bench_bootstrap.py --smoke  (1,000 rows of each input, 10
+       resamples, one repeat: checks that the script runs; its figures mean nothing)
 """
 
 from __future__ import annotations
@@ -45,6 +47,15 @@ from pathlib import Path
 import calcore
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
+#: Rows kept of each input (``--smoke``); None: every row.
+SMOKE_ROWS = None
+
+
+def _split(name: str, split: str, rows: int | None = None):
+    """A split of an asset, its first ``rows`` (or :data:`SMOKE_ROWS`) rows when given."""
+    preds = calcore.io.load_splits(ASSETS / name)[split]
+    rows = min(r for r in (rows, SMOKE_ROWS, preds.n_samples) if r is not None)
+    return preds if rows == preds.n_samples else preds.subset(range(rows))
 
 
 def _stats(values):
@@ -102,7 +113,7 @@ def _ratio(slow, fast):
 
 
 def _wide100_case(n_bootstrap, repeats, *, all_kde):
-    preds = calcore.io.load_splits(ASSETS / "synthetic_wide100.npz")["test"]
+    preds = _split("synthetic_wide100.npz", "test")
     calcore.evaluate(preds, bins=15)  # warm-up (imports, caches)
     base, _ = timed(lambda: calcore.evaluate(preds, bins=15), repeats)
     extra = {"kde_max_work": 10**15} if all_kde else {}
@@ -125,8 +136,8 @@ def _wide100_case(n_bootstrap, repeats, *, all_kde):
 
 
 def _compare_case(n_bootstrap, repeats):
-    splits = calcore.io.load_splits(ASSETS / "cifar10_resnet110.npz")
-    calib, test = splits["calib"], splits["test"].subset(range(5000))
+    calib = _split("cifar10_resnet110.npz", "calib")
+    test = _split("cifar10_resnet110.npz", "test", 5000)
     methods = ["ts", "tl-hb", "n-iso", "irm"]
     calcore.compare(calib, test, methods)  # warm-up
     base, _ = timed(lambda: calcore.compare(calib, test, methods), repeats)
@@ -160,23 +171,28 @@ def run_case(name, n_bootstrap, repeats) -> dict:
 def scale_cases(n_bootstrap, repeats) -> dict:
     """Every scale case, each in a fresh subprocess (its own peak memory)."""
     out = {}
+    smoke = ["--smoke"] if SMOKE_ROWS is not None else []
     for name in CASES:
         done = subprocess.run(
             [sys.executable, __file__, "--case", name, "--n-bootstrap", str(n_bootstrap),
-             "--repeats", str(repeats)],
+             "--repeats", str(repeats), *smoke],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
         out[name] = json.loads(done.stdout)
     return out
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    global SMOKE_ROWS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n-bootstrap", type=int, default=200)
     parser.add_argument("--case", choices=sorted(CASES), help="run one scale case here")
     parser.add_argument("--scale-only", action="store_true", help="the scale cases only")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="1,000 rows, 10 resamples, 1 run")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        SMOKE_ROWS, args.n_bootstrap, args.repeats = 1_000, 10, 1
     if args.case:
         print(json.dumps(run_case(args.case, args.n_bootstrap, args.repeats), indent=2))
         return
@@ -188,12 +204,8 @@ def main() -> None:
     }
     if not args.scale_only:
         inputs = {
-            "cifar10_test_10000x10": calcore.io.load_splits(ASSETS / "cifar10_resnet110.npz")[
-                "test"
-            ],
-            "synthetic_wide100_test_10000x100": calcore.io.load_splits(
-                ASSETS / "synthetic_wide100.npz"
-            )["test"],
+            "cifar10_test_10000x10": _split("cifar10_resnet110.npz", "test"),
+            "synthetic_wide100_test_10000x100": _split("synthetic_wide100.npz", "test"),
         }
         for name, preds in inputs.items():
             calcore.evaluate(preds, bins=15)  # warm-up (imports, caches)

@@ -7,10 +7,12 @@ machine it shows the work done, which the wall time does not), and the load aver
 and after (the machine is shared).
 
 Run: ``.venv/bin/python benchmarks/bench_calibrators_binning.py``; prints one JSON object.
+``--smoke``: 500 x 10, one repeat (checks that the script runs; its figures mean nothing).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -25,7 +27,13 @@ N, L = 50_000, 1_000
 REPEATS = 5
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="500 x 10, one repeat")
+    args = parser.parse_args(argv)
+    global N, L, REPEATS
+    if args.smoke:
+        N, L, REPEATS = 500, 10, 1
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(N, L)) * 2.0
     labels = rng.integers(0, L, size=N)

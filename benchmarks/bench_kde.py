@@ -10,11 +10,13 @@ The ``cell_moments`` section times the per-cell kernel moments of
 relative difference: one problem per sample above, and the 100 class-wise problems of
 ``assets/synthetic_wide100.npz`` (10,000 x 100 test split).
 
-Run: ``.venv/bin/python benchmarks/bench_kde.py``
+Run: ``.venv/bin/python benchmarks/bench_kde.py`` (``--smoke``: samples of 300 and 1,000
+and 3 of the 100 classes, to check that the script runs; its figures mean nothing).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -83,9 +85,9 @@ def cells_kde_ece(s, o) -> float:
     return kde_ece_from_sums(layout, sums)
 
 
-def cell_moments() -> list:
+def cell_moments(sizes=(10_000, 50_000), n_classes=100) -> list:
     out = []
-    for n in (10_000, 50_000):
+    for n in sizes:
         s, o = sample(n)
         exact = kde_ece(s, o)
         fast = cells_kde_ece(s, o)
@@ -98,19 +100,19 @@ def cell_moments() -> list:
             }
         )
     preds = calcore.io.load_splits(WIDE)["test"]
+    classes = range(min(n_classes, preds.n_classes))
     outcomes = preds.labels[:, None] == np.arange(preds.n_classes)[None, :]
-    exact = np.array([kde_ece(preds.probs[:, c], outcomes[:, c]) for c in range(preds.n_classes)])
-    fast = np.array(
-        [cells_kde_ece(preds.probs[:, c], outcomes[:, c]) for c in range(preds.n_classes)]
-    )
+    exact = np.array([kde_ece(preds.probs[:, c], outcomes[:, c]) for c in classes])
+    fast = np.array([cells_kde_ece(preds.probs[:, c], outcomes[:, c]) for c in classes])
     out.append(
         {
-            "problem": "class-wise, 10,000 x 100 (synthetic_wide100 test)",
+            "problem": "class-wise, 10,000 x 100 (synthetic_wide100 test)"
+            + ("" if len(classes) == preds.n_classes else f", {len(classes)} classes"),
             "seconds_exact_best_of_5": best_of(
-                lambda: [kde_ece(preds.probs[:, c], outcomes[:, c]) for c in range(100)]
+                lambda: [kde_ece(preds.probs[:, c], outcomes[:, c]) for c in classes]
             ),
             "seconds_cells_best_of_5": best_of(
-                lambda: [cells_kde_ece(preds.probs[:, c], outcomes[:, c]) for c in range(100)]
+                lambda: [cells_kde_ece(preds.probs[:, c], outcomes[:, c]) for c in classes]
             ),
             "max_rel_diff": float(np.max(np.abs(fast - exact) / exact)),
         }
@@ -118,9 +120,13 @@ def cell_moments() -> list:
     return out
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny samples, 3 classes")
+    smoke = parser.parse_args(argv).smoke
+    sizes, wide_n = ((300, 1_000), 1_000) if smoke else ((1_000, 10_000, 50_000), 50_000)
     timings = []
-    for n in (1_000, 10_000, 50_000):
+    for n in sizes:
         s, o = sample(n)
         timings.append(
             {
@@ -130,11 +136,11 @@ def main() -> None:
                 "seconds_best_of_5": best_of(lambda s=s, o=o: kde_ece(s, o)),
             }
         )
-    s = np.random.default_rng(2).random(50_000)
-    o = (np.random.default_rng(3).random(50_000) < s).astype(float)
+    s = np.random.default_rng(2).random(wide_n)
+    o = (np.random.default_rng(3).random(wide_n) < s).astype(float)
     timings.append(
         {
-            "n": 50_000,
+            "n": wide_n,
             "scores": "Uniform(0, 1) (wide: larger bandwidth, more pairs)",
             "bandwidth": kde_bandwidth(s),
             "kde_ece": kde_ece(s, o),
@@ -147,8 +153,8 @@ def main() -> None:
         "numpy": np.__version__,
         "python": platform.python_version(),
         "timings": timings,
-        "grid_vs_direct": [grid_vs_direct(1_000), grid_vs_direct(10_000)],
-        "cell_moments": cell_moments(),
+        "grid_vs_direct": [grid_vs_direct(n) for n in sizes[:2]],
+        "cell_moments": cell_moments(sizes[-2:], 3) if smoke else cell_moments(),
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(report, indent=2))

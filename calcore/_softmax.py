@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["log_softmax_rows"]
+from calcore._tuning import SOFTMAX_BLOCK_VALUES as _BLOCK_VALUES
 
-_BLOCK_VALUES = 1 << 20  # ~8 MB of float64 per temporary: stays in cache-friendly sizes
+__all__ = ["log_softmax_rows"]
 
 
 def log_softmax_rows(z: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._tuning import KDE_PAIR_BUDGET as _PAIR_BUDGET
 
 __all__ = [
     "KDE_MIN_EFFECTIVE_ROWS",
@@ -34,7 +35,6 @@ MIN_BANDWIDTH = 1e-3
 _SMALLEST_BANDWIDTH = 1e-4  # smallest bandwidth accepted from the caller
 _BASE_GRID_SIZE = 2001  # grid spacing 5e-4
 _GRID_POINTS_PER_BANDWIDTH = 8  # automatic grid: spacing <= h / 8
-_PAIR_BUDGET = 1 << 20  # (grid point, sample) pairs evaluated per chunk
 _TRIWEIGHT = 35.0 / 32.0
 
 

@@ -410,7 +410,7 @@ def pieces(monkeypatch):
     import calcore.io._csv as csv_module
 
     monkeypatch.setattr(csv_module, "_MIN_PIECE", 64)
-    monkeypatch.setattr(csv_module, "_cpus", lambda: 4)
+    monkeypatch.setattr(csv_module, "worker_count", lambda: 4)
     return csv_module
 
 
@@ -429,7 +429,7 @@ def test_reading_in_pieces_gives_the_same_predictions(tmp_path, pieces, newline)
     src = open_source(path)
     assert len(pieces._pieces(src, pieces.scan_csv(src))) == 4
     p = load_predictions(path)
-    pieces._cpus = lambda: 1
+    pieces.worker_count = lambda: 1
     q = load_predictions(path)
     np.testing.assert_array_equal(p.probs, q.probs)
     np.testing.assert_array_equal(p.labels, q.labels)

@@ -164,7 +164,7 @@ def _mixed_column_csv(n_rows: int) -> bytes:
 @pytest.mark.parametrize("pieces", [1, 4])
 def test_a_late_text_cell_gives_the_error_and_no_pandas_warning(monkeypatch, pieces):
     """pandas' DtypeWarning (mixed types across its buffers) must not escape."""
-    monkeypatch.setattr(csv_module, "_cpus", lambda: pieces)
+    monkeypatch.setattr(csv_module, "worker_count", lambda: pieces)
     monkeypatch.setattr(csv_module, "_MIN_PIECE", 1 << 16)
     data = _mixed_column_csv(600_000)  # 6 MB, many times pandas' low-memory buffer
     with warnings.catch_warnings():

@@ -7,7 +7,7 @@ The layers, lowest first (the longest matching prefix decides a module's layer):
 0. foundations on plain arrays: errors, validation, softmax, binning schemes, the KDE
    estimators, the keyed random numbers of the bootstrap, the exact ranks found over
    several passes (equal-mass bins and quantile ranges of streams) or in memory, the
-   split of numpy work between threads;
+   split of numpy work between threads, the constants chosen by measurement;
 1. ``Predictions``;
 2. views of predictions that need nothing else: multiclass-to-binary views, per-row
    scoring terms, the bootstrap's resampling helpers, the calibrators;
@@ -46,6 +46,7 @@ LAYERS = {
     "calcore._validation": 0,
     "calcore._limits": 0,
     "calcore._threads": 0,
+    "calcore._tuning": 0,
     "calcore.binning": 0,
     "calcore.kde": 0,
     "calcore.statistics.poisson": 0,

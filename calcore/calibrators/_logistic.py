@@ -16,7 +16,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from calcore.calibrators._blas import single_threaded_blas
+from calcore._threads import single_threaded_blas
 from calcore.calibrators._scaling import warm_start_inverse_temperature
 
 __all__ = ["AffinePenalty", "affine_logits", "affine_objective", "fit_affine_softmax"]
@@ -213,7 +213,7 @@ def fit_affine_softmax(
       1e-6 (407 instead of 873).
     * The temperature-scaling warm start saves about another 10 %.
     * Each evaluation costs two float64 GEMMs and one ``exp`` on reused
-      buffers, and BLAS runs on one thread (:mod:`calcore.calibrators._blas`).
+      buffers, and BLAS runs on one thread (:func:`calcore._threads.single_threaded_blas`).
 
     References
     ----------

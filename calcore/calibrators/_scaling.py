@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
+from calcore._tuning import SCALING_BLOCK_ELEMENTS as _BLOCK_ELEMENTS
 from calcore.predictions import Predictions
 
 __all__ = [
@@ -33,7 +34,6 @@ __all__ = [
 #: Floor applied to probabilities before taking logs when no logits are available:
 #: ``log(max(p, PROB_FLOOR))`` keeps exact zeros finite (about -690.8).
 PROB_FLOOR = 1e-300
-_BLOCK_ELEMENTS = 65_536  # rows per block x classes: keeps the working set in cache
 
 
 def log_scores(preds: Predictions) -> np.ndarray:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import isotonic_regression
 
+from calcore._tuning import SCIR_DP_BUDGET as _DP_BUDGET
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import register
 from calcore.calibrators._state import Array, Items, Number, StateError
@@ -59,10 +60,6 @@ EPS_PARAM = Param(
 def mean_nll(probs, labels):
     with np.errstate(divide="ignore"):
         return float(-np.mean(np.log(probs[np.arange(len(labels)), labels])))
-
-
-#: Largest number of float64 DP entries kept at once (the rest is recomputed from checkpoints).
-_DP_BUDGET = 4_000_000
 
 
 def isotonic_regression_ranked(c, r, y):

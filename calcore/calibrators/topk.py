@@ -53,6 +53,7 @@ from __future__ import annotations
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._tuning import TOPK_ITERATIVE_MAX_K as _ITERATIVE_MAX_K
 from calcore.calibrators._base import Param
 from calcore.calibrators._m2b_base import H_FLOOR, M2BWrapper, top_label_rows
 from calcore.calibrators._registry import register_wrapper
@@ -67,7 +68,6 @@ _K = Param(
     "k", 2, "int", "Number of ranks K calibrated (the K largest probabilities).", minimum=1,
     maximum=100,
 )  # fmt: skip
-_ITERATIVE_MAX_K = 8  # up to this k, k argmax passes are cheaper than a full row sort
 
 
 def top_k_classes(

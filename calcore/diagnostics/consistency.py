@@ -20,6 +20,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._limits import N_RESAMPLES
+from calcore._tuning import CONSISTENCY_DRAWS_PER_BLOCK as _DRAWS_PER_BLOCK
 from calcore._validation import refuse_weights, renamed_attribute, renamed_keywords
 from calcore.predictions import Predictions
 from calcore.reductions import binary_view
@@ -27,9 +28,6 @@ from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import edges_for
 
 __all__ = ["ConsistencyBands", "consistency_bands"]
-
-# Bernoulli draws generated at once (bounds memory: ~8 bytes each).
-_DRAWS_PER_BLOCK = 2_000_000
 
 
 @dataclass(frozen=True, eq=False)

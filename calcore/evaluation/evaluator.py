@@ -16,6 +16,7 @@ import numpy as np
 from calcore._errors import CalcoreError, EmptySplitError
 from calcore._limits import N_BOOTSTRAP
 from calcore._threads import side_by_side
+from calcore._tuning import SHARED_COUNTS_VALUES
 from calcore._validation import (
     check_total_weight,
     renamed_attribute,
@@ -394,14 +395,8 @@ def needs_double_bootstrap(keys, method: str | None) -> bool:
     return any((method or METRICS[k].interval_method) in DOUBLE_BOOTSTRAP_METHODS for k in keys)
 
 
-#: The row counts of the last resamples drawn (and of their resamples) are kept for the
-#: next ``evaluate`` of as many rows with the same integer seed and resamples: ``compare``
-#: evaluates the uncalibrated model and every method on the same test rows, so all of
-#: them read the same counts. Drawing them cost 15 ms (first level) and 31 ms (second) per
-#: evaluation at 5,000 rows and R = 200, 21 and 46 ms at 10,000 (CPU, loaded machine): 0.18 s
-#: of a ``compare`` of 4 methods. Kept only up to this many counts per level (16 MB), so
-#: a server does not hold large draws between requests.
-SHARED_COUNTS_VALUES = 2_000_000
+# The row counts of the last resamples drawn are kept for the next ``evaluate`` of as
+# many rows with the same seed, up to SHARED_COUNTS_VALUES per level (calcore._tuning).
 _last_counts: dict = {}
 
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._limits import BOOTSTRAP_RESAMPLES
+from calcore._tuning import REDRAW_MEMORY_BYTES
 from calcore._validation import row_weights
 from calcore.binning import resolve_binning
 from calcore.evaluation.report_statistics import (
@@ -320,13 +321,6 @@ def p_values_from_null(observed: dict, null: dict, seed: int) -> CalibrationTest
         for k in observed
     }
     return CalibrationTest(dict(observed), p_values, int(n_resamples), seed, dict(null))
-
-
-#: Memory for the redrawn sums of one group of redraws (redraws beyond it run in groups).
-#: 128 MiB: the class-wise KDE-ECE's test on 10,000 x 100 rows with 200 redraws (14
-#: moments on ~21,000 occupied cells a redraw) runs in 4 groups; with 256 MiB (2 groups)
-#: its peak RSS was 666 MB, over the 600 MB target of issue 34.
-REDRAW_MEMORY_BYTES = 128 * 2**20
 
 
 def _redraw_groups(stats: CalibrationStatistics, n_resamples: int):

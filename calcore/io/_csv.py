@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,6 +42,9 @@ import pandas as pd
 
 from calcore._errors import CalcoreError, quoted, quoted_list
 from calcore._limits import CSV_FIRST_LINES_BYTES
+from calcore._threads import worker_count
+from calcore._tuning import CSV_MAX_PIECE_BYTES as _MAX_PIECE
+from calcore._tuning import CSV_MIN_PIECE_BYTES as _MIN_PIECE
 from calcore.io._columns import check_header_names
 from calcore.io._source import Source, misnamed_binary
 
@@ -445,22 +447,12 @@ def _read_frames(src: Source, layout: CsvLayout, names, start: int, stop: int, d
         return list(reader)
 
 
-_MIN_PIECE = 4 << 20  # bytes; smaller bodies are read in one piece
-_MAX_PIECE = 32 << 20  # bytes; larger bodies are cut into more pieces than CPUs
-
-
-def _cpus() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def _pieces(src: Source, layout: CsvLayout) -> list[tuple[int, int]]:
     """Split the body at line ends into one piece per CPU (pieces of at least 4 MiB); bodies
     over 32 MiB per CPU into a multiple of the CPUs, pieces of at most about 32 MiB (each is
     read in one buffer)."""
     start, end = layout.body_start, layout.body_end
-    cpus = _cpus()
+    cpus = worker_count()
     parts = max(1, min(cpus, (end - start) // _MIN_PIECE))
     if end - start > cpus * _MAX_PIECE:
         parts = cpus * -(-(end - start) // (cpus * _MAX_PIECE))
@@ -493,7 +485,7 @@ def _read_pieces(src: Source, layout: CsvLayout, names, dtype) -> list[pd.DataFr
     def read(piece):
         return _read_frames(src, layout, names, *piece, dtype)
 
-    with ThreadPoolExecutor(min(len(pieces), _cpus())) as pool:
+    with ThreadPoolExecutor(min(len(pieces), worker_count())) as pool:
         futures = [pool.submit(read, piece) for piece in pieces]
         frames = []
         for f in futures:

@@ -23,6 +23,8 @@ from typing import Iterator
 
 from calcore._errors import CalcoreError
 from calcore._limits import CSV_FIRST_LINES_BYTES
+from calcore._tuning import CSV_STREAM_MAX_PIECE_BYTES as MAX_PIECE_BYTES
+from calcore._tuning import CSV_STREAM_MIN_PIECE_BYTES as MIN_PIECE_BYTES
 from calcore.io._csv import CsvLayout, read_csv_columns, record_lines, scan_csv
 from calcore.io._source import Source, open_source, path_format
 
@@ -30,10 +32,6 @@ __all__ = ["CsvHead", "csv_head", "csv_pieces", "read_piece"]
 
 #: Bytes read to find the header and the preview rows.
 HEAD_BYTES = 1 << 20
-#: Smallest and largest piece: small ones for tests of line numbering, large ones
-#: bounded so that a wide file's piece stays a few hundred MB once parsed.
-MIN_PIECE_BYTES = 1 << 16
-MAX_PIECE_BYTES = 256 << 20
 #: A quoted value may hold line breaks; one longer than this many pieces is an
 #: unclosed quote rather than data.
 MAX_PIECES_PER_RECORD = 4

@@ -20,6 +20,8 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
+from calcore._threads import worker_count
+
 __all__ = ["row_group_chunks"]
 
 #: Row groups decoded ahead of the one being read: each holds at most ``batch_rows`` rows.
@@ -36,7 +38,9 @@ def _decoders() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(DECODERS, thread_name_prefix="calcore-decode")
+            _pool = ThreadPoolExecutor(
+                min(DECODERS, worker_count()), thread_name_prefix="calcore-decode"
+            )
         return _pool
 
 

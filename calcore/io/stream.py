@@ -43,6 +43,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._limits import ROWS
+from calcore._tuning import DEFAULT_BATCH_ROWS, MAX_BATCH_VALUES, MAX_KEPT_CELLS
 from calcore._validation import InputContext, check_sample_weight
 from calcore.io._columns import Roles, detect_roles, pick_weight
 from calcore.io._files import check_regular
@@ -60,14 +61,6 @@ from calcore.predictions import Predictions
 from calcore.slicing_batches import used_dictionary_entries
 
 __all__ = ["PredictionStream", "StreamBatch", "scan", "source_files", "DEFAULT_BATCH_ROWS"]
-
-#: Rows per batch: ~16 MB per float64 score column, big enough for numpy to run at speed.
-DEFAULT_BATCH_ROWS = 2_000_000
-#: Score values per batch at most (128 MB of float64): wide files get shorter batches.
-MAX_BATCH_VALUES = 1 << 24
-#: Cells per batch at most when every column is kept (``scan(keep_columns=True)``): a
-#: CSV cell kept as text is a Python string until it becomes Arrow, ~60 bytes each.
-MAX_KEPT_CELLS = 1 << 21
 
 
 @dataclass(frozen=True, eq=False)

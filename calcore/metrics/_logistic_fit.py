@@ -25,6 +25,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from calcore._tuning import LOGISTIC_FIT_BLOCK_VALUES as _BLOCK_VALUES
+from calcore._tuning import WARM_START_ROWS
+
 __all__ = ["separated", "fit_slope", "fit_intercept", "MAX_ITERATIONS"]
 
 #: Newton steps before a fit is declared not converged (NaN); a concave problem whose
@@ -34,11 +37,6 @@ MAX_ITERATIONS = 100
 _MAX_HALVINGS = 60
 #: Converged when no parameter moves by more than this (relative to 1 + its size).
 _STEP_TOLERANCE = 1e-11
-#: Replicates x rows per block of temporaries (about 8 arrays of this many float64s).
-_BLOCK_VALUES = 2_000_000
-#: Rows of the warm start's fit (every k-th row): its estimate is within about
-#: 1/sqrt(65,536) of the full fit's, where Newton converges in 2-3 steps over every row.
-WARM_START_ROWS = 65_536
 
 
 def separated(z: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from calcore._errors import CalcoreError
+from calcore._tuning import SCORING_ROW_BLOCK_VALUES as _ROW_BLOCK_VALUES
 from calcore._validation import row_weights
 from calcore.predictions import Predictions
 
@@ -19,8 +20,6 @@ __all__ = [
     "calibration_gain",
 ]
 
-# Rows per block for row-wise reductions over wide matrices (bounded temporaries).
-_ROW_BLOCK_VALUES = 4_000_000
 
 #: Default floor on the probability of the true class in the NLL (see ``negative_log_likelihood``).
 NLL_CLIP = np.finfo(np.float64).eps

@@ -24,12 +24,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import betaincinv, betaln, logsumexp
 
+from calcore._tuning import DIRICHLET_NODE_CHUNK_POINTS as _NODE_CHUNK_POINTS
 from calcore.simulate._generators import DirichletSimulator, log_dirichlet
 
 __all__ = ["dirichlet_errors", "dirichlet_reliability"]
 
 _GL_ORDER = 8
-_NODE_CHUNK_POINTS = 2_000_000  # node x sample x class entries per block
 
 
 def composite_gauss_legendre(lo: float, hi: float, panels: int) -> tuple[np.ndarray, np.ndarray]:

@@ -75,6 +75,7 @@ import json
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._tuning import DRIVER_RESULT_BYTES, MAX_GROUPS, ONE_LEVEL_STATE_BYTES
 
 __all__ = [
     "ONE_LEVEL_STATE_BYTES",
@@ -90,18 +91,6 @@ __all__ = [
     "task_partition",
 ]
 
-#: States bounded below this many bytes merge in one level (the driver collects every
-#: task's): 256 partitions' then stay under :data:`DRIVER_RESULT_BYTES`, 1,024 under
-#: Spark's default ``spark.driver.maxResultSize`` (1 GiB); a pass without resamples keeps
-#: kilobytes. From it on the shuffle of the states costs little beside the pass.
-ONE_LEVEL_STATE_BYTES = 1 << 20
-#: What the driver should receive of one pass, at most (unless one state alone is more):
-#: a quarter of Spark's default ``spark.driver.maxResultSize``, since the driver holds
-#: the collected Arrow table, the unpacked arrays and its own lanes' sums at once.
-DRIVER_RESULT_BYTES = 256 << 20
-#: Groups of the second level, at most: more tasks spread nothing further when a state
-#: is small enough for that many groups.
-MAX_GROUPS = 64
 #: Bytes an ``.npz`` entry adds to its array's (zip headers, ``.npy`` header), at most.
 _NPZ_ENTRY_BYTES = 512
 

@@ -15,12 +15,15 @@ rows.
 from __future__ import annotations
 
 import contextlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from calcore.calibrators._blas import single_threaded_blas
+from calcore._threads import concurrently, single_threaded_blas
+from calcore._tuning import ACCUMULATOR_CHUNK_ROWS as _CHUNK_ROWS
+from calcore._tuning import ACCUMULATOR_CHUNK_VALUES as _CHUNK_VALUES
+from calcore._tuning import ACCUMULATOR_CHUNK_VALUES_REPLICATED as _CHUNK_VALUES_REPLICATED
+from calcore._tuning import ACCUMULATOR_SPLIT_CHUNKS as _SPLIT_CHUNKS
 from calcore.metrics.scoring import brier_per_row, nll_per_row
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import BinEdges
@@ -28,17 +31,6 @@ from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 from calcore.statistics.points import RowBatch, add_rows
 
 __all__ = ["CellSpec", "KDESpec", "CalibrationStatistics"]
-
-# Probabilities per chunk of CalibrationStatistics.update, and rows at most. Fewer rows
-# per chunk suit few classes (10M binary rows: 131,072 rather than 524,288 a chunk saved 4%
-# of the CPU). Many classes: 2**18 values (50,000 x 1,000, every metric: 2.3-3.0 s at 2**20,
-# 1.8-1.9 s so: temporaries of 8 MB, freed together, go back to the system and come back
-# page by page); with replicate weights 2**20 (10,000 x 100 with 200 resamples took 3.8-5.3 s
-# so, 8.1-9.8 s at 2**18 values: each chunk has a fixed cost per class and replicate block).
-_CHUNK_VALUES = 1 << 18
-_CHUNK_VALUES_REPLICATED = 1 << 20
-_CHUNK_ROWS = 1 << 17
-_SPLIT_CHUNKS = 4  # from this many chunks on, half of them are added on a worker thread
 
 
 def row_slice(preds, start: int, stop: int):
@@ -239,13 +231,12 @@ class CalibrationStatistics:
         """Add a batch of rows (a :class:`~calcore.Predictions`), with optional row weights.
 
         Rows are taken in chunks of about ``_CHUNK_VALUES`` values (more with replicate
-        weights): every per-row
-        temporary (argmax, NLL terms, cells, kernel moments) then stays in cache instead
-        of costing a page fault per 4 kB (measured: 10M binary rows 4.0 -> 2.3 s).
-        From :data:`_SPLIT_CHUNKS` chunks on, the second half of the chunks is added on a
-        worker thread into statistics of its own, merged at the end: numpy releases the
-        GIL in most of the work (10M binary rows, every sum of a report: 1.74 -> 1.24 s
-        on 2 cores). The split is by chunk index, never by timing, so the result is the
+        weights), so that every per-row temporary (argmax, NLL terms, cells, kernel
+        moments) stays in cache. From :data:`_SPLIT_CHUNKS` chunks on, the second half of
+        the chunks is added on a worker thread (when :func:`calcore._threads.worker_count`
+        allows two) into statistics of its own, merged at the end (numpy releases the GIL
+        in most of the work). The sizes, and the timings that chose them, are in
+        :mod:`calcore._tuning`. The split is by chunk index, never by timing, so the result is the
         same on every machine and every run.
         """
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
@@ -260,10 +251,12 @@ class CalibrationStatistics:
             return
         half = len(starts) // 2
         other = self._empty_like()
-        with ThreadPoolExecutor(1) as pool:
-            later = pool.submit(other._update_chunks, preds, w, starts[half:], step)
-            self._update_chunks(preds, w, starts[:half], step)
-            later.result()
+        concurrently(
+            [
+                lambda: self._update_chunks(preds, w, starts[:half], step),
+                lambda: other._update_chunks(preds, w, starts[half:], step),
+            ]
+        )
         merged = self.merge(other)
         for f in fields(self):
             setattr(self, f.name, getattr(merged, f.name))

@@ -24,16 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from calcore._tuning import CUTS_MAX_TABLE as _MAX_TABLE
+from calcore._tuning import CUTS_MIN_BUCKETS as _MIN_BUCKETS
+from calcore._tuning import CUTS_SEARCH_CHUNK as _SEARCH_CHUNK
+
 __all__ = ["SortedCuts", "GroupedCuts"]
 
-# Table entries (groups x buckets) at most, 16 bytes each: 1 MB, which the L2 cache
-# holds. Cells of equal-mass bins, ns a point, 2**15 / 2**16 / 2**17 / 2**18 entries:
-# 10M binary scores 3.3 / 3.3 / 4.2 / 4.6; 50,000 x 1,000 softmax outputs 6.4 / 6.8 /
-# 7.4 / 8.3. Fewer than _MIN_BUCKETS a group would put several cuts in most buckets.
-_MAX_TABLE = 1 << 16
-_MIN_BUCKETS = 64
-# Values searched exactly at a time (the bisection keeps ~8 arrays of them).
-_SEARCH_CHUNK = 1 << 16
 # The table's count of a bucket holding several cuts: its values are searched.
 _SEARCHED = -2
 

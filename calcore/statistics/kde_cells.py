@@ -46,7 +46,10 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from calcore.calibrators._blas import single_threaded_blas
+from calcore._threads import single_threaded_blas
+from calcore._tuning import KDE_CHUNK_POINTS as _CHUNK
+from calcore._tuning import KDE_CROWDED_ROWS as _CROWDED_ROWS
+from calcore._tuning import KDE_PRODUCT_OUTCOME_SHARE as _PRODUCT_OUTCOME_SHARE
 from calcore.kde import MIN_BANDWIDTH, default_grid_size
 from calcore.statistics.cuts import SortedCuts
 
@@ -60,22 +63,6 @@ __all__ = [
 ]
 
 _N_POWERS = 7  # (1 - u^2)^3 has degree 6
-# Points per chunk of KDESums.add: the seven powers (3.7 MB) stay in the L3 cache.
-# 10M binary rows, every metric: 1 << 19 took 3.0 s of CPU, 1 << 16 2.6 s.
-_CHUNK = 1 << 16
-# Points from which a cell's replicated moments come from a dense product over all the
-# chunk's points (KDESums._add_replicated; also at least 1/16 of them). CPU seconds of the
-# replicated moments at R = 200 (load average 9-14 on the 2-core machine, two rounds):
-# 30 classes of 10,000 x 100 with thresholds 128 / 512 / 2,048 / none: 0.50-0.53 /
-# 0.53-0.85 / 0.52 / 0.64-0.68; 10 classes of 5,000 x 10 (CIFAR-10): 0.19 / 0.21-0.33 /
-# 0.16-0.19 / 0.15-0.17 (the one-product-per-power code before: 1.34-1.49 s for the 30).
-_CROWDED_ROWS = 2048
-# Share of (set, point) pairs that are positive from which positive_moments sums a chunk
-# by one sparse product with the 0/1 outcome vectors rather than by one bincount per power
-# over the positive pairs. CPU s, 200 redrawn sets (loaded 2-core machine), bincounts /
-# product: confidence of 10,000 x 100 (share 0.9) 0.064 / 0.019; 10 classes of CIFAR-10
-# 5,000 rows (0.1) 0.055 / 0.045; 10 of 100 classes (0.01) 0.062 / 0.084.
-_PRODUCT_OUTCOME_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -313,7 +300,7 @@ class KDESums:
         # pool's wake-ups cost more than these products when the other core is busy (30
         # classes of 10,000 x 100 on the loaded machine: 2.5 s of CPU with the default
         # threads, 0.46 s on one). Callers adding many problems enter it once themselves
-        # (CalibrationStatistics.update): entering reads /proc/self/maps, ~2 ms.
+        # (CalibrationStatistics.update): entering scans the loaded libraries, a few ms.
         with single_threaded_blas() if self.replicated else contextlib.nullcontext():
             for a in range(0, s.size, _CHUNK):  # chunks: the seven powers stay in cache
                 wc = None if w is None else w[..., a : a + _CHUNK]

@@ -19,9 +19,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore._threads import in_threads
+from calcore._threads import in_threads, single_threaded_blas
+from calcore._tuning import POINTS_ADD_VALUES as _ADD_VALUES
+from calcore._tuning import POINTS_CHECK_ROWS as _CHECK_ROWS
+from calcore._tuning import POINTS_DENSE_CELL_SHARE as _DENSE_CELL_SHARE
+from calcore._tuning import POINTS_NARROW_CLASSES as _NARROW
+from calcore._tuning import POINTS_SORT_BLOCK_VALUES as _BLOCK_VALUES
 from calcore.binning import equal_width_index, resolve_binning
-from calcore.calibrators._blas import single_threaded_blas
 from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import (
@@ -45,25 +49,6 @@ __all__ = [
 ]
 
 REDUCTIONS = tuple(BINARY_REDUCTIONS)  # the names, defined once in calcore.reductions
-
-# Values per block when the columns of a batch are sorted (~32 MB per temporary).
-_BLOCK_VALUES = 4_000_000
-# Values per block when the class-wise points of a batch are added: the accumulator's
-# chunk (calcore.statistics.accumulator._CHUNK_VALUES), whose temporaries stay in cache
-# (50,000 x 1,000, ACE alone: 1.14 s in blocks of 4M values, 0.80 s so).
-_ADD_VALUES = 1 << 18
-# Fewer classes than this are handled a column at a time (points_below, _classwise_cells).
-_NARROW = 8
-# Share of a block's rows from which a class's most crowded cell is summed, for replicate
-# weights, by a dense product over a mask (_add_densest_cells) rather than by the sparse
-# product: per row and class, the sparse product cost 0.14 us at R = 200 (1M points of
-# 10,000 x 100 in 0.14 s CPU) and the dense one 0.033 us (on one BLAS thread), so the dense
-# one pays from a share of ~0.24. Equal-width class-wise cells of 10,000 x 100 (90% of the
-# points in each class's lowest bin): 0.14 -> 0.047 s for 200 replicates; equal-mass cells
-# (ACE, deciles: a share of 1 / bins) stay sparse.
-_DENSE_CELL_SHARE = 0.3
-# Rows compared at a time by complementary_binary.
-_CHECK_ROWS = 1 << 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -305,8 +290,8 @@ def _selected_thresholds(probs: np.ndarray, requests, w) -> list:
     def select(begin: int, end: int) -> list:
         return [order_statistics(probs[:, c], ks) for c, _, ks in plan[begin:end]]
 
-    # columns split between threads (numpy's partition releases the GIL): 50,000 x 1,000,
-    # ACE and TACE thresholds 2.2 -> 1.2 s on 2 cores; the values do not depend on the split
+    # columns split between threads (numpy's partition releases the GIL); the values do
+    # not depend on the split
     selected = [v for part in in_threads(select, len(plan), n * len(plan)) for v in part]
     values = {}  # (column, position) -> the column's order statistic there
     for (c, asked, ks), found in zip(plan, selected, strict=True):
@@ -424,7 +409,7 @@ def add_rows(
 
 class _OneBlasThread(contextlib.ExitStack):
     """An exit stack that enters :func:`single_threaded_blas` on the first :meth:`enter`
-    only (entering reads /proc/self/maps, ~2 ms: not for blocks that need no product)."""
+    only (entering scans the loaded libraries, a few ms: not for blocks that need no product)."""
 
     def enter(self) -> None:
         if not getattr(self, "_entered", False):

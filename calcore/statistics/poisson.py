@@ -22,6 +22,8 @@ import sys
 
 import numpy as np
 
+from calcore._tuning import HASH_CHUNK as _HASH_CHUNK
+
 __all__ = ["WeightsBuffer", "poisson_weights", "row_uniforms"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -118,11 +120,6 @@ def _mix_in_place(x: np.ndarray, scratch: np.ndarray) -> None:
             x *= factor
         np.right_shift(x, np.uint64(31), out=scratch)
         x ^= scratch
-
-
-#: Hashes computed at a time by :func:`row_uniforms` and :func:`poisson_weights`: three
-#: uint64 arrays of this many values stay in the CPU's cache between the mixer's steps.
-_HASH_CHUNK = 1 << 15
 
 
 class WeightsBuffer:

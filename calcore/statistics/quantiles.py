@@ -24,19 +24,16 @@ from __future__ import annotations
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._tuning import QUANTILES_DENSE_LIMIT as _DENSE_LIMIT
+from calcore._tuning import QUANTILES_OBSERVE_VALUES as _OBSERVE_VALUES
+from calcore._tuning import QUANTILES_PENDING_VALUES as _PENDING_VALUES
 
 __all__ = ["ExactRanks"]
 
 _BITS = 16
 _TOP_SHIFT = 63 - _BITS  # the sign bit of a score in [0, 1] is 0: skip it
 _LAST_SHIFT = _TOP_SHIFT - 2 * _BITS  # 48 bits fixed: at most 2^15 values remain
-_DENSE_LIMIT = 1 << 22  # prefixes counted in a dense table (32 MB) rather than sparsely
 _SEVERAL = -2  # a top-16-bit prefix that several pending entries start with
-# Values observed at a time (their temporaries stay in cache: 100M binary rows, every
-# metric, the two selection passes took 8.6 s with whole 1M-row batches, 5.2 s so), and
-# codes kept before one bincount into the dense table.
-_OBSERVE_VALUES = 1 << 18
-_PENDING_VALUES = 1 << 22
 
 
 def _keys(scores: np.ndarray) -> np.ndarray:

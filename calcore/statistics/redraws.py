@@ -18,11 +18,16 @@ the state (a replicate axis of outcome sums) merges by addition.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
 
+from calcore._threads import concurrently
+from calcore._tuning import REDRAW_CHUNK_VALUES as _CHUNK_VALUES
+from calcore._tuning import REDRAW_COMPARE_MAX_CLASSES as _COMPARE_LABEL_CLASSES
+from calcore._tuning import REDRAW_HINT_MISS_COST as _HINT_MISS_COST
+from calcore._tuning import REDRAW_HINT_ROW_COST as _HINT_ROW_COST
+from calcore._tuning import REDRAW_PRODUCT_MAX_CLASSES as _COMPARE_CLASSES
 from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.cells import replicate_sums
 from calcore.statistics.kde_cells import positive_moments, union_add
@@ -30,32 +35,6 @@ from calcore.statistics.points import RowBatch, local_labels, point_cells
 from calcore.statistics.poisson import row_uniforms
 
 __all__ = ["LabelRedraws", "redrawn_labels"]
-
-# Values per (redraws x rows) temporary of an update (~32 MB each).
-_CHUNK_VALUES = 1 << 22
-# Up to this many classes the redrawn label sums come from a (redraws, rows) indicator per
-# class and matrix products; beyond, from bincounts of flat indices (LabelRedraws._add).
-_COMPARE_CLASSES = 8
-# Up to this many classes labels are found by comparing with every cumulative probability
-# (redrawn_labels); beyond, by a vectorised bisection: log2 L gathers instead of L compares,
-# but a dozen passes over the rows per halving. Measured (CPU, 50 redraws of 10,000 rows,
-# best of 3, loaded 2-core machine), compares / bisection: 10 classes 0.005 / 0.030 s,
-# 30: 0.012 / 0.045, 60: 0.026 / 0.064, 100: 0.063 / 0.078, 150: 0.091 / 0.097,
-# 250: 0.159 / 0.110; 1,000 classes (2,000 rows) 0.203 / 0.034; 200 redraws: 100 classes
-# 0.15-0.21 / 0.28-0.30 s, 128: 0.23 / 0.33 s. It was _COMPARE_CLASSES
-# (8), which sent compare's 10-class tests (5 evaluations of 200 redraws) to the bisection.
-# Same labels either way (both count the cumulative probabilities <= u).
-_COMPARE_LABEL_CLASSES = 128
-# A row's label is its predicted class whenever its uniform falls in that class's step of
-# the cumulative probabilities (a share ``max p`` of the draws): two compares decide those
-# rows, and only the others are counted (:func:`redrawn_labels`). Modelled cost per row
-# and redraw, in compares: ``_HINT_ROW_COST + _HINT_MISS_COST * (1 - mean max p) * (L - 1)``
-# against ``L - 1`` (or the bisection's ``12 log2 L``). Measured (CPU, 200 redraws,
-# loaded 2-core machine), counting / hinted: 10,000 x 100 synthetic (mean max p 0.90)
-# 0.147 / 0.054 s; CIFAR-10 10,000 x 10 (0.97) 0.017 / 0.019; 2,000 x 1,000 (0.28, 50
-# redraws) 0.040 / 0.195; 10,000 x 2 (0.88) 0.013 / 0.018. Same labels either way.
-_HINT_ROW_COST = 10.0
-_HINT_MISS_COST = 3.0
 
 
 def redrawn_labels(probs: np.ndarray, positions, seed: int, redraws) -> np.ndarray:
@@ -210,9 +189,10 @@ class LabelRedraws:
         """Add a batch of rows at the given positions (with optional row weights).
 
         Rows are taken in chunks of about ``_CHUNK_VALUES`` (redraws x rows) values; from
-        two chunks on, the second half of them is added on a worker thread into redraws
-        of its own and merged (split by chunk index, so the result does not depend on
-        timing; the sums with unit weights are integers, exact in any order).
+        two chunks on, the second half of them is added on a worker thread (when
+        :func:`calcore._threads.worker_count` allows two) into redraws of its own and
+        merged (split by chunk index, so the result does not depend on timing; the sums
+        with unit weights are integers, exact in any order).
         """
         positions = np.asarray(positions)
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
@@ -223,10 +203,12 @@ class LabelRedraws:
         else:
             half = len(starts) // 2
             other = self._empty_like()
-            with ThreadPoolExecutor(1) as pool:
-                later = pool.submit(other._update_chunks, preds, positions, w, starts[half:], step)
-                self._update_chunks(preds, positions, w, starts[:half], step)
-                later.result()
+            concurrently(
+                [
+                    lambda: self._update_chunks(preds, positions, w, starts[:half], step),
+                    lambda: other._update_chunks(preds, positions, w, starts[half:], step),
+                ]
+            )
             merged = self.merge(other)
             self.outcome, self.positives = merged.outcome, merged.positives
             self.correct, self.label_weight = merged.correct, merged.label_weight

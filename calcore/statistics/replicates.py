@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from calcore._tuning import KDE_PROBLEMS_PER_BLOCK
+
 __all__ = [
     "JACKKNIFE_GROUPS",
     "KDE_MAX_WORK",
@@ -41,15 +43,6 @@ JACKKNIFE_GROUPS = 20
 #: n = 10,000 cost 1.4M per resample (all 200 resamples); 100 classes 14M (57 resamples).
 KDE_MAX_WORK = 800_000_000
 _MIN_KDE_RESAMPLES = 25
-
-#: KDE problems (classes) whose replicate sums are held at once by the in-memory bootstrap
-#: (:func:`calcore.evaluation.evaluator.bootstrap_replicates`): a class's sums at R = 200
-#: on 10,000 rows are about 5 MB (14 moments x R on its ~210 occupied cells), so a block
-#: holds ~50 MB where all 100 classes held 470 MB. Each block repeats the rows' set-up
-#: (argmax, labels), a few ms. Measured on 10,000 x 100, class-wise KDE-ECE alone with all
-#: 200 resamples (one process each, loaded 2-core machine): blocks of 5 / 10 / 25 / 100
-#: classes raised the peak RSS by 30 / 63 / 195 / 427 MB for 5.4 / 5.2 / 5.7 / 5.7 s CPU.
-KDE_PROBLEMS_PER_BLOCK = 10
 
 
 def resample_counts(n: int, n_resamples: int, seed) -> np.ndarray:

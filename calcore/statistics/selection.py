@@ -21,16 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["order_statistics"]
+from calcore._tuning import SELECTION_CHUNK as _CHUNK
+from calcore._tuning import SELECTION_MAX_BUCKETS as _MAX_BUCKETS
+from calcore._tuning import SELECTION_MIN_BUCKETS as _MIN_BUCKETS
+from calcore._tuning import SELECTION_MIN_VALUES as _MIN_VALUES
 
-# Shorter columns, or a single rank: np.partition directly.
-_MIN_VALUES = 1 << 12
-# Buckets of the histogram: a sixteenth of the values, within these bounds (the counts
-# of 2**16 buckets, 512 kB, stay in the L2 cache).
-_MIN_BUCKETS = 1 << 12
-_MAX_BUCKETS = 1 << 16
-# Values per chunk of a pass: their buckets are written into one reused buffer.
-_CHUNK = 1 << 20
+__all__ = ["order_statistics"]
 
 
 def order_statistics(values: np.ndarray, positions) -> np.ndarray:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import threading
 import time
 import warnings
@@ -28,6 +27,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 import calcore
+from calcore._threads import worker_count
 from calcore.evaluation import concatenate
 from calcore.evaluation.protocols import fit_warning_texts
 from dashboard.calibration.memory import budgeted, holding_slot, resampling
@@ -196,7 +196,7 @@ def in_parallel(calls: dict, *, quiet: bool = False, meanwhile=None) -> dict:
     shown); any other name is a method of its own.
     """
     step = None if quiet else getattr(_STEP, "current", None)
-    workers = min(len(calls), os.cpu_count() or 1)
+    workers = min(len(calls), worker_count())
     if workers <= 1 and step is None and meanwhile is None:
         return {name: fn() for name, fn in calls.items()}
     ctx = get_script_run_ctx()

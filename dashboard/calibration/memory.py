@@ -51,6 +51,7 @@ from dataclasses import dataclass, fields, is_dataclass
 import numpy as np
 
 from calcore._errors import quoted
+from calcore._threads import worker_count
 
 __all__ = [
     "BUDGET",
@@ -294,8 +295,9 @@ def _hashed_args(fn, args: tuple) -> tuple:
     return tuple(None if n.startswith("_") else a for n, a in zip(names, args, strict=False))
 
 
-#: One heavy calcore call per core at once, across every session of the server.
-COMPUTE_SLOTS = threading.BoundedSemaphore(max(os.cpu_count() or 1, 1))
+#: One heavy calcore call per worker thread (:func:`calcore._threads.worker_count`: the
+#: CPUs the server may run on) at once, across every session of the server.
+COMPUTE_SLOTS = threading.BoundedSemaphore(worker_count())
 _active = [0]  # heavy calls running now
 _active_guard = threading.Lock()
 
