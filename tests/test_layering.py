@@ -45,7 +45,7 @@ LAYERS = {
     "calcore._softmax": 0,
     "calcore._validation": 0,
     "calcore._limits": 0,
-    "calcore._threads": 0,
+    "calcore.foundation": 0,
     "calcore.binning": 0,
     "calcore.kde": 0,
     "calcore.statistics.poisson": 0,

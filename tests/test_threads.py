@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-import calcore._threads as threads
+import calcore.foundation.threads as threads
 
 
 @pytest.mark.parametrize("threaded", [False, True])

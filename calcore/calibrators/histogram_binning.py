@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._threads import in_threads
+from calcore.foundation.threads import in_threads
 from calcore.calibrators._base import Param
 from calcore.calibrators._bins import (
     BINS,

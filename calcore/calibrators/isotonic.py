@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 
 from calcore._errors import CalcoreError
-from calcore._threads import in_threads
+from calcore.foundation.threads import in_threads
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._binary import BinaryCalibrator
 from calcore.calibrators._registry import register

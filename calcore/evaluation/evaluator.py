@@ -15,7 +15,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError, EmptySplitError
 from calcore._limits import N_BOOTSTRAP
-from calcore._threads import side_by_side
+from calcore.foundation.threads import side_by_side
 from calcore._validation import check_total_weight, row_weights
 from calcore.binning import resolve_binning
 from calcore.evaluation.binary_rows import (

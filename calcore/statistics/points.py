@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calcore._errors import CalcoreError
-from calcore._threads import in_threads
+from calcore.foundation.threads import in_threads
 from calcore.binning import equal_width_index, resolve_binning
 from calcore.calibrators._blas import single_threaded_blas
 from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
