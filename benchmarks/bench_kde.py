@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import calcore
-from calcore.kde import kde_bandwidth, kde_ece, kde_reliability_curve
+from calcore.foundation.kernel_density import kde_bandwidth, kde_ece, kde_reliability_curve
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 
 WIDE = Path(__file__).resolve().parents[1] / "assets" / "synthetic_wide100.npz"

@@ -260,8 +260,8 @@ Errors
    CalcoreWarning  -- something the caller should know (renormalised rows, ...)
 """
 
-from calcore._errors import CalcoreError, CalcoreWarning
-from calcore.binning import BINNING_SCHEMES, BinningScheme, resolve_binning
+from calcore.foundation.errors import CalcoreError, CalcoreWarning
+from calcore.foundation.binning import BINNING_SCHEMES, BinningScheme, resolve_binning
 from calcore.calibrators import ALIASES as CALIBRATOR_ALIASES
 from calcore.calibrators import (
     CALIBRATORS,
@@ -274,7 +274,7 @@ from calcore.calibrators import (
 )
 from calcore.calibrators import FAMILIES as CALIBRATOR_FAMILIES
 from calcore.calibrators.per_slice import PerSliceCalibrator
-from calcore.diagnostics.bin_statistics import (
+from calcore.statistics.bin_statistics import (
     BinStatistics,
     bin_statistics,
     classwise_bin_statistics,
@@ -320,8 +320,8 @@ from calcore.evaluation.slice_fits import PerSliceCalibration, fit_per_slice
 from calcore.evaluation.slices import PeriodChange, SlicedReport, SliceResult, evaluate_by
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
-from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
-from calcore.metadata import MetadataColumn
+from calcore.foundation.kernel_density import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
+from calcore.predictions.metadata import MetadataColumn
 from calcore.metrics.binary import (
     hosmer_lemeshow,
     hosmer_lemeshow_p,
@@ -351,9 +351,9 @@ from calcore.metrics.binned import (
     top_label_ece,
     top_label_mce,
 )
-from calcore.metrics.kde import kde_confidence_curve, kde_ece_classwise, kde_ece_confidence
+from calcore.metrics.kde_ece import kde_confidence_curve, kde_ece_classwise, kde_ece_confidence
 from calcore.metrics.registry import BIN_FREE_METRICS, METRICS, MetricSpec, compute_metric
-from calcore.metrics.scoring import (
+from calcore.statistics.scoring import (
     CalibrationGain,
     accuracy,
     brier_score,
@@ -361,7 +361,7 @@ from calcore.metrics.scoring import (
     negative_log_likelihood,
 )
 from calcore.predictions import Predictions
-from calcore.reductions import (
+from calcore.predictions.reductions import (
     BinaryView,
     binary_view,
     classwise_view,
@@ -386,7 +386,7 @@ from calcore.simulate import (
     true_calibration_map,
     true_reliability_curve,
 )
-from calcore.slicing import Slicing, slicing_of
+from calcore.predictions.slicing import Slicing, slicing_of
 from calcore.spark._evaluate import from_spark
 from calcore.statistics.edges import BinAssignment, assign_bins
 

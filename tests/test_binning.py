@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calcore import CalcoreError, assign_bins, resolve_binning
-from calcore.binning import BINNING_SCHEMES, BinningScheme, equal_width_index
+from calcore.foundation.binning import BINNING_SCHEMES, BinningScheme, equal_width_index
 
 # --------------------------------------------------------------------------- references
 

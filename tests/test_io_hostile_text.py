@@ -21,8 +21,8 @@ import pytest
 
 import calcore
 from calcore import CalcoreError
-from calcore._errors import quoted, quoted_list
-from calcore._validation import index_label
+from calcore.foundation.errors import quoted, quoted_list
+from calcore.foundation.validation import index_label
 from calcore.cli import main
 from calcore.io._csv_stream import csv_head
 

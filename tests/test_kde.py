@@ -18,9 +18,9 @@ from scipy import integrate, stats
 from scipy.special import expit
 
 import calcore
-import calcore.kde as kde_module
-from calcore._errors import CalcoreError
-from calcore.kde import MIN_BANDWIDTH, kde_bandwidth, kde_ece, kde_reliability_curve
+import calcore.foundation.kernel_density as kde_module
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.kernel_density import MIN_BANDWIDTH, kde_bandwidth, kde_ece, kde_reliability_curve
 
 # --------------------------------------------------------------------------- references
 

@@ -21,7 +21,7 @@ import pytest
 
 import calcore
 from calcore.cli import main
-from calcore.export import write_json, write_predictions_csv
+from calcore.io.export import write_json, write_predictions_csv
 from calcore.io._output import open_output, write_output
 from calcore.io.stream_write import write_predictions
 

@@ -12,9 +12,9 @@ import pytest
 from _keys import assert_same_metrics  # tests/ is on sys.path
 
 import calcore
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.cli import main
-from calcore.metadata import MAX_SLICE_VALUES, MISSING, metadata_column
+from calcore.predictions.metadata import MAX_SLICE_VALUES, MISSING, metadata_column
 
 
 def _binary_csv(path, rows, extra_header):
@@ -388,7 +388,7 @@ def test_no_change_between_calibrated_periods_is_rejected_at_the_nominal_rate():
 
 def test_large_periods_are_compared_on_a_seeded_sample_that_says_so(monkeypatch, tmp_path):
     import calcore.evaluation.slices as slices
-    from calcore.statistics.poisson import row_uniforms
+    from calcore.foundation.keyed_random import row_uniforms
 
     monkeypatch.setattr(slices, "PERIOD_TEST_ROWS", 120)
     preds = _over_time(["calibrated", "overconfident"], 400, seed=3)

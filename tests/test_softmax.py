@@ -7,7 +7,7 @@ import pytest
 from scipy.special import log_softmax
 
 import calcore
-from calcore import _softmax
+from calcore.foundation import softmax as _softmax
 
 
 @pytest.mark.parametrize(

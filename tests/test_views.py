@@ -12,7 +12,7 @@ import pytest
 
 import calcore
 from calcore import CalcoreError, Predictions
-from calcore.reductions import (
+from calcore.predictions.reductions import (
     binary_view,
     classwise_view,
     confidence_view,

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._validation import row_weights
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import row_weights
 from calcore.predictions import Predictions
 
 __all__ = ["Param", "Calibrator", "FORMAT_VERSION", "MAX_ITER", "MAX_ITERATIONS", "MAX_SEED"]

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore import _limits
-from calcore._errors import CalcoreError
+from calcore.foundation import limits as _limits
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import MAX_SEED, Param
 from calcore.calibrators._binary import BinaryCalibrator
 from calcore.calibrators._state import Array

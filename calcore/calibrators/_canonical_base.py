@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._simplex import MAX_GRID_BINS
 from calcore.calibrators._state import Array, Number, StateError

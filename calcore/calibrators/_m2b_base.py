@@ -27,7 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import CalibratorInfo
 

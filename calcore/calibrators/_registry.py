@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from calcore import _limits
-from calcore._errors import CalcoreError
+from calcore.foundation import limits as _limits
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._bins import BINS
 

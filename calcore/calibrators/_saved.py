@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._state import LARGEST_INTEGER, Context, StateError, check_state
 
 __all__ = ["MAX_SAVED_BYTES", "MAX_JSON_DEPTH", "read_calibrator", "parse_json"]

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["Number", "Flag", "Text", "Array", "Items", "Fields", "Saved", "Recomputed"]
 __all__ += ["StateError", "check_state", "LARGEST_INTEGER", "MAX_COEFFICIENT"]

@@ -18,8 +18,8 @@ import warnings
 import numpy as np
 from scipy.special import expit
 
-from calcore._errors import CalcoreError, CalcoreWarning
-from calcore._validation import InputContext, check_binary_probs
+from calcore.foundation.errors import CalcoreError, CalcoreWarning
+from calcore.foundation.validation import InputContext, check_binary_probs
 from calcore.calibrators import _logistic, _scaling
 from calcore.calibrators._base import MAX_ITER, Calibrator, Param
 from calcore.calibrators._registry import register

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators import _simplex as sx
 from calcore.calibrators._base import MAX_SEED, Param
 from calcore.calibrators._canonical_base import (

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import Calibrator
 from calcore.calibrators._canonical_base import CanonicalCalibrator
 from calcore.predictions import Predictions

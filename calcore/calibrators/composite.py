@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import ALIASES, CALIBRATORS, make_calibrator, register
 from calcore.calibrators._saved import load_nested, parse_json

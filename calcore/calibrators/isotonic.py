@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.foundation.threads import in_threads
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._binary import BinaryCalibrator

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import Param
 from calcore.calibrators._m2b_base import (
     M2BWrapper,

@@ -27,13 +27,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator
 from calcore.calibrators._registry import make_calibrator
 from calcore.calibrators._state import LARGEST_INTEGER, Array, Number, StateError, Text
-from calcore.metadata import MAX_SLICE_VALUES
+from calcore.predictions.metadata import MAX_SLICE_VALUES
 from calcore.predictions import Predictions
-from calcore.slicing import PERIODS, Slicing, parse_slice_spec, slicing_of
+from calcore.predictions.slicing import PERIODS, Slicing, parse_slice_spec, slicing_of
 
 __all__ = ["MIN_FIT_ROWS", "PER_SLICE", "PerSliceCalibrator", "SliceFit", "fits_summary"]
 

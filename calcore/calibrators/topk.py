@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import Param
 from calcore.calibrators._m2b_base import H_FLOOR, M2BWrapper, top_label_rows
 from calcore.calibrators._registry import register_wrapper

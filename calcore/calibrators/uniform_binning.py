@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore.binning import equal_width_index
+from calcore.foundation.binning import equal_width_index
 from calcore.calibrators._bins import (
     BINS,
     EDGE_STATE,

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._limits import N_RESAMPLES
-from calcore._validation import refuse_weights
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import N_RESAMPLES
+from calcore.foundation.validation import refuse_weights
 from calcore.predictions import Predictions
-from calcore.reductions import binary_view
+from calcore.predictions.reductions import binary_view
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import edges_for
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._validation import row_weights
-from calcore.diagnostics.bin_statistics import (
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import row_weights
+from calcore.statistics.bin_statistics import (
     BinStatistics,
     bin_statistics_from_sums,
     classwise_bin_statistics,
@@ -23,7 +23,7 @@ from calcore.diagnostics.bin_statistics import (
     view_bin_statistics,
 )
 from calcore.predictions import Predictions
-from calcore.reductions import top_label_view
+from calcore.predictions.reductions import top_label_view
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import edges_for
 

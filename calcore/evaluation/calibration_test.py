@@ -32,10 +32,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._limits import BOOTSTRAP_RESAMPLES
-from calcore._validation import row_weights
-from calcore.binning import resolve_binning
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import BOOTSTRAP_RESAMPLES
+from calcore.foundation.validation import row_weights
+from calcore.foundation.binning import resolve_binning
 from calcore.evaluation.report_statistics import (
     CELLS_OF_METRIC,
     binned_values,

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from calcore._errors import CalcoreError, EmptySplitError
-from calcore._limits import N_BOOTSTRAP
+from calcore.foundation.errors import CalcoreError, EmptySplitError
+from calcore.foundation.limits import N_BOOTSTRAP
 from calcore.foundation.threads import side_by_side
-from calcore._validation import check_total_weight, row_weights
-from calcore.binning import resolve_binning
+from calcore.foundation.validation import check_total_weight, row_weights
+from calcore.foundation.binning import resolve_binning
 from calcore.evaluation.binary_rows import (
     binary_row_replicates,
     binary_row_values,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore.binning import resolve_binning
-from calcore.diagnostics.bin_statistics import BinStatistics, bin_statistics_from_sums
-from calcore.kde import validated_scores_bandwidth
+from calcore.foundation.binning import resolve_binning
+from calcore.statistics.bin_statistics import BinStatistics, bin_statistics_from_sums
+from calcore.foundation.kernel_density import validated_scores_bandwidth
 from calcore.metrics.binary import HL_GROUPS
 from calcore.metrics.binned import ReplicateBins
 from calcore.metrics.registry import METRICS, adaptive_bins_for

@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._limits import SLICE_RESAMPLES
-from calcore._validation import row_weights
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import SLICE_RESAMPLES
+from calcore.foundation.validation import row_weights
 from calcore.evaluation.calibration_test import TESTABLE_METRICS, CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.slice_ranking import (
@@ -46,10 +46,10 @@ from calcore.evaluation.slice_ranking import (
 from calcore.evaluation.slice_truth import direction_of, signed_truth
 from calcore.io._bottom_k import BottomK
 from calcore.io.stream import concatenate_batches
-from calcore.metadata import MAX_SLICE_VALUES, MISSING
+from calcore.predictions.metadata import MAX_SLICE_VALUES, MISSING
 from calcore.metrics.registry import METRICS, compute_metric, default_primary, metric_keys
 from calcore.predictions import Predictions
-from calcore.slicing import Slicing, slicing_of
+from calcore.predictions.slicing import Slicing, slicing_of
 
 __all__ = [
     "SliceResult",

@@ -24,10 +24,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from calcore._errors import CalcoreError, EmptySplitError
-from calcore._limits import N_BOOTSTRAP
-from calcore._validation import check_total_weight
-from calcore.binning import resolve_binning
+from calcore.foundation.errors import CalcoreError, EmptySplitError
+from calcore.foundation.limits import N_BOOTSTRAP
+from calcore.foundation.validation import check_total_weight
+from calcore.foundation.binning import resolve_binning
 from calcore.evaluation.bootstrap import check_bootstrap_options
 from calcore.evaluation.calibration_test import test_from_null
 from calcore.evaluation.evaluator import (
@@ -49,7 +49,7 @@ from calcore.evaluation.slices import (
 )
 from calcore.io.stream import PredictionStream
 from calcore.metrics.registry import METRICS, metric_keys
-from calcore.slicing_batches import BatchSlicer
+from calcore.predictions.slicing_batches import BatchSlicer
 from calcore.statistics.passes import stream_statistics_by
 
 __all__ = ["evaluate_stream_by", "PERIOD_CHANGE_MAX_VALUES"]

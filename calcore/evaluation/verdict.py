@@ -46,8 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore import _limits
-from calcore._errors import CalcoreError
+from calcore.foundation import limits as _limits
+from calcore.foundation.errors import CalcoreError
 from calcore.evaluation.intervals import DOUBLE_BOOTSTRAP_METHODS, interval_bounds
 from calcore.metrics.registry import METRICS, default_primary
 

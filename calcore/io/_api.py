@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from calcore._errors import CalcoreError, EmptySplitError
+from calcore.foundation.errors import CalcoreError, EmptySplitError
 from calcore.predictions import Predictions
 
 __all__ = ["load_predictions", "load_splits"]

@@ -35,7 +35,7 @@ class BottomK:
         """Offer the batch's ``rows`` (None: all) at stream ``positions``: only the rows
         below the cut are copied out of the batch. ``preds`` is None when only the slice
         ``values`` are sampled."""
-        from calcore.statistics.poisson import row_uniforms
+        from calcore.foundation.keyed_random import row_uniforms
 
         self.n_read += positions.size
         u = row_uniforms(positions, self.seed, stream=self.stream)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["DEFAULT_MAX_DECODED_BYTES", "BUDGET_ENV", "resolve_budget", "over_budget"]
 

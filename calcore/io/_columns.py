@@ -28,7 +28,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from calcore._errors import CalcoreError, advice, quoted, quoted_list
+from calcore.foundation.errors import CalcoreError, advice, quoted, quoted_list
 from calcore.io._load_report import NOT_IN_SCORE_COLUMNS
 
 __all__ = [

@@ -41,8 +41,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from calcore._errors import CalcoreError, quoted, quoted_list
-from calcore._limits import CSV_FIRST_LINES_BYTES
+from calcore.foundation.errors import CalcoreError, quoted, quoted_list
+from calcore.foundation.limits import CSV_FIRST_LINES_BYTES
 from calcore.io._columns import check_header_names
 from calcore.io._source import Source, misnamed_binary
 

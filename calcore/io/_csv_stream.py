@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from calcore._errors import CalcoreError
-from calcore._limits import CSV_FIRST_LINES_BYTES
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import CSV_FIRST_LINES_BYTES
 from calcore.io._csv import CsvLayout, read_csv_columns, record_lines, scan_csv
 from calcore.io._source import Source, open_source, path_format
 

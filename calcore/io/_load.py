@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import LOGITS_FIX, CalcoreError, CalcoreWarning
-from calcore._softmax import log_softmax_rows
-from calcore._validation import (
+from calcore.foundation.errors import LOGITS_FIX, CalcoreError, CalcoreWarning
+from calcore.foundation.softmax import log_softmax_rows
+from calcore.foundation.validation import (
     InputContext,
     check_binary_probs,
     check_class_names,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calcore._errors import Advice
+from calcore.foundation.errors import Advice
 
 __all__ = ["LoadReport", "NOTE_TERMS", "TableSchema", "scores_note", "with_terms"]
 

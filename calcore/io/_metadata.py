@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from calcore.metadata import MetadataColumn, integer_column, metadata_from_text, numeric_column
+from calcore.predictions.metadata import MetadataColumn, integer_column, metadata_from_text, numeric_column
 
 __all__ = ["metadata_from_arrow"]
 

@@ -31,7 +31,7 @@ import stat
 import sys
 from typing import BinaryIO, Iterator
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["STDOUT", "check_output", "open_output", "write_output"]
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 
-from calcore._errors import CalcoreError
-from calcore.export import predictions_to_csv
+from calcore.foundation.errors import CalcoreError
+from calcore.io.export import predictions_to_csv
 from calcore.io._output import check_output, open_output
 
 __all__ = [

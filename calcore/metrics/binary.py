@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats as sps
 
-from calcore._errors import CalcoreError
-from calcore._validation import row_weights
-from calcore.diagnostics.bin_statistics import BinStatistics, statistics_for
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import row_weights
+from calcore.statistics.bin_statistics import BinStatistics, statistics_for
 from calcore.predictions import Predictions
 
 __all__ = [

@@ -9,12 +9,12 @@ from typing import Callable
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.metrics import binary as bm
 from calcore.metrics import binary_fit as bf
 from calcore.metrics import binned as mb
-from calcore.metrics import kde as mk
-from calcore.metrics import scoring as ms
+from calcore.metrics import kde_ece as mk
+from calcore.statistics import scoring as ms
 from calcore.predictions import Predictions
 
 __all__ = [

@@ -74,7 +74,7 @@ import json
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = [
     "ONE_LEVEL_STATE_BYTES",

@@ -36,7 +36,7 @@ from calcore.statistics.passes import (
     stream_statistics_by,
 )
 from calcore.statistics.points import REDUCTIONS, RowBatch, add_rows, point_cells, reduction_edges
-from calcore.statistics.poisson import poisson_weights
+from calcore.foundation.keyed_random import poisson_weights
 from calcore.statistics.redraws import LabelRedraws, redrawn_labels
 
 __all__ = [

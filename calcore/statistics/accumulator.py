@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from calcore.calibrators._blas import single_threaded_blas
-from calcore.metrics.scoring import brier_per_row, nll_per_row
+from calcore.statistics.scoring import brier_per_row, nll_per_row
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import BinEdges
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums

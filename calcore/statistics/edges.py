@@ -41,8 +41,8 @@ from functools import cached_property
 
 import numpy as np
 
-from calcore._validation import check_total_weight
-from calcore.binning import BIN_COUNT_RULES, BinningScheme, equal_width_index, resolve_binning
+from calcore.foundation.validation import check_total_weight
+from calcore.foundation.binning import BIN_COUNT_RULES, BinningScheme, equal_width_index, resolve_binning
 from calcore.statistics.cuts import GroupedCuts
 
 __all__ = [

@@ -47,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from calcore.calibrators._blas import single_threaded_blas
-from calcore.kde import MIN_BANDWIDTH, default_grid_size
+from calcore.foundation.kernel_density import MIN_BANDWIDTH, default_grid_size
 from calcore.statistics.cuts import SortedCuts
 
 __all__ = [

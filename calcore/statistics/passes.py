@@ -28,15 +28,15 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore.binning import BIN_COUNT_RULES, BinningScheme
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.binning import BIN_COUNT_RULES, BinningScheme
 from calcore.statistics import engine
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec, row_slice
 from calcore.statistics.edges import BinEdges, bins_per_group, equal_mass_ranks
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
 from calcore.statistics.points import complementary_binary, points_below
-from calcore.statistics.poisson import WeightsBuffer, poisson_weights
-from calcore.statistics.quantiles import ExactRanks
+from calcore.foundation.keyed_random import WeightsBuffer, poisson_weights
+from calcore.foundation.exact_ranks import ExactRanks
 from calcore.statistics.redraws import LabelRedraws
 
 __all__ = [
@@ -797,7 +797,7 @@ def job_lanes(job: dict, batches=()) -> tuple:
     phase : str
     slicer : BatchSlicer or None
     """
-    from calcore.slicing_batches import BatchSlicer
+    from calcore.predictions.slicing_batches import BatchSlicer
 
     spec = json.loads(str(job["job/spec"]))
     phase = spec["phase"]

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.foundation.threads import in_threads
-from calcore.binning import equal_width_index, resolve_binning
+from calcore.foundation.binning import equal_width_index, resolve_binning
 from calcore.calibrators._blas import single_threaded_blas
-from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
+from calcore.predictions.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import (
     BinEdges,

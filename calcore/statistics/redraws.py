@@ -27,7 +27,7 @@ from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.cells import replicate_sums
 from calcore.statistics.kde_cells import positive_moments, union_add
 from calcore.statistics.points import RowBatch, local_labels, point_cells
-from calcore.statistics.poisson import row_uniforms
+from calcore.foundation.keyed_random import row_uniforms
 
 __all__ = ["LabelRedraws", "redrawn_labels"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import calcore
-from calcore._errors import quoted
+from calcore.foundation.errors import quoted
 from calcore.io._files import NotRegularFileError
 from calcore.io.stream import DATA_EXTENSIONS, file_format, source_files
 

@@ -12,7 +12,7 @@ import json
 import math
 import re
 
-from calcore.export import predictions_csv_text, safe_cell
+from calcore.io.export import predictions_csv_text, safe_cell
 
 __all__ = ["calibrator_json", "predictions_csv", "safe_filename", "table_csv"]
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass, fields, is_dataclass
 
 import numpy as np
 
-from calcore._errors import quoted
+from calcore.foundation.errors import quoted
 
 __all__ = [
     "BUDGET",

@@ -10,7 +10,7 @@ option, or with one the page has no control for, is shown as calcore wrote it.
 
 from __future__ import annotations
 
-from calcore._errors import reworded
+from calcore.foundation.errors import reworded
 
 __all__ = ["DATASET_FIXES", "DECIMAL_LABEL", "PAGE_FIXES", "dataset_message", "page_message"]
 

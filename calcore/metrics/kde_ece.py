@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._validation import refuse_weights, row_weights
-from calcore.kde import (
+from calcore.foundation.validation import refuse_weights, row_weights
+from calcore.foundation.kernel_density import (
     KDEReliabilityCurve,
     check_kde_inputs,
     kde_bandwidth,
@@ -19,7 +19,7 @@ from calcore.kde import (
     kde_reliability_curve,
 )
 from calcore.predictions import Predictions
-from calcore.reductions import confidence_view
+from calcore.predictions.reductions import confidence_view
 from calcore.statistics.kde_cells import KDELayout, KDESums, ScoreMoments, kde_ece_from_sums
 
 __all__ = ["kde_ece_confidence", "kde_ece_classwise", "kde_confidence_curve"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["ExactRanks"]
 

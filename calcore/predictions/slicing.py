@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore.metadata import EXACT_FLOAT_INTEGERS, MAX_SLICE_VALUES, MISSING, MetadataColumn
+from calcore.foundation.errors import CalcoreError
+from calcore.predictions.metadata import EXACT_FLOAT_INTEGERS, MAX_SLICE_VALUES, MISSING, MetadataColumn
 
 __all__ = [
     "Slicing",

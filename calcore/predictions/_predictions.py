@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._softmax import log_softmax_rows
-from calcore._validation import (
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.softmax import log_softmax_rows
+from calcore.foundation.validation import (
     InputContext,
     check_class_names,
     check_labels,
@@ -372,7 +372,7 @@ class Predictions:
         >>> p.with_metadata({"device": ["mobile", "desktop"]}).metadata["device"].describe()
         'device: categorical, 2 values'
         """
-        from calcore.metadata import metadata_column
+        from calcore.predictions.metadata import metadata_column
 
         columns = {}
         for name, values in dict(metadata).items():

@@ -20,8 +20,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from calcore._errors import LOGITS_FIX, CalcoreError, quoted, quoted_list
-from calcore._limits import MAX_TOTAL_WEIGHT
+from calcore.foundation.errors import LOGITS_FIX, CalcoreError, quoted, quoted_list
+from calcore.foundation.limits import MAX_TOTAL_WEIGHT
 
 __all__ = [
     "InputContext",

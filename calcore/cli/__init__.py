@@ -37,19 +37,19 @@ import time
 import traceback
 import warnings
 
-from calcore import gates
-from calcore._errors import CalcoreError, CalcoreWarning, EmptySplitError, quoted
-from calcore._limits import SLICE_RESAMPLES
-from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
+from calcore.cli import gates
+from calcore.foundation.errors import CalcoreError, CalcoreWarning, EmptySplitError, quoted
+from calcore.foundation.limits import SLICE_RESAMPLES
+from calcore.foundation.binning import BIN_COUNT_RULES, BINNING_SCHEMES
 from calcore.calibrators.per_slice import MIN_FIT_ROWS, PerSliceCalibrator
 from calcore.evaluation.calibration_test import TESTABLE_METRICS
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
 from calcore.evaluation.slices import MIN_SLICE_ROWS, SlicedReport, evaluate_by
 from calcore.io._output import STDOUT, check_output, write_output
-from calcore.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of
+from calcore.cli.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of
 from calcore.metrics.registry import METRICS
-from calcore.slicing import parse_slice_spec
+from calcore.predictions.slicing import parse_slice_spec
 
 __all__ = ["main", "build_parser", "parse_param"]
 
@@ -103,7 +103,7 @@ CLI_FIXES = {
 def cli_message(message) -> str:
     """``message`` (a :class:`CalcoreError`, a note) in the command line's terms: each of
     its Python sentences about an option replaced by :data:`CLI_FIXES`' flags."""
-    from calcore._errors import reworded
+    from calcore.foundation.errors import reworded
 
     return reworded(message, CLI_FIXES)
 
@@ -1178,7 +1178,7 @@ def _fitted(calibrator, data) -> tuple[str, ...]:
 
 def _calibrate(args) -> int:
     from calcore.calibrators import make_calibrator
-    from calcore.export import write_json, write_predictions_csv
+    from calcore.io.export import write_json, write_predictions_csv
 
     params = dict(parse_param(p) for p in args.param)
     # fail on bad names before loading data
@@ -1393,7 +1393,7 @@ def _placement(stream, suffix) -> str:
 
 def _apply_npz(args, calibrator) -> int:
     """``apply`` to NPZ archives: written as a label and ``p_`` columns, as before."""
-    from calcore.export import write_predictions_csv
+    from calcore.io.export import write_predictions_csv
     from calcore.io.stream import source_files
     from calcore.io.stream_write import check_not_input
 

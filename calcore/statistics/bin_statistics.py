@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._validation import row_weights
-from calcore.binning import BinningScheme
+from calcore.foundation.validation import row_weights
+from calcore.foundation.binning import BinningScheme
 from calcore.predictions import Predictions
-from calcore.reductions import BinaryView, binary_view
+from calcore.predictions.reductions import BinaryView, binary_view
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, edges_for
 from calcore.statistics.points import RowBatch, add_rows, reduction_edges

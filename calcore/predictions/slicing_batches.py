@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore.metadata import (
+from calcore.foundation.errors import CalcoreError
+from calcore.predictions.metadata import (
     MAX_SLICE_VALUES,
     MetadataColumn,
     metadata_column,
     metadata_from_text,
 )
-from calcore.slicing import (
+from calcore.predictions.slicing import (
     PERIODS,
     SliceLabels,
     check_exact_ranges,
@@ -49,7 +49,7 @@ from calcore.slicing import (
     range_slices,
     resolve_spec,
 )
-from calcore.statistics.quantiles import ExactRanks
+from calcore.foundation.exact_ranks import ExactRanks
 
 __all__ = ["BatchSlicer", "QuantileCuts", "StreamSlicing", "used_dictionary_entries"]
 
