@@ -260,8 +260,6 @@ Errors
    CalcoreWarning  -- something the caller should know (renormalised rows, ...)
 """
 
-from calcore.foundation.errors import CalcoreError, CalcoreWarning
-from calcore.foundation.binning import BINNING_SCHEMES, BinningScheme, resolve_binning
 from calcore.calibrators import ALIASES as CALIBRATOR_ALIASES
 from calcore.calibrators import (
     CALIBRATORS,
@@ -274,12 +272,6 @@ from calcore.calibrators import (
 )
 from calcore.calibrators import FAMILIES as CALIBRATOR_FAMILIES
 from calcore.calibrators.per_slice import PerSliceCalibrator
-from calcore.statistics.bin_statistics import (
-    BinStatistics,
-    bin_statistics,
-    classwise_bin_statistics,
-    statistics_for,
-)
 from calcore.diagnostics.bin_sweep import EceByBins, ece_by_bins
 from calcore.diagnostics.consistency import ConsistencyBands, consistency_bands
 from calcore.diagnostics.reliability import (
@@ -318,10 +310,16 @@ from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS, interval_bounds
 from calcore.evaluation.slice_fits import PerSliceCalibration, fit_per_slice
 from calcore.evaluation.slices import PeriodChange, SlicedReport, SliceResult, evaluate_by
+from calcore.foundation.binning import BINNING_SCHEMES, BinningScheme, resolve_binning
+from calcore.foundation.errors import CalcoreError, CalcoreWarning
+from calcore.foundation.kernel_density import (
+    KDEReliabilityCurve,
+    kde_bandwidth,
+    kde_ece,
+    kde_reliability_curve,
+)
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
-from calcore.foundation.kernel_density import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
-from calcore.predictions.metadata import MetadataColumn
 from calcore.metrics.binary import (
     hosmer_lemeshow,
     hosmer_lemeshow_p,
@@ -353,14 +351,8 @@ from calcore.metrics.binned import (
 )
 from calcore.metrics.kde_ece import kde_confidence_curve, kde_ece_classwise, kde_ece_confidence
 from calcore.metrics.registry import BIN_FREE_METRICS, METRICS, MetricSpec, compute_metric
-from calcore.statistics.scoring import (
-    CalibrationGain,
-    accuracy,
-    brier_score,
-    calibration_gain,
-    negative_log_likelihood,
-)
 from calcore.predictions import Predictions
+from calcore.predictions.metadata import MetadataColumn
 from calcore.predictions.reductions import (
     BinaryView,
     binary_view,
@@ -370,6 +362,7 @@ from calcore.predictions.reductions import (
     top_k_label_view,
     top_label_view,
 )
+from calcore.predictions.slicing import Slicing, slicing_of
 from calcore.simulate import (
     DirichletSimulator,
     EstimatorErrors,
@@ -386,9 +379,21 @@ from calcore.simulate import (
     true_calibration_map,
     true_reliability_curve,
 )
-from calcore.predictions.slicing import Slicing, slicing_of
 from calcore.spark._evaluate import from_spark
+from calcore.statistics.bin_statistics import (
+    BinStatistics,
+    bin_statistics,
+    classwise_bin_statistics,
+    statistics_for,
+)
 from calcore.statistics.edges import BinAssignment, assign_bins
+from calcore.statistics.scoring import (
+    CalibrationGain,
+    accuracy,
+    brier_score,
+    calibration_gain,
+    negative_log_likelihood,
+)
 
 __all__ = [
     # Predictions and data sources

@@ -1,4 +1,4 @@
-"""Tests of calcore.binning against brute-force definitions written in this file.
+"""Tests of calcore.foundation.binning against brute-force definitions written in this file.
 
 * equal-width: bin k is ``k/B <= s < (k+1)/B`` with the correctly rounded Python
   float ``k/B`` as edge, found by a loop over k (never ``floor(s * B)``);

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import calcore
-from calcore.foundation.errors import CalcoreError
 from calcore.cli import main
+from calcore.foundation.errors import CalcoreError
 from calcore.foundation.keyed_random import row_uniforms
 
 

@@ -14,12 +14,12 @@ import pytest
 
 import calcore.statistics.points as engine_module
 from calcore import Predictions
+from calcore.predictions.reductions import classwise_view
 from calcore.statistics.bin_statistics import (
     bin_statistics,
     classwise_bin_statistics,
     view_bin_statistics,
 )
-from calcore.predictions.reductions import classwise_view
 
 # --------------------------------------------------------------------------- references
 

@@ -12,8 +12,8 @@ import pytest
 from _keys import assert_same_metrics  # tests/ is on sys.path
 
 import calcore
-from calcore.foundation.errors import CalcoreError
 from calcore.cli import main
+from calcore.foundation.errors import CalcoreError
 from calcore.predictions.metadata import MAX_SLICE_VALUES, MISSING, metadata_column
 
 

@@ -1,4 +1,4 @@
-"""calcore._softmax: the blocked log-softmax equals scipy's, bit for bit."""
+"""calcore.foundation.softmax: the blocked log-softmax equals scipy's, bit for bit."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calcore
-from calcore.statistics.bin_statistics import bin_statistics
 from calcore.statistics import CalibrationStatistics, CellRequest, CellSums, stream_statistics
+from calcore.statistics.bin_statistics import bin_statistics
 from calcore.statistics.edges import edges_for
 
 

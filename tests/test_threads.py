@@ -1,4 +1,4 @@
-"""calcore._threads: work split between threads gives what one thread gives."""
+"""calcore.foundation.threads: work split between threads gives what one thread gives."""
 
 from __future__ import annotations
 

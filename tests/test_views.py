@@ -1,4 +1,4 @@
-"""Tests of the M2B views (calcore.reductions) against brute-force definitions.
+"""Tests of the M2B views (calcore.predictions.reductions) against brute-force definitions.
 
 Each reference below walks the rows in Python: the argmax is the lowest index
 attaining the maximum, the k-th largest entry comes from sorting (value desc,

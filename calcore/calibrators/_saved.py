@@ -18,8 +18,8 @@ import re
 
 import numpy as np
 
-from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._state import LARGEST_INTEGER, Context, StateError, check_state
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["MAX_SAVED_BYTES", "MAX_JSON_DEPTH", "read_calibrator", "parse_json"]
 __all__ += ["calibrator_from_saved", "load_nested"]

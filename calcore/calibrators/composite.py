@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import json
 
-from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import ALIASES, CALIBRATORS, make_calibrator, register
 from calcore.calibrators._saved import load_nested, parse_json
 from calcore.calibrators._state import Saved, StateError
 from calcore.calibrators.temperature import TemperatureScaling
+from calcore.foundation.errors import CalcoreError
 from calcore.predictions import Predictions
 
 __all__ = ["Composition", "IROvATS", "compose"]

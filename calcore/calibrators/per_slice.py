@@ -27,12 +27,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from calcore.foundation.errors import CalcoreError
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator
 from calcore.calibrators._registry import make_calibrator
 from calcore.calibrators._state import LARGEST_INTEGER, Array, Number, StateError, Text
-from calcore.predictions.metadata import MAX_SLICE_VALUES
+from calcore.foundation.errors import CalcoreError
 from calcore.predictions import Predictions
+from calcore.predictions.metadata import MAX_SLICE_VALUES
 from calcore.predictions.slicing import PERIODS, Slicing, parse_slice_spec, slicing_of
 
 __all__ = ["MIN_FIT_ROWS", "PER_SLICE", "PerSliceCalibrator", "SliceFit", "fits_summary"]

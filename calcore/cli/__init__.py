@@ -12,7 +12,7 @@
   method fitted on the calibration rows and evaluated on the same bootstrap resamples of
   the test rows, the paired verdict of :meth:`calcore.Comparison.verdict` first.
 * ``calcore check FILE --max top_label_ece=0.03 [--min accuracy=0.9] [--on upper]``:
-  calibration gates for CI (:mod:`calcore.gates`); exit 0 when every gate holds, 1 when
+  calibration gates for CI (:mod:`calcore.cli.gates`); exit 0 when every gate holds, 1 when
   one fails; optional JUnit XML (``--junit``) and Markdown (``--markdown``) reports.
 * ``--by COLUMN`` (``metrics``, ``check``; repeatable, crossed): the same per slice of a
   metadata column (:func:`calcore.evaluate_by`): discoveries at Benjamini-Hochberg
@@ -37,17 +37,17 @@ import time
 import traceback
 import warnings
 
-from calcore.cli import gates
-from calcore.foundation.errors import CalcoreError, CalcoreWarning, EmptySplitError, quoted
-from calcore.foundation.limits import SLICE_RESAMPLES
-from calcore.foundation.binning import BIN_COUNT_RULES, BINNING_SCHEMES
 from calcore.calibrators.per_slice import MIN_FIT_ROWS, PerSliceCalibrator
+from calcore.cli import gates
+from calcore.cli.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of
 from calcore.evaluation.calibration_test import TESTABLE_METRICS
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
 from calcore.evaluation.slices import MIN_SLICE_ROWS, SlicedReport, evaluate_by
+from calcore.foundation.binning import BIN_COUNT_RULES, BINNING_SCHEMES
+from calcore.foundation.errors import CalcoreError, CalcoreWarning, EmptySplitError, quoted
+from calcore.foundation.limits import SLICE_RESAMPLES
 from calcore.io._output import STDOUT, check_output, write_output
-from calcore.cli.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of
 from calcore.metrics.registry import METRICS
 from calcore.predictions.slicing import parse_slice_spec
 
@@ -62,7 +62,7 @@ EXIT_INTERNAL = 3  # a bug in calcore: never read as "a gate failed" (1) nor "yo
 DECIMAL_MARKS = (".", ",")
 
 #: calcore option -> what to do on the command line instead (the sentence of a message or
-#: note that says it for Python is replaced whole, :func:`calcore._errors.reworded`).
+#: note that says it for Python is replaced whole, :func:`calcore.foundation.errors.reworded`).
 #: Options without a flag say what to change in the file.
 CLI_FIXES = {
     "label_column": "Give it with --label-col NAME.",
@@ -124,7 +124,7 @@ def _bins(text: str):
 
 
 def _within(limit):
-    """An argparse type: a whole number within a :class:`calcore._limits.CountLimit`."""
+    """An argparse type: a whole number within a :class:`calcore.foundation.limits.CountLimit`."""
 
     def parse(text: str) -> int:
         try:

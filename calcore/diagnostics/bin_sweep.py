@@ -8,9 +8,9 @@ import numpy as np
 
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.validation import refuse_weights
-from calcore.statistics.bin_statistics import statistics_for
 from calcore.metrics.binned import calibration_error_from_bins
 from calcore.predictions import Predictions
+from calcore.statistics.bin_statistics import statistics_for
 
 __all__ = ["EceByBins", "ece_by_bins"]
 

@@ -22,9 +22,9 @@ import numpy as np
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import N_RESAMPLES
 from calcore.foundation.validation import refuse_weights
-from calcore.statistics.bin_statistics import bin_statistics
 from calcore.predictions import Predictions
 from calcore.predictions.reductions import binary_view
+from calcore.statistics.bin_statistics import bin_statistics
 
 __all__ = ["ValidityCurve", "validity_curve", "umd_validity_bound"]
 

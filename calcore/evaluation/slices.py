@@ -29,9 +29,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from calcore.foundation.errors import CalcoreError
-from calcore.foundation.limits import SLICE_RESAMPLES
-from calcore.foundation.validation import row_weights
 from calcore.evaluation.calibration_test import TESTABLE_METRICS, CalibrationTest, calibration_test
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.slice_ranking import (
@@ -44,11 +41,14 @@ from calcore.evaluation.slice_ranking import (
     with_evidence,
 )
 from calcore.evaluation.slice_truth import direction_of, signed_truth
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import SLICE_RESAMPLES
+from calcore.foundation.validation import row_weights
 from calcore.io._bottom_k import BottomK
 from calcore.io.stream import concatenate_batches
-from calcore.predictions.metadata import MAX_SLICE_VALUES, MISSING
 from calcore.metrics.registry import METRICS, compute_metric, default_primary, metric_keys
 from calcore.predictions import Predictions
+from calcore.predictions.metadata import MAX_SLICE_VALUES, MISSING
 from calcore.predictions.slicing import Slicing, slicing_of
 
 __all__ = [
@@ -448,9 +448,9 @@ def evaluate_by(
         slice is accumulated in the same passes over the data
         (:func:`calcore.statistics.stream_statistics_by`), after passes over the slice
         columns for quantile ranges; datetime columns without a period are refused (see
-        :mod:`calcore.slicing_batches`).
+        :mod:`calcore.predictions.slicing_batches`).
     by : str or sequence of str
-        Slice specifications (:mod:`calcore.slicing`): ``"country"``, ``"age:q4"``,
+        Slice specifications (:mod:`calcore.predictions.slicing`): ``"country"``, ``"age:q4"``,
         ``"date:week"``; two or more cross.
     bins, binning, seed, n_bootstrap, confidence_level, metrics, interval_method :
         As in :func:`calcore.evaluate`, for the overall report and every slice's.

@@ -24,10 +24,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from calcore.foundation.errors import CalcoreError, EmptySplitError
-from calcore.foundation.limits import N_BOOTSTRAP
-from calcore.foundation.validation import check_total_weight
-from calcore.foundation.binning import resolve_binning
 from calcore.evaluation.bootstrap import check_bootstrap_options
 from calcore.evaluation.calibration_test import test_from_null
 from calcore.evaluation.evaluator import (
@@ -47,6 +43,10 @@ from calcore.evaluation.slices import (
     period_sample,
     sliced_report,
 )
+from calcore.foundation.binning import resolve_binning
+from calcore.foundation.errors import CalcoreError, EmptySplitError
+from calcore.foundation.limits import N_BOOTSTRAP
+from calcore.foundation.validation import check_total_weight
 from calcore.io.stream import PredictionStream
 from calcore.metrics.registry import METRICS, metric_keys
 from calcore.predictions.slicing_batches import BatchSlicer

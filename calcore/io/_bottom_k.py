@@ -1,7 +1,7 @@
 """Bottom-k sampling of a stream: the ``k`` rows with the smallest per-row uniforms.
 
 Each row's uniform comes from ``(seed, position)``
-(:func:`calcore.statistics.poisson.row_uniforms`), and ties are broken by position, so the
+(:func:`calcore.foundation.keyed_random.row_uniforms`), and ties are broken by position, so the
 rows kept depend on neither the batching nor the order the batches are offered in.
 """
 

@@ -237,7 +237,7 @@ def _first_line_end(source: str, data: bytes, start: int, line: int) -> int:
     """Where the line starting at byte ``start`` ends (its line feed, or the data's end).
 
     The header (``line`` 1) and the first data line must end within
-    :data:`~calcore._limits.CSV_FIRST_LINES_BYTES` of their start: a file is never
+    :data:`~calcore.foundation.limits.CSV_FIRST_LINES_BYTES` of their start: a file is never
     searched further for a line end (a sparse or NUL-filled file would be read whole).
 
     Raises

@@ -73,7 +73,7 @@ class CsvHead:
 def csv_head(path: str, name: str) -> CsvHead:
     """Read the header and the first rows of the CSV file at ``path``.
 
-    At most about twice :data:`~calcore._limits.CSV_FIRST_LINES_BYTES` are read, in
+    At most about twice :data:`~calcore.foundation.limits.CSV_FIRST_LINES_BYTES` are read, in
     blocks scanned once each: a file whose first lines do not end by then is refused
     (a sparse or NUL-filled file of gigabytes is not read whole to find a line end).
 

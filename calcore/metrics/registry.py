@@ -14,8 +14,8 @@ from calcore.metrics import binary as bm
 from calcore.metrics import binary_fit as bf
 from calcore.metrics import binned as mb
 from calcore.metrics import kde_ece as mk
-from calcore.statistics import scoring as ms
 from calcore.predictions import Predictions
+from calcore.statistics import scoring as ms
 
 __all__ = [
     "MetricSpec",

@@ -136,8 +136,8 @@ def applied_batches(plan_text: str, batches):
     """
     import pyarrow as pa
 
-    from calcore.foundation.validation import InputContext
     from calcore.calibrators._saved import calibrator_from_saved, parse_json
+    from calcore.foundation.validation import InputContext
     from calcore.io._load import validate_scores
     from calcore.io._table import columns_to_matrix
     from calcore.predictions import Predictions

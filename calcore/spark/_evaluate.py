@@ -435,11 +435,11 @@ class SparkEngine:
         in position order, as :func:`calcore.io._sampling.sample` draws them (a count, then
         one job)."""
         import calcore
+        from calcore.foundation.keyed_random import row_uniforms
         from calcore.io._bottom_k import bottom_k_cut, rows_at_or_below
         from calcore.predictions import Predictions
         from calcore.spark._apply import spark_error
         from calcore.statistics.engine import unpack
-        from calcore.foundation.keyed_random import row_uniforms
 
         read_plan, version = self.read_plan, calcore.__version__
 

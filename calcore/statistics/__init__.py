@@ -15,15 +15,16 @@ Layers, bottom up:
   (exact, mergeable);
 * :mod:`~calcore.statistics.accumulator` -- :class:`CalibrationStatistics`, every sum
   of a report, updated batch by batch and merged;
-* :mod:`~calcore.statistics.quantiles`, :mod:`~calcore.statistics.passes` -- exact
+* :mod:`~calcore.foundation.exact_ranks`, :mod:`~calcore.statistics.passes` -- exact
   order statistics and the passes over a stream that build the statistics (of all
   rows, or of every slice at once);
-* :mod:`~calcore.statistics.poisson`, :mod:`~calcore.statistics.replicates` --
+* :mod:`~calcore.foundation.keyed_random`, :mod:`~calcore.statistics.replicates` --
   bootstrap weights (Poisson, keyed by row position; multinomial counts in memory);
 * :mod:`~calcore.statistics.redraws` -- the sums of labels redrawn from the
   predictions (the test of calibration), keyed by row position too.
 """
 
+from calcore.foundation.keyed_random import poisson_weights
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, edges_for
@@ -36,7 +37,6 @@ from calcore.statistics.passes import (
     stream_statistics_by,
 )
 from calcore.statistics.points import REDUCTIONS, RowBatch, add_rows, point_cells, reduction_edges
-from calcore.foundation.keyed_random import poisson_weights
 from calcore.statistics.redraws import LabelRedraws, redrawn_labels
 
 __all__ = [

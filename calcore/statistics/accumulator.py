@@ -21,11 +21,11 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from calcore.calibrators._blas import single_threaded_blas
-from calcore.statistics.scoring import brier_per_row, nll_per_row
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import BinEdges
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 from calcore.statistics.points import RowBatch, add_rows
+from calcore.statistics.scoring import brier_per_row, nll_per_row
 
 __all__ = ["CellSpec", "KDESpec", "CalibrationStatistics"]
 

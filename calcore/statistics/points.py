@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calcore.calibrators._blas import single_threaded_blas
+from calcore.foundation.binning import equal_width_index, resolve_binning
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.threads import in_threads
-from calcore.foundation.binning import equal_width_index, resolve_binning
-from calcore.calibrators._blas import single_threaded_blas
 from calcore.predictions.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import (
@@ -44,7 +44,7 @@ __all__ = [
     "reduction_edges",
 ]
 
-REDUCTIONS = tuple(BINARY_REDUCTIONS)  # the names, defined once in calcore.reductions
+REDUCTIONS = tuple(BINARY_REDUCTIONS)  # the names, defined once in calcore.predictions.reductions
 
 # Values per block when the columns of a batch are sorted (~32 MB per temporary).
 _BLOCK_VALUES = 4_000_000
@@ -165,7 +165,7 @@ def reduction_edges(
     batch : RowBatch
     reduction : {"confidence", "top-label", "class-wise"}
     binning, bins :
-        See :mod:`calcore.binning`.
+        See :mod:`calcore.foundation.binning`.
     weights : ndarray of shape (m,), optional
         Row weights (frequency weights).
     min_score : float, optional

@@ -1,6 +1,6 @@
 """Download payloads: CSV tables, recalibrated predictions and fitted calibrators.
 
-Every text cell goes through :func:`calcore.export.safe_cell`, so a class or file name
+Every text cell goes through :func:`calcore.io.export.safe_cell`, so a class or file name
 such as ``=HYPERLINK(...)`` opens in a spreadsheet as text, not as a formula.
 """
 
