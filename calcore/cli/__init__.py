@@ -736,7 +736,7 @@ def _streamable(path: str, budget: int | None = None) -> bool:
     ends). Smaller CSV and NPZ files are loaded whole, as the dashboard loads them
     (multinomial bootstrap). A file that cannot be read is left to the loader's messages.
     """
-    from calcore.io._budget import resolve_budget
+    from calcore.foundation.limits import resolve_budget
 
     if any(ch in path for ch in "*?[") or os.path.isdir(path):
         return True

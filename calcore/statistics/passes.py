@@ -488,7 +488,7 @@ class _Lanes:
 
     def _start(self, lane) -> None:
         """Start a lane's statistics, within the memory budget of all lanes' sums."""
-        from calcore.io._budget import BUDGET_ENV, resolve_budget
+        from calcore.foundation.limits import BUDGET_ENV, resolve_budget
 
         lane.start(self.bootstrap, self.redraws, self.redraw_keys, **self._starting)
         self.state_bytes += _nbytes(lane)
