@@ -260,6 +260,8 @@ Errors
    CalcoreWarning  -- something the caller should know (renormalised rows, ...)
 """
 
+from calcore._deprecated_paths import install as _install_deprecated_paths
+from calcore._deprecated_paths import moved_attribute as __getattr__  # noqa: F401
 from calcore.calibrators import ALIASES as CALIBRATOR_ALIASES
 from calcore.calibrators import (
     CALIBRATORS,
@@ -394,6 +396,9 @@ from calcore.statistics.scoring import (
     calibration_gain,
     negative_log_likelihood,
 )
+
+# The old paths of moved modules (calcore.kde, calcore.binning, ...) for one release.
+_install_deprecated_paths()
 
 __all__ = [
     # Predictions and data sources
