@@ -84,7 +84,7 @@ class _Composed(Calibrator):
 
     family = "composite"
     # two complete saved calibrators, each checked as any saved calibrator is
-    state_fields = {"first": Saved(), "second": Saved()}
+    state_fields = {"first": Saved(load_nested), "second": Saved(load_nested)}
 
     def _check_saved_rules(self, state, *, path, n_classes):
         """Each saved part is the method, with the parameters, that this composition names."""
