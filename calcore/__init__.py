@@ -10,9 +10,14 @@ Quick start::
     # larger than memory (a file, a directory or a glob), streamed in batches:
     report = calcore.evaluate(calcore.scan("logs/*.parquet"), bins=15)
 
-Everything below is public (``__all__`` lists it in this order). The layers under it:
-``calcore.io`` (sources), ``calcore.statistics`` (mergeable sums), ``calcore.metrics``,
-``calcore.diagnostics``, ``calcore.evaluation`` and ``calcore.calibrators``.
+Everything below is public (``__all__`` lists it in this order). The layers under it, one
+package each, lowest first (a package imports only from its own and lower layers):
+``calcore.foundation`` (errors, validation, limits, binning schemes, kernel density,
+keyed random numbers, exact ranks), ``calcore.predictions`` (``Predictions``, metadata,
+slices, binary views), ``calcore.calibrators``, ``calcore.io`` (sources),
+``calcore.statistics`` (mergeable sums), ``calcore.metrics``, ``calcore.diagnostics``,
+``calcore.simulate``, ``calcore.evaluation``, ``calcore.spark`` and ``calcore.cli`` (the
+command line).
 
 Predictions and data sources
 ============================

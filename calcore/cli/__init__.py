@@ -23,6 +23,10 @@
   METHOD``: the slices of the test rows recalibrated by METHOD fitted on the calib rows.
 
 Errors are one line on stderr and exit code 2; never a traceback.
+
+The top layer of calcore's packages but the public map: this module is the command
+(``calcore``, ``python -m calcore.cli``); :mod:`calcore.cli.gates` holds the gates of
+``check`` and :mod:`calcore.cli.json_schemas` the schemas of every ``--json`` output.
 """
 
 from __future__ import annotations
@@ -1639,6 +1643,3 @@ def _error_line(message: str) -> None:
     """Print ``message`` as the one line of an error on stderr (line breaks become spaces)."""
     print("calcore: error: " + " ".join(message.split("\n")).replace("\r", " "), file=sys.stderr)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

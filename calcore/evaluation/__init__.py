@@ -13,6 +13,9 @@ protocols
 verdict
     ``Verdict``: which calibrator to ship, from paired differences on a comparison's
     common resamples (``Comparison.verdict``).
+slices, slices_stream, slice_results
+    ``evaluate_by``: calibration per slice, in memory and streamed, and what it returns
+    (``SlicedReport``, ``SliceResult``, ``PeriodChange``).
 """
 
 from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
