@@ -1,4 +1,4 @@
-"""Timing and exactness of calcore.kde.kde_ece; prints one JSON object.
+"""Timing and exactness of calcore.foundation.kernel_density.kde_ece; prints one JSON object.
 
 Scores mimic a deep net's top-label confidences, s = 1 - Beta(0.5, 10) (piled up
 near 1), with outcomes o ~ Bernoulli(s^2) (overconfident). Times are the best of
