@@ -38,6 +38,14 @@ MOVED = {
     "calcore.metrics.kde": "calcore.metrics.kde_ece",
     "calcore.statistics.poisson": "calcore.foundation.keyed_random",
     "calcore.statistics.quantiles": "calcore.foundation.exact_ranks",
+    # Private paths too, for the same release: code written against them elsewhere (a
+    # branch made before the move) still runs, and tests/test_layering.py names each use.
+    "calcore._errors": "calcore.foundation.errors",
+    "calcore._validation": "calcore.foundation.validation",
+    "calcore._softmax": "calcore.foundation.softmax",
+    "calcore._limits": "calcore.foundation.limits",
+    "calcore._threads": "calcore.foundation.threads",
+    "calcore.io._budget": "calcore.foundation.limits",
 }
 
 
