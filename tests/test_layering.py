@@ -25,9 +25,10 @@ lower layers. One layer per package (folder), lowest first:
     moved modules (``calcore/_deprecated_paths.py``).
 
 Every import counts, including those inside functions (lazy imports are for speed, not
-for hiding a dependency), and no import circle joins calcore modules. One exception,
-named in :data:`WORKER_IMPORTS`: ``calcore.spark``'s functions that run on Spark's workers
-import the package itself to say which calcore is installed there. calcore never imports
+for hiding a dependency), and no import circle joins calcore modules (but the one of
+:data:`KNOWN_CIRCLES`, left to another part of issue 36). One exception, named in
+:data:`WORKER_IMPORTS`: ``calcore.spark``'s functions that run on Spark's workers import
+the package itself to say which calcore is installed there. calcore never imports
 streamlit or plotly; modules do not import another module's private (underscore) names;
 ``import calcore`` loads neither pandas nor pyarrow (they load when a file is read). A
 module that moved keeps its old path for one release (``calcore._deprecated_paths``):
