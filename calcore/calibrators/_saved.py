@@ -213,7 +213,7 @@ def load_nested(data, *, path: str):
     if not isinstance(method, str):
         raise StateError(_top(path, "method"), "must be a calibrator name (a text)")
     if method == PER_SLICE:
-        return PerSliceCalibrator.from_saved_document(data, path=path, load=load_nested)
+        return PerSliceCalibrator._from_saved(data, path=path, load=load_nested)
     _require(data, ("params", "class_names", "state"), path)
     params = data["params"]
     if not isinstance(params, dict):

@@ -327,7 +327,7 @@ class PerSliceCalibrator:
         return Calibrator.from_dict(data)
 
     @classmethod
-    def from_saved_document(cls, data: dict, *, path: str, load) -> "PerSliceCalibrator":
+    def _from_saved(cls, data: dict, *, path: str, load) -> "PerSliceCalibrator":
         """:meth:`from_dict` for a document at JSON ``path``; raises ``StateError``.
 
         ``load(document, path=...)`` rebuilds the global and each slice's calibrator
