@@ -1,4 +1,4 @@
-"""Timing and exactness of calcore.kde.kde_ece; prints one JSON object.
+"""Timing and exactness of calcore.foundation.kernel_density.kde_ece; prints one JSON object.
 
 Scores mimic a deep net's top-label confidences, s = 1 - Beta(0.5, 10) (piled up
 near 1), with outcomes o ~ Bernoulli(s^2) (overconfident). Times are the best of
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import calcore
-from calcore.kde import kde_bandwidth, kde_ece, kde_reliability_curve
+from calcore.foundation.kernel_density import kde_bandwidth, kde_ece, kde_reliability_curve
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 
 WIDE = Path(__file__).resolve().parents[1] / "assets" / "synthetic_wide100.npz"

@@ -40,7 +40,7 @@ from calcore import (
     top_label_ece,
     top_label_mce,
 )
-from calcore.diagnostics.bin_statistics import statistics_for
+from calcore.statistics.bin_statistics import statistics_for
 
 LABEL = {
     "resnet50": "ResNet-50",

@@ -29,8 +29,7 @@ import time
 import numpy as np
 from _replication import arg_parser, table_header, table_row, write_outputs
 
-from calcore.diagnostics.bin_statistics import bin_statistics
-from calcore.kde import kde_ece
+from calcore.foundation.kernel_density import kde_ece
 from calcore.metrics.binned import (
     calibration_error_from_bins,
     classwise_ece,
@@ -45,6 +44,7 @@ from calcore.simulate import (
     simulate_predictions,
     true_calibration_errors,
 )
+from calcore.statistics.bin_statistics import bin_statistics
 
 D1 = {
     "KDE": lambda s, o: kde_ece(s, o, order=1),

@@ -10,9 +10,14 @@ Quick start::
     # larger than memory (a file, a directory or a glob), streamed in batches:
     report = calcore.evaluate(calcore.scan("logs/*.parquet"), bins=15)
 
-Everything below is public (``__all__`` lists it in this order). The layers under it:
-``calcore.io`` (sources), ``calcore.statistics`` (mergeable sums), ``calcore.metrics``,
-``calcore.diagnostics``, ``calcore.evaluation`` and ``calcore.calibrators``.
+Everything below is public (``__all__`` lists it in this order). The layers under it, one
+package each, lowest first (a package imports only from its own and lower layers):
+``calcore.foundation`` (errors, validation, limits, binning schemes, kernel density,
+keyed random numbers, exact ranks), ``calcore.predictions`` (``Predictions``, metadata,
+slices, binary views), ``calcore.calibrators``, ``calcore.io`` (sources),
+``calcore.statistics`` (mergeable sums), ``calcore.metrics``, ``calcore.diagnostics``,
+``calcore.simulate``, ``calcore.evaluation``, ``calcore.spark`` and ``calcore.cli`` (the
+command line).
 
 Predictions and data sources
 ============================
@@ -260,8 +265,8 @@ Errors
    CalcoreWarning  -- something the caller should know (renormalised rows, ...)
 """
 
-from calcore._errors import CalcoreError, CalcoreWarning
-from calcore.binning import BINNING_SCHEMES, BinningScheme, resolve_binning
+from calcore._deprecated_paths import install as _install_deprecated_paths
+from calcore._deprecated_paths import moved_attribute as __getattr__  # noqa: F401
 from calcore.calibrators import ALIASES as CALIBRATOR_ALIASES
 from calcore.calibrators import (
     CALIBRATORS,
@@ -274,12 +279,6 @@ from calcore.calibrators import (
 )
 from calcore.calibrators import FAMILIES as CALIBRATOR_FAMILIES
 from calcore.calibrators.per_slice import PerSliceCalibrator
-from calcore.diagnostics.bin_statistics import (
-    BinStatistics,
-    bin_statistics,
-    classwise_bin_statistics,
-    statistics_for,
-)
 from calcore.diagnostics.bin_sweep import EceByBins, ece_by_bins
 from calcore.diagnostics.consistency import ConsistencyBands, consistency_bands
 from calcore.diagnostics.reliability import (
@@ -318,10 +317,16 @@ from calcore.evaluation.intervals import INTERVAL_METHODS, interval_bounds
 from calcore.evaluation.significance import CalibrationTest, calibration_test
 from calcore.evaluation.slice_fits import PerSliceCalibration, fit_per_slice
 from calcore.evaluation.slices import PeriodChange, SlicedReport, SliceResult, evaluate_by
+from calcore.foundation.binning import BINNING_SCHEMES, BinningScheme, resolve_binning
+from calcore.foundation.errors import CalcoreError, CalcoreWarning
+from calcore.foundation.kernel_density import (
+    KDEReliabilityCurve,
+    kde_bandwidth,
+    kde_ece,
+    kde_reliability_curve,
+)
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
-from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
-from calcore.metadata import MetadataColumn
 from calcore.metrics.binary import (
     hosmer_lemeshow,
     hosmer_lemeshow_p,
@@ -351,17 +356,11 @@ from calcore.metrics.binned import (
     top_label_ece,
     top_label_mce,
 )
-from calcore.metrics.kde import kde_confidence_curve, kde_ece_classwise, kde_ece_confidence
+from calcore.metrics.kde_ece import kde_confidence_curve, kde_ece_classwise, kde_ece_confidence
 from calcore.metrics.registry import BIN_FREE_METRICS, METRICS, MetricSpec, compute_metric
-from calcore.metrics.scoring import (
-    CalibrationGain,
-    accuracy,
-    brier_score,
-    calibration_gain,
-    negative_log_likelihood,
-)
 from calcore.predictions import Predictions
-from calcore.reductions import (
+from calcore.predictions.metadata import MetadataColumn
+from calcore.predictions.reductions import (
     BinaryView,
     binary_view,
     classwise_view,
@@ -370,6 +369,7 @@ from calcore.reductions import (
     top_k_label_view,
     top_label_view,
 )
+from calcore.predictions.slicing import Slicing, slicing_of
 from calcore.simulate import (
     DirichletSimulator,
     EstimatorErrors,
@@ -386,9 +386,24 @@ from calcore.simulate import (
     true_calibration_map,
     true_reliability_curve,
 )
-from calcore.slicing import Slicing, slicing_of
 from calcore.spark._evaluate import from_spark
+from calcore.statistics.bin_statistics import (
+    BinStatistics,
+    bin_statistics,
+    classwise_bin_statistics,
+    statistics_for,
+)
 from calcore.statistics.edges import BinAssignment, assign_bins
+from calcore.statistics.scoring import (
+    CalibrationGain,
+    accuracy,
+    brier_score,
+    calibration_gain,
+    negative_log_likelihood,
+)
+
+# The old paths of moved modules (calcore.kde, calcore.binning, ...) for one release.
+_install_deprecated_paths()
 
 __all__ = [
     # Predictions and data sources

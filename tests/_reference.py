@@ -5,7 +5,8 @@ of floats, so that the vectorised library code is checked against something that
 of its tricks (sorting once, ``bincount``, ``searchsorted``, ``reduceat``, blockwise class-wise
 statistics). Slow (O(n L B)), meant for n up to a few hundred.
 
-Definitions (ALGORITHMS.md "M2B reductions", "Binned estimators"; calcore.binning docstring):
+Definitions (ALGORITHMS.md "M2B reductions", "Binned estimators"; calcore.foundation.binning
+docstring):
 
 * a binary problem is a list of (score, outcome, group); bins are formed within each group;
 * equal-width, B bins: point s goes to the k with ``k/B <= s < (k+1)/B`` (``k/B`` the correctly

@@ -297,7 +297,7 @@ def test_compare_ranks_by_distance_to_the_ideal_and_never_a_p_value():
 
 
 def test_gates_on_binary_measures():
-    from calcore import gates
+    from calcore.cli import gates
 
     preds, _, _ = _binary(500, seed=3)
     report = calcore.evaluate(preds, metrics=["oe_ratio"])

@@ -1,4 +1,4 @@
-"""Tests of calcore.binning against brute-force definitions written in this file.
+"""Tests of calcore.foundation.binning against brute-force definitions written in this file.
 
 * equal-width: bin k is ``k/B <= s < (k+1)/B`` with the correctly rounded Python
   float ``k/B`` as edge, found by a loop over k (never ``floor(s * B)``);
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from calcore import CalcoreError, assign_bins, resolve_binning
-from calcore.binning import BINNING_SCHEMES, BinningScheme, equal_width_index
+from calcore.foundation.binning import BINNING_SCHEMES, BinningScheme, equal_width_index
 
 # --------------------------------------------------------------------------- references
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import calcore
-from calcore._errors import CalcoreError
 from calcore.cli import main
-from calcore.statistics.poisson import row_uniforms
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.keyed_random import row_uniforms
 
 
 def _sim(kind, n_classes=3, **kw):

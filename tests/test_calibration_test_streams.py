@@ -16,8 +16,8 @@ import pytest
 import calcore
 from calcore.cli import main
 from calcore.evaluation.report_statistics import report_cell_specs, report_kde_specs
+from calcore.foundation.keyed_random import row_uniforms
 from calcore.statistics import CalibrationStatistics, LabelRedraws, redrawn_labels
-from calcore.statistics.poisson import row_uniforms
 
 
 def _preds(n, n_classes, seed, kind="overconfident"):

@@ -16,7 +16,7 @@ from _synthetic import softmax_synthetic
 from calcore import CALIBRATORS, CalcoreError, make_calibrator
 from calcore.calibrators import Calibrator
 from calcore.cli import main, parse_method_option, parse_param
-from calcore.export import write_predictions_csv
+from calcore.io.export import write_predictions_csv
 
 NUMERIC = [
     (name, p)

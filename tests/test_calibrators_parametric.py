@@ -404,7 +404,7 @@ def test_affine_objective_gradient_matches_finite_differences():
 def test_blas_runs_single_threaded_inside_the_fit_context_and_is_restored():
     from threadpoolctl import threadpool_info
 
-    from calcore._threads import single_threaded_blas
+    from calcore.foundation.threads import single_threaded_blas
 
     def blas_thread_counts():
         return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]

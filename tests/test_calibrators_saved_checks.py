@@ -29,7 +29,7 @@ from calcore.calibrators import _saved as saved_module
 from calcore.calibrators._saved import load_nested
 from calcore.calibrators._state import Array, Fields, Flag, Items, Number, Saved, Text
 from calcore.cli import main
-from calcore.export import write_json, write_predictions_csv
+from calcore.io.export import write_json, write_predictions_csv
 
 
 def _data(binary: bool) -> Predictions:

@@ -14,12 +14,12 @@ import pytest
 
 import calcore.statistics.points as engine_module
 from calcore import Predictions
-from calcore.diagnostics.bin_statistics import (
+from calcore.predictions.reductions import classwise_view
+from calcore.statistics.bin_statistics import (
     bin_statistics,
     classwise_bin_statistics,
     view_bin_statistics,
 )
-from calcore.reductions import classwise_view
 
 # --------------------------------------------------------------------------- references
 
@@ -347,7 +347,7 @@ def test_requests_sharing_one_sort_equal_each_column_binned_as_a_group(n_classes
     column at every request's ranks; weighted or unique: one sort per column) equals
     ``edges_for`` of the flat class-wise points grouped by class, which sorts every group
     itself."""
-    from calcore.binning import resolve_binning
+    from calcore.foundation.binning import resolve_binning
     from calcore.statistics.edges import edges_for
     from calcore.statistics.points import RowBatch, classwise_edges
 

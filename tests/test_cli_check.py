@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import calcore
-import calcore.gates
+import calcore.cli.gates
 from calcore import cli
 from calcore.cli import main
 
@@ -317,14 +317,14 @@ def test_junit_replaces_characters_xml_cannot_carry():
     report = calcore.evaluate(
         calcore.Predictions.from_probs([[0.9, 0.1], [0.2, 0.8]], [0, 1]), metrics=["accuracy"]
     )
-    gates = calcore.gates.parse_gates(minima=["accuracy=1"])
-    result = calcore.gates.check_report(report, gates, file="a\x01b\x1b.csv")
-    suite = ET.fromstring(calcore.gates.junit_xml(result))
+    gates = calcore.cli.gates.parse_gates(minima=["accuracy=1"])
+    result = calcore.cli.gates.check_report(report, gates, file="a\x01b\x1b.csv")
+    suite = ET.fromstring(calcore.cli.gates.junit_xml(result))
     assert suite.find("properties/property").get("value") == "a\ufffdb\ufffd.csv"
 
 
 def test_gates_module_examples_run():
-    failed, attempted = doctest.testmod(calcore.gates, optionflags=doctest.ELLIPSIS)
+    failed, attempted = doctest.testmod(calcore.cli.gates, optionflags=doctest.ELLIPSIS)
     assert attempted > 0 and failed == 0
 
 

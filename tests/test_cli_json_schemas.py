@@ -14,7 +14,7 @@ import pytest
 
 import calcore
 from calcore.cli import main
-from calcore.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of
+from calcore.cli.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of
 
 CREDIT = "assets/credit_default_logreg.npz"  # binary, calib and test splits, a 'sex' column
 CIFAR = "assets/cifar10_resnet110.npz"  # 10 classes, calib and test splits

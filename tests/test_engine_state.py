@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import calcore
-from calcore.slicing_batches import BatchSlicer
+from calcore.predictions.slicing_batches import BatchSlicer
 from calcore.statistics import CellRequest, engine, stream_statistics
 from calcore.statistics.passes import merge_pass, partition_states, pass_job, stream_statistics_by
 

@@ -16,9 +16,9 @@ import pytest
 from _keys import interval_keys  # tests/ is on sys.path
 
 import calcore
-from calcore._errors import CalcoreError
 from calcore.evaluation.evaluator import _point_metrics, bootstrap_replicates
-from calcore.kde import kde_ece
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.kernel_density import kde_ece
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 from calcore.statistics.replicates import KDE_MAX_WORK, resample_counts
 

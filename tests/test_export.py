@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calcore
-from calcore.export import predictions_csv_text, safe_cell, write_json
+from calcore.io.export import predictions_csv_text, safe_cell, write_json
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ import scipy.stats
 from scipy.special import ndtr, ndtri
 
 import calcore
-from calcore._errors import CalcoreError
 from calcore.evaluation.intervals import INTERVAL_METHODS, interval_bounds
+from calcore.foundation.errors import CalcoreError
 from calcore.statistics.replicates import jackknife_weights
 
 

@@ -15,8 +15,8 @@ import calcore.io._csv as csv_reader
 import calcore.io._npz as npz_reader
 import calcore.io._parquet as parquet_reader
 from calcore import CalcoreError
+from calcore.foundation.limits import BUDGET_ENV, resolve_budget
 from calcore.io import DEFAULT_MAX_DECODED_BYTES, inspect_table, load_predictions
-from calcore.io._budget import BUDGET_ENV, resolve_budget
 
 
 @pytest.fixture(autouse=True)

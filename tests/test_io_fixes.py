@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import calcore
-from calcore._errors import LOGITS_FIX
+from calcore.foundation.errors import LOGITS_FIX
 
 
 def _error(data: bytes, name: str = "f.csv", **options) -> calcore.CalcoreError:

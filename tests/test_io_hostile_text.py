@@ -21,9 +21,9 @@ import pytest
 
 import calcore
 from calcore import CalcoreError
-from calcore._errors import quoted, quoted_list
-from calcore._validation import index_label
 from calcore.cli import main
+from calcore.foundation.errors import quoted, quoted_list
+from calcore.foundation.validation import index_label
 from calcore.io._csv_stream import csv_head
 
 LIMIT_TEXT = "4 MiB (4,194,304 bytes)"  # _limits.CSV_FIRST_LINES_BYTES, written out

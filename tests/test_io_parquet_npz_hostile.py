@@ -315,7 +315,7 @@ def test_integer_ids_beyond_2_53_stay_two_exact_slices(tmp_path, ids, arrow_type
 
 
 def test_integer_text_beyond_64_bits_stays_text_and_missing_ids_stay_missing():
-    from calcore.metadata import metadata_from_text
+    from calcore.predictions.metadata import metadata_from_text
 
     huge = metadata_from_text("id", np.array([str(2**70), str(2**70 + 1)], dtype=object))
     assert huge.kind == "categorical" and huge.categories == (str(2**70), str(2**70 + 1))

@@ -17,7 +17,7 @@ import pytest
 
 import calcore
 from calcore.evaluation.intervals import interval_bounds
-from calcore.statistics.poisson import poisson_weights
+from calcore.foundation.keyed_random import poisson_weights
 from calcore.statistics.replicates import double_resample_counts, resample_counts
 
 BINNED = {

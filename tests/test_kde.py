@@ -1,7 +1,8 @@
-"""Tests of calcore.kde (KDE-ECE, Mix-n-Match Sec. 4.1) against independent computations.
+"""Tests of calcore.foundation.kernel_density (KDE-ECE, Mix-n-Match Sec. 4.1) against
+independent computations.
 
-Every expected value here is computed without calcore.kde's windowed evaluation: a
-direct kernel sum over all points and all mirror images, hand-written trapezoid sums,
+Every expected value here is computed without calcore.foundation.kernel_density's windowed
+evaluation: a direct kernel sum over all points and all mirror images, hand-written trapezoid sums,
 closed forms, scipy.integrate.quad and Monte Carlo on the Mix-n-Match synthetic problem.
 """
 
@@ -18,9 +19,14 @@ from scipy import integrate, stats
 from scipy.special import expit
 
 import calcore
-import calcore.kde as kde_module
-from calcore._errors import CalcoreError
-from calcore.kde import MIN_BANDWIDTH, kde_bandwidth, kde_ece, kde_reliability_curve
+import calcore.foundation.kernel_density as kde_module
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.kernel_density import (
+    MIN_BANDWIDTH,
+    kde_bandwidth,
+    kde_ece,
+    kde_reliability_curve,
+)
 
 # --------------------------------------------------------------------------- references
 

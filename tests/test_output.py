@@ -21,8 +21,8 @@ import pytest
 
 import calcore
 from calcore.cli import main
-from calcore.export import write_json, write_predictions_csv
 from calcore.io._output import open_output, write_output
+from calcore.io.export import write_json, write_predictions_csv
 from calcore.io.stream_write import write_predictions
 
 # confidences 0.9, 0.9, 0.8, 0.8 with the argmax right on rows 1, 3, 4: one-bin conf-ECE 0.1

@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 import calcore
 import calcore.io
 from calcore import CalcoreError, CalcoreWarning, Predictions
-from calcore._validation import probability_sum_tolerance
+from calcore.foundation.validation import probability_sum_tolerance
 
 EXAMPLES: Counter = Counter()  # examples run per test; "<calibrator> fitted": outputs checked
 
@@ -468,6 +468,6 @@ def test_integer_metadata_is_read_exactly_across_int64_and_uint64(tmp_path_facto
     assert col.kind == "integer", (fmt, col.kind)
     assert [int(v) for v in col.values] == rows
     assert col.n_distinct == len(set(rows))
-    from calcore.slicing import slicing_of
+    from calcore.predictions.slicing import slicing_of
 
     assert sorted(slicing_of(preds.metadata, ["uid"]).labels) == sorted(str(v) for v in set(rows))

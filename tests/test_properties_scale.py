@@ -5,7 +5,7 @@ This module draws a few large shapes instead (few examples, ``deadline=None``), 
 the whole module stays around a minute on a busy 2-core machine:
 
 * loader: a generated CSV or NPZ of the drawn shape, written to ``tmp_path``, reads back
-  exactly, or, when its decoded size (the rule documented in ``calcore.io._budget``)
+  exactly, or, when its decoded size (the rule documented in ``calcore.foundation.limits``)
   exceeds the budget, is refused with a ``CalcoreError`` naming ``max_decoded_bytes``;
 * ``calcore.evaluate``: every metric finite and within its registered bounds
   (``kde_ece_classwise`` is left out above 100 classes, with a note; both KDE metrics

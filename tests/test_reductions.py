@@ -1,4 +1,4 @@
-"""Tests of the M2B views (calcore.reductions) against brute-force definitions.
+"""Tests of the M2B views (calcore.predictions.reductions) against brute-force definitions.
 
 Each reference below walks the rows in Python: the argmax is the lowest index
 attaining the maximum, the k-th largest entry comes from sorting (value desc,
@@ -12,7 +12,7 @@ import pytest
 
 import calcore
 from calcore import CalcoreError, Predictions
-from calcore.reductions import (
+from calcore.predictions.reductions import (
     binary_view,
     classwise_view,
     confidence_view,

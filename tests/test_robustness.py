@@ -40,7 +40,7 @@ from scipy.special import logsumexp
 import calcore
 from calcore import CALIBRATORS, METRICS, CalcoreError, CalcoreWarning, Predictions
 from calcore.calibrators._canonical_base import MAX_CLASSES as CANONICAL_MAX_CLASSES
-from calcore.metrics.scoring import NLL_CLIP
+from calcore.statistics.scoring import NLL_CLIP
 
 ECE_KEYS = [k for k in multiclass_keys() if k not in ("accuracy", "nll", "brier")]
 N_METRIC_ROWS = 600

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import calcore
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 
 def _two_shops(n: int, seed: int) -> calcore.Predictions:

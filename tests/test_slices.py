@@ -12,9 +12,9 @@ import pytest
 from _keys import assert_same_metrics  # tests/ is on sys.path
 
 import calcore
-from calcore._errors import CalcoreError
 from calcore.cli import main
-from calcore.metadata import MAX_SLICE_VALUES, MISSING, metadata_column
+from calcore.foundation.errors import CalcoreError
+from calcore.predictions.metadata import MAX_SLICE_VALUES, MISSING, metadata_column
 
 
 def _binary_csv(path, rows, extra_header):
@@ -387,10 +387,10 @@ def test_no_change_between_calibrated_periods_is_rejected_at_the_nominal_rate():
 
 
 def test_large_periods_are_compared_on_a_seeded_sample_that_says_so(monkeypatch, tmp_path):
-    import calcore.evaluation.slices as slices
-    from calcore.statistics.poisson import row_uniforms
+    import calcore.evaluation.slice_results as slice_results
+    from calcore.foundation.keyed_random import row_uniforms
 
-    monkeypatch.setattr(slices, "PERIOD_TEST_ROWS", 120)
+    monkeypatch.setattr(slice_results, "PERIOD_TEST_ROWS", 120)
     preds = _over_time(["calibrated", "overconfident"], 400, seed=3)
     sliced = calcore.evaluate_by(preds, "day", n_resamples=49, rank_by="top_label_ece")
     change = sliced.change
@@ -403,11 +403,11 @@ def test_large_periods_are_compared_on_a_seeded_sample_that_says_so(monkeypatch,
     u = row_uniforms(np.arange(800), 0, stream=1 << 40)
     kept = np.sort(np.concatenate([d * 400 + np.argsort(u[d * 400 : d * 400 + 400])[:120]
                                    for d in range(2)]))  # fmt: skip
-    monkeypatch.setattr(slices, "PERIOD_TEST_ROWS", 10_000)
+    monkeypatch.setattr(slice_results, "PERIOD_TEST_ROWS", 10_000)
     alone = calcore.evaluate_by(preds.subset(kept), "day", n_resamples=49).change
     assert not alone.sampled and alone.p_value == change.p_value
     # streamed in uneven batches: the same rows, the same p-value
-    monkeypatch.setattr(slices, "PERIOD_TEST_ROWS", 120)
+    monkeypatch.setattr(slice_results, "PERIOD_TEST_ROWS", 120)
     pq.write_table(
         pa.table(
             {"label": preds.labels, "p_0": preds.probs[:, 0], "p_1": preds.probs[:, 1],

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import calcore
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.metrics.registry import IN_MEMORY_METRICS
 
 N_ROWS = 3000
@@ -486,7 +486,7 @@ def test_streamed_quantile_ranges_equal_the_same_rows_in_memory(ranged, fmt, by)
 
 
 def test_quantile_cuts_find_the_ranks_of_a_sort_by_brute_force():
-    from calcore.slicing_batches import QuantileCuts
+    from calcore.predictions.slicing_batches import QuantileCuts
 
     rng = np.random.default_rng(13)
     for trial in range(30):
@@ -508,7 +508,7 @@ def test_quantile_cuts_find_the_ranks_of_a_sort_by_brute_force():
 
 
 def test_an_empty_column_has_no_quantile_range():
-    from calcore.slicing_batches import QuantileCuts
+    from calcore.predictions.slicing_batches import QuantileCuts
 
     cuts = QuantileCuts(4)
     cuts.observe(np.empty(0), np.empty(0))

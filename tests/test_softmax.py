@@ -1,4 +1,4 @@
-"""calcore._softmax: the blocked log-softmax equals scipy's, bit for bit."""
+"""calcore.foundation.softmax: the blocked log-softmax equals scipy's, bit for bit."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from scipy.special import log_softmax
 
 import calcore
-from calcore import _softmax
+from calcore.foundation import softmax as _softmax
 
 
 @pytest.mark.parametrize(

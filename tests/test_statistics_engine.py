@@ -26,8 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import calcore
-from calcore.diagnostics.bin_statistics import bin_statistics
 from calcore.statistics import CalibrationStatistics, CellRequest, CellSums, stream_statistics
+from calcore.statistics.bin_statistics import bin_statistics
 from calcore.statistics.edges import edges_for
 
 
@@ -303,7 +303,7 @@ def _kde_problem(kind, n, seed):
 @pytest.mark.parametrize("bandwidth", [None, 1e-3, 0.05, 0.49, 0.5, 1.0])
 @pytest.mark.parametrize("order", [1, 2])
 def test_kde_cells_equal_the_exact_kernel_sums(kind, bandwidth, order):
-    from calcore.kde import kde_bandwidth, kde_ece
+    from calcore.foundation.kernel_density import kde_bandwidth, kde_ece
     from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 
     s, o = _kde_problem(kind, 400, seed=20)
@@ -316,7 +316,7 @@ def test_kde_cells_equal_the_exact_kernel_sums(kind, bandwidth, order):
 
 
 def test_kde_sums_merge_weights_and_replicates():
-    from calcore.kde import kde_bandwidth, kde_ece
+    from calcore.foundation.kernel_density import kde_bandwidth, kde_ece
     from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 
     s, o = _kde_problem("confident", 300, seed=21)
@@ -339,7 +339,7 @@ def test_kde_sums_merge_weights_and_replicates():
 
 
 def test_score_moments_merge_to_the_bandwidth_rule():
-    from calcore.kde import kde_bandwidth
+    from calcore.foundation.kernel_density import kde_bandwidth
     from calcore.statistics.kde_cells import ScoreMoments
 
     s, _ = _kde_problem("confident", 1000, seed=23)
@@ -398,8 +398,8 @@ def test_update_in_row_chunks_equals_one_chunk(monkeypatch):
 @pytest.mark.parametrize("collect_limit", [1 << 20, 10])
 @pytest.mark.parametrize("dense_limit", [1 << 22, 1 << 10], ids=["tables", "searches"])
 def test_exact_ranks_equal_a_sort(kind, collect_limit, dense_limit, monkeypatch):
-    import calcore.statistics.quantiles as quantiles
-    from calcore.statistics.quantiles import ExactRanks
+    import calcore.foundation.exact_ranks as quantiles
+    from calcore.foundation.exact_ranks import ExactRanks
 
     # small limit: prefixes counted sparsely and found by binary search, as for many groups
     monkeypatch.setattr(quantiles, "_DENSE_LIMIT", dense_limit)
@@ -440,8 +440,8 @@ def test_exact_ranks_equal_a_sort(kind, collect_limit, dense_limit, monkeypatch)
 def test_exact_ranks_of_class_wise_rows_equal_their_flattened_points(monkeypatch):
     """Rows of L scores with groups ``arange(L)[None, :]`` and row weights ``w[:, None]``
     (expanded a chunk at a time) find the values of the flattened points."""
-    import calcore.statistics.quantiles as quantiles
-    from calcore.statistics.quantiles import ExactRanks
+    import calcore.foundation.exact_ranks as quantiles
+    from calcore.foundation.exact_ranks import ExactRanks
 
     monkeypatch.setattr(quantiles, "_OBSERVE_VALUES", 70)
     rng = np.random.default_rng(32)
@@ -508,7 +508,7 @@ def test_order_statistics_equal_a_sort(kind, chunk, buckets, monkeypatch):
 
 
 def test_exact_ranks_notice_data_that_changed_between_passes():
-    from calcore.statistics.quantiles import ExactRanks
+    from calcore.foundation.exact_ranks import ExactRanks
 
     finder = ExactRanks([np.array([900])])
     finder.observe(np.random.default_rng(32).random(1000))
@@ -522,7 +522,7 @@ def test_exact_ranks_notice_data_that_changed_between_passes():
 
 
 def test_poisson_weights_depend_only_on_position_and_have_poisson_moments():
-    from calcore.statistics.poisson import poisson_weights
+    from calcore.foundation.keyed_random import poisson_weights
 
     w = poisson_weights(np.arange(200_000), 8, seed=3)
     assert w.shape == (8, 200_000) and (w == np.round(w)).all() and w.min() == 0
@@ -549,7 +549,7 @@ def _splitmix64(x: int) -> int:
 def test_row_uniforms_are_splitmix64_of_seed_and_position(stream):
     """Against the hash written out on Python integers, across the in-place mixer's chunk
     boundary (32,768 rows) and for positions beyond 2**32."""
-    from calcore.statistics.poisson import row_uniforms
+    from calcore.foundation.keyed_random import row_uniforms
 
     golden, mask, seed = 0x9E3779B97F4A7C15, (1 << 64) - 1, 11
     key = _splitmix64(((~seed & mask) * golden + golden) & mask)
@@ -570,7 +570,7 @@ def test_poisson_weights_are_the_splitmix64_halves_of_position_and_replicate_pai
     weight is the number of Poisson(1) CDF thresholds (as 32-bit integers) at or below."""
     import math
 
-    from calcore.statistics.poisson import poisson_weights
+    from calcore.foundation.keyed_random import poisson_weights
 
     golden, mask, seed, n_rep = 0x9E3779B97F4A7C15, (1 << 64) - 1, 21, 7
     pairs = (n_rep + 1) // 2
@@ -608,7 +608,7 @@ def test_replicate_statistics_equal_weighted_statistics_one_by_one(bins, layout)
         report_kde_specs,
         scoring_values,
     )
-    from calcore.statistics.poisson import poisson_weights
+    from calcore.foundation.keyed_random import poisson_weights
 
     preds = _preds(300, 3, seed=26)
     specs = report_cell_specs(preds, bins=bins, binning="equal-mass")

@@ -262,7 +262,7 @@ def test_wide_files_get_shorter_batches(tmp_path, monkeypatch):
 def test_stream_sample_is_the_bottom_k_of_the_row_uniforms(tmp_path):
     """Brute force: the sample is the rows with the k smallest (uniform, position) pairs,
     whatever the batching (batches of 97 rows make the sampler cut back many times)."""
-    from calcore.statistics.poisson import row_uniforms
+    from calcore.foundation.keyed_random import row_uniforms
 
     preds = _binary(2_000, seed=37)
     _write_parts(tmp_path, preds, [900])

@@ -1,4 +1,4 @@
-"""calcore._threads: one worker count, and work split between threads gives what one
+"""calcore.foundation.threads: one worker count, and work split between threads gives what one
 thread gives."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import threading
 import numpy as np
 import pytest
 
-import calcore._threads as threads
-from calcore._errors import CalcoreError
+import calcore.foundation.threads as threads
+from calcore.foundation.errors import CalcoreError
 
 
 @pytest.mark.parametrize("threaded", [False, True])

@@ -321,7 +321,7 @@ def test_rows_left_with_only_zero_weights_are_an_error_not_a_crash():
 
 
 def test_weighted_predictions_are_written_with_their_weights(tmp_path):
-    from calcore.export import write_predictions_csv
+    from calcore.io.export import write_predictions_csv
     from calcore.io.stream_write import write_predictions
 
     z, y = _logits(60, 3, seed=9)

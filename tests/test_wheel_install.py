@@ -105,7 +105,7 @@ def test_the_wheel_holds_the_app_its_samples_and_settings_and_no_tests(installed
     with zipfile.ZipFile(installed["wheel"]) as wheel:
         names = set(wheel.namelist())
         for name in ("dashboard/app.py", "dashboard/launch.py", "dashboard/__main__.py",
-                     "calcore/__init__.py", "calcore/cli.py"):  # fmt: skip
+                     "calcore/__init__.py", "calcore/cli/__init__.py"):  # fmt: skip
             assert name in names
         samples = sorted(p.name for p in (REPO_ROOT / "assets").glob("*.npz"))
         assert len(samples) >= 4

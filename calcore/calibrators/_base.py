@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._validation import row_weights
+from calcore.calibrators._state import check_declared_state, to_jsonable
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import row_weights
 from calcore.predictions import Predictions
 
 __all__ = ["Param", "Calibrator", "FORMAT_VERSION", "MAX_ITER", "MAX_ITERATIONS", "MAX_SEED"]
@@ -186,19 +187,6 @@ MAX_ITER = Param(
 )  # fmt: skip
 
 
-def to_jsonable(value):
-    """Arrays and numpy scalars as nested lists of Python numbers (exact under ``json``)."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    return value
-
-
 #: Most score values a fit on repeated rows may hold (2**26: 512 MiB of float64).
 MAX_REPEATED_VALUES = 1 << 26
 
@@ -228,6 +216,22 @@ def _repeated_rows(weights: np.ndarray, n_classes: int, *, owner: str) -> np.nda
             f"or scale the weights down."
         )
     return np.repeat(np.arange(weights.size), weights.astype(np.int64))
+
+
+#: Rebuilds any saved calibrator (set by :func:`register_saved_loader`).
+_saved_loader = None
+
+
+def register_saved_loader(load) -> None:
+    """Set the function :meth:`Calibrator.from_dict` rebuilds a saved calibrator with.
+
+    That is :func:`calcore.calibrators._saved.calibrator_from_saved`: it knows every
+    method (the registry) and the per-slice document, which all build on this base class,
+    so the loading side registers itself here when imported rather than being imported by
+    the base class.
+    """
+    global _saved_loader
+    _saved_loader = load
 
 
 class Calibrator:
@@ -456,7 +460,8 @@ class Calibrator:
     def from_dict(cls, data: dict) -> "Calibrator":
         """Rebuild a fitted calibrator saved with :meth:`to_dict` (any method, via the
         registry; ``Calibrator.from_dict`` also rebuilds a saved
-        :class:`~calcore.calibrators.per_slice.PerSliceCalibrator`).
+        :class:`~calcore.calibrators.per_slice.PerSliceCalibrator`), with the loader of
+        :func:`register_saved_loader`.
 
         Every field is checked before use: the parameters against their declared ranges,
         the state against the method's declared state (:meth:`declared_state`).
@@ -467,9 +472,9 @@ class Calibrator:
             Not a saved calibrator, another format version, or a field that breaks its
             declaration, named by its JSON path (``state.classes[2].edges[3]``).
         """
-        from calcore.calibrators._saved import calibrator_from_saved
-
-        calibrator = calibrator_from_saved(data)
+        if _saved_loader is None:  # the package (calcore.calibrators) sets it when imported
+            raise RuntimeError("import calcore.calibrators before loading a saved calibrator")
+        calibrator = _saved_loader(data)
         if cls is not Calibrator and not isinstance(calibrator, cls):
             raise CalcoreError(f"Saved calibrator is a {data['method']!r}, not a {cls.name!r}.")
         return calibrator
@@ -488,8 +493,6 @@ class Calibrator:
     def check_saved_state(self, state, *, path: str, n_classes: int) -> None:
         """Check a saved ``state`` (at JSON ``path``) for ``n_classes`` classes: the declared
         fields, then :meth:`_check_saved_rules`. Raises ``StateError`` naming the field."""
-        from calcore.calibrators._saved import check_declared_state
-
         check_declared_state(self, state, path=path, n_classes=n_classes)
         self._check_saved_rules(state, path=path, n_classes=n_classes)
 

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore import _limits
-from calcore._errors import CalcoreError
 from calcore.calibrators._base import MAX_SEED, Param
 from calcore.calibrators._binary import BinaryCalibrator
 from calcore.calibrators._state import Array
+from calcore.foundation import limits as _limits
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["BINS", "POINTS_PER_BIN", "SEED", "BinnedCalibrator", "umd_edges", "bin_sums"]
 __all__ += ["bin_values", "bin_index", "lookup", "MAX_DELTA", "EDGE_STATE"]
 
-# Bins and points per bin share the limit of a metric's bins (calcore._limits.BINS): a fit
+# Bins and points per bin share the limit of a metric's bins (calcore.foundation.limits.BINS): a fit
 # sorts the scores once and does O(log n) work per bin edge, so 100,000 bins on 50,000 x 100
 # rows stays well under a second per class; more bins than rows is refused at fit.
 BINS = Param(

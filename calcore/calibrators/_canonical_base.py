@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._simplex import MAX_GRID_BINS
 from calcore.calibrators._state import Array, Number, StateError
+from calcore.foundation.errors import CalcoreError
 from calcore.predictions import Predictions
 
 __all__ = ["CanonicalCalibrator", "MAX_CLASSES", "MIN_COUNT", "FALLBACK"]

@@ -16,8 +16,8 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from calcore._threads import single_threaded_blas
 from calcore.calibrators._scaling import warm_start_inverse_temperature
+from calcore.foundation.threads import single_threaded_blas
 
 __all__ = ["AffinePenalty", "affine_logits", "affine_objective", "fit_affine_softmax"]
 __all__ += ["fit_binary_logistic"]

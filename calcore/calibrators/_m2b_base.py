@@ -27,9 +27,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import CalibratorInfo
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["M2BWrapper", "top_label_rows", "normalize_rows", "transpose_blocks"]
 __all__ += ["TIE_GAP", "H_FLOOR"]

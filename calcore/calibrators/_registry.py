@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from calcore import _limits
-from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._bins import BINS
+from calcore.foundation import limits as _limits
+from calcore.foundation.errors import CalcoreError
 
 __all__ = [
     "ALIASES",
@@ -257,8 +257,9 @@ def canonical_name(name: str) -> str:
 
 #: Calibration rows from which a binning map is recommended beside the parametric one:
 #: enough to fill histogram binning's default bins with the rows per bin below which the
-#: verdict warns that bins are noise (:data:`calcore._limits.MIN_CALIBRATION_ROWS_PER_BIN`),
-#: so the recommended set never draws that warning on its own data.
+#: verdict warns that bins are noise
+#: (:data:`calcore.foundation.limits.MIN_CALIBRATION_ROWS_PER_BIN`), so the recommended set
+#: never draws that warning on its own data.
 FEW_ROWS = _limits.MIN_CALIBRATION_ROWS_PER_BIN * BINS.default
 #: Rows per class from which a map per class (top-label binning) is recommended: the same
 #: rows per bin in each predicted class's bins.

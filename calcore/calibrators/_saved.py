@@ -18,8 +18,11 @@ import re
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore.calibrators._state import LARGEST_INTEGER, Context, StateError, check_state
+from calcore.calibrators._base import FORMAT_VERSION, register_saved_loader
+from calcore.calibrators._registry import CALIBRATORS, make_calibrator
+from calcore.calibrators._state import LARGEST_INTEGER, StateError
+from calcore.calibrators.per_slice import PER_SLICE, PerSliceCalibrator
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["MAX_SAVED_BYTES", "MAX_JSON_DEPTH", "read_calibrator", "parse_json"]
 __all__ += ["calibrator_from_saved", "load_nested"]
@@ -192,9 +195,6 @@ def _top(path: str, key: str) -> str:
 def load_nested(data, *, path: str):
     """:func:`calibrator_from_saved` for a document at JSON ``path`` inside another
     (a composition's parts, a per-slice calibrator's fits); raises :class:`StateError`."""
-    from calcore.calibrators._base import FORMAT_VERSION
-    from calcore.calibrators._registry import make_calibrator
-
     if not isinstance(data, dict) or data.get("format") != "calcore-calibrator":
         raise StateError(
             path,
@@ -212,10 +212,8 @@ def load_nested(data, *, path: str):
     method = data.get("method")
     if not isinstance(method, str):
         raise StateError(_top(path, "method"), "must be a calibrator name (a text)")
-    from calcore.calibrators.per_slice import PER_SLICE, PerSliceCalibrator
-
     if method == PER_SLICE:
-        return PerSliceCalibrator._from_saved(data, path=path)
+        return PerSliceCalibrator._from_saved(data, path=path, load=load_nested)
     _require(data, ("params", "class_names", "state"), path)
     params = data["params"]
     if not isinstance(params, dict):
@@ -225,7 +223,7 @@ def load_nested(data, *, path: str):
     except StateError:
         raise
     except CalcoreError as err:  # an unknown name or a parameter out of its declared range
-        if method not in _known():
+        if method not in CALIBRATORS:
             raise StateError(
                 _top(path, "method"), f"is not a calibrator: {str(err).rstrip('.')}"
             ) from None
@@ -241,12 +239,6 @@ def load_nested(data, *, path: str):
     calibrator._fit_info = dict(fit_info)
     calibrator._class_names = names
     return calibrator
-
-
-def _known():
-    from calcore.calibrators._registry import CALIBRATORS
-
-    return CALIBRATORS
 
 
 def _shown_version(value) -> str:
@@ -272,12 +264,5 @@ def _class_names(value, path: str, calibrator) -> tuple[str, ...]:
     return tuple(value)
 
 
-def check_declared_state(calibrator, state, *, path: str, n_classes: int) -> None:
-    """``state`` against ``calibrator.declared_state()`` with the sizes it fixes."""
-    fields = calibrator.declared_state()
-    if fields is None:
-        raise StateError(
-            path, f"cannot be checked: {calibrator.name!r} declares no saved state", damaged=False
-        )
-    dims = {"L": n_classes, **calibrator.state_sizes(n_classes, path=path)}
-    check_state(fields, state, path, Context(calibrator, calibrator.params, dims))
+# Calibrator.from_dict rebuilds with it (the base class cannot import this module).
+register_saved_loader(calibrator_from_saved)

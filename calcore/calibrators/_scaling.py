@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from calcore._tuning import SCALING_BLOCK_ELEMENTS as _BLOCK_ELEMENTS
+from calcore.foundation.tuning import SCALING_BLOCK_ELEMENTS as _BLOCK_ELEMENTS
 from calcore.predictions import Predictions
 
 __all__ = [

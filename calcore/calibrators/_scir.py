@@ -35,10 +35,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from calcore._tuning import SCIR_DP_BUDGET as _DP_BUDGET
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import register
 from calcore.calibrators._state import Array, Items, Number, StateError
+from calcore.foundation.tuning import SCIR_DP_BUDGET as _DP_BUDGET
 
 __all__ = [
     "SortedCumulativeIsotonic",

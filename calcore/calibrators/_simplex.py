@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["sierpinski_n_bins", "sierpinski_bins", "sierpinski_index"]
 __all__ += ["grid_n_bins", "grid_bins", "grid_index", "largest_grid_k", "MAX_GRID_BINS"]

@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["Number", "Flag", "Text", "Array", "Items", "Fields", "Saved", "Recomputed"]
 __all__ += ["StateError", "check_state", "LARGEST_INTEGER", "MAX_COEFFICIENT"]
+__all__ += ["check_declared_state", "to_jsonable"]
 
 #: Largest integer a saved state may hold: beyond 2**53 integers are not exact in float64,
 #: and no count or size of a fit comes near it.
@@ -395,15 +396,17 @@ class Items:
 
 @dataclass(frozen=True)
 class Saved:
-    """A complete saved calibrator (as ``to_dict`` writes it), checked the same way."""
+    """A complete saved calibrator (as ``to_dict`` writes it), checked the same way: by
+    ``load`` (:func:`calcore.calibrators._saved.load_nested`, given by the declaring
+    method: loading any method needs the registry, which sits above these declarations)."""
+
+    load: Callable
 
     def describe(self, ctx: Context) -> str:
         return "a saved calibrator"
 
     def check(self, value, path: str, ctx: Context) -> None:
-        from calcore.calibrators._saved import load_nested
-
-        load_nested(value, path=path)
+        self.load(value, path=path)
 
 
 @dataclass(frozen=True)
@@ -418,8 +421,6 @@ class Recomputed:
         return self.what
 
     def check(self, value, path: str, ctx: Context) -> None:
-        from calcore.calibrators._base import to_jsonable
-
         expected = to_jsonable(self.compute(ctx.calibrator, ctx.dims["L"]))
         try:  # "true" is not 1: compare as JSON text
             same = json.dumps(value, sort_keys=True) == json.dumps(expected, sort_keys=True)
@@ -451,3 +452,27 @@ def check_state(fields: dict, value, path: str, ctx: Context) -> None:
         )
     for name, spec in fields.items():
         spec.check(value[name], f"{path}.{name}", ctx)
+
+
+def check_declared_state(calibrator, state, *, path: str, n_classes: int) -> None:
+    """``state`` against ``calibrator.declared_state()`` with the sizes it fixes."""
+    fields = calibrator.declared_state()
+    if fields is None:
+        raise StateError(
+            path, f"cannot be checked: {calibrator.name!r} declares no saved state", damaged=False
+        )
+    dims = {"L": n_classes, **calibrator.state_sizes(n_classes, path=path)}
+    check_state(fields, state, path, Context(calibrator, calibrator.params, dims))
+
+
+def to_jsonable(value):
+    """Arrays and numpy scalars as nested lists of Python numbers (exact under ``json``)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value

@@ -17,12 +17,12 @@ import warnings
 
 import numpy as np
 
-from calcore._errors import CalcoreWarning
-from calcore._softmax import log_softmax_rows
 from calcore.calibrators import _logistic, _scaling
 from calcore.calibrators._base import MAX_ITER, Calibrator, Param
 from calcore.calibrators._registry import register
 from calcore.calibrators._state import MAX_COEFFICIENT, Array
+from calcore.foundation.errors import CalcoreWarning
+from calcore.foundation.softmax import log_softmax_rows
 
 __all__ = ["VectorScaling", "MatrixScaling", "DirichletCalibration", "MAX_PENALTY"]
 

@@ -18,12 +18,12 @@ import warnings
 import numpy as np
 from scipy.special import expit
 
-from calcore._errors import CalcoreError, CalcoreWarning
-from calcore._validation import InputContext, check_binary_probs
 from calcore.calibrators import _logistic, _scaling
 from calcore.calibrators._base import MAX_ITER, Calibrator, Param
 from calcore.calibrators._registry import register
 from calcore.calibrators._state import MAX_COEFFICIENT, Flag, Number, Text
+from calcore.foundation.errors import CalcoreError, CalcoreWarning
+from calcore.foundation.validation import InputContext, check_binary_probs
 
 __all__ = ["PlattScaling", "BetaCalibration", "fit_platt", "apply_platt", "fit_beta", "apply_beta"]
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
 from calcore.calibrators import _simplex as sx
 from calcore.calibrators._base import MAX_SEED, Param
 from calcore.calibrators._canonical_base import (
@@ -43,6 +42,7 @@ from calcore.calibrators._canonical_base import (
 from calcore.calibrators._registry import register
 from calcore.calibrators._state import Array, Recomputed
 from calcore.calibrators.canonical_summary import CanonicalBins, canonical_bin_summary
+from calcore.foundation.errors import CalcoreError
 from calcore.predictions import Predictions
 
 __all__ = ["SierpinskiBinning", "GridBinning", "ProjectionHistogramBinning"]

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator
 from calcore.calibrators._canonical_base import CanonicalCalibrator
+from calcore.foundation.errors import CalcoreError
 from calcore.predictions import Predictions
 
 __all__ = ["CanonicalBins", "canonical_bin_summary"]

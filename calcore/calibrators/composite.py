@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import json
 
-from calcore._errors import CalcoreError
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import ALIASES, CALIBRATORS, make_calibrator, register
 from calcore.calibrators._saved import load_nested, parse_json
 from calcore.calibrators._state import Saved, StateError
 from calcore.calibrators.temperature import TemperatureScaling
+from calcore.foundation.errors import CalcoreError
 from calcore.predictions import Predictions
 
 __all__ = ["Composition", "IROvATS", "compose"]
@@ -84,7 +84,7 @@ class _Composed(Calibrator):
 
     family = "composite"
     # two complete saved calibrators, each checked as any saved calibrator is
-    state_fields = {"first": Saved(), "second": Saved()}
+    state_fields = {"first": Saved(load_nested), "second": Saved(load_nested)}
 
     def _check_saved_rules(self, state, *, path, n_classes):
         """Each saved part is the method, with the parameters, that this composition names."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._threads import in_threads
 from calcore.calibrators._base import Param
 from calcore.calibrators._bins import (
     BINS,
@@ -33,6 +32,7 @@ from calcore.calibrators._bins import (
     umd_edges,
 )
 from calcore.calibrators._registry import register
+from calcore.foundation.threads import in_threads
 
 __all__ = ["HistogramBinning"]
 

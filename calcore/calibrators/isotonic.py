@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from calcore._errors import CalcoreError
-from calcore._threads import in_threads
 from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._binary import BinaryCalibrator
 from calcore.calibrators._registry import register
 from calcore.calibrators._state import Array
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.threads import in_threads
 from calcore.predictions import Predictions
 
 __all__ = ["IsotonicRegression", "IsotonicRegressionMultiClass", "fit_isotonic_steps"]

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
 from calcore.calibrators._base import Param
 from calcore.calibrators._m2b_base import (
     M2BWrapper,
@@ -45,6 +44,7 @@ from calcore.calibrators._m2b_base import (
 )
 from calcore.calibrators._registry import register_wrapper
 from calcore.calibrators._state import Fields, Items
+from calcore.foundation.errors import CalcoreError
 from calcore.predictions import Predictions
 
 __all__ = ["top_label_rows", "normalize_rows"]

@@ -27,13 +27,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from calcore._errors import CalcoreError
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator
 from calcore.calibrators._registry import make_calibrator
 from calcore.calibrators._state import LARGEST_INTEGER, Array, Number, StateError, Text
-from calcore.metadata import MAX_SLICE_VALUES
+from calcore.foundation.errors import CalcoreError
 from calcore.predictions import Predictions
-from calcore.slicing import PERIODS, Slicing, parse_slice_spec, slicing_of
+from calcore.predictions.metadata import MAX_SLICE_VALUES
+from calcore.predictions.slicing import PERIODS, Slicing, parse_slice_spec, slicing_of
 
 __all__ = ["MIN_FIT_ROWS", "PER_SLICE", "PerSliceCalibrator", "SliceFit", "fits_summary"]
 
@@ -322,17 +322,18 @@ class PerSliceCalibrator:
             Not a saved per-slice calibrator, another format version, or a field that
             breaks its declaration, named by its JSON path (``slices[3].calibrator.state``).
         """
-        from calcore.calibrators._saved import calibrator_from_saved
-
         if not isinstance(data, dict) or data.get("method") != PER_SLICE:
             raise CalcoreError(f"Not a saved {PER_SLICE} calibrator.")
-        return calibrator_from_saved(data)
+        return Calibrator.from_dict(data)
 
     @classmethod
-    def _from_saved(cls, data: dict, *, path: str) -> "PerSliceCalibrator":
-        """:meth:`from_dict` for a document at JSON ``path``; raises ``StateError``."""
-        from calcore.calibrators._saved import load_nested
+    def _from_saved(cls, data: dict, *, path: str, load) -> "PerSliceCalibrator":
+        """:meth:`from_dict` for a document at JSON ``path``; raises ``StateError``.
 
+        ``load(document, path=...)`` rebuilds the global and each slice's calibrator
+        (:func:`calcore.calibrators._saved.load_nested`, which calls this method for a
+        per-slice document: the loading side knows every saved layout).
+        """
         at = (lambda key: f"{path}.{key}") if path else (lambda key: key)
         for key in ("base_method", "params", "by", "resolved", "min_rows", "global", "slices"):
             if key not in data:
@@ -358,7 +359,7 @@ class PerSliceCalibrator:
         except CalcoreError as err:
             raise StateError(at("params"), f"is refused: {str(err).rstrip('.')}") from None
         out.resolved = _resolved(resolved, at("resolved"), out.by)
-        out.fallback = _part(load_nested(data["global"], path=at("global")), out, at("global"))
+        out.fallback = _part(load(data["global"], path=at("global")), out, at("global"))
         names = out.fallback.class_names
         slices = data["slices"]
         if not isinstance(slices, list):
@@ -369,7 +370,7 @@ class PerSliceCalibrator:
             values = _slice_entry(entry, where, len(out.by))
             own = "calibrator" in entry
             if own:
-                fitted = load_nested(entry["calibrator"], path=f"{where}.calibrator")
+                fitted = load(entry["calibrator"], path=f"{where}.calibrator")
                 maps[values] = _part(fitted, out, f"{where}.calibrator")
                 if fitted.class_names != names:
                     raise StateError(

@@ -17,12 +17,12 @@ import warnings
 
 import numpy as np
 
-from calcore._errors import CalcoreError, CalcoreWarning
-from calcore._softmax import log_softmax_rows
 from calcore.calibrators import _scaling
 from calcore.calibrators._base import MAX_ITER, Calibrator, Param
 from calcore.calibrators._registry import register
 from calcore.calibrators._state import Array, Number, StateError
+from calcore.foundation.errors import CalcoreError, CalcoreWarning
+from calcore.foundation.softmax import log_softmax_rows
 
 __all__ = ["TemperatureScaling", "EnsembleTemperatureScaling"]
 

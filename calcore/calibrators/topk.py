@@ -52,12 +52,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._tuning import TOPK_ITERATIVE_MAX_K as _ITERATIVE_MAX_K
 from calcore.calibrators._base import Param
 from calcore.calibrators._m2b_base import H_FLOOR, M2BWrapper, top_label_rows
 from calcore.calibrators._registry import register_wrapper
 from calcore.calibrators._state import Items, StateError
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.tuning import TOPK_ITERATIVE_MAX_K as _ITERATIVE_MAX_K
 from calcore.predictions import Predictions
 
 __all__ = ["top_k_classes", "top_k_rows"]

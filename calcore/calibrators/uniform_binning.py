@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore.binning import equal_width_index
 from calcore.calibrators._bins import (
     BINS,
     EDGE_STATE,
@@ -33,6 +32,7 @@ from calcore.calibrators._bins import (
 )
 from calcore.calibrators._registry import register
 from calcore.calibrators._state import Array, Number
+from calcore.foundation.binning import equal_width_index
 
 __all__ = ["UniformMassSplit", "FixedWidthBinning", "ScalingBinning"]
 
@@ -77,7 +77,7 @@ class FixedWidthBinning(BinnedCalibrator):
     """Fixed-width binning: B equal-width bins ``[b/B, (b+1)/B)`` (last closed), mean outcomes.
 
     With ``points_per_bin``, ``B = floor(n / k)``. Bin indices come from
-    :func:`calcore.binning.equal_width_index` (exact edges). An empty bin
+    :func:`calcore.foundation.binning.equal_width_index` (exact edges). An empty bin
     predicts its midpoint ``(b + 1/2) / B``.
     """
 

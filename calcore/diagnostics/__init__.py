@@ -1,10 +1,10 @@
 """Diagnostics: what a metric summarises, shown per bin, per resample or per bin count.
 
+The layer above metrics; the per-bin statistics they show are the statistics engine's
+(:mod:`calcore.statistics.bin_statistics`).
+
 Modules
 -------
-bin_statistics
-    Per-bin counts, mean scores and accuracies of a binary view (the statistics engine's
-    cells as a ``BinStatistics``), class-wise too.
 reliability
     Confidence, top-label and class-wise reliability diagrams with Wilson intervals.
 consistency

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._validation import refuse_weights
-from calcore.diagnostics.bin_statistics import statistics_for
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import refuse_weights
 from calcore.metrics.binned import calibration_error_from_bins
 from calcore.predictions import Predictions
+from calcore.statistics.bin_statistics import statistics_for
 
 __all__ = ["EceByBins", "ece_by_bins"]
 

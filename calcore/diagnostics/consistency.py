@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._limits import N_RESAMPLES
-from calcore._tuning import CONSISTENCY_DRAWS_PER_BLOCK as _DRAWS_PER_BLOCK
-from calcore._validation import refuse_weights, renamed_attribute, renamed_keywords
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import N_RESAMPLES
+from calcore.foundation.tuning import CONSISTENCY_DRAWS_PER_BLOCK as _DRAWS_PER_BLOCK
+from calcore.foundation.validation import refuse_weights, renamed_attribute, renamed_keywords
 from calcore.predictions import Predictions
-from calcore.reductions import binary_view
+from calcore.predictions.reductions import binary_view
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import edges_for
 

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._validation import row_weights
-from calcore.diagnostics.bin_statistics import (
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import row_weights
+from calcore.predictions import Predictions
+from calcore.predictions.reductions import top_label_view
+from calcore.statistics.bin_statistics import (
     BinStatistics,
     bin_statistics_from_sums,
     classwise_bin_statistics,
@@ -22,8 +24,6 @@ from calcore.diagnostics.bin_statistics import (
     statistics_for,
     view_bin_statistics,
 )
-from calcore.predictions import Predictions
-from calcore.reductions import top_label_view
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import edges_for
 

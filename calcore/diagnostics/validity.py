@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._limits import N_RESAMPLES
-from calcore._validation import refuse_weights
-from calcore.diagnostics.bin_statistics import bin_statistics
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import N_RESAMPLES
+from calcore.foundation.validation import refuse_weights
 from calcore.predictions import Predictions
-from calcore.reductions import binary_view
+from calcore.predictions.reductions import binary_view
+from calcore.statistics.bin_statistics import bin_statistics
 
 __all__ = ["ValidityCurve", "validity_curve", "umd_validity_bound"]
 

@@ -17,9 +17,11 @@ significance
 verdict
     ``Verdict``: which calibrator to ship, from paired differences on a comparison's
     common resamples (``Comparison.verdict``).
+slices, slices_stream, slice_results
+    ``evaluate_by``: calibration per slice, in memory and streamed, and what it returns
+    (``SlicedReport``, ``SliceResult``, ``PeriodChange``).
 """
 
-from calcore._validation import renamed_module
 from calcore.evaluation import significance
 from calcore.evaluation.bootstrap import Interval, bootstrap_interval, bootstrap_intervals
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
@@ -36,6 +38,7 @@ from calcore.evaluation.protocols import (
 )
 from calcore.evaluation.significance import CalibrationTest, calibration_test
 from calcore.evaluation.verdict import PairedDifference, Verdict, verdict_of
+from calcore.foundation.validation import renamed_module
 from calcore.metrics.registry import default_primary
 
 __all__ = [

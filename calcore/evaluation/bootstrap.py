@@ -7,8 +7,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._limits import BOOTSTRAP_RESAMPLES
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import BOOTSTRAP_RESAMPLES
 from calcore.predictions import Predictions
 
 __all__ = [

@@ -13,17 +13,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from calcore._errors import CalcoreError, EmptySplitError
-from calcore._limits import N_BOOTSTRAP
-from calcore._threads import side_by_side
-from calcore._tuning import SHARED_COUNTS_VALUES
-from calcore._validation import (
-    check_total_weight,
-    renamed_attribute,
-    renamed_keywords,
-    row_weights,
-)
-from calcore.binning import resolve_binning
 from calcore.evaluation.binary_rows import (
     binary_row_replicates,
     binary_row_values,
@@ -53,6 +42,17 @@ from calcore.evaluation.significance import (
     p_values_from_null,
     redrawn_label_test,
     tested_statistics,
+)
+from calcore.foundation.binning import resolve_binning
+from calcore.foundation.errors import CalcoreError, EmptySplitError
+from calcore.foundation.limits import N_BOOTSTRAP
+from calcore.foundation.threads import side_by_side
+from calcore.foundation.tuning import SHARED_COUNTS_VALUES
+from calcore.foundation.validation import (
+    check_total_weight,
+    renamed_attribute,
+    renamed_keywords,
+    row_weights,
 )
 from calcore.io.stream import PredictionStream
 from calcore.metrics.binary import HL_GROUPS
@@ -900,7 +900,7 @@ def evaluate(
     preds : Predictions
     bins : int or str, default 15
     binning : str, default "equal-width"
-        Binning of the binned metrics (see :mod:`calcore.binning`). ACE and
+        Binning of the binned metrics (see :mod:`calcore.foundation.binning`). ACE and
         TACE always use equal-mass bins, as many as
         :func:`calcore.metrics.registry.adaptive_bins_for` says; TACE keeps scores ``>= 1e-3``.
     seed : int, default 0

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = [
     "DOUBLE_BOOTSTRAP_METHODS",

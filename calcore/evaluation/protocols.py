@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calcore._errors import CalcoreError, CalcoreWarning
-from calcore._limits import N_REPEATS, N_RESAMPLES
-from calcore._validation import refuse_weights, renamed_keywords
 from calcore.calibrators import Calibrator, make_calibrator
 from calcore.diagnostics.validity import ValidityCurve, validity_curves_once
 from calcore.evaluation.bootstrap import Interval
 from calcore.evaluation.evaluator import evaluate
+from calcore.foundation.errors import CalcoreError, CalcoreWarning
+from calcore.foundation.limits import N_REPEATS, N_RESAMPLES
+from calcore.foundation.validation import refuse_weights, renamed_keywords
 from calcore.metrics.registry import METRICS, compute_metric
-from calcore.metrics.scoring import calibration_gain
 from calcore.predictions import Predictions
-from calcore.reductions import binary_view
+from calcore.predictions.reductions import binary_view
+from calcore.statistics.scoring import calibration_gain
 
 __all__ = [
     "UNCALIBRATED",

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore.binning import resolve_binning
-from calcore.diagnostics.bin_statistics import BinStatistics, bin_statistics_from_sums
-from calcore.kde import validated_scores_bandwidth
+from calcore.foundation.binning import resolve_binning
+from calcore.foundation.kernel_density import validated_scores_bandwidth
 from calcore.metrics.binary import HL_GROUPS
 from calcore.metrics.binned import ReplicateBins
 from calcore.metrics.registry import METRICS, adaptive_bins_for
 from calcore.predictions import Predictions
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
+from calcore.statistics.bin_statistics import BinStatistics, bin_statistics_from_sums
 from calcore.statistics.kde_cells import ScoreMoments
 from calcore.statistics.points import (
     RowBatch,

@@ -17,7 +17,7 @@ finite-sample bias as the observed one, so a calibrated model gets large p-value
 when its binned ECE is visibly above 0.
 
 The labels of resample ``r`` come from one uniform per row keyed by ``(seed, r, row
-position)`` (:func:`calcore.statistics.poisson.row_uniforms`), so they do not depend on
+position)`` (:func:`calcore.foundation.keyed_random.row_uniforms`), so they do not depend on
 how the rows are batched.
 
 References
@@ -34,11 +34,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._limits import BOOTSTRAP_RESAMPLES
-from calcore._tuning import REDRAW_MEMORY_BYTES
-from calcore._validation import row_weights
-from calcore.binning import resolve_binning
 from calcore.evaluation.report_statistics import (
     CELLS_OF_METRIC,
     binned_values,
@@ -47,6 +42,11 @@ from calcore.evaluation.report_statistics import (
     report_cell_specs,
     report_kde_specs,
 )
+from calcore.foundation.binning import resolve_binning
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import BOOTSTRAP_RESAMPLES
+from calcore.foundation.tuning import REDRAW_MEMORY_BYTES
+from calcore.foundation.validation import row_weights
 from calcore.metrics.registry import METRICS, metric_keys
 from calcore.predictions import Predictions
 from calcore.statistics.accumulator import CalibrationStatistics

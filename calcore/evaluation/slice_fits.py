@@ -27,9 +27,9 @@ from calcore.calibrators.per_slice import (
     SliceFit,
     fits_summary,
 )
-from calcore.metadata import MAX_SLICE_VALUES
 from calcore.predictions import Predictions
-from calcore.slicing import slicing_of
+from calcore.predictions.metadata import MAX_SLICE_VALUES
+from calcore.predictions.slicing import slicing_of
 
 __all__ = ["MIN_FIT_ROWS", "PerSliceCalibration", "SliceFit", "fit_per_slice"]
 

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from calcore.binning import resolve_binning
+from calcore.foundation.binning import resolve_binning
 from calcore.statistics.passes import CellRequest
 
 __all__ = [

@@ -13,7 +13,7 @@ ranges of the same rows in memory. What differs from memory, and is said in the 
 * the overall report's calibration test is of the ranking metric only, with the slices'
   ``n_resamples`` redrawn label sets (in memory: every error, ``n_bootstrap`` sets);
 * the change between the first and last periods reads those two periods' rows (a seeded
-  sample of :data:`~calcore.evaluation.slices.PERIOD_TEST_ROWS` of a larger period, the
+  sample of :data:`~calcore.evaluation.slice_results.PERIOD_TEST_ROWS` of a larger period, the
   same rows as in memory) in one more pass, when they fit in
   :data:`PERIOD_CHANGE_MAX_VALUES` probabilities; otherwise it is left out with a note.
 """
@@ -24,10 +24,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from calcore._errors import CalcoreError, EmptySplitError
-from calcore._limits import N_BOOTSTRAP
-from calcore._validation import check_total_weight
-from calcore.binning import resolve_binning
 from calcore.evaluation.bootstrap import check_bootstrap_options
 from calcore.evaluation.evaluator import (
     PROPER_SCORES,
@@ -38,8 +34,7 @@ from calcore.evaluation.evaluator import (
 from calcore.evaluation.intervals import check_interval_method
 from calcore.evaluation.report_statistics import CELLS_OF_METRIC, replicate_values
 from calcore.evaluation.significance import p_values_from_null
-from calcore.evaluation.slice_truth import SIGNED_CELLS, signed_request, signed_truth_from
-from calcore.evaluation.slices import (
+from calcore.evaluation.slice_results import (
     PERIOD_TEST_ROWS,
     SliceResult,
     period_change,
@@ -47,9 +42,14 @@ from calcore.evaluation.slices import (
     period_sample,
     sliced_report,
 )
+from calcore.evaluation.slice_truth import SIGNED_CELLS, signed_request, signed_truth_from
+from calcore.foundation.binning import resolve_binning
+from calcore.foundation.errors import CalcoreError, EmptySplitError
+from calcore.foundation.limits import N_BOOTSTRAP
+from calcore.foundation.validation import check_total_weight
 from calcore.io.stream import PredictionStream
 from calcore.metrics.registry import METRICS, metric_keys
-from calcore.slicing_batches import BatchSlicer
+from calcore.predictions.slicing_batches import BatchSlicer
 from calcore.statistics.passes import stream_statistics_by
 
 __all__ = ["evaluate_stream_by", "PERIOD_CHANGE_MAX_VALUES"]
@@ -204,7 +204,7 @@ def _period_change(
     stream, slicer, slicing, results, *, options, metric, n_resamples, min_rows, notes
 ):
     """The in-memory permutation test on the first and last periods' rows (or their seeded
-    samples, :func:`~calcore.evaluation.slices.period_sample`), read in one more pass when
+    samples, :func:`~calcore.evaluation.slice_results.period_sample`), read in one more pass when
     they fit in :data:`PERIOD_CHANGE_MAX_VALUES` probabilities."""
     ends = period_ends(slicing, results, [s.n for s in results], min_rows)
     if ends is None:

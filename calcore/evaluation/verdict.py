@@ -46,9 +46,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore import _limits
-from calcore._errors import CalcoreError
 from calcore.evaluation.intervals import DOUBLE_BOOTSTRAP_METHODS, interval_bounds
+from calcore.foundation import limits as _limits
+from calcore.foundation.errors import CalcoreError
 from calcore.metrics.registry import METRICS, default_primary
 
 __all__ = [
@@ -59,7 +59,8 @@ __all__ = [
     "MIN_ROWS_PER_BIN",
 ]
 
-#: See :data:`calcore._limits.MIN_CALIBRATION_ROWS_PER_BIN` (the recommended set shares it).
+#: See :data:`calcore.foundation.limits.MIN_CALIBRATION_ROWS_PER_BIN` (the recommended set
+#: shares it).
 MIN_ROWS_PER_BIN = _limits.MIN_CALIBRATION_ROWS_PER_BIN
 
 #: Families from simplest to most flexible: among methods tied with the best, the verdict

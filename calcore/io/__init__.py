@@ -9,8 +9,8 @@ validating every value, so a user can confirm or correct it first.
 decimal comma (which loading reports, naming the column and first cell).
 """
 
+from calcore.foundation.limits import DEFAULT_MAX_DECODED_BYTES
 from calcore.io._api import load_predictions, load_splits
-from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES
 from calcore.io._decimal import decimal_comma_to_point
 from calcore.io._inspect import inspect_table
 from calcore.io._load_report import LoadReport, TableSchema

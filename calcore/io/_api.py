@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from calcore._errors import CalcoreError, EmptySplitError
+from calcore.foundation.errors import CalcoreError, EmptySplitError
 from calcore.predictions import Predictions
 
 __all__ = ["load_predictions", "load_splits"]
@@ -103,7 +103,7 @@ def load_predictions(
         otherwise be a class). Every column that is not a label, split, weight or
         score column is kept anyway (CSV, Parquet; in an NPZ archive every other array
         of one number, boolean, string or datetime per row), as ``preds.metadata``
-        (:class:`calcore.metadata.MetadataColumn`): its kind and number of values are
+        (:class:`calcore.predictions.metadata.MetadataColumn`): its kind and number of values are
         in the load report; a text column with more than 1,000 distinct values (an id)
         is counted, not kept.
     decimal : {".", ","}, default "."

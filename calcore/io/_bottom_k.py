@@ -1,7 +1,7 @@
 """Bottom-k sampling of a stream: the ``k`` rows with the smallest per-row uniforms.
 
 Each row's uniform comes from ``(seed, position)``
-(:func:`calcore.statistics.poisson.row_uniforms`), and ties are broken by position, so the
+(:func:`calcore.foundation.keyed_random.row_uniforms`), and ties are broken by position, so the
 rows kept depend on neither the batching nor the order the batches are offered in.
 """
 
@@ -35,7 +35,7 @@ class BottomK:
         """Offer the batch's ``rows`` (None: all) at stream ``positions``: only the rows
         below the cut are copied out of the batch. ``preds`` is None when only the slice
         ``values`` are sampled."""
-        from calcore.statistics.poisson import row_uniforms
+        from calcore.foundation.keyed_random import row_uniforms
 
         self.n_read += positions.size
         u = row_uniforms(positions, self.seed, stream=self.stream)

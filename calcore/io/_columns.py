@@ -28,7 +28,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from calcore._errors import CalcoreError, advice, quoted, quoted_list
+from calcore.foundation.errors import CalcoreError, advice, quoted, quoted_list
 from calcore.io._load_report import NOT_IN_SCORE_COLUMNS
 
 __all__ = [
@@ -64,7 +64,7 @@ def pick_weight(columns, weight_column, source: str, *, problems=None) -> str | 
     ordinary column).
 
     With a list ``problems``, several columns with a weight name are a detection problem
-    appended to it (an :class:`~calcore._errors.Advice`; none is picked) rather than an
+    appended to it (an :class:`~calcore.foundation.errors.Advice`; none is picked) rather than an
     error: a caller that inspects the file (the dashboard's Data panel, with its Weight
     column menu) can then still show the columns to choose from.
 

@@ -40,11 +40,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from calcore._errors import CalcoreError, quoted, quoted_list
-from calcore._limits import CSV_FIRST_LINES_BYTES
-from calcore._threads import worker_count
-from calcore._tuning import CSV_MAX_PIECE_BYTES as _MAX_PIECE
-from calcore._tuning import CSV_MIN_PIECE_BYTES as _MIN_PIECE
+from calcore.foundation.errors import CalcoreError, quoted, quoted_list
+from calcore.foundation.limits import CSV_FIRST_LINES_BYTES
+from calcore.foundation.threads import worker_count
+from calcore.foundation.tuning import CSV_MAX_PIECE_BYTES as _MAX_PIECE
+from calcore.foundation.tuning import CSV_MIN_PIECE_BYTES as _MIN_PIECE
 from calcore.io._columns import check_header_names
 from calcore.io._source import Source, misnamed_binary
 
@@ -239,7 +239,7 @@ def _first_line_end(source: str, data: bytes, start: int, line: int) -> int:
     """Where the line starting at byte ``start`` ends (its line feed, or the data's end).
 
     The header (``line`` 1) and the first data line must end within
-    :data:`~calcore._limits.CSV_FIRST_LINES_BYTES` of their start: a file is never
+    :data:`~calcore.foundation.limits.CSV_FIRST_LINES_BYTES` of their start: a file is never
     searched further for a line end (a sparse or NUL-filled file would be read whole).
 
     Raises

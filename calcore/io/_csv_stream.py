@@ -21,10 +21,10 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from calcore._errors import CalcoreError
-from calcore._limits import CSV_FIRST_LINES_BYTES
-from calcore._tuning import CSV_STREAM_MAX_PIECE_BYTES as MAX_PIECE_BYTES
-from calcore._tuning import CSV_STREAM_MIN_PIECE_BYTES as MIN_PIECE_BYTES
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import CSV_FIRST_LINES_BYTES
+from calcore.foundation.tuning import CSV_STREAM_MAX_PIECE_BYTES as MAX_PIECE_BYTES
+from calcore.foundation.tuning import CSV_STREAM_MIN_PIECE_BYTES as MIN_PIECE_BYTES
 from calcore.io._csv import CsvLayout, read_csv_columns, record_lines, scan_csv
 from calcore.io._source import Source, open_source, path_format
 
@@ -71,7 +71,7 @@ class CsvHead:
 def csv_head(path: str, name: str) -> CsvHead:
     """Read the header and the first rows of the CSV file at ``path``.
 
-    At most about twice :data:`~calcore._limits.CSV_FIRST_LINES_BYTES` are read, in
+    At most about twice :data:`~calcore.foundation.limits.CSV_FIRST_LINES_BYTES` are read, in
     blocks scanned once each: a file whose first lines do not end by then is refused
     (a sparse or NUL-filled file of gigabytes is not read whole to find a line end).
 

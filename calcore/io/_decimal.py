@@ -17,7 +17,7 @@ import csv
 import io
 import re
 
-from calcore._errors import Advice, CalcoreError, advice, quoted, quoted_list
+from calcore.foundation.errors import Advice, CalcoreError, advice, quoted, quoted_list
 
 __all__ = [
     "DECIMAL_FIX",

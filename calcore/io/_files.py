@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["NotRegularFileError", "file_kind", "check_regular"]
 

@@ -6,8 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
-from calcore._errors import quoted
-from calcore.io._budget import resolve_budget
+from calcore.foundation.errors import quoted
+from calcore.foundation.limits import resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._load_report import PERCENT_SUGGESTED, TableSchema
 

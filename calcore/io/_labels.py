@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError, quoted, quoted_list
-from calcore._validation import InputContext, check_label_names, index_label, reads_as_integer
+from calcore.foundation.errors import CalcoreError, quoted, quoted_list
+from calcore.foundation.validation import (
+    InputContext,
+    check_label_names,
+    index_label,
+    reads_as_integer,
+)
 
 __all__ = ["SPLITS", "SPLIT_VALUES", "class_labels", "split_codes", "split_of_rows"]
 

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import LOGITS_FIX, CalcoreError, CalcoreWarning
-from calcore._softmax import log_softmax_rows
-from calcore._validation import (
+from calcore.foundation.errors import LOGITS_FIX, CalcoreError, CalcoreWarning
+from calcore.foundation.limits import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_budget
+from calcore.foundation.softmax import log_softmax_rows
+from calcore.foundation.validation import (
     InputContext,
     check_binary_probs,
     check_class_names,
@@ -18,7 +19,6 @@ from calcore._validation import (
     check_sample_weight,
     probability_sum_tolerance,
 )
-from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._csv_stream import open_source_bounded
 from calcore.io._decimal import check_decimal

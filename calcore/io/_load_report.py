@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calcore._errors import Advice
+from calcore.foundation.errors import Advice
 
 __all__ = ["LoadReport", "NOTE_TERMS", "TableSchema", "scores_note", "with_terms"]
 
@@ -27,7 +27,7 @@ NOT_IN_SCORE_COLUMNS = "not in score_columns"
 #: speak of an option in Python's terms, with the option each is about: a program with
 #: its own means to the same end (the command line's flags, the dashboard's controls)
 #: replaces the phrase, whole, by its own words for the option
-#: (:func:`calcore._errors.reworded`). Each is written once, here.
+#: (:func:`calcore.foundation.errors.reworded`). Each is written once, here.
 NOTE_TERMS = (
     ("scores_auto", SCORES_AUTO_SAW),
     ("scores_given", "scores='probs' was given"),
@@ -40,7 +40,7 @@ NOTE_TERMS = (
 
 
 def with_terms(text: str) -> str:
-    """``text`` as an :class:`~calcore._errors.Advice` naming the options of the
+    """``text`` as an :class:`~calcore.foundation.errors.Advice` naming the options of the
     :data:`NOTE_TERMS` phrases it holds, or ``text`` itself when it holds none.
 
     Examples
@@ -236,7 +236,8 @@ class LoadReport:
 
     def warnings(self) -> list[str]:
         """The notes that also went out as :class:`~calcore.CalcoreWarning` (those that
-        speak of an option as :class:`~calcore._errors.Advice`, as in :meth:`messages`)."""
+        speak of an option as :class:`~calcore.foundation.errors.Advice`, as in
+        :meth:`messages`)."""
         out = []
         if self.renormalized_rows:
             out.append(
@@ -261,7 +262,7 @@ class LoadReport:
         """Human-readable notes on what was detected and done, warnings included.
 
         A note that speaks of an option (``scores='auto' saw ...``, ``(percent=True)``)
-        is an :class:`~calcore._errors.Advice` naming it (:data:`NOTE_TERMS`), so that the
+        is an :class:`~calcore.foundation.errors.Advice` naming it (:data:`NOTE_TERMS`), so that the
         command line and the dashboard can say it in their own terms."""
         kind = (
             "binary: one column of P(positive)" if self.binary_shortcut else "one column per class"

@@ -3,7 +3,7 @@
 Typed columns keep their type: booleans, integers (exact, never through float64),
 floats, dates and timestamps
 (converted to UTC); string columns are read as text cells
-(:func:`calcore.metadata.metadata_from_text`: the same rules as CSV).
+(:func:`calcore.predictions.metadata.metadata_from_text`: the same rules as CSV).
 """
 
 from __future__ import annotations
@@ -12,7 +12,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from calcore.metadata import MetadataColumn, integer_column, metadata_from_text, numeric_column
+from calcore.predictions.metadata import (
+    MetadataColumn,
+    integer_column,
+    metadata_from_text,
+    numeric_column,
+)
 
 __all__ = ["metadata_from_arrow"]
 

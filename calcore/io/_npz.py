@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore.io._budget import BUDGET_ENV, over_budget
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import BUDGET_ENV, over_budget
 from calcore.io._source import Source
 
 __all__ = ["NpzContent", "read_npz", "peek_npz"]

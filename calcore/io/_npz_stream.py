@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.io._npz import (
     ZIP_ERRORS,
     FirstRows,

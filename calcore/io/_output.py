@@ -1,7 +1,7 @@
 """Writing a file the user named, without replacing what it is.
 
 Every file calcore writes for a user (``check --junit/--markdown`` reports, ``--out``
-predictions, ``--save`` calibrators, :func:`calcore.export.write_json` ...) goes
+predictions, ``--save`` calibrators, :func:`calcore.io.export.write_json` ...) goes
 through :func:`open_output`, which decides by what the path is now:
 
 * missing, or a regular file: written to a temporary file in the same folder and renamed
@@ -31,7 +31,7 @@ import stat
 import sys
 from typing import BinaryIO, Iterator
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = ["STDOUT", "check_output", "open_output", "write_output"]
 

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from calcore._errors import CalcoreError
-from calcore.io._budget import BUDGET_ENV
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import BUDGET_ENV
 from calcore.io._columns import check_header_names
 from calcore.io._source import Source
 from calcore.io._table import RowNames, columns_to_matrix

@@ -20,7 +20,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
-from calcore._threads import worker_count
+from calcore.foundation.threads import worker_count
 
 __all__ = ["row_group_chunks"]
 

@@ -17,9 +17,9 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._limits import ROWS
-from calcore._validation import InputContext
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import ROWS
+from calcore.foundation.validation import InputContext
 from calcore.io._bottom_k import BottomK, n_batch_rows
 from calcore.io._labels import SPLITS, split_codes
 from calcore.io._prefetch import prefetched
@@ -139,7 +139,7 @@ def batch_metadata(stream, batch) -> dict:
 def _metadata_column(family: str, name: str, parts: list):
     """A metadata column from a slice column's values, batch by batch, built by the
     loader's own converter for the family (Arrow arrays, CSV text cells, NPZ arrays)."""
-    from calcore.metadata import metadata_column, metadata_from_text
+    from calcore.predictions.metadata import metadata_column, metadata_from_text
 
     if family == "arrow":
         import pyarrow as pa

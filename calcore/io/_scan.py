@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.io._columns import Roles, detect_roles, pick_weight, weight_candidates
 from calcore.io._csv import read_csv_columns, record_lines, scan_csv
 from calcore.io._decimal import with_decimal, with_decimal_commas
@@ -16,7 +16,7 @@ from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
 from calcore.io._source import Source
 from calcore.io._table import RawTable, RowNames
-from calcore.metadata import MetadataColumn, metadata_column
+from calcore.predictions.metadata import MetadataColumn, metadata_column
 
 __all__ = ["Scan", "scan", "read_table", "npz_roles", "numeric_in_preview", "metadata_columns"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calcore._errors import quoted
+from calcore.foundation.errors import quoted
 from calcore.io._columns import Roles
 
 __all__ = ["RawTable", "RowNames", "SelectedRowNames", "LabelRowNames", "columns_to_matrix"]

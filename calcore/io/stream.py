@@ -41,10 +41,10 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._limits import ROWS
-from calcore._tuning import DEFAULT_BATCH_ROWS, MAX_BATCH_VALUES, MAX_KEPT_CELLS
-from calcore._validation import InputContext, check_sample_weight
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import ROWS
+from calcore.foundation.tuning import DEFAULT_BATCH_ROWS, MAX_BATCH_VALUES, MAX_KEPT_CELLS
+from calcore.foundation.validation import InputContext, check_sample_weight
 from calcore.io._columns import Roles, detect_roles, pick_weight
 from calcore.io._files import check_regular
 from calcore.io._labels import SPLITS, class_labels, split_codes
@@ -58,7 +58,7 @@ from calcore.io._table import (
     columns_to_matrix,
 )
 from calcore.predictions import Predictions
-from calcore.slicing_batches import used_dictionary_entries
+from calcore.predictions.slicing_batches import used_dictionary_entries
 
 __all__ = ["PredictionStream", "StreamBatch", "scan", "source_files", "DEFAULT_BATCH_ROWS"]
 

@@ -4,7 +4,7 @@
 score columns replaced (or, with a suffix, joined) by the calibrated probabilities; see
 :class:`AppliedLayout`. :func:`write_stream` and :func:`write_predictions` (``calcore
 calibrate --out``, ``apply`` on NPZ archives) write the predictions alone, in the layout
-of :func:`calcore.export.predictions_to_csv`: a ``label`` column of class indices, then
+of :func:`calcore.io.export.predictions_to_csv`: a ``label`` column of class indices, then
 one probability column ``p_<class>`` per class, so it reads back with
 :func:`calcore.load_predictions` or :func:`calcore.scan`. Batches of either are written
 as they come (bounded memory) by :func:`calcore.io._output.open_output`: to a temporary
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import os
 
-from calcore._errors import CalcoreError
-from calcore.export import predictions_to_csv
+from calcore.foundation.errors import CalcoreError
 from calcore.io._output import check_output, open_output
+from calcore.io.export import predictions_to_csv
 
 __all__ = [
     "write_stream",

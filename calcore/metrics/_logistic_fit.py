@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from calcore._tuning import LOGISTIC_FIT_BLOCK_VALUES as _BLOCK_VALUES
-from calcore._tuning import WARM_START_ROWS
+from calcore.foundation.tuning import LOGISTIC_FIT_BLOCK_VALUES as _BLOCK_VALUES
+from calcore.foundation.tuning import WARM_START_ROWS
 
 __all__ = ["separated", "fit_slope", "fit_intercept", "MAX_ITERATIONS"]
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats as sps
 
-from calcore._errors import CalcoreError
-from calcore._validation import row_weights
-from calcore.diagnostics.bin_statistics import BinStatistics, statistics_for
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import row_weights
 from calcore.predictions import Predictions
+from calcore.statistics.bin_statistics import BinStatistics, statistics_for
 
 __all__ = [
     "LOGIT_CLIP",
@@ -261,8 +261,8 @@ def hosmer_lemeshow(preds: Predictions, *, sample_weight=None) -> float:
     """The Hosmer-Lemeshow statistic on deciles of risk.
 
     ``HL = sum_g (O_g - E_g)^2 / (E_g (1 - E_g / n_g))`` over the 10 equal-mass groups of
-    ``p`` (the ``equal-mass`` binning of :mod:`calcore.binning`: a block of tied scores is
-    never split, so a group can be empty and is then skipped), with ``O_g = sum w y``,
+    ``p`` (the ``equal-mass`` binning of :mod:`calcore.foundation.binning`: a block of tied
+    scores is never split, so a group can be empty and is then skipped), with ``O_g = sum w y``,
     ``E_g = sum w p`` and ``n_g = sum w`` in the group. For a group with ``E_g`` in
     ``{0, n_g}`` see :func:`hosmer_lemeshow_from_bins`. 0 ideal.
 

@@ -27,17 +27,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._validation import row_weights
-from calcore.binning import resolve_binning
-from calcore.diagnostics.bin_statistics import (
+from calcore.foundation.binning import resolve_binning
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import row_weights
+from calcore.predictions import Predictions
+from calcore.predictions.reductions import top_k_confidence_view, top_k_label_view
+from calcore.statistics.bin_statistics import (
     BinStatistics,
     classwise_bin_statistics,
     statistics_for,
     view_bin_statistics,
 )
-from calcore.predictions import Predictions
-from calcore.reductions import top_k_confidence_view, top_k_label_view
 
 __all__ = [
     "calibration_error_from_bins",
@@ -131,7 +131,7 @@ def confidence_ece(
     preds : Predictions
     bins : int or str, default 15
     binning : str, default "equal-width"
-        See :mod:`calcore.binning`.
+        See :mod:`calcore.foundation.binning`.
     p : float or np.inf, default 1
         Norm order (2 for the l2-ECE, ``np.inf`` for the MCE).
     sample_weight : array_like of shape (n,), optional

@@ -9,14 +9,14 @@ from typing import Callable
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._validation import renamed_attribute
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import renamed_attribute
 from calcore.metrics import binary as bm
 from calcore.metrics import binary_fit as bf
 from calcore.metrics import binned as mb
-from calcore.metrics import kde as mk
-from calcore.metrics import scoring as ms
+from calcore.metrics import kde_ece as mk
 from calcore.predictions import Predictions
+from calcore.statistics import scoring as ms
 
 __all__ = [
     "MetricSpec",

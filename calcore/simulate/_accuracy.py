@@ -6,8 +6,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaincinv, logsumexp
 
-from calcore._errors import CalcoreError
-from calcore._limits import ROWS
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import ROWS
 from calcore.simulate._maps import TrueCalibrationMap
 
 __all__ = ["concentration_for_accuracy"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import betaincinv, betaln, logsumexp
 
-from calcore._tuning import DIRICHLET_NODE_CHUNK_POINTS as _NODE_CHUNK_POINTS
+from calcore.foundation.tuning import DIRICHLET_NODE_CHUNK_POINTS as _NODE_CHUNK_POINTS
 from calcore.simulate._generators import DirichletSimulator, log_dirichlet
 
 __all__ = ["dirichlet_errors", "dirichlet_reliability"]

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._limits import N_REPEATS_FOR_SPREAD
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import N_REPEATS_FOR_SPREAD
 from calcore.metrics.binned import classwise_ece, confidence_ece, top_label_ece
-from calcore.metrics.kde import kde_ece_classwise, kde_ece_confidence
+from calcore.metrics.kde_ece import kde_ece_classwise, kde_ece_confidence
 from calcore.simulate._generators import simulate_predictions
 from calcore.simulate._truth import true_calibration_errors
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, logsumexp
 
-from calcore._errors import CalcoreError
-from calcore._limits import ROWS
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import ROWS
 from calcore.predictions import Predictions
 from calcore.simulate._accuracy import concentration_for_accuracy
 from calcore.simulate._maps import TrueCalibrationMap, true_calibration_map

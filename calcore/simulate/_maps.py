@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from calcore._errors import CalcoreError
-from calcore._limits import CLASSES
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import CLASSES
 
 __all__ = ["MISCALIBRATION_KINDS", "TrueCalibrationMap", "true_calibration_map"]
 

@@ -9,7 +9,7 @@ from scipy.integrate import quad
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.simulate._generators import MixNMatchSimulator
 
 __all__ = ["mix_n_match_true_ece", "mix_n_match_conf_ece", "mix_n_match_accuracy"]

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit
 
-from calcore._errors import CalcoreError
-from calcore._limits import CountLimit
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import CountLimit
 from calcore.simulate._dirichlet_truth import dirichlet_errors, dirichlet_reliability
 from calcore.simulate._generators import DirichletSimulator, MixNMatchSimulator
 from calcore.simulate._mixnmatch import (

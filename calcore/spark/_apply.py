@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from calcore._errors import CalcoreError, quoted
+from calcore.foundation.errors import CalcoreError, quoted
 
 __all__ = ["apply", "apply_files", "check_apply_files", "plan_for_stream", "applied_batches"]
 __all__ += ["HIDDEN_POSITION", "spark_error", "numeric_columns", "decide_scores_kind"]
@@ -136,8 +136,8 @@ def applied_batches(plan_text: str, batches):
     """
     import pyarrow as pa
 
-    from calcore._validation import InputContext
     from calcore.calibrators._saved import calibrator_from_saved, parse_json
+    from calcore.foundation.validation import InputContext
     from calcore.io._load import validate_scores
     from calcore.io._table import columns_to_matrix
     from calcore.predictions import Predictions

@@ -52,7 +52,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from calcore._errors import CalcoreError, quoted
+from calcore.foundation.errors import CalcoreError, quoted
 from calcore.io.stream import PredictionStream
 
 __all__ = ["from_spark", "SparkStream", "SparkEngine", "task_states", "SOURCE_NAME"]
@@ -119,7 +119,7 @@ class SparkStream(PredictionStream):
         bottom-k of the rows below it (about ``max_rows`` rows in all), and the driver keeps
         the bottom-k of those (short of rows, the job runs again without the bound). The
         slice columns are not read into the sample (its ``metadata`` is empty)."""
-        from calcore._limits import ROWS
+        from calcore.foundation.limits import ROWS
 
         ROWS.check(max_rows, "max_rows")
         return self.engine.sample(int(max_rows), int(seed))
@@ -324,7 +324,7 @@ def task_sample(
             f"this Spark worker runs calcore {calcore.__version__}, the driver calcore "
             f"{driver_version}: install calcore {driver_version} on the workers."
         )
-    from calcore.statistics.poisson import row_uniforms
+    from calcore.foundation.keyed_random import row_uniforms
 
     kept, n_read = BottomK(k, seed), 0
     for batch in _task_batches(json.loads(read_plan), batches, {}):
@@ -435,11 +435,11 @@ class SparkEngine:
         in position order, as :func:`calcore.io._sampling.sample` draws them (a count, then
         one job)."""
         import calcore
+        from calcore.foundation.keyed_random import row_uniforms
         from calcore.io._bottom_k import bottom_k_cut, rows_at_or_below
         from calcore.predictions import Predictions
         from calcore.spark._apply import spark_error
         from calcore.statistics.engine import unpack
-        from calcore.statistics.poisson import row_uniforms
 
         read_plan, version = self.read_plan, calcore.__version__
 
@@ -498,7 +498,7 @@ class SparkEngine:
 
     def slice_batches(self):
         """The slice columns (and split) of every row, read to the driver as one batch."""
-        from calcore._validation import InputContext
+        from calcore.foundation.validation import InputContext
         from calcore.io._labels import SPLITS, split_codes
         from calcore.io._table import RowNames
         from calcore.io.stream import encoded_labels
@@ -546,7 +546,7 @@ def _split_selection(df, column: str, split: str, source: str):
     """
     from pyspark.sql import functions as F
 
-    from calcore._validation import InputContext
+    from calcore.foundation.validation import InputContext
     from calcore.io._labels import SPLITS, split_codes
     from calcore.io._table import RowNames
     from calcore.io.stream import encoded_labels
@@ -638,7 +638,7 @@ renormalize :
     >>> calcore.evaluate(src, n_resamples=200).conf_ece  # doctest: +SKIP
     0.0213
     """
-    from calcore._validation import InputContext
+    from calcore.foundation.validation import InputContext
     from calcore.io._columns import detect_roles, pick_weight
     from calcore.io._labels import class_labels
     from calcore.io._load import check_options

@@ -74,8 +74,8 @@ import json
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._tuning import DRIVER_RESULT_BYTES, MAX_GROUPS, ONE_LEVEL_STATE_BYTES
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.tuning import DRIVER_RESULT_BYTES, MAX_GROUPS, ONE_LEVEL_STATE_BYTES
 
 __all__ = [
     "ONE_LEVEL_STATE_BYTES",

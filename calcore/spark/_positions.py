@@ -15,7 +15,7 @@ from __future__ import annotations
 import posixpath
 from urllib.parse import unquote, urlsplit
 
-from calcore._errors import CalcoreError, quoted
+from calcore.foundation.errors import CalcoreError, quoted
 
 __all__ = ["POSITION_COLUMN", "KEY_HASH_SEED", "with_row_positions", "file_offsets", "local_path"]
 

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import warnings
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = [
     "INSTALL_SPARK",

@@ -19,16 +19,18 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from calcore._threads import concurrently, single_threaded_blas
-from calcore._tuning import ACCUMULATOR_CHUNK_ROWS as _CHUNK_ROWS
-from calcore._tuning import ACCUMULATOR_CHUNK_VALUES as _CHUNK_VALUES
-from calcore._tuning import ACCUMULATOR_CHUNK_VALUES_REPLICATED as _CHUNK_VALUES_REPLICATED
-from calcore._tuning import ACCUMULATOR_SPLIT_CHUNKS as _SPLIT_CHUNKS
-from calcore.metrics.scoring import brier_per_row, nll_per_row
+from calcore.foundation.threads import concurrently, single_threaded_blas
+from calcore.foundation.tuning import ACCUMULATOR_CHUNK_ROWS as _CHUNK_ROWS
+from calcore.foundation.tuning import ACCUMULATOR_CHUNK_VALUES as _CHUNK_VALUES
+from calcore.foundation.tuning import (
+    ACCUMULATOR_CHUNK_VALUES_REPLICATED as _CHUNK_VALUES_REPLICATED,
+)
+from calcore.foundation.tuning import ACCUMULATOR_SPLIT_CHUNKS as _SPLIT_CHUNKS
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import BinEdges
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
 from calcore.statistics.points import RowBatch, add_rows
+from calcore.statistics.scoring import brier_per_row, nll_per_row
 
 __all__ = ["CellSpec", "KDESpec", "CalibrationStatistics"]
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._tuning import CUTS_MAX_TABLE as _MAX_TABLE
-from calcore._tuning import CUTS_MIN_BUCKETS as _MIN_BUCKETS
-from calcore._tuning import CUTS_SEARCH_CHUNK as _SEARCH_CHUNK
+from calcore.foundation.tuning import CUTS_MAX_TABLE as _MAX_TABLE
+from calcore.foundation.tuning import CUTS_MIN_BUCKETS as _MIN_BUCKETS
+from calcore.foundation.tuning import CUTS_SEARCH_CHUNK as _SEARCH_CHUNK
 
 __all__ = ["SortedCuts", "GroupedCuts"]
 

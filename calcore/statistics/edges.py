@@ -5,11 +5,11 @@ weighted sums per bin* (:mod:`calcore.statistics.cells`). Separating them is wha
 makes the sums mergeable: once the edges are fixed, every batch of rows adds to
 the same cells, in any order.
 
-Every scheme of :mod:`calcore.binning` is a partition of each group's scores into
+Every scheme of :mod:`calcore.foundation.binning` is a partition of each group's scores into
 intervals, and so is described by edges alone:
 
 * **equal-width**: ``B`` intervals ``[k/B, (k+1)/B)``, the last closed at 1.0; a
-  score's bin is :func:`calcore.binning.equal_width_index` (exact at the edges).
+  score's bin is :func:`calcore.foundation.binning.equal_width_index` (exact at the edges).
   ``B`` is fixed, or a count rule (``"sturges"``, ``"cube-root"``) of the group's size.
 * **rank-based** (equal-mass, points-per-bin) and **unique**: ``B - 1`` thresholds
   ``u_1 <= ... <= u_{B-1}`` per group, and a score ``s`` falls in bin
@@ -19,7 +19,7 @@ intervals, and so is described by edges alone:
   ``u_k = -inf`` when ``R_k = 0``). A score ``s`` is then in bin ``>= k`` exactly when
   the weight strictly below it is ``>= R_k``, which, for unit weights, is the rule
   "bin ``k`` holds ranks ``[floor(k m/B), floor((k+1) m/B))`` and a block of ties goes
-  with its first member" of :func:`calcore.binning.assign_bins`. Ties are never
+  with its first member" of :func:`calcore.foundation.binning.assign_bins`. Ties are never
   split, because equal scores compare equally with every threshold. For
   ``unique`` the thresholds are the distinct scores but the largest.
 
@@ -27,7 +27,7 @@ Thresholds are exact order statistics of the data: here from a sort of each grou
 for the class-wise columns of a batch, from one ``np.partition`` of each column at
 every request's ranks (:func:`calcore.statistics.points.classwise_edges`). Streamed
 sources that cannot be held in memory need them from separate passes; see
-:mod:`calcore.statistics.quantiles`. A score's cell is then a count of thresholds
+:mod:`calcore.foundation.exact_ranks`. A score's cell is then a count of thresholds
 below it (:class:`calcore.statistics.cuts.GroupedCuts`).
 
 Weights are frequency weights: a row of weight 3 counts as three equal rows, so a
@@ -41,8 +41,13 @@ from functools import cached_property
 
 import numpy as np
 
-from calcore._validation import check_total_weight
-from calcore.binning import BIN_COUNT_RULES, BinningScheme, equal_width_index, resolve_binning
+from calcore.foundation.binning import (
+    BIN_COUNT_RULES,
+    BinningScheme,
+    equal_width_index,
+    resolve_binning,
+)
+from calcore.foundation.validation import check_total_weight
 from calcore.statistics.cuts import GroupedCuts
 
 __all__ = [
@@ -273,7 +278,7 @@ def edges_for(
     n_groups : int, optional
         Defaults to ``groups.max() + 1``.
     binning, bins :
-        See :mod:`calcore.binning`.
+        See :mod:`calcore.foundation.binning`.
     weights : ndarray of shape (m,), optional
         Frequency weights (non-negative).
     min_score : float, optional
@@ -404,7 +409,7 @@ def assign_bins(
         under fixed-count ones.
     binning : str or BinningScheme
     bins : int or str
-        See :mod:`calcore.binning`.
+        See :mod:`calcore.foundation.binning`.
     weights : ndarray of shape (m,), optional
         Frequency weights: equal-mass ranks count weight (rows of weight 0 still get
         the bin their score falls in).

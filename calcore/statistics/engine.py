@@ -49,11 +49,11 @@ import sys
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.exact_ranks import ExactRanks
 from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.edges import BinEdges
 from calcore.statistics.kde_cells import KDESums, ScoreMoments
-from calcore.statistics.quantiles import ExactRanks
 from calcore.statistics.redraws import LabelRedraws
 
 __all__ = [

@@ -1,8 +1,9 @@
 """KDE-ECE from mergeable per-cell kernel moments: the statistics form of the estimator.
 
-The KDE-ECE of :func:`calcore.kde.kde_ece` needs, at every grid point ``z``, the kernel
-sums ``S(z) = sum_x K((z - x) / h)`` and ``S_y(z) = sum_x o_x K((z - x) / h)`` over the
-scores and their mirror images (``-s`` for ``s <= h``, ``2 - s`` for ``s >= 1 - h``);
+The KDE-ECE of :func:`calcore.foundation.kernel_density.kde_ece` needs, at every grid point
+``z``, the kernel sums ``S(z) = sum_x K((z - x) / h)`` and
+``S_y(z) = sum_x o_x K((z - x) / h)`` over the scores and their mirror images
+(``-s`` for ``s <= h``, ``2 - s`` for ``s >= 1 - h``);
 the estimate is ``trap(|z - S_y / S| S) / trap(S)`` (constants cancel). Those sums are
 sums over rows, but each row touches every grid point within ``h``: kept per grid
 point, a row would cost ``2 h / dz >= 16`` updates.
@@ -26,11 +27,11 @@ block, a window, which meets at most two blocks, is two differences of those sum
 ``O(cells + grid)``.
 A point exactly on a window end has kernel value 0, so which cell it falls in does not
 matter; rounding of the edges moves points only within ~1e-16 of an end (kernel
-~1e-45). Results equal :func:`calcore.kde.kde_ece` to ~1e-12 (tested).
+~1e-45). Results equal :func:`calcore.foundation.kernel_density.kde_ece` to ~1e-12 (tested).
 
 The bandwidth must be known before rows are added: in memory it is the rule of thumb of
-the data (:func:`calcore.kde.kde_bandwidth`); a stream gets it from a first pass of
-mergeable moments (:class:`ScoreMoments`).
+the data (:func:`calcore.foundation.kernel_density.kde_bandwidth`); a stream gets it from a
+first pass of mergeable moments (:class:`ScoreMoments`).
 
 References
 ----------
@@ -46,11 +47,11 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from calcore._threads import single_threaded_blas
-from calcore._tuning import KDE_CHUNK_POINTS as _CHUNK
-from calcore._tuning import KDE_CROWDED_ROWS as _CROWDED_ROWS
-from calcore._tuning import KDE_PRODUCT_OUTCOME_SHARE as _PRODUCT_OUTCOME_SHARE
-from calcore.kde import MIN_BANDWIDTH, default_grid_size
+from calcore.foundation.kernel_density import MIN_BANDWIDTH, default_grid_size
+from calcore.foundation.threads import single_threaded_blas
+from calcore.foundation.tuning import KDE_CHUNK_POINTS as _CHUNK
+from calcore.foundation.tuning import KDE_CROWDED_ROWS as _CROWDED_ROWS
+from calcore.foundation.tuning import KDE_PRODUCT_OUTCOME_SHARE as _PRODUCT_OUTCOME_SHARE
 from calcore.statistics.cuts import SortedCuts
 
 __all__ = [
@@ -71,7 +72,8 @@ class ScoreMoments:
 
     Chan et al.'s pairwise update keeps the variance accurate for any batching (no
     ``E[s^2] - E[s]^2`` cancellation). ``bandwidth()`` is the rule of thumb of
-    :func:`calcore.kde.kde_bandwidth` (``1.06 sigma n^-1/5``, floored at 1e-3).
+    :func:`calcore.foundation.kernel_density.kde_bandwidth` (``1.06 sigma n^-1/5``, floored at
+    1e-3).
     """
 
     weight: float = 0.0

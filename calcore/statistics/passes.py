@@ -9,7 +9,7 @@ is read as often as its bins need:
   (count rules such as ``"sturges"``, points-per-bin), score moments (the KDE
   bandwidths), and the first 16 bits of every wanted order statistic;
 * **one to three selection passes** for equal-mass and points-per-bin bins
-  (:class:`~calcore.statistics.quantiles.ExactRanks`; usually two). The rank-based
+  (:class:`~calcore.foundation.exact_ranks.ExactRanks`; usually two). The rank-based
   requests of one reduction share one search over its points: ACE's and TACE's
   class-wise bins are the same points, TACE's ranks shifted past its score cut;
 * then the pass that accumulates the statistics.
@@ -28,15 +28,15 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore.binning import BIN_COUNT_RULES, BinningScheme
+from calcore.foundation.binning import BIN_COUNT_RULES, BinningScheme
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.exact_ranks import ExactRanks
+from calcore.foundation.keyed_random import WeightsBuffer, poisson_weights
 from calcore.statistics import engine
 from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec, row_slice
 from calcore.statistics.edges import BinEdges, bins_per_group, equal_mass_ranks
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
 from calcore.statistics.points import complementary_binary, points_below
-from calcore.statistics.poisson import WeightsBuffer, poisson_weights
-from calcore.statistics.quantiles import ExactRanks
 from calcore.statistics.redraws import LabelRedraws
 
 __all__ = [
@@ -153,7 +153,7 @@ def stream_statistics(
         ``"kde_ece_classwise"`` (one per class), with rule-of-thumb bandwidths.
     bootstrap : (int, int), optional
         ``(R, seed)``: also accumulate ``R`` Poisson bootstrap replicates, each row
-        weighted by :func:`~calcore.statistics.poisson.poisson_weights` of its position
+        weighted by :func:`~calcore.foundation.keyed_random.poisson_weights` of its position
         (so the replicates do not depend on the batching). The bins and KDE bandwidths
         stay those of the full data.
     double_bootstrap : bool, default False
@@ -234,7 +234,7 @@ def stream_statistics_by(
     stream : object with ``batches()`` and ``class_names``
         As in :func:`stream_statistics`; its batches also have ``slice_values``, ``file``
         and ``first_row`` (:class:`calcore.io.stream.StreamBatch`).
-    slicer : calcore.slicing_batches.BatchSlicer
+    slicer : calcore.predictions.slicing_batches.BatchSlicer
     requests, kde, bootstrap, redraws, double_bootstrap, proper_scores, progress :
         As in :func:`stream_statistics`, for every slice and the overall statistics.
     redraw_keys : iterable of str, optional
@@ -255,7 +255,7 @@ def stream_statistics_by(
     --------
     >>> import calcore
     >>> from types import SimpleNamespace
-    >>> from calcore.slicing_batches import BatchSlicer
+    >>> from calcore.predictions.slicing_batches import BatchSlicer
     >>> preds = calcore.Predictions.from_probs([[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]], [0, 1, 1])
     >>> shop = np.array(["b", "a", "b"], dtype=object)
     >>> batch = SimpleNamespace(preds=preds, position=0, slice_values={"shop": shop},
@@ -324,14 +324,14 @@ class SlicedStatistics:
         Of every row.
     slices : tuple of StreamedStatistics
         Of each slice, in the order of ``slicing.values``.
-    slicing : calcore.slicing_batches.StreamSlicing
+    slicing : calcore.predictions.slicing_batches.StreamSlicing
         The slices' columns, values (natural order), kinds.
 
     Examples
     --------
     >>> import calcore
     >>> from types import SimpleNamespace
-    >>> from calcore.slicing_batches import BatchSlicer
+    >>> from calcore.predictions.slicing_batches import BatchSlicer
     >>> preds = calcore.Predictions.from_probs([[0.8, 0.2], [0.3, 0.7]], [0, 0])
     >>> day = np.array(["2026-11-02", "2026-11-09"], dtype=object)
     >>> batch = SimpleNamespace(preds=preds, position=0, slice_values={"day": day},
@@ -488,7 +488,7 @@ class _Lanes:
 
     def _start(self, lane) -> None:
         """Start a lane's statistics, within the memory budget of all lanes' sums."""
-        from calcore.io._budget import BUDGET_ENV, resolve_budget
+        from calcore.foundation.limits import BUDGET_ENV, resolve_budget
 
         lane.start(self.bootstrap, self.redraws, self.redraw_keys, **self._starting)
         self.state_bytes += _nbytes(lane)
@@ -797,7 +797,7 @@ def job_lanes(job: dict, batches=()) -> tuple:
     phase : str
     slicer : BatchSlicer or None
     """
-    from calcore.slicing_batches import BatchSlicer
+    from calcore.predictions.slicing_batches import BatchSlicer
 
     spec = json.loads(str(job["job/spec"]))
     phase = spec["phase"]

@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._threads import in_threads, single_threaded_blas
-from calcore._tuning import POINTS_ADD_VALUES as _ADD_VALUES
-from calcore._tuning import POINTS_CHECK_ROWS as _CHECK_ROWS
-from calcore._tuning import POINTS_DENSE_CELL_SHARE as _DENSE_CELL_SHARE
-from calcore._tuning import POINTS_NARROW_CLASSES as _NARROW
-from calcore._tuning import POINTS_SORT_BLOCK_VALUES as _BLOCK_VALUES
-from calcore.binning import equal_width_index, resolve_binning
-from calcore.reductions import REDUCTIONS as BINARY_REDUCTIONS
+from calcore.foundation.binning import equal_width_index, resolve_binning
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.threads import in_threads, single_threaded_blas
+from calcore.foundation.tuning import POINTS_ADD_VALUES as _ADD_VALUES
+from calcore.foundation.tuning import POINTS_CHECK_ROWS as _CHECK_ROWS
+from calcore.foundation.tuning import POINTS_DENSE_CELL_SHARE as _DENSE_CELL_SHARE
+from calcore.foundation.tuning import POINTS_NARROW_CLASSES as _NARROW
+from calcore.foundation.tuning import POINTS_SORT_BLOCK_VALUES as _BLOCK_VALUES
+from calcore.predictions.reductions import REDUCTIONS as BINARY_REDUCTIONS
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import (
     BinEdges,
@@ -48,7 +48,7 @@ __all__ = [
     "reduction_edges",
 ]
 
-REDUCTIONS = tuple(BINARY_REDUCTIONS)  # the names, defined once in calcore.reductions
+REDUCTIONS = tuple(BINARY_REDUCTIONS)  # the names, defined once in calcore.predictions.reductions
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,7 +150,7 @@ def reduction_edges(
     batch : RowBatch
     reduction : {"confidence", "top-label", "class-wise"}
     binning, bins :
-        See :mod:`calcore.binning`.
+        See :mod:`calcore.foundation.binning`.
     weights : ndarray of shape (m,), optional
         Row weights (frequency weights).
     min_score : float, optional

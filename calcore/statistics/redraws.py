@@ -11,7 +11,7 @@ of cells (seven per KDE problem), instead of a full update per redraw.
 
 The label of row ``i`` in redraw ``r`` is the inverse distribution function of its
 probabilities at one uniform keyed by ``(seed, r + 1, i)``
-(:func:`~calcore.statistics.poisson.row_uniforms`), ``i`` the row's position in the
+(:func:`~calcore.foundation.keyed_random.row_uniforms`), ``i`` the row's position in the
 whole source: the redraws do not depend on how rows are batched or partitioned, and
 the state (a replicate axis of outcome sums) merges by addition.
 """
@@ -22,17 +22,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from calcore._threads import concurrently
-from calcore._tuning import REDRAW_CHUNK_VALUES as _CHUNK_VALUES
-from calcore._tuning import REDRAW_COMPARE_MAX_CLASSES as _COMPARE_LABEL_CLASSES
-from calcore._tuning import REDRAW_HINT_MISS_COST as _HINT_MISS_COST
-from calcore._tuning import REDRAW_HINT_ROW_COST as _HINT_ROW_COST
-from calcore._tuning import REDRAW_PRODUCT_MAX_CLASSES as _COMPARE_CLASSES
+from calcore.foundation.keyed_random import row_uniforms
+from calcore.foundation.threads import concurrently
+from calcore.foundation.tuning import REDRAW_CHUNK_VALUES as _CHUNK_VALUES
+from calcore.foundation.tuning import REDRAW_COMPARE_MAX_CLASSES as _COMPARE_LABEL_CLASSES
+from calcore.foundation.tuning import REDRAW_HINT_MISS_COST as _HINT_MISS_COST
+from calcore.foundation.tuning import REDRAW_HINT_ROW_COST as _HINT_ROW_COST
+from calcore.foundation.tuning import REDRAW_PRODUCT_MAX_CLASSES as _COMPARE_CLASSES
 from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.cells import replicate_sums
 from calcore.statistics.kde_cells import positive_moments, union_add
 from calcore.statistics.points import RowBatch, local_labels, point_cells
-from calcore.statistics.poisson import row_uniforms
 
 __all__ = ["LabelRedraws", "redrawn_labels"]
 

@@ -9,7 +9,7 @@ equal-width bins with a fixed count that is what re-binning the resample would g
 for data-dependent bins and the KDE it is a bootstrap conditional on them (the report
 says so).
 
-Streams use Poisson(1) weights instead (:mod:`calcore.statistics.poisson`); here the
+Streams use Poisson(1) weights instead (:mod:`calcore.foundation.keyed_random`); here the
 counts are the multinomial draws of :func:`scipy.stats.bootstrap`, so intervals did not
 move when the engine changed.
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._tuning import KDE_PROBLEMS_PER_BLOCK
+from calcore.foundation.tuning import KDE_PROBLEMS_PER_BLOCK
 
 __all__ = [
     "JACKKNIFE_GROUPS",

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._tuning import SELECTION_CHUNK as _CHUNK
-from calcore._tuning import SELECTION_MAX_BUCKETS as _MAX_BUCKETS
-from calcore._tuning import SELECTION_MIN_BUCKETS as _MIN_BUCKETS
-from calcore._tuning import SELECTION_MIN_VALUES as _MIN_VALUES
+from calcore.foundation.tuning import SELECTION_CHUNK as _CHUNK
+from calcore.foundation.tuning import SELECTION_MAX_BUCKETS as _MAX_BUCKETS
+from calcore.foundation.tuning import SELECTION_MIN_BUCKETS as _MIN_BUCKETS
+from calcore.foundation.tuning import SELECTION_MIN_VALUES as _MIN_VALUES
 
 __all__ = ["order_statistics"]
 

@@ -27,9 +27,9 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 import calcore
-from calcore._threads import worker_count
 from calcore.evaluation import concatenate
 from calcore.evaluation.protocols import fit_warning_texts
+from calcore.foundation.threads import worker_count
 from dashboard.calibration.memory import budgeted, holding_slot, resampling
 
 __all__ = [

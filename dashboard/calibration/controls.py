@@ -17,7 +17,7 @@ import streamlit as st
 
 import calcore
 from calcore.metrics.registry import default_primary
-from calcore.slicing import check_exact_ranges, parse_slice_spec, quantile_count
+from calcore.predictions.slicing import check_exact_ranges, parse_slice_spec, quantile_count
 from dashboard.calibration.datadir import DataDirectory, ServerDataset
 from dashboard.calibration.explain import interval_words
 from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import calcore
-from calcore._errors import quoted
+from calcore.foundation.errors import quoted
 from calcore.io._files import NotRegularFileError
 from calcore.io.stream import DATA_EXTENSIONS, file_format, source_files
 
@@ -151,7 +151,7 @@ class DataDirectory:
     >>> DataDirectory(folder).resolve("../preds.csv")
     Traceback (most recent call last):
     ...
-    calcore._errors.CalcoreError: '../preds.csv' is not a dataset of the server: ...
+    calcore.foundation.errors.CalcoreError: '../preds.csv' is not a dataset of the server: ...
     """
 
     def __init__(self, root) -> None:

@@ -1,6 +1,6 @@
 """Download payloads: CSV tables, recalibrated predictions and fitted calibrators.
 
-Every text cell goes through :func:`calcore.export.safe_cell`, so a class or file name
+Every text cell goes through :func:`calcore.io.export.safe_cell`, so a class or file name
 such as ``=HYPERLINK(...)`` opens in a spreadsheet as text, not as a formula.
 """
 
@@ -12,7 +12,7 @@ import json
 import math
 import re
 
-from calcore.export import predictions_csv_text, safe_cell
+from calcore.io.export import predictions_csv_text, safe_cell
 
 __all__ = ["calibrator_json", "predictions_csv", "safe_filename", "table_csv"]
 

@@ -50,8 +50,8 @@ from dataclasses import dataclass, fields, is_dataclass
 
 import numpy as np
 
-from calcore._errors import quoted
-from calcore._threads import worker_count
+from calcore.foundation.errors import quoted
+from calcore.foundation.threads import worker_count
 
 __all__ = [
     "BUDGET",

@@ -2,7 +2,7 @@
 
 calcore speaks to Python and the command line ("pass label_column='<name>'"); on the page
 the same problem is fixed with a menu. A :class:`calcore.CalcoreError` (or a detection
-problem, :class:`calcore._errors.Advice`) names the option that fixes it (``option``) and
+problem, :class:`calcore.foundation.errors.Advice`) names the option that fixes it (``option``) and
 the sentence saying so (``fix``); here that sentence is replaced, whole, by the page's
 own, so nothing depends on the wording of the rest of the message. A message without an
 option, or with one the page has no control for, is shown as calcore wrote it.
@@ -10,7 +10,7 @@ option, or with one the page has no control for, is shown as calcore wrote it.
 
 from __future__ import annotations
 
-from calcore._errors import reworded
+from calcore.foundation.errors import reworded
 
 __all__ = ["DATASET_FIXES", "DECIMAL_LABEL", "PAGE_FIXES", "dataset_message", "page_message"]
 
@@ -109,7 +109,7 @@ def page_message(message, *, fixes: dict | None = None) -> str:
 
     Parameters
     ----------
-    message : calcore.CalcoreError, calcore._errors.Advice or str
+    message : calcore.CalcoreError, calcore.foundation.errors.Advice or str
         What calcore said; ``option`` and ``fix`` attributes (an error's ``fixes``: every
         such pair), when present, say which option fixes it and which sentence says so.
     fixes : dict, optional

@@ -17,7 +17,7 @@ from calcore import (
     top_k_label_view,
 )
 from calcore.calibrators import CALIBRATORS, Calibrator, make_calibrator
-from calcore.calibrators._base import to_jsonable
+from calcore.calibrators._state import to_jsonable
 from calcore.calibrators.histogram_binning import HistogramBinning
 from calcore.calibrators.topk import top_k_classes, top_k_rows
 

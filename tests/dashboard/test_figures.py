@@ -415,7 +415,7 @@ def test_kde_traces_equal_curve_and_diagram_fields(kde, diagrams):
     fig = kde_figure(curves, diagrams, kde_ece=eces)
     for method, c in curves.items():
         np.testing.assert_array_equal(trace(fig, method).x, c.grid)
-        supported = c.effective_count >= calcore.kde.KDE_MIN_EFFECTIVE_ROWS
+        supported = c.effective_count >= calcore.foundation.kernel_density.KDE_MIN_EFFECTIVE_ROWS
         solid = np.asarray(trace(fig, method).y, dtype=float)
         np.testing.assert_array_equal(solid[supported], c.accuracy[supported])
         assert np.isnan(solid[~supported]).all()  # no solid line on too few rows

@@ -39,7 +39,7 @@ from _health import healthy
 
 import calcore
 import calcore.io
-from calcore.io._budget import resolve_budget
+from calcore.foundation.limits import resolve_budget
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 

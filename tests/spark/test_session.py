@@ -172,7 +172,7 @@ def test_the_terminal_shows_no_jvm_log_lines(spark, jvm_stderr):
     line, no progress bar, no Python warning); the failure reaches the caller as the
     exception."""
     def failing(batches):  # nested: pickled by value (the workers cannot import tests)
-        from calcore._errors import CalcoreError
+        from calcore.foundation.errors import CalcoreError
 
         for _ in batches:
             raise CalcoreError("a bad row, on purpose")

@@ -21,7 +21,7 @@ import streamlit as st
 
 import calcore
 from calcore.calibrators.per_slice import MIN_FIT_ROWS
-from calcore.slicing import parse_slice_spec
+from calcore.predictions.slicing import parse_slice_spec
 from dashboard.calibration import compute, controls, server_datasets
 from dashboard.calibration.exports import calibrator_json, safe_filename, table_csv
 from dashboard.calibration.views import metrics

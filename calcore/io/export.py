@@ -15,7 +15,7 @@ import json
 import os
 from typing import IO
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.io._output import open_output
 from calcore.predictions import Predictions
 

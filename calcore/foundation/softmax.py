@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._tuning import SOFTMAX_BLOCK_VALUES as _BLOCK_VALUES
+from calcore.foundation.tuning import SOFTMAX_BLOCK_VALUES as _BLOCK_VALUES
 
 __all__ = ["log_softmax_rows"]
 

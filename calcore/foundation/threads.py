@@ -28,8 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._tuning import MIN_THREADED_VALUES, ROW_RANGE_THREADS
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.tuning import MIN_THREADED_VALUES, ROW_RANGE_THREADS
 
 __all__ = [
     "THREADS_ENV",

@@ -1,16 +1,16 @@
 """Slices of a streamed source's rows, batch by batch, with ids that hold for the whole stream.
 
-In memory, :func:`calcore.slicing.slicing_of` sees a column whole. A stream shows it a
+In memory, :func:`calcore.predictions.slicing.slicing_of` sees a column whole. A stream shows it a
 batch at a time, so :class:`BatchSlicer` gives every slice met an id in the order met
 and maps each batch's rows to those ids; :meth:`BatchSlicer.slicing` then puts the slices
-in the order :func:`~calcore.slicing.slicing_of` gives the same rows (values sorted,
+in the order :func:`~calcore.predictions.slicing.slicing_of` gives the same rows (values sorted,
 missing last). Each batch's column is hashed once (pyarrow's ``dictionary_encode``,
 pandas' ``factorize``) and only its distinct values are typed and named, with the
-in-memory rules (:mod:`calcore.metadata`, :mod:`calcore.slicing`).
+in-memory rules (:mod:`calcore.predictions.metadata`, :mod:`calcore.predictions.slicing`).
 
 Quantile ranges (``"age:q4"``) need the column's quantiles over every row: the slicer
 finds them first, by exact rank, in passes over the slice columns alone
-(:meth:`BatchSlicer.wants_range_pass`; :class:`~calcore.statistics.quantiles.ExactRanks`,
+(:meth:`BatchSlicer.wants_range_pass`; :class:`~calcore.foundation.exact_ranks.ExactRanks`,
 usually two passes), so the ranges are those of the same rows in memory.
 
 What a stream cannot do is refused up front, never approximated:
@@ -29,14 +29,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore.metadata import (
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.exact_ranks import ExactRanks
+from calcore.predictions.metadata import (
     MAX_SLICE_VALUES,
     MetadataColumn,
     metadata_column,
     metadata_from_text,
 )
-from calcore.slicing import (
+from calcore.predictions.slicing import (
     PERIODS,
     SliceLabels,
     check_exact_ranges,
@@ -49,7 +50,6 @@ from calcore.slicing import (
     range_slices,
     resolve_spec,
 )
-from calcore.statistics.quantiles import ExactRanks
 
 __all__ = ["BatchSlicer", "QuantileCuts", "StreamSlicing", "used_dictionary_entries"]
 
@@ -356,8 +356,8 @@ class QuantileCuts:
     """The edges of one column's ``k`` quantile ranges over every row of a stream.
 
     The values at the ranks of the minimum, the ``k - 1`` cuts
-    (:func:`~calcore.slicing.quantile_ranks`) and the maximum are found by
-    :class:`~calcore.statistics.quantiles.ExactRanks`, which orders non-negative floats:
+    (:func:`~calcore.predictions.slicing.quantile_ranks`) and the maximum are found by
+    :class:`~calcore.foundation.exact_ranks.ExactRanks`, which orders non-negative floats:
     negative values are counted mirrored in a group of their own (the ``r``-th smallest of
     ``n_neg`` negatives is minus the ``(n_neg - r + 1)``-th smallest of their magnitudes).
     A batch's values come one by one (a numeric column) or as its distinct values with
@@ -415,12 +415,12 @@ class QuantileCuts:
 
 @dataclass(frozen=True, eq=False)
 class StreamSlicing(SliceLabels):
-    """The slices of a stream, as :class:`~calcore.slicing.Slicing` without row codes.
+    """The slices of a stream, as :class:`~calcore.predictions.slicing.Slicing` without row codes.
 
     Attributes
     ----------
     columns, values, ordered, kinds :
-        As in :class:`~calcore.slicing.Slicing`.
+        As in :class:`~calcore.predictions.slicing.Slicing`.
     place : ndarray of intp
         ``place[id]``: where the slice with that id (:meth:`BatchSlicer.codes`) is in
         ``values``.
@@ -441,7 +441,8 @@ def _sort_key(entry: tuple):
 def _numeric_values(values, name: str):
     """``(float64 values, "integer" or "numeric")`` of an Arrow or numpy numeric array
     (nulls, NaN and infinities as NaN), else None; integers beyond 2**53 are refused
-    (:func:`~calcore.slicing.check_exact_ranges`: these are cut into quantile ranges)."""
+    (:func:`~calcore.predictions.slicing.check_exact_ranges`: these are cut into quantile
+    ranges)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._tuning import QUANTILES_DENSE_LIMIT as _DENSE_LIMIT
-from calcore._tuning import QUANTILES_OBSERVE_VALUES as _OBSERVE_VALUES
-from calcore._tuning import QUANTILES_PENDING_VALUES as _PENDING_VALUES
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.tuning import QUANTILES_DENSE_LIMIT as _DENSE_LIMIT
+from calcore.foundation.tuning import QUANTILES_OBSERVE_VALUES as _OBSERVE_VALUES
+from calcore.foundation.tuning import QUANTILES_PENDING_VALUES as _PENDING_VALUES
 
 __all__ = ["ExactRanks"]
 

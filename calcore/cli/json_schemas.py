@@ -13,7 +13,7 @@ registry's own.
 
 from __future__ import annotations
 
-from calcore.gates import COMPARE_ON
+from calcore.cli.gates import COMPARE_ON
 from calcore.metrics.registry import METRICS
 
 __all__ = ["SCHEMA_VERSION", "SCHEMAS", "schema_of"]

@@ -1,4 +1,5 @@
-"""KDE-ECE of the multiclass views (Mix-n-Match Sec. 4.1), over :mod:`calcore.kde`.
+"""KDE-ECE of the multiclass views (Mix-n-Match Sec. 4.1), over the kernel density estimators
+of :mod:`calcore.foundation.kernel_density`.
 
 ``kde_ece_confidence`` is the estimator on the confidence view (score ``max p``,
 outcome ``1{y = argmax p}``), which the Mix-n-Match paper and code call the
@@ -10,16 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore._validation import refuse_weights, row_weights
-from calcore.kde import (
+from calcore.foundation.kernel_density import (
     KDEReliabilityCurve,
     check_kde_inputs,
     kde_bandwidth,
     kde_ece,
     kde_reliability_curve,
 )
+from calcore.foundation.validation import refuse_weights, row_weights
 from calcore.predictions import Predictions
-from calcore.reductions import confidence_view
+from calcore.predictions.reductions import confidence_view
 from calcore.statistics.kde_cells import KDELayout, KDESums, ScoreMoments, kde_ece_from_sums
 
 __all__ = ["kde_ece_confidence", "kde_ece_classwise", "kde_confidence_curve"]
@@ -29,7 +30,8 @@ def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None, sample_we
     """KDE-ECE of the confidence view.
 
     Evaluated from per-cell kernel moments (:mod:`calcore.statistics.kde_cells`), equal
-    to :func:`calcore.kde.kde_ece` on ``(max p, 1{y = argmax p})`` to ~1e-12 relative.
+    to :func:`calcore.foundation.kernel_density.kde_ece` on ``(max p, 1{y = argmax p})`` to
+    ~1e-12 relative.
 
     Parameters
     ----------
@@ -38,8 +40,9 @@ def kde_ece_confidence(preds: Predictions, *, order=1, bandwidth=None, sample_we
         The power ``d`` in ``integral |z - pi(z)|^d p(z) dz`` (no d-th root, as in
         the paper).
     bandwidth : float, optional
-        Kernel half-width; the rule of thumb of :func:`calcore.kde.kde_bandwidth` by default
-        (of the weighted scores with ``sample_weight``).
+        Kernel half-width; the rule of thumb of
+        :func:`calcore.foundation.kernel_density.kde_bandwidth` by default (of the weighted
+        scores with ``sample_weight``).
     sample_weight : array_like of shape (n,), optional
         Row weights (frequency weights: an integer weight equals repeating the row).
 
@@ -77,8 +80,8 @@ def kde_ece_classwise(
 
     Each class gets its own rule-of-thumb bandwidth unless ``bandwidth`` is given.
     Each class is evaluated from per-cell kernel moments
-    (:mod:`calcore.statistics.kde_cells`; equal to :func:`calcore.kde.kde_ece` per class
-    to ~1e-12 relative, tested).
+    (:mod:`calcore.statistics.kde_cells`; equal to
+    :func:`calcore.foundation.kernel_density.kde_ece` per class to ~1e-12 relative, tested).
 
     Parameters
     ----------

@@ -22,7 +22,7 @@ __all__ = [
 
 #: Characters of one piece of user text (a name, a value) shown in a message; the rest
 #: is counted, not shown, so that a 100 KB column name still gives a readable line.
-#: (A limit of messages, not of input: it lives here because ``calcore._limits``
+#: (A limit of messages, not of input: it lives here because ``calcore.foundation.limits``
 #: imports this module.)
 QUOTED_CHARS = 80
 #: Code points listed after a name shown with ``code_points=True``.

@@ -26,7 +26,7 @@ import unicodedata
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, replace
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.metrics.registry import METRICS
 
 __all__ = [

@@ -5,7 +5,7 @@ A loader turns every column that is neither label, split, weight nor score into 
 values it has. Categorical values are stored as codes into at most
 :data:`MAX_SLICE_VALUES` categories; a text column with more distinct values (an id, a
 URL) is counted and reported as ``"id-like"``, its values are not kept, so it never
-holds memory beyond its read. :mod:`calcore.slicing` turns a column into slices.
+holds memory beyond its read. :mod:`calcore.predictions.slicing` turns a column into slices.
 
 Text cells (CSV, Parquet string columns, arrays of str) are factorised once; the kind
 comes from the distinct values alone: all ``true``/``false`` -> boolean, all integers

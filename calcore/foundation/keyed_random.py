@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from calcore._tuning import HASH_CHUNK as _HASH_CHUNK
+from calcore.foundation.tuning import HASH_CHUNK as _HASH_CHUNK
 
 __all__ = ["WeightsBuffer", "poisson_weights", "row_uniforms"]
 

@@ -24,8 +24,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from calcore._errors import LOGITS_FIX, CalcoreError, quoted, quoted_list
-from calcore._limits import MAX_TOTAL_WEIGHT
+from calcore.foundation.errors import LOGITS_FIX, CalcoreError, quoted, quoted_list
+from calcore.foundation.limits import MAX_TOTAL_WEIGHT
 
 __all__ = [
     "InputContext",
@@ -607,7 +607,7 @@ _SMALLEST_WEIGHT = float(np.finfo(np.float64).tiny)
 
 def check_total_weight(total: float, *, source: str, column: str | None = None) -> float:
     """``total`` (the weight of the rows evaluated together), or a CalcoreError when it
-    exceeds :data:`calcore._limits.MAX_TOTAL_WEIGHT` (2**53), beyond which float64 sums
+    exceeds :data:`calcore.foundation.limits.MAX_TOTAL_WEIGHT` (2**53), beyond which float64 sums
     of frequency weights, equal-mass ranks and bin counts are no longer exact.
 
     Examples
@@ -617,7 +617,7 @@ def check_total_weight(total: float, *, source: str, column: str | None = None) 
     >>> check_total_weight(1e17, source="w")
     Traceback (most recent call last):
     ...
-    calcore._errors.CalcoreError: w: the rows' total weight is 1e+17, above 2**53 = 9.01e+15, ...
+    calcore.foundation.errors.CalcoreError: w: the rows' total weight is 1e+17, above 2**53 ...
     """
     if not total <= MAX_TOTAL_WEIGHT:  # also catches an infinite or NaN total
         named = f", column {quoted(column)}" if column is not None else ""

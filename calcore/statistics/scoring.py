@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_softmax
 
-from calcore._errors import CalcoreError
-from calcore._tuning import SCORING_ROW_BLOCK_VALUES as _ROW_BLOCK_VALUES
-from calcore._validation import row_weights
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.tuning import SCORING_ROW_BLOCK_VALUES as _ROW_BLOCK_VALUES
+from calcore.foundation.validation import row_weights
 from calcore.predictions import Predictions
 
 __all__ = [

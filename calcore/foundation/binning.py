@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 
 __all__ = [
     "BINNING_SCHEMES",

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._validation import row_weights
-from calcore.binning import BinningScheme
+from calcore.foundation.binning import BinningScheme
+from calcore.foundation.validation import row_weights
 from calcore.predictions import Predictions
-from calcore.reductions import BinaryView, binary_view
+from calcore.predictions.reductions import BinaryView, binary_view
 from calcore.statistics.cells import CellSums
 from calcore.statistics.edges import BinEdges, edges_for
 from calcore.statistics.points import RowBatch, add_rows, reduction_edges
@@ -162,7 +162,7 @@ def bin_statistics(
         Group ids; bins are formed within each group.
     n_groups : int, optional
     binning, bins :
-        See :mod:`calcore.binning`.
+        See :mod:`calcore.foundation.binning`.
     view : str
         Name recorded in the result.
     group_names : tuple of str, optional
@@ -200,7 +200,8 @@ def bin_statistics(
 def view_bin_statistics(
     view: BinaryView, *, binning="equal-width", bins=15, weights=None
 ) -> BinStatistics:
-    """:func:`bin_statistics` of a :class:`~calcore.reductions.BinaryView` (weights optional)."""
+    """:func:`bin_statistics` of a :class:`~calcore.predictions.reductions.BinaryView`
+    (weights optional)."""
     return bin_statistics(
         view.scores,
         view.outcomes,

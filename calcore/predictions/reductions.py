@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
+from calcore.foundation.errors import CalcoreError
 from calcore.predictions import Predictions
 
 __all__ = [

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._tuning import KDE_PAIR_BUDGET as _PAIR_BUDGET
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.tuning import KDE_PAIR_BUDGET as _PAIR_BUDGET
 
 __all__ = [
     "KDE_MIN_EFFECTIVE_ROWS",

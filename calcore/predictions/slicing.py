@@ -3,7 +3,7 @@
 A slice specification is a column name with an optional grouping after a colon:
 
 * ``"country"``: one slice per value (categorical, boolean, integer columns; numeric
-  columns with at most :data:`~calcore.metadata.MAX_SLICE_VALUES` distinct values);
+  columns with at most :data:`~calcore.predictions.metadata.MAX_SLICE_VALUES` distinct values);
 * ``"age:q4"``: numeric or integer columns cut into ``k`` quantile ranges (2 to 100),
   ``[min, c1], (c1, c2], ..., (c_k-1, max]`` at the data's ``j/k`` quantiles; ties never
   split, so there may be fewer ranges;
@@ -12,7 +12,7 @@ A slice specification is a column name with an optional grouping after a colon:
   grouped by day when it spans at most 92 days, by week up to 2 years, else by month.
 
 Two specifications cross: every present combination of values is a slice. Missing
-values form their own slice, :data:`~calcore.metadata.MISSING` (``"(no value)"`` in a
+values form their own slice, :data:`~calcore.predictions.metadata.MISSING` (``"(no value)"`` in a
 column that holds the text ``"(missing)"`` as a value: two slices never share a name).
 More than ``MAX_SLICE_VALUES`` slices, an id-like column, an unknown column or a grouping that
 does not fit the column's kind is a :class:`~calcore.CalcoreError` naming the column
@@ -26,8 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore.metadata import EXACT_FLOAT_INTEGERS, MAX_SLICE_VALUES, MISSING, MetadataColumn
+from calcore.foundation.errors import CalcoreError
+from calcore.predictions.metadata import (
+    EXACT_FLOAT_INTEGERS,
+    MAX_SLICE_VALUES,
+    MISSING,
+    MetadataColumn,
+)
 
 __all__ = [
     "Slicing",
@@ -173,7 +178,7 @@ def slicing_of(
 
     Examples
     --------
-    >>> from calcore.metadata import metadata_column
+    >>> from calcore.predictions.metadata import metadata_column
     >>> columns = {"age": metadata_column("age", [20, 30, 40, 50, np.nan]),
     ...            "ok": metadata_column("ok", [True, True, False, True, False])}  # fmt: skip
     >>> slicing_of(columns, ["age:q2", "ok"]).labels

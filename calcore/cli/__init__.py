@@ -12,7 +12,7 @@
   method fitted on the calibration rows and evaluated on the same bootstrap resamples of
   the test rows, the paired verdict of :meth:`calcore.Comparison.verdict` first.
 * ``calcore check FILE --max top_label_ece=0.03 [--min accuracy=0.9] [--on upper]``:
-  calibration gates for CI (:mod:`calcore.gates`); exit 0 when every gate holds, 1 when
+  calibration gates for CI (:mod:`calcore.cli.gates`); exit 0 when every gate holds, 1 when
   one fails; optional JUnit XML (``--junit``) and Markdown (``--markdown``) reports.
 * ``--by COLUMN`` (``metrics``, ``check``; repeatable, crossed): the same per slice of a
   metadata column (:func:`calcore.evaluate_by`): discoveries at Benjamini-Hochberg
@@ -23,6 +23,10 @@
   METHOD``: the slices of the test rows recalibrated by METHOD fitted on the calib rows.
 
 Errors are one line on stderr and exit code 2; never a traceback.
+
+The top layer of calcore's packages but the public map: this module is the command
+(``calcore``, ``python -m calcore.cli``); :mod:`calcore.cli.gates` holds the gates of
+``check`` and :mod:`calcore.cli.json_schemas` the schemas of every ``--json`` output.
 """
 
 from __future__ import annotations
@@ -37,19 +41,19 @@ import time
 import traceback
 import warnings
 
-from calcore import gates
-from calcore._errors import CalcoreError, CalcoreWarning, EmptySplitError, quoted
-from calcore._limits import SLICE_RESAMPLES
-from calcore.binning import BIN_COUNT_RULES, BINNING_SCHEMES
 from calcore.calibrators.per_slice import MIN_FIT_ROWS, PerSliceCalibrator
+from calcore.cli import gates
+from calcore.cli.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of
 from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS
 from calcore.evaluation.significance import TESTABLE_METRICS
 from calcore.evaluation.slices import MIN_SLICE_ROWS, SlicedReport, evaluate_by
+from calcore.foundation.binning import BIN_COUNT_RULES, BINNING_SCHEMES
+from calcore.foundation.errors import CalcoreError, CalcoreWarning, EmptySplitError, quoted
+from calcore.foundation.limits import SLICE_RESAMPLES
 from calcore.io._output import STDOUT, check_output, write_output
-from calcore.json_schemas import SCHEMA_VERSION, SCHEMAS, schema_of
 from calcore.metrics.registry import METRICS
-from calcore.slicing import parse_slice_spec
+from calcore.predictions.slicing import parse_slice_spec
 
 __all__ = ["main", "build_parser", "parse_param"]
 
@@ -62,7 +66,7 @@ EXIT_INTERNAL = 3  # a bug in calcore: never read as "a gate failed" (1) nor "yo
 DECIMAL_MARKS = (".", ",")
 
 #: calcore option -> what to do on the command line instead (the sentence of a message or
-#: note that says it for Python is replaced whole, :func:`calcore._errors.reworded`).
+#: note that says it for Python is replaced whole, :func:`calcore.foundation.errors.reworded`).
 #: Options without a flag say what to change in the file.
 CLI_FIXES = {
     "label_column": "Give it with --label-col NAME.",
@@ -103,7 +107,7 @@ CLI_FIXES = {
 def cli_message(message) -> str:
     """``message`` (a :class:`CalcoreError`, a note) in the command line's terms: each of
     its Python sentences about an option replaced by :data:`CLI_FIXES`' flags."""
-    from calcore._errors import reworded
+    from calcore.foundation.errors import reworded
 
     return reworded(message, CLI_FIXES)
 
@@ -124,7 +128,7 @@ def _bins(text: str):
 
 
 def _within(limit):
-    """An argparse type: a whole number within a :class:`calcore._limits.CountLimit`."""
+    """An argparse type: a whole number within a :class:`calcore.foundation.limits.CountLimit`."""
 
     def parse(text: str) -> int:
         try:
@@ -736,7 +740,7 @@ def _streamable(path: str, budget: int | None = None) -> bool:
     ends). Smaller CSV and NPZ files are loaded whole, as the dashboard loads them
     (multinomial bootstrap). A file that cannot be read is left to the loader's messages.
     """
-    from calcore.io._budget import resolve_budget
+    from calcore.foundation.limits import resolve_budget
 
     if any(ch in path for ch in "*?[") or os.path.isdir(path):
         return True
@@ -1178,7 +1182,7 @@ def _fitted(calibrator, data) -> tuple[str, ...]:
 
 def _calibrate(args) -> int:
     from calcore.calibrators import make_calibrator
-    from calcore.export import write_json, write_predictions_csv
+    from calcore.io.export import write_json, write_predictions_csv
 
     params = dict(parse_param(p) for p in args.param)
     # fail on bad names before loading data
@@ -1393,7 +1397,7 @@ def _placement(stream, suffix) -> str:
 
 def _apply_npz(args, calibrator) -> int:
     """``apply`` to NPZ archives: written as a label and ``p_`` columns, as before."""
-    from calcore.export import write_predictions_csv
+    from calcore.io.export import write_predictions_csv
     from calcore.io.stream import source_files
     from calcore.io.stream_write import check_not_input
 
@@ -1639,6 +1643,3 @@ def _error_line(message: str) -> None:
     """Print ``message`` as the one line of an error on stderr (line breaks become spaces)."""
     print("calcore: error: " + " ".join(message.split("\n")).replace("\r", " "), file=sys.stderr)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

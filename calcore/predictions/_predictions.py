@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from calcore._errors import CalcoreError
-from calcore._softmax import log_softmax_rows
-from calcore._validation import (
+from calcore.foundation.errors import CalcoreError
+from calcore.foundation.softmax import log_softmax_rows
+from calcore.foundation.validation import (
     InputContext,
     check_class_names,
     check_labels,
@@ -57,7 +57,7 @@ class Predictions:
     ----------
     probs : ndarray of shape (n_samples, n_classes), float64
         Rows on the probability simplex (within the tolerance of
-        :func:`calcore._validation.probability_sum_tolerance`).
+        :func:`calcore.foundation.validation.probability_sum_tolerance`).
     labels : ndarray of shape (n_samples,), int64
         True class indices in ``0 .. n_classes - 1``.
     class_names : tuple of str
@@ -79,7 +79,7 @@ class Predictions:
         calibrated outputs keep them.
     metadata : dict of str to MetadataColumn
         The file's other columns (country, device, date...), one value per row, for
-        slicing (:mod:`calcore.slicing`); subsets and calibrated outputs keep them.
+        slicing (:mod:`calcore.predictions.slicing`); subsets and calibrated outputs keep them.
     """
 
     probs: np.ndarray
@@ -127,7 +127,7 @@ class Predictions:
         Raises
         ------
         CalcoreError
-            See :func:`calcore._validation.check_probs` and ``check_labels``.
+            See :func:`calcore.foundation.validation.check_probs` and ``check_labels``.
 
         Examples
         --------
@@ -372,7 +372,7 @@ class Predictions:
         >>> p.with_metadata({"device": ["mobile", "desktop"]}).metadata["device"].describe()
         'device: categorical, 2 values'
         """
-        from calcore.metadata import metadata_column
+        from calcore.predictions.metadata import metadata_column
 
         columns = {}
         for name, values in dict(metadata).items():
