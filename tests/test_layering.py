@@ -27,9 +27,9 @@ lower layers. One layer per package (folder), lowest first:
 
 Every import counts, including those inside functions (lazy imports are for speed, not
 for hiding a dependency), and no import circle joins calcore modules (but the one of
-:data:`KNOWN_CIRCLES`, left to another part of issue 36). One exception, named in
-:data:`WORKER_IMPORTS`: ``calcore.spark``'s functions that run on Spark's workers import
-the package itself to say which calcore is installed there. calcore never imports
+:data:`KNOWN_CIRCLES`, left to another part of issue 36), with no exception: even the
+functions of ``calcore.spark`` that check a Spark worker's calcore read its version from
+``calcore.foundation.version``, not from the package's map. calcore never imports
 streamlit or plotly; modules do not import another module's private (underscore) names;
 ``import calcore`` loads neither pandas nor pyarrow (they load when a file is read). A
 module that moved keeps its old path for one release (``calcore._deprecated_paths``):
@@ -70,22 +70,10 @@ LAYERS = {
 #: The only modules at calcore's top level besides its packages.
 TOP_LEVEL_MODULES = {"calcore", "calcore._deprecated_paths"}
 
-#: (module, imported) pairs that are neither layered nor part of a circle: the functions
-#: of calcore.spark that run on Spark's workers (the version checks of the tasks and of
-#: ``check_workers``, whose closure is pickled by value) import the package itself to
-#: compare the worker's ``calcore.__version__`` (and show its ``__file__``) with the
-#: driver's. That is the installed package's identity, not its public map; the public
-#: map imports ``calcore.spark`` for ``calcore.from_spark``.
 #: Circles left to another part of issue 36 (item 2 takes the readers out of
 #: ``io/stream.py``, which breaks this one): allowed, never required. Empty it when that
 #: lands; any other circle fails the test.
 KNOWN_CIRCLES = [["calcore.io._sampling", "calcore.io.stream"]]
-
-WORKER_IMPORTS = {
-    ("calcore.spark._evaluate", "calcore"),
-    ("calcore.spark._merge", "calcore"),
-    ("calcore.spark._session", "calcore"),
-}
 
 
 def _module_name(path: Path) -> str:
@@ -133,8 +121,7 @@ def _targets(module: str, names: tuple[str, ...]) -> list[str]:
 
 
 def import_graph(modules: dict[str, Path]) -> dict[str, dict[str, list[str]]]:
-    """``{module: {imported module: ["file:line", ...]}}`` of calcore's own imports,
-    without :data:`WORKER_IMPORTS`."""
+    """``{module: {imported module: ["file:line", ...]}}`` of calcore's own imports."""
     graph: dict[str, dict[str, list[str]]] = {}
     for module, path in modules.items():
         edges = graph.setdefault(module, {})
@@ -142,7 +129,7 @@ def import_graph(modules: dict[str, Path]) -> dict[str, dict[str, list[str]]]:
             if imported != "calcore" and not imported.startswith("calcore."):
                 continue
             for target in _targets(imported, names):
-                if target != module and (module, target) not in WORKER_IMPORTS:
+                if target != module:
                     where = f"{path.relative_to(ROOT)}:{line}"
                     edges.setdefault(target, []).append(where)
     return graph

@@ -280,14 +280,15 @@ def task_states(read_plan: str, job: bytes, driver_version: str, batches):
         Another calcore version than the driver's; a bad value (file and row named).
     """
 
-    import calcore
+    from calcore.foundation.version import __version__ as calcore_version
+    from calcore.foundation.version import installed_at
     from calcore.spark._merge import state_batches, task_partition
     from calcore.statistics.engine import StateVersionError, unpack
     from calcore.statistics.passes import partition_states
 
-    if calcore.__version__ != driver_version:
+    if calcore_version != driver_version:
         raise CalcoreError(
-            f"this Spark worker runs calcore {calcore.__version__} ({calcore.__file__}), the "
+            f"this Spark worker runs calcore {calcore_version} ({installed_at()}), the "
             f"driver calcore {driver_version}: statistics are merged only between the same "
             f"calcore. Install calcore {driver_version} on the workers "
             "(calcore.spark.check_workers(spark) says what each runs)."
@@ -314,14 +315,14 @@ def task_sample(
     weights."""
     import pyarrow as pa
 
-    import calcore
+    from calcore.foundation.version import __version__ as calcore_version
     from calcore.io._bottom_k import BottomK
     from calcore.io.stream import concatenate_batches
     from calcore.statistics.engine import pack
 
-    if calcore.__version__ != driver_version:
+    if calcore_version != driver_version:
         raise CalcoreError(
-            f"this Spark worker runs calcore {calcore.__version__}, the driver calcore "
+            f"this Spark worker runs calcore {calcore_version}, the driver calcore "
             f"{driver_version}: install calcore {driver_version} on the workers."
         )
     from calcore.foundation.keyed_random import row_uniforms
@@ -381,7 +382,7 @@ class SparkEngine:
         """One pass as one Spark job: the tasks fold their partitions; their states are
         merged on the driver (small states), or first in groups inside the same job
         (large ones: :mod:`calcore.spark._merge`), then on the driver."""
-        import calcore
+        from calcore.foundation.version import __version__ as calcore_version
         from calcore.spark import _merge
         from calcore.spark._apply import spark_error
         from calcore.statistics.engine import pack
@@ -393,7 +394,7 @@ class SparkEngine:
             bounds, lanes, self.name, _merge.max_result_bytes(self.df.sparkSession), forced
         )
         job = pack(pass_job(lanes, phase))
-        read_plan, version = self.read_plan, calcore.__version__
+        read_plan, version = self.read_plan, calcore_version
 
         def run(batches):  # a closure pickled by value: its cargo is text and bytes
             from calcore.spark._evaluate import task_states
@@ -434,14 +435,14 @@ class SparkEngine:
         """``(Predictions, rows read)``: the ``k`` rows of smallest ``(uniform, position)``,
         in position order, as :func:`calcore.io._sampling.sample` draws them (a count, then
         one job)."""
-        import calcore
         from calcore.foundation.keyed_random import row_uniforms
+        from calcore.foundation.version import __version__ as calcore_version
         from calcore.io._bottom_k import bottom_k_cut, rows_at_or_below
         from calcore.predictions import Predictions
         from calcore.spark._apply import spark_error
         from calcore.statistics.engine import unpack
 
-        read_plan, version = self.read_plan, calcore.__version__
+        read_plan, version = self.read_plan, calcore_version
 
         def drawn(below: float):
             def run(batches):  # a closure pickled by value: its cargo is text and numbers

@@ -275,11 +275,12 @@ def result_size_error(exc: Exception, bounds, lanes, name: str, groups: int):
 
 # ------------------------------------------------------------------ the second level
 def _check_version(driver_version: str) -> None:
-    import calcore
+    from calcore.foundation.version import __version__ as calcore_version
+    from calcore.foundation.version import installed_at
 
-    if calcore.__version__ != driver_version:
+    if calcore_version != driver_version:
         raise CalcoreError(
-            f"this Spark worker runs calcore {calcore.__version__} ({calcore.__file__}), the "
+            f"this Spark worker runs calcore {calcore_version} ({installed_at()}), the "
             f"driver calcore {driver_version}: statistics are merged only between the same "
             f"calcore. Install calcore {driver_version} on the workers "
             "(calcore.spark.check_workers(spark) says what each runs)."

@@ -361,7 +361,8 @@ def check_workers(spark) -> dict:
     >>> calcore.spark.check_workers(spark)["calcore"] == calcore.__version__  # doctest: +SKIP
     True
     """
-    import calcore
+    from calcore.foundation.version import __version__ as calcore_version
+    from calcore.foundation.version import installed_at
 
     here = ".".join(map(str, sys.version_info[:2]))
     schema = "python string, executable string, calcore string, where string"
@@ -374,9 +375,10 @@ def check_workers(spark) -> dict:
         import pyarrow as pa
 
         try:
-            import calcore
+            from calcore.foundation.version import __version__ as calcore_version
+            from calcore.foundation.version import installed_at
 
-            version, where = calcore.__version__, calcore.__file__
+            version, where = calcore_version, installed_at()
         except Exception as exc:  # a worker without calcore: reported, not a crash
             version, where = None, f"{type(exc).__name__}: {exc}"
         for _ in batches:
@@ -401,24 +403,24 @@ def check_workers(spark) -> dict:
     if missing:
         raise SparkSetupError(
             f"Spark's Python workers ({', '.join(executables)}) cannot import calcore "
-            f"({missing[0]['where']}). Install the driver's calcore ({calcore.__version__}) "
+            f"({missing[0]['where']}). Install the driver's calcore ({calcore_version}) "
             f"on every worker, or set PYSPARK_PYTHON to an interpreter that has it."
         )
-    others = sorted({r["calcore"] for r in got} - {calcore.__version__})
+    others = sorted({r["calcore"] for r in got} - {calcore_version})
     if others:
         where = sorted({r["where"] for r in got if r["calcore"] in others})
         raise SparkSetupError(
             f"Spark's Python workers run calcore {', '.join(others)} ({where[0]}), the "
-            f"driver calcore {calcore.__version__} ({calcore.__file__}): a fitted "
+            f"driver calcore {calcore_version} ({installed_at()}): a fitted "
             f"calibrator or a statistics state is read only by the calcore that wrote it. "
-            f"Install calcore {calcore.__version__} on the workers."
+            f"Install calcore {calcore_version} on the workers."
         )
     if pythons != [here]:  # pyspark refuses it first; kept for the record
         raise SparkSetupError(
             f"Spark's Python workers run Python {', '.join(pythons)}, the driver {here}: "
             f"set PYSPARK_PYTHON to a Python {here} with calcore."
         )
-    return {"python": here, "calcore": calcore.__version__, "executables": executables}
+    return {"python": here, "calcore": calcore_version, "executables": executables}
 
 
 def _worker_failure(exc: Exception, here: str) -> SparkSetupError:
