@@ -38,6 +38,7 @@ __all__ = [
     "check_binary_probs",
     "check_sample_weight",
     "check_total_weight",
+    "frozen_array",
 ]
 
 
@@ -621,3 +622,44 @@ def check_total_weight(total: float, *, source: str, column: str | None = None) 
             "common factor."
         )
     return total
+
+
+def frozen_array(arr: np.ndarray | None, *, owned: bool) -> np.ndarray | None:
+    """``arr``'s values in a read-only array that no one else can write to.
+
+    The one rule for copying or not: an ``arr`` the caller hands over (``owned``) is made
+    read-only in place, as it is (no copy, whatever its memory layout); one it does not
+    own is shared as it is when it is already read-only, owns its memory and is C-ordered
+    (nothing can write to it), and copied otherwise, in C order, the copy made read-only.
+
+    Parameters
+    ----------
+    arr : ndarray or None
+        None is returned as is.
+    owned : bool
+        The caller keeps no writable reference to ``arr`` or to the memory it views (it
+        made it, or it views memory that is itself read-only). Never True for an array a
+        user passed in: that would freeze the user's array under them.
+
+    Returns
+    -------
+    ndarray or None
+        ``arr`` itself, made read-only, or a read-only C-ordered copy.
+
+    Examples
+    --------
+    >>> a = np.arange(3.0)
+    >>> frozen_array(a, owned=True) is a, a.flags.writeable
+    (True, False)
+    >>> b = np.arange(3.0)
+    >>> frozen_array(b, owned=False) is b, b.flags.writeable  # copied: b is the caller's
+    (False, True)
+    """
+    if arr is None:
+        return None
+    if owned or (not arr.flags.writeable and arr.base is None and arr.flags.c_contiguous):
+        arr.flags.writeable = False
+        return arr
+    copy = np.array(arr, order="C")
+    copy.flags.writeable = False
+    return copy

@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from calcore._validation import frozen_array
+
 __all__ = [
     "MetadataColumn",
     "METADATA_KINDS",
@@ -99,9 +101,9 @@ class MetadataColumn:
     def __post_init__(self):
         if self.kind not in METADATA_KINDS:
             raise ValueError(f"unknown metadata kind {self.kind!r}")
-        for arr in (self.values, self.mask):
-            if arr is not None:
-                arr.setflags(write=False)
+        # handed over by the loaders (and, as before, a caller's arrays): frozen in place
+        object.__setattr__(self, "values", frozen_array(self.values, owned=True))
+        object.__setattr__(self, "mask", frozen_array(self.mask, owned=True))
 
     @property
     def n_rows(self) -> int | None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from calcore._errors import CalcoreError
+from calcore._validation import frozen_array
 from calcore.calibrators._base import FORMAT_VERSION, Calibrator
 from calcore.calibrators._registry import make_calibrator
 from calcore.calibrators._state import LARGEST_INTEGER, Array, Number, StateError, Text
@@ -263,10 +264,9 @@ class PerSliceCalibrator:
             own = self.maps.get(values)
             if own is not None:
                 probs[rows] = own.transform(preds.subset(rows)).probs
-        probs.setflags(write=False)
         return replace(
             base,
-            probs=probs,
+            probs=frozen_array(probs, owned=True),
             logits=None,
             load_report=None,
             sample_weight=preds.sample_weight,

@@ -16,7 +16,7 @@ import numpy as np
 from calcore._errors import CalcoreError, EmptySplitError
 from calcore._limits import N_BOOTSTRAP
 from calcore._threads import side_by_side
-from calcore._validation import check_total_weight, row_weights
+from calcore._validation import check_total_weight, frozen_array, row_weights
 from calcore.binning import resolve_binning
 from calcore.evaluation.binary_rows import (
     binary_row_replicates,
@@ -406,11 +406,10 @@ def _shared_counts(n: int, n_resamples: int, seed, *, double: bool = False) -> n
     key = (int(n), int(n_resamples), int(seed)) if reusable else None
     kept = _last_counts.get(key) if reusable else None
     if kept is None:
-        kept = {"first": resample_counts(n, n_resamples, seed)}
-        kept["first"].flags.writeable = False
+        kept = {"first": frozen_array(resample_counts(n, n_resamples, seed), owned=True)}
     if double and "double" not in kept:
-        kept = kept | {"double": double_resample_counts(kept["first"], seed)}
-        kept["double"].flags.writeable = False
+        double_counts = double_resample_counts(kept["first"], seed)
+        kept = kept | {"double": frozen_array(double_counts, owned=True)}
     if reusable:
         _last_counts.clear()  # one draw kept at a time
         _last_counts[key] = kept

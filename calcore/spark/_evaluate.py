@@ -53,6 +53,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from calcore._errors import CalcoreError, quoted
+from calcore._validation import frozen_array
 from calcore.io.stream import PredictionStream
 
 __all__ = ["from_spark", "SparkStream", "SparkEngine", "task_states", "SOURCE_NAME"]
@@ -485,9 +486,7 @@ class SparkEngine:
         def joined(name):
             if not all(name in p for p in parts):
                 return None
-            out = np.concatenate([p[name] for p in parts])[keep]
-            out.setflags(write=False)
-            return out
+            return frozen_array(np.concatenate([p[name] for p in parts])[keep], owned=True)
 
         names = tuple(json.loads(self.read_plan)["class_names"])
         preds = Predictions(
