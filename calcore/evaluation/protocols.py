@@ -24,7 +24,7 @@ from calcore.evaluation.bootstrap import Interval
 from calcore.evaluation.evaluator import evaluate
 from calcore.metrics.registry import METRICS, compute_metric
 from calcore.metrics.scoring import calibration_gain
-from calcore.predictions import Predictions
+from calcore.predictions import Predictions, concat
 from calcore.reductions import binary_view
 
 __all__ = [
@@ -68,35 +68,19 @@ def _check_same_classes(calib: Predictions, test: Predictions) -> None:
 def concatenate(parts) -> Predictions:
     """Rows of several predictions with the same classes, one after the other.
 
-    Logits are kept when every part has them (so NLL stays exact); otherwise the
-    probabilities are joined.
+    :func:`calcore.predictions.concat`: logits are kept when every part has them (so NLL
+    stays exact), row weights when every part has them, and the metadata columns every
+    part has; the probabilities are joined as they are.
 
     Raises
     ------
     CalcoreError
-        No parts, or parts with different classes.
+        No parts, parts with different classes, weighted and unweighted parts mixed.
     """
     parts = list(parts)
-    if not parts:
-        raise CalcoreError("concatenate needs at least one Predictions.")
     for part in parts[1:]:
         _check_same_classes(parts[0], part)
-    labels = np.concatenate([p.labels for p in parts])
-    names = parts[0].class_names
-    weighted = [p.sample_weight is not None for p in parts]
-    if any(weighted) and not all(weighted):
-        raise CalcoreError(
-            "concatenate: some parts have row weights (sample_weight) and others do not; "
-            "give every part weights (with_sample_weight) or none."
-        )
-    w = np.concatenate([p.sample_weight for p in parts]) if all(weighted) else None
-    if all(p.logits is not None for p in parts):
-        return Predictions.from_logits(
-            np.concatenate([p.logits for p in parts]), labels, class_names=names, sample_weight=w
-        )
-    return Predictions.from_probs(
-        np.concatenate([p.probs for p in parts]), labels, class_names=names, sample_weight=w
-    )
+    return concat(parts)
 
 
 def random_split(

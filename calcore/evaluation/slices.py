@@ -25,7 +25,7 @@ Vaicenavicius et al. (2019), "Evaluating model calibration in classification", A
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -45,10 +45,9 @@ from calcore.evaluation.slice_ranking import (
 )
 from calcore.evaluation.slice_truth import direction_of, signed_truth
 from calcore.io._bottom_k import BottomK
-from calcore.io.stream import concatenate_batches
 from calcore.metadata import MAX_SLICE_VALUES, MISSING
 from calcore.metrics.registry import METRICS, compute_metric, default_primary, metric_keys
-from calcore.predictions import Predictions
+from calcore.predictions import Predictions, concat
 from calcore.slicing import Slicing, slicing_of
 
 __all__ = [
@@ -721,7 +720,8 @@ def period_change(
     kw = dict(bins=options["bins"], binning=options["binning"])
     parts = [[preds for _, _, preds, _ in s.rows()] for s in samples]
     n_first = sum(p.n_samples for p in parts[0])
-    sub = concatenate_batches(parts[0] + parts[1])
+    # the permutations take rows only: metadata columns would be recounted at every take
+    sub = replace(concat(parts[0] + parts[1]), metadata={})
     w = sub.sample_weight
 
     def value(part: np.ndarray) -> float:

@@ -317,7 +317,7 @@ def task_sample(
 
     import calcore
     from calcore.io._bottom_k import BottomK
-    from calcore.io.stream import concatenate_batches
+    from calcore.predictions import concat
     from calcore.statistics.engine import pack
 
     if calcore.__version__ != driver_version:
@@ -336,7 +336,7 @@ def task_sample(
     parts = kept.rows()
     arrays = {"n_read": np.array(n_read, np.int64)}
     if parts:
-        preds = concatenate_batches([q for _, _, q, _ in parts])
+        preds = concat([q for _, _, q, _ in parts])
         arrays.update(
             positions=np.concatenate([p for p, _, _, _ in parts]),
             probs=preds.probs,

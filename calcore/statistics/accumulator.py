@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from calcore.calibrators._blas import single_threaded_blas
 from calcore.metrics.scoring import brier_per_row, nll_per_row
+from calcore.predictions import take
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import BinEdges
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
@@ -39,19 +40,6 @@ _CHUNK_VALUES = 1 << 18
 _CHUNK_VALUES_REPLICATED = 1 << 20
 _CHUNK_ROWS = 1 << 17
 _SPLIT_CHUNKS = 4  # from this many chunks on, half of them are added on a worker thread
-
-
-def row_slice(preds, start: int, stop: int):
-    """Rows ``start:stop`` of ``preds`` as a Predictions sharing its (read-only) memory."""
-    logits = None if preds.logits is None else preds.logits[start:stop]
-    return type(preds)(
-        preds.probs[start:stop],
-        preds.labels[start:stop],
-        preds.class_names,
-        logits,
-        None,
-        preds.normalized,
-    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -282,8 +270,10 @@ class CalibrationStatistics:
     def _update_chunks(self, preds, w, starts, step: int) -> None:
         # The argmax already computed on all rows (a cached property) is sliced, not redone.
         cached = "_top" in preds.__dict__
+        # the chunks' rows alone: metadata columns would be recounted on every take
+        rows_only = replace(preds, metadata={}) if preds.metadata else preds
         for a in starts:
-            part = row_slice(preds, a, a + step)
+            part = take(rows_only, slice(a, a + step))
             if cached:
                 batch = RowBatch(
                     part.probs,
