@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable, Sequence
 
 import numpy as np
@@ -39,6 +39,9 @@ __all__ = [
     "check_sample_weight",
     "check_total_weight",
     "frozen_array",
+    "ReadOnlyDict",
+    "frozen_value",
+    "freeze_fields",
 ]
 
 
@@ -663,3 +666,84 @@ def frozen_array(arr: np.ndarray | None, *, owned: bool) -> np.ndarray | None:
     copy = np.array(arr, order="C")
     copy.flags.writeable = False
     return copy
+
+
+class ReadOnlyDict(dict):
+    """A dict that cannot be changed once made: a result's mapping, shared safely.
+
+    A ``dict`` subclass, so that ``json.dumps``, ``isinstance(x, dict)``, ``==``,
+    ``dict(x)`` and ``x | other`` (a new plain dict) work as on a dict; every method that
+    would change it raises ``TypeError``. It pickles and copies as itself.
+
+    Examples
+    --------
+    >>> d = ReadOnlyDict({"ece": 0.1})
+    >>> d["ece"], d | {"mce": 0.3}
+    (0.1, {'ece': 0.1, 'mce': 0.3})
+    >>> d["ece"] = 0.2
+    Traceback (most recent call last):
+    ...
+    TypeError: ReadOnlyDict is read-only: build a new dict (dict(d) | {...}) instead.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(
+            f"{type(self).__name__} is read-only: build a new dict (dict(d) | {{...}}) instead."
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self):
+        # rebuilt by frozen_value: the unpickled arrays in it are made read-only again
+        return frozen_value, (dict(self),)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self  # nothing in it can change: a copy would be the same
+
+
+def frozen_value(value):
+    """``value`` made immutable for a result: an array read-only (in place: a result's
+    arrays are its own), a dict a :class:`ReadOnlyDict` of frozen values; anything else
+    (numbers, strings, tuples, frozen dataclasses) as it is.
+
+    Examples
+    --------
+    >>> v = frozen_value({"ece": np.zeros(2)})
+    >>> type(v).__name__, v["ece"].flags.writeable
+    ('ReadOnlyDict', False)
+    """
+    if isinstance(value, np.ndarray):
+        return frozen_array(value, owned=True)
+    if isinstance(value, dict):
+        return ReadOnlyDict({k: frozen_value(v) for k, v in value.items()})
+    return value
+
+
+def freeze_fields(result) -> None:
+    """Make every array and dict field of a frozen dataclass immutable (its
+    ``__post_init__`` calls this): results are shared across sessions (the dashboard's
+    ``st.cache_resource``), so no reader may change what another reads.
+
+    Examples
+    --------
+    >>> @dataclass(frozen=True)
+    ... class Result:
+    ...     values: dict
+    ...     def __post_init__(self):
+    ...         freeze_fields(self)
+    >>> Result({"a": np.ones(2)}).values["a"][0] = 2.0
+    Traceback (most recent call last):
+    ...
+    ValueError: assignment destination is read-only
+    """
+    for f in fields(result):
+        value = getattr(result, f.name)
+        frozen = frozen_value(value)
+        if frozen is not value:
+            object.__setattr__(result, f.name, frozen)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calcore._validation import row_weights
+from calcore._validation import freeze_fields, row_weights
 from calcore.binning import BinningScheme
 from calcore.predictions import Predictions
 from calcore.reductions import BinaryView, binary_view
@@ -75,6 +75,9 @@ class BinStatistics:
     group_names: tuple[str, ...]
     n_rows: int
     scheme: BinningScheme
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     @property
     def gap(self) -> np.ndarray:

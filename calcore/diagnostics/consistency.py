@@ -20,7 +20,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._limits import N_RESAMPLES
-from calcore._validation import refuse_weights
+from calcore._validation import freeze_fields, refuse_weights
 from calcore.predictions import Predictions
 from calcore.reductions import binary_view
 from calcore.statistics.cells import CellSums, replicate_sums
@@ -63,6 +63,9 @@ class ConsistencyBands:
     level: float
     n_resamples: int
     seed: int
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
 
 def consistency_bands(

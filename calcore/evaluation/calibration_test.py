@@ -34,7 +34,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError
 from calcore._limits import BOOTSTRAP_RESAMPLES
-from calcore._validation import row_weights
+from calcore._validation import freeze_fields, row_weights
 from calcore.binning import resolve_binning
 from calcore.evaluation.report_statistics import (
     CELLS_OF_METRIC,
@@ -103,6 +103,9 @@ class CalibrationTest:
     n_resamples: int
     seed: int
     null_values: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     def verdict(self, key: str, level: float = 0.05) -> str:
         """``"consistent with calibrated (p = 0.41)"`` or ``"miscalibrated (p = 0.004)"``."""

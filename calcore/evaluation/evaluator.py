@@ -16,7 +16,7 @@ import numpy as np
 from calcore._errors import CalcoreError, EmptySplitError
 from calcore._limits import N_BOOTSTRAP
 from calcore._threads import side_by_side
-from calcore._validation import check_total_weight, frozen_array, row_weights
+from calcore._validation import check_total_weight, freeze_fields, frozen_array, row_weights
 from calcore.binning import resolve_binning
 from calcore.evaluation.binary_rows import (
     binary_row_replicates,
@@ -136,12 +136,8 @@ class CalibrationReport:
     calibration_test: CalibrationTest | None = field(default=None, repr=False, compare=False)
     double_replicates: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def __getattr__(self, name):
-        # report.top_label_ece etc. read the metrics dict (only called for missing attributes).
-        metrics = self.__dict__.get("metrics", {})
-        if name in metrics:
-            return metrics[name]
-        raise AttributeError(name)
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     def combined_with(self, other: "CalibrationReport") -> "CalibrationReport":
         """One report from two that computed different metrics of the same rows.
@@ -221,6 +217,26 @@ class CalibrationReport:
             out["calibration_test"] = self.calibration_test.as_dict()
         out["notes"] = list(self.notes)
         return out
+
+
+def _metric_property(key: str) -> property:
+    """``report.<key>``: ``report.metrics[key]``; AttributeError when the report has no
+    such metric (e.g. ``kde_ece_classwise`` above :data:`KDE_CLASSWISE_MAX_CLASSES`)."""
+
+    def value(report):
+        try:
+            return report.metrics[key]
+        except KeyError:
+            raise AttributeError(f"this report has no metric {key!r}") from None
+
+    return property(value, doc=f"``metrics[{key!r}]``: {METRICS[key].label}.")
+
+
+# One property per metric of the registry (report.top_label_ece...), declared on the
+# class from the registry itself, so that a new metric cannot lack its property.
+for _key in METRICS:
+    setattr(CalibrationReport, _key, _metric_property(_key))
+del _key
 
 
 def _json_number(value):

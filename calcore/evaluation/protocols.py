@@ -17,7 +17,7 @@ import numpy as np
 
 from calcore._errors import CalcoreError, CalcoreWarning
 from calcore._limits import N_REPEATS, N_RESAMPLES
-from calcore._validation import refuse_weights
+from calcore._validation import freeze_fields, refuse_weights
 from calcore.calibrators import Calibrator, make_calibrator
 from calcore.diagnostics.validity import ValidityCurve, validity_curves_once
 from calcore.evaluation.bootstrap import Interval
@@ -182,6 +182,9 @@ class Comparison:
     fit_warnings: dict = field(default_factory=dict)
     n_classes: int = 0
     n_calib: int | None = None
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     def verdict(self, *, primary: str | None = None, confidence_level: float = 0.95):
         """Which calibrator to ship (:func:`calcore.evaluation.verdict.verdict_of`): the
@@ -502,6 +505,9 @@ class LearningCurve:
     n_repeats: int
     uncalibrated: float
 
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
+
     @classmethod
     def combine(cls, curves) -> "LearningCurve":
         """One curve of every method from curves computed a method (or a few) at a time.
@@ -690,7 +696,7 @@ def calibrator_validity(
     name, calibrator = _calibrator(method)
     if group is not None and not 0 <= group < data.n_classes:
         raise CalcoreError(f"group must be a class index 0..{data.n_classes - 1}; got {group!r}.")
-    eps = np.linspace(0.0, 0.2, 201) if epsilon is None else np.asarray(epsilon, dtype=np.float64)
+    eps = np.linspace(0.0, 0.2, 201) if epsilon is None else np.array(epsilon, dtype=np.float64)
     rng = np.random.default_rng(seed)
     val = np.full((n_resamples, eps.size), np.nan)
     cond = np.full_like(val, np.nan)

@@ -48,6 +48,7 @@ import numpy as np
 
 from calcore import _limits
 from calcore._errors import CalcoreError
+from calcore._validation import freeze_fields
 from calcore.evaluation.intervals import DOUBLE_BOOTSTRAP_METHODS, interval_bounds
 from calcore.metrics.registry import METRICS, default_primary
 
@@ -179,6 +180,9 @@ class Verdict:
     confidence_level: float
     n_resamples: int
     estimates: dict
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     @property
     def improves(self) -> bool:

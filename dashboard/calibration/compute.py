@@ -661,9 +661,9 @@ def per_slice_fit(
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
-def _slicing(key: str, by: tuple[str, ...], _preds) -> tuple[calcore.Slicing, list]:
+def _slicing(key: str, by: tuple[str, ...], _preds) -> tuple[calcore.Slicing, tuple]:
     slicing = calcore.slicing_of(_preds.metadata, list(by))
-    return slicing, slicing.row_groups()
+    return slicing, tuple(slicing.row_groups())  # shared by every session: read-only
 
 
 def slice_predictions(key: str, by: tuple[str, ...], values: tuple[str, ...], preds):
