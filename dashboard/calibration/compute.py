@@ -28,6 +28,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 import calcore
+from calcore._validation import freeze_fields
 from calcore.evaluation import concatenate
 from calcore.evaluation.protocols import fit_warning_texts
 from dashboard.calibration.memory import budgeted, holding_slot, resampling
@@ -240,6 +241,9 @@ class Fitted:
     info: dict
     #: What the fit warned about (a bound hit, no convergence), shown on the verdict.
     warnings: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        freeze_fields(self)  # cached for every session: ``info`` read-only
 
 
 def fit(key: str, name: str, params: tuple, calib, test) -> Fitted:
