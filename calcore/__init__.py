@@ -325,7 +325,7 @@ from calcore.foundation.kernel_density import (
     kde_ece,
     kde_reliability_curve,
 )
-from calcore.foundation.version import __version__
+from calcore.foundation.version import __version__ as __version__
 from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
 from calcore.io.stream import PredictionStream, scan
 from calcore.metrics.binary import (

@@ -31,6 +31,7 @@ from calcore.calibrators._base import FORMAT_VERSION, Calibrator
 from calcore.calibrators._registry import make_calibrator
 from calcore.calibrators._state import LARGEST_INTEGER, Array, Number, StateError, Text
 from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import frozen_array
 from calcore.predictions import Predictions
 from calcore.predictions.metadata import MAX_SLICE_VALUES
 from calcore.predictions.slicing import PERIODS, Slicing, parse_slice_spec, slicing_of
@@ -263,10 +264,9 @@ class PerSliceCalibrator:
             own = self.maps.get(values)
             if own is not None:
                 probs[rows] = own.transform(preds.subset(rows)).probs
-        probs.setflags(write=False)
         return replace(
             base,
-            probs=probs,
+            probs=frozen_array(probs, owned=True),
             logits=None,
             load_report=None,
             sample_weight=preds.sample_weight,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore.foundation.errors import CalcoreError
-from calcore.foundation.validation import refuse_weights
+from calcore.foundation.validation import freeze_fields, refuse_weights
 from calcore.metrics.binned import calibration_error_from_bins
 from calcore.predictions import Predictions
 from calcore.statistics.bin_statistics import statistics_for
@@ -43,6 +43,9 @@ class EceByBins:
     top_label_ece: np.ndarray | None
     classwise_ece: np.ndarray | None
     binning: str
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
 
 def ece_by_bins(

@@ -21,7 +21,12 @@ import numpy as np
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import N_RESAMPLES
 from calcore.foundation.tuning import CONSISTENCY_DRAWS_PER_BLOCK as _DRAWS_PER_BLOCK
-from calcore.foundation.validation import refuse_weights, renamed_attribute, renamed_keywords
+from calcore.foundation.validation import (
+    freeze_fields,
+    refuse_weights,
+    renamed_attribute,
+    renamed_keywords,
+)
 from calcore.predictions import Predictions
 from calcore.predictions.reductions import binary_view
 from calcore.statistics.cells import CellSums, replicate_sums
@@ -66,6 +71,9 @@ class ConsistencyBands:
     seed: int
 
     level = renamed_attribute("confidence_level", "level")
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
+
 
 
 @renamed_keywords(level="confidence_level")

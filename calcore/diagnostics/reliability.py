@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore.foundation.errors import CalcoreError
-from calcore.foundation.validation import row_weights
+from calcore.foundation.validation import freeze_fields, row_weights
 from calcore.predictions import Predictions
 from calcore.predictions.reductions import top_label_view
 from calcore.statistics.bin_statistics import (
@@ -117,6 +117,9 @@ class ReliabilityDiagram:
     ece: float
     n: int
     binning: str
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     @property
     def bin_edges(self) -> np.ndarray:
@@ -262,6 +265,9 @@ class TopLabelReliabilityDiagram:
     signed_point: np.ndarray
     top_label_ece: float
     per_class: tuple[ReliabilityDiagram, ...]
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     def bin_breakdown(self, b: int) -> dict[str, np.ndarray]:
         """Per-class points inside bin ``b`` (drill-down of Fig. 1b); classes with points only."""

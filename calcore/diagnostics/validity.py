@@ -21,7 +21,7 @@ import numpy as np
 
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import N_RESAMPLES
-from calcore.foundation.validation import refuse_weights
+from calcore.foundation.validation import freeze_fields, refuse_weights
 from calcore.predictions import Predictions
 from calcore.predictions.reductions import binary_view
 from calcore.statistics.bin_statistics import bin_statistics
@@ -65,6 +65,9 @@ class ValidityCurve:
     view: str
     group: str | None
     n_resamples: int
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
 
 def validity_curves_once(scores, outcomes, groups, n_groups, epsilon, binning, bins):
@@ -137,7 +140,8 @@ def validity_curve(
     N_RESAMPLES.check(n_resamples, "n_resamples")
     if not 0 < sample_fraction <= 1:
         raise CalcoreError(f"sample_fraction must be in (0, 1]; got {sample_fraction!r}.")
-    eps = np.linspace(0.0, 0.2, 201) if epsilon is None else np.asarray(epsilon, dtype=np.float64)
+    # a copy (np.array): the result's own array, frozen with it, never the caller's
+    eps = np.linspace(0.0, 0.2, 201) if epsilon is None else np.array(epsilon, dtype=np.float64)
     v = binary_view(preds, view)
     scores, outcomes, groups, n_groups = v.scores, v.outcomes, v.groups, v.n_groups
     group_name = None

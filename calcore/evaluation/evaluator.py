@@ -50,6 +50,8 @@ from calcore.foundation.threads import side_by_side
 from calcore.foundation.tuning import SHARED_COUNTS_VALUES
 from calcore.foundation.validation import (
     check_total_weight,
+    freeze_fields,
+    frozen_array,
     renamed_attribute,
     renamed_keywords,
     row_weights,
@@ -144,12 +146,8 @@ class CalibrationReport:
 
     n_bootstrap = renamed_attribute("n_resamples", "n_bootstrap")
 
-    def __getattr__(self, name):
-        # report.top_label_ece etc. read the metrics dict (only called for missing attributes).
-        metrics = self.__dict__.get("metrics", {})
-        if name in metrics:
-            return metrics[name]
-        raise AttributeError(name)
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     def combined_with(self, other: "CalibrationReport") -> "CalibrationReport":
         """One report from two that computed different metrics of the same rows.
@@ -233,6 +231,26 @@ class CalibrationReport:
             out["calibration_test"] = self.calibration_test.as_dict()
         out["notes"] = list(self.notes)
         return out
+
+
+def _metric_property(key: str) -> property:
+    """``report.<key>``: ``report.metrics[key]``; AttributeError when the report has no
+    such metric (e.g. ``kde_ece_classwise`` above :data:`KDE_CLASSWISE_MAX_CLASSES`)."""
+
+    def value(report):
+        try:
+            return report.metrics[key]
+        except KeyError:
+            raise AttributeError(f"this report has no metric {key!r}") from None
+
+    return property(value, doc=f"``metrics[{key!r}]``: {METRICS[key].label}.")
+
+
+# One property per metric of the registry (report.top_label_ece...), declared on the
+# class from the registry itself, so that a new metric cannot lack its property.
+for _key in METRICS:
+    setattr(CalibrationReport, _key, _metric_property(_key))
+del _key
 
 
 def _json_number(value):
@@ -412,11 +430,10 @@ def _shared_counts(n: int, n_resamples: int, seed, *, double: bool = False) -> n
     key = (int(n), int(n_resamples), int(seed)) if reusable else None
     kept = _last_counts.get(key) if reusable else None
     if kept is None:
-        kept = {"first": resample_counts(n, n_resamples, seed)}
-        kept["first"].flags.writeable = False
+        kept = {"first": frozen_array(resample_counts(n, n_resamples, seed), owned=True)}
     if double and "double" not in kept:
-        kept = kept | {"double": double_resample_counts(kept["first"], seed)}
-        kept["double"].flags.writeable = False
+        double_counts = double_resample_counts(kept["first"], seed)
+        kept = kept | {"double": frozen_array(double_counts, owned=True)}
     if reusable:
         _last_counts.clear()  # one draw kept at a time
         _last_counts[key] = kept

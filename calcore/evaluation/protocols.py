@@ -21,9 +21,9 @@ from calcore.evaluation.bootstrap import Interval
 from calcore.evaluation.evaluator import evaluate
 from calcore.foundation.errors import CalcoreError, CalcoreWarning
 from calcore.foundation.limits import N_REPEATS, N_RESAMPLES
-from calcore.foundation.validation import refuse_weights, renamed_keywords
+from calcore.foundation.validation import freeze_fields, refuse_weights, renamed_keywords
 from calcore.metrics.registry import METRICS, compute_metric
-from calcore.predictions import Predictions
+from calcore.predictions import Predictions, concat
 from calcore.predictions.reductions import binary_view
 from calcore.statistics.scoring import calibration_gain
 
@@ -68,35 +68,19 @@ def _check_same_classes(calib: Predictions, test: Predictions) -> None:
 def concatenate(parts) -> Predictions:
     """Rows of several predictions with the same classes, one after the other.
 
-    Logits are kept when every part has them (so NLL stays exact); otherwise the
-    probabilities are joined.
+    :func:`calcore.predictions.concat`: logits are kept when every part has them (so NLL
+    stays exact), row weights when every part has them, and the metadata columns every
+    part has; the probabilities are joined as they are.
 
     Raises
     ------
     CalcoreError
-        No parts, or parts with different classes.
+        No parts, parts with different classes, weighted and unweighted parts mixed.
     """
     parts = list(parts)
-    if not parts:
-        raise CalcoreError("concatenate needs at least one Predictions.")
     for part in parts[1:]:
         _check_same_classes(parts[0], part)
-    labels = np.concatenate([p.labels for p in parts])
-    names = parts[0].class_names
-    weighted = [p.sample_weight is not None for p in parts]
-    if any(weighted) and not all(weighted):
-        raise CalcoreError(
-            "concatenate: some parts have row weights (sample_weight) and others do not; "
-            "give every part weights (with_sample_weight) or none."
-        )
-    w = np.concatenate([p.sample_weight for p in parts]) if all(weighted) else None
-    if all(p.logits is not None for p in parts):
-        return Predictions.from_logits(
-            np.concatenate([p.logits for p in parts]), labels, class_names=names, sample_weight=w
-        )
-    return Predictions.from_probs(
-        np.concatenate([p.probs for p in parts]), labels, class_names=names, sample_weight=w
-    )
+    return concat(parts)
 
 
 def random_split(
@@ -198,6 +182,9 @@ class Comparison:
     fit_warnings: dict = field(default_factory=dict)
     n_classes: int = 0
     n_calib: int | None = None
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     def verdict(self, *, primary: str | None = None, confidence_level: float = 0.95):
         """Which calibrator to ship (:func:`calcore.evaluation.verdict.verdict_of`): the
@@ -520,6 +507,9 @@ class LearningCurve:
     n_repeats: int
     uncalibrated: float
 
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
+
     @classmethod
     def combine(cls, curves) -> "LearningCurve":
         """One curve of every method from curves computed a method (or a few) at a time.
@@ -708,7 +698,7 @@ def calibrator_validity(
     name, calibrator = _calibrator(method)
     if group is not None and not 0 <= group < data.n_classes:
         raise CalcoreError(f"group must be a class index 0..{data.n_classes - 1}; got {group!r}.")
-    eps = np.linspace(0.0, 0.2, 201) if epsilon is None else np.asarray(epsilon, dtype=np.float64)
+    eps = np.linspace(0.0, 0.2, 201) if epsilon is None else np.array(epsilon, dtype=np.float64)
     rng = np.random.default_rng(seed)
     val = np.full((n_resamples, eps.size), np.nan)
     cond = np.full_like(val, np.nan)

@@ -46,7 +46,7 @@ from calcore.foundation.binning import resolve_binning
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import BOOTSTRAP_RESAMPLES
 from calcore.foundation.tuning import REDRAW_MEMORY_BYTES
-from calcore.foundation.validation import row_weights
+from calcore.foundation.validation import freeze_fields, row_weights
 from calcore.metrics.registry import METRICS, metric_keys
 from calcore.predictions import Predictions
 from calcore.statistics.accumulator import CalibrationStatistics
@@ -106,6 +106,9 @@ class CalibrationTest:
     n_resamples: int
     seed: int
     null_values: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     def verdict(self, key: str, level: float = 0.05) -> str:
         """``"consistent with calibrated (p = 0.41)"`` or ``"miscalibrated (p = 0.004)"``."""

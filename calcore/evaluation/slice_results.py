@@ -9,7 +9,7 @@ rows of :func:`period_sample`).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -24,8 +24,8 @@ from calcore.evaluation.slice_ranking import (
 )
 from calcore.evaluation.slice_truth import direction_of
 from calcore.io._bottom_k import BottomK
-from calcore.io.stream import concatenate_batches
 from calcore.metrics.registry import METRICS, compute_metric
+from calcore.predictions import concat
 from calcore.predictions.metadata import MISSING
 
 __all__ = [
@@ -503,7 +503,8 @@ def period_change(
     kw = dict(bins=options["bins"], binning=options["binning"])
     parts = [[preds for _, _, preds, _ in s.rows()] for s in samples]
     n_first = sum(p.n_samples for p in parts[0])
-    sub = concatenate_batches(parts[0] + parts[1])
+    # the permutations take rows only: metadata columns would be recounted at every take
+    sub = replace(concat(parts[0] + parts[1]), metadata={})
     w = sub.sample_weight
 
     def value(part: np.ndarray) -> float:

@@ -49,6 +49,7 @@ import numpy as np
 from calcore.evaluation.intervals import DOUBLE_BOOTSTRAP_METHODS, interval_bounds
 from calcore.foundation import limits as _limits
 from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import freeze_fields
 from calcore.metrics.registry import METRICS, default_primary
 
 __all__ = [
@@ -180,6 +181,9 @@ class Verdict:
     confidence_level: float
     n_resamples: int
     estimates: dict
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     @property
     def improves(self) -> bool:

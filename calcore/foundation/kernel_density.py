@@ -19,6 +19,7 @@ import numpy as np
 
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.tuning import KDE_PAIR_BUDGET as _PAIR_BUDGET
+from calcore.foundation.validation import frozen_array
 
 __all__ = [
     "KDE_MIN_EFFECTIVE_ROWS",
@@ -279,9 +280,9 @@ def _curve(s: np.ndarray, o: np.ndarray, h: float, grid_size: int) -> KDEReliabi
     error = np.full(grid_size, np.nan)
     np.divide(accuracy * (1.0 - accuracy), effective, out=error, where=effective > 0.0)
     np.sqrt(error, out=error)
-    arrays = (grid, density, accuracy, effective, error)
-    for arr in arrays:
-        arr.flags.writeable = False
+    grid, density, accuracy, effective, error = (
+        frozen_array(a, owned=True) for a in (grid, density, accuracy, effective, error)
+    )
     return KDEReliabilityCurve(grid, density, accuracy, h, int(s.size), effective, error)
 
 

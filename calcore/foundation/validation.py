@@ -19,7 +19,7 @@ import sys
 import types
 import unicodedata
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable, Sequence
 
 import numpy as np
@@ -45,6 +45,10 @@ __all__ = [
     "renamed_keywords",
     "renamed_attribute",
     "renamed_module",
+    "frozen_array",
+    "ReadOnlyDict",
+    "frozen_value",
+    "freeze_fields",
 ]
 
 
@@ -767,3 +771,123 @@ def renamed_module(old: str, module: types.ModuleType, renamed: dict | None = No
             return sorted(set(dir(module)) | set(renamed))
 
     sys.modules.setdefault(old, RenamedModule(old, f"Deprecated: see {module.__name__}."))
+def frozen_array(arr: np.ndarray | None, *, owned: bool) -> np.ndarray | None:
+    """``arr``'s values in a read-only array that no one else can write to.
+
+    The one rule for copying or not: an ``arr`` the caller hands over (``owned``) is made
+    read-only in place, as it is (no copy, whatever its memory layout); one it does not
+    own is shared as it is when it is already read-only, owns its memory and is C-ordered
+    (nothing can write to it), and copied otherwise, in C order, the copy made read-only.
+
+    Parameters
+    ----------
+    arr : ndarray or None
+        None is returned as is.
+    owned : bool
+        The caller keeps no writable reference to ``arr`` or to the memory it views (it
+        made it, or it views memory that is itself read-only). Never True for an array a
+        user passed in: that would freeze the user's array under them.
+
+    Returns
+    -------
+    ndarray or None
+        ``arr`` itself, made read-only, or a read-only C-ordered copy.
+
+    Examples
+    --------
+    >>> a = np.arange(3.0)
+    >>> frozen_array(a, owned=True) is a, a.flags.writeable
+    (True, False)
+    >>> b = np.arange(3.0)
+    >>> frozen_array(b, owned=False) is b, b.flags.writeable  # copied: b is the caller's
+    (False, True)
+    """
+    if arr is None:
+        return None
+    if owned or (not arr.flags.writeable and arr.base is None and arr.flags.c_contiguous):
+        arr.flags.writeable = False
+        return arr
+    copy = np.array(arr, order="C")
+    copy.flags.writeable = False
+    return copy
+
+
+class ReadOnlyDict(dict):
+    """A dict that cannot be changed once made: a result's mapping, shared safely.
+
+    A ``dict`` subclass, so that ``json.dumps``, ``isinstance(x, dict)``, ``==``,
+    ``dict(x)`` and ``x | other`` (a new plain dict) work as on a dict; every method that
+    would change it raises ``TypeError``. It pickles and copies as itself.
+
+    Examples
+    --------
+    >>> d = ReadOnlyDict({"ece": 0.1})
+    >>> d["ece"], d | {"mce": 0.3}
+    (0.1, {'ece': 0.1, 'mce': 0.3})
+    >>> d["ece"] = 0.2
+    Traceback (most recent call last):
+    ...
+    TypeError: ReadOnlyDict is read-only: build a new dict (dict(d) | {...}) instead.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(
+            f"{type(self).__name__} is read-only: build a new dict (dict(d) | {{...}}) instead."
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self):
+        # rebuilt by frozen_value: the unpickled arrays in it are made read-only again
+        return frozen_value, (dict(self),)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self  # nothing in it can change: a copy would be the same
+
+
+def frozen_value(value):
+    """``value`` made immutable for a result: an array read-only (in place: a result's
+    arrays are its own), a dict a :class:`ReadOnlyDict` of frozen values; anything else
+    (numbers, strings, tuples, frozen dataclasses) as it is.
+
+    Examples
+    --------
+    >>> v = frozen_value({"ece": np.zeros(2)})
+    >>> type(v).__name__, v["ece"].flags.writeable
+    ('ReadOnlyDict', False)
+    """
+    if isinstance(value, np.ndarray):
+        return frozen_array(value, owned=True)
+    if isinstance(value, dict):
+        return ReadOnlyDict({k: frozen_value(v) for k, v in value.items()})
+    return value
+
+
+def freeze_fields(result) -> None:
+    """Make every array and dict field of a frozen dataclass immutable (its
+    ``__post_init__`` calls this): results are shared across sessions (the dashboard's
+    ``st.cache_resource``), so no reader may change what another reads.
+
+    Examples
+    --------
+    >>> @dataclass(frozen=True)
+    ... class Result:
+    ...     values: dict
+    ...     def __post_init__(self):
+    ...         freeze_fields(self)
+    >>> Result({"a": np.ones(2)}).values["a"][0] = 2.0
+    Traceback (most recent call last):
+    ...
+    ValueError: assignment destination is read-only
+    """
+    for f in fields(result):
+        value = getattr(result, f.name)
+        frozen = frozen_value(value)
+        if frozen is not value:
+            object.__setattr__(result, f.name, frozen)

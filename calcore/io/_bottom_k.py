@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calcore.predictions import Predictions
+from calcore.predictions import Predictions, take
 
 __all__ = ["BottomK", "bottom_k_cut", "n_batch_rows", "rows_at_or_below"]
 
@@ -113,4 +113,4 @@ def _taken(preds: Predictions | None, values: dict, rows: np.ndarray):
     """The predictions (None: none kept) and slice values at ``rows``."""
     # Arrow arrays and numpy arrays both have ``take``
     values = {c: v.take(rows) for c, v in values.items()}
-    return (None if preds is None else preds.subset(rows)), values
+    return (None if preds is None else take(preds, rows)), values

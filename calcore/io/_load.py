@@ -17,6 +17,7 @@ from calcore.foundation.validation import (
     check_logits,
     check_probs,
     check_sample_weight,
+    frozen_array,
     probability_sum_tolerance,
 )
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
@@ -372,12 +373,6 @@ def _percent_note(scores, percent: bool) -> str:
     return ""
 
 
-def _frozen(arr):
-    if arr is not None:
-        arr.setflags(write=False)
-    return arr
-
-
 def build_predictions(
     table, classes, kind, reason, *, auto, rows, split, split_values, renormalize, percent=False
 ) -> Predictions:
@@ -440,12 +435,13 @@ def build_predictions(
     for message in report.warnings():
         warnings.warn(message, CalcoreWarning, stacklevel=3)  # the caller of load_*
     return Predictions(
-        _frozen(np.ascontiguousarray(probs, dtype=np.float64)),
-        _frozen(np.array(labels, dtype=np.int64)),
+        # the loader's own arrays (never the caller's): frozen in place
+        frozen_array(np.ascontiguousarray(probs, dtype=np.float64), owned=True),
+        frozen_array(np.array(labels, dtype=np.int64), owned=True),
         classes.names,
-        _frozen(logits),
+        frozen_array(logits, owned=True),
         report,
-        sample_weight=_frozen(weights),
+        sample_weight=frozen_array(weights, owned=True),
         metadata=metadata,
     )
 

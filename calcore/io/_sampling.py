@@ -24,7 +24,7 @@ from calcore.io._bottom_k import BottomK, n_batch_rows
 from calcore.io._labels import SPLITS, split_codes
 from calcore.io._prefetch import prefetched
 from calcore.io._table import LabelRowNames
-from calcore.predictions import Predictions
+from calcore.predictions import Predictions, concat
 
 __all__ = [
     "SliceBatch",
@@ -110,12 +110,10 @@ def _kept_by_split(stream, rows: Iterable, max_rows: int, seed: int) -> dict[str
 
 def _predictions(stream, kept: BottomK) -> Predictions:
     """The rows a sampler kept, with the slice columns as metadata."""
-    from calcore.io.stream import concatenate_batches
-
     parts = kept.rows()
     if not parts:
         raise CalcoreError(f"{stream.name}: no rows to sample.")
-    preds = concatenate_batches([q for _, _, q, _ in parts])
+    preds = concat([q for _, _, q, _ in parts])
     if not stream.slice_columns:
         return preds
     return preds.with_metadata(_metadata(stream, kept))

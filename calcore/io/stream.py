@@ -1304,24 +1304,11 @@ def _validate_batch(stream, raw: RawTable, state):
 
 
 def concatenate_batches(parts: list) -> Predictions:
-    """Batches of one stream (same classes) as one Predictions, in order (weights and
-    the normalisation flag kept, nothing validated again)."""
-    if len(parts) == 1:
-        return parts[0]
-    logits = None
-    if all(p.logits is not None for p in parts):
-        logits = np.concatenate([p.logits for p in parts])
-        logits.setflags(write=False)
-    probs = np.concatenate([p.probs for p in parts])
-    labels = np.concatenate([p.labels for p in parts])
-    weights = None
-    if parts[0].sample_weight is not None:  # a stream's batches all have weights or none
-        weights = np.concatenate([p.sample_weight for p in parts])
-        weights.setflags(write=False)
-    probs.setflags(write=False)
-    labels.setflags(write=False)
-    first = parts[0]
-    return Predictions(probs, labels, first.class_names, logits, None, first.normalized, weights)
+    """Batches of one stream (same classes) as one Predictions, in order: kept for its
+    importers, :func:`calcore.predictions.concat` (which calcore's code calls)."""
+    from calcore.predictions import concat
+
+    return concat(parts)
 
 
 def validated_rows(reader, raw: RawTable, weights, decided: tuple[str, str]):

@@ -1,7 +1,8 @@
 """Predictions and what describes their rows: the layer every calcore package above builds on.
 
 * :class:`Predictions` (:mod:`calcore.predictions._predictions`) -- probabilities (or
-  logits) with labels and optional row weights;
+  logits) with labels and optional row weights; :func:`take` and :func:`concat`, the one
+  way to select rows and the one way to join them (every per-row field alike);
 * :mod:`~calcore.predictions.metadata` -- extra columns of the rows, kept for slicing;
 * :mod:`~calcore.predictions.slicing` -- slice specifications ("age:q4", "date:week")
   and the slices of rows in memory;
@@ -10,6 +11,6 @@
   top-label, class-wise, top-k).
 """
 
-from calcore.predictions._predictions import Predictions
+from calcore.predictions._predictions import Predictions, concat, take
 
-__all__ = ["Predictions"]
+__all__ = ["Predictions", "take", "concat"]

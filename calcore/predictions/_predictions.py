@@ -18,31 +18,18 @@ from calcore.foundation.validation import (
     check_probs,
     check_sample_weight,
     check_unit_interval,
+    frozen_array,
 )
+from calcore.predictions.metadata import concat_columns
 
-__all__ = ["Predictions"]
-
-
-def _read_only(arr: np.ndarray | None) -> np.ndarray | None:
-    if arr is not None:
-        arr.setflags(write=False)
-    return arr
+__all__ = ["Predictions", "take", "concat"]
 
 
-def _frozen(arr: np.ndarray, *, fresh: bool) -> np.ndarray:
-    """A read-only array with ``arr``'s values that no one else can write to.
-
-    ``fresh``: no one else holds ``arr`` (made here, or handed over by the caller).
-    Then a C-contiguous array owning its memory is frozen in place; otherwise it is
-    copied (C order), unless it is already read-only and owns its memory
-    (immutable, safe to share).
-    """
-    if arr.base is None and arr.flags.c_contiguous:
-        if fresh:
-            return _read_only(arr)
-        if not arr.flags.writeable:
-            return arr
-    return _read_only(arr.copy())
+def _handed_over(arr: np.ndarray, given, owned: bool) -> bool:
+    """Whether a calibrator's validated output ``arr`` may be frozen in place: made by the
+    validation (not ``given`` itself) or handed over by its caller (``owned``), and owning
+    C-ordered memory, not a view of memory someone else may hold."""
+    return (arr is not given or owned) and arr.base is None and arr.flags.c_contiguous
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,11 +124,10 @@ class Predictions:
         """
         ctx = InputContext(source)
         probs64, _ = check_probs(probs, ctx=ctx, renormalize=renormalize)
-        if probs64 is probs:
-            probs64 = probs64.copy()  # never alias (or freeze) the caller's array
+        probs64 = frozen_array(probs64, owned=probs64 is not probs)  # never the caller's
         labels64 = check_labels(labels, probs64.shape[1], n_rows=probs64.shape[0], ctx=ctx)
         names = check_class_names(class_names, probs64.shape[1], ctx=ctx)
-        preds = cls(_read_only(probs64), _read_only(labels64), names)
+        preds = cls(probs64, frozen_array(labels64, owned=True), names)
         return preds if sample_weight is None else preds.with_sample_weight(sample_weight)
 
     @classmethod
@@ -178,13 +164,14 @@ class Predictions:
         """
         ctx = InputContext(source)
         z = check_logits(logits, ctx=ctx)
-        if z is logits:
-            z = z.copy()
+        z = frozen_array(z, owned=z is not logits)  # never the caller's
         labels64 = check_labels(labels, z.shape[1], n_rows=z.shape[0], ctx=ctx)
         names = check_class_names(class_names, z.shape[1], ctx=ctx)
         probs = log_softmax_rows(z)  # scipy.special.log_softmax, in row blocks
         np.exp(probs, out=probs)
-        preds = cls(_read_only(probs), _read_only(labels64), names, logits=_read_only(z))
+        preds = cls(
+            frozen_array(probs, owned=True), frozen_array(labels64, owned=True), names, logits=z
+        )
         return preds if sample_weight is None else preds.with_sample_weight(sample_weight)
 
     @classmethod
@@ -244,7 +231,7 @@ class Predictions:
             raise CalcoreError(
                 f"{name}: shape {probs64.shape} differs from the input's {like.probs.shape}."
             )
-        probs64 = _frozen(probs64, fresh=probs64 is not probs or owned)
+        probs64 = frozen_array(probs64, owned=_handed_over(probs64, probs, owned))
         z = None
         if logits is not None:
             z = np.asarray(logits)
@@ -257,7 +244,7 @@ class Predictions:
                 raise CalcoreError(
                     f"calibrated logits: shape {z.shape} differs from the input's {probs64.shape}."
                 )
-            z = _frozen(z, fresh=z is not logits or owned)
+            z = frozen_array(z, owned=_handed_over(z, logits, owned))
         return cls(
             probs64,
             like.labels,
@@ -288,7 +275,7 @@ class Predictions:
             predicted = (p1 > p0).astype(np.int64)  # a tie goes to class 0, as below
             confidence = np.maximum(p0, p1)
             tied = int(np.count_nonzero(p0 == p1))
-            return _read_only(predicted), _read_only(confidence), tied
+            return frozen_array(predicted, owned=True), frozen_array(confidence, owned=True), tied
         predicted = np.empty(n, dtype=np.int64)
         confidence = np.empty(n)
         tied = 0
@@ -300,7 +287,7 @@ class Predictions:
             predicted[start : start + step] = at_top.argmax(axis=1)
             confidence[start : start + step] = top
             tied += int(np.count_nonzero(np.count_nonzero(at_top, axis=1) > 1))
-        return _read_only(predicted), _read_only(confidence), tied
+        return frozen_array(predicted, owned=True), frozen_array(confidence, owned=True), tied
 
     @property
     def predicted(self) -> np.ndarray:
@@ -320,7 +307,7 @@ class Predictions:
     @cached_property
     def correct(self) -> np.ndarray:
         """``1.0`` where the predicted class is the label, else ``0.0``."""
-        return _read_only((self.predicted == self.labels).astype(np.float64))
+        return frozen_array((self.predicted == self.labels).astype(np.float64), owned=True)
 
     @cached_property
     def label_probability(self) -> np.ndarray:
@@ -329,28 +316,19 @@ class Predictions:
             p = np.where(self.labels == 1, self.probs[:, 1], self.probs[:, 0])
         else:
             p = self.probs[np.arange(self.n_samples), self.labels]
-        return _read_only(p)
+        return frozen_array(p, owned=True)
 
     @cached_property
     def class_counts(self) -> np.ndarray:
         """Number of rows whose label is each class."""
-        return _read_only(np.bincount(self.labels, minlength=self.n_classes))
+        return frozen_array(np.bincount(self.labels, minlength=self.n_classes), owned=True)
 
     def subset(self, rows) -> "Predictions":
-        """The predictions at ``rows`` (an index array or boolean mask), same classes."""
-        rows = np.asarray(rows)
-        logits = None if self.logits is None else _read_only(self.logits[rows])
-        weights = None if self.sample_weight is None else _read_only(self.sample_weight[rows])
-        return Predictions(
-            _read_only(self.probs[rows]),
-            _read_only(self.labels[rows]),
-            self.class_names,
-            logits,
-            self.load_report,
-            self.normalized,
-            weights,
-            {k: col.take(rows) for k, col in self.metadata.items()},
-        )
+        """The predictions at ``rows`` (an index array, boolean mask or slice), same classes.
+
+        The same as :func:`take` (weights, metadata and load report kept).
+        """
+        return take(self, rows)
 
     def with_metadata(self, metadata) -> "Predictions":
         """The same predictions with metadata columns (for slicing).
@@ -413,7 +391,7 @@ class Predictions:
         if sample_weight is None:
             return replace(self, sample_weight=None)
         w = check_sample_weight(sample_weight, self.n_samples, source=source)
-        return replace(self, sample_weight=_read_only(w if w is not sample_weight else w.copy()))
+        return replace(self, sample_weight=frozen_array(w, owned=w is not sample_weight))
 
     def __repr__(self) -> str:
         kind = "logits" if self.logits is not None else "probs"
@@ -421,3 +399,153 @@ class Predictions:
             f"Predictions(n_samples={self.n_samples}, n_classes={self.n_classes}, "
             f"from={kind}, class_names={self.class_names[:5]}{'...' if self.n_classes > 5 else ''})"
         )
+
+
+def _row_indices(rows, n_rows: int) -> np.ndarray:
+    """``rows`` (indices or a boolean mask of ``n_rows`` values) as an index array."""
+    rows = np.asarray(rows)
+    if rows.ndim != 1:
+        raise IndexError(f"rows must be one-dimensional; got shape {rows.shape}.")
+    if rows.dtype == bool:
+        if rows.size != n_rows:
+            raise IndexError(f"a boolean mask of {rows.size} values for {n_rows} rows.")
+        return np.flatnonzero(rows)
+    if rows.size == 0:
+        return np.empty(0, dtype=np.intp)
+    if rows.dtype.kind not in "iu":
+        raise IndexError(f"rows must be integers, a boolean mask or a slice; got {rows.dtype}.")
+    return rows
+
+
+def take(preds: Predictions, rows) -> Predictions:
+    """The rows ``rows`` of ``preds``: every per-row field taken the same way.
+
+    Probabilities, labels, logits, row weights and metadata columns are taken at the
+    same rows; class names, the normalisation flag and the load report (which describes
+    the file the rows came from) are kept. Nothing is validated again.
+
+    Parameters
+    ----------
+    preds : Predictions
+    rows : slice, array_like of int or array_like of bool
+        A slice gives read-only views (no copy); indices (negative ones count from the
+        end, repeats repeat the row) or a boolean mask of ``n_samples`` values give
+        read-only copies, in the order of the indices.
+
+    Returns
+    -------
+    Predictions
+
+    Raises
+    ------
+    IndexError
+        An index out of range, a mask of the wrong length, rows that are neither.
+
+    Examples
+    --------
+    >>> p = Predictions.from_probs([[0.9, 0.1], [0.3, 0.7], [0.5, 0.5]], [0, 1, 1])
+    >>> take(p.with_sample_weight([1, 2, 3]), [2, 0]).sample_weight
+    array([3., 1.])
+    >>> take(p, [True, False, True]).labels.tolist(), take(p, slice(1, None)).n_samples
+    ([0, 1], 2)
+    """
+    if isinstance(rows, slice):
+
+        def at(arr):
+            return frozen_array(arr[rows], owned=True)  # a view of read-only memory
+
+    else:
+        index = _row_indices(rows, preds.n_samples)
+
+        def at(arr):
+            # np.take: the same values as arr[index], faster on 2-D rows
+            return frozen_array(np.take(arr, index, axis=0), owned=True)
+
+        rows = index
+    return type(preds)(
+        at(preds.probs),
+        at(preds.labels),
+        preds.class_names,
+        None if preds.logits is None else at(preds.logits),
+        preds.load_report,
+        preds.normalized,
+        None if preds.sample_weight is None else at(preds.sample_weight),
+        {name: col.take(rows) for name, col in preds.metadata.items()},
+    )
+
+
+def concat(parts) -> Predictions:
+    """The rows of several predictions with the same classes, one part after the other.
+
+    Every per-row field is joined the same way: probabilities and labels; logits when
+    every part has them (else none: NLL then uses the probabilities); row weights when
+    every part has them (mixing weighted and unweighted parts is an error: it would
+    give the unweighted rows a weight no one chose); the metadata columns every part
+    has with the same kind (:func:`calcore.metadata.concat_columns`; a column some part
+    lacks could not slice all the joined rows, so it is left out). The result is
+    normalised when every part is. One part is returned as it is; the join of several
+    has no load report (it describes one file's read). Nothing is validated again.
+
+    Parameters
+    ----------
+    parts : iterable of Predictions
+
+    Returns
+    -------
+    Predictions
+
+    Raises
+    ------
+    CalcoreError
+        No parts, parts with different classes, weighted and unweighted parts mixed.
+
+    Examples
+    --------
+    >>> a = Predictions.from_probs([[0.9, 0.1]], [0])
+    >>> b = Predictions.from_probs([[0.2, 0.8], [0.6, 0.4]], [1, 0])
+    >>> both = concat([a, b])
+    >>> both.n_samples, both.labels.tolist()
+    (3, [0, 1, 0])
+    """
+    parts = list(parts)
+    if not parts:
+        raise CalcoreError("concatenate needs at least one Predictions.")
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    for part in parts[1:]:
+        if part.class_names != first.class_names:
+            raise CalcoreError(
+                f"concatenate: parts have different classes ({list(first.class_names)} vs "
+                f"{list(part.class_names)}); every part must list the same classes in the "
+                "same order."
+            )
+    weighted = [p.sample_weight is not None for p in parts]
+    if any(weighted) and not all(weighted):
+        raise CalcoreError(
+            "concatenate: some parts have row weights (sample_weight) and others do not; "
+            "give every part weights (with_sample_weight) or none."
+        )
+
+    def joined(field_name):
+        arrays = [getattr(p, field_name) for p in parts]
+        if any(a is None for a in arrays):
+            return None
+        return frozen_array(np.concatenate(arrays), owned=True)
+
+    metadata = {}
+    for name in first.metadata:
+        if all(name in p.metadata for p in parts):
+            column = concat_columns([p.metadata[name] for p in parts])
+            if column is not None:
+                metadata[name] = column
+    return type(first)(
+        joined("probs"),
+        joined("labels"),
+        first.class_names,
+        joined("logits"),
+        None,
+        all(p.normalized for p in parts),
+        joined("sample_weight"),
+        metadata,
+    )

@@ -28,12 +28,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from calcore.foundation.validation import frozen_array
+
 __all__ = [
     "MetadataColumn",
     "METADATA_KINDS",
     "MAX_SLICE_VALUES",
     "MISSING",
     "metadata_column",
+    "concat_columns",
     "metadata_from_text",
     "numeric_column",
     "integer_column",
@@ -99,9 +102,9 @@ class MetadataColumn:
     def __post_init__(self):
         if self.kind not in METADATA_KINDS:
             raise ValueError(f"unknown metadata kind {self.kind!r}")
-        for arr in (self.values, self.mask):
-            if arr is not None:
-                arr.setflags(write=False)
+        # handed over by the loaders (and, as before, a caller's arrays): frozen in place
+        object.__setattr__(self, "values", frozen_array(self.values, owned=True))
+        object.__setattr__(self, "mask", frozen_array(self.mask, owned=True))
 
     @property
     def n_rows(self) -> int | None:
@@ -141,10 +144,10 @@ class MetadataColumn:
         return replace(col, n_distinct=distinct, n_missing=int(missing.sum()))
 
     def take(self, rows) -> "MetadataColumn":
-        """The column at ``rows`` (an index array or boolean mask); counts recomputed."""
+        """The column at ``rows`` (an index array, boolean mask or slice); counts recomputed."""
         if self.values is None:
             return self
-        rows = np.asarray(rows)
+        rows = rows if isinstance(rows, slice) else np.asarray(rows)
         mask = None if self.mask is None else self.mask[rows]
         return MetadataColumn.counted(
             self.name, self.kind, self.values[rows], self.categories, mask
@@ -163,6 +166,79 @@ class MetadataColumn:
     def describe(self) -> str:
         """``"country: categorical, 12 values, 3 missing"``."""
         return f"{self.name}: {self.summary()}"
+
+
+def concat_columns(parts) -> MetadataColumn | None:
+    """One column of several parts' rows, one part after the other; counts recomputed.
+
+    Categorical codes are mapped to the union of the parts' categories (sorted; beyond
+    :data:`MAX_SLICE_VALUES` the column becomes id-like); exact integers stay exact
+    (uint64 when a part needs it and every value fits). Columns whose values are not
+    kept (id-like, other) stay so: the same column object if every part has it, else with
+    the largest part's distinct count (at least that many) and the missing rows added.
+
+    Parameters
+    ----------
+    parts : sequence of MetadataColumn
+        The same column (name) of each part, in order.
+
+    Returns
+    -------
+    MetadataColumn or None
+        None when the parts' kinds differ, or integers cannot share one exact type:
+        such a column cannot slice all the joined rows.
+
+    Examples
+    --------
+    >>> a = metadata_column("device", ["mobile", "desktop"])
+    >>> b = metadata_column("device", ["tablet", None])
+    >>> both = concat_columns([a, b])
+    >>> both.categories, both.values.tolist(), both.describe()
+    (('desktop', 'mobile', 'tablet'), [1, 0, 2, -1], 'device: categorical, 3 values, 1 missing')
+    """
+    parts = list(parts)
+    first = parts[0]
+    if any(p.kind != first.kind for p in parts):
+        return None
+    if any(p.values is None for p in parts):
+        if all(p is first for p in parts):
+            return first
+        distinct = max(p.n_distinct for p in parts)
+        missing = sum(p.n_missing for p in parts)
+        return MetadataColumn(first.name, first.kind, None, (), distinct, missing)
+    if first.kind in ("categorical", "boolean"):
+        return _concat_coded(parts)
+    values = [p.values for p in parts]
+    mask = None
+    if first.kind == "integer":
+        kinds = {v.dtype.kind for v in values}
+        if len(kinds) > 1 and not kinds <= {"i", "u"}:  # exact and float-held integers
+            return None
+        if len(kinds) > 1:  # int64 and uint64 parts: uint64 if no int64 value is negative
+            if any(v.dtype.kind == "i" and v.size and v.min() < 0 for v in values):
+                return None
+            values = [v.astype(np.uint64) for v in values]
+        if any(p.mask is not None for p in parts):
+            mask = np.concatenate([p.missing() for p in parts])
+    return MetadataColumn.counted(first.name, first.kind, np.concatenate(values), (), mask)
+
+
+def _concat_coded(parts) -> MetadataColumn:
+    """Categorical or boolean parts joined on the union of their categories."""
+    first = parts[0]
+    if all(p.categories == first.categories for p in parts):
+        codes = np.concatenate([p.values for p in parts])
+        return MetadataColumn.counted(first.name, first.kind, codes, first.categories)
+    union = sorted(set().union(*(p.categories for p in parts)))
+    if len(union) > MAX_SLICE_VALUES:
+        missing = sum(p.n_missing for p in parts)
+        return MetadataColumn(first.name, "id-like", None, (), len(union), missing)
+    position = {c: i for i, c in enumerate(union)}
+    codes = []
+    for p in parts:  # old code -> new code; the missing code -1 (the last entry) stays -1
+        lookup = np.array([position[c] for c in p.categories] + [-1], dtype=np.int32)
+        codes.append(lookup[p.values])
+    return MetadataColumn.counted(first.name, first.kind, np.concatenate(codes), tuple(union))
 
 
 def metadata_column(name: str, values) -> MetadataColumn:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import freeze_fields, frozen_array
 from calcore.predictions.metadata import (
     EXACT_FLOAT_INTEGERS,
     MAX_SLICE_VALUES,
@@ -139,13 +140,16 @@ class Slicing(SliceLabels):
     #: sliced ``like=`` this slicing get the same periods and ranges.
     resolved: tuple = ()
 
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
+
     def rows(self, k: int) -> np.ndarray:
         """Indices of the rows of slice ``k``."""
         return np.flatnonzero(self.codes == k)
 
     def row_groups(self) -> list[np.ndarray]:
-        """The rows of every slice (one stable sort instead of a scan per slice)."""
-        order = np.argsort(self.codes, kind="stable")
+        """The rows of every slice (one stable sort instead of a scan per slice), read-only."""
+        order = frozen_array(np.argsort(self.codes, kind="stable"), owned=True)
         bounds = np.searchsorted(self.codes[order], np.arange(self.n_slices + 1))
         return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 

@@ -9,6 +9,7 @@ from scipy.special import expit, logsumexp
 
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import ROWS
+from calcore.foundation.validation import frozen_array
 from calcore.predictions import Predictions
 from calcore.simulate._accuracy import concentration_for_accuracy
 from calcore.simulate._maps import TrueCalibrationMap, true_calibration_map
@@ -208,8 +209,7 @@ def simulate_predictions(simulator, n: int, *, seed: int = 0) -> Simulation:
             f"got {type(simulator)!r}."
         )
     preds = Predictions.from_logits(logits, labels, source="simulate")
-    true_probs.setflags(write=False)
-    return Simulation(preds, true_probs, simulator, int(seed))
+    return Simulation(preds, frozen_array(true_probs, owned=True), simulator, int(seed))
 
 
 def mix_n_match_simulator(case: int = 1, *, beta0=None, beta1=None) -> MixNMatchSimulator:

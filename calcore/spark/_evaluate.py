@@ -53,6 +53,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from calcore.foundation.errors import CalcoreError, quoted
+from calcore.foundation.validation import frozen_array
 from calcore.io.stream import PredictionStream
 
 __all__ = ["from_spark", "SparkStream", "SparkEngine", "task_states", "SOURCE_NAME"]
@@ -317,7 +318,7 @@ def task_sample(
 
     from calcore.foundation.version import __version__ as calcore_version
     from calcore.io._bottom_k import BottomK
-    from calcore.io.stream import concatenate_batches
+    from calcore.predictions import concat
     from calcore.statistics.engine import pack
 
     if calcore_version != driver_version:
@@ -336,7 +337,7 @@ def task_sample(
     parts = kept.rows()
     arrays = {"n_read": np.array(n_read, np.int64)}
     if parts:
-        preds = concatenate_batches([q for _, _, q, _ in parts])
+        preds = concat([q for _, _, q, _ in parts])
         arrays.update(
             positions=np.concatenate([p for p, _, _, _ in parts]),
             probs=preds.probs,
@@ -486,9 +487,7 @@ class SparkEngine:
         def joined(name):
             if not all(name in p for p in parts):
                 return None
-            out = np.concatenate([p[name] for p in parts])[keep]
-            out.setflags(write=False)
-            return out
+            return frozen_array(np.concatenate([p[name] for p in parts])[keep], owned=True)
 
         names = tuple(json.loads(self.read_plan)["class_names"])
         preds = Predictions(

@@ -15,7 +15,7 @@ rows.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from calcore.foundation.tuning import (
     ACCUMULATOR_CHUNK_VALUES_REPLICATED as _CHUNK_VALUES_REPLICATED,
 )
 from calcore.foundation.tuning import ACCUMULATOR_SPLIT_CHUNKS as _SPLIT_CHUNKS
+from calcore.predictions import take
 from calcore.statistics.cells import CellSums, replicate_sums
 from calcore.statistics.edges import BinEdges
 from calcore.statistics.kde_cells import KDELayout, KDESums, kde_ece_from_sums
@@ -33,19 +34,6 @@ from calcore.statistics.points import RowBatch, add_rows
 from calcore.statistics.scoring import brier_per_row, nll_per_row
 
 __all__ = ["CellSpec", "KDESpec", "CalibrationStatistics"]
-
-
-def row_slice(preds, start: int, stop: int):
-    """Rows ``start:stop`` of ``preds`` as a Predictions sharing its (read-only) memory."""
-    logits = None if preds.logits is None else preds.logits[start:stop]
-    return type(preds)(
-        preds.probs[start:stop],
-        preds.labels[start:stop],
-        preds.class_names,
-        logits,
-        None,
-        preds.normalized,
-    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,8 +265,10 @@ class CalibrationStatistics:
     def _update_chunks(self, preds, w, starts, step: int) -> None:
         # The argmax already computed on all rows (a cached property) is sliced, not redone.
         cached = "_top" in preds.__dict__
+        # the chunks' rows alone: metadata columns would be recounted on every take
+        rows_only = replace(preds, metadata={}) if preds.metadata else preds
         for a in starts:
-            part = row_slice(preds, a, a + step)
+            part = take(rows_only, slice(a, a + step))
             if cached:
                 batch = RowBatch(
                     part.probs,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calcore.foundation.binning import BinningScheme
-from calcore.foundation.validation import row_weights
+from calcore.foundation.validation import freeze_fields, row_weights
 from calcore.predictions import Predictions
 from calcore.predictions.reductions import BinaryView, binary_view
 from calcore.statistics.cells import CellSums
@@ -75,6 +75,9 @@ class BinStatistics:
     group_names: tuple[str, ...]
     n_rows: int
     scheme: BinningScheme
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     @property
     def gap(self) -> np.ndarray:

@@ -32,8 +32,9 @@ from calcore.foundation.binning import BIN_COUNT_RULES, BinningScheme
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.exact_ranks import ExactRanks
 from calcore.foundation.keyed_random import WeightsBuffer, poisson_weights
+from calcore.predictions import take
 from calcore.statistics import engine
-from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec, row_slice
+from calcore.statistics.accumulator import CalibrationStatistics, CellSpec, KDESpec
 from calcore.statistics.edges import BinEdges, bins_per_group, equal_mass_ranks
 from calcore.statistics.kde_cells import KDELayout, ScoreMoments
 from calcore.statistics.points import complementary_binary, points_below
@@ -304,12 +305,12 @@ def _slice_route(slicer, overall):
         if counts.size == 1:
             yield 0, preds, rows, w
             return
-        sorted_preds = _taken(preds, order)
+        sorted_preds = take(preds, order)
         rows, w = rows[order], None if w is None else w[order]
         bounds = np.concatenate(([0], np.cumsum(counts)))
         for k in np.flatnonzero(counts):
             a, b = int(bounds[k]), int(bounds[k + 1])
-            yield int(k), row_slice(sorted_preds, a, b), rows[a:b], None if w is None else w[a:b]
+            yield int(k), take(sorted_preds, slice(a, b)), rows[a:b], None if w is None else w[a:b]
 
     return parts
 
@@ -383,19 +384,6 @@ def _positions(batch) -> np.ndarray:
 def _weights(batch):
     """A batch's row weights (None without a weight column)."""
     return getattr(batch, "weights", None)
-
-
-def _taken(preds, order: np.ndarray):
-    """``preds`` rows in ``order`` (probabilities, labels, logits; no weights, no metadata)."""
-    logits = None if preds.logits is None else np.take(preds.logits, order, axis=0)
-    return type(preds)(
-        np.take(preds.probs, order, axis=0),
-        preds.labels[order],
-        preds.class_names,
-        logits,
-        None,
-        preds.normalized,
-    )
 
 
 class _Lanes:

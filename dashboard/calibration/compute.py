@@ -30,6 +30,7 @@ import calcore
 from calcore.evaluation import concatenate
 from calcore.evaluation.protocols import fit_warning_texts
 from calcore.foundation.threads import worker_count
+from calcore.foundation.validation import freeze_fields
 from dashboard.calibration.memory import budgeted, holding_slot, resampling
 
 __all__ = [
@@ -240,6 +241,9 @@ class Fitted:
     info: dict
     #: What the fit warned about (a bound hit, no convergence), shown on the verdict.
     warnings: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        freeze_fields(self)  # cached for every session: ``info`` read-only
 
 
 def fit(key: str, name: str, params: tuple, calib, test) -> Fitted:
@@ -661,9 +665,9 @@ def per_slice_fit(
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
-def _slicing(key: str, by: tuple[str, ...], _preds) -> tuple[calcore.Slicing, list]:
+def _slicing(key: str, by: tuple[str, ...], _preds) -> tuple[calcore.Slicing, tuple]:
     slicing = calcore.slicing_of(_preds.metadata, list(by))
-    return slicing, slicing.row_groups()
+    return slicing, tuple(slicing.row_groups())  # shared by every session: read-only
 
 
 def slice_predictions(key: str, by: tuple[str, ...], values: tuple[str, ...], preds):
