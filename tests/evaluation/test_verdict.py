@@ -231,7 +231,7 @@ def test_the_type_one_study_runs_and_holds_its_level_on_a_small_grid():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import study_verdict
 
     args = argparse.Namespace(reps=8, resamples=100, methods=["ts", "tl-hb"])

@@ -15,7 +15,7 @@ from scipy.special import softmax
 from calcore import CalcoreError
 from calcore.io import inspect_table, load_predictions, load_splits
 
-CIFAR = Path(__file__).resolve().parents[1] / "assets" / "reference" / "cifar10"
+CIFAR = Path(__file__).resolve().parents[2] / "assets" / "reference" / "cifar10"
 
 
 def parquet_bytes(table: dict) -> bytes:
