@@ -104,7 +104,7 @@ def test_weighted_predictions_equal_repeated_rows_in_every_metric():
     for k in calcore.METRICS:
         if calcore.METRICS[
             k
-        ].binary_only:  # 3 classes: not computed (tests/test_binary_measures.py)
+        ].binary_only:  # 3 classes: not computed (tests/metrics/test_binary_measures.py)
             assert got.metrics[k] is None and want.metrics[k] is None
             continue
         assert got.metrics[k] == pytest.approx(want.metrics[k], rel=1e-9, abs=1e-13), k
@@ -379,7 +379,7 @@ def test_the_worker_thread_split_equals_one_thread(monkeypatch, replicates):
 # weight by a constant changes nothing. Left out: ACE and TACE (equal-mass ranks
 # floor(k m / B) of the total weight m), the debiased ECE (n_b - 1) and the KDE-ECEs (the
 # bandwidth's n); ACE, TACE and the debiased ECE are checked against loop references below.
-# The binary measures have their own weight tests (tests/test_binary_measures.py).
+# The binary measures have their own weight tests (tests/metrics/test_binary_measures.py).
 COUNTING = ("ace", "tace", "debiased_ece", "kde_ece", "kde_ece_classwise")
 SCALE_FREE = [k for k in multiclass_keys() if k not in COUNTING]
 
@@ -596,7 +596,8 @@ def test_bad_sample_weights_are_named(weights, message):
         calcore.evaluate(_preds(10, 2, seed=30), sample_weight=weights)
 
 
-# (3 classes: the binary measures have their own weight tests, tests/test_binary_measures.py)
+# (3 classes: the binary measures have their own weight tests,
+# tests/metrics/test_binary_measures.py)
 @pytest.mark.parametrize("key", multiclass_keys())
 @pytest.mark.parametrize(("binning", "bins"), [("equal-width", 8), ("equal-mass", 5)])
 def test_every_metric_function_takes_weights_equal_to_repeated_rows(key, binning, bins):

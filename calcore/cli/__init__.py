@@ -517,7 +517,7 @@ def parse_method_option(text: str) -> tuple[str, dict]:
 
 #: Each command's examples, shown at the end of its --help (and all of them, one per
 #: command, at the end of ``calcore --help``). The files are the samples bundled with a
-#: clone (assets/), so every line runs as written from its root; tests/test_cli.py runs them.
+#: clone (assets/), so every line runs as written from its root; tests/cli/test_cli.py runs them.
 EXAMPLES = {
     "metrics": [
         ("calcore metrics assets/cifar10_resnet110.npz", "every metric of the test rows"),

@@ -298,7 +298,7 @@ def _point_metrics(
     stats = CalibrationStatistics.empty(preds.class_names, specs, kde_specs, proper_scores=proper)
     stats.update(preds, weights=weights)
     m = scoring_values(stats) | binned_values(stats) | kde_point_values(stats)
-    # every key, in the order of METRICS (tests/test_report.py); None where not wanted
+    # every key, in the order of METRICS (tests/evaluation/test_evaluator.py); None where not wanted
     m = {k: (m.get(k) if k in wanted else None) for k in METRICS}
     return m, stats
 

@@ -17,7 +17,7 @@ instead of the large number an iteration would stop at.
 Written here rather than called from a library on purpose: ``scipy.optimize`` and
 statsmodels' GLM fit one problem per call, and the bootstrap needs one per resample (200
 two-parameter fits over the same rows); a Newton step for all of them is a few array
-operations. statsmodels' GLM is the reference in ``tests/test_binary_measures.py``.
+operations. statsmodels' GLM is the reference in ``tests/metrics/test_binary_measures.py``.
 """
 
 from __future__ import annotations

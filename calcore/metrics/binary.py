@@ -253,7 +253,7 @@ def _hl_p(statistic: float, groups: int) -> float:
     # predictions on rows they were not fitted to, where under calibration each group's
     # standardised (O_g - E_g) is free and HL ~ chi2(G) (Hosmer, Lemeshow & Sturdivant 2013,
     # Sec. 5.2.2; on 400 simulated calibrated test sets of 6,000 rows, G - 2 rejected at
-    # 0.05 in 11% of them, G in 4.5%: tests/test_binary_summary.py)
+    # 0.05 in 11% of them, G in 4.5%: tests/evaluation/test_binary_summary.py)
     return float(sps.chi2.sf(statistic, groups)) if groups > 2 else np.nan
 
 

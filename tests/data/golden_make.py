@@ -82,7 +82,7 @@ def compute(name: str) -> dict:
                 if test.n_classes == 2 or not spec.binary_only
             }
         # Percentile bounds pin the replicates themselves (the default methods are checked
-        # against scipy and the textbook formulas in tests/test_intervals.py).
+        # against scipy and the textbook formulas in tests/evaluation/test_intervals.py).
         report = calcore.evaluate(
             test, bins=15, n_resamples=50, seed=0, interval_method="percentile"
         )

@@ -3,8 +3,8 @@
 References computed here: validity curves from a loop over the distinct predicted values
 (Gupta & Ramdas 2021, Sec. 2.1 and 4) with the same resampling semantics as documented
 (``default_rng(seed).choice(m, size=take, replace=False)`` per resample); the UMD bound
-restated from its formula. Consistency bands are tested in tests/test_consistency.py, ECE
-against the number of bins in tests/test_bin_sweep.py.
+restated from its formula. Consistency bands are tested in tests/diagnostics/test_consistency.py,
+ECE against the number of bins in tests/diagnostics/test_bin_sweep.py.
 """
 
 from __future__ import annotations

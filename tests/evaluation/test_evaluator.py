@@ -1,7 +1,7 @@
 """``calcore.evaluate`` (calcore.evaluation.evaluator): values equal the stand-alone registry
 functions, the JSON form, the notes, and the bootstrap intervals (one per seed). The intervals
 reproduced by hand from the same resamples, ``evaluate``'s among them, are in
-tests/test_bootstrap.py."""
+tests/evaluation/test_bootstrap.py."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ read in batches; the errors that name the file, row group, column and row; read-
 keeps the batches' order; weight columns; and the seeded uniform sample of a stream.
 
 The statistics engine's own laws on streams (streamed == in memory, batching-free bootstrap)
-are in tests/test_statistics_engine.py.
+are in tests/statistics/test_engine.py.
 """
 
 from __future__ import annotations

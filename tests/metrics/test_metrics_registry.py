@@ -17,7 +17,7 @@ import calcore
 from calcore import METRICS
 
 #: The metrics of any number of classes; the measures of binary models (which refuse the
-#: multiclass data sets here) have their own tests in tests/test_binary_measures.py.
+#: multiclass data sets here) have their own tests in tests/metrics/test_binary_measures.py.
 KEYS = [k for k, spec in METRICS.items() if not spec.binary_only]
 BINARY_KEYS = {
     "oe_ratio",

@@ -5,7 +5,7 @@ over the rows, duplicated rows for integer weights, and ``calcore.evaluate`` on 
 whole in-memory data (whose values the golden and brute-force suites pin down).
 
 Reading streamed sources (files, errors, read-ahead, weight columns, samples) is tested in
-tests/test_stream.py, writing them in tests/test_stream_write.py; weighted reports and metric
+tests/io/test_stream.py, writing them in tests/io/test_stream_write.py; weighted reports and metric
 functions in tests/test_weights.py.
 """
 
