@@ -31,7 +31,7 @@ def preds():
 
 @pytest.fixture(scope="module")
 def report(preds):
-    return calcore.evaluate(preds, n_bootstrap=20, interval_method="bca", seed=1)
+    return calcore.evaluate(preds, n_resamples=20, interval_method="bca", seed=1)
 
 
 def _assert_dict_refuses(d):
@@ -108,7 +108,7 @@ def test_a_report_pickles_copies_and_exports_as_before(report):
 
 def test_a_comparison_and_a_learning_curve_refuse_changes(preds):
     calib, test = preds.subset(np.arange(200)), preds.subset(np.arange(200, 400))
-    comparison = compare(calib, test, ["ts"], n_bootstrap=10, seed=0)
+    comparison = compare(calib, test, ["ts"], n_resamples=10, seed=0)
     for name in ("values", "calibrated", "calibrators", "fit_seconds", "notes"):
         _assert_dict_refuses(getattr(comparison, name))
     inner = next(iter(comparison.values.values()))
@@ -127,7 +127,7 @@ def test_diagrams_and_tests_refuse_changes(preds):
     for a in (diagram.confidence, diagram.accuracy, diagram.count, diagram.ci_lower):
         _assert_array_refuses(a)
     calib, test = preds.subset(np.arange(200)), preds.subset(np.arange(200, 400))
-    verdict = compare(calib, test, ["ts", "tl-hb"], n_bootstrap=20, seed=0).verdict()
+    verdict = compare(calib, test, ["ts", "tl-hb"], n_resamples=20, seed=0).verdict()
     for name in ("paired", "guards", "warnings", "estimates"):
         _assert_dict_refuses(getattr(verdict, name))
 
