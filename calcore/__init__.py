@@ -25,6 +25,7 @@ Predictions in memory, files loaded whole, sources streamed.
    Predictions       -- probabilities (or logits) with labels and optional row weights
    load_predictions  -- a CSV, Parquet or NPZ file, checked, as Predictions
    load_splits       -- a file's calibration and test rows, loaded once
+   LoadOptions       -- how to read a source's columns, for every loader and scan
    inspect_table     -- what loading would detect, from the header and first rows
    LoadReport        -- what the loader detected and did
    TableSchema       -- what inspect_table found
@@ -318,7 +319,14 @@ from calcore.evaluation.evaluator import CalibrationReport, evaluate
 from calcore.evaluation.intervals import INTERVAL_METHODS, interval_bounds
 from calcore.evaluation.slice_fits import PerSliceCalibration, fit_per_slice
 from calcore.evaluation.slices import PeriodChange, SlicedReport, SliceResult, evaluate_by
-from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
+from calcore.io import (
+    LoadOptions,
+    LoadReport,
+    TableSchema,
+    inspect_table,
+    load_predictions,
+    load_splits,
+)
 from calcore.io.stream import PredictionStream, scan
 from calcore.kde import KDEReliabilityCurve, kde_bandwidth, kde_ece, kde_reliability_curve
 from calcore.metadata import MetadataColumn
@@ -395,6 +403,7 @@ __all__ = [
     "Predictions",
     "load_predictions",
     "load_splits",
+    "LoadOptions",
     "inspect_table",
     "LoadReport",
     "TableSchema",

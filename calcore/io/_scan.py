@@ -16,9 +16,17 @@ from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
 from calcore.io._source import Source
 from calcore.io._table import RawTable, RowNames
+from calcore.io.options import LoadOptions
 from calcore.metadata import MetadataColumn, metadata_column
 
-__all__ = ["Scan", "scan", "read_table", "npz_roles", "numeric_in_preview", "metadata_columns"]
+__all__ = [
+    "Scan",
+    "detect_columns",
+    "read_table",
+    "npz_roles",
+    "numeric_in_preview",
+    "metadata_columns",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,13 +98,11 @@ def npz_roles(content, *, weight: str | None = None) -> Roles:
     )
 
 
-def _npz_scan(src: Source, options: dict, *, peek: bool) -> Scan:
+def _npz_scan(src: Source, options: LoadOptions, *, max_decoded_bytes: int, peek: bool) -> Scan:
     read = peek_npz if peek else read_npz
-    content = read(
-        src, max_decoded_bytes=options["max_decoded_bytes"], label_column=options["label_column"]
-    )
+    content = read(src, max_decoded_bytes=max_decoded_bytes, label_column=options.label_column)
     n = content.n_rows
-    weight = pick_weight(content.names, options["weight_column"], src.name)
+    weight = pick_weight(content.names, options.weight_column, src.name)
     if weight is not None and weight not in content.ignored:
         raise CalcoreError(
             f"{src.name}: array {weight!r} holds scores, labels, class names or the split; "
@@ -110,36 +116,18 @@ def _npz_scan(src: Source, options: dict, *, peek: bool) -> Scan:
     return Scan(src, None, content.names, n, preview, roles, content, weight)
 
 
-def scan(
-    src: Source,
-    *,
-    label_column,
-    split_column,
-    score_columns,
-    scores,
-    max_decoded_bytes,
-    weight_column=None,
-    peek: bool = False,
-    slice_columns=None,
-    decimal: str = ".",
+def detect_columns(
+    src: Source, options: LoadOptions, *, max_decoded_bytes: int, peek: bool = False
 ) -> Scan:
-    """Detect layout and column roles; read values only for NPZ (whole arrays, or with
-    ``peek`` the headers and first rows, for inspecting). ``slice_columns`` are kept as
-    metadata whatever their values (never taken for scores)."""
-    options = dict(
-        label_column=label_column,
-        split_column=split_column,
-        score_columns=score_columns,
-        scores_kind=scores,
-    )
+    """Detect a file's layout and the roles of its columns (label, split, weight, scores,
+    slice columns); read values only for NPZ (whole arrays, or with ``peek`` the headers
+    and first rows, for inspecting). ``options.slice_columns`` are kept as metadata
+    whatever their values (never taken for scores)."""
+    slice_columns, decimal = options.slice_columns, options.decimal
+    taken = dict(label_column=options.label_column, split_column=options.split_column)
     if src.file_format == "npz":
-        options = dict(
-            max_decoded_bytes=max_decoded_bytes,
-            label_column=label_column,
-            weight_column=weight_column,
-        )
-        sc = _npz_scan(src, options, peek=peek)
-        named = (slice_columns,) if isinstance(slice_columns, str) else tuple(slice_columns or ())
+        sc = _npz_scan(src, options, max_decoded_bytes=max_decoded_bytes, peek=peek)
+        named = slice_columns
         for name in named:
             if name not in sc.layout.ignored or name == sc.weight:
                 raise CalcoreError(
@@ -159,11 +147,18 @@ def scan(
         is_numeric = numeric_in_preview(layout.columns, layout.preview, True, layout.decimal)
         delimiter = layout.delimiter
     found = []  # several weight columns: a problem the user fixes with a choice
-    weight = pick_weight(layout.columns, weight_column, src.name, problems=found)
+    weight = pick_weight(layout.columns, options.weight_column, src.name, problems=found)
     unsure = weight_candidates(layout.columns) if found else ()
-    sliced = checked_slice_columns(slice_columns, layout.columns, weight, options, src.name)
+    sliced = checked_slice_columns(slice_columns, layout.columns, weight, taken, src.name)
     columns = tuple(c for c in layout.columns if c != weight and c not in sliced + unsure)
-    roles = detect_roles(columns, source=src.name, is_numeric=is_numeric, **options)
+    roles = detect_roles(
+        columns,
+        source=src.name,
+        is_numeric=is_numeric,
+        score_columns=options.score_columns,
+        scores_kind=options.scores,
+        **taken,
+    )
     if found:
         roles = replace(
             roles,
@@ -184,8 +179,9 @@ def scan(
     )
 
 
-def checked_slice_columns(names, columns, weight, options, source: str) -> tuple[str, ...]:
-    """The columns named for slicing, checked: present, and not the label, split or weight."""
+def checked_slice_columns(names, columns, weight, taken, source: str) -> tuple[str, ...]:
+    """The columns named for slicing, checked: present, and not the label, split or weight
+    (``taken``: the ``label_column`` and ``split_column`` the caller named)."""
     if not names:
         return ()
     names = (names,) if isinstance(names, str) else tuple(names)
@@ -194,14 +190,10 @@ def checked_slice_columns(names, columns, weight, options, source: str) -> tuple
             raise CalcoreError(
                 f"{source}: slice column {name!r} is not a column (columns: {list(columns)})."
             )
-        taken = {
-            options["label_column"]: "label",
-            options["split_column"]: "split",
-            weight: "weight",
-        }
-        if name in taken:
+        roles = {taken["label_column"]: "label", taken["split_column"]: "split", weight: "weight"}
+        if name in roles:
             raise CalcoreError(
-                f"{source}: column {name!r} is the {taken[name]} column; it cannot also be a "
+                f"{source}: column {name!r} is the {roles[name]} column; it cannot also be a "
                 "slice column."
             )
     return tuple(dict.fromkeys(names))

@@ -19,6 +19,7 @@ import os
 
 from calcore._errors import CalcoreError
 from calcore.export import predictions_to_csv
+from calcore.io._files import DATA_EXTENSIONS
 from calcore.io._output import check_output, open_output
 
 __all__ = [
@@ -184,7 +185,7 @@ class AppliedLayout:
                 "ones. Leave --suffix out to replace the scores, or give a suffix such as _cal."
             )
         self.source = stream.name
-        self.inputs = tuple(stream._options["kept_columns"])
+        self.inputs = tuple(stream.kept_columns)
         scores = stream.roles.scores
         # one score column holds P(positive class), the second class; else one per class
         self.classes = (1,) if len(scores) == 1 else tuple(range(len(scores)))
@@ -279,8 +280,6 @@ def check_not_in_folder(path, source) -> None:
     CalcoreError
         Naming the output and the folder.
     """
-    from calcore.io.stream import DATA_EXTENSIONS
-
     source = os.fspath(source)
     if not os.path.isdir(source):
         return
