@@ -235,8 +235,7 @@ def load_splits(
     path_or_buffer, label_column, scores, split_column, renormalize, positive_class, name
         As in :func:`load_predictions`.
     score_columns, max_decoded_bytes, weight_column, percent, decimal, options
-        As in :func:`load_predictions` (``options`` holds no ``slice_columns`` here:
-        every other column is kept anyway).
+        As in :func:`load_predictions` (``options`` may also name ``slice_columns``).
 
     Returns
     -------

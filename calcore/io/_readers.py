@@ -19,8 +19,11 @@ import numpy as np
 from calcore._errors import CalcoreError
 from calcore._validation import InputContext
 from calcore.io._columns import Roles
+from calcore.io._decimal import with_decimal
 from calcore.io._files import CSV_EXTENSIONS, DATA_EXTENSIONS, IPC_EXTENSIONS
 from calcore.io._labels import SPLITS, split_codes
+from calcore.io._npz_stream import NpzArchive
+from calcore.io._row_groups import row_group_chunks
 from calcore.io._table import LabelRowNames, RawTable, RowNames, columns_to_matrix
 from calcore.slicing_batches import used_dictionary_entries
 
@@ -154,8 +157,6 @@ def _chunks(path: str, columns, batch_rows: int) -> list:
     (decoded ahead, :mod:`calcore.io._row_groups`), Arrow IPC record batches; ``batches``
     yields Arrow tables or record batches of at most ``batch_rows`` rows."""
     import pyarrow.ipc as ipc
-
-    from calcore.io._row_groups import row_group_chunks
 
     if not is_ipc(path):
         return row_group_chunks(path, columns, batch_rows)
@@ -319,8 +320,6 @@ def _csv_tables(spec: ReadSpec):
     as_text = [c for c in kept if c not in roles.scores] if kept else []
     name, decimal = spec.name, spec.decimal
     if decimal != head.layout.decimal:  # every file of the stream, as the first was checked
-        from calcore.io._decimal import with_decimal
-
         head = replace(head, layout=with_decimal(head.layout, decimal, name))
     pieces = csv_pieces(path, name, head, head.piece_bytes(batch_rows))
     k = len(roles.scores)
@@ -358,8 +357,6 @@ def _csv_tables(spec: ReadSpec):
 def _npz_tables(spec: ReadSpec):
     """``(raw table, weights or None, slice arrays, None)`` per window of rows of an NPZ
     archive."""
-    from calcore.io._npz_stream import NpzArchive
-
     name = spec.name
     archive = NpzArchive(spec.path, name, label_column=spec.label_column)
     extras = list(spec.slice_columns)

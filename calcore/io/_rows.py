@@ -6,6 +6,17 @@ A file loaded whole (:func:`calcore.load_predictions`) and a stream's batches
 (:func:`validate_scores`), the labels mapped to classes and the weights checked, and a
 message names the file, the column and the file's row. Nothing here reads a file (no
 pandas or pyarrow), so the stream imports it when calcore is imported.
+
+:func:`check_rows` is the one validation of rows' scores and weights, for both. What
+stays two ways, on purpose, is what the two sources know: a file loaded whole decides
+the scores' kind and its classes on every row of the file (:func:`build_predictions`:
+a split that lacks a class keeps it, and the report names the classes never seen),
+refuses weights that are all 0, and reports what it did (:class:`LoadReport`); a stream
+decides them on its first batch (its messages say so: :data:`FIRST_ROWS`), then holds
+every later batch to them (:func:`validate_batch`), and accepts a batch of zero weights.
+A file is therefore not loaded by collecting a stream's batches: the messages of the two
+differ where what they know differs (and a loaded file may be an upload, which a stream
+cannot read).
 """
 
 from __future__ import annotations
@@ -37,7 +48,9 @@ __all__ = [
     "BatchRules",
     "FIRST_ROWS",
     "KindState",
+    "CheckedRows",
     "build_predictions",
+    "check_rows",
     "decide_kind",
     "file_classes",
     "looks_like_percent",
@@ -329,25 +342,27 @@ def _frozen(arr):
 def build_predictions(
     table, classes, kind, reason, options: LoadOptions, *, rows, split, split_values
 ) -> Predictions:
-    """Validate the selected rows and wrap them in Predictions with a LoadReport."""
+    """Validate the selected rows of a file read whole (:func:`check_rows`) and wrap them
+    in Predictions with a LoadReport."""
     percent = options.percent
-    scores = table.scores if rows is None else table.scores[rows]
-    labels = classes.labels if rows is None else classes.labels[rows]
-    ctx = score_context(table, rows)
-    probs, logits, n_renorm, deviation = validate_scores(
-        scores,
+    checked = check_rows(
+        table,
+        rows,
+        classes.labels if rows is None else classes.labels[rows],
+        table.weights,
+        table.weight_column,
         kind=kind,
-        auto=options.scores == "auto" and table.kind_hint is None and not percent,
-        ctx=ctx,
-        renormalize=options.renormalize,
         reason=reason,
-        percent=percent,
+        options=options,
+        auto=options.scores == "auto" and table.kind_hint is None and not percent,
+        whole=True,
     )
+    labels, weights = checked.labels, checked.weights
+    n_renorm, deviation = checked.renormalized, checked.max_deviation
     if n_renorm:
         reason = reason.replace(" and rows that sum to 1", f"; {n_renorm} row(s) renormalised")
     counts = np.bincount(labels, minlength=len(classes.names))
     roles = table.roles
-    weights = _row_weights(table, rows)
     metadata = {
         name: col if rows is None else col.take(rows) for name, col in table.metadata.items()
     }
@@ -389,23 +404,82 @@ def build_predictions(
     for message in report.warnings():
         warnings.warn(message, CalcoreWarning, stacklevel=3)  # the caller of load_*
     return Predictions(
-        _frozen(np.ascontiguousarray(probs, dtype=np.float64)),
-        _frozen(np.array(labels, dtype=np.int64)),
+        checked.probs,
+        labels,
         classes.names,
-        _frozen(logits),
+        checked.logits,
         report,
-        sample_weight=_frozen(weights),
+        sample_weight=weights,
         metadata=metadata,
     )
 
 
-def _row_weights(table: RawTable, rows) -> np.ndarray | None:
-    """The selected rows' weights, checked (finite, >= 0, not all 0), naming a bad cell."""
-    if table.weights is None:
-        return None
-    w = table.weights if rows is None else table.weights[rows]
-    row = table.row_names if rows is None else SelectedRowNames(table.row_names, rows)
-    return check_sample_weight(w, len(w), source=table.source, row=row, column=table.weight_column)
+@dataclass(frozen=True, eq=False)
+class CheckedRows:
+    """Rows that passed :func:`check_rows`: read-only arrays, and what renormalising did."""
+
+    probs: np.ndarray
+    labels: np.ndarray
+    logits: np.ndarray | None
+    weights: np.ndarray | None
+    renormalized: int
+    max_deviation: float | None
+
+
+def check_rows(
+    raw: RawTable,
+    selected,
+    labels: np.ndarray,
+    weights,
+    weight_column: str | None,
+    *,
+    kind: str,
+    reason: str,
+    options: LoadOptions,
+    auto: bool,
+    whole: bool,
+) -> CheckedRows:
+    """The one validation of read rows, for a file loaded whole and a stream's batches.
+
+    The ``selected`` rows of ``raw`` (None: every row), whose class indices are
+    ``labels``: their scores validated as ``kind`` (probabilities or logits, divided by
+    100 with ``options.percent``, renormalised on request), their weights (the column
+    ``weight_column``'s values ``weights``; None without one) checked finite and >= 0;
+    a message names the file, the column and the file's row.
+
+    What differs between the two callers is said by the arguments, not by two copies of
+    the checks: ``auto`` (whether a probability error explains why the values were read
+    as probabilities: a loaded NPZ archive's array name is no guess, so it says nothing
+    there) and ``whole`` (weights all 0 are refused in a file loaded whole; a stream
+    checks that on all its batches together, one batch of zero weights is fine).
+    """
+    scores = raw.scores if selected is None else raw.scores[selected]
+    probs, logits, n_renorm, deviation = validate_scores(
+        scores,
+        kind=kind,
+        auto=auto,
+        ctx=score_context(raw, selected),
+        renormalize=options.renormalize,
+        reason=reason,
+        percent=options.percent,
+    )
+    w = None
+    if weight_column is not None and weights is not None:
+        w, rows = np.asarray(weights), raw.row_names
+        if selected is not None:  # only the selected rows' weights count
+            w, rows = w[selected], SelectedRowNames(raw.row_names, selected)
+        w = check_sample_weight(
+            w, w.shape[0], source=raw.source, row=rows, column=weight_column,
+            allow_all_zero=not whole,
+        )  # fmt: skip
+    return CheckedRows(
+        _frozen(np.ascontiguousarray(probs, dtype=np.float64)),
+        _frozen(np.array(labels, dtype=np.int64)),
+        _frozen(logits),
+        _frozen(w),
+        n_renorm,
+        deviation,
+    )
 
 
 @dataclass(frozen=True)
@@ -469,26 +543,6 @@ def _class_indices(raw: RawTable, selected, rules: BatchRules, ctx):
     return names, per_value[index]
 
 
-def _batch_weights(rules: BatchRules, weights, raw: RawTable, selected):
-    """The weights of a batch's ``selected`` rows (None: every row; None without a weight
-    column), validated."""
-    column = rules.weight_column
-    if column is None:
-        return None
-    rows = raw.row_names
-    w = np.asarray(weights)
-    if selected is not None:  # only the selected rows' weights count (as when loading)
-        w, rows = w[selected], SelectedRowNames(raw.row_names, selected)
-    return check_sample_weight(
-        w,
-        w.shape[0],
-        source=raw.source,
-        row=rows,
-        column=column,
-        allow_all_zero=True,  # checked on the whole stream
-    )
-
-
 def validate_batch(rules: BatchRules, raw: RawTable, weights, state: KindState):
     """The selected rows of one batch as Predictions (weights in ``sample_weight``),
     their indices in the batch (None: every row) and their split codes (None without a
@@ -524,23 +578,20 @@ def validate_batch(rules: BatchRules, raw: RawTable, weights, state: KindState):
             reason += FIRST_ROWS
         state.decided = kind, reason
     kind, reason = state.decided
-    scores = raw.scores if selected is None else raw.scores[selected]
-    probs, logits, _, _ = validate_scores(
-        scores,
+    checked = check_rows(
+        raw,
+        selected,
+        labels,
+        weights,
+        rules.weight_column,
         kind=kind,
-        auto=options.scores == "auto" and not percent,
-        ctx=score_context(raw, selected),
-        renormalize=options.renormalize,
         reason=reason,
-        percent=percent,
+        options=options,
+        auto=options.scores == "auto" and not percent,
+        whole=False,
     )
-    w = _batch_weights(rules, weights, raw, selected)
     preds = Predictions(
-        _frozen(np.ascontiguousarray(probs, dtype=np.float64)),
-        _frozen(np.asarray(labels, dtype=np.int64)),
-        got,
-        _frozen(logits),
-        sample_weight=_frozen(w),
+        checked.probs, checked.labels, got, checked.logits, sample_weight=checked.weights
     )
     return preds, selected, codes
 

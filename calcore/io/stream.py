@@ -45,31 +45,28 @@ from calcore._errors import CalcoreError
 from calcore._limits import ROWS
 from calcore.io._bottom_k import BottomK
 from calcore.io._columns import Roles, detect_roles, pick_weight
-from calcore.io._files import DATA_EXTENSIONS, source_files  # noqa: F401 (re-exported)
+
+# The "name as name" imports: still importable from here, where they were before the
+# readers and the row validation had modules of their own (Spark's tasks import
+# arrow_raw_table, encoded_labels and validated_rows from this path).
+from calcore.io._files import DATA_EXTENSIONS as DATA_EXTENSIONS
+from calcore.io._files import source_files
 from calcore.io._load_report import scores_note, with_terms
 from calcore.io._prefetch import prefetched
-from calcore.io._readers import (  # noqa: F401 (arrow_*, encoded_labels: re-exported)
+from calcore.io._readers import (
     ReadSpec,
     SliceBatch,
-    arrow_batches,
-    arrow_raw_table,
-    arrow_rows,
-    arrow_schema,
     arrow_slice_batches,
-    csv_head_of,
-    encoded_labels,
     file_format,
     gone,
-    is_numeric_type,
     read_batches,
     used_columns,
 )
-from calcore.io._rows import (  # noqa: F401 (validated_rows: re-exported for Spark's tasks)
-    BatchRules,
-    KindState,
-    validate_batch,
-    validated_rows,
-)
+from calcore.io._readers import arrow_batches as arrow_batches
+from calcore.io._readers import arrow_raw_table as arrow_raw_table
+from calcore.io._readers import encoded_labels as encoded_labels
+from calcore.io._rows import BatchRules, KindState, validate_batch
+from calcore.io._rows import validated_rows as validated_rows
 from calcore.io._sampling import (
     batch_metadata,
     bottom_k,
@@ -77,6 +74,14 @@ from calcore.io._sampling import (
     kept_metadata,
     need_slice_columns,
     need_split_column,
+)
+from calcore.io._source import refuse_spreadsheet_file
+from calcore.io._stream_columns import (
+    arrow_columns,
+    columns_to_keep,
+    csv_columns,
+    npz_files_roles,
+    short_path,
 )
 from calcore.io.options import LoadOptions, check_split, options_from
 from calcore.predictions import Predictions
@@ -405,7 +410,7 @@ class PredictionStream:
     def _arrow_slice_batches(self, *, codes: bool) -> Iterator[SliceBatch]:
         for path in self.files:
             check_unchanged(self, path)
-            yield from arrow_slice_batches(self.read_spec(path), split=self.split, codes=codes)
+            yield from arrow_slice_batches(self._read_spec(path), split=self.split, codes=codes)
 
     def batches(self, *, read_ahead: bool = True) -> Iterator[StreamBatch]:
         """Validated batches of rows, in a fixed order; reopens the files on every call.
@@ -440,11 +445,11 @@ class PredictionStream:
 
     def _batches(self, state: KindState | None = None) -> Iterator[StreamBatch]:
         state = state or KindState(self.options.scores)
-        rules = self.rules()
+        rules = self._rules()
         position = 0
         for path in self.files:
             check_unchanged(self, path)
-            spec = self.read_spec(path)
+            spec = self._read_spec(path)
             for raw, weights, extras, kept in read_batches(spec):
                 validated = validate_batch(rules, raw, weights, state)
                 if validated is None:
@@ -457,7 +462,7 @@ class PredictionStream:
                 yield StreamBatch(preds, spec.name, first_row, position, extras, codes, kept)
                 position += preds.n_samples
 
-    def read_spec(self, path: str) -> ReadSpec:
+    def _read_spec(self, path: str) -> ReadSpec:
         """What a reader reads of one of the stream's files (:mod:`calcore.io._readers`)."""
         return ReadSpec(
             path,
@@ -472,7 +477,7 @@ class PredictionStream:
             label_column=self.options.label_column,
         )
 
-    def rules(self) -> BatchRules:
+    def _rules(self) -> BatchRules:
         """What every batch is checked against (:func:`calcore.io._rows.validate_batch`)."""
         return BatchRules(
             self.options,
@@ -484,14 +489,7 @@ class PredictionStream:
 
 
 def short_name(stream: PredictionStream, path: str) -> str:
-    return _short_path(stream.files, path)
-
-
-def _short_path(files, path: str) -> str:
-    """A file's name in messages: its base name, or its path below the files' common folder."""
-    if len(files) == 1:
-        return os.path.basename(path)
-    return os.path.relpath(path, os.path.commonpath(files))
+    return short_path(stream.files, path)
 
 
 #: Formats whose files can share a stream: Arrow-typed files together, else one format.
@@ -501,11 +499,9 @@ _FAMILY = {"parquet": "arrow", "arrow": "arrow", "csv": "csv", "npz": "npz"}
 def _family(files: Sequence[str], display: str) -> str:
     """The files' family; a workbook among them (any name but Parquet's and IPC's) is
     refused as the whole-file loader refuses one: save it as CSV."""
-    from calcore.io._source import refuse_spreadsheet_file
-
     for p in files:
         if file_format(p) in ("csv", "npz"):
-            refuse_spreadsheet_file(p, _short_path(files, p))
+            refuse_spreadsheet_file(p, short_path(files, p))
     families = {_FAMILY[file_format(p)] for p in files}
     if len(families) > 1:
         kinds = sorted({file_format(p) for p in files})
@@ -633,13 +629,13 @@ def scan(
     family = _family(files, display)
     named = tuple(dict.fromkeys(str(c) for c in options.slice_columns))
     if family == "npz":
-        roles, weight, n_rows, n_score_columns = _npz_roles(
+        roles, weight, n_rows, n_score_columns = npz_files_roles(
             files, display, label_column, options.weight_column, named
         )
     else:
         from calcore.io._scan import checked_slice_columns
 
-        layout = _arrow_columns(files) if family == "arrow" else _csv_columns(files, decimal)
+        layout = arrow_columns(files) if family == "arrow" else csv_columns(files, decimal)
         weight = pick_weight(layout.columns, options.weight_column, display)
         taken = dict(label_column=label_column, split_column=split_column)
         named = checked_slice_columns(named, layout.columns, weight, taken, display)
@@ -660,7 +656,7 @@ def scan(
         n_rows = sum(layout.rows_of(path, used) for path in files)
         n_score_columns = len(roles.scores)
     _check_split_column(display, roles, split)
-    kept_columns = _kept_columns(files, family, display) if keep_columns else ()
+    kept_columns = columns_to_keep(files, family, display) if keep_columns else ()
     if kept_columns:
         batch_rows = min(batch_rows, max(1, MAX_KEPT_CELLS // len(kept_columns)))
     fingerprints = tuple(_fingerprint(path) for path in files)
@@ -708,195 +704,12 @@ def scan_notes(display: str, roles: Roles, decided, *, percent: bool, kept) -> t
     return tuple(notes)
 
 
-def _kept_columns(files, family: str, display: str) -> tuple[str, ...]:
-    """The columns of the files, in the first file's order, for ``keep_columns``: every
-    file must have the same (Parquet and IPC: with the same types), or the batches would
-    not fit one output table."""
-    if family == "npz":
-        raise CalcoreError(
-            f"{display}: an NPZ archive has no columns to keep; convert it to Parquet, Arrow "
-            "IPC or CSV (e.g. with pandas) to keep columns beside the scores."
-        )
-    if family == "csv":
-        first = csv_head_of(files[0], _short_path(files, files[0])).layout.columns
-        for path in files[1:]:
-            got = csv_head_of(path, _short_path(files, path)).layout.columns
-            _same_columns(files[0], tuple(first), path, tuple(got))
-        return tuple(first)
-    first = arrow_schema(files[0])
-    for path in files[1:]:
-        got = arrow_schema(path)
-        _same_columns(files[0], tuple(first.names), path, tuple(got.names))
-        for a, b in zip(first, got, strict=True):
-            if a.type != b.type:
-                raise CalcoreError(
-                    f"{path}: column {a.name!r} has type {b.type}, but {a.type} in {files[0]}. "
-                    "Write every file with the same column types."
-                )
-    if len(set(first.names)) < len(first.names):
-        twice = sorted({c for c in first.names if first.names.count(c) > 1})
-        raise CalcoreError(f"{files[0]}: column {twice[0]!r} appears twice; rename one.")
-    return tuple(first.names)
-
-
-def _same_columns(first_path: str, first: tuple, path: str, got: tuple) -> None:
-    """Refuse a file whose columns are not the first file's, in its order, naming the
-    first column that differs (not two lists of maybe thousands of names)."""
-    if got == first:
-        return
-    missing = [c for c in first if c not in got]
-    extra = [c for c in got if c not in first]
-    if missing:
-        why = f"has no column {missing[0]!r}"
-    elif extra:
-        why = f"has a column {extra[0]!r} that {first_path} has not"
-    elif len(got) != len(first):  # the same names, one of them repeated
-        why = f"has {len(got)} columns where {first_path} has {len(first)}"
-    else:
-        at = next(i for i, (a, b) in enumerate(zip(first, got, strict=True)) if a != b)
-        why = f"has column {got[at]!r} where {first_path} has {first[at]!r} (column {at + 1})"
-    raise CalcoreError(
-        f"{path}: {why}. To keep every column, every file must have {first_path}'s columns "
-        "in the same order."
-    )
-
-
 def _check_split_column(name: str, roles: Roles, split: str | None) -> None:
     if split is not None and roles.split is None:
         raise CalcoreError(
             f"{name}: split={split!r} was requested but there is no split "
             f"column (name one with split_column=)."
         )
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """What :func:`scan` needs of a family of files to detect the roles of their columns."""
-
-    columns: tuple[str, ...]
-    is_numeric: Callable[[str], tuple[bool, str]]
-    #: Checks that a file has the used columns (same types); returns its rows.
-    rows_of: Callable[[str, list], int]
-    #: Checks the types of the score and weight columns (Arrow files only).
-    check_types: Callable = lambda roles, weight: None
-    #: The roles with what the first rows' text says about them (CSV files only: numbers
-    #: written with a decimal comma, as the whole-file loader reports them).
-    text_problems: Callable = lambda roles: roles
-
-
-def _arrow_columns(files):
-    """Columns and a numeric test from the first file's schema, and a check of each file
-    (same types for the used columns) returning its rows."""
-    first = arrow_schema(files[0])
-    types = {f.name: f.type for f in first}
-
-    def is_numeric(col: str) -> tuple[bool, str]:
-        ok = is_numeric_type(types[col])
-        return ok, "" if ok else f"not numeric (type {types[col]})"
-
-    def check_file(path: str, used) -> int:
-        schema = arrow_schema(path) if path != files[0] else first
-        for col in used:
-            if col not in schema.names:
-                raise CalcoreError(
-                    f"{path}: column {col!r} is missing (it is in {files[0]}). Every file must "
-                    f"have the same columns."
-                )
-            got = schema.field(col).type
-            if got != types[col]:
-                raise CalcoreError(
-                    f"{path}: column {col!r} has type {got}, but {types[col]} in {files[0]}. "
-                    f"Write every file with the same column types."
-                )
-        return arrow_rows(path)
-
-    def check_numeric(roles: Roles, weight: str | None) -> None:
-        from calcore.io._parquet import non_numeric_scores
-
-        name = _short_path(files, files[0])
-        if weight is not None and not is_numeric_type(types[weight]):
-            raise CalcoreError(
-                f"{name}, column {weight!r}: has type {types[weight]}, but weights must be "
-                "numbers. Store them as floats or integers."
-            )
-        for col in roles.scores:
-            if not is_numeric_type(types[col]):
-                raise non_numeric_scores(name, col, types[col])
-
-    return _Layout(tuple(first.names), is_numeric, check_file, check_numeric)
-
-
-def _csv_columns(files, decimal: str = "."):
-    """Columns and a numeric test from the first file's header and first rows, and a check
-    of each file's header returning its estimated rows (CSV files have no row count)."""
-    from calcore.io._decimal import with_decimal
-    from calcore.io._scan import numeric_in_preview
-
-    first = csv_head_of(files[0], _short_path(files, files[0]))
-    layout = with_decimal(first.layout, decimal, _short_path(files, files[0]))
-
-    def check_file(path: str, used) -> int:
-        head = first if path == files[0] else csv_head_of(path, _short_path(files, path))
-        missing = [c for c in used if c not in head.layout.columns]
-        if missing:
-            raise CalcoreError(
-                f"{path}: column {missing[0]!r} is missing (it is in {files[0]}). Every file "
-                f"must have the same columns."
-            )
-        return head.estimated_rows()
-
-    def text_problems(roles: Roles) -> Roles:
-        from calcore.io._decimal import with_decimal_commas
-
-        if decimal == ",":
-            return roles  # asked for: read as numbers
-        name = _short_path(files, files[0])  # the file whose first rows were read
-        return with_decimal_commas(roles, layout.columns, layout.preview, name, layout.delimiter)
-
-    is_numeric = numeric_in_preview(layout.columns, layout.preview, True, decimal)
-    return _Layout(layout.columns, is_numeric, check_file, text_problems=text_problems)
-
-
-def _npz_roles(files, display: str, label_column, weight_column, named=()):
-    """Roles, weight array, rows and score columns of NPZ archives (every archive must
-    have the first one's arrays, class names and score width, and the slice arrays
-    ``named``, one value per row)."""
-    from calcore.io._npz_stream import NpzArchive
-    from calcore.io._scan import npz_roles
-
-    archives = [NpzArchive(p, _short_path(files, p), label_column=label_column) for p in files]
-    first = archives[0]
-    weight = pick_weight(tuple(first.files), weight_column, display)
-    if weight is not None:
-        if weight in first.row_arrays(None) or weight == "class_names":
-            raise CalcoreError(f"{display}: array {weight!r} cannot be the weights.")
-    width = first.head.scores.shape[1]
-    for a in archives:
-        if weight is not None:
-            if weight not in a.files:
-                raise CalcoreError(f"{a.path}: no weight array {weight!r} (it is in {files[0]}).")
-            a.check_weight(weight)
-        for name in named:
-            if name in first.row_arrays(weight) or name == "class_names":
-                raise CalcoreError(
-                    f"{a.path}: array {name!r} holds the scores, labels, split, weights or class "
-                    "names; it cannot be a slice column."
-                )
-            a.check_slice_array(name)
-        same = (
-            a.head.score_name == first.head.score_name
-            and a.head.scores.shape[1] == width
-            and a.head.class_names == first.head.class_names
-        )
-        if not same:
-            raise CalcoreError(
-                f"{a.path}: its scores ({a.head.score_name!r}, {a.head.scores.shape[1]} "
-                f"columns, class names {a.head.class_names}) differ from {files[0]}'s "
-                f"({first.head.score_name!r}, {width} columns, {first.head.class_names}). "
-                f"Save every archive with the same arrays."
-            )
-    roles = npz_roles(first.head, weight=weight)
-    return roles, weight, sum(a.n_rows for a in archives), width
 
 
 def _display(source, files) -> str:
