@@ -124,7 +124,7 @@ def detect_columns(
     and first rows, for inspecting). ``options.slice_columns`` are kept as metadata
     whatever their values (never taken for scores)."""
     slice_columns, decimal = options.slice_columns, options.decimal
-    taken = dict(label_column=options.label_column, split_column=options.split_column)
+    named = dict(label_column=options.label_column, split_column=options.split_column)
     if src.file_format == "npz":
         sc = _npz_scan(src, options, max_decoded_bytes=max_decoded_bytes, peek=peek)
         named = slice_columns
@@ -149,7 +149,7 @@ def detect_columns(
     found = []  # several weight columns: a problem the user fixes with a choice
     weight = pick_weight(layout.columns, options.weight_column, src.name, problems=found)
     unsure = weight_candidates(layout.columns) if found else ()
-    sliced = checked_slice_columns(slice_columns, layout.columns, weight, taken, src.name)
+    sliced = checked_slice_columns(slice_columns, layout.columns, weight, src.name, **named)
     columns = tuple(c for c in layout.columns if c != weight and c not in sliced + unsure)
     roles = detect_roles(
         columns,
@@ -157,7 +157,7 @@ def detect_columns(
         is_numeric=is_numeric,
         score_columns=options.score_columns,
         scores_kind=options.scores,
-        **taken,
+        **named,
     )
     if found:
         roles = replace(
@@ -179,9 +179,11 @@ def detect_columns(
     )
 
 
-def checked_slice_columns(names, columns, weight, taken, source: str) -> tuple[str, ...]:
+def checked_slice_columns(
+    names, columns, weight, source: str, *, label_column, split_column
+) -> tuple[str, ...]:
     """The columns named for slicing, checked: present, and not the label, split or weight
-    (``taken``: the ``label_column`` and ``split_column`` the caller named)."""
+    column (``label_column``, ``split_column``: as the caller named them, if it did)."""
     if not names:
         return ()
     names = (names,) if isinstance(names, str) else tuple(names)
@@ -190,7 +192,7 @@ def checked_slice_columns(names, columns, weight, taken, source: str) -> tuple[s
             raise CalcoreError(
                 f"{source}: slice column {name!r} is not a column (columns: {list(columns)})."
             )
-        roles = {taken["label_column"]: "label", taken["split_column"]: "split", weight: "weight"}
+        roles = {label_column: "label", split_column: "split", weight: "weight"}
         if name in roles:
             raise CalcoreError(
                 f"{source}: column {name!r} is the {roles[name]} column; it cannot also be a "

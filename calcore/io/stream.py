@@ -637,8 +637,10 @@ def scan(
 
         layout = arrow_columns(files) if family == "arrow" else csv_columns(files, decimal)
         weight = pick_weight(layout.columns, options.weight_column, display)
-        taken = dict(label_column=label_column, split_column=split_column)
-        named = checked_slice_columns(named, layout.columns, weight, taken, display)
+        named = checked_slice_columns(
+            named, layout.columns, weight, display, label_column=label_column,
+            split_column=split_column,
+        )  # fmt: skip
         roles = detect_roles(
             tuple(c for c in layout.columns if c != weight and c not in named),
             source=display,

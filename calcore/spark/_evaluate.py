@@ -679,8 +679,9 @@ renormalize :
         ours = (POSITION_COLUMN, SPLIT_POSITION_COLUMN)
         columns = tuple(c for c in df.columns if c not in ours)
         weight = pick_weight(columns, weight_column, source)
-        taken = dict(label_column=label_column, split_column=split_column)
-        named = checked_slice_columns(named, columns, weight, taken, source)
+        named = checked_slice_columns(
+            named, columns, weight, source, label_column=label_column, split_column=split_column
+        )
         roles = detect_roles(
             tuple(c for c in columns if c != weight and c not in named),
             source=source,
