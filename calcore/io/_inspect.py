@@ -112,7 +112,7 @@ def inspect_table(
     """
     # pandas/pyarrow: loaded when a file is read
     from calcore.io._csv_stream import open_source_bounded
-    from calcore.io._scan import detect_columns
+    from calcore.io._detect import detect_columns
 
     options = options_from(options, "inspect_table", locals())  # the keyword arguments
     max_decoded_bytes = resolve_budget(max_decoded_bytes)

@@ -13,9 +13,9 @@ from calcore._errors import CalcoreError
 from calcore._validation import InputContext
 from calcore.io._budget import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_budget
 from calcore.io._csv_stream import open_source_bounded
+from calcore.io._detect import detect_columns, metadata_columns, read_table
 from calcore.io._labels import split_of_rows
 from calcore.io._rows import decide_kind, file_classes
-from calcore.io._scan import detect_columns, metadata_columns, read_table
 from calcore.io._table import LabelRowNames, RawTable
 from calcore.io.options import LoadOptions
 

@@ -150,7 +150,7 @@ def arrow_columns(files):
 def csv_columns(files, decimal: str = "."):
     """Columns and a numeric test from the first file's header and first rows, and a check
     of each file's header returning its estimated rows (CSV files have no row count)."""
-    from calcore.io._scan import numeric_in_preview
+    from calcore.io._detect import numeric_in_preview
 
     first = csv_head_of(files[0], short_path(files, files[0]))
     layout = with_decimal(first.layout, decimal, short_path(files, files[0]))
@@ -179,7 +179,7 @@ def npz_files_roles(files, display: str, label_column, weight_column, named=()):
     """Roles, weight array, rows and score columns of NPZ archives (every archive must
     have the first one's arrays, class names and score width, and the slice arrays
     ``named``, one value per row)."""
-    from calcore.io._scan import npz_roles
+    from calcore.io._detect import npz_roles
 
     archives = [NpzArchive(p, short_path(files, p), label_column=label_column) for p in files]
     first = archives[0]

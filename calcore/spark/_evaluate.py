@@ -653,8 +653,8 @@ renormalize :
     """
     from calcore._validation import InputContext
     from calcore.io._columns import detect_roles, pick_weight
+    from calcore.io._detect import checked_slice_columns
     from calcore.io._labels import class_labels
-    from calcore.io._scan import checked_slice_columns
     from calcore.io.options import LoadOptions, check_split
     from calcore.io.stream import scan_notes
     from calcore.spark._apply import decide_scores_kind, numeric_columns, spark_error

@@ -1,4 +1,6 @@
-"""First pass over a file: columns, roles and preview, without reading every value."""
+"""Detection, the first pass over a file read whole: columns, roles and preview, without
+reading every value (:func:`detect_columns`), then the values of the used columns
+(:func:`read_table`)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from calcore.io.options import LoadOptions
 from calcore.metadata import MetadataColumn, metadata_column
 
 __all__ = [
-    "Scan",
+    "Detected",
     "detect_columns",
     "read_table",
     "npz_roles",
@@ -30,7 +32,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, eq=False)
-class Scan:
+class Detected:
     """A file's layout and column roles (see :class:`calcore.io.TableSchema`)."""
 
     source: Source
@@ -98,7 +100,9 @@ def npz_roles(content, *, weight: str | None = None) -> Roles:
     )
 
 
-def _npz_scan(src: Source, options: LoadOptions, *, max_decoded_bytes: int, peek: bool) -> Scan:
+def _npz_detected(
+    src: Source, options: LoadOptions, *, max_decoded_bytes: int, peek: bool
+) -> Detected:
     read = peek_npz if peek else read_npz
     content = read(src, max_decoded_bytes=max_decoded_bytes, label_column=options.label_column)
     n = content.n_rows
@@ -113,12 +117,12 @@ def _npz_scan(src: Source, options: LoadOptions, *, max_decoded_bytes: int, peek
         (str(content.labels[i]), *(repr(float(v)) for v in content.scores[i]))
         for i in range(min(n, 5))
     )
-    return Scan(src, None, content.names, n, preview, roles, content, weight)
+    return Detected(src, None, content.names, n, preview, roles, content, weight)
 
 
 def detect_columns(
     src: Source, options: LoadOptions, *, max_decoded_bytes: int, peek: bool = False
-) -> Scan:
+) -> Detected:
     """Detect a file's layout and the roles of its columns (label, split, weight, scores,
     slice columns); read values only for NPZ (whole arrays, or with ``peek`` the headers
     and first rows, for inspecting). ``options.slice_columns`` are kept as metadata
@@ -126,7 +130,7 @@ def detect_columns(
     slice_columns, decimal = options.slice_columns, options.decimal
     named = dict(label_column=options.label_column, split_column=options.split_column)
     if src.file_format == "npz":
-        sc = _npz_scan(src, options, max_decoded_bytes=max_decoded_bytes, peek=peek)
+        sc = _npz_detected(src, options, max_decoded_bytes=max_decoded_bytes, peek=peek)
         named = slice_columns
         for name in named:
             if name not in sc.layout.ignored or name == sc.weight:
@@ -174,7 +178,7 @@ def detect_columns(
             ignored=roles.ignored + sliced,
             ignored_reasons=roles.ignored_reasons + ("a slice column",) * len(sliced),
         )
-    return Scan(
+    return Detected(
         src, delimiter, layout.columns, layout.n_rows, layout.preview, roles, layout, weight
     )
 
@@ -201,7 +205,7 @@ def checked_slice_columns(
     return tuple(dict.fromkeys(names))
 
 
-def read_table(sc: Scan) -> RawTable:
+def read_table(sc: Detected) -> RawTable:
     """Read the label, split and score values of a scanned file (no validation yet)."""
     src, roles = sc.source, sc.roles
     if src.file_format == "npz":
@@ -270,7 +274,7 @@ def read_table(sc: Scan) -> RawTable:
     )
 
 
-def metadata_columns(sc: Scan) -> list[str]:
+def metadata_columns(sc: Detected) -> list[str]:
     """The columns kept as metadata: every column that is not label, split, weight or score."""
     taken = {sc.roles.label, sc.roles.split}
     return [c for c in sc.roles.ignored if c not in taken]
