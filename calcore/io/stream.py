@@ -633,7 +633,7 @@ def scan(
             files, display, label_column, options.weight_column, named
         )
     else:
-        from calcore.io._detect import checked_slice_columns
+        from calcore.io._detect import checked_slice_columns  # loads pandas: on use
 
         layout = arrow_columns(files) if family == "arrow" else csv_columns(files, decimal)
         weight = pick_weight(layout.columns, options.weight_column, display)
