@@ -30,6 +30,7 @@ Predictions in memory, files loaded whole, sources streamed.
    Predictions       -- probabilities (or logits) with labels and optional row weights
    load_predictions  -- a CSV, Parquet or NPZ file, checked, as Predictions
    load_splits       -- a file's calibration and test rows, loaded once
+   LoadOptions       -- how to read a source's columns, for every loader and scan
    inspect_table     -- what loading would detect, from the header and first rows
    LoadReport        -- what the loader detected and did
    TableSchema       -- what inspect_table found
@@ -326,7 +327,14 @@ from calcore.foundation.kernel_density import (
     kde_reliability_curve,
 )
 from calcore.foundation.version import __version__ as __version__
-from calcore.io import LoadReport, TableSchema, inspect_table, load_predictions, load_splits
+from calcore.io import (
+    LoadOptions,
+    LoadReport,
+    TableSchema,
+    inspect_table,
+    load_predictions,
+    load_splits,
+)
 from calcore.io.stream import PredictionStream, scan
 from calcore.metrics.binary import (
     hosmer_lemeshow,
@@ -411,6 +419,7 @@ __all__ = [
     "Predictions",
     "load_predictions",
     "load_splits",
+    "LoadOptions",
     "inspect_table",
     "LoadReport",
     "TableSchema",

@@ -31,7 +31,7 @@ import pytest
 import calcore
 from calcore import CalcoreError, CalcoreWarning
 from calcore.cli import main
-from calcore.io._load import FIRST_ROWS
+from calcore.io._rows import FIRST_ROWS
 
 BAD = Path(__file__).resolve().parent / "data" / "bad"
 MANIFEST = json.loads((BAD / "MANIFEST.json").read_text(encoding="utf-8"))

@@ -26,8 +26,8 @@ lower layers. One layer per package (folder), lowest first:
     moved modules (``calcore/_deprecated_paths.py``).
 
 Every import counts, including those inside functions (lazy imports are for speed, not
-for hiding a dependency), and no import circle joins calcore modules (but the one of
-:data:`KNOWN_CIRCLES`, left to another part of issue 36), with no exception: even the
+for hiding a dependency), and no import circle joins calcore modules, with no exception:
+even the
 functions of ``calcore.spark`` that check a Spark worker's calcore read its version from
 ``calcore.foundation.version``, not from the package's map. calcore never imports
 streamlit or plotly; modules do not import another module's private (underscore) names;
@@ -69,12 +69,6 @@ LAYERS = {
 
 #: The only modules at calcore's top level besides its packages.
 TOP_LEVEL_MODULES = {"calcore", "calcore._deprecated_paths"}
-
-#: Circles left to another part of issue 36 (item 2 takes the readers out of
-#: ``io/stream.py``, which breaks this one): allowed, never required. Empty it when that
-#: lands; any other circle fails the test.
-KNOWN_CIRCLES = [["calcore.io._sampling", "calcore.io.stream"]]
-
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
@@ -221,7 +215,7 @@ def test_no_module_imports_a_higher_layer():
 
 
 def test_no_import_circles_between_calcore_modules():
-    found = [c for c in circles(GRAPH) if c not in KNOWN_CIRCLES]
+    found = circles(GRAPH)
     assert not found, "\n".join(_described(c, GRAPH) for c in found)
 
 

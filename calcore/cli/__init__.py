@@ -835,7 +835,7 @@ def _spark_stream(path: str, args, *, split=None, slice_columns=None):
     """``--engine spark``: calcore's list of the Parquet files, read by Spark, as a
     :func:`calcore.from_spark` source (its passes are Spark jobs)."""
     import calcore.spark
-    from calcore.io.stream import source_files
+    from calcore.io._files import source_files
     from calcore.spark._evaluate import from_spark
 
     files = source_files(path)  # calcore's files, in calcore's order (positions)
@@ -1305,7 +1305,7 @@ def _apply(args) -> int:
     """``calcore apply``: the input's rows with every column, the scores recalibrated
     (NPZ archives, which have no columns to keep: a label and probability columns)."""
     from calcore.calibrators._saved import read_calibrator
-    from calcore.io.stream import source_files
+    from calcore.io._files import source_files
 
     args.split = None if args.split == "all" else args.split  # apply's default: every row
 
@@ -1353,7 +1353,7 @@ def _apply_spark(args, calibrator) -> int:
 
 
 def _holds_npz(files) -> bool:
-    from calcore.io.stream import file_format
+    from calcore.io._readers import file_format
 
     return file_format(files[0]) == "npz"
 
@@ -1397,8 +1397,8 @@ def _placement(stream, suffix) -> str:
 
 def _apply_npz(args, calibrator) -> int:
     """``apply`` to NPZ archives: written as a label and ``p_`` columns, as before."""
+    from calcore.io._files import source_files
     from calcore.io.export import write_predictions_csv
-    from calcore.io.stream import source_files
     from calcore.io.stream_write import check_not_input
 
     check_not_input(args.out, source_files(args.file))

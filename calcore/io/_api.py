@@ -7,6 +7,8 @@ from typing import Sequence
 import numpy as np
 
 from calcore.foundation.errors import CalcoreError, EmptySplitError
+from calcore.io._rows import build_predictions
+from calcore.io.options import LoadOptions, check_split, options_from
 from calcore.predictions import Predictions
 
 __all__ = ["load_predictions", "load_splits"]
@@ -28,6 +30,7 @@ def load_predictions(
     percent: bool = False,
     slice_columns: Sequence[str] | None = None,
     decimal: str = ".",
+    options: LoadOptions | None = None,
 ) -> Predictions:
     """Load predicted scores and true labels from a CSV, Parquet or NPZ file.
 
@@ -113,6 +116,9 @@ def load_predictions(
         with ``,``). A cell with a decimal point is then not a number. Parquet and NPZ
         store numbers, not text: the option does not apply to them. Without it, such a
         file is refused naming its column and first cell.
+    options : LoadOptions, optional
+        Every option above but ``split``, ``name`` and ``max_decoded_bytes``, as one
+        object (:class:`calcore.LoadOptions`), instead of keyword arguments.
 
     Returns
     -------
@@ -132,6 +138,8 @@ def load_predictions(
         ``max_decoded_bytes`` budget, negative, NaN or all-zero weights,
         percentages read with ``scores="auto"`` (without ``percent=True``),
         ``percent=True`` with logits.
+    TypeError
+        ``options`` together with a keyword argument it holds.
 
     Warns
     -----
@@ -176,26 +184,12 @@ def load_predictions(
     >>> p.class_names, p.labels.tolist()
     (('cat', 'dog'), [0, 1])
     """
-    from calcore.io._load import (  # pandas/pyarrow: on use
-        build_predictions,
-        check_options,
-        prepare_table,
-    )
+    from calcore.io._load import prepare_table  # pandas/pyarrow: on use
 
-    max_decoded_bytes = check_options(scores, split, max_decoded_bytes, percent)
+    options = options_from(options, "load_predictions", locals())  # the keyword arguments
+    check_split(split)
     table, split_values, classes, kind, reason = prepare_table(
-        path_or_buffer,
-        name=name,
-        label_column=label_column,
-        split_column=split_column,
-        score_columns=score_columns,
-        scores=scores,
-        max_decoded_bytes=max_decoded_bytes,
-        positive_class=positive_class,
-        weight_column=weight_column,
-        percent=percent,
-        slice_columns=slice_columns,
-        decimal=decimal,
+        path_or_buffer, options, name=name, max_decoded_bytes=max_decoded_bytes
     )
     rows = None
     if split is not None:
@@ -214,16 +208,7 @@ def load_predictions(
                 column=table.roles.split,
             )
     return build_predictions(
-        table,
-        classes,
-        kind,
-        reason,
-        auto=scores == "auto" and table.kind_hint is None and not percent,
-        rows=rows,
-        split=split,
-        split_values=split_values,
-        renormalize=renormalize,
-        percent=percent,
+        table, classes, kind, reason, options, rows=rows, split=split, split_values=split_values
     )
 
 
@@ -241,6 +226,7 @@ def load_splits(
     weight_column: str | None = None,
     percent: bool = False,
     decimal: str = ".",
+    options: LoadOptions | None = None,
 ) -> dict[str, Predictions]:
     """Load a file once and return its calibration and test rows separately.
 
@@ -248,8 +234,8 @@ def load_splits(
     ----------
     path_or_buffer, label_column, scores, split_column, renormalize, positive_class, name
         As in :func:`load_predictions`.
-    score_columns, max_decoded_bytes, weight_column, percent, decimal
-        As in :func:`load_predictions`.
+    score_columns, max_decoded_bytes, weight_column, percent, decimal, options
+        As in :func:`load_predictions` (``options`` may also name ``slice_columns``).
 
     Returns
     -------
@@ -273,41 +259,24 @@ def load_splits(
     >>> sorted(splits), splits["calib"].n_samples, splits["test"].class_names
     (['calib', 'test'], 2, ('a', 'b'))
     """
-    from calcore.io._load import (  # pandas/pyarrow: on use
-        build_predictions,
-        check_options,
-        prepare_table,
-    )
+    from calcore.io._load import prepare_table  # pandas/pyarrow: on use
 
-    max_decoded_bytes = check_options(scores, None, max_decoded_bytes, percent)
+    options = options_from(options, "load_splits", locals())  # the keyword arguments
     table, split_values, classes, kind, reason = prepare_table(
-        path_or_buffer,
-        name=name,
-        label_column=label_column,
-        split_column=split_column,
-        score_columns=score_columns,
-        scores=scores,
-        max_decoded_bytes=max_decoded_bytes,
-        positive_class=positive_class,
-        weight_column=weight_column,
-        percent=percent,
-        decimal=decimal,
+        path_or_buffer, options, name=name, max_decoded_bytes=max_decoded_bytes
     )
-    common = dict(
-        auto=scores == "auto" and table.kind_hint is None and not percent,
-        split_values=split_values,
-        renormalize=renormalize,
-        percent=percent,
-    )
+    common = dict(split_values=split_values)
     if split_values is None:
         return {
-            "all": build_predictions(table, classes, kind, reason, rows=None, split=None, **common)
+            "all": build_predictions(
+                table, classes, kind, reason, options, rows=None, split=None, **common
+            )
         }
     out = {}
     for which in ("calib", "test"):
         rows = np.flatnonzero(split_values == which)
         if rows.size:
             out[which] = build_predictions(
-                table, classes, kind, reason, rows=rows, split=which, **common
+                table, classes, kind, reason, options, rows=rows, split=which, **common
             )
     return out

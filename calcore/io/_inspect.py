@@ -10,6 +10,8 @@ from calcore.foundation.errors import quoted
 from calcore.foundation.limits import resolve_budget
 from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
 from calcore.io._load_report import PERCENT_SUGGESTED, TableSchema
+from calcore.io._rows import looks_like_percent
+from calcore.io.options import LoadOptions, options_from
 
 __all__ = ["inspect_table"]
 
@@ -36,8 +38,6 @@ def _guess(sc) -> tuple[str | None, str]:
         return None, "the first rows have non-numeric or missing score cells"
     if values.size == 0 or not np.isfinite(values).all():
         return None, "the first rows have empty, NaN or infinite score cells"
-    from calcore.io._load import looks_like_percent  # loaded with _scan already
-
     if looks_like_percent(values):  # loading refuses them with scores="auto"
         rows = "" if values.shape[1] == 1 else " and rows that sum to 100"
         return None, (
@@ -61,6 +61,7 @@ def inspect_table(
     max_decoded_bytes: int | None = None,
     weight_column: str | bool | None = None,
     decimal: str = ".",
+    options: LoadOptions | None = None,
 ) -> TableSchema:
     """Describe a file's columns and what :func:`load_predictions` would detect.
 
@@ -81,6 +82,11 @@ def inspect_table(
         Size budget, as in :func:`load_predictions` (NPZ and Parquet are
         checked here; CSV when it is loaded). NPZ arrays are read only up to the
         preview rows: their values beyond them are checked when the file is loaded.
+    options : LoadOptions, optional
+        The options of :func:`load_predictions` as one object, instead of the keyword
+        arguments above: detection uses its columns, ``scores`` (which prefix to take when
+        a file has both ``p_*`` and ``logit_*`` columns), ``slice_columns`` and
+        ``decimal``; the rest applies to the values, which inspection does not read.
 
     Returns
     -------
@@ -94,6 +100,8 @@ def inspect_table(
         Problems no choice of columns can fix: empty file, header without rows,
         blank or duplicate column names, non-UTF-8 header, unreadable file,
         pickled or oversized NPZ arrays, a named column that does not exist.
+    TypeError
+        ``options`` together with a keyword argument it holds.
 
     Examples
     --------
@@ -104,22 +112,13 @@ def inspect_table(
     """
     # pandas/pyarrow: loaded when a file is read
     from calcore.io._csv_stream import open_source_bounded
-    from calcore.io._decimal import check_decimal
-    from calcore.io._scan import scan
+    from calcore.io._detect import detect_columns
 
+    options = options_from(options, "inspect_table", locals())  # the keyword arguments
     max_decoded_bytes = resolve_budget(max_decoded_bytes)
     src = open_source_bounded(path_or_buffer, name=name)
-    sc = scan(
-        src,
-        label_column=label_column,
-        split_column=split_column,
-        score_columns=score_columns,
-        scores="auto",
-        max_decoded_bytes=max_decoded_bytes,
-        weight_column=weight_column,
-        decimal=check_decimal(decimal),
-        peek=True,  # NPZ: headers and the preview rows only; loading checks every value
-    )
+    # NPZ: headers and the preview rows only; loading checks every value
+    sc = detect_columns(src, options, max_decoded_bytes=max_decoded_bytes, peek=True)
     guess, why = _guess(sc)
     roles = sc.roles
     preview = tuple(

@@ -1,66 +1,25 @@
-"""Entry points: :func:`load_predictions`, :func:`load_splits`, :func:`inspect_table`."""
+"""A file read whole: columns detected, values read, then validated by :mod:`calcore.io._rows`.
+
+:func:`prepare_table` is what :func:`calcore.load_predictions` and
+:func:`calcore.load_splits` read; :func:`calcore.io._rows.build_predictions` validates
+the rows they select.
+"""
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass
-
 import numpy as np
 
-from calcore.foundation.errors import LOGITS_FIX, CalcoreError, CalcoreWarning
+from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import DEFAULT_MAX_DECODED_BYTES, over_budget, resolve_budget
-from calcore.foundation.softmax import log_softmax_rows
-from calcore.foundation.validation import (
-    InputContext,
-    check_binary_probs,
-    check_class_names,
-    check_logits,
-    check_probs,
-    check_sample_weight,
-    frozen_array,
-    probability_sum_tolerance,
-)
-from calcore.io._columns import LOGIT_PREFIXES, PROB_PREFIXES
+from calcore.foundation.validation import InputContext
 from calcore.io._csv_stream import open_source_bounded
-from calcore.io._decimal import check_decimal
-from calcore.io._labels import class_labels, split_of_rows
-from calcore.io._load_report import PERCENT_SAYS, SCORES_AUTO_SAW, LoadReport
-from calcore.io._scan import metadata_columns, read_table, scan
-from calcore.io._table import LabelRowNames, RawTable, SelectedRowNames
-from calcore.predictions import Predictions
+from calcore.io._detect import detect_columns, metadata_columns, read_table
+from calcore.io._labels import split_of_rows
+from calcore.io._rows import decide_kind, file_classes
+from calcore.io._table import LabelRowNames, RawTable
+from calcore.io.options import LoadOptions
 
-__all__ = ["DEFAULT_MAX_DECODED_BYTES"]
-
-
-@dataclass(frozen=True, eq=False)
-class _Classes:
-    names: tuple[str, ...]
-    labels: np.ndarray  # (n_rows,) int64, every row of the file
-    kind: str
-
-
-#: How to undo percent=True with logits, in calcore's terms (option ``"percent_logits"``).
-PERCENT_LOGITS_FIX = (
-    "Drop percent=True, or pass scores='probs' (or 'auto') if the values really are percentages."
-)
-
-
-def check_options(scores, split, max_decoded_bytes, percent=False) -> int:
-    """Check the options; return the decoded-size budget in bytes."""
-    if scores not in ("auto", "probs", "logits"):
-        raise CalcoreError(f"scores must be 'auto', 'probs' or 'logits', got {scores!r}.")
-    if split not in (None, "calib", "test"):
-        raise CalcoreError(f"split must be None, 'calib' or 'test', got {split!r}.")
-    if not isinstance(percent, (bool, np.bool_)):  # 0/1 or "yes": a typo, not a choice
-        raise CalcoreError(f"percent must be True or False, got {percent!r}.")
-    if percent and scores == "logits":
-        raise CalcoreError(
-            f"Scores in percent are probabilities (divided by 100), and logits are not "
-            f"percentages: the options say both. {PERCENT_LOGITS_FIX}",
-            option="percent_logits",
-            fix=PERCENT_LOGITS_FIX,
-        )
-    return resolve_budget(max_decoded_bytes)
+__all__ = ["DEFAULT_MAX_DECODED_BYTES", "prepare_table"]
 
 
 def _check_decoded_size(sc, budget: int) -> None:
@@ -78,381 +37,13 @@ def _check_decoded_size(sc, budget: int) -> None:
         raise over_budget(sc.source.name, what, size, budget)
 
 
-def _open_table(
-    path_or_buffer,
-    *,
-    name,
-    label_column,
-    split_column,
-    score_columns,
-    scores,
-    max_decoded_bytes,
-    weight_column=None,
-    slice_columns=None,
-    decimal=".",
-):
+def _open_table(path_or_buffer, options: LoadOptions, *, name, max_decoded_bytes: int):
     src = open_source_bounded(path_or_buffer, name=name)
-    sc = scan(
-        src,
-        label_column=label_column,
-        split_column=split_column,
-        score_columns=score_columns,
-        scores=scores,
-        max_decoded_bytes=max_decoded_bytes,
-        weight_column=weight_column,
-        slice_columns=slice_columns,
-        decimal=decimal,
-    )
+    sc = detect_columns(src, options, max_decoded_bytes=max_decoded_bytes)
     if sc.roles.problems:
         raise CalcoreError.from_advice(sc.roles.problems[0])
     _check_decoded_size(sc, max_decoded_bytes)
     return read_table(sc)
-
-
-def _classes(table: RawTable, positive_class) -> _Classes:
-    roles, binary = table.roles, table.scores.shape[1] == 1
-    ctx = InputContext(table.source, row=LabelRowNames(table.row_names, roles.label))
-    if positive_class is not None and not binary:
-        raise CalcoreError(
-            f"{table.source}: positive_class={positive_class!r} only applies to a file with a "
-            f"single score column; this one has {table.scores.shape[1]}."
-        )
-    names = roles.class_names
-    if binary and len(names) == 2:  # NPZ: 1-D scores with both class names given
-        names, labels, kind = class_labels(table.labels, names, binary=False, ctx=ctx)
-        return _Classes(names, labels, kind)
-    if not binary:
-        names = check_class_names(names, table.scores.shape[1], ctx=InputContext(table.source))
-    names, labels, kind = class_labels(
-        table.labels, names, binary=binary, positive_class=positive_class, ctx=ctx
-    )
-    return _Classes(
-        check_class_names(names, len(names), ctx=InputContext(table.source)), labels, kind
-    )
-
-
-def decide_kind(
-    table: RawTable, scores: str, *, percent: bool = False, scope: str = ""
-) -> tuple[str, str]:
-    """``(kind, reason)``: the caller's choice, the NPZ array name, the prefix, or the values.
-
-    A probability prefix (``p_``, ``prob_``, ...) or a logit prefix (``logit_``,
-    ``logits_``) says what the columns hold: values that contradict it are then an
-    error of validation (e.g. "probability 2.5 is greater than 1"), never a silent
-    switch of kind. Without such a prefix, values outside [0, 1] mean logits,
-    unless every row still sums to 1, which only probabilities do (then the
-    out-of-range value is reported), or the values look like percentages (see
-    :func:`looks_like_percent`), which are refused rather than guessed.
-
-    ``percent=True`` means probabilities (in percent) unless the caller, the NPZ
-    array name or the prefix says logits, which is then an error. ``scope`` qualifies
-    what "every row" covers in messages (a stream decides on its first rows).
-    """
-    if percent:
-        return _percent_kind(table, scores)
-    if scores != "auto":
-        return scores, f"scores={scores!r} was given"
-    if table.kind_hint is not None:
-        return table.kind_hint
-    s, prefix = table.scores, table.roles.prefix
-    if prefix is not None and prefix.lower() in LOGIT_PREFIXES:
-        return "logits", f"the score columns are named '{prefix}*', which means logits"
-    outside = (s < 0) | (s > 1)  # NaN compares False: left for validation to report
-    if outside.any():
-        i, j = divmod(int(np.argmax(outside)), s.shape[1])
-        where = f"{table.row_names(i)}, column {table.roles.scores[j]!r}"
-        first = f"{float(s[i, j])!r} at {where}"
-        if prefix is not None and prefix.lower() in PROB_PREFIXES:
-            return "probs", (
-                f"the score columns are named '{prefix}*', which means probabilities "
-                f"(although a value is outside [0, 1]: {first})"
-            )
-        if _rows_sum_to_one(s):
-            return "probs", (
-                f"{SCORES_AUTO_SAW} every row sum to 1, which only probabilities do "
-                f"(although a value is outside [0, 1]: {first})"
-            )
-        if looks_like_percent(s):
-            raise _percentages(table, scope)
-        return "logits", f"{SCORES_AUTO_SAW} values outside [0, 1] (first: {first})"
-    if s.shape[1] == 1:
-        return "probs", f"{SCORES_AUTO_SAW} one column with every value in [0, 1]"
-    return "probs", _ALL_IN_RANGE + " and rows that sum to 1"
-
-
-_ALL_IN_RANGE = f"{SCORES_AUTO_SAW} every value in [0, 1]"
-#: How a stream qualifies a kind decided from its first batch (later rows may differ).
-FIRST_ROWS = " (in the first rows read, which decide for the whole stream)"
-
-
-def _basis(reason: str) -> str:
-    """The part of a probabilities ``reason`` that an error message repeats."""
-    if reason.startswith(_ALL_IN_RANGE):
-        return "every value is in [0, 1]" + (FIRST_ROWS if reason.endswith(FIRST_ROWS) else "")
-    basis = reason.split(" (although")[0].replace(", which means probabilities", "")
-    # said without the option's syntax: the message also reaches people without Python
-    return basis.replace(f"{SCORES_AUTO_SAW} every row sum to 1", "every row sums to 1")
-
-
-def _percent_kind(table: RawTable, scores: str) -> tuple[str, str]:
-    """The kind with ``percent=True``: probabilities, unless something says logits."""
-    if scores == "probs":
-        return "probs", "scores='probs' was given"
-    hint, prefix = table.kind_hint, table.roles.prefix
-    said = None
-    if hint is not None and hint[0] == "logits":
-        said = hint[1]
-    elif prefix is not None and prefix.lower() in LOGIT_PREFIXES:
-        said = f"the score columns are named '{prefix}*'"
-    if said is not None:
-        raise CalcoreError(
-            f"{table.source}: scores in percent are probabilities, but {said}, which means "
-            f"logits. {PERCENT_LOGITS_FIX}",
-            option="percent_logits",
-            fix=PERCENT_LOGITS_FIX,
-        )
-    if hint is not None:
-        return hint
-    if prefix is not None and prefix.lower() in PROB_PREFIXES:
-        return "probs", f"the score columns are named '{prefix}*', which means probabilities"
-    return "probs", PERCENT_SAYS
-
-
-#: How to load percentages, in the refusal of scores='auto'.
-PERCENT_FIX = (
-    "Either divide by 100 when writing the file or pass scores='probs', percent=True "
-    "(--scores probs --percent on the command line); if they really are logits, pass "
-    "scores='logits'."
-)
-
-
-#: How far (in percentage points) a row of percentages may miss 100: rounding to two
-#: decimals leaves up to 0.005 per column.
-PERCENT_SUM_TOLERANCE = 0.5
-
-
-def looks_like_percent(s: np.ndarray) -> bool:
-    """Whether score values look like probabilities in percent rather than logits.
-
-    Every value is in [0, 100], and with two or more columns every row sums to 100
-    within half a percentage point (percentages rounded to two decimals, such as
-    33.33 + 33.33 + 33.33, miss 100 by more than the float tolerance), which
-    non-negative logits have no reason to do. A single column (binary shortcut) cannot
-    sum to anything, so there values in [0, 100] with some above 1 are enough: read as
-    logits, a column without a negative value would have every row predict the positive
-    class, while percentages are never negative (``scores="logits"`` reads such a column as logits).
-    """
-    if s.size == 0 or not ((s >= 0) & (s <= 100)).all():  # NaN compares False: not percent
-        return False
-    if s.shape[1] == 1:
-        return bool((s > 1).any())
-    tol = max(PERCENT_SUM_TOLERANCE, 100 * probability_sum_tolerance(s.shape[1], s.dtype))
-    return bool(np.all(np.abs(s.sum(axis=1) - 100.0) <= tol))
-
-
-def _percentages(table: RawTable, scope: str) -> CalcoreError:
-    """The refusal of score columns that look like percentages, naming the first value > 1."""
-    s, columns = table.scores, table.roles.scores
-    i, j = divmod(int(np.argmax(s > 1)), s.shape[1])
-    first = f"{table.row_names(i)}, column {columns[j]!r} holds {float(s[i, j])!r}"
-    if s.shape[1] == 1:
-        what = f"score column {columns[0]!r} looks like percentages"
-        why = (
-            f"every value is in [0, 100]{scope}, none negative (as logits, every row "
-            f"would predict the positive class)"
-        )
-    else:
-        shown = ", ".join(repr(c) for c in columns[:10])
-        more = f", ... ({len(columns)} in all)" if len(columns) > 10 else ""
-        what = f"score columns {shown}{more} look like percentages"
-        why = f"every value is in [0, 100] and every row sums to 100{scope}"
-    return CalcoreError(
-        f"{table.source}: the {what}, not logits: {why}, and {first}. {PERCENT_FIX}",
-        option="percent_auto",
-        fix=PERCENT_FIX,
-    )
-
-
-def _rows_sum_to_one(s: np.ndarray) -> bool:
-    """Whether a matrix of two or more rows and columns has every row summing to 1."""
-    if s.shape[0] < 2 or s.shape[1] < 2:
-        return False
-    sums = s.sum(axis=1)
-    tol = probability_sum_tolerance(s.shape[1], s.dtype)
-    return bool(np.all(np.abs(sums - 1.0) <= tol))  # NaN rows compare False
-
-
-def score_context(table: RawTable, rows) -> InputContext:
-    row = table.row_names if rows is None else SelectedRowNames(table.row_names, rows)
-    if table.file_format == "npz":
-        return InputContext(f"{table.source}, array {table.kind_hint[0]!r}", None, row)
-    return InputContext(table.source, table.roles.scores, row)
-
-
-def validate_scores(scores, *, kind, auto, ctx, renormalize, reason="", percent=False):
-    """Return (probs, logits or None, renormalized rows, max deviation or None).
-
-    ``percent=True``: the scores are probabilities in percent, divided by 100 here,
-    before the checks (a new array: the caller's is left as read).
-    """
-    if percent:
-        scores = np.divide(scores, 100.0)
-    if kind == "probs":
-        try:
-            return _checked_probs(
-                scores, auto=auto, ctx=ctx, renormalize=renormalize, reason=reason
-            )
-        except CalcoreError as exc:
-            note = _percent_note(scores, percent)
-            if not note:
-                raise
-            if note.endswith(PERCENT_NOTE_FIX):
-                raise exc.extended(note, option="percent", fix=PERCENT_NOTE_FIX) from None
-            raise exc.extended(note) from None
-    if scores.shape[1] == 1:
-        z = np.column_stack([np.zeros(len(scores)), scores[:, 0]])  # softmax([0, z]) = [1-s, s]
-        names = ("reference logit 0", *(ctx.columns or ("column 0",)))
-        z = check_logits(z, ctx=InputContext(ctx.source, names, ctx.row))
-    else:
-        z = check_logits(scores, ctx=ctx)
-    probs = log_softmax_rows(z)  # the same computation as Predictions.from_logits
-    np.exp(probs, out=probs)
-    return probs, z, 0, None
-
-
-#: How to read as logits scores that detection read as probabilities (option
-#: ``"scores_logits"``).
-LOGITS_AUTO_FIX = "If they are logits, pass scores='logits' or name the columns logit_*."
-
-
-def _checked_probs(scores, *, auto, ctx, renormalize, reason):
-    """Validated probabilities: (probs, None, renormalized rows, max deviation or None)."""
-    if scores.shape[1] == 1:
-        return check_binary_probs(scores[:, 0], ctx=ctx), None, 0, None
-    try:
-        probs, info = check_probs(scores, ctx=ctx, renormalize=renormalize)
-    except CalcoreError as exc:
-        if not auto or not np.isfinite(scores).all() or looks_like_percent(scores):
-            raise  # NaN/inf, or percentages (noted by the caller): the kind is not the issue
-        # the reason replaces the error's own logits advice (said once, with the names)
-        kept = [(o, f) for o, f in exc.fixes if o != "scores_logits"]
-        text = str(exc).replace(f" {LOGITS_FIX}", "")
-        error = CalcoreError(
-            text, option=kept[0][0] if kept else None, fix=kept[0][1] if kept else None,
-            also=kept[1:],
-        )  # fmt: skip
-        raise error.extended(
-            f"(They were read as probabilities because {_basis(reason)}.) {LOGITS_AUTO_FIX}",
-            option="scores_logits",
-            fix=LOGITS_AUTO_FIX,
-        ) from None
-    if info is None:
-        return probs, None, 0, float(np.abs(probs.sum(axis=1) - 1.0).max())
-    return probs, None, info.n_rows, info.max_deviation
-
-
-#: How to read percentages, after a probability error (a program with its own control
-#: shows its own words instead: ``CalcoreError.fix``).
-PERCENT_NOTE_FIX = (
-    "divide by 100 when writing the file, or pass percent=True (--percent on the command line)."
-)
-
-
-def _percent_note(scores, percent: bool) -> str:
-    """What a probability error adds about percentages ("" when nothing applies)."""
-    if not np.isfinite(scores).all():  # a NaN or empty cell: percentages are not the issue
-        return ""
-    rows = "" if scores.shape[1] == 1 else ", rows summing to 100"
-    if percent:
-        return (
-            f"(Read as percentages, the file's values were divided by 100: percentages must "
-            f"lie in [0, 100]{rows}.)"
-        )
-    if looks_like_percent(scores):
-        return f"These look like percentages (every value in [0, 100]{rows}): {PERCENT_NOTE_FIX}"
-    return ""
-
-
-def build_predictions(
-    table, classes, kind, reason, *, auto, rows, split, split_values, renormalize, percent=False
-) -> Predictions:
-    """Validate the selected rows and wrap them in Predictions with a LoadReport."""
-    scores = table.scores if rows is None else table.scores[rows]
-    labels = classes.labels if rows is None else classes.labels[rows]
-    ctx = score_context(table, rows)
-    probs, logits, n_renorm, deviation = validate_scores(
-        scores,
-        kind=kind,
-        auto=auto,
-        ctx=ctx,
-        renormalize=renormalize,
-        reason=reason,
-        percent=percent,
-    )
-    if n_renorm:
-        reason = reason.replace(" and rows that sum to 1", f"; {n_renorm} row(s) renormalised")
-    counts = np.bincount(labels, minlength=len(classes.names))
-    roles = table.roles
-    weights = _row_weights(table, rows)
-    metadata = {
-        name: col if rows is None else col.take(rows) for name, col in table.metadata.items()
-    }
-    split_counts = ()
-    if split_values is not None:
-        split_counts = tuple(
-            (s, int(np.count_nonzero(split_values == s))) for s in ("calib", "test")
-        )
-    report = LoadReport(
-        source=table.source,
-        file_format=table.file_format,
-        delimiter=table.delimiter,
-        label_column=roles.label,
-        label_kind=classes.kind,
-        class_columns=roles.scores,
-        class_names=classes.names,
-        prefix=roles.prefix,
-        binary_shortcut=table.scores.shape[1] == 1,
-        scores_kind=kind,
-        scores_reason=reason,
-        split_column=roles.split,
-        split_selected=split,
-        split_counts=split_counts,
-        ignored_columns=roles.ignored,
-        ignored_reasons=roles.ignored_reasons,
-        n_rows_in_file=table.n_rows,
-        n_rows_loaded=len(labels),
-        renormalized_rows=n_renorm,
-        max_row_deviation=deviation,
-        absent_classes=tuple(n for n, c in zip(classes.names, counts, strict=True) if c == 0),
-        row_numbering=table.row_names.numbering,
-        weight_column=table.weight_column if weights is not None else None,
-        total_weight=None if weights is None else float(weights.sum()),
-        percent=percent,
-        metadata_columns=tuple(
-            (name, col.summary(), col.sliceable) for name, col in metadata.items()
-        ),
-    )
-    for message in report.warnings():
-        warnings.warn(message, CalcoreWarning, stacklevel=3)  # the caller of load_*
-    return Predictions(
-        # the loader's own arrays (never the caller's): frozen in place
-        frozen_array(np.ascontiguousarray(probs, dtype=np.float64), owned=True),
-        frozen_array(np.array(labels, dtype=np.int64), owned=True),
-        classes.names,
-        frozen_array(logits, owned=True),
-        report,
-        sample_weight=frozen_array(weights, owned=True),
-        metadata=metadata,
-    )
-
-
-def _row_weights(table: RawTable, rows) -> np.ndarray | None:
-    """The selected rows' weights, checked (finite, >= 0, not all 0), naming a bad cell."""
-    if table.weights is None:
-        return None
-    w = table.weights if rows is None else table.weights[rows]
-    row = table.row_names if rows is None else SelectedRowNames(table.row_names, rows)
-    return check_sample_weight(w, len(w), source=table.source, row=row, column=table.weight_column)
 
 
 def _split_values(table: RawTable) -> np.ndarray | None:
@@ -462,34 +53,11 @@ def _split_values(table: RawTable) -> np.ndarray | None:
     return split_of_rows(table.split, ctx=ctx)
 
 
-def prepare_table(
-    path_or_buffer,
-    *,
-    name,
-    label_column,
-    split_column,
-    score_columns,
-    scores,
-    max_decoded_bytes,
-    positive_class,
-    weight_column=None,
-    percent=False,
-    slice_columns=None,
-    decimal=".",
-):
-    table = _open_table(
-        path_or_buffer,
-        name=name,
-        label_column=label_column,
-        split_column=split_column,
-        score_columns=score_columns,
-        scores=scores,
-        max_decoded_bytes=max_decoded_bytes,
-        weight_column=weight_column,
-        slice_columns=slice_columns,
-        decimal=check_decimal(decimal),
-    )
+def prepare_table(path_or_buffer, options: LoadOptions, *, name, max_decoded_bytes):
+    """``(table, split values, classes, scores kind, reason)`` of a file read whole."""
+    budget = resolve_budget(max_decoded_bytes)
+    table = _open_table(path_or_buffer, options, name=name, max_decoded_bytes=budget)
     split_values = _split_values(table)
-    classes = _classes(table, positive_class)
-    kind, reason = decide_kind(table, scores, percent=percent)
+    classes = file_classes(table, options.positive_class)
+    kind, reason = decide_kind(table, options.scores, percent=options.percent)
     return table, split_values, classes, kind, reason

@@ -12,21 +12,22 @@ Reading: the files of a directory are its ``.parquet``/``.pq``, Arrow IPC (``.ar
 ``.feather``, ``.ipc``), ``.csv``/``.tsv`` and ``.npz`` files at any depth (hive
 partition folders such as ``date=2026-11-01/`` are folders like any other; hidden and
 ``_``-prefixed files and folders such as ``_SUCCESS`` are skipped); one stream holds one
-format (Parquet and IPC may mix). Parquet and IPC files are read one row group or record
-batch at a time with pyarrow, only the label, split, weight and score columns. pyarrow
-was chosen over DuckDB for this because calcore already depends on it, and the
-row-group loop names the file and row group of a damaged chunk. Measured on this
-2-core machine for 100 million binary rows in one 1 GB file: see
-``benchmarks/bench_scale.py``. CSV files are read in pieces of whole lines by the
-loader's own CSV reader (:mod:`calcore.io._csv_stream`), so messages name file lines;
-NPZ archives a window of rows at a time (:mod:`calcore.io._npz_stream`).
+format (Parquet and IPC may mix). Each file is read by :mod:`calcore.io._readers`, told
+what to read by a :class:`~calcore.io._readers.ReadSpec`: Parquet and IPC files one row
+group or record batch at a time with pyarrow, only the label, split, weight and score
+columns (pyarrow rather than DuckDB: calcore already depends on it, and the row-group
+loop names the file and row group of a damaged chunk; 100 million binary rows in one
+1 GB file: see ``benchmarks/bench_scale.py``); CSV files in pieces of whole lines by the
+loader's own CSV reader, so messages name file lines; NPZ archives a window of rows at a
+time. Samples are drawn by :mod:`calcore.io._sampling` from the batches read here.
 
 Columns are detected as :func:`calcore.load_predictions` detects them (same rules,
 same messages), from the first file's schema; every other file must have the same
-types for those columns. Values are validated batch by batch with the loader's
-checks; a message names the file, the column and the file's row (0-based). The
-scores' kind (probabilities or logits) is decided on the first batch and then held:
-a later batch that contradicts it is an error, never a silent switch.
+types for those columns. Values are validated batch by batch with the loader's checks
+(:mod:`calcore.io._rows`, the same code as a file loaded whole); a message names the
+file, the column and the file's row (0-based). The scores' kind (probabilities or
+logits) is decided on the first batch and then held: a later batch that contradicts it
+is an error, never a silent switch.
 
 The size budget of :func:`load_predictions` does not apply: nothing here is held
 beyond one batch.
@@ -34,7 +35,6 @@ beyond one batch.
 
 from __future__ import annotations
 
-import glob as globlib
 import os
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Sequence
@@ -44,21 +44,48 @@ import numpy as np
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import ROWS
 from calcore.foundation.tuning import DEFAULT_BATCH_ROWS, MAX_BATCH_VALUES, MAX_KEPT_CELLS
-from calcore.foundation.validation import InputContext, check_sample_weight
+from calcore.io._bottom_k import BottomK
 from calcore.io._columns import Roles, detect_roles, pick_weight
-from calcore.io._files import check_regular
-from calcore.io._labels import SPLITS, class_labels, split_codes
-from calcore.io._load_report import SCORES_AUTO_SAW, scores_note, with_terms
+
+# The "name as name" imports: still importable from here, where they were before the
+# readers and the row validation had modules of their own (Spark's tasks import
+# arrow_raw_table, encoded_labels and validated_rows from this path).
+from calcore.io._files import DATA_EXTENSIONS as DATA_EXTENSIONS
+from calcore.io._files import source_files
+from calcore.io._load_report import scores_note, with_terms
 from calcore.io._prefetch import prefetched
-from calcore.io._table import (
-    LabelRowNames,
-    RawTable,
-    RowNames,
-    SelectedRowNames,
-    columns_to_matrix,
+from calcore.io._readers import (
+    ReadSpec,
+    SliceBatch,
+    arrow_slice_batches,
+    file_format,
+    gone,
+    read_batches,
+    used_columns,
 )
-from calcore.predictions import Predictions
-from calcore.predictions.slicing_batches import used_dictionary_entries
+from calcore.io._readers import arrow_batches as arrow_batches
+from calcore.io._readers import arrow_raw_table as arrow_raw_table
+from calcore.io._readers import encoded_labels as encoded_labels
+from calcore.io._rows import BatchRules, KindState, validate_batch
+from calcore.io._rows import validated_rows as validated_rows
+from calcore.io._sampling import (
+    batch_metadata,
+    bottom_k,
+    bottom_k_by_split,
+    kept_metadata,
+    need_slice_columns,
+    need_split_column,
+)
+from calcore.io._source import refuse_spreadsheet_file
+from calcore.io._stream_columns import (
+    arrow_columns,
+    columns_to_keep,
+    csv_columns,
+    npz_files_roles,
+    short_path,
+)
+from calcore.io.options import LoadOptions, check_split, options_from
+from calcore.predictions import Predictions, concat
 
 __all__ = ["PredictionStream", "StreamBatch", "scan", "source_files", "DEFAULT_BATCH_ROWS"]
 
@@ -127,6 +154,10 @@ class PredictionStream:
         whole stream (a command or a page shows them once, not per batch).
     scores_kind : {"probs", "logits"} or None
         What the score columns hold, decided with ``notes``.
+    options : LoadOptions
+        The options the stream was opened with.
+    family : {"arrow", "csv", "npz"}
+        How its files are read (Parquet and Arrow IPC: ``"arrow"``).
 
     Examples
     --------
@@ -150,7 +181,8 @@ class PredictionStream:
     n_rows_in_files: int
     split: str | None
     batch_rows: int
-    _options: dict = field(repr=False, default_factory=dict)
+    #: The options the stream was opened with (:class:`calcore.LoadOptions`).
+    options: LoadOptions = field(default_factory=LoadOptions, repr=False)
     progress: Callable[[StreamBatch], None] | None = field(default=None, repr=False)
     weight_column: str | None = None
     transform: Callable | None = field(default=None, repr=False)
@@ -163,6 +195,16 @@ class PredictionStream:
     #: What the score columns hold, as decided on the first batch: ``"probs"`` or
     #: ``"logits"`` (None when no row was read).
     scores_kind: str | None = None
+    #: How the files are read: ``"arrow"`` (Parquet, Arrow IPC), ``"csv"`` or ``"npz"``.
+    family: str = "arrow"
+    #: A single score column holding P(positive class) (the binary shortcut).
+    binary: bool = False
+    #: Every column of the files, in their order, read into ``StreamBatch.input_table``
+    #: (``scan(keep_columns=True)``); empty: none.
+    kept_columns: tuple[str, ...] = ()
+    #: Whether ``class_names`` are those of the first rows read, which every batch must
+    #: then make too (False while :func:`scan` reads the first batch).
+    classes_settled: bool = field(default=False, repr=False)
 
     def with_progress(self, callback: Callable[[StreamBatch], None]) -> "PredictionStream":
         """The same stream, calling ``callback(batch)`` for every batch read (every pass)."""
@@ -187,9 +229,7 @@ class PredictionStream:
             ``with_metadata`` on a stream opened without slice columns.
         """
         if with_metadata:
-            from calcore.io._sampling import need_slice_columns
-
-            need_slice_columns(self)
+            need_slice_columns(self.name, self.slice_columns)
         if self.transform is not None:
             first, then = self.transform, transform
 
@@ -209,9 +249,7 @@ class PredictionStream:
         CalcoreError
             An unknown split, or a split asked of files without a split column.
         """
-        from calcore.io._load import check_options
-
-        check_options(self._options["scores"], split, None, self._options["percent"])
+        check_split(split)
         _check_split_column(self.name, self.roles, split)
         return replace(self, split=split)
 
@@ -232,9 +270,10 @@ class PredictionStream:
         CalcoreError
             An empty stream, or what reading a batch raises (file, column, row).
         """
-        from calcore.io._sampling import sample
-
-        return sample(self, max_rows, seed=seed)
+        ROWS.check(max_rows, "max_rows")
+        rows = ((None, b.preds, b.slice_values) for b in self.batches())
+        kept = bottom_k(rows, max_rows, seed)
+        return self._sampled(kept), kept.n_read
 
     def sample_splits(self, max_rows: int, *, seed: int = 0) -> dict[str, tuple[Predictions, int]]:
         """``{"calib": (sample, rows), "test": (sample, rows)}`` in one pass over the files.
@@ -249,9 +288,12 @@ class PredictionStream:
             Files without a split column, a split without rows, or what reading a batch
             raises.
         """
-        from calcore.io._sampling import sample_splits
-
-        return sample_splits(self, max_rows, seed=seed)
+        ROWS.check(max_rows, "max_rows")
+        need_split_column(self.name, self.roles.split)
+        whole = replace(self, split=None)
+        rows = ((b.split_codes, b.preds, b.slice_values) for b in whole.batches())
+        kept = bottom_k_by_split(rows, max_rows, seed, self.name, self.roles.split)
+        return {split: (self._sampled(into), into.n_read) for split, into in kept.items()}
 
     def sample_slice_columns(self, max_rows: int, *, seed: int = 0, splits: bool = False) -> dict:
         """The slice columns of the rows :meth:`sample` keeps (``splits=True``: of each
@@ -289,9 +331,36 @@ class PredictionStream:
         True
         >>> folder.cleanup()
         """
-        from calcore.io._sampling import sample_slice_columns
+        ROWS.check(max_rows, "max_rows")
+        need_slice_columns(self.name, self.slice_columns)
+        if splits:
+            need_split_column(self.name, self.roles.split)
+            whole = replace(self, split=None)
+            rows = whole._slice_rows(codes=True)
+            kept = bottom_k_by_split(rows, max_rows, seed, self.name, self.roles.split)
+            return {split: self._metadata(into) for split, into in kept.items()}
+        kept = bottom_k(self._slice_rows(codes=False), max_rows, seed)
+        if not kept.parts:
+            raise CalcoreError(f"{self.name}: no rows to sample.")
+        return self._metadata(kept)
 
-        return sample_slice_columns(self, max_rows, seed=seed, splits=splits)
+    def _sampled(self, kept: BottomK) -> Predictions:
+        """The rows a sampler kept, with the slice columns as metadata."""
+        parts = kept.rows()
+        if not parts:
+            raise CalcoreError(f"{self.name}: no rows to sample.")
+        preds = concat([q for _, _, q, _ in parts])
+        if not self.slice_columns:
+            return preds
+        return preds.with_metadata(self._metadata(kept))
+
+    def _metadata(self, kept: BottomK) -> dict:
+        return kept_metadata(kept, self.family, self.slice_columns)
+
+    def _slice_rows(self, *, codes: bool) -> Iterator[tuple]:
+        """``(split codes or None, None, slice values)`` per batch, as samplers take rows."""
+        for b in self._slice_batches(codes=codes):
+            yield b.split_codes, None, b.slice_values
 
     def slice_batches(self):
         """The slice columns of every batch of the stream's rows, without the predictions.
@@ -302,7 +371,7 @@ class PredictionStream:
 
         Returns
         -------
-        iterator of calcore.io._sampling.SliceBatch
+        iterator of calcore.io._readers.SliceBatch
             ``slice_values``, ``file`` and ``first_row`` per batch, as in
             :class:`StreamBatch`.
 
@@ -311,10 +380,30 @@ class PredictionStream:
         CalcoreError
             A stream without slice columns, or what reading a batch raises.
         """
-        from calcore.io._sampling import need_slice_columns, slice_batches
+        need_slice_columns(self.name, self.slice_columns)
+        return self._slice_batches(codes=False)
 
-        need_slice_columns(self)
-        return slice_batches(self)
+    def _slice_batches(self, *, codes: bool) -> Iterator[SliceBatch]:
+        """The slice columns of every batch of the stream's rows (``codes``: with each
+        row's split code, for the rows of every split).
+
+        Parquet and Arrow IPC files are read for the split and slice columns alone (on the
+        100M-row demo, 1.4 s for the split and three slice columns, where sampling with
+        them took 2.5 s); CSV and NPZ sources are read whole, validated as by
+        :meth:`batches`.
+        """
+        if self.family != "arrow":
+            for b in self.batches():
+                yield SliceBatch(
+                    b.slice_values, b.file, b.first_row, b.split_codes if codes else None
+                )
+            return
+        yield from prefetched(self._arrow_slice_batches(codes=codes))
+
+    def _arrow_slice_batches(self, *, codes: bool) -> Iterator[SliceBatch]:
+        for path in self.files:
+            check_unchanged(self, path)
+            yield from arrow_slice_batches(self._read_spec(path), split=self.split, codes=codes)
 
     def batches(self, *, read_ahead: bool = True) -> Iterator[StreamBatch]:
         """Validated batches of rows, in a fixed order; reopens the files on every call.
@@ -340,97 +429,60 @@ class PredictionStream:
             if self.transform is not None:
                 preds = b.preds
                 if self.transform_metadata:
-                    from calcore.io._sampling import batch_metadata
-
-                    preds = preds.with_metadata(batch_metadata(self, b))
+                    values = b.slice_values
+                    preds = preds.with_metadata(
+                        batch_metadata(values, self.family, self.slice_columns)
+                    )
                 b = replace(b, preds=self.transform(preds))
             yield b
 
-    def _batches(self, state: "_KindState | None" = None) -> Iterator[StreamBatch]:
-        state = state or _KindState(self._options["scores"])
+    def _batches(self, state: KindState | None = None) -> Iterator[StreamBatch]:
+        state = state or KindState(self.options.scores)
+        rules = self._rules()
         position = 0
         for path in self.files:
-            for preds, first_row, extras, codes, kept in _file_batches(self, path, state):
-                name = short_name(self, path)
-                yield StreamBatch(preds, name, first_row, position, extras, codes, kept)
+            check_unchanged(self, path)
+            spec = self._read_spec(path)
+            for raw, weights, extras, kept in read_batches(spec):
+                validated = validate_batch(rules, raw, weights, state)
+                if validated is None:
+                    continue
+                preds, selected, codes = validated
+                if selected is not None:
+                    extras = {c: v.take(selected) for c, v in extras.items()}
+                    kept = None if kept is None else kept.take(selected)
+                first_row = raw.row_names.first
+                yield StreamBatch(preds, spec.name, first_row, position, extras, codes, kept)
                 position += preds.n_samples
+
+    def _read_spec(self, path: str) -> ReadSpec:
+        """What a reader reads of one of the stream's files (:mod:`calcore.io._readers`)."""
+        return ReadSpec(
+            path,
+            short_name(self, path),
+            self.family,
+            self.roles,
+            self.batch_rows,
+            weight=self.weight_column,
+            slice_columns=self.slice_columns,
+            kept_columns=self.kept_columns,
+            decimal=self.options.decimal,
+            label_column=self.options.label_column,
+        )
+
+    def _rules(self) -> BatchRules:
+        """What every batch is checked against (:func:`calcore.io._rows.validate_batch`)."""
+        return BatchRules(
+            self.options,
+            self.split,
+            self.weight_column,
+            self.binary,
+            self.class_names if self.classes_settled else None,
+        )
 
 
 def short_name(stream: PredictionStream, path: str) -> str:
-    return _short_path(stream.files, path)
-
-
-def _short_path(files, path: str) -> str:
-    """A file's name in messages: its base name, or its path below the files' common folder."""
-    if len(files) == 1:
-        return os.path.basename(path)
-    return os.path.relpath(path, os.path.commonpath(files))
-
-
-def source_files(source) -> tuple[str, ...]:
-    """The data files of a path, directory or glob, sorted (refused when there are none,
-    or when one is not a regular file: a FIFO or device would block or never end)."""
-    text = os.fspath(source)
-    if any(ch in text for ch in "*?["):
-        hits = globlib.glob(text, recursive=True)  # a FIFO too: refused below, not skipped
-        found = sorted(p for p in hits if os.path.exists(p) and not os.path.isdir(p))
-        found = [p for p in found if not os.path.basename(p).startswith((".", "_"))]
-    elif os.path.isdir(text):
-        found = _data_files(text)
-    elif os.path.exists(text):
-        found = [text]
-    else:
-        raise CalcoreError(f"{text}: no such file or directory.")
-    for path in found:
-        try:
-            check_regular(path)
-        except FileNotFoundError:  # a broken link, or removed since it was listed
-            raise CalcoreError(f"{path}: no such file (a broken link?).") from None
-    if not found:
-        raise CalcoreError(
-            f"{text}: no data files found. Give a Parquet, Arrow IPC, CSV or NPZ file, a "
-            f"directory of them or a glob such as 'logs/*.parquet'."
-        )
-    return tuple(found)
-
-
-IPC_EXTENSIONS = (".arrow", ".feather", ".ipc")
-CSV_EXTENSIONS = (".csv", ".tsv", ".txt")
-DATA_EXTENSIONS = (".parquet", ".pq", *IPC_EXTENSIONS, ".csv", ".tsv", ".npz")
-
-
-def _is_ipc(path: str) -> bool:
-    return path.lower().endswith(IPC_EXTENSIONS)
-
-
-def _format(path: str) -> str:
-    """``"parquet"``, ``"arrow"`` (IPC), ``"csv"`` or ``"npz"``: by extension, else by the
-    first bytes (as :func:`calcore.load_predictions` does)."""
-    low = path.lower()
-    if low.endswith((".parquet", ".pq")):
-        return "parquet"
-    if low.endswith(IPC_EXTENSIONS):
-        return "arrow"
-    if low.endswith(CSV_EXTENSIONS):
-        return "csv"
-    if low.endswith(".npz"):
-        return "npz"
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(6)
-    except FileNotFoundError:
-        raise _gone(path) from None
-    if magic.startswith(b"PAR1"):
-        return "parquet"
-    if magic.startswith(b"ARROW1"):
-        return "arrow"
-    return "npz" if magic.startswith(b"PK\x03\x04") else "csv"
-
-
-def file_format(path: str) -> str:
-    """``"parquet"``, ``"arrow"`` (IPC), ``"csv"`` or ``"npz"``: how :func:`scan` reads a
-    data file (by its extension, else by its first bytes)."""
-    return _format(path)
+    return short_path(stream.files, path)
 
 
 #: Formats whose files can share a stream: Arrow-typed files together, else one format.
@@ -440,14 +492,12 @@ _FAMILY = {"parquet": "arrow", "arrow": "arrow", "csv": "csv", "npz": "npz"}
 def _family(files: Sequence[str], display: str) -> str:
     """The files' family; a workbook among them (any name but Parquet's and IPC's) is
     refused as the whole-file loader refuses one: save it as CSV."""
-    from calcore.io._source import refuse_spreadsheet_file
-
     for p in files:
-        if _format(p) in ("csv", "npz"):
-            refuse_spreadsheet_file(p, _short_path(files, p))
-    families = {_FAMILY[_format(p)] for p in files}
+        if file_format(p) in ("csv", "npz"):
+            refuse_spreadsheet_file(p, short_path(files, p))
+    families = {_FAMILY[file_format(p)] for p in files}
     if len(families) > 1:
-        kinds = sorted({_format(p) for p in files})
+        kinds = sorted({file_format(p) for p in files})
         raise CalcoreError(
             f"{display}: the files mix formats ({', '.join(kinds)}). Scan one format at a "
             f"time (Parquet and Arrow IPC files may be mixed), e.g. with a glob such as "
@@ -456,52 +506,12 @@ def _family(files: Sequence[str], display: str) -> str:
     return families.pop()
 
 
-def _n_rows(path: str) -> int:
-    import pyarrow.ipc as ipc
-    import pyarrow.parquet as pq
-
-    try:
-        if _is_ipc(path):
-            with ipc.open_file(path) as reader:
-                return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
-        return pq.ParquetFile(path).metadata.num_rows
-    except FileNotFoundError:
-        raise _gone(path) from None
-
-
-def _chunks(path: str, columns, batch_rows: int) -> list:
-    """``(what, batches)`` per independently readable chunk of a file: Parquet row groups
-    (decoded ahead, :mod:`calcore.io._row_groups`), Arrow IPC record batches; ``batches``
-    yields Arrow tables or record batches of at most ``batch_rows`` rows."""
-    import pyarrow.ipc as ipc
-
-    from calcore.io._row_groups import row_group_chunks
-
-    if not _is_ipc(path):
-        return row_group_chunks(path, columns, batch_rows)
-    reader = ipc.open_file(path)
-    return [
-        (f"record batch {i}", _sliced(lambda i=i: reader.get_batch(i), columns, batch_rows))
-        for i in range(reader.num_record_batches)
-    ]
-
-
-def _sliced(read, columns, batch_rows: int):
-    batch = read().select(columns)
-    for start in range(0, batch.num_rows, batch_rows):
-        yield batch.slice(start, batch_rows)
-
-
-def _gone(path: str) -> CalcoreError:
-    return CalcoreError(f"{path}: the file disappeared while it was being read.")
-
-
 def _fingerprint(path: str) -> tuple[int, int]:
     """Size and modification time of a file (ns): what a rewrite changes."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise _gone(path) from None
+        raise gone(path) from None
     return st.st_size, st.st_mtime_ns
 
 
@@ -516,53 +526,6 @@ def check_unchanged(stream: "PredictionStream", path: str) -> None:
             f"{path}: the file changed since the stream was opened (size or modification "
             "time); no result was computed. Scan it again once it is no longer being written."
         )
-
-
-def _data_files(folder: str) -> list[str]:
-    """Every data file (Parquet, Arrow IPC, CSV, NPZ) below ``folder``, by name, sorted.
-
-    Hidden and ``_``-prefixed files and folders (``_SUCCESS``, ``.crc``, ``_temporary``)
-    are skipped, and other files are not ours to read. Listed by name rather than with
-    ``pyarrow.dataset``, which opens every file to unify schemas and fails on a stray one.
-    """
-    out = []
-    for root, dirs, names in os.walk(folder):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
-        out += [
-            os.path.join(root, f)
-            for f in names
-            if f.lower().endswith(DATA_EXTENSIONS) and not f.startswith((".", "_"))
-        ]
-    return sorted(out)
-
-
-def _schema(path: str):
-    import pyarrow as pa
-    import pyarrow.ipc as ipc
-    import pyarrow.parquet as pq
-
-    try:
-        if _is_ipc(path):
-            with ipc.open_file(path) as reader:
-                return reader.schema
-        return pq.read_schema(path)
-    except FileNotFoundError:
-        raise _gone(path) from None
-    except UnicodeDecodeError as exc:  # bad bytes in a column name
-        from calcore.io._parquet import non_utf8_name
-
-        raise non_utf8_name(path, exc) from None
-    except (pa.ArrowException, OSError) as exc:
-        raise CalcoreError(
-            f"{path}: not a readable {'Arrow IPC' if _is_ipc(path) else 'Parquet'} file "
-            f"({' '.join(str(exc).split())[:200]}). Re-export it or remove it from the directory."
-        ) from None
-
-
-def _numeric(t) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
 def scan(
@@ -581,6 +544,7 @@ def scan(
     slice_columns: Sequence[str] | None = None,
     keep_columns: bool = False,
     decimal: str = ".",
+    options: LoadOptions | None = None,
 ) -> PredictionStream:
     """Open predictions stored as Parquet, Arrow IPC, CSV or NPZ for streamed evaluation.
 
@@ -626,6 +590,9 @@ def scan(
         As in :func:`calcore.load_predictions`: ``","`` reads CSV numbers written with a
         decimal comma (``0,25``), exactly; without it such files are refused naming the
         first file, its column and first cell. Parquet, IPC and NPZ files store numbers.
+    options : LoadOptions, optional
+        Every option above but ``split``, ``batch_rows`` and ``keep_columns``, as one
+        object (:class:`calcore.LoadOptions`), instead of keyword arguments.
 
     Returns
     -------
@@ -637,76 +604,62 @@ def scan(
         No such path, no data file, files of several formats, an unreadable file,
         undetectable columns, or a column missing from a file or whose type differs between
         files (naming both files and the column).
+    TypeError
+        ``options`` together with a keyword argument it holds.
 
     Examples
     --------
     >>> import calcore
     >>> # report = calcore.evaluate(calcore.scan("logs/*.parquet"), bins=15)
     """
-    from calcore.io._decimal import check_decimal
-    from calcore.io._load import check_options
-
-    check_options(scores, split, None, percent)  # the checks of load_predictions
-    check_decimal(decimal)
+    options = options_from(options, "scan", locals())  # the keyword arguments
+    check_split(split)
     ROWS.check(batch_rows, "batch_rows")
+    label_column, split_column = options.label_column, options.split_column
+    scores, percent, decimal = options.scores, options.percent, options.decimal
     files = source_files(source)
     display = _display(source, files)
     family = _family(files, display)
-    named = (slice_columns,) if isinstance(slice_columns, str) else tuple(slice_columns or ())
-    named = tuple(dict.fromkeys(str(c) for c in named))
+    named = tuple(dict.fromkeys(str(c) for c in options.slice_columns))
     if family == "npz":
-        roles, weight, n_rows, n_score_columns = _npz_roles(
-            files, display, label_column, weight_column, named
+        roles, weight, n_rows, n_score_columns = npz_files_roles(
+            files, display, label_column, options.weight_column, named
         )
     else:
-        from calcore.io._scan import checked_slice_columns
+        from calcore.io._detect import checked_slice_columns  # loads pandas: on use
 
-        layout = _arrow_columns(files) if family == "arrow" else _csv_columns(files, decimal)
-        weight = pick_weight(layout.columns, weight_column, display)
-        taken = dict(label_column=label_column, split_column=split_column)
-        named = checked_slice_columns(named, layout.columns, weight, taken, display)
+        layout = arrow_columns(files) if family == "arrow" else csv_columns(files, decimal)
+        weight = pick_weight(layout.columns, options.weight_column, display)
+        named = checked_slice_columns(
+            named, layout.columns, weight, display, label_column=label_column,
+            split_column=split_column,
+        )  # fmt: skip
         roles = detect_roles(
             tuple(c for c in layout.columns if c != weight and c not in named),
             source=display,
             is_numeric=layout.is_numeric,
             label_column=label_column,
             split_column=split_column,
-            score_columns=score_columns,
+            score_columns=options.score_columns,
             scores_kind=scores,
         )
         roles = layout.text_problems(roles)
         if roles.problems:
             raise CalcoreError.from_advice(roles.problems[0])
         layout.check_types(roles, weight)
-        n_rows = sum(layout.rows_of(path, _used(roles, weight) + list(named)) for path in files)
+        used = used_columns(roles, weight) + list(named)
+        n_rows = sum(layout.rows_of(path, used) for path in files)
         n_score_columns = len(roles.scores)
     _check_split_column(display, roles, split)
-    kept_columns = _kept_columns(files, family, display) if keep_columns else ()
+    kept_columns = columns_to_keep(files, family, display) if keep_columns else ()
     if kept_columns:
         batch_rows = min(batch_rows, max(1, MAX_KEPT_CELLS // len(kept_columns)))
-    used = _used(roles, weight)
     fingerprints = tuple(_fingerprint(path) for path in files)
-    # NPZ: 1-D scores with both class names are a two-class file (as in load_predictions)
-    binary = n_score_columns == 1 and len(roles.class_names) < 2
-    names = roles.class_names
-    options = dict(
-        scores=scores,
-        renormalize=renormalize,
-        positive_class=positive_class,
-        binary=binary,
-        used=used,
-        family=family,
-        label_column=label_column,
-        percent=percent,
-        extras=list(named),
-        kept_columns=kept_columns,
-        decimal=decimal,
-    )
     stream = PredictionStream(
         display,
         files,
         roles,
-        names,
+        roles.class_names,
         n_rows,
         split,
         max(1, min(batch_rows, MAX_BATCH_VALUES // max(n_score_columns, 1))),
@@ -715,16 +668,20 @@ def scan(
         fingerprints=fingerprints,
         rows_estimated=family == "csv",
         slice_columns=named,
+        family=family,
+        # NPZ: 1-D scores with both class names are a two-class file (as in load_predictions)
+        binary=n_score_columns == 1 and len(roles.class_names) < 2,
+        kept_columns=kept_columns,
     )
     # The class names (and the scores' kind) come from the first batch with rows.
-    state = _KindState(scores)
+    state = KindState(scores)
+    names = roles.class_names
     for b in stream._batches(state):
         names = b.preds.class_names
         break
     notes = scan_notes(display, roles, state.decided, percent=percent, kept=named)
     kind = None if state.decided is None else state.decided[0]
-    options = {**options, "names": names}
-    return replace(stream, class_names=names, _options=options, notes=notes, scores_kind=kind)
+    return replace(stream, class_names=names, classes_settled=True, notes=notes, scores_kind=kind)
 
 
 def scan_notes(display: str, roles: Roles, decided, *, percent: bool, kept) -> tuple[str, ...]:
@@ -742,59 +699,6 @@ def scan_notes(display: str, roles: Roles, decided, *, percent: bool, kept) -> t
     return tuple(notes)
 
 
-def _kept_columns(files, family: str, display: str) -> tuple[str, ...]:
-    """The columns of the files, in the first file's order, for ``keep_columns``: every
-    file must have the same (Parquet and IPC: with the same types), or the batches would
-    not fit one output table."""
-    if family == "npz":
-        raise CalcoreError(
-            f"{display}: an NPZ archive has no columns to keep; convert it to Parquet, Arrow "
-            "IPC or CSV (e.g. with pandas) to keep columns beside the scores."
-        )
-    if family == "csv":
-        first = _csv_head(files, files[0]).layout.columns
-        for path in files[1:]:
-            got = _csv_head(files, path).layout.columns
-            _same_columns(files[0], tuple(first), path, tuple(got))
-        return tuple(first)
-    first = _schema(files[0])
-    for path in files[1:]:
-        got = _schema(path)
-        _same_columns(files[0], tuple(first.names), path, tuple(got.names))
-        for a, b in zip(first, got, strict=True):
-            if a.type != b.type:
-                raise CalcoreError(
-                    f"{path}: column {a.name!r} has type {b.type}, but {a.type} in {files[0]}. "
-                    "Write every file with the same column types."
-                )
-    if len(set(first.names)) < len(first.names):
-        twice = sorted({c for c in first.names if first.names.count(c) > 1})
-        raise CalcoreError(f"{files[0]}: column {twice[0]!r} appears twice; rename one.")
-    return tuple(first.names)
-
-
-def _same_columns(first_path: str, first: tuple, path: str, got: tuple) -> None:
-    """Refuse a file whose columns are not the first file's, in its order, naming the
-    first column that differs (not two lists of maybe thousands of names)."""
-    if got == first:
-        return
-    missing = [c for c in first if c not in got]
-    extra = [c for c in got if c not in first]
-    if missing:
-        why = f"has no column {missing[0]!r}"
-    elif extra:
-        why = f"has a column {extra[0]!r} that {first_path} has not"
-    elif len(got) != len(first):  # the same names, one of them repeated
-        why = f"has {len(got)} columns where {first_path} has {len(first)}"
-    else:
-        at = next(i for i, (a, b) in enumerate(zip(first, got, strict=True)) if a != b)
-        why = f"has column {got[at]!r} where {first_path} has {first[at]!r} (column {at + 1})"
-    raise CalcoreError(
-        f"{path}: {why}. To keep every column, every file must have {first_path}'s columns "
-        "in the same order."
-    )
-
-
 def _check_split_column(name: str, roles: Roles, split: str | None) -> None:
     if split is not None and roles.split is None:
         raise CalcoreError(
@@ -803,504 +707,8 @@ def _check_split_column(name: str, roles: Roles, split: str | None) -> None:
         )
 
 
-def _used(roles: Roles, weight: str | None) -> list[str]:
-    """The columns read: label, scores, split and weight."""
-    used = [roles.label, *roles.scores] + ([roles.split] if roles.split else [])
-    return used + ([weight] if weight is not None else [])
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """What :func:`scan` needs of a family of files to detect the roles of their columns."""
-
-    columns: tuple[str, ...]
-    is_numeric: Callable[[str], tuple[bool, str]]
-    #: Checks that a file has the used columns (same types); returns its rows.
-    rows_of: Callable[[str, list], int]
-    #: Checks the types of the score and weight columns (Arrow files only).
-    check_types: Callable = lambda roles, weight: None
-    #: The roles with what the first rows' text says about them (CSV files only: numbers
-    #: written with a decimal comma, as the whole-file loader reports them).
-    text_problems: Callable = lambda roles: roles
-
-
-def _arrow_columns(files):
-    """Columns and a numeric test from the first file's schema, and a check of each file
-    (same types for the used columns) returning its rows."""
-    first = _schema(files[0])
-    types = {f.name: f.type for f in first}
-
-    def is_numeric(col: str) -> tuple[bool, str]:
-        ok = _numeric(types[col])
-        return ok, "" if ok else f"not numeric (type {types[col]})"
-
-    def check_file(path: str, used) -> int:
-        schema = _schema(path) if path != files[0] else first
-        for col in used:
-            if col not in schema.names:
-                raise CalcoreError(
-                    f"{path}: column {col!r} is missing (it is in {files[0]}). Every file must "
-                    f"have the same columns."
-                )
-            got = schema.field(col).type
-            if got != types[col]:
-                raise CalcoreError(
-                    f"{path}: column {col!r} has type {got}, but {types[col]} in {files[0]}. "
-                    f"Write every file with the same column types."
-                )
-        return _n_rows(path)
-
-    def check_numeric(roles: Roles, weight: str | None) -> None:
-        from calcore.io._parquet import non_numeric_scores
-
-        name = _short_path(files, files[0])
-        if weight is not None and not _numeric(types[weight]):
-            raise CalcoreError(
-                f"{name}, column {weight!r}: has type {types[weight]}, but weights must be "
-                "numbers. Store them as floats or integers."
-            )
-        for col in roles.scores:
-            if not _numeric(types[col]):
-                raise non_numeric_scores(name, col, types[col])
-
-    return _Layout(tuple(first.names), is_numeric, check_file, check_numeric)
-
-
-def _csv_columns(files, decimal: str = "."):
-    """Columns and a numeric test from the first file's header and first rows, and a check
-    of each file's header returning its estimated rows (CSV files have no row count)."""
-    from calcore.io._decimal import with_decimal
-    from calcore.io._scan import numeric_in_preview
-
-    first = _csv_head(files, files[0])
-    layout = with_decimal(first.layout, decimal, _short_path(files, files[0]))
-
-    def check_file(path: str, used) -> int:
-        head = first if path == files[0] else _csv_head(files, path)
-        missing = [c for c in used if c not in head.layout.columns]
-        if missing:
-            raise CalcoreError(
-                f"{path}: column {missing[0]!r} is missing (it is in {files[0]}). Every file "
-                f"must have the same columns."
-            )
-        return head.estimated_rows()
-
-    def text_problems(roles: Roles) -> Roles:
-        from calcore.io._decimal import with_decimal_commas
-
-        if decimal == ",":
-            return roles  # asked for: read as numbers
-        name = _short_path(files, files[0])  # the file whose first rows were read
-        return with_decimal_commas(roles, layout.columns, layout.preview, name, layout.delimiter)
-
-    is_numeric = numeric_in_preview(layout.columns, layout.preview, True, decimal)
-    return _Layout(layout.columns, is_numeric, check_file, text_problems=text_problems)
-
-
-def _csv_head(files, path: str):
-    from calcore.io._csv_stream import csv_head
-
-    try:
-        return csv_head(path, _short_path(files, path))
-    except FileNotFoundError:
-        raise _gone(path) from None
-
-
-def _npz_roles(files, display: str, label_column, weight_column, named=()):
-    """Roles, weight array, rows and score columns of NPZ archives (every archive must
-    have the first one's arrays, class names and score width, and the slice arrays
-    ``named``, one value per row)."""
-    from calcore.io._npz_stream import NpzArchive
-    from calcore.io._scan import npz_roles
-
-    archives = [NpzArchive(p, _short_path(files, p), label_column=label_column) for p in files]
-    first = archives[0]
-    weight = pick_weight(tuple(first.files), weight_column, display)
-    if weight is not None:
-        if weight in first.row_arrays(None) or weight == "class_names":
-            raise CalcoreError(f"{display}: array {weight!r} cannot be the weights.")
-    width = first.head.scores.shape[1]
-    for a in archives:
-        if weight is not None:
-            if weight not in a.files:
-                raise CalcoreError(f"{a.path}: no weight array {weight!r} (it is in {files[0]}).")
-            a.check_weight(weight)
-        for name in named:
-            if name in first.row_arrays(weight) or name == "class_names":
-                raise CalcoreError(
-                    f"{a.path}: array {name!r} holds the scores, labels, split, weights or class "
-                    "names; it cannot be a slice column."
-                )
-            a.check_slice_array(name)
-        same = (
-            a.head.score_name == first.head.score_name
-            and a.head.scores.shape[1] == width
-            and a.head.class_names == first.head.class_names
-        )
-        if not same:
-            raise CalcoreError(
-                f"{a.path}: its scores ({a.head.score_name!r}, {a.head.scores.shape[1]} "
-                f"columns, class names {a.head.class_names}) differ from {files[0]}'s "
-                f"({first.head.score_name!r}, {width} columns, {first.head.class_names}). "
-                f"Save every archive with the same arrays."
-            )
-    roles = npz_roles(first.head, weight=weight)
-    return roles, weight, sum(a.n_rows for a in archives), width
-
-
 def _display(source, files) -> str:
     return os.fspath(source) if len(files) > 1 else os.path.basename(files[0])
-
-
-@dataclass
-class _KindState:
-    """The scores' kind, decided on the first batch and then held for the whole stream."""
-
-    requested: str
-    decided: tuple[str, str] | None = None
-
-
-def _file_batches(stream: PredictionStream, path: str, state: _KindState):
-    """``(preds, first row, slice values, split codes, kept table or None)`` of the file's
-    batches, validated (weights in ``preds.sample_weight``)."""
-    check_unchanged(stream, path)
-    read = {"arrow": _arrow_tables, "csv": _csv_tables, "npz": _npz_tables}
-    for raw, weights, extras, kept in read[stream._options["family"]](stream, path):
-        validated = _validate_batch(stream, raw, state)
-        if validated is not None:
-            preds, selected, codes = validated
-            w = _batch_weights(stream, weights, raw, selected)
-            if w is not None:
-                w.setflags(write=False)
-                preds = replace(preds, sample_weight=w)
-            if selected is not None:
-                extras = {c: v.take(selected) for c, v in extras.items()}
-                kept = None if kept is None else kept.take(selected)
-            yield preds, raw.row_names.first, extras, codes, kept
-
-
-def arrow_batches(stream: PredictionStream, path: str, columns: list[str]):
-    """``(table of one record batch, its row names)`` of a Parquet or Arrow IPC file, with
-    ``columns`` only: the names number the file's rows (from the batch's first row) and,
-    in a file of several chunks, name the row group or record batch; a damaged chunk is
-    named (file, row group, rows)."""
-    import pyarrow as pa
-
-    from calcore.io._parquet import unreadable_chunk
-
-    name = short_name(stream, path)
-    first_row = 0
-    try:
-        chunks = _chunks(path, columns, stream.batch_rows)
-    except FileNotFoundError:
-        raise _gone(path) from None
-    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
-        raise CalcoreError(
-            f"{name}: cannot be read ({' '.join(str(exc).split())[:200]}). Re-export it."
-        ) from None
-    for what, reader in chunks:
-        chunk = ((first_row, what),) if len(chunks) > 1 else ()
-        while True:
-            try:
-                batch = next(reader)
-            except StopIteration:
-                break
-            except FileNotFoundError:
-                raise _gone(path) from None
-            except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
-                raise unreadable_chunk(name, what, first_row, exc) from None
-            yield (
-                (batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])),
-                RowNames(csv=False, first=first_row, chunks=chunk),
-            )
-            first_row += batch.num_rows
-
-
-def arrow_raw_table(table, name: str, kind: str, roles, rows: RowNames) -> RawTable:
-    """An Arrow table's columns as the reader's :class:`~calcore.io._table.RawTable`: the
-    scores as one matrix, the labels (and split) encoded, rows named by ``rows``. Shared
-    by the file reader and Spark's tasks (:mod:`calcore.spark._evaluate`), so a batch is
-    validated the same way wherever it was read."""
-    return RawTable(
-        name,
-        kind,
-        None,
-        tuple(table.column_names),
-        roles,
-        table.num_rows,
-        columns_to_matrix(table, roles.scores),
-        encoded_labels(table[roles.label], name, roles.label, rows),
-        None
-        if roles.split is None
-        else encoded_labels(table[roles.split], name, roles.split, rows),
-        rows,
-    )
-
-
-def _arrow_tables(stream: PredictionStream, path: str):
-    """``(raw table, weights or None, slice columns)`` per record batch of a Parquet or
-    Arrow IPC file."""
-    import pyarrow as pa
-
-    from calcore.io._parquet import check_utf8
-
-    opts, roles = stream._options, stream.roles
-    name = short_name(stream, path)
-    kept = opts.get("kept_columns")
-    # every column when they are kept (in the files' order), else only the used ones
-    columns = list(kept) if kept else opts["used"] + opts["extras"]
-    for table, rows in arrow_batches(stream, path, columns):
-        raw = arrow_raw_table(table, name, "arrow" if _is_ipc(path) else "parquet", roles, rows)
-        weights = None
-        if stream.weight_column is not None:
-            # decimals (and integers) as float64; a null becomes NaN, refused by name
-            column = table[stream.weight_column].cast(pa.float64())
-            weights = column.to_numpy(zero_copy_only=False)
-        extras = {c: table[c] for c in opts["extras"]}
-        for c, values in extras.items():
-            check_utf8(values, source=name, name=c, rows=rows)
-        yield raw, weights, extras, (table if kept else None)
-
-
-def _csv_tables(stream: PredictionStream, path: str):
-    """``(raw table, weights or None, slice columns' text)`` per piece of a CSV file (see
-    :mod:`calcore.io._csv_stream`): rows named by their file line."""
-    from calcore.io._csv_stream import csv_pieces, read_piece
-
-    roles, weight = stream.roles, stream.weight_column
-    head = _csv_head(stream.files, path)
-    floats = [*roles.scores] + ([weight] if weight is not None else [])
-    texts = [roles.label] + ([roles.split] if roles.split else [])
-    extras = stream._options["extras"]
-    kept = stream._options.get("kept_columns")
-    # kept columns: every cell's text but the scores' (read as numbers, the text of a
-    # weight too: slower for that column, but its cells are written back as they were)
-    as_text = [c for c in kept if c not in roles.scores] if kept else []
-    name = short_name(stream, path)
-    decimal = stream._options.get("decimal", ".")
-    if decimal != head.layout.decimal:  # every file of the stream, as the first was checked
-        from calcore.io._decimal import with_decimal
-
-        head = replace(head, layout=with_decimal(head.layout, decimal, name))
-    pieces = csv_pieces(path, name, head, head.piece_bytes(stream.batch_rows))
-    k = len(roles.scores)
-    try:
-        for src, layout in pieces:
-            wanted = list(dict.fromkeys(texts + extras + as_text))
-            values, text, lines = read_piece(src, layout, floats=floats, texts=wanted)
-            # a piece is sized from the first lines' length: cut it into batches of at
-            # most batch_rows rows, whatever the lines further down are like
-            for a in range(0, values.shape[0], stream.batch_rows):
-                b = min(a + stream.batch_rows, values.shape[0])
-                if lines is None:
-                    rows = RowNames(csv=True, first=layout.first_line + a)
-                else:
-                    rows = RowNames(csv=True, lines=lines[a:b], first=int(lines[a]))
-                raw = RawTable(
-                    name,
-                    "csv",
-                    layout.delimiter,
-                    layout.columns,
-                    roles,
-                    b - a,
-                    np.ascontiguousarray(values[a:b, :k]),
-                    _factorized(text[roles.label][a:b]),
-                    None if roles.split is None else _factorized(text[roles.split][a:b]),
-                    rows,
-                )
-                weights = None if weight is None else values[a:b, k]
-                table = _csv_kept_table(kept, roles.scores, values[a:b, :k], text, a, b)
-                yield raw, weights, {c: np.asarray(text[c][a:b]) for c in extras}, table
-    except FileNotFoundError:
-        raise _gone(path) from None
-
-
-def _npz_tables(stream: PredictionStream, path: str):
-    """``(raw table, weights or None, slice arrays)`` per window of rows of an NPZ archive."""
-    from calcore.io._npz_stream import NpzArchive
-
-    name = short_name(stream, path)
-    archive = NpzArchive(path, name, label_column=stream._options["label_column"])
-    extras = stream._options["extras"]
-    windows = archive.windows(stream.batch_rows, weight=stream.weight_column, extras=extras)
-    for c, weights, first_row, arrays in windows:
-        raw = RawTable(
-            name,
-            "npz",
-            None,
-            tuple(archive.files),
-            stream.roles,
-            c.scores.shape[0],
-            c.scores,
-            _factorized(c.labels),
-            None if c.split is None else _factorized(c.split),
-            RowNames(csv=False, first=first_row),
-            (c.score_name, f"the archive's array is named {c.score_name!r}"),
-        )
-        yield raw, weights, arrays, None  # refused by scan(keep_columns=True)
-
-
-def _csv_kept_table(kept, scores, values: np.ndarray, text: dict, a: int, b: int):
-    """The kept columns of rows ``a:b`` of a CSV piece as a pyarrow Table (None when the
-    stream keeps none): the score columns as the float64 values read, every other column
-    as text (no type guessed: the cells stay what they were, and every batch of a stream
-    gets the same types whatever its cells look like)."""
-    if not kept:
-        return None
-    import pyarrow as pa
-
-    position = {c: j for j, c in enumerate(scores)}
-    arrays = [
-        pa.array(values[:, position[c]], pa.float64())
-        if c in position
-        else pa.array(text[c][a:b], pa.string())
-        for c in kept
-    ]
-    return pa.Table.from_arrays(arrays, names=list(kept))
-
-
-def _factorized(values: np.ndarray):
-    """``(distinct texts, index of each row's text)``: labels by hashing rather than a sort
-    of millions of strings (pandas' factorize; 2M labels in ~0.1 s)."""
-    import pandas as pd
-
-    index, distinct = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
-    return np.asarray(distinct, dtype=object), index.astype(np.intp)
-
-
-def encoded_labels(column, source: str, name: str, rows: RowNames):
-    """``(distinct label texts, index of each row's label)`` of an Arrow label (or split)
-    column; ``rows`` names its rows in messages.
-
-    The distinct values are those the rows hold: a dictionary-encoded column (a pandas
-    Categorical) keeps categories no row uses (the usual result of filtering a frame),
-    and those are dropped here, never judged as labels or split values.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from calcore.io._parquet import check_utf8, text_column, valid_utf8
-
-    if column.null_count:  # the full conversion names the first missing label's row
-        text = text_column(column, source=source, name=name, rows=rows)
-        distinct, index = np.unique(text, return_inverse=True)
-        return distinct, index
-    encoded = pc.dictionary_encode(column).combine_chunks()  # hashes bytes: no decoding
-    index = encoded.indices.to_numpy(zero_copy_only=False).astype(np.intp)
-    values, index = used_dictionary_entries(encoded.dictionary, index)
-    if not valid_utf8(values):  # checked on the few distinct values; the rows named
-        check_utf8(column, source=source, name=name, rows=rows)
-    if pa.types.is_floating(values.type):  # integral floats are class indices; else an error
-        try:
-            text_column(pa.chunked_array([values]), source=source, name=name)
-        except CalcoreError:
-            text_column(column, source=source, name=name, rows=rows)  # names the row
-            raise
-    distinct = text_column(pa.chunked_array([values]), source=source, name=name)
-    return distinct, index
-
-
-def _class_indices(raw: RawTable, selected, opts, ctx):
-    """Class names and label indices of a batch's (selected) rows.
-
-    The labels are mapped through their distinct values (``raw.labels`` holds them
-    dictionary-encoded: ``(distinct texts, index per row)``), which is what makes 10
-    million labels cost milliseconds instead of a sort of 10 million strings. A bad value
-    is re-checked on the rows themselves, so that the message names its first row.
-    """
-    distinct, index = raw.labels
-    if selected is not None:
-        # only the values the selected rows use (a split may lack a class); counted,
-        # not sorted, and renumbered through a table: O(rows)
-        index = index[selected]
-        used = np.flatnonzero(np.bincount(index, minlength=len(distinct)))
-        renumbered = np.zeros(len(distinct), dtype=np.intp)
-        renumbered[used] = np.arange(used.size)
-        distinct, index = distinct[used], renumbered[index]
-    options = dict(binary=opts["binary"], positive_class=opts["positive_class"])
-    try:
-        names, per_value, _ = class_labels(
-            distinct, raw.roles.class_names, ctx=InputContext(raw.source), **options
-        )
-    except CalcoreError:
-        class_labels(distinct[index], raw.roles.class_names, ctx=ctx, **options)  # names the row
-        raise
-    return names, per_value[index]
-
-
-def _batch_weights(stream, weights, raw: RawTable, selected):
-    """The weights of a batch's ``selected`` rows (None: every row; None without a weight
-    column), validated."""
-    column = stream.weight_column
-    if column is None:
-        return None
-    rows = raw.row_names
-    w = np.asarray(weights)
-    if selected is not None:  # only the selected rows' weights count (as when loading)
-        w, rows = w[selected], SelectedRowNames(raw.row_names, selected)
-    return check_sample_weight(
-        w,
-        w.shape[0],
-        source=raw.source,
-        row=rows,
-        column=column,
-        allow_all_zero=True,  # checked on the whole stream
-    )
-
-
-def _validate_batch(stream, raw: RawTable, state):
-    """The selected rows of one batch as Predictions, their indices in the batch (None:
-    every row) and their split codes (None without a split column), or None when the
-    split leaves none."""
-    from calcore.io._load import FIRST_ROWS, decide_kind, score_context, validate_scores
-
-    opts = stream._options
-    selected = codes = None
-    if raw.roles.split is not None:  # validated also when every row is read
-        ctx = InputContext(raw.source, row=LabelRowNames(raw.row_names, raw.roles.split))
-        codes = split_codes(*raw.split, ctx=ctx)
-        if stream.split is not None:
-            selected = np.flatnonzero(codes == SPLITS.index(stream.split))
-            if selected.size == 0:
-                return None
-            codes = codes[selected]
-    rows = raw.row_names if selected is None else SelectedRowNames(raw.row_names, selected)
-    ctx = InputContext(raw.source, row=LabelRowNames(rows, raw.roles.label))
-    names = opts.get("names")
-    got, labels = _class_indices(raw, selected, opts, ctx)
-    if names is not None and got != names:
-        raise CalcoreError(
-            f"{raw.source}: the labels of rows from {raw.row_names(0)} make the classes "
-            f"{list(got)}, but the first rows of the stream made {list(names)}. Give "
-            f"positive_class= (binary files with text labels) so that every batch agrees."
-        )
-    percent = opts["percent"]
-    if state.decided is None:
-        kind, reason = decide_kind(raw, opts["scores"], percent=percent, scope=FIRST_ROWS)
-        if reason.startswith(SCORES_AUTO_SAW):  # from values: those of this batch
-            reason += FIRST_ROWS
-        state.decided = kind, reason
-    kind, reason = state.decided
-    scores = raw.scores if selected is None else raw.scores[selected]
-    probs, logits, _, _ = validate_scores(
-        scores,
-        kind=kind,
-        auto=opts["scores"] == "auto" and not percent,
-        ctx=score_context(raw, selected),
-        renormalize=opts["renormalize"],
-        reason=reason,
-        percent=percent,
-    )
-    for arr in (probs, labels, logits):
-        if arr is not None:
-            arr.setflags(write=False)
-    preds = Predictions(
-        np.ascontiguousarray(probs, dtype=np.float64),
-        np.asarray(labels, dtype=np.int64),
-        got,
-        logits,
-    )
-    return preds, selected, codes
 
 
 def concatenate_batches(parts: list) -> Predictions:
@@ -1309,41 +717,3 @@ def concatenate_batches(parts: list) -> Predictions:
     from calcore.predictions import concat
 
     return concat(parts)
-
-
-def validated_rows(reader, raw: RawTable, weights, decided: tuple[str, str]):
-    """One batch read elsewhere (an engine's task) validated as :func:`scan`'s batches are.
-
-    Parameters
-    ----------
-    reader : object with ``_options``, ``split`` and ``weight_column``
-        The stream's settled reading options (class names, scores' kind request,
-        percent, renormalize, binary, positive class), as :func:`scan` made them.
-    raw : RawTable
-        The batch's scores, dictionary-encoded labels (:func:`encoded_labels`) and split;
-        its ``row_names`` name a bad row (file and row).
-    weights : ndarray or None
-        The weight column's values (float64, NaN for a null).
-    decided : (str, str)
-        The scores' kind and why, decided once for the whole source.
-
-    Returns
-    -------
-    (Predictions, ndarray or None) or None
-        The selected rows (weights in ``sample_weight``) and their indices in the batch
-        (None: every row); None when the split leaves none.
-
-    Raises
-    ------
-    CalcoreError
-        A bad label, score, split value or weight, naming the row.
-    """
-    validated = _validate_batch(reader, raw, _KindState(reader._options["scores"], decided))
-    if validated is None:
-        return None
-    preds, selected, _ = validated
-    w = _batch_weights(reader, weights, raw, selected)
-    if w is not None:
-        w.setflags(write=False)
-        preds = replace(preds, sample_weight=w)
-    return preds, selected

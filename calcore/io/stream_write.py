@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 
 from calcore.foundation.errors import CalcoreError
+from calcore.io._files import DATA_EXTENSIONS
 from calcore.io._output import check_output, open_output
 from calcore.io.export import predictions_to_csv
 
@@ -184,7 +185,7 @@ class AppliedLayout:
                 "ones. Leave --suffix out to replace the scores, or give a suffix such as _cal."
             )
         self.source = stream.name
-        self.inputs = tuple(stream._options["kept_columns"])
+        self.inputs = tuple(stream.kept_columns)
         scores = stream.roles.scores
         # one score column holds P(positive class), the second class; else one per class
         self.classes = (1,) if len(scores) == 1 else tuple(range(len(scores)))
@@ -279,8 +280,6 @@ def check_not_in_folder(path, source) -> None:
     CalcoreError
         Naming the output and the folder.
     """
-    from calcore.io.stream import DATA_EXTENSIONS
-
     source = os.fspath(source)
     if not os.path.isdir(source):
         return

@@ -3,7 +3,7 @@
 The calibrator travels to the tasks as the JSON text calcore saves (``to_dict``), and
 each task rebuilds it with the loader that reads saved calibrators (every field checked),
 never as a pickle of the fitted object. Each Arrow batch is turned into probabilities by
-the embedded reader's own validation (:func:`calcore.io._load.validate_scores`), mapped
+the embedded reader's own validation (:func:`calcore.io._rows.validate_scores`), mapped
 by ``transform``, and written back with the layout of ``calcore apply``
 (:class:`calcore.io.stream_write.AppliedLayout`): every input column kept, in order,
 the scores replaced (or, with a suffix, the calibrated columns added after them). A row's
@@ -138,7 +138,7 @@ def applied_batches(plan_text: str, batches):
 
     from calcore.calibrators._saved import calibrator_from_saved, parse_json
     from calcore.foundation.validation import InputContext
-    from calcore.io._load import validate_scores
+    from calcore.io._rows import validate_scores
     from calcore.io._table import columns_to_matrix
     from calcore.predictions import Predictions
 
@@ -210,7 +210,7 @@ def _layout(source, kept, roles, kind, class_names, suffix):
     # AppliedLayout reads these attributes of a stream; the DataFrame's are the same facts
     shim = SimpleNamespace(
         name=source,
-        _options={"kept_columns": tuple(kept)},
+        kept_columns=tuple(kept),
         roles=roles,
         scores_kind=kind,
         class_names=tuple(class_names),
@@ -238,7 +238,7 @@ def decide_scores_kind(df, roles, scores: str, percent: bool, source: str, *,
     :func:`calcore.scan` decides on its first batch): partitions never decide alone.
     ``with_reason``: ``(kind, reason)``, the reason worded as the embedded reader's."""
     from calcore.io._columns import LOGIT_PREFIXES
-    from calcore.io._load import FIRST_ROWS, decide_kind
+    from calcore.io._rows import FIRST_ROWS, decide_kind
     from calcore.io._table import RawTable, RowNames, columns_to_matrix
 
     if not with_reason and scores != "auto" and not percent:

@@ -156,9 +156,11 @@ class _PositionRows:
         return row if not self.starts else f"{row} of {file}"
 
 
-def _read_plan(stream: "SparkStream", offsets) -> str:
-    """What a task needs to read its Arrow batches as the embedded reader reads a file's."""
-    opts = stream._options
+def _read_plan(stream: "SparkStream", offsets, decided, position, split_position) -> str:
+    """What a task needs to read its Arrow batches as the embedded reader reads a file's
+    (``decided``: the scores' kind and why; ``position`` and ``split_position``: the
+    columns of row positions, within the file and within the split read, if any)."""
+    options = stream.options
     roles = stream.roles
     return json.dumps(
         {
@@ -170,19 +172,22 @@ def _read_plan(stream: "SparkStream", offsets) -> str:
             "weight": stream.weight_column,
             "slices": list(stream.slice_columns),
             "split": stream.split,
-            "decided": list(opts["decided"]),
-            "options": {k: opts[k] for k in _TASK_OPTIONS},
+            "decided": list(decided),
+            "options": {
+                "scores": options.scores,
+                "renormalize": options.renormalize,
+                "positive_class": options.positive_class,
+                "percent": options.percent,
+                "binary": stream.binary,
+            },
             "class_names": list(stream.class_names),
             "offsets": offsets,
-            "position": opts["position_column"],
-            "split_position": opts.get("split_position_column"),
+            "position": position,
+            "split_position": split_position,
             "transform": None,
         },
         allow_nan=False,
     )
-
-
-_TASK_OPTIONS = ("scores", "renormalize", "positive_class", "binary", "percent", "names")
 
 
 def _task_batches(plan: dict, batches, seen: dict):
@@ -190,6 +195,8 @@ def _task_batches(plan: dict, batches, seen: dict):
     import pyarrow as pa
 
     from calcore.io._columns import Roles
+    from calcore.io._rows import BatchRules
+    from calcore.io.options import LoadOptions
     from calcore.io.stream import arrow_raw_table, validated_rows
 
     fields = Roles.__dataclass_fields__
@@ -203,8 +210,14 @@ def _task_batches(plan: dict, batches, seen: dict):
         if not hasattr(roles, name):
             setattr(roles, name, None)
     options = dict(plan["options"])
-    options["names"] = tuple(options["names"]) if options["names"] is not None else None
-    reader = SimpleNamespace(_options=options, split=plan["split"], weight_column=plan["weight"])
+    binary = options.pop("binary")
+    reader = BatchRules(
+        LoadOptions(**options),
+        split=plan["split"],
+        weight_column=plan["weight"],
+        binary=binary,
+        names=tuple(plan["class_names"]),
+    )
     decided = tuple(plan["decided"])
     offsets = plan["offsets"] or []
     starts, files = [o for o, _ in offsets], [f for _, f in offsets]
@@ -434,7 +447,7 @@ class SparkEngine:
 
     def sample(self, k: int, seed: int):
         """``(Predictions, rows read)``: the ``k`` rows of smallest ``(uniform, position)``,
-        in position order, as :func:`calcore.io._sampling.sample` draws them (a count, then
+        in position order, as :meth:`calcore.PredictionStream.sample` draws them (a count, then
         one job)."""
         from calcore.foundation.keyed_random import row_uniforms
         from calcore.foundation.version import __version__ as calcore_version
@@ -640,9 +653,9 @@ renormalize :
     """
     from calcore.foundation.validation import InputContext
     from calcore.io._columns import detect_roles, pick_weight
+    from calcore.io._detect import checked_slice_columns
     from calcore.io._labels import class_labels
-    from calcore.io._load import check_options
-    from calcore.io._scan import checked_slice_columns
+    from calcore.io.options import LoadOptions, check_split
     from calcore.io.stream import scan_notes
     from calcore.spark._apply import decide_scores_kind, numeric_columns, spark_error
     from calcore.spark._positions import (
@@ -654,7 +667,8 @@ renormalize :
         with_split_positions,
     )
 
-    check_options(scores, split, None, percent)
+    LoadOptions(scores=scores, percent=percent)  # the checks of load_predictions
+    check_split(split)
     named = (slice_columns,) if isinstance(slice_columns, str) else tuple(slice_columns or ())
     try:
         files = [] if row_key is not None else df.inputFiles()
@@ -665,8 +679,9 @@ renormalize :
         ours = (POSITION_COLUMN, SPLIT_POSITION_COLUMN)
         columns = tuple(c for c in df.columns if c not in ours)
         weight = pick_weight(columns, weight_column, source)
-        taken = dict(label_column=label_column, split_column=split_column)
-        named = checked_slice_columns(named, columns, weight, taken, source)
+        named = checked_slice_columns(
+            named, columns, weight, source, label_column=label_column, split_column=split_column
+        )
         roles = detect_roles(
             tuple(c for c in columns if c != weight and c not in named),
             source=source,
@@ -712,22 +727,16 @@ renormalize :
     named_offsets = None
     if offsets:
         named_offsets = sorted((o, local_path(f)) for f, o in offsets.items())
-    options = dict(
+    options = LoadOptions(
+        label_column=label_column,
         scores=scores,
+        split_column=split_column,
         renormalize=renormalize,
         positive_class=positive_class,
-        binary=binary,
+        score_columns=score_columns,
+        weight_column=weight_column,
         percent=percent,
-        names=tuple(names),
-        decided=tuple(decided),
-        position_column=POSITION_COLUMN,
-        split_position_column=split_position,
-        used=[],
-        extras=list(named),
-        family="spark",
-        label_column=label_column,
-        kept_columns=(),
-        decimal=".",
+        slice_columns=named,
     )
     stream = SparkStream(
         source,
@@ -743,8 +752,11 @@ renormalize :
         slice_columns=named,
         scores_kind=decided[0],
         notes=scan_notes(source, roles, tuple(decided), percent=percent, kept=named),
+        family="spark",
+        binary=binary,
+        classes_settled=True,
     )
-    plan = _read_plan(stream, named_offsets)
+    plan = _read_plan(stream, named_offsets, decided, POSITION_COLUMN, split_position)
     engine = SparkEngine(positioned, source, plan, POSITION_COLUMN, named, roles.split, split)
     engine.selected = selected
     return replace(stream, engine=engine)

@@ -16,37 +16,13 @@ import streamlit as st
 
 import calcore
 import calcore.io
+from calcore import LoadOptions
 from calcore.evaluation import concatenate, random_split
 from dashboard.calibration.compute import CACHE_TTL_S
 from dashboard.calibration.memory import budgeted
 from dashboard.calibration.messages import page_message
 
-__all__ = ["LoadOptions", "Loaded", "Split", "choose_split", "inspect", "load"]
-
-
-@dataclass(frozen=True)
-class LoadOptions:
-    """The user's corrections of what the loader detects (None: detect)."""
-
-    label_column: str | None = None
-    score_columns: tuple[str, ...] | None = None
-    scores: str = "auto"  # "auto", "probs" or "logits"
-    split_column: str | None = None
-    renormalize: bool = False
-    weight_column: str | None = None
-    unweighted: bool = False  # ignore a detected weight column
-    percent: bool = False  # probabilities in percent: divided by 100
-
-    def kwargs(self) -> dict:
-        return {
-            "label_column": self.label_column,
-            "score_columns": None if self.score_columns is None else list(self.score_columns),
-            "scores": self.scores,
-            "split_column": self.split_column,
-            "renormalize": self.renormalize,
-            "weight_column": False if self.unweighted else self.weight_column,
-            "percent": self.percent,
-        }
+__all__ = ["Loaded", "Split", "choose_split", "inspect", "load"]
 
 
 @dataclass(frozen=True)
@@ -99,16 +75,10 @@ def _buffer(data: bytes, name: str) -> io.BytesIO:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def inspect(_data: bytes, digest: str, name: str, options: LoadOptions) -> calcore.TableSchema:
-    """What detection finds in the file (header and first rows only); ``digest`` keys the cache."""
-    return calcore.inspect_table(
-        _buffer(_data, name),
-        name=name,
-        label_column=options.label_column,
-        split_column=options.split_column,
-        score_columns=None if options.score_columns is None else list(options.score_columns),
-        # the Weight column menu fixes "several weight columns": its choice is rechecked too
-        weight_column=False if options.unweighted else options.weight_column,
-    )
+    """What detection finds in the file (header and first rows only) with the user's
+    corrections ``options`` (the Weight column menu fixes "several weight columns": its
+    choice is rechecked too); ``digest`` keys the cache."""
+    return calcore.inspect_table(_buffer(_data, name), name=name, options=options)
 
 
 def load(data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
@@ -124,7 +94,7 @@ def load(data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
 
 @st.cache_resource(show_spinner="Loading predictions…", max_entries=8, ttl=CACHE_TTL_S)
 def _load(_data: bytes, digest: str, name: str, options: LoadOptions) -> Loaded:
-    splits = calcore.io.load_splits(_buffer(_data, name), name=name, **options.kwargs())
+    splits = calcore.io.load_splits(_buffer(_data, name), name=name, options=options)
     notes, warns = [], []
     for preds in splits.values():
         report = preds.load_report

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import calcore
 from calcore.foundation.errors import quoted
-from calcore.io._files import NotRegularFileError
-from calcore.io.stream import DATA_EXTENSIONS, file_format, source_files
+from calcore.io._files import DATA_EXTENSIONS, NotRegularFileError, source_files
+from calcore.io._readers import file_format
 
 __all__ = [
     "DATA_DIR_ENV",

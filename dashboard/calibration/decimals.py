@@ -28,9 +28,10 @@ import streamlit as st
 
 import calcore
 import calcore.io
+from calcore import LoadOptions
 from calcore.io._decimal import decimal_comma_file
 from dashboard.calibration.controls import FileBytes, content_digest
-from dashboard.calibration.data import LoadOptions, inspect
+from dashboard.calibration.data import inspect
 from dashboard.calibration.datadir import ServerDataset
 from dashboard.calibration.messages import DECIMAL_LABEL, page_message
 from dashboard.text import escape_markdown as esc

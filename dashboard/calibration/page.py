@@ -15,9 +15,10 @@ import os
 import streamlit as st
 
 import calcore
+from calcore import LoadOptions
 from dashboard.calibration import controls
 from dashboard.calibration.context import build_context
-from dashboard.calibration.data import LoadOptions, choose_split, inspect, load, rows_key
+from dashboard.calibration.data import choose_split, inspect, load, rows_key
 from dashboard.calibration.datadir import DataDirectory, ServerDataset, data_directory
 from dashboard.calibration.decimals import dataset_decimal_choice, decimal_choice
 from dashboard.calibration.downloads import downloads
@@ -170,7 +171,10 @@ def render_calibration() -> None:
         test_file = controls.second_file() if settings.split_mode == "second-file" else None
         if test_file is not None:
             # weights and percentages: as chosen for the first file
-            second_options = LoadOptions(unweighted=options.unweighted, percent=options.percent)
+            unweighted = options.weight_column is False
+            second_options = LoadOptions(
+                weight_column=False if unweighted else None, percent=options.percent
+            )
             second = load(test_file.data, test_file.digest, test_file.name, second_options)
             second_digest = test_file.digest
         split = choose_split(

@@ -14,8 +14,8 @@ import pandas as pd
 import streamlit as st
 
 import calcore
+from calcore import LoadOptions
 from calcore.io._load_report import with_terms
-from dashboard.calibration.data import LoadOptions
 from dashboard.calibration.messages import page_message
 from dashboard.text import escape_markdown as esc
 
@@ -145,8 +145,8 @@ def _choices(schema, digest: str) -> LoadOptions:
         scores=kind,
         split_column=None if split in (DETECT, NONE) else split,
         renormalize=bool(renormalize),
-        weight_column=None if weight in (DETECT, NONE) else weight,
-        unweighted=weight == NONE,
+        # "(none)": no weights even where a column is named like one
+        weight_column={DETECT: None, NONE: False}.get(weight, weight),
         percent=percent,
     )
 

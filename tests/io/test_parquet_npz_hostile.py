@@ -26,7 +26,7 @@ import pytest
 import calcore
 from calcore import CalcoreError
 from calcore.cli import cli_message, main
-from calcore.io._load import FIRST_ROWS
+from calcore.io._rows import FIRST_ROWS
 
 N_ROWS = 5000
 GROUP_ROWS = 1000

@@ -18,7 +18,7 @@ import pytest
 
 import calcore
 from calcore import CalcoreError
-from calcore.io._load import FIRST_ROWS
+from calcore.io._rows import FIRST_ROWS
 from calcore.metrics.registry import IN_MEMORY_METRICS
 
 NAMES = ("cat", "dog", "eel")
@@ -294,12 +294,14 @@ def test_inspect_table_does_not_guess_logits_for_percentages(tmp_path):
 
 
 def test_percent_option_is_passed_by_the_dashboard():
+    # the dashboard's options are calcore's: it loads with options=LoadOptions(...)
     pytest.importorskip("streamlit")
-    from dashboard.calibration.data import LoadOptions
+    from dashboard.calibration import data as dashboard_data
 
-    assert LoadOptions().kwargs()["percent"] is False
+    assert dashboard_data.LoadOptions is calcore.LoadOptions
+    assert calcore.LoadOptions().percent is False
     data = io.BytesIO(("label,a,b\na,60,40\nb,25,75\n").encode())
-    preds = calcore.load_predictions(data, **LoadOptions(percent=True).kwargs())
+    preds = calcore.load_predictions(data, options=calcore.LoadOptions(percent=True))
     np.testing.assert_allclose(preds.probs, [[0.6, 0.4], [0.25, 0.75]])
 
 

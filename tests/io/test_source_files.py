@@ -9,7 +9,7 @@ import pytest
 
 import calcore
 from calcore.cli import main
-from calcore.io.stream import source_files
+from calcore.io._files import source_files
 
 CSV = "label,p_a,p_b\na,0.9,0.1\nb,0.2,0.8\n"
 

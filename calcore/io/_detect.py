@@ -1,4 +1,6 @@
-"""First pass over a file: columns, roles and preview, without reading every value."""
+"""Detection, the first pass over a file read whole: columns, roles and preview, without
+reading every value (:func:`detect_columns`), then the values of the used columns
+(:func:`read_table`)."""
 
 from __future__ import annotations
 
@@ -16,13 +18,21 @@ from calcore.io._npz import peek_npz, read_npz
 from calcore.io._parquet import read_parquet_columns, scan_parquet
 from calcore.io._source import Source
 from calcore.io._table import RawTable, RowNames
+from calcore.io.options import LoadOptions
 from calcore.predictions.metadata import MetadataColumn, metadata_column
 
-__all__ = ["Scan", "scan", "read_table", "npz_roles", "numeric_in_preview", "metadata_columns"]
+__all__ = [
+    "Detected",
+    "detect_columns",
+    "read_table",
+    "npz_roles",
+    "numeric_in_preview",
+    "metadata_columns",
+]
 
 
 @dataclass(frozen=True, eq=False)
-class Scan:
+class Detected:
     """A file's layout and column roles (see :class:`calcore.io.TableSchema`)."""
 
     source: Source
@@ -90,13 +100,13 @@ def npz_roles(content, *, weight: str | None = None) -> Roles:
     )
 
 
-def _npz_scan(src: Source, options: dict, *, peek: bool) -> Scan:
+def _npz_detected(
+    src: Source, options: LoadOptions, *, max_decoded_bytes: int, peek: bool
+) -> Detected:
     read = peek_npz if peek else read_npz
-    content = read(
-        src, max_decoded_bytes=options["max_decoded_bytes"], label_column=options["label_column"]
-    )
+    content = read(src, max_decoded_bytes=max_decoded_bytes, label_column=options.label_column)
     n = content.n_rows
-    weight = pick_weight(content.names, options["weight_column"], src.name)
+    weight = pick_weight(content.names, options.weight_column, src.name)
     if weight is not None and weight not in content.ignored:
         raise CalcoreError(
             f"{src.name}: array {weight!r} holds scores, labels, class names or the split; "
@@ -107,39 +117,21 @@ def _npz_scan(src: Source, options: dict, *, peek: bool) -> Scan:
         (str(content.labels[i]), *(repr(float(v)) for v in content.scores[i]))
         for i in range(min(n, 5))
     )
-    return Scan(src, None, content.names, n, preview, roles, content, weight)
+    return Detected(src, None, content.names, n, preview, roles, content, weight)
 
 
-def scan(
-    src: Source,
-    *,
-    label_column,
-    split_column,
-    score_columns,
-    scores,
-    max_decoded_bytes,
-    weight_column=None,
-    peek: bool = False,
-    slice_columns=None,
-    decimal: str = ".",
-) -> Scan:
-    """Detect layout and column roles; read values only for NPZ (whole arrays, or with
-    ``peek`` the headers and first rows, for inspecting). ``slice_columns`` are kept as
-    metadata whatever their values (never taken for scores)."""
-    options = dict(
-        label_column=label_column,
-        split_column=split_column,
-        score_columns=score_columns,
-        scores_kind=scores,
-    )
+def detect_columns(
+    src: Source, options: LoadOptions, *, max_decoded_bytes: int, peek: bool = False
+) -> Detected:
+    """Detect a file's layout and the roles of its columns (label, split, weight, scores,
+    slice columns); read values only for NPZ (whole arrays, or with ``peek`` the headers
+    and first rows, for inspecting). ``options.slice_columns`` are kept as metadata
+    whatever their values (never taken for scores)."""
+    slice_columns, decimal = options.slice_columns, options.decimal
+    named = dict(label_column=options.label_column, split_column=options.split_column)
     if src.file_format == "npz":
-        options = dict(
-            max_decoded_bytes=max_decoded_bytes,
-            label_column=label_column,
-            weight_column=weight_column,
-        )
-        sc = _npz_scan(src, options, peek=peek)
-        named = (slice_columns,) if isinstance(slice_columns, str) else tuple(slice_columns or ())
+        sc = _npz_detected(src, options, max_decoded_bytes=max_decoded_bytes, peek=peek)
+        named = slice_columns
         for name in named:
             if name not in sc.layout.ignored or name == sc.weight:
                 raise CalcoreError(
@@ -159,11 +151,18 @@ def scan(
         is_numeric = numeric_in_preview(layout.columns, layout.preview, True, layout.decimal)
         delimiter = layout.delimiter
     found = []  # several weight columns: a problem the user fixes with a choice
-    weight = pick_weight(layout.columns, weight_column, src.name, problems=found)
+    weight = pick_weight(layout.columns, options.weight_column, src.name, problems=found)
     unsure = weight_candidates(layout.columns) if found else ()
-    sliced = checked_slice_columns(slice_columns, layout.columns, weight, options, src.name)
+    sliced = checked_slice_columns(slice_columns, layout.columns, weight, src.name, **named)
     columns = tuple(c for c in layout.columns if c != weight and c not in sliced + unsure)
-    roles = detect_roles(columns, source=src.name, is_numeric=is_numeric, **options)
+    roles = detect_roles(
+        columns,
+        source=src.name,
+        is_numeric=is_numeric,
+        score_columns=options.score_columns,
+        scores_kind=options.scores,
+        **named,
+    )
     if found:
         roles = replace(
             roles,
@@ -179,13 +178,16 @@ def scan(
             ignored=roles.ignored + sliced,
             ignored_reasons=roles.ignored_reasons + ("a slice column",) * len(sliced),
         )
-    return Scan(
+    return Detected(
         src, delimiter, layout.columns, layout.n_rows, layout.preview, roles, layout, weight
     )
 
 
-def checked_slice_columns(names, columns, weight, options, source: str) -> tuple[str, ...]:
-    """The columns named for slicing, checked: present, and not the label, split or weight."""
+def checked_slice_columns(
+    names, columns, weight, source: str, *, label_column, split_column
+) -> tuple[str, ...]:
+    """The columns named for slicing, checked: present, and not the label, split or weight
+    column (``label_column``, ``split_column``: as the caller named them, if it did)."""
     if not names:
         return ()
     names = (names,) if isinstance(names, str) else tuple(names)
@@ -194,20 +196,16 @@ def checked_slice_columns(names, columns, weight, options, source: str) -> tuple
             raise CalcoreError(
                 f"{source}: slice column {name!r} is not a column (columns: {list(columns)})."
             )
-        taken = {
-            options["label_column"]: "label",
-            options["split_column"]: "split",
-            weight: "weight",
-        }
-        if name in taken:
+        roles = {label_column: "label", split_column: "split", weight: "weight"}
+        if name in roles:
             raise CalcoreError(
-                f"{source}: column {name!r} is the {taken[name]} column; it cannot also be a "
+                f"{source}: column {name!r} is the {roles[name]} column; it cannot also be a "
                 "slice column."
             )
     return tuple(dict.fromkeys(names))
 
 
-def read_table(sc: Scan) -> RawTable:
+def read_table(sc: Detected) -> RawTable:
     """Read the label, split and score values of a scanned file (no validation yet)."""
     src, roles = sc.source, sc.roles
     if src.file_format == "npz":
@@ -276,7 +274,7 @@ def read_table(sc: Scan) -> RawTable:
     )
 
 
-def metadata_columns(sc: Scan) -> list[str]:
+def metadata_columns(sc: Detected) -> list[str]:
     """The columns kept as metadata: every column that is not label, split, weight or score."""
     taken = {sc.roles.label, sc.roles.split}
     return [c for c in sc.roles.ignored if c not in taken]
