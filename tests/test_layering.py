@@ -27,9 +27,8 @@ lower layers. One layer per package (folder), lowest first:
 
 Every import counts, including those inside functions (lazy imports are for speed, not
 for hiding a dependency), and no import circle joins calcore modules, with no exception:
-even the
-functions of ``calcore.spark`` that check a Spark worker's calcore read its version from
-``calcore.foundation.version``, not from the package's map. calcore never imports
+even the functions of ``calcore.spark`` that check a Spark worker's calcore read its
+version from ``calcore.foundation.version``, not from the package's map. calcore never imports
 streamlit or plotly; modules do not import another module's private (underscore) names;
 ``import calcore`` loads neither pandas nor pyarrow (they load when a file is read). A
 module that moved keeps its old path for one release (``calcore._deprecated_paths``):
@@ -69,6 +68,7 @@ LAYERS = {
 
 #: The only modules at calcore's top level besides its packages.
 TOP_LEVEL_MODULES = {"calcore", "calcore._deprecated_paths"}
+
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts

@@ -71,9 +71,9 @@ class ConsistencyBands:
     seed: int
 
     level = renamed_attribute("confidence_level", "level")
+
     def __post_init__(self):
         freeze_fields(self)  # shared across sessions: no reader may change it
-
 
 
 @renamed_keywords(level="confidence_level")

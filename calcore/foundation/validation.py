@@ -771,6 +771,8 @@ def renamed_module(old: str, module: types.ModuleType, renamed: dict | None = No
             return sorted(set(dir(module)) | set(renamed))
 
     sys.modules.setdefault(old, RenamedModule(old, f"Deprecated: see {module.__name__}."))
+
+
 def frozen_array(arr: np.ndarray | None, *, owned: bool) -> np.ndarray | None:
     """``arr``'s values in a read-only array that no one else can write to.
 
