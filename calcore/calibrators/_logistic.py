@@ -213,7 +213,8 @@ def fit_affine_softmax(
       1e-6 (407 instead of 873).
     * The temperature-scaling warm start saves about another 10 %.
     * Each evaluation costs two float64 GEMMs and one ``exp`` on reused
-      buffers, and BLAS runs on one thread (:func:`calcore._threads.single_threaded_blas`).
+      buffers, and BLAS runs on one thread
+      (:func:`calcore.foundation.threads.single_threaded_blas`).
 
     References
     ----------

@@ -414,7 +414,7 @@ def needs_double_bootstrap(keys, method: str | None) -> bool:
 
 
 # The row counts of the last resamples drawn are kept for the next ``evaluate`` of as
-# many rows with the same seed, up to SHARED_COUNTS_VALUES per level (calcore._tuning).
+# many rows with the same seed, up to SHARED_COUNTS_VALUES per level (calcore.foundation.tuning).
 _last_counts: dict = {}
 
 

@@ -88,7 +88,7 @@ def in_threads(run, n: int, size: int) -> list:
     """``[run(begin, end), ...]`` over consecutive row ranges covering ``0 .. n - 1``.
 
     Large inputs (``size`` elements) are split between up to
-    :data:`~calcore._tuning.ROW_RANGE_THREADS` threads (and at most
+    :data:`~calcore.foundation.tuning.ROW_RANGE_THREADS` threads (and at most
     :func:`worker_count`); small ones run in one call.
     """
     workers = min(ROW_RANGE_THREADS, worker_count()) if size >= MIN_THREADED_VALUES else 1

@@ -10,7 +10,7 @@ switch between two methods gives the same values, only faster or in less memory.
 one by measuring again (``benchmarks/``).
 
 What is not here: limits that are not tuning (validation bounds, what a URL may ask:
-:mod:`calcore._limits`), constants that change results (sample sizes of tests, numbers of
+:mod:`calcore.foundation.limits`), constants that change results (sample sizes of tests, numbers of
 resamples, statistical thresholds: beside their functions), and the Parquet read-ahead
 of :mod:`calcore.io._row_groups`.
 
@@ -19,19 +19,19 @@ This module imports nothing from calcore (every layer may read it).
 
 from __future__ import annotations
 
-# -- threads (calcore._threads) -----------------------------------------------------------
+# -- threads (calcore.foundation.threads) ------------------------------------------------
 
-#: Elements of an input from which :func:`calcore._threads.in_threads` and
-#: :func:`~calcore._threads.side_by_side` split the work between threads: below it,
+#: Elements of an input from which :func:`calcore.foundation.threads.in_threads` and
+#: :func:`~calcore.foundation.threads.side_by_side` split the work between threads: below it,
 #: starting them costs more than they save.
 MIN_THREADED_VALUES = 4_000_000
-#: Threads at most of :func:`calcore._threads.in_threads` (row ranges of one array), and
-#: at most :func:`calcore._threads.worker_count` (no measurement recorded beyond 2 cores).
+#: Threads at most of :func:`calcore.foundation.threads.in_threads` (row ranges of one array), and
+#: at most :func:`calcore.foundation.threads.worker_count` (no measurement recorded beyond 2 cores).
 ROW_RANGE_THREADS = 4
 
 # -- numerical foundations ----------------------------------------------------------------
 
-#: Values per block of :func:`calcore._softmax.log_softmax_rows` (~8 MB of float64 per
+#: Values per block of :func:`calcore.foundation.softmax.log_softmax_rows` (~8 MB of float64 per
 #: temporary): a block's temporaries stay in cache-friendly sizes.
 SOFTMAX_BLOCK_VALUES = 1 << 20
 #: (grid point, sample) pairs evaluated per chunk by the KDE estimators of
@@ -115,7 +115,7 @@ ACCUMULATOR_CHUNK_VALUES_REPLICATED = 1 << 20
 #: 131,072 rather than 524,288 a chunk saved 4% of the CPU).
 ACCUMULATOR_CHUNK_ROWS = 1 << 17
 #: From this many chunks on, the second half of an update's chunks is added on a worker
-#: thread (:func:`calcore._threads.concurrently`) and merged: 10M binary rows, every sum
+#: thread (:func:`calcore.foundation.threads.concurrently`) and merged: 10M binary rows, every sum
 #: of a report, 1.74 -> 1.24 s on 2 cores.
 ACCUMULATOR_SPLIT_CHUNKS = 4
 

@@ -223,11 +223,12 @@ class CalibrationStatistics:
         Rows are taken in chunks of about ``_CHUNK_VALUES`` values (more with replicate
         weights), so that every per-row temporary (argmax, NLL terms, cells, kernel
         moments) stays in cache. From :data:`_SPLIT_CHUNKS` chunks on, the second half of
-        the chunks is added on a worker thread (when :func:`calcore._threads.worker_count`
-        allows two) into statistics of its own, merged at the end (numpy releases the GIL
-        in most of the work). The sizes, and the timings that chose them, are in
-        :mod:`calcore._tuning`. The split is by chunk index, never by timing, so the result is the
-        same on every machine and every run.
+        the chunks is added on a worker thread (when
+        :func:`calcore.foundation.threads.worker_count` allows two) into statistics of its
+        own, merged at the end (numpy releases the GIL in most of the work). The sizes, and
+        the timings that chose them, are in :mod:`calcore.foundation.tuning`. The split is by
+        chunk index, never by timing, so the result is the same on every machine and every
+        run.
         """
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
         values = _CHUNK_VALUES if w is None or w.ndim < 2 else _CHUNK_VALUES_REPLICATED

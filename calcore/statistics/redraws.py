@@ -190,7 +190,7 @@ class LabelRedraws:
 
         Rows are taken in chunks of about ``_CHUNK_VALUES`` (redraws x rows) values; from
         two chunks on, the second half of them is added on a worker thread (when
-        :func:`calcore._threads.worker_count` allows two) into redraws of its own and
+        :func:`calcore.foundation.threads.worker_count` allows two) into redraws of its own and
         merged (split by chunk index, so the result does not depend on timing; the sums
         with unit weights are integers, exact in any order).
         """

@@ -295,7 +295,7 @@ def _hashed_args(fn, args: tuple) -> tuple:
     return tuple(None if n.startswith("_") else a for n, a in zip(names, args, strict=False))
 
 
-#: One heavy calcore call per worker thread (:func:`calcore._threads.worker_count`: the
+#: One heavy calcore call per worker thread (:func:`calcore.foundation.threads.worker_count`: the
 #: CPUs the server may run on) at once, across every session of the server.
 COMPUTE_SLOTS = threading.BoundedSemaphore(worker_count())
 _active = [0]  # heavy calls running now

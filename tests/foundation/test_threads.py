@@ -61,7 +61,7 @@ def test_the_worker_count_is_the_cpus_this_process_may_run_on(monkeypatch):
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
 def test_a_process_pinned_to_one_cpu_works_on_one_thread():
     code = (
-        "import os, calcore._threads as t\n"
+        "import os, calcore.foundation.threads as t\n"
         "os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})\n"
         "print(t.worker_count())"
     )
