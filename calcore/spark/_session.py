@@ -368,17 +368,19 @@ def check_workers(spark) -> dict:
     schema = "python string, executable string, calcore string, where string"
     # A closure is pickled by value (cloudpickle), with its imports inside: the job
     # starts even on a worker without calcore, and reports that instead of failing to
-    # unpickle a function of calcore's.
+    # unpickle a function of calcore's. It reads the worker's calcore through the package
+    # itself (``calcore.__version__``, ``__file__``), the one name every calcore release
+    # has, whatever its modules: the one import of the package's map below it
+    # (tests/test_layering.py, WORKER_IMPORTS).
     def worker_facts(batches):
         import sys
 
         import pyarrow as pa
 
         try:
-            from calcore.foundation.version import __version__ as calcore_version
-            from calcore.foundation.version import installed_at
+            import calcore
 
-            version, where = calcore_version, installed_at()
+            version, where = calcore.__version__, calcore.__file__
         except Exception as exc:  # a worker without calcore: reported, not a crash
             version, where = None, f"{type(exc).__name__}: {exc}"
         for _ in batches:
