@@ -12,6 +12,14 @@ and 0.97 s two at a time (2 cores; ``benchmarks/bench_scale.py`` measures a whol
 Row groups are yielded in file order, so batches and positions do not change. A file
 whose row groups exceed a batch is read as before, batch by batch within each row group,
 so that memory stays bounded by the batch size.
+
+Deliberately not ``pyarrow.dataset``'s scanner (``to_batches`` with ``batch_readahead``,
+``fragment_readahead`` and page checksums), although it reads as fast: 0.107 s against
+0.105 s here for 20M rows of three columns in 20 row groups (best of 3, warm cache,
+pyarrow 26, 2 cores, 2026-11-28). Reading by row group lets a bad page be reported with
+its file and row group (the message names where to look), which the scanner's errors do
+not say, and keeps the decoding threads shared by every session of a server at the
+number the worker policy allows.
 """
 
 from __future__ import annotations
