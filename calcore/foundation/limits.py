@@ -42,6 +42,7 @@ __all__ = [
     "MIN_CALIBRATION_ROWS_PER_BIN",
     "DEFAULT_MAX_DECODED_BYTES",
     "BUDGET_ENV",
+    "positive_setting",
     "resolve_budget",
     "over_budget",
 ]
@@ -130,6 +131,41 @@ stay within a shared server's memory. Raise it per call or with ``CALCORE_MAX_DE
 BUDGET_ENV = "CALCORE_MAX_DECODED_BYTES"
 
 
+def positive_setting(name: str, *, unit: str, fix: str) -> int | None:
+    """A positive whole number from the environment variable ``name``; None when unset.
+
+    Parameters
+    ----------
+    name : str
+        The variable (``CALCORE_MAX_DECODED_BYTES``, ``CALCORE_THREADS``).
+    unit, fix : str
+        What the number counts, and how to set it right, for the message.
+
+    Raises
+    ------
+    CalcoreError
+        The variable is set but not a positive whole number.
+
+    Examples
+    --------
+    >>> positive_setting("CALCORE_EXAMPLE_UNSET", unit="rows", fix="Unset it.") is None
+    True
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise CalcoreError(
+            f"The environment variable {name}={text!r} is not a positive whole number "
+            f"of {unit}. {fix}"
+        )
+    return value
+
+
 def resolve_budget(max_decoded_bytes: int | None) -> int:
     """The budget in bytes: the argument, else ``$CALCORE_MAX_DECODED_BYTES``, else the default.
 
@@ -139,20 +175,13 @@ def resolve_budget(max_decoded_bytes: int | None) -> int:
         A budget (argument or environment variable) that is not a positive whole number.
     """
     if max_decoded_bytes is None:
-        text = os.environ.get(BUDGET_ENV, "").strip()
-        if not text:
-            return DEFAULT_MAX_DECODED_BYTES
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value <= 0:
-            raise CalcoreError(
-                f"The environment variable {BUDGET_ENV}={text!r} is not a positive whole number "
-                f"of bytes. Set it to e.g. 2000000000, or unset it for the default "
-                f"({DEFAULT_MAX_DECODED_BYTES:,})."
-            )
-        return value
+        value = positive_setting(
+            BUDGET_ENV,
+            unit="bytes",
+            fix=f"Set it to e.g. 2000000000, or unset it for the default "
+            f"({DEFAULT_MAX_DECODED_BYTES:,}).",
+        )
+        return DEFAULT_MAX_DECODED_BYTES if value is None else value
     if (
         isinstance(max_decoded_bytes, bool)
         or not isinstance(max_decoded_bytes, int)

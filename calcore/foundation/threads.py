@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import positive_setting
 from calcore.foundation.tuning import MIN_THREADED_VALUES, ROW_RANGE_THREADS
 
 __all__ = [
@@ -66,18 +66,12 @@ def worker_count() -> int:
     >>> worker_count() >= 1
     True
     """
-    text = os.environ.get(THREADS_ENV, "").strip()
-    if text:
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value <= 0:
-            raise CalcoreError(
-                f"The environment variable {THREADS_ENV}={text!r} is not a positive whole number "
-                f"of threads. Set it to e.g. 2, or unset it to use every CPU this process may "
-                f"run on."
-            )
+    value = positive_setting(
+        THREADS_ENV,
+        unit="threads",
+        fix="Set it to e.g. 2, or unset it to use every CPU this process may run on.",
+    )
+    if value is not None:
         return value
     if hasattr(os, "sched_getaffinity"):
         return max(len(os.sched_getaffinity(0)), 1)
