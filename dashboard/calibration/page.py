@@ -303,11 +303,16 @@ def attach_slice_columns(loaded, streamed: Streamed):
         st.stop()
 
 
+def _split_word(split: str) -> str:
+    return "" if split == "all" else f" {split}"
+
+
 def sample_words(streamed: Streamed, mode: str) -> str:
     """What the views are computed on, in words (sample or every row)."""
+    # a file without a split column has one split, "all": its rows are not "all all rows"
     parts = [
-        f"{streamed.sample_rows:,} of {n:,} {split} rows" if streamed.sampled(split) else
-        f"all {n:,} {split} rows"
+        f"{streamed.sample_rows:,} of {n:,}{_split_word(split)} rows" if streamed.sampled(split)
+        else f"all {n:,}{_split_word(split)} rows"
         for split, n in streamed.n_rows.items()
     ]  # fmt: skip
     if not any(streamed.sampled(s) for s in streamed.n_rows):

@@ -332,3 +332,20 @@ def test_a_link_to_a_folder_holding_a_fifo_says_which_file_and_does_not_hang(dat
     (error,) = at.error
     text = unescape_markdown(error.value)
     assert "'parts/b.csv' in it is a FIFO" in text and str(data_dir) not in text
+
+
+def test_a_dataset_without_a_split_column_read_whole_says_its_rows_once(tmp_path, monkeypatch):
+    """A file with no split column has one split, named "all" inside: the page says "all
+    400 rows", not "all 400 all rows" (a newcomer read that as a typo)."""
+    rng = np.random.default_rng(3)
+    p = rng.random(400)
+    y = (rng.random(400) < p).astype(int)
+    (tmp_path / "plain.csv").write_text(
+        "label,p_yes\n" + "".join(f"{a},{float(b)!r}\n" for a, b in zip(y, p, strict=True))
+    )
+    monkeypatch.setenv("CALCORE_DATA_DIR", str(tmp_path))
+    at = run({"data": "plain.csv"})
+    assert_clean(at)
+    words = " ".join(unescape_markdown(i.value) for i in at.info)
+    assert "Every row of the dataset is read (all 400 rows)." in words
+    assert "all all" not in words
