@@ -24,8 +24,20 @@ def test_the_intervals_line_names_each_methods_progress(browser, artifacts_dir: 
         try:
             page.goto(f"{url}/?m=ts&m=tl-hb")
             line = page.get_by_test_id("stCaptionContainer").filter(has_text=LINE)
-            line.first.wait_for(timeout=240_000)
-            text = line.first.inner_text()
+            # read the line in the same step that finds it: on a fast machine the intervals
+            # may be in (and the line gone) between a wait and a later read
+            text = page.wait_for_function(
+                """(pattern) => {
+                    const re = new RegExp(pattern);
+                    for (const el of document.querySelectorAll(
+                            "[data-testid='stCaptionContainer']")) {
+                        if (re.test(el.innerText)) return el.innerText;
+                    }
+                    return null;
+                }""",
+                arg=LINE.pattern,
+                timeout=240_000,
+            ).json_value()
             for method in ("uncalibrated", "ts", "tl-hb"):
                 assert method in text
             # the estimates are on the page meanwhile: the metrics table (the first table of
