@@ -25,6 +25,7 @@ from calcore.evaluation.intervals import (
     check_interval_method,
     interval_bounds,
 )
+from calcore.evaluation.report_notes import merged_notes
 from calcore.evaluation.report_statistics import (
     CELLS_OF_METRIC,
     TACE_THRESHOLD,
@@ -157,7 +158,9 @@ class CalibrationReport:
         with the intervals of both. With the same ``seed`` and ``n_resamples`` both drew
         the same resamples, so the result equals one ``evaluate`` of every metric (the
         dashboard caches the metrics that use no bins apart from the binned ones). The
-        settings (bins, binning) are this report's.
+        settings (bins, binning) are this report's; the notes are both reports' as one
+        evaluation of all the metrics words them
+        (:func:`calcore.evaluation.report_notes.merged_notes`).
 
         Raises
         ------
@@ -196,7 +199,7 @@ class CalibrationReport:
             jackknife=self.jackknife | other.jackknife,
             double_replicates=self.double_replicates | other.double_replicates,
             calibration_test=CalibrationTest.combine(self.calibration_test, other.calibration_test),
-            notes=tuple(dict.fromkeys(self.notes + other.notes)),
+            notes=merged_notes(self.notes + other.notes),
         )
 
     def as_dict(self) -> dict:

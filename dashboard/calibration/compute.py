@@ -356,87 +356,15 @@ def report_parts(
 
 def combine(parts: dict) -> calcore.CalibrationReport:
     """One report from :func:`report_parts`' reports (by part name): the binned part's
-    settings, every part's metrics, intervals, replicates and notes (:func:`merged_notes`).
+    settings, every part's metrics, intervals, replicates and notes (merged by
+    ``combined_with`` as one evaluation words them).
     A class-wise KDE-ECE without resamples joins as its estimate alone (no interval, no
     replicates)."""
     binned, cw = parts["binned"], parts["kde-cw"]
     if cw.n_resamples != binned.n_resamples and not cw.intervals:
         cw = dataclasses.replace(cw, n_resamples=binned.n_resamples)
     out = binned.combined_with(parts["adaptive"])
-    out = out.combined_with(parts["bin-free"]).combined_with(cw)
-    return dataclasses.replace(out, notes=merged_notes(out.notes))
-
-
-def _bracketed(note: str):
-    """``(before, items, after)`` around the note's first parenthesis when it holds a list
-    of metric keys or labels (nested parentheses kept: "KDE-ECE (CW)"), else None."""
-    start = note.find("(")
-    depth, end = 0, -1
-    for i in range(max(start, 0), len(note)):
-        depth += {"(": 1, ")": -1}.get(note[i], 0)
-        if depth == 0:
-            end = i
-            break
-    if start < 0 or end < 0:
-        return None
-    items, depth, item = [], 0, ""
-    for ch in note[start + 1 : end] + ",":
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            items.append(item.strip())
-            item = ""
-        else:
-            item += ch
-    if not all(i in _METRIC_ORDER for i in items):
-        return None
-    return note[:start], tuple(items), note[end + 1 :]
-
-
-#: Metric keys and labels in calcore's order (the order its notes list them in).
-_METRIC_ORDER = {
-    name: i for i, (k, spec) in enumerate(calcore.METRICS.items()) for name in (k, spec.label)
-}
-
-
-def merged_notes(notes) -> tuple[str, ...]:
-    """The notes of a report combined from parts, as one evaluation words them: notes
-    that differ only in the metrics they list in parentheses ("Intervals of the
-    calibration errors (ACE, TACE) are bias-corrected ...", "The binary measures (...)
-    apply to binary models ...") become one listing all of them in calcore's order, and a
-    note that another one extends ("... keep the full sample's bins." and "... keep the
-    full sample's bins; ACE/TACE ...") is said once."""
-    notes = list(dict.fromkeys(notes))
-    merged: dict = {}
-    for note in notes:
-        parts = _bracketed(note)
-        key = note if parts is None else (parts[0], parts[2])
-        if parts is None or key not in merged:
-            merged[key] = note if parts is None else parts
-        else:
-            before, items, after = merged[key]
-            union = sorted(set(items) | set(parts[1]), key=_METRIC_ORDER.__getitem__)
-            merged[key] = (before, tuple(union), after)
-    out = [m if isinstance(m, str) else f"{m[0]}({', '.join(m[1])}){m[2]}" for m in merged.values()]
-    return tuple(n for n in out if not any(_extends(o, n) for o in out))
-
-
-def _extends(longer: str, note: str) -> bool:
-    """Whether ``longer`` says what ``note`` says and more: the same first clause, then a
-    clause of its own ("X; Y, so Z." beside "X." or "X, so Z."; commas and semicolons
-    inside parentheses do not count)."""
-    head, rest = _first_clause(note)
-    other, more = _first_clause(longer)
-    return longer != note and head == other and more.startswith(";") and not rest.startswith(";")
-
-
-def _first_clause(note: str) -> tuple[str, str]:
-    """``note`` split before its first comma, semicolon or full stop outside parentheses."""
-    depth = 0
-    for i, ch in enumerate(note):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth == 0 and ch in ",;." and (i + 1 == len(note) or note[i + 1] == " "):
-            return note[:i], note[i:]
-    return note, ""
+    return out.combined_with(parts["bin-free"]).combined_with(cw)
 
 
 def report(

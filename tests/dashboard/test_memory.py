@@ -358,19 +358,3 @@ def test_the_parts_notes_are_one_evaluations(binning, n_classes):
     one = calcore.evaluate(preds, bins=k, binning=b, n_resamples=20, seed=0)
     assert set(rep.notes) == set(one.notes)
     assert len(rep.notes) == len(set(rep.notes))
-
-
-def test_merged_notes_leave_other_notes_alone():
-    notes = (
-        "Intervals of the calibration errors (ACE, TACE) are bias-corrected: x.",
-        "Intervals of the calibration errors (conf-ECE, KDE-ECE (CW)) are bias-corrected: x.",
-        "Rows (3 of them) were tied.",
-        "Rows (5 of them) were tied.",  # not metrics: kept apart
-        "The fit stopped.",
-        "The fit stopped early.",  # not a clause more: kept
-    )
-    assert compute.merged_notes(notes) == (
-        "Intervals of the calibration errors (conf-ECE, ACE, TACE, KDE-ECE (CW)) are "
-        "bias-corrected: x.",
-        *notes[2:],
-    )
