@@ -443,6 +443,10 @@ def _shared_counts(n: int, n_resamples: int, seed, *, double: bool = False) -> n
     return kept["double" if double else "first"]
 
 
+#: The metrics on equal-mass cells of their own (whatever the binning asked for).
+_ADAPTIVE_KEYS = frozenset(k for k, spec in METRICS.items() if spec.cells in ("ace", "tace"))
+
+
 def _fast_intervals(
     preds: Predictions,
     metrics: dict,
@@ -516,24 +520,23 @@ def _fast_intervals(
                 f"multiply-adds per resample, capped at {kde_max_work:,} in all)."
             )
     # One note per kind of conditioning, so reports of disjoint metric sets (evaluate's
-    # metrics=) carry disjoint notes.
-    if any(k not in BIN_FREE_METRICS for k in keys):
+    # metrics=) carry disjoint notes, and a report of ACE/TACE alone says nothing of the
+    # other metrics' binning (the page caches it across binnings of the same count).
+    if any(k not in BIN_FREE_METRICS and k not in _ADAPTIVE_KEYS for k in keys):
         data_dependent = binning != "equal-width" or isinstance(bins, str)
         notes.append(
             "Bootstrap intervals keep the full sample's bins"
             + (
-                f" ({binning}, bins={bins!r}, data-dependent: a conditional bootstrap)"
-                if data_dependent
-                else ""
-            )
-            + (
-                "; ACE/TACE (equal-mass) are conditional on the full sample's bins too, so "
-                "their intervals leave out the variability of the bin edges."
-                if {"ace", "tace"} & set(keys)
-                else ", so they leave out the variability of the bin edges."
+                f" ({binning}, bins={bins!r}, data-dependent: a conditional bootstrap), so "
+                "they leave out the variability of the bin edges."
                 if data_dependent
                 else "."
             )
+        )
+    if _ADAPTIVE_KEYS & set(keys):
+        notes.append(
+            "The ACE/TACE intervals keep the full sample's equal-mass bins (a conditional "
+            "bootstrap), so they leave out the variability of the bin edges."
         )
     if stats.kde_specs:
         notes.append(

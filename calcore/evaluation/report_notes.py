@@ -1,12 +1,12 @@
 """The notes of reports that computed different metrics of the same rows, said once.
 
 ``evaluate(metrics=...)`` words some notes with the metrics they are about in
-parentheses ("Intervals of the calibration errors (ACE, TACE) are bias-corrected ..."),
-and a note of the binned metrics may extend one of another part ("... keep the full
-sample's bins." beside "... keep the full sample's bins; ACE/TACE ..."). A report combined
-from parts (:meth:`calcore.CalibrationReport.combined_with`) should read as one
-evaluation of all its metrics: :func:`merged_notes` joins such notes. It lives beside
-the evaluator that writes them, so their wording and their merging change together.
+parentheses ("Intervals of the calibration errors (ACE, TACE) are bias-corrected ...").
+A report combined from parts (:meth:`calcore.CalibrationReport.combined_with`) should
+read as one evaluation of all its metrics: :func:`merged_notes` joins such notes. It
+lives beside the evaluator that writes them, so their wording and their merging change
+together; the evaluator writes its other notes one per kind of metric, so that reports
+of disjoint metrics carry disjoint notes.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ def merged_notes(notes) -> tuple[str, ...]:
     """``notes`` as one evaluation of all their metrics words them.
 
     Notes that differ only in the metrics they list in parentheses become one listing
-    all of them in the registry's order, and a note that another one extends (the same
-    first clause, then a clause of its own after a semicolon) is said once. Other notes
-    are kept as they are, in their order, each once.
+    all of them in the registry's order, where the first of them stood. Other notes are
+    kept as they are, in their order, each once.
 
     Parameters
     ----------
@@ -41,10 +40,10 @@ def merged_notes(notes) -> tuple[str, ...]:
     ...     "Intervals of the calibration errors (ACE, TACE) are bias-corrected.",
     ...     "Intervals of the calibration errors (conf-ECE) are bias-corrected.",
     ...     "Bootstrap intervals keep the full sample's bins.",
-    ...     "Bootstrap intervals keep the full sample's bins; ACE/TACE too.",
+    ...     "Bootstrap intervals keep the full sample's bins.",
     ... ])
     ('Intervals of the calibration errors (conf-ECE, ACE, TACE) are bias-corrected.', \
-"Bootstrap intervals keep the full sample's bins; ACE/TACE too.")
+"Bootstrap intervals keep the full sample's bins.")
     """
     merged: dict = {}
     for note in dict.fromkeys(notes):
@@ -56,8 +55,9 @@ def merged_notes(notes) -> tuple[str, ...]:
             before, items, after = merged[key]
             union = sorted(set(items) | set(parts[1]), key=_METRIC_ORDER.__getitem__)
             merged[key] = (before, tuple(union), after)
-    out = [m if isinstance(m, str) else f"{m[0]}({', '.join(m[1])}){m[2]}" for m in merged.values()]
-    return tuple(n for n in out if not any(_extends(o, n) for o in out))
+    return tuple(
+        m if isinstance(m, str) else f"{m[0]}({', '.join(m[1])}){m[2]}" for m in merged.values()
+    )
 
 
 def _bracketed(note: str):
@@ -83,22 +83,3 @@ def _bracketed(note: str):
     if not all(i in _METRIC_ORDER for i in items):
         return None
     return note[:start], tuple(items), note[end + 1 :]
-
-
-def _extends(longer: str, note: str) -> bool:
-    """Whether ``longer`` says what ``note`` says and more: the same first clause, then a
-    clause of its own ("X; Y, so Z." beside "X." or "X, so Z."; commas and semicolons
-    inside parentheses do not count)."""
-    head, rest = _first_clause(note)
-    other, more = _first_clause(longer)
-    return longer != note and head == other and more.startswith(";") and not rest.startswith(";")
-
-
-def _first_clause(note: str) -> tuple[str, str]:
-    """``note`` split before its first comma, semicolon or full stop outside parentheses."""
-    depth = 0
-    for i, ch in enumerate(note):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth == 0 and ch in ",;." and (i + 1 == len(note) or note[i + 1] == " "):
-            return note[:i], note[i:]
-    return note, ""

@@ -13,7 +13,7 @@ def test_merged_notes_leave_other_notes_alone():
         "Rows (3 of them) were tied.",
         "Rows (5 of them) were tied.",  # not metrics: kept apart
         "The fit stopped.",
-        "The fit stopped early.",  # not a clause more: kept
+        "The fit stopped early.",  # another note: kept
     )
     assert merged_notes(notes) == (
         "Intervals of the calibration errors (conf-ECE, ACE, TACE, KDE-ECE (CW)) are "
@@ -22,14 +22,9 @@ def test_merged_notes_leave_other_notes_alone():
     )
 
 
-def test_a_note_a_longer_one_extends_is_said_once_and_the_rest_keep_their_order():
-    notes = (
-        "Bootstrap intervals keep the full sample's bins.",
-        "Other note.",
-        "Bootstrap intervals keep the full sample's bins; ACE/TACE (equal-mass) too.",
-        "Other note.",
-    )
-    assert merged_notes(notes) == notes[1:3]
+def test_each_note_is_said_once_in_the_order_first_said():
+    notes = ("B note.", "Other note.", "B note.", "Other note.")
+    assert merged_notes(notes) == ("B note.", "Other note.")
 
 
 def test_combined_reports_carry_the_notes_of_one_evaluate():
