@@ -31,6 +31,7 @@ from calcore.evaluation import concatenate
 from calcore.evaluation.protocols import fit_warning_texts
 from calcore.foundation.threads import worker_count
 from calcore.foundation.validation import freeze_fields
+from calcore.metrics.registry import adaptive_bins_for
 from dashboard.calibration.memory import budgeted, holding_slot, resampling
 
 __all__ = [
@@ -313,15 +314,29 @@ def _binned_report(
     key: str, binning: str, bins, n_resamples: int, part: str, _preds, _progress=None
 ) -> calcore.CalibrationReport:
     """``part`` "binned": the confidence, top-label and class-wise errors with their
-    calibration test; "adaptive": ACE and TACE, without one."""
-    b, k = calcore_binning(binning, bins)
+    calibration test; "adaptive": ACE and TACE, without one. ``binning`` and ``bins``
+    are calcore's (:func:`binned_settings`)."""
     tested = part == "binned"
     with resampling(n_resamples):
         return calcore.evaluate(
-            _preds, bins=k, binning=b, n_resamples=n_resamples, seed=0,
+            _preds, bins=bins, binning=binning, n_resamples=n_resamples, seed=0,
             metrics=_BINNED_TESTED if tested else _ADAPTIVE, test_calibration=tested,
             progress=_progress,
         )  # fmt: skip
+
+
+def binned_settings(binning: str, bins) -> dict:
+    """calcore's ``(binning, bins)`` of each binned part, by part name.
+
+    ACE and TACE use equal-mass cells of their own, as many as
+    :func:`calcore.metrics.registry.adaptive_bins_for` says: their part is evaluated (and
+    cached) under the equal-width binning of that count, which gives the same ACE and
+    TACE, so a change of binning that keeps the count (equal-width to equal-mass at 15
+    bins) reuses it instead of recomputing 60% of a bins change (10,000 x 100 rows, 200
+    resamples: ACE/TACE 0.69 of 1.16 CPU-s a method).
+    """
+    b, k = calcore_binning(binning, bins)
+    return {"adaptive": ("equal-width", adaptive_bins_for(b, k)), "binned": (b, k)}
 
 
 def report_parts(
@@ -344,10 +359,8 @@ def report_parts(
     cw_resamples = n_resamples if kde_classwise_intervals else 0
     return {
         **{
-            part: functools.partial(
-                _binned_report, key, binning, bins, n_resamples, part, preds, told(part)
-            )
-            for part in ("adaptive", "binned")
+            part: functools.partial(_binned_report, key, b, k, n_resamples, part, preds, told(part))
+            for part, (b, k) in binned_settings(binning, bins).items()
         },
         "bin-free": functools.partial(bin_free_report, key, n_resamples, preds, told("bin-free")),
         "kde-cw": functools.partial(kde_classwise_report, key, cw_resamples, preds, told("kde-cw")),

@@ -326,6 +326,39 @@ def test_a_long_bad_value_is_cut_in_the_log(log):
     assert "(10,000 characters)" in record.getMessage() and len(record.getMessage()) < 300
 
 
+@pytest.mark.parametrize("binning", ["equal-mass", "sturges", "points-per-bin"])
+def test_every_binnings_parts_equal_one_evaluate(binning):
+    # the ACE/TACE part runs under the equal-width binning of its own count: the same
+    # ACE and TACE, values and intervals, as one evaluate with the binning asked for
+    rng = np.random.default_rng(5)
+    preds = calcore.Predictions.from_logits(
+        rng.standard_normal((300, 3)) * 2, rng.integers(0, 3, 300)
+    )
+    bins = 40 if binning == "points-per-bin" else 10
+    parts = compute.report_parts(f"test-every-{binning}", binning, bins, 20, preds)
+    rep = compute.combine({part: fn() for part, fn in parts.items()})
+    b, k = compute.calcore_binning(binning, bins)
+    one = calcore.evaluate(preds, bins=k, binning=b, n_resamples=20, seed=0)
+    assert (rep.binning, rep.bins) == (b, k)
+    for key in ("ace", "tace", "conf_ece", "classwise_ece"):
+        assert rep.metrics[key] == one.metrics[key], key
+        assert rep.intervals[key] == one.intervals[key], key
+
+
+def test_a_change_of_binning_that_keeps_the_count_reuses_ace_and_tace():
+    rng = np.random.default_rng(6)
+    preds = calcore.Predictions.from_logits(
+        rng.standard_normal((200, 3)) * 2, rng.integers(0, 3, 200)
+    )
+    width = compute.report_parts("test-reuse", "equal-width", 12, 10, preds)
+    mass = compute.report_parts("test-reuse", "equal-mass", 12, 10, preds)
+    fewer = compute.report_parts("test-reuse", "equal-mass", 8, 10, preds)
+    assert mass["adaptive"]() is width["adaptive"]()  # the cached report itself
+    assert mass["binned"]() is not width["binned"]()
+    assert fewer["adaptive"]() is not width["adaptive"]()
+    assert fewer["adaptive"]().metrics["ace"] != width["adaptive"]().metrics["ace"]
+
+
 def test_a_verdict_by_the_classwise_kde_ece_gets_its_replicates():
     rng = np.random.default_rng(1)
     preds = calcore.Predictions.from_logits(
