@@ -154,6 +154,14 @@ KDE_PROBLEMS_PER_BLOCK = 10
 
 #: Values per (redraws x rows) temporary of a ``LabelRedraws`` update (~32 MB each).
 REDRAW_CHUNK_VALUES = 1 << 22
+#: Bytes of redrawn labels kept for the next test of the same in-memory predictions (same
+#: seed, redraws and positions), all predictions together, the least recently used
+#: dropped first: the labels do not depend on the bins, so the page's change of bins or
+#: binning reads them again. Drawing them cost 0.166 s of the 0.42 s a method's binned
+#: errors took with their intervals and test (10,000 x 100 rows, 200 redraws, CPU, quiet
+#: machine); kept, they are 2 MB a method (one byte a label up to 256 classes). 32 MiB
+#: holds a page of five methods on 30,000 rows; larger draws are not kept.
+REDRAWN_LABELS_KEPT_BYTES = 32 * 2**20
 #: Up to this many classes the redrawn label sums come from a (redraws, rows) indicator
 #: per class and matrix products; beyond, from bincounts of flat indices
 #: (``LabelRedraws._add``).

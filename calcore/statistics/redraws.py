@@ -18,6 +18,10 @@ the state (a replicate axis of outcome sums) merges by addition.
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import replace
 
 import numpy as np
@@ -29,12 +33,13 @@ from calcore.foundation.tuning import REDRAW_COMPARE_MAX_CLASSES as _COMPARE_LAB
 from calcore.foundation.tuning import REDRAW_HINT_MISS_COST as _HINT_MISS_COST
 from calcore.foundation.tuning import REDRAW_HINT_ROW_COST as _HINT_ROW_COST
 from calcore.foundation.tuning import REDRAW_PRODUCT_MAX_CLASSES as _COMPARE_CLASSES
+from calcore.foundation.tuning import REDRAWN_LABELS_KEPT_BYTES
 from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.cells import replicate_sums
 from calcore.statistics.kde_cells import positive_moments, union_add
 from calcore.statistics.points import RowBatch, local_labels, point_cells
 
-__all__ = ["LabelRedraws", "redrawn_labels"]
+__all__ = ["KEPT_LABELS", "KeptLabels", "LabelRedraws", "redrawn_labels"]
 
 
 def redrawn_labels(probs: np.ndarray, positions, seed: int, redraws) -> np.ndarray:
@@ -138,6 +143,86 @@ def _predicted_steps(probs, cumulative: np.ndarray):
     return low, high, top
 
 
+class KeptLabels:
+    """Redrawn labels of whole in-memory predictions, kept for their next test.
+
+    A calibration test redraws every row's label from the row's own probabilities; the
+    labels depend on the probabilities, the rows' positions, the seed and the redraw
+    indices, not on the cells, so tests of the same predictions under other bins draw
+    the same labels. They are kept here, per predictions object (held weakly: they go
+    when it does), within ``max_bytes`` in all, the least recently used dropped first.
+    Predictions are immutable (their arrays are read-only), so a kept draw stays right.
+
+    Parameters
+    ----------
+    max_bytes : int
+        Labels kept in all; a draw larger than this is neither kept nor drawn whole.
+
+    Examples
+    --------
+    >>> import calcore
+    >>> kept = KeptLabels(1 << 20)
+    >>> preds = calcore.Predictions.from_probs([[0.9, 0.1], [0.2, 0.8]], [0, 1])
+    >>> first = kept.labels(preds, np.arange(2), 0, range(3), step=1)
+    >>> first.shape, kept.labels(preds, np.arange(2), 0, range(3), step=1) is first
+    ((3, 2), True)
+    """
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = int(max_bytes)
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def labels(self, preds, positions, seed: int, redraws, step: int):
+        """Every row's labels in each redraw, shape ``(len(redraws), n)`` (read-only), as
+        :func:`redrawn_labels` draws them chunk by chunk (``step`` rows, two threads from
+        two chunks on); None when they would take more than ``max_bytes``."""
+        redraws = tuple(int(r) for r in redraws)
+        n, n_classes = preds.probs.shape
+        itemsize = 1 if n_classes <= 256 else np.dtype(np.intp).itemsize
+        if len(redraws) * n * itemsize > self.max_bytes:
+            return None
+        where = hashlib.blake2b(np.ascontiguousarray(positions).tobytes(), digest_size=16)
+        key = (id(preds), int(seed), redraws, where.digest())
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None and hit[0]() is preds:
+                self._entries.move_to_end(key)
+                return hit[1]
+        out = np.empty((len(redraws), n), dtype=np.uint8 if n_classes <= 256 else np.intp)
+
+        def draw(starts):
+            for a in starts:
+                rows = slice(a, a + step)
+                out[:, rows] = redrawn_labels(preds.probs[rows], positions[rows], seed, redraws)
+
+        starts = range(0, n, step)
+        half = len(starts) // 2
+        if half:
+            concurrently([lambda: draw(starts[:half]), lambda: draw(starts[half:])])
+        else:
+            draw(starts)
+        out.flags.writeable = False
+        with self._lock:
+            self._entries[key] = (weakref.ref(preds), out)
+            for gone in [k for k, (ref, _) in self._entries.items() if ref() is None]:
+                del self._entries[gone]
+            total = sum(labels.nbytes for _, labels in self._entries.values())
+            while total > self.max_bytes:
+                _, (_, oldest) = self._entries.popitem(last=False)
+                total -= oldest.nbytes
+        return out
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+#: The process's kept labels (:class:`KeptLabels`), within
+#: :data:`calcore.foundation.tuning.REDRAWN_LABELS_KEPT_BYTES`.
+KEPT_LABELS = KeptLabels(REDRAWN_LABELS_KEPT_BYTES)
+
+
 class LabelRedraws:
     """Label-dependent sums of ``R`` redrawn label sets, on the cells of given statistics.
 
@@ -192,21 +277,24 @@ class LabelRedraws:
         two chunks on, the second half of them is added on a worker thread (when
         :func:`calcore.foundation.threads.worker_count` allows two) into redraws of its own and
         merged (split by chunk index, so the result does not depend on timing; the sums
-        with unit weights are integers, exact in any order).
+        with unit weights are integers, exact in any order). The labels of the whole
+        batch are drawn first and kept (:data:`KEPT_LABELS`) when they fit its budget:
+        another test of the same predictions (another binning) reads them again.
         """
         positions = np.asarray(positions)
         w = None if weights is None else np.asarray(weights, dtype=np.float64)
         step = max(1, _CHUNK_VALUES // max(len(self.redraws), len(self.class_names), 1))
         starts = range(0, preds.n_samples, step)
+        labels = KEPT_LABELS.labels(preds, positions, self.seed, self.redraws, step)
         if len(starts) < 2:
-            self._update_chunks(preds, positions, w, starts, step)
+            self._update_chunks(preds, positions, w, starts, step, labels)
         else:
             half = len(starts) // 2
             other = self._empty_like()
             concurrently(
                 [
-                    lambda: self._update_chunks(preds, positions, w, starts[:half], step),
-                    lambda: other._update_chunks(preds, positions, w, starts[half:], step),
+                    lambda: self._update_chunks(preds, positions, w, starts[:half], step, labels),
+                    lambda: other._update_chunks(preds, positions, w, starts[half:], step, labels),
                 ]
             )
             merged = self.merge(other)
@@ -219,7 +307,8 @@ class LabelRedraws:
             self.class_names, self.specs, self.kde_specs, redraws=self.redraws, seed=self.seed
         )
 
-    def _update_chunks(self, preds, positions, w, starts, step: int) -> None:
+    def _update_chunks(self, preds, positions, w, starts, step: int, kept=None) -> None:
+        """Add the chunks at ``starts``; ``kept``: every row's labels, drawn already."""
         for a in starts:
             rows = slice(a, a + step)
             batch = RowBatch(
@@ -229,7 +318,10 @@ class LabelRedraws:
                 preds.predicted[rows],
                 preds.predicted[rows] == preds.labels[rows],
             )
-            labels = redrawn_labels(batch.probs, positions[rows], self.seed, self.redraws)
+            if kept is None:
+                labels = redrawn_labels(batch.probs, positions[rows], self.seed, self.redraws)
+            else:
+                labels = kept[:, rows]
             self._add(batch, labels, None if w is None else w[rows])
 
     def _add(self, batch: RowBatch, labels: np.ndarray, w) -> None:
