@@ -316,7 +316,29 @@ def bootstrap_replicates(
     row_keys=(),
     on_kde=None,
 ):
-    """Every metric of ``stats`` for each resample (row counts ``counts``, shape (R, n)).
+    """Every metric of ``stats`` for each resample (row counts ``counts``, shape (R, n)):
+    ``(replicates, used)`` of :func:`bootstrap_and_double_replicates` without a second
+    level."""
+    reps, used, _ = bootstrap_and_double_replicates(
+        preds, stats, counts, kde_max_work=kde_max_work, weights=weights,
+        row_keys=row_keys, on_kde=on_kde,
+    )  # fmt: skip
+    return reps, used
+
+
+def bootstrap_and_double_replicates(
+    preds: Predictions,
+    stats: CalibrationStatistics,
+    counts: np.ndarray,
+    *,
+    kde_max_work: int,
+    weights=None,
+    row_keys=(),
+    on_kde=None,
+    double_counts=None,
+):
+    """Every metric of ``stats`` for each resample (row counts ``counts``, shape (R, n)),
+    and the binned metrics of each resample of a resample (``double_counts``, optional).
 
     The replicate statistics are the same sums as the point estimate's, weighted by the
     counts (times the row weights), on the same cells and KDE bandwidths; the binary
@@ -327,22 +349,37 @@ def bootstrap_replicates(
     ``on_kde(done, total)``, if given, is called with ``done = 0`` once the other
     replicates are in, then after each block of KDE problems (counted over every KDE spec).
 
+    The second level (:func:`double_bootstrap_replicates`' values) is summed in the same
+    pass as the first, as more columns of the same products: the cells of every point and
+    the sparse matrix of the points are built once for both (the binned errors of 10,000 x
+    100 rows: 0.14 + 0.14 CPU-s as two passes, 0.19 as one). Each replicate's sums are
+    the same terms in the same order either way.
+
     Returns
     -------
-    (dict of str to ndarray, dict of str to int)
-        Replicates per metric key and the number of resamples each used.
+    (dict of str to ndarray, dict of str to int, dict of str to ndarray)
+        Replicates per metric key, the number of resamples each used, and the binned
+        metrics' second-level replicates (empty without ``double_counts``).
     """
     n_resamples = counts.shape[0]
     w = counts if weights is None else counts * weights
+    stacked = w
+    if double_counts is not None:
+        second = double_counts if weights is None else double_counts * weights
+        stacked = np.concatenate((w, second))
     boot = CalibrationStatistics.empty(
         stats.class_names,
         stats.specs,
         {},
-        replicates=n_resamples,
+        replicates=stacked.shape[0],
         proper_scores=stats.proper_scores,
     )
-    boot.update(preds, weights=w)
-    reps = replicate_values(boot)  # every replicate of each metric in one expression
+    boot.update(preds, weights=stacked)
+    values = replicate_values(boot)  # every replicate of each metric in one expression
+    reps = {k: v[:n_resamples] for k, v in values.items()}
+    double = {}
+    if double_counts is not None:
+        double = {k: values[k][n_resamples:] for k in _double_keys(stats)}
     reps |= binary_row_replicates(preds, w, row_keys)
     used = dict.fromkeys(reps, n_resamples)
     problems = sum(len(spec.layouts) for spec in stats.kde_specs.values())
@@ -362,7 +399,7 @@ def bootstrap_replicates(
                 on_kde(min(done, problems), problems)
         reps[key] = np.concatenate(per_problem, axis=-1).mean(axis=-1)
         used[key] = r
-    return reps, used
+    return reps, used, double
 
 
 def _kde_blocks(preds, class_names, key, spec, w):
@@ -493,25 +530,22 @@ def _fast_intervals(
         }
         return nan, notes, {}, {}, {}
     counts = _shared_counts(preds.n_samples, int(n_resamples), seed)
+    twice = None
+    if needs_double_bootstrap(keys, method):
+        twice = _shared_counts(preds.n_samples, int(n_resamples), seed, double=True)
     on_kde = None if progress is None else (lambda d, t: progress.at(0, 0.5 + 0.5 * d / t))
-    reps, used = bootstrap_replicates(
+    reps, used, double = bootstrap_and_double_replicates(
         preds, stats, counts, kde_max_work=kde_max_work, weights=weights, row_keys=keys,
-        on_kde=on_kde,
+        on_kde=on_kde, double_counts=twice,
     )  # fmt: skip
     if progress is not None:
-        progress.at(1)
+        progress.at(2 if twice is not None else 1)
     jack = {}
     if method == "bca":
         groups = jackknife_weights(preds.n_samples, seed)
         jack, _ = bootstrap_replicates(
             preds, stats, groups, kde_max_work=kde_max_work, weights=weights, row_keys=keys
         )
-    double = {}
-    if needs_double_bootstrap(keys, method):
-        twice = _shared_counts(preds.n_samples, int(n_resamples), seed, double=True)
-        double = double_bootstrap_replicates(preds, stats, twice, weights=weights)
-        if progress is not None:
-            progress.at(2)
     for key, spec in stats.kde_specs.items():
         if used[key] < n_resamples:
             notes.append(
