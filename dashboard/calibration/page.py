@@ -64,12 +64,59 @@ def sync_url(settings: Settings) -> None:
         st.query_params.from_dict(wanted)
 
 
-def show_messages(warnings, notes) -> None:
+def show_messages(warnings, notes, notes_into=None) -> None:
+    """The loader's warnings (boxes: they may need the user) and its notes, in an expander
+    in ``notes_into`` (the column beside the data's facts, :func:`facts_row`), else here."""
     for message in warnings:
         st.warning(esc(message))
     if notes:
-        with st.expander(f"What the loader detected ({len(notes)})"):
+        with (notes_into or st).expander(f"What the loader detected ({len(notes)})"):
             st.markdown("\n".join(f"- {esc(m)}" for m in notes))
+
+
+class Facts:
+    """The data's facts (which file or dataset, when it was read, which rows, the split) as
+    one caption, a line each, in one slot: lines are added, or replaced (a progress line),
+    as the page learns them. Lines are Markdown: the caller escapes what it quotes.
+
+    One caption rather than one per fact: Streamlit puts 16 px between elements, which on
+    a server dataset's four facts was a third of their height (issue 34: the results above
+    the fold at 1440 x 900).
+    """
+
+    def __init__(self, where) -> None:
+        self._slot = where.empty()
+        self._lines: list[str] = []
+
+    def add(self, line: str) -> int:
+        """Append ``line``; its index, for :meth:`replace`."""
+        self._lines.append(line)
+        self._show()
+        return len(self._lines) - 1
+
+    def replace(self, index: int, line: str) -> None:
+        """Put ``line`` in place of the line at ``index``."""
+        self._lines[index] = line
+        self._show()
+
+    def _show(self) -> None:
+        # a Markdown hard line break ("  \n") between facts: one paragraph, no gaps;
+        # an emptied line (a reading that failed) leaves no blank line
+        self._slot.caption("  \n".join(line for line in self._lines if line))
+
+
+def facts_row() -> tuple[Facts, object]:
+    """The data's :class:`Facts` and, in a column beside them, a place for the loader's
+    notes (:func:`show_messages`).
+
+    Why a row: stacked one under the other these took four to six lines of the first
+    screen (about 120-230 px) before the results; side by side they take two to four short
+    lines, so the verdict and the head of the metrics table fit above the fold at
+    1440 x 900 (issue 34). Nothing in them needs the user: warnings stay boxes in the page's
+    flow.
+    """
+    facts, notes = st.columns([2, 1])
+    return Facts(facts), notes
 
 
 #: The files (digests) whose Data panel opened because something needed the user.
@@ -127,14 +174,15 @@ def render_calibration() -> None:
             st.info("Upload a predictions file in the sidebar, or switch back to a sample.")
         st.stop()
     streamed = None
+    facts, notes_column = facts_row()
     if source.dataset is not None:
         dataset = dataset_decimal_choice(source.dataset)  # decimal commas: only if ticked
-        loaded, streamed = open_server_dataset(dataset)
+        loaded, streamed = open_server_dataset(dataset, facts)
         options, digest = LoadOptions(), f"server:{dataset.fingerprint}"
     else:
         file = source.file
         origin = "uploaded file" if file.is_upload else "bundled sample"
-        st.caption(f"{origin}: {esc(file.name)} · BLAKE2b {file.digest[:12]}…")
+        facts.add(f"{origin}: {esc(file.name)} · BLAKE2b {file.digest[:12]}…")
         file = decimal_choice(file)  # a decimal-comma CSV: read as such only if ticked
         # The Data panel stays shut once a file loads cleanly (the results come first);
         # it opens, and stays open for that file, when something needs the user.
@@ -153,7 +201,7 @@ def render_calibration() -> None:
         if loaded.warnings:
             _open_data_panel(needs_user, file.digest)
         digest = rows_key(file.digest, options)
-    show_messages(loaded.warnings, loaded.notes)
+    show_messages(loaded.warnings, loaded.notes, notes_into=notes_column)
 
     settings = controls.sidebar_settings(
         sample=source.sample,
@@ -191,10 +239,10 @@ def render_calibration() -> None:
     if split.warning:
         st.warning(esc(split.warning))  # may quote the file name
     if streamed is not None:
-        st.info(esc(sample_words(streamed, settings.split_mode)))
+        show_sample_words(streamed, settings.split_mode, facts)
     test = split.test
     weighted_by = test.load_report.weight_column if test.load_report is not None else None
-    st.caption(
+    facts.add(
         f"{esc(split.description)} · {test.n_classes} classes · evaluated on "
         f"{test.n_samples:,} test rows"
         + ("" if test.sample_weight is None else f", weighted by column {esc(weighted_by)}")
@@ -247,9 +295,11 @@ def _opened_workspace(*values: str) -> Workspace | None:
 KEY_FINGERPRINTS = "data.server_fingerprints"
 
 
-def open_server_dataset(dataset: ServerDataset):
+def open_server_dataset(dataset: ServerDataset, facts: Facts | None = None):
     """The dataset's samples and streams (cached by fingerprint), with progress while it is
-    read; says so when the files changed since this session last opened it."""
+    read; says so when the files changed since this session last opened it. Its name,
+    fingerprint and reading go in ``facts`` (:func:`facts_row`), else here."""
+    facts = facts or Facts(st)
     seen = st.session_state.setdefault(KEY_FINGERPRINTS, {})
     before = seen.get((dataset.name, dataset.decimal))  # a reading of its files
     if before is not None and before != dataset.fingerprint:
@@ -259,23 +309,23 @@ def open_server_dataset(dataset: ServerDataset):
             "the new files."
         )
     seen[(dataset.name, dataset.decimal)] = dataset.fingerprint
-    st.caption(
+    facts.add(
         f"dataset on the server: {esc(dataset.describe())} · fingerprint "
         f"{dataset.fingerprint[:12]}…"
     )
-    line = st.empty()
-    line.caption(f"Reading {esc(dataset.name)}…")
-    progress = RowsProgress(lambda text, _: line.caption(esc(text) + "…"), "sampling")
+    line = facts.add(f"Reading {esc(dataset.name)}…")
+    progress = RowsProgress(lambda text, _: facts.replace(line, esc(text) + "…"), "sampling")
     try:
         n_sample = sample_rows()
         loaded, streamed = open_dataset(dataset, n_sample, progress)
     except calcore.CalcoreError as err:
-        line.empty()
+        facts.replace(line, "")
         st.error(f"Could not open {esc(dataset.name)}. {esc(dataset_message(err))}")
         st.stop()
-    line.caption(
+    facts.replace(
+        line,
         f"read at {streamed.read_at} UTC in {streamed.read_seconds:.2f} s, once for "
-        "every session on this server (until the files change)"
+        "every session on this server (until the files change)",
     )
     return loaded, streamed
 
@@ -301,6 +351,17 @@ def attach_slice_columns(loaded, streamed: Streamed):
     except calcore.CalcoreError as err:
         st.error(f"Could not read the slice columns of {esc(streamed.dataset.name)}. {esc(err)}")
         st.stop()
+
+
+def show_sample_words(streamed: Streamed, mode: str, facts: Facts) -> None:
+    """:func:`sample_words` on the page: a box when the views leave rows out (a sample: the
+    user must know that the numbers are not on every row), a caption among the data's
+    ``facts`` when every row is read (a plain fact, nothing to act on)."""
+    words = esc(sample_words(streamed, mode))
+    if any(streamed.sampled(split) for split in streamed.n_rows):
+        st.info(words)
+    else:
+        facts.add(words)
 
 
 def _split_word(split: str) -> str:

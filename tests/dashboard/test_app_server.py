@@ -346,6 +346,29 @@ def test_a_dataset_without_a_split_column_read_whole_says_its_rows_once(tmp_path
     monkeypatch.setenv("CALCORE_DATA_DIR", str(tmp_path))
     at = run({"data": "plain.csv"})
     assert_clean(at)
-    words = " ".join(unescape_markdown(i.value) for i in at.info)
-    assert "Every row of the dataset is read (all 400 rows)." in words
-    assert "all all" not in words
+    # a plain fact, not a box (issue 34: the results above the fold): a line of the data's
+    # facts, the one caption that says which dataset, when it was read, which rows, the split
+    (facts,) = [
+        unescape_markdown(c.value) for c in at.caption if c.value.startswith("dataset on the")
+    ]
+    lines = facts.split("  \n")
+    assert lines[0].startswith("dataset on the server: plain.csv")
+    assert lines[1].startswith("read at ")
+    assert lines[2] == "Every row of the dataset is read (all 400 rows)."
+    assert "evaluated on" in lines[3]
+    assert "all all" not in facts
+    assert not any("Every row of the dataset" in i.value for i in at.info)
+
+
+def test_a_sampled_dataset_keeps_its_box_and_the_facts_are_one_caption(data_dir):
+    """Rows left out need the user's attention: the sample stays a box; the facts beside
+    the loader's notes."""
+    at = run({"data": NAME})
+    assert_clean(at)
+    assert any("seeded uniform sample" in i.value for i in at.info)
+    (facts,) = [
+        unescape_markdown(c.value) for c in at.caption if c.value.startswith("dataset on the")
+    ]
+    assert "Every row of the dataset" not in facts
+    assert [line.split(" ")[0] for line in facts.split("  \n")] == ["dataset", "read", "split"]
+    assert [e for e in at.expander if e.label.startswith("What the loader detected")]

@@ -93,3 +93,44 @@ def test_a_verdict_by_the_classwise_kde_ece_reads_its_paired_replicates():
     )
     assert v.n_resamples == 50
     assert v.sentence() in _texts(at)
+
+
+def _before_shipping(at):
+    """The verdict's warnings expander (its label and its list), the only one on the page."""
+    (panel,) = [e for e in at.expander if e.label.startswith("Before shipping")]
+    return unescape_markdown(panel.label), [unescape_markdown(m.value) for m in panel.markdown]
+
+
+def test_the_warnings_read_in_one_line_under_the_sentence_with_the_list_behind_it():
+    # issue 34: a bullet per method and warning pushed the table below the fold; the page
+    # now says how many warnings and whose in one line, the words one click away
+    methods = ["ts", "tl-hb", "irm", "n-iso"]
+    at = run_app({"m": methods})
+    s = splits_of(DEFAULT_SAMPLE)
+    wanted = ["top_label_ece", *calcore.BIN_FREE_METRICS]
+    expected = calcore.compare(
+        s["calib"], s["test"], methods, n_resamples=0, metrics=wanted
+    ).verdict()
+    warned = [(m, w) for m in expected.paired for w in expected.warnings.get(m, ())]
+    whose = list(dict.fromkeys(m for m, _ in warned))
+    assert len(warned) >= 2 and len(whose) >= 2  # tl-hb's bins, n-iso's accuracy on this sample
+    label, (words,) = _before_shipping(at)
+    assert label == f"Before shipping: {len(warned)} warnings ({', '.join(whose)})"
+    assert words.splitlines() == [f"- **{m}**: {w}" for m, w in warned]  # all, in order
+    assert "ts" not in whose and "(ts" not in label  # a method without warnings is not named
+    # one line, not a list, between the sentence and the table: no markdown list on the page
+    assert not any("Before shipping" in m.value for m in at.markdown)
+    # the sentence stays as it was, in its own box
+    assert expected.sentence() in _texts(at)
+
+
+def test_without_warnings_there_is_no_before_shipping_line():
+    at = run_app({"m": "ts"})
+    assert not [e for e in at.expander if e.label.startswith("Before shipping")]
+
+
+def test_the_warnings_line_counts_once_per_method_and_escapes_names():
+    label = metrics_view.before_shipping_label([("irm", "a"), ("[x](y)*", "b"), ("irm", "c")])
+    assert label.startswith("Before shipping: 3 warnings (irm, ")
+    assert "[x](y)" not in label and unescape_markdown(label).endswith("(irm, [x](y)*)")
+    assert metrics_view.before_shipping_label([("ts", "a")]) == "Before shipping: 1 warning (ts)"

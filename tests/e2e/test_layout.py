@@ -1,8 +1,11 @@
 """The page read at a glance at 1440 x 900, checked on element boxes in a real browser.
 
-Issue 34: the results above the fold, a view switch that scrolls to the view, no text cut
-at the edge of a chart (titles, tick labels, legends, panel titles), whole dates on a
-weekly axis, no overprinted panel titles, and one (light) theme. Every assertion reads
+Issue 34: the results above the fold (the verdict's sentence and the metrics table's header
+and first 3 rows inside the first 900 px, on every bundled sample, on server datasets read
+whole or sampled, after an upload, and with the verdict's warnings, which stay one click
+away), a view switch that scrolls to the view, no text cut at the edge of a chart (titles,
+tick labels, legends, panel titles), whole dates on a weekly axis, no overprinted panel
+titles, and one (light) theme. Every assertion reads
 ``getBoundingClientRect`` boxes, not pixels; screenshots land in artifacts/ for a person.
 """
 
@@ -98,6 +101,23 @@ def settled(page: Page) -> None:
 
 def box(page: Page, selector: str) -> dict:
     return page.locator(selector).first.bounding_box()
+
+
+#: The verdict's sentence (whatever it says: without resamples it does not start "Ship")
+#: and the line of its warnings, in the verdict's container (``views.metrics.VERDICT_KEY``).
+VERDICT = ".st-key-verdict [data-testid='stAlert']"
+BEFORE_SHIPPING = ".st-key-verdict [data-testid='stExpander']"
+
+
+def assert_results_above_the_fold(page: Page, where: str) -> None:
+    """The verdict's sentence, then the metrics table's header and first 3 rows, all inside
+    the first 900 px of the page as it opens (issue 34: read at a glance)."""
+    sentence = box(page, VERDICT)
+    rows = page.locator("[data-testid='stTable']").first.locator("tr")
+    assert rows.count() >= 4, where
+    head = [rows.nth(i).bounding_box() for i in range(4)]  # the header, then 3 rows
+    assert 0 <= sentence["y"] and sentence["y"] + sentence["height"] <= head[0]["y"], where
+    assert head[3]["y"] + head[3]["height"] <= VIEWPORT["height"], (where, head[3])
 
 
 #: Each view's heading: the sign that the new view, not the last one, is on the page.
@@ -222,6 +242,7 @@ def test_a_hundred_classes_read_as_a_table_and_small_charts(
     expect(wide.get_by_text(WIDE100.name).first).to_be_visible()
     expect(wide.get_by_test_id("stTable").first).to_be_visible()
     settled(wide)
+    assert_results_above_the_fold(wide, "after an upload")  # the Data panel shut: it loaded
     pick_view(wide, "Top-label reliability")
     expect(wide.get_by_text("Where the error comes from", exact=False)).to_be_visible()
     # the worst cells as a sortable table, then one class's small chart
@@ -236,3 +257,94 @@ def test_a_hundred_classes_read_as_a_table_and_small_charts(
     assert_legible(wide, "class-wise, 100 classes")
     titles = wide.locator(f"{PLOT} .annotation-text").all_text_contents()
     assert titles and all("labelled" in t for t in titles[:20]), titles[:3]
+
+
+def test_a_verdict_with_warnings_leaves_the_table_above_the_fold(
+    wide: Page, app_url: str, artifacts_dir: Path
+):
+    """Four calibrators on the CIFAR-10 sample: warnings for tl-hb (rows per bin) and n-iso
+    (accuracy); five method columns, so the table's cells wrap (its tallest first rows).
+    The warnings are one line under the sentence, and their list one click away."""
+    wide.goto(f"{app_url}/?m=ts&m=tl-hb&m=irm&m=n-iso&boot=50")
+    expect(wide.locator(BEFORE_SHIPPING).first).to_be_visible()
+    expect(wide.get_by_test_id("stTable").first).to_be_visible()
+    settled(wide)
+    wide.screenshot(path=str(artifacts_dir / "e2e-layout-fold-warnings.png"))
+    assert_results_above_the_fold(wide, "sample with warnings")
+    line = wide.locator(BEFORE_SHIPPING).first
+    label = line.locator("summary").inner_text()
+    found = re.search(r"Before shipping: (\d+) warnings? \((.+)\)", label)
+    assert found, label
+    count, methods = int(found.group(1)), found.group(2).split(", ")
+    assert count >= 2 and {"tl-hb", "n-iso"} <= set(methods), label
+    # one line between the sentence and the table
+    sentence, table = box(wide, VERDICT), box(wide, "[data-testid='stTable']")
+    warn = line.bounding_box()
+    assert sentence["y"] + sentence["height"] <= warn["y"] < table["y"]
+    assert warn["height"] <= 60, warn
+    # the warnings are still read: every one in the list behind the line, whose methods
+    line.locator("summary").click()
+    items = line.locator("li")
+    expect(items).to_have_count(count)
+    for i in range(count):
+        expect(items.nth(i)).to_be_visible()
+    said = items.all_inner_texts()
+    assert {t.split(":")[0] for t in said} == set(methods), said
+    assert any("calibration rows for" in t for t in said), said  # tl-hb's bins
+    line.screenshot(path=str(artifacts_dir / "e2e-layout-warnings-open.png"))
+
+
+def _ten_class_dataset(folder: Path) -> str:
+    """A 10-class CSV with a split column, written into the served folder: read whole (fewer
+    rows than the sample size), so the page says so in a line, not a box."""
+    from test_answers import _ten_class_csv
+
+    name = "ten_classes.csv"
+    if not (folder / name).exists():
+        _ten_class_csv(folder / (name + ".tmp"))
+        (folder / (name + ".tmp")).rename(folder / name)  # whole, or not listed at all
+    return name
+
+
+@pytest.mark.parametrize("case", ["read whole, warnings", "sampled"])
+def test_a_server_dataset_opens_on_its_results(
+    wide: Page, app_url: str, data_dir: Path, artifacts_dir: Path, case: str
+):
+    from conftest import E2E_DATASET
+
+    if case == "sampled":  # the demo: a sample of its rows (that box stays), binary
+        wide.goto(f"{app_url}/?data={E2E_DATASET}")
+    else:
+        name = _ten_class_dataset(data_dir)
+        wide.goto(f"{app_url}/?data={name}&m=ts&m=tl-hb&m=irm&m=n-iso&boot=50")
+    expect(wide.get_by_test_id("stTable").first).to_be_visible()
+    expect(wide.locator(VERDICT).first).to_be_visible()
+    settled(wide)
+    expect(wide.get_by_test_id("stException")).to_have_count(0)
+    shot = "read-whole" if case.startswith("read whole") else case
+    wide.screenshot(path=str(artifacts_dir / f"e2e-layout-server-{shot}.png"))
+    assert_results_above_the_fold(wide, case)
+    alerts = wide.get_by_test_id("stAlert")
+    captions = wide.get_by_test_id("stCaptionContainer")
+    if case == "sampled":
+        expect(alerts.filter(has_text="seeded uniform sample")).to_have_count(1)
+    else:
+        # a plain fact: a caption line, not a box
+        expect(alerts.filter(has_text="Every row of the dataset is read")).to_have_count(0)
+        expect(captions.filter(has_text="Every row of the dataset is read")).to_be_visible()
+        expect(wide.locator(BEFORE_SHIPPING).first).to_be_visible()
+    # the loader's notes beside the data's facts, still there
+    expect(wide.get_by_text(re.compile(r"^What the loader detected"))).to_be_visible()
+
+
+@pytest.mark.parametrize(
+    "sample",
+    ["cifar10-resnet110", "credit-default-logreg", "synthetic-overconfident", "synthetic-wide100"],
+)
+def test_every_bundled_sample_opens_on_its_results(wide: Page, app_url: str, sample: str):
+    """As a link to the sample opens it: the calibrators recommended for its shape."""
+    wide.goto(f"{app_url}/?sample={sample}")
+    expect(wide.get_by_test_id("stTable").first).to_be_visible()
+    expect(wide.locator(VERDICT).first).to_be_visible()
+    settled(wide)
+    assert_results_above_the_fold(wide, sample)
