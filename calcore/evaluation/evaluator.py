@@ -349,8 +349,10 @@ def bootstrap_and_double_replicates(
     ``on_kde(done, total)``, if given, is called with ``done = 0`` once the other
     replicates are in, then after each block of KDE problems (counted over every KDE spec).
 
-    The second level (:func:`double_bootstrap_replicates`' values) is summed in the same
-    pass as the first, as more columns of the same products: the cells of every point and
+    The second level (the resamples of each resample of the iterated bias correction, on
+    the full sample's cells; no KDE or scoring sums: only the binned calibration errors
+    take that interval) is summed in the same pass as the first, as more columns of the
+    same products: the cells of every point and
     the sparse matrix of the points are built once for both (the binned errors of 10,000 x
     100 rows: 0.14 + 0.14 CPU-s as two passes, 0.19 as one). Each replicate's sums are
     the same terms in the same order either way.
@@ -420,20 +422,6 @@ def _kde_blocks(preds, class_names, key, spec, w):
         kboot = CalibrationStatistics.empty(class_names, {}, {key: part}, replicates=w.shape[0])
         kboot.update(preds, weights=w)
         yield kboot
-
-
-def double_bootstrap_replicates(
-    preds: Predictions, stats: CalibrationStatistics, counts: np.ndarray, *, weights=None
-) -> dict:
-    """The binned metrics of ``stats`` on resamples of resamples (row counts ``counts``,
-    shape (R, n), from :func:`~calcore.statistics.replicates.double_resample_counts`): the
-    second level of the iterated bias correction, on the full sample's cells. No KDE or
-    scoring sums: only the binned calibration errors take that interval."""
-    boot = CalibrationStatistics.empty(
-        stats.class_names, stats.specs, {}, replicates=counts.shape[0], proper_scores=False
-    )
-    boot.update(preds, weights=counts if weights is None else counts * weights)
-    return replicate_values(boot, _double_keys(stats))
 
 
 def _double_keys(stats: CalibrationStatistics) -> list[str]:
@@ -506,7 +494,7 @@ def _fast_intervals(
     engine with the counts as weights (:func:`bootstrap_replicates`); bins and KDE
     bandwidths are the full sample's. ``"bca"`` adds a grouped jackknife through the
     same engine (:func:`jackknife_weights`), ``"iterated"`` a resample of each resample
-    (:func:`double_bootstrap_replicates`).
+    (:func:`bootstrap_and_double_replicates`).
 
     Returns
     -------
