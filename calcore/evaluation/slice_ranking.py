@@ -44,9 +44,7 @@ import math
 from dataclasses import replace
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import ndtr
-from scipy.stats import false_discovery_control, gamma
+from scipy.special import gammaincc, ndtr
 
 __all__ = [
     "RANK_LEVEL",
@@ -101,7 +99,9 @@ def tail_p_value(observed: float, null) -> tuple[float, str]:
     mean, var = float(null.mean()), float(null.var(ddof=1))
     if not (mean > 0 and var > 0):
         return float(floor), "redraws"
-    p = float(gamma.sf(observed, mean * mean / var, scale=var / mean))
+    # gamma.sf(observed, a, scale=s) of scipy.stats is gammaincc(a, observed / s), value for
+    # value; scipy.stats itself is imported only for the slices' q-values (with_evidence)
+    p = float(gammaincc(mean * mean / var, max(observed, 0.0) / (var / mean)))
     return min(p, float(floor)), "tail fit"
 
 
@@ -148,6 +148,8 @@ def noise_effect(observed: float, null) -> tuple[float, float]:
         )
 
     # folded_mean rises from floor (g = 0) and stays above g: the root lies in [0, observed]
+    from scipy.optimize import brentq  # here: scipy.optimize is a third of `import calcore`
+
     return float(brentq(lambda g: folded_mean(g) - observed, 0.0, observed, xtol=1e-15)), sd
 
 
@@ -168,6 +170,8 @@ def with_evidence(results: list, metric: str, overall_effect: float) -> list:
     tested = [i for i, s in enumerate(out) if s.tested]
     q = np.full(len(out), np.nan)
     if tested:
+        from scipy.stats import false_discovery_control  # here: scipy.stats is slow to import
+
         q[tested] = false_discovery_control([out[i].p_value for i in tested], method="bh")
     share = shares(out, metric)
     return [replace(s, q_value=float(q[i]), share=float(share[i])) for i, s in enumerate(out)]
