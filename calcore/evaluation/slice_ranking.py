@@ -44,6 +44,7 @@ import math
 from dataclasses import replace
 
 import numpy as np
+from scipy.optimize import brentq
 from scipy.special import gammaincc, ndtr
 
 __all__ = [
@@ -148,8 +149,6 @@ def noise_effect(observed: float, null) -> tuple[float, float]:
         )
 
     # folded_mean rises from floor (g = 0) and stays above g: the root lies in [0, observed]
-    from scipy.optimize import brentq  # here: scipy.optimize is a third of `import calcore`
-
     return float(brentq(lambda g: folded_mean(g) - observed, 0.0, observed, xtol=1e-15)), sd
 
 
