@@ -139,25 +139,7 @@ def change_bins(page, value: int, *, intervals: bool = True) -> tuple[float, flo
     start = time.monotonic()
     box.fill(str(value))
     box.press("Enter")
-    page.wait_for_function(
-        "() => { const t = document.querySelector(\"[data-testid='stTable']\");"
-        " return t && !t.innerText.includes('['); }",
-        timeout=600_000,
-        polling=50,
-    )
-    first_paint = time.monotonic() - start
-    caption = page.get_by_test_id("stCaptionContainer").filter(has_text=f"equal-width, {value} ·")
-    caption.first.wait_for(timeout=600_000)
-    if not intervals:
-        settle(page)
-        return first_paint, time.monotonic() - start
-    page.wait_for_function(  # the intervals are back
-        "() => document.querySelector(\"[data-testid='stTable']\").innerText.includes('[')",
-        timeout=600_000,
-        polling=50,
-    )
-    settle(page)
-    return first_paint, time.monotonic() - start
+    return new_table_times(page, start, f"equal-width, {value} ·", intervals=intervals)
 
 
 def change_binning(page, label: str, scheme: str, bins: int) -> tuple[float, float]:
@@ -167,6 +149,13 @@ def change_binning(page, label: str, scheme: str, bins: int) -> tuple[float, flo
     start = time.monotonic()
     page.get_by_role("combobox", name="Scheme").click()
     page.get_by_role("option", name=label, exact=True).click()
+    return new_table_times(page, start, f"{scheme}, {bins} ·")
+
+
+def new_table_times(page, start: float, caption: str, *, intervals: bool = True):
+    """``(first paint, finished)`` seconds since ``start`` of a table recomputed for new
+    settings: its point estimates (no interval brackets), then its ``caption`` and, with
+    ``intervals``, the brackets back and the page idle."""
     page.wait_for_function(
         "() => { const t = document.querySelector(\"[data-testid='stTable']\");"
         " return t && !t.innerText.includes('['); }",
@@ -174,13 +163,15 @@ def change_binning(page, label: str, scheme: str, bins: int) -> tuple[float, flo
         polling=50,
     )
     first_paint = time.monotonic() - start
-    caption = page.get_by_test_id("stCaptionContainer").filter(has_text=f"{scheme}, {bins} ·")
-    caption.first.wait_for(timeout=600_000)
-    page.wait_for_function(
-        "() => document.querySelector(\"[data-testid='stTable']\").innerText.includes('[')",
-        timeout=600_000,
-        polling=50,
+    page.get_by_test_id("stCaptionContainer").filter(has_text=caption).first.wait_for(
+        timeout=600_000
     )
+    if intervals:
+        page.wait_for_function(  # the intervals are back
+            "() => document.querySelector(\"[data-testid='stTable']\").innerText.includes('[')",
+            timeout=600_000,
+            polling=50,
+        )
     settle(page)
     return first_paint, time.monotonic() - start
 
