@@ -26,10 +26,9 @@ lower layers. One layer per package (folder), lowest first:
     moved modules (``calcore/_deprecated_paths.py``).
 
 Every import counts, including those inside functions (lazy imports are for speed, not
-for hiding a dependency), and no import circle joins calcore modules. One exception,
-named in :data:`WORKER_IMPORTS`: the function that ``calcore.spark.check_workers`` ships
-to Spark's workers imports the package itself, to report the worker's calcore whatever its
-release (the tasks check their version in ``calcore.foundation.version``). calcore never imports
+for hiding a dependency), and no import circle joins calcore modules, with no exception:
+even the functions of ``calcore.spark`` that check a Spark worker's calcore read its
+version from ``calcore.foundation.version``, not from the package's map. calcore never imports
 streamlit or plotly; modules do not import another module's private (underscore) names;
 ``import calcore`` loads neither pandas nor pyarrow (they load when a file is read) nor
 scipy.stats (slow to import; the slices' q-values load it). A
@@ -70,12 +69,6 @@ LAYERS = {
 
 #: The only modules at calcore's top level besides its packages.
 TOP_LEVEL_MODULES = {"calcore", "calcore._deprecated_paths"}
-
-#: (module, imported) pairs outside the layers: ``check_workers``'s closure, pickled by
-#: value and run on Spark's workers, imports ``calcore`` to read ``__version__`` and
-#: ``__file__``, the names every calcore release has (an older release has no
-#: ``calcore.foundation.version``, and must still be named, not reported missing).
-WORKER_IMPORTS = {("calcore.spark._session", "calcore")}
 
 
 def _module_name(path: Path) -> str:
@@ -123,8 +116,7 @@ def _targets(module: str, names: tuple[str, ...]) -> list[str]:
 
 
 def import_graph(modules: dict[str, Path]) -> dict[str, dict[str, list[str]]]:
-    """``{module: {imported module: ["file:line", ...]}}`` of calcore's own imports,
-    without :data:`WORKER_IMPORTS`."""
+    """``{module: {imported module: ["file:line", ...]}}`` of calcore's own imports."""
     graph: dict[str, dict[str, list[str]]] = {}
     for module, path in modules.items():
         edges = graph.setdefault(module, {})
@@ -132,7 +124,7 @@ def import_graph(modules: dict[str, Path]) -> dict[str, dict[str, list[str]]]:
             if imported != "calcore" and not imported.startswith("calcore."):
                 continue
             for target in _targets(imported, names):
-                if target != module and (module, target) not in WORKER_IMPORTS:
+                if target != module:
                     where = f"{path.relative_to(ROOT)}:{line}"
                     edges.setdefault(target, []).append(where)
     return graph

@@ -1,11 +1,9 @@
 """The version of this calcore and where it is installed.
 
-Its own module, at the bottom of the layers, because the tasks of every Spark pass check
-their calcore against the driver's here: they need the version, not the package's public
-map, so they import nothing above the foundations. (What
-:func:`calcore.spark.check_workers` ships to the workers reads ``calcore.__version__``
-instead, the name every release has.) ``calcore.__version__`` is this same value.
-"""
+Its own module, at the bottom of the layers, because the functions that run on Spark's
+workers check their calcore against the driver's here (:func:`calcore.spark.check_workers`,
+the tasks of every pass): they need the version, not the package's public map, so they
+import nothing above the foundations. ``calcore.__version__`` is this same value."""
 
 from __future__ import annotations
 

@@ -37,6 +37,8 @@ INSTALL_JAVA = "apt-get install --no-install-recommends openjdk-17-jre-headless"
 MIN_JAVA = 17
 #: Spark 4: mapInArrow, toArrow(), _metadata.row_index of Parquet files, Connect.
 MIN_PYSPARK = (4, 0)
+#: What a worker reports for a package called calcore without calcore.foundation.version.
+_NO_VERSION_MODULE = "without calcore.foundation.version"
 
 # Only errors reach the terminal, on stderr: Spark's default profile prints its WARN lines
 # (native-hadoop, loopback address, "Setting default log level") on every start.
@@ -368,20 +370,26 @@ def check_workers(spark) -> dict:
     schema = "python string, executable string, calcore string, where string"
     # A closure is pickled by value (cloudpickle), with its imports inside: the job
     # starts even on a worker without calcore, and reports that instead of failing to
-    # unpickle a function of calcore's. It reads the worker's calcore through the package
-    # itself (``calcore.__version__``, ``__file__``), the one name every calcore release
-    # has, whatever its modules: the one import of the package's map below it
-    # (tests/test_layering.py, WORKER_IMPORTS).
-    def worker_facts(batches):
+    # unpickle a function of calcore's. It reads the worker's calcore where the tasks of
+    # every pass read it, calcore.foundation.version; a package called calcore without
+    # that module (not this project's, or older than it) is named by its path.
+    def worker_facts(batches, unknown=_NO_VERSION_MODULE):
         import sys
+        from importlib.util import find_spec
 
         import pyarrow as pa
 
         try:
-            import calcore
+            from calcore.foundation.version import __version__ as version
+            from calcore.foundation.version import installed_at
 
-            version, where = calcore.__version__, calcore.__file__
-        except Exception as exc:  # a worker without calcore: reported, not a crash
+            where = installed_at()
+        except ModuleNotFoundError as exc:
+            if exc.name in ("calcore.foundation", "calcore.foundation.version"):
+                version, where = unknown, find_spec("calcore").origin
+            else:  # no calcore, or a calcore without what it needs (e.g. numpy)
+                version, where = None, f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a calcore that fails to import: reported, not a crash
             version, where = None, f"{type(exc).__name__}: {exc}"
         for _ in batches:
             pass
@@ -411,6 +419,8 @@ def check_workers(spark) -> dict:
     others = sorted({r["calcore"] for r in got} - {calcore_version})
     if others:
         where = sorted({r["where"] for r in got if r["calcore"] in others})
+        if _NO_VERSION_MODULE in others:  # another package, or older than the version module
+            others = ["of another project or release (it has no calcore.foundation.version)"]
         raise SparkSetupError(
             f"Spark's Python workers run calcore {', '.join(others)} ({where[0]}), the "
             f"driver calcore {calcore_version} ({installed_at()}): a fitted "

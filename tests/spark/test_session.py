@@ -126,15 +126,12 @@ def test_the_session_sets_the_workers_python_and_loopback(spark):
     assert spark.conf.get("spark.ui.enabled") == "false"
 
 
-def test_workers_with_another_calcore_version_are_named(spark, tmp_path):
-    """The workers import a calcore 0.0.1 placed first on their PYTHONPATH (a real
-    worker, a real other package): the check names both versions."""
-    fake = tmp_path / "old" / "calcore"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text('__version__ = "0.0.1"\n')
+def _check_with_workers_importing(spark, folder):
+    """check_workers's error with ``folder`` first on the workers' PYTHONPATH (a real
+    worker importing a real other package); the session's environment is restored."""
     env = spark.sparkContext.environment
     before = dict(env)
-    env["PYTHONPATH"] = str(tmp_path / "old")  # ahead of the driver's on the workers
+    env["PYTHONPATH"] = str(folder)  # ahead of the driver's on the workers
     env["PYTHONSAFEPATH"] = "1"  # and ahead of the working directory (this checkout)
     try:
         with pytest.raises(SparkSetupError) as err:
@@ -142,10 +139,39 @@ def test_workers_with_another_calcore_version_are_named(spark, tmp_path):
     finally:
         env.clear()
         env.update(before)
-    message = str(err.value)
-    assert "calcore 0.0.1" in message and f"driver calcore {calcore.__version__}" in message
-    assert f"Install calcore {calcore.__version__} on the workers" in message
     calcore.spark.check_workers(spark)  # the session is fine again
+    return str(err.value)
+
+
+def test_workers_with_another_calcore_version_are_named(spark, tmp_path):
+    """The workers import a calcore 0.0.1 (its version where every calcore keeps it,
+    calcore.foundation.version): the check names both versions."""
+    fake = tmp_path / "old" / "calcore"
+    (fake / "foundation").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "foundation" / "__init__.py").write_text("")
+    (fake / "foundation" / "version.py").write_text(
+        '__version__ = "0.0.1"\n\ndef installed_at():\n    return "/elsewhere/calcore"\n'
+    )
+    message = _check_with_workers_importing(spark, tmp_path / "old")
+    assert "calcore 0.0.1 (/elsewhere/calcore)" in message
+    assert f"driver calcore {calcore.__version__}" in message
+    assert f"Install calcore {calcore.__version__} on the workers" in message
+
+
+def test_workers_with_a_calcore_without_the_version_module_are_named(spark, tmp_path):
+    """A calcore without calcore.foundation.version (another project's, or a release
+    older than that module) is named with its path, not called missing. It is a single
+    module, so that an editable install's finder cannot lend it this checkout's
+    submodules."""
+    fake = tmp_path / "other" / "calcore.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text('__version__ = "9.9"\n')
+    message = _check_with_workers_importing(spark, fake.parent)
+    assert "calcore of another project or release" in message
+    assert str(fake) in message
+    assert "cannot import calcore" not in message
+    assert f"Install calcore {calcore.__version__} on the workers" in message
 
 
 @pytest.mark.skipif(not os.access("/usr/bin/python3", os.X_OK), reason="no /usr/bin/python3")
