@@ -114,3 +114,20 @@ def test_the_new_names_give_no_warning():
         report = calcore.evaluate(_preds(), n_resamples=5, metrics=["accuracy"])
         assert report.n_resamples == 5
         calcore.consistency_bands(_preds(), n_resamples=5, confidence_level=0.9)
+
+
+# -- calcore.io.stream.concatenate_batches -> calcore.predictions.concat (issue 36, item 3) --
+def test_concatenate_batches_joins_as_concat_with_a_warning():
+    from calcore.io.stream import concatenate_batches
+    from calcore.predictions import concat
+
+    preds = _preds()
+    parts = [
+        calcore.predictions.take(preds, slice(0, 7)),
+        calcore.predictions.take(preds, slice(7, None)),
+    ]
+    with pytest.warns(DeprecationWarning, match="calcore.predictions.concat"):
+        joined = concatenate_batches(parts)
+    np.testing.assert_array_equal(joined.probs, preds.probs)
+    np.testing.assert_array_equal(joined.labels, preds.labels)
+    np.testing.assert_array_equal(concat(parts).probs, joined.probs)

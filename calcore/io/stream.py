@@ -36,6 +36,7 @@ beyond one batch.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Sequence
 
@@ -712,8 +713,12 @@ def _display(source, files) -> str:
 
 
 def concatenate_batches(parts: list) -> Predictions:
-    """Batches of one stream (same classes) as one Predictions, in order: kept for its
-    importers, :func:`calcore.predictions.concat` (which calcore's code calls)."""
-    from calcore.predictions import concat
-
+    """Deprecated: :func:`calcore.predictions.concat`, the one join of rows (this name
+    works for one release, with a :class:`DeprecationWarning`)."""
+    warnings.warn(
+        "calcore.io.stream.concatenate_batches is deprecated: use "
+        "calcore.predictions.concat (the old name goes in the next release).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return concat(parts)

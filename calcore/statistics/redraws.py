@@ -34,6 +34,7 @@ from calcore.foundation.tuning import REDRAW_HINT_MISS_COST as _HINT_MISS_COST
 from calcore.foundation.tuning import REDRAW_HINT_ROW_COST as _HINT_ROW_COST
 from calcore.foundation.tuning import REDRAW_PRODUCT_MAX_CLASSES as _COMPARE_CLASSES
 from calcore.foundation.tuning import REDRAWN_LABELS_KEPT_BYTES
+from calcore.foundation.validation import frozen_array
 from calcore.statistics.accumulator import CalibrationStatistics
 from calcore.statistics.cells import replicate_sums
 from calcore.statistics.kde_cells import positive_moments, union_add
@@ -202,7 +203,7 @@ class KeptLabels:
             concurrently([lambda: draw(starts[:half]), lambda: draw(starts[half:])])
         else:
             draw(starts)
-        out.flags.writeable = False
+        out = frozen_array(out, owned=True)
         with self._lock:
             self._entries[key] = (weakref.ref(preds), out)
             for gone in [k for k, (ref, _) in self._entries.items() if ref() is None]:
