@@ -131,3 +131,19 @@ def test_concatenate_batches_joins_as_concat_with_a_warning():
     np.testing.assert_array_equal(joined.probs, preds.probs)
     np.testing.assert_array_equal(joined.labels, preds.labels)
     np.testing.assert_array_equal(concat(parts).probs, joined.probs)
+
+
+# -- evaluate_by(n_bootstrap=) -> evaluate_by(interval_resamples=) -----------------------------
+def test_evaluate_by_takes_n_bootstrap_as_interval_resamples_with_a_warning():
+    preds = _preds().with_metadata({"half": np.repeat(["a", "b"], 150)})
+    options = dict(n_resamples=19, metrics=["conf_ece"], beyond_model=False, seed=1)
+    new = calcore.evaluate_by(preds, "half", interval_resamples=20, **options)
+    with pytest.warns(DeprecationWarning, match=r"n_bootstrap=.*interval_resamples="):
+        old = calcore.evaluate_by(preds, "half", n_bootstrap=20, **options)
+    _same_report(old.overall, new.overall)
+    assert new.overall.n_resamples == 20 and "conf_ece" in new.overall.intervals
+    for a, b in zip(old.slices, new.slices, strict=True):
+        assert a.report.metrics == b.report.metrics and a.p_value == b.p_value
+        assert a.report.intervals["conf_ece"] == b.report.intervals["conf_ece"]
+    with pytest.raises(TypeError, match="both interval_resamples and its deprecated name"):
+        calcore.evaluate_by(preds, "half", interval_resamples=20, n_bootstrap=20, **options)

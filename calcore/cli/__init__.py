@@ -717,14 +717,14 @@ def _with_notes(lines: list[str], notes: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _evaluate(preds, args, *, metrics=None, n_bootstrap=None) -> CalibrationReport:
+def _evaluate(preds, args, *, metrics=None, interval_resamples=None) -> CalibrationReport:
     """``evaluate`` with the command's settings (``metrics``: else ``--metric`` if any)."""
     return evaluate(
         preds,
         bins=args.bins,
         binning=args.binning,
         seed=args.seed,
-        n_resamples=args.bootstrap if n_bootstrap is None else n_bootstrap,
+        n_resamples=args.bootstrap if interval_resamples is None else interval_resamples,
         metrics=getattr(args, "metric", None) if metrics is None else metrics,
         interval_method=None if args.interval == "auto" else args.interval,
     )
@@ -942,7 +942,7 @@ AFTER_MAX_FIT_ROWS = 1_000_000
 
 
 def _sliced_of_file(
-    args, *, metrics=None, n_bootstrap=None
+    args, *, metrics=None, interval_resamples=None
 ) -> tuple[SlicedReport, list[str], dict | None]:
     """:func:`evaluate_by` of ``args.file`` (streamed or loaded whole, as ``metrics`` does),
     the notes of both steps and, with ``--after``, the method and parameters fitted (the
@@ -972,7 +972,9 @@ def _sliced_of_file(
             bins=args.bins,
             binning=args.binning,
             seed=args.seed,
-            n_bootstrap=args.bootstrap if n_bootstrap is None else n_bootstrap,
+            interval_resamples=(
+                args.bootstrap if interval_resamples is None else interval_resamples
+            ),
             n_resamples=args.resamples,
             metrics=getattr(args, "metric", None) if metrics is None else metrics,
             rank_by=args.rank_by,
@@ -1435,16 +1437,20 @@ def _apply_npz(args, calibrator) -> int:
 def _check(args) -> int:
     """``calcore check``: gates checked before any data is read, reports written, exit 0 or 1."""
     checked = gates.parse_gates(args.max, args.min)
-    n_bootstrap = gates.bootstrap_for(args.on, args.bootstrap)
+    interval_resamples = gates.bootstrap_for(args.on, args.bootstrap)
     wanted = [k for k in METRICS if any(g.metric == k for g in checked)]
     args.split_given = args.split is not None
     args.split = _evaluated_split(args)
     try:
         if args.by:
-            sliced, notes, _ = _sliced_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
+            sliced, notes, _ = _sliced_of_file(
+                args, metrics=wanted, interval_resamples=interval_resamples
+            )
             result = gates.check_sliced(sliced, checked, on=args.on, file=args.file, notes=notes)
         else:
-            report, notes = _report_of_file(args, metrics=wanted, n_bootstrap=n_bootstrap)
+            report, notes = _report_of_file(
+                args, metrics=wanted, interval_resamples=interval_resamples
+            )
             result = gates.check_report(report, checked, on=args.on, file=args.file, notes=notes)
     except EmptySplitError as exc:
         raise _with_split_advice(args, exc) from None

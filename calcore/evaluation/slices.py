@@ -40,7 +40,7 @@ from calcore.evaluation.slice_results import (
 from calcore.evaluation.slice_truth import signed_truth
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import SLICE_RESAMPLES
-from calcore.foundation.validation import row_weights
+from calcore.foundation.validation import renamed_keywords, row_weights
 from calcore.metrics.registry import default_primary, metric_keys
 from calcore.predictions import Predictions
 from calcore.predictions.metadata import MAX_SLICE_VALUES
@@ -62,6 +62,7 @@ __all__ = [
 MIN_SLICE_ROWS = 30
 
 
+@renamed_keywords(n_bootstrap="interval_resamples")
 def evaluate_by(
     preds: Predictions,
     by,
@@ -69,7 +70,7 @@ def evaluate_by(
     bins=15,
     binning: str = "equal-width",
     seed: int = 0,
-    n_bootstrap: int = 0,
+    interval_resamples: int = 0,
     n_resamples: int = 200,
     confidence_level: float = 0.95,
     metrics=None,
@@ -96,11 +97,12 @@ def evaluate_by(
         ``"date:week"``; two or more cross.
     bins, binning, seed, confidence_level, metrics, interval_method :
         As in :func:`calcore.evaluate`, for the overall report and every slice's.
-    n_bootstrap : int, default 0
-        The bootstrap resamples of the overall report and every slice's
+    interval_resamples : int, default 0
+        The bootstrap resamples for the intervals of the overall report and every slice's
         (:func:`calcore.evaluate`'s ``n_resamples``). Named apart here because
         ``n_resamples`` counts the slices' redrawn label sets, as in
-        :func:`calcore.calibration_test`.
+        :func:`calcore.calibration_test`. (``n_bootstrap``, its name until 0.1, still
+        works for one release, with a DeprecationWarning.)
     n_resamples : int, default 200
         Redrawn label sets of each slice's test; 0: no tests (nor a change test), the
         slices are ranked by their share of the miscalibration (for very large data,
@@ -170,7 +172,7 @@ def evaluate_by(
         interval_method=interval_method,
     )
     common = dict(
-        n_bootstrap=n_bootstrap, n_resamples=n_resamples, rank_metric=rank_metric,
+        interval_resamples=interval_resamples, n_resamples=n_resamples, rank_metric=rank_metric,
         min_slice_rows=int(min_slice_rows), max_slices=max_slices,
     )  # fmt: skip
     if not isinstance(preds, Predictions):
@@ -194,7 +196,7 @@ def evaluate_by(
         else preds.with_transform(curve.transform)
     )
     after = evaluate_by(
-        mapped, by, bins=bins, binning=binning, seed=seed, n_bootstrap=0,
+        mapped, by, bins=bins, binning=binning, seed=seed, interval_resamples=0,
         n_resamples=n_resamples, metrics=[rank_metric], rank_by=rank_metric,
         min_slice_rows=min_slice_rows, sample_weight=sample_weight, max_slices=max_slices,
         beyond_model=False,
@@ -203,17 +205,17 @@ def evaluate_by(
 
 
 def _evaluate_in_memory_by(
-    preds, by, sample_weight, *, options, n_bootstrap, n_resamples, rank_metric,
+    preds, by, sample_weight, *, options, interval_resamples, n_resamples, rank_metric,
     min_slice_rows, max_slices,
 ) -> SlicedReport:  # fmt: skip
     slicing = slicing_of(preds.metadata, by, max_slices=max_slices)
     weights = row_weights(preds, sample_weight)
-    overall = evaluate(preds, n_resamples=n_bootstrap, sample_weight=weights, **options)
+    overall = evaluate(preds, n_resamples=interval_resamples, sample_weight=weights, **options)
     groups = slicing.row_groups()
     results = [
         _one_slice(
             preds, slicing, k, rows, weights,
-            options=options, n_bootstrap=n_bootstrap, n_resamples=n_resamples,
+            options=options, interval_resamples=interval_resamples, n_resamples=n_resamples,
             rank_metric=rank_metric, min_slice_rows=min_slice_rows,
         )
         for k, rows in enumerate(groups)
@@ -262,7 +264,7 @@ def _period_change(
 
 
 def _one_slice(
-    preds, slicing: Slicing, k, rows, weights, *, options, n_bootstrap, n_resamples,
+    preds, slicing: Slicing, k, rows, weights, *, options, interval_resamples, n_resamples,
     rank_metric, min_slice_rows,
 ) -> SliceResult:  # fmt: skip
     values = slicing.values[k]
@@ -276,7 +278,7 @@ def _one_slice(
     testable = rows.size >= min_slice_rows and preds.normalized and n_resamples > 0
     report = evaluate(
         sub,
-        n_resamples=n_bootstrap if testable else 0,
+        n_resamples=interval_resamples if testable else 0,
         sample_weight=w,
         test_calibration=False,
         **options,

@@ -11,7 +11,7 @@ ranges of the same rows in memory. What differs from memory, and is said in the 
 
 * intervals are Poisson bootstrap intervals (as for :func:`calcore.evaluate` on a stream);
 * the overall report's calibration test is of the ranking metric only, with the slices'
-  ``n_resamples`` redrawn label sets (in memory: every error, ``n_bootstrap`` sets);
+  ``n_resamples`` redrawn label sets (in memory: every error, ``interval_resamples`` sets);
 * the change between the first and last periods reads those two periods' rows (a seeded
   sample of :data:`~calcore.evaluation.slice_results.PERIOD_TEST_ROWS` of a larger period, the
   same rows as in memory) in one more pass, when they fit in
@@ -61,7 +61,7 @@ PERIOD_CHANGE_MAX_VALUES = 1 << 24
 
 
 def evaluate_stream_by(
-    stream, by, *, options, n_bootstrap, n_resamples, rank_metric, min_slice_rows, max_slices
+    stream, by, *, options, interval_resamples, n_resamples, rank_metric, min_slice_rows, max_slices
 ):
     """:func:`calcore.evaluate_by` of a stream (its options already checked there)."""
     if not isinstance(stream, PredictionStream):
@@ -70,7 +70,7 @@ def evaluate_stream_by(
             f"{type(stream).__name__}. Load the file with load_predictions, or open it with "
             "calcore.scan(path, slice_columns=[...])."
         )
-    _check(options, n_bootstrap)
+    _check(options, interval_resamples)
     if not stream.slice_columns:
         raise CalcoreError(
             f"{stream.name}: the stream reads no slice column. Open it with "
@@ -95,10 +95,10 @@ def evaluate_stream_by(
         slicer,
         requests=requests,
         kde=kde,
-        bootstrap=(int(n_bootstrap), seed) if n_bootstrap else None,
+        bootstrap=(int(interval_resamples), seed) if interval_resamples else None,
         redraws=(int(n_resamples), seed) if n_resamples else None,
         redraw_keys={CELLS_OF_METRIC.get(rank_metric, rank_metric)},
-        double_bootstrap=bool(n_bootstrap)
+        double_bootstrap=bool(interval_resamples)
         and needs_double_bootstrap(wanted, options["interval_method"]),
         proper_scores=bool(PROPER_SCORES & wanted),
     )
@@ -122,11 +122,11 @@ def evaluate_stream_by(
         interval_method=options["interval_method"],
     )
     tested = [rank_metric] if n_resamples else []
-    overall = streamed_report(out.overall, n_resamples=n_bootstrap, tested=tested, **report)
+    overall = streamed_report(out.overall, n_resamples=interval_resamples, tested=tested, **report)
     results = [
         _one_slice(
             passes, out.slicing.columns, values, rank_metric=rank_metric,
-            min_slice_rows=min_slice_rows, n_bootstrap=n_bootstrap, report=report,
+            min_slice_rows=min_slice_rows, interval_resamples=interval_resamples, report=report,
         )
         for passes, values in zip(out.slices, out.slicing.values, strict=True)
     ]  # fmt: skip
@@ -157,23 +157,23 @@ def evaluate_stream_by(
     )  # fmt: skip
 
 
-def _check(options, n_bootstrap) -> None:
+def _check(options, interval_resamples) -> None:
     """The checks :func:`calcore.evaluate` makes of a stream's options."""
     resolve_binning(options["binning"], options["bins"])
-    N_BOOTSTRAP.check(n_bootstrap, "n_bootstrap")
-    if n_bootstrap:
-        check_bootstrap_options(n_bootstrap, options["confidence_level"])
+    N_BOOTSTRAP.check(interval_resamples, "interval_resamples")
+    if interval_resamples:
+        check_bootstrap_options(interval_resamples, options["confidence_level"])
     method = options["interval_method"]
     if method is not None:
         check_interval_method(method)
-        if method == "bca" and n_bootstrap:
+        if method == "bca" and interval_resamples:
             raise CalcoreError(
                 "interval_method='bca' needs in-memory predictions (its jackknife leaves out "
                 "groups of rows); streams give 'percentile', 'basic' or 'bc' intervals."
             )
 
 
-def _one_slice(passes, columns, values, *, rank_metric, min_slice_rows, n_bootstrap, report):
+def _one_slice(passes, columns, values, *, rank_metric, min_slice_rows, interval_resamples, report):
     stats = passes.statistics
     n, weight = int(stats.n_rows), float(stats.weight)
     if weight == 0:
@@ -183,7 +183,7 @@ def _one_slice(passes, columns, values, *, rank_metric, min_slice_rows, n_bootst
     testable = n >= min_slice_rows and stats.normalized and passes.redrawn is not None
     # an untested slice gets point estimates only, as in memory
     own = replace(passes, redrawn=None, bootstrap=passes.bootstrap if testable else None)
-    result = streamed_report(own, n_resamples=n_bootstrap if testable else 0, **report)
+    result = streamed_report(own, n_resamples=interval_resamples if testable else 0, **report)
     if not testable:
         why = (
             "unnormalised predictions"

@@ -214,9 +214,9 @@ def _cause(lanes) -> str:
 
 def _fixes(size: int) -> str:
     return (
-        "Ask for fewer resamples (n_resamples=; evaluate_by's n_bootstrap=), leave kde_ece and "
-        "kde_ece_classwise out of metrics=, or raise spark.driver.maxResultSize (and the "
-        f"driver's memory, spark.driver.memory) above {_megabytes(2 * size)}."
+        "Ask for fewer resamples (n_resamples=; evaluate_by's interval_resamples=), leave "
+        "kde_ece and kde_ece_classwise out of metrics=, or raise spark.driver.maxResultSize "
+        f"(and the driver's memory, spark.driver.memory) above {_megabytes(2 * size)}."
     )
 
 

@@ -584,12 +584,12 @@ SLICE_TEST_RESAMPLES = 200
 @st.cache_resource(show_spinner=False, max_entries=_SMALL, ttl=CACHE_TTL_S)
 @holding_slot
 def sliced(
-    key: str, by: tuple[str, ...], rank_by: str, binning: str, bins, n_bootstrap: int, _preds
+    key: str, by: tuple[str, ...], rank_by: str, binning: str, bins, interval_resamples: int, _preds
 ) -> calcore.SlicedReport:
     """``calcore.evaluate_by`` of the test rows (one output) by ``by``."""
     b, k = calcore_binning(binning, bins)
     return calcore.evaluate_by(
-        _preds, list(by), bins=k, binning=b, n_bootstrap=n_bootstrap, seed=0,
+        _preds, list(by), bins=k, binning=b, interval_resamples=interval_resamples, seed=0,
         n_resamples=SLICE_TEST_RESAMPLES, metrics=SLICE_METRICS, rank_by=rank_by,
     )  # fmt: skip
 

@@ -370,7 +370,7 @@ def streamed_sliced(
         if progress is not None:
             s = s.with_progress(progress)
         return calcore.evaluate_by(
-            s, list(by), bins=k, binning=b, n_bootstrap=0, seed=0, rank_by=rank_by,
+            s, list(by), bins=k, binning=b, interval_resamples=0, seed=0, rank_by=rank_by,
             n_resamples=STREAMED_SLICE_RESAMPLES, metrics=SLICE_METRICS,
         )  # fmt: skip
 

@@ -193,7 +193,7 @@ def test_the_slices_view_evaluates_every_test_row_on_request(data_dir):
     (period,) = calcore.slicing_of(test_sample.metadata, ["date"]).resolved
     specs = [f"date:{period}"]  # a stream needs the period named: the sample's
     kw = dict(
-        n_bootstrap=0, seed=0, n_resamples=server_datasets.STREAMED_SLICE_RESAMPLES,
+        interval_resamples=0, seed=0, n_resamples=server_datasets.STREAMED_SLICE_RESAMPLES,
         metrics=list(compute.SLICE_METRICS),
     )  # fmt: skip
     ts = calcore.make_calibrator("ts").fit(calib)
@@ -303,7 +303,7 @@ def test_slice_columns_are_read_in_the_background_once_the_page_is_drawn(data_di
     (frame,) = [d.value for d in at.dataframe if "q-value" in d.value.columns]
     with_columns = calcore.scan(data_dir / NAME, split="test", slice_columns=["device"])
     sample, _ = with_columns.sample(N_SAMPLE, seed=0)
-    expected = calcore.evaluate_by(sample, ["device"], metrics=("accuracy",), n_bootstrap=0)
+    expected = calcore.evaluate_by(sample, ["device"], metrics=("accuracy",), interval_resamples=0)
     want = {s.label: s.n for s in expected.slices}
     assert dict(zip(frame["slice"], frame["rows"], strict=True)) == want
     assert len(want) == len(demo.DEVICES)

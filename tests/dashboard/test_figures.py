@@ -644,7 +644,7 @@ def _sliced_sim():
     group = np.array(["<i>big</i>"] * 400 + ["small"] * 200 + ["tiny"] * 20)
     preds = preds.with_metadata({"g": group})
     return preds, calcore.evaluate_by(
-        preds, "g", n_resamples=19, n_bootstrap=20, rank_by="top_label_ece"
+        preds, "g", n_resamples=19, interval_resamples=20, rank_by="top_label_ece"
     )
 
 

@@ -147,7 +147,7 @@ def test_a_streamed_slice_matches_a_hand_computed_ece(files, frame):
 
 
 def test_batching_does_not_change_a_streamed_slicing(files):
-    kw = dict(n_resamples=19, n_bootstrap=20)
+    kw = dict(n_resamples=19, interval_resamples=20)
     a, b = (
         calcore.evaluate_by(
             calcore.scan(files / "p.parquet", slice_columns=["country"], batch_rows=rows),
@@ -265,7 +265,7 @@ def test_the_slices_sums_stay_within_the_memory_budget(files, monkeypatch):
     stream = calcore.scan(files / "p.parquet", slice_columns=["country", "visits"])
     monkeypatch.setenv("CALCORE_MAX_DECODED_BYTES", "3000000")
     with pytest.raises(CalcoreError, match=r"slices so far keep \d+ MiB of sums.*over the 3 MiB"):
-        calcore.evaluate_by(stream, ["country", "visits"], n_bootstrap=50, n_resamples=9)
+        calcore.evaluate_by(stream, ["country", "visits"], interval_resamples=50, n_resamples=9)
 
 
 def test_cli_slices_a_parquet_file_by_streaming_it(files, capsys):

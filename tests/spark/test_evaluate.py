@@ -114,7 +114,7 @@ def test_binary_positions_and_metrics_by_file_order(spark, tmp_path):
 
 
 def test_evaluate_by_slices_match_the_embedded_engine(spark, folder):
-    options = dict(n_bootstrap=10, n_resamples=50, beyond_model=False, seed=2)
+    options = dict(interval_resamples=10, n_resamples=50, beyond_model=False, seed=2)
     for by in ("day:q4",):
         emb = calcore.evaluate_by(calcore.scan(folder, slice_columns=["day"]), by=by, **options)
         src = calcore.from_spark(_shuffled(_read(spark, folder), 7), slice_columns=["day"])

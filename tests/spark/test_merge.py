@@ -189,7 +189,7 @@ def test_a_state_over_max_result_size_is_refused_before_the_job(folder):
         calcore.evaluate(src, **dict(OPTIONS, n_resamples=200))
     text = str(info.value)
     assert "at least" in text and "spark.driver.maxResultSize" in text and "200 resamples" in text
-    assert "n_bootstrap" in text and "kde_ece" in text and "MB" in text
+    assert "interval_resamples" in text and "kde_ece" in text and "MB" in text
     assert [p for p, _, _ in local.log] == ["profile"]  # the accumulating pass never ran
 
 
@@ -221,7 +221,7 @@ def test_sparks_max_result_size_abort_is_explained():
     err = _merge.result_size_error(spark_says, (10**8, 4 * 10**8), lanes, "logs", 2)
     text = str(err)
     assert "logs" in text and "400 MB" in text and "2 group(s)" in text
-    assert "200 resamples" in text and "n_bootstrap" in text and "800 MB" in text
+    assert "200 resamples" in text and "interval_resamples" in text and "800 MB" in text
     assert _merge.result_size_error(Exception("another"), None, lanes, "logs", 0) is None
 
 
@@ -284,7 +284,7 @@ def test_two_level_slices_equal_the_embedded_engine(folder, metrics):
     """evaluate_by: slices are matched by their entry in the groups (in a first pass,
     ``["conf_ece"]`` alone, each task numbers them itself); every slice's report is the
     embedded engine's."""
-    options = dict(metrics=metrics, n_bootstrap=10, n_resamples=20, seed=2)
+    options = dict(metrics=metrics, interval_resamples=10, n_resamples=20, seed=2)
     emb = calcore.evaluate_by(calcore.scan(folder, slice_columns=["day"]), by="day:q3", **options)
     src, local = _local(calcore.scan(folder, slice_columns=["day"], batch_rows=800), 6, 3)
     got = calcore.evaluate_by(src, by="day:q3", **options)

@@ -46,7 +46,7 @@ TOP_PANELS = 8
 LEVEL = 0.05
 
 
-def n_bootstrap(ctx) -> int:
+def interval_resamples(ctx) -> int:
     """The sidebar's resamples, or none while the Metrics view defers them (large data)."""
     return 0 if metrics.intervals_deferred(ctx) else ctx.settings.n_resamples
 
@@ -57,7 +57,7 @@ def sliced_reports(
     """Every output's ``calcore.evaluate_by`` (cached per output), in the page's order;
     ``extra``: more outputs, ``{label: (cache key, predictions)}``, after them."""
     s = ctx.settings
-    boot = n_bootstrap(ctx)
+    boot = interval_resamples(ctx)
     calls = {
         label: functools.partial(compute.sliced, key, by, rank_by, s.binning, s.bins, boot, preds)
         for label, (key, preds) in _outputs(ctx, extra).items()
@@ -387,7 +387,7 @@ def show(
         st.caption(esc(note))
     ordered = sliced.ordered and len(sliced.slices) > 1
     chart(funnel_figure(ctx, method, sliced, where), "figure.slices.funnel" + where)
-    options = (sliced.columns, sliced.rank_metric, n_bootstrap(ctx), tuple(reports))
+    options = (sliced.columns, sliced.rank_metric, interval_resamples(ctx), tuple(reports))
     if ordered:
         chart(
             ctx.figure("slices.order" + where,
@@ -417,7 +417,7 @@ def show(
 
 def funnel_figure(ctx, method: str, sliced: calcore.SlicedReport, where: str = ""):
     """The error-against-size figure of ``method``'s slices (cached per settings)."""
-    options = (method, sliced.columns, sliced.rank_metric, n_bootstrap(ctx))
+    options = (method, sliced.columns, sliced.rank_metric, interval_resamples(ctx))
     return ctx.figure(
         "slices.funnel" + where,
         lambda: slice_funnel_figure(sliced, method=method),
