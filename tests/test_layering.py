@@ -4,7 +4,8 @@ Data flows one way (source -> predictions or batches -> statistics -> diagnostic
 figures -> page), so a module may import only from its own package or the packages of
 lower layers. One layer per package (folder), lowest first:
 
-0. ``calcore.foundation`` -- on plain arrays and numbers: errors, validation, softmax,
+0. ``calcore.foundation`` -- on plain arrays and numbers: errors, validation, the helpers of
+   renamed names (deprecation), softmax,
    limits (counts and the decoded-size budget), threads (one worker policy), the constants
    chosen by measuring (tuning), binning schemes, the kernel density estimators, keyed
    random numbers, exact ranks over several passes;

@@ -7,6 +7,7 @@ other tests and the benchmarks use the new ones.
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 
 import numpy as np
@@ -20,8 +21,8 @@ from calcore.evaluation import significance
 # -- calcore.evaluation.calibration_test (the module) -> calcore.evaluation.significance --
 def test_the_function_keeps_its_public_paths():
     assert calcore.calibration_test is significance.calibration_test
-    assert calcore.evaluation.calibration_test is significance.calibration_test
     assert calcore.CalibrationTest is significance.CalibrationTest
+    assert calcore.evaluation.CalibrationTest is significance.CalibrationTest
 
 
 def test_the_old_module_path_imports_its_names_with_a_warning():
@@ -31,9 +32,23 @@ def test_the_old_module_path_imports_its_names_with_a_warning():
     with pytest.warns(DeprecationWarning, match="test_from_null is now p_values_from_null"):
         from calcore.evaluation.calibration_test import test_from_null
     assert test_from_null is significance.p_values_from_null
-    # importing the old path does not replace the function by a module
-    importlib.import_module("calcore.evaluation.calibration_test")
-    assert calcore.evaluation.calibration_test is significance.calibration_test
+
+
+def test_import_the_old_module_path_as_a_name_gives_the_deprecated_module():
+    """``import a.b.c as m`` and ``a.b.c.name`` read the attribute ``c`` of ``a.b``, not
+    ``sys.modules``: for one release that attribute is the old module, as until 0.1 (the
+    function is ``calcore.calibration_test``), so every form of the old import works."""
+    import calcore.evaluation.calibration_test as old
+
+    assert old is sys.modules["calcore.evaluation.calibration_test"]
+    assert old is importlib.import_module("calcore.evaluation.calibration_test")
+    assert calcore.evaluation.calibration_test is old
+    with pytest.warns(DeprecationWarning, match="import calcore.evaluation.significance"):
+        assert old.TESTABLE_METRICS is significance.TESTABLE_METRICS
+    with pytest.warns(DeprecationWarning, match="test_from_null is now p_values_from_null"):
+        assert old.test_from_null is significance.p_values_from_null
+    with pytest.warns(DeprecationWarning):
+        assert calcore.evaluation.calibration_test.calibration_test is calcore.calibration_test
 
 
 def test_the_old_module_path_refuses_names_it_never_had_without_a_warning():
