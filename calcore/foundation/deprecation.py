@@ -58,7 +58,10 @@ def renamed_keywords(**new_of_old: str):
     """
 
     def decorate(function):
-        name = function.__name__
+        # A method is named with its class (``CalibrationTest.verdict``), as Python's own
+        # TypeErrors name it; a function defined in a function by its name alone.
+        qualified = function.__qualname__
+        name = function.__name__ if "<locals>" in qualified else qualified
 
         @functools.wraps(function)
         def with_old_names(*args, **kwargs):
