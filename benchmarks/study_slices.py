@@ -67,7 +67,7 @@ def run_cell(n_classes, args, *, with_planted: bool) -> dict:
             preds, "segment", n_resamples=args.resamples, seed=rep, metrics=["top_label_ece"]
         )
         truth = {f"s{k:02d}" for k in planted}
-        found = {s.label for s in sliced.discoveries(args.level)}
+        found = {s.label for s in sliced.discoveries(alpha=args.level)}
         false = len(found - truth)
         counts["any_false"] += false > 0
         counts["fdr"] += false / max(len(found), 1)

@@ -411,7 +411,7 @@ from calcore.statistics.scoring import (
     negative_log_likelihood,
 )
 
-# The old paths of moved modules (calcore.kde, calcore.binning, ...) for one release.
+# The old paths of moved modules (calcore._deprecated_paths.MOVED) for one release.
 _install_deprecated_paths()
 
 __all__ = [

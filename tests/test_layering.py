@@ -4,7 +4,8 @@ Data flows one way (source -> predictions or batches -> statistics -> diagnostic
 figures -> page), so a module may import only from its own package or the packages of
 lower layers. One layer per package (folder), lowest first:
 
-0. ``calcore.foundation`` -- on plain arrays and numbers: errors, validation, softmax,
+0. ``calcore.foundation`` -- on plain arrays and numbers: errors, validation, the helpers of
+   renamed names (deprecation), softmax,
    limits (counts and the decoded-size budget), threads (one worker policy), the constants
    chosen by measuring (tuning), binning schemes, the kernel density estimators, keyed
    random numbers, exact ranks over several passes;
@@ -33,13 +34,15 @@ streamlit or plotly; modules do not import another module's private (underscore)
 ``import calcore`` loads neither pandas nor pyarrow (they load when a file is read) nor
 scipy.stats (slow to import; the slices' q-values load it). A
 module that moved keeps its old path for one release (``calcore._deprecated_paths``):
-nothing of calcore's, the dashboard's or the benchmarks' imports it there.
+nothing of calcore's, the dashboard's or the benchmarks' imports it there, and calcore's and
+the dashboard's text (docstrings, comments) names the new path.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 import warnings
@@ -336,4 +339,45 @@ def test_nothing_imports_a_module_at_its_old_path():
             loaded = {imported} | {f"{imported}.{n}" for n in names}
             for old in sorted(loaded & MOVED.keys()):
                 wrong.append(f"{path.relative_to(ROOT)}:{line}: {old} (now {MOVED[old]})")
+    assert not wrong, "\n".join(wrong)
+
+
+#: An old path as a whole dotted name: not the tail of a longer one (``x.calcore.kde``)
+#: and not the start of a longer word (``calcore.metrics.kde`` in ``calcore.metrics.kde_ece``).
+#: ``calcore.kde.kde_ece`` still counts (a name in the moved module, at its old path): no
+#: old path is a package that a module at a new path could be in (checked below).
+_OLD_PATHS = "|".join(re.escape(old) for old in sorted(MOVED, key=len, reverse=True))
+OLD_PATH_IN_TEXT = re.compile(rf"(?<![\w.])({_OLD_PATHS})(?!\w)")
+
+
+def old_paths_in_text(text: str) -> list[str]:
+    """The old paths of :data:`MOVED` named in ``text``, in order."""
+    return OLD_PATH_IN_TEXT.findall(text)
+
+
+def test_the_old_path_pattern_matches_whole_dotted_names_only():
+    assert old_paths_in_text("see :data:`calcore.kde.KDE_MIN_EFFECTIVE_ROWS`.") == ["calcore.kde"]
+    assert old_paths_in_text("from calcore.metrics.kde import x; calcore.io._budget") == [
+        "calcore.metrics.kde",
+        "calcore.io._budget",
+    ]
+    assert old_paths_in_text("calcore.metrics.kde_ece, calcore.slicing_batches") == [
+        "calcore.slicing_batches"
+    ]
+    assert (
+        old_paths_in_text("calcore.foundation.kernel_density, mycalcore.kde, a.calcore.kde") == []
+    )
+    assert not any(module.startswith(old + ".") for old in MOVED for module in MODULES)
+
+
+def test_no_docstring_or_comment_names_a_module_at_its_old_path():
+    """calcore's and the dashboard's text (docstrings, comments, messages) names each moved
+    module at its new path; only the table of old paths names the old ones."""
+    wrong = []
+    for path in [p for folder in ("calcore", "dashboard") for p in (ROOT / folder).rglob("*.py")]:
+        if path == PACKAGE / "_deprecated_paths.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for old in old_paths_in_text(line):
+                wrong.append(f"{path.relative_to(ROOT)}:{number}: {old} (now {MOVED[old]})")
     assert not wrong, "\n".join(wrong)

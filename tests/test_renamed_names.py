@@ -7,6 +7,7 @@ other tests and the benchmarks use the new ones.
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 
 import numpy as np
@@ -20,8 +21,8 @@ from calcore.evaluation import significance
 # -- calcore.evaluation.calibration_test (the module) -> calcore.evaluation.significance --
 def test_the_function_keeps_its_public_paths():
     assert calcore.calibration_test is significance.calibration_test
-    assert calcore.evaluation.calibration_test is significance.calibration_test
     assert calcore.CalibrationTest is significance.CalibrationTest
+    assert calcore.evaluation.CalibrationTest is significance.CalibrationTest
 
 
 def test_the_old_module_path_imports_its_names_with_a_warning():
@@ -31,9 +32,23 @@ def test_the_old_module_path_imports_its_names_with_a_warning():
     with pytest.warns(DeprecationWarning, match="test_from_null is now p_values_from_null"):
         from calcore.evaluation.calibration_test import test_from_null
     assert test_from_null is significance.p_values_from_null
-    # importing the old path does not replace the function by a module
-    importlib.import_module("calcore.evaluation.calibration_test")
-    assert calcore.evaluation.calibration_test is significance.calibration_test
+
+
+def test_import_the_old_module_path_as_a_name_gives_the_deprecated_module():
+    """``import a.b.c as m`` and ``a.b.c.name`` read the attribute ``c`` of ``a.b``, not
+    ``sys.modules``: for one release that attribute is the old module, as until 0.1 (the
+    function is ``calcore.calibration_test``), so every form of the old import works."""
+    import calcore.evaluation.calibration_test as old
+
+    assert old is sys.modules["calcore.evaluation.calibration_test"]
+    assert old is importlib.import_module("calcore.evaluation.calibration_test")
+    assert calcore.evaluation.calibration_test is old
+    with pytest.warns(DeprecationWarning, match="import calcore.evaluation.significance"):
+        assert old.TESTABLE_METRICS is significance.TESTABLE_METRICS
+    with pytest.warns(DeprecationWarning, match="test_from_null is now p_values_from_null"):
+        assert old.test_from_null is significance.p_values_from_null
+    with pytest.warns(DeprecationWarning):
+        assert calcore.evaluation.calibration_test.calibration_test is calcore.calibration_test
 
 
 def test_the_old_module_path_refuses_names_it_never_had_without_a_warning():
@@ -147,3 +162,90 @@ def test_evaluate_by_takes_n_bootstrap_as_interval_resamples_with_a_warning():
         assert a.report.intervals["conf_ece"] == b.report.intervals["conf_ece"]
     with pytest.raises(TypeError, match="both interval_resamples and its deprecated name"):
         calcore.evaluate_by(preds, "half", interval_resamples=20, n_bootstrap=20, **options)
+
+
+# -- level -> alpha where it is a significance level (statsmodels' and SciPy's name) --------
+def test_calibration_test_verdict_takes_level_as_alpha_with_a_warning():
+    test = significance.CalibrationTest({"conf_ece": 0.1}, {"conf_ece": 0.03}, 99, 0)
+    assert test.verdict("conf_ece", alpha=0.05).startswith("miscalibrated")
+    assert test.verdict("conf_ece", alpha=0.01).startswith("consistent with calibrated")
+    for alpha in (0.05, 0.01):
+        with pytest.warns(DeprecationWarning, match=r"CalibrationTest\.verdict\(level=.*alpha="):
+            old = test.verdict("conf_ece", level=alpha)
+        assert old == test.verdict("conf_ece", alpha=alpha)
+    with pytest.raises(TypeError, match="both alpha and its deprecated name level"):
+        test.verdict("conf_ece", alpha=0.05, level=0.05)
+
+
+def test_period_change_verdict_takes_level_as_alpha_with_a_warning():
+    from calcore.evaluation.slice_results import PeriodChange
+
+    change = PeriodChange("conf_ece", "2026-11-02", "2026-11-09", 0.02, 0.05, 0.03, 99)
+    assert ": a change" in change.verdict(alpha=0.05)
+    assert "no evidence of a change" in change.verdict(alpha=0.01)
+    for alpha in (0.05, 0.01):
+        with pytest.warns(DeprecationWarning, match=r"PeriodChange\.verdict\(level=.*alpha="):
+            assert change.verdict(level=alpha) == change.verdict(alpha=alpha)
+    with pytest.raises(TypeError, match="both alpha and its deprecated name level"):
+        change.verdict(alpha=0.05, level=0.05)
+
+
+def _sliced():
+    """Four slices of 300 rows, the second over-confident."""
+    parts = [
+        calcore.simulate_predictions(
+            calcore.dirichlet_simulator(
+                3, miscalibration="overconfident" if k == 1 else "calibrated", strength=2.0
+            ),
+            300,
+            seed=k,
+        ).preds
+        for k in range(4)
+    ]
+    preds = calcore.predictions.concat(parts)
+    preds = preds.with_metadata({"segment": np.repeat(["a", "b", "c", "d"], 300)})
+    return calcore.evaluate_by(preds, "segment", n_resamples=49, seed=0)
+
+
+def test_sliced_report_takes_level_as_alpha_with_a_warning():
+    sliced = _sliced()
+    tested = tuple(s for s in sliced.slices if s.tested)
+    assert tested and sliced.discoveries(alpha=1.0) == tested  # every q-value is <= 1
+    assert sliced.discoveries(alpha=0.0) == ()  # q-values are at least 1 / (R + 1)
+    for method in ("discoveries", "standouts", "headline"):
+        new = getattr(sliced, method)
+        for alpha in (0.0, 0.05, 1.0):
+            with pytest.warns(DeprecationWarning, match=rf"SlicedReport\.{method}\(level="):
+                assert new(level=alpha) == new(alpha=alpha), (method, alpha)
+        with pytest.raises(TypeError, match="both alpha and its deprecated name level"):
+            new(alpha=0.05, level=0.05)
+    assert sliced.headline(alpha=0.0) != sliced.headline(alpha=1.0)
+
+
+def test_binary_summary_takes_level_as_alpha_with_a_warning():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.05, 0.5, 2000)
+    y = (rng.random(2000) < p).astype(int)
+    report = calcore.evaluate(calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y))
+    assert 0 < report.metrics["hosmer_lemeshow_p"] < 1
+    # Hosmer-Lemeshow is named where its p-value is at most alpha: always at 1, never at 0
+    assert "Hosmer-Lemeshow" in calcore.binary_summary(report, alpha=1.0)
+    assert "Hosmer-Lemeshow" not in calcore.binary_summary(report, alpha=0.0)
+    for alpha in (0.0, 1.0):
+        with pytest.warns(DeprecationWarning, match=r"binary_summary\(level=.*alpha="):
+            old = calcore.binary_summary(report, level=alpha)
+        assert old == calcore.binary_summary(report, alpha=alpha)
+    with pytest.raises(TypeError, match="both alpha and its deprecated name level"):
+        calcore.binary_summary(report, alpha=0.05, level=0.05)
+
+
+def test_alpha_gives_no_warning():
+    sliced = _sliced()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        sliced.discoveries(alpha=0.05)
+        sliced.standouts(alpha=0.05)
+        sliced.headline(alpha=0.05)
+        sliced.discoveries()
+        significance.CalibrationTest({"k": 0.1}, {"k": 0.5}, 9, 0).verdict("k", alpha=0.05)
+        calcore.binary_summary(sliced.overall, alpha=0.05)

@@ -247,7 +247,7 @@ class SortedCumulativeIsotonic(Calibrator):
     its ``r`` largest probabilities, with outcome ``1{y in top r}``. The fit
     ``G`` is the exact least-squares (equivalently NLL) isotonic regression on
     the product order (non-decreasing in ``c`` for fixed ``r`` and in ``r`` for
-    fixed ``c``), computed by :func:`calcore.calibrators.isotonic_regression_ranked`.
+    fixed ``c``), computed by :func:`calcore.calibrators._scir.isotonic_regression_ranked`.
     The class at rank ``r`` then gets ``G(c_r, r) - G(c_{r-1}, r-1)`` with
     ``G(., 0) = 0`` and ``G(., L) = 1`` (non-negative, summing to 1).
 

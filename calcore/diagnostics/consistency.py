@@ -18,15 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calcore.foundation.deprecation import renamed_attribute, renamed_keywords
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import N_RESAMPLES
 from calcore.foundation.tuning import CONSISTENCY_DRAWS_PER_BLOCK as _DRAWS_PER_BLOCK
-from calcore.foundation.validation import (
-    freeze_fields,
-    refuse_weights,
-    renamed_attribute,
-    renamed_keywords,
-)
+from calcore.foundation.validation import freeze_fields, refuse_weights
 from calcore.predictions import Predictions
 from calcore.predictions.reductions import binary_view
 from calcore.statistics.cells import CellSums, replicate_sums

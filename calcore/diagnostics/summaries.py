@@ -527,8 +527,11 @@ def validity_summary(curves: Mapping[str, ValidityCurve], *, level: float = 0.9)
     ----------
     curves : mapping of str to ValidityCurve
         By method label.
-    level : float
-        The share of test points (and of resamples, for the conditional curve).
+    level : float, default 0.9
+        The share of test points (and of resamples, for the conditional curve) that must
+        lie within epsilon: the validity curve's height, read where it reaches ``level``.
+        Neither a significance level nor the confidence level of an interval, so it keeps
+        its name (``alpha`` and ``confidence_level`` elsewhere are those).
 
     Returns
     -------

@@ -13,7 +13,9 @@ protocols
 significance
     ``calibration_test`` and ``CalibrationTest``: p-values of "the model is calibrated"
     by consistency resampling (until 0.1 the module ``calibration_test``, a name that
-    pytest collects as a test file; that path still imports, deprecated, one release).
+    pytest collects as a test file). For one release ``calcore.evaluation.calibration_test``
+    is still that module, deprecated (each name read from it warns); the function is
+    ``calcore.calibration_test``.
 verdict
     ``Verdict``: which calibrator to ship, from paired differences on a comparison's
     common resamples (``Comparison.verdict``).
@@ -36,9 +38,9 @@ from calcore.evaluation.protocols import (
     learning_curve,
     random_split,
 )
-from calcore.evaluation.significance import CalibrationTest, calibration_test
+from calcore.evaluation.significance import CalibrationTest
 from calcore.evaluation.verdict import PairedDifference, Verdict, verdict_of
-from calcore.foundation.validation import renamed_module
+from calcore.foundation.deprecation import renamed_module
 from calcore.metrics.registry import default_primary
 
 __all__ = [
@@ -56,7 +58,6 @@ __all__ = [
     "calibrator_validity",
     "random_split",
     "concatenate",
-    "calibration_test",
     "CalibrationTest",
     "Verdict",
     "PairedDifference",
@@ -64,9 +65,12 @@ __all__ = [
     "default_primary",
 ]
 
-# The old module path, without a file of its own: a file would be called
-# calibration_test.py again (pytest's *_test.py pattern), and importing it would replace
-# the function calcore.evaluation.calibration_test by the module.
-renamed_module(
+# The old module path, without a file of its own (it would be called calibration_test.py
+# again: pytest's *_test.py pattern). It is also this package's attribute calibration_test,
+# as it was until 0.1: `import calcore.evaluation.calibration_test as m` and
+# `calcore.evaluation.calibration_test.TESTABLE_METRICS` read that attribute, so while the
+# old path lives, the function is calcore.calibration_test and significance.calibration_test
+# only (a package attribute cannot be both the function and the module).
+calibration_test = renamed_module(
     "calcore.evaluation.calibration_test", significance, {"test_from_null": "p_values_from_null"}
 )

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+from calcore.foundation.deprecation import renamed_keywords
+
 __all__ = ["binary_summary"]
 
 
@@ -32,7 +34,8 @@ def _p(value: float) -> str:
     return f"p = {value:.2g}" if value > 0 else "p < 1e-300"
 
 
-def binary_summary(report, *, positive: str = "class 1", level: float = 0.05) -> str:
+@renamed_keywords(level="alpha")
+def binary_summary(report, *, positive: str = "class 1", alpha: float = 0.05) -> str:
     """One sentence on a binary report's calibration, or "" when it has no binary measures.
 
     Parameters
@@ -42,8 +45,10 @@ def binary_summary(report, *, positive: str = "class 1", level: float = 0.05) ->
         sentence says how sure).
     positive : str
         How class 1 is named (its class name).
-    level : float
-        The level at which Hosmer-Lemeshow's p-value is called small.
+    alpha : float, default 0.05
+        The significance level of Hosmer-Lemeshow's test: its p-value is called small at
+        ``p <= alpha``. Until 0.1 ``level``, which still works for one release, with a
+        DeprecationWarning.
 
     Returns
     -------
@@ -98,7 +103,7 @@ def binary_summary(report, *, positive: str = "class 1", level: float = 0.05) ->
         else:
             parts.append(f"calibration slope {s_shown}")
     hl_p = m.get("hosmer_lemeshow_p")
-    if hl_p is not None and math.isfinite(hl_p) and hl_p <= level:
+    if hl_p is not None and math.isfinite(hl_p) and hl_p <= alpha:
         if flagged:  # the rate or the slope already says the deciles are off
             parts.append(f"Hosmer-Lemeshow on deciles agrees ({_p(hl_p)})")
         else:  # a shape that neither the overall rate nor the slope shows

@@ -45,6 +45,7 @@ from calcore.evaluation.significance import (
     tested_statistics,
 )
 from calcore.foundation.binning import resolve_binning
+from calcore.foundation.deprecation import renamed_attribute, renamed_keywords
 from calcore.foundation.errors import CalcoreError, EmptySplitError
 from calcore.foundation.limits import N_BOOTSTRAP
 from calcore.foundation.threads import side_by_side
@@ -53,8 +54,6 @@ from calcore.foundation.validation import (
     check_total_weight,
     freeze_fields,
     frozen_array,
-    renamed_attribute,
-    renamed_keywords,
     row_weights,
 )
 from calcore.io.stream import PredictionStream

@@ -43,6 +43,7 @@ from calcore.evaluation.report_statistics import (
     report_kde_specs,
 )
 from calcore.foundation.binning import resolve_binning
+from calcore.foundation.deprecation import renamed_keywords
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import BOOTSTRAP_RESAMPLES
 from calcore.foundation.tuning import REDRAW_MEMORY_BYTES
@@ -110,12 +111,16 @@ class CalibrationTest:
     def __post_init__(self):
         freeze_fields(self)  # shared across sessions: no reader may change it
 
-    def verdict(self, key: str, level: float = 0.05) -> str:
-        """``"consistent with calibrated (p = 0.41)"`` or ``"miscalibrated (p = 0.004)"``."""
+    @renamed_keywords(level="alpha")
+    def verdict(self, key: str, alpha: float = 0.05) -> str:
+        """``"consistent with calibrated (p = 0.41)"`` or ``"miscalibrated (p = 0.004)"``:
+        miscalibrated when ``key``'s p-value is at most ``alpha``, the test's significance
+        level (until 0.1 ``level``, which still works for one release, with a
+        DeprecationWarning)."""
         p = self.p_values[key]
         if not np.isfinite(p):
             return "untestable (the metric is undefined)"
-        words = "miscalibrated" if p <= level else "consistent with calibrated"
+        words = "miscalibrated" if p <= alpha else "consistent with calibrated"
         return f"{words} (p = {p:.2g})"
 
     def null_quantile(self, key: str, q: float = 0.95) -> float:

@@ -23,6 +23,7 @@ from calcore.evaluation.slice_ranking import (
     with_evidence,
 )
 from calcore.evaluation.slice_truth import direction_of
+from calcore.foundation.deprecation import renamed_keywords
 from calcore.io._bottom_k import BottomK
 from calcore.metrics.registry import METRICS, compute_metric
 from calcore.predictions import concat
@@ -228,9 +229,13 @@ class PeriodChange:
     def difference(self) -> float:
         return self.last_value - self.first_value
 
-    def verdict(self, level: float = 0.05) -> str:
+    @renamed_keywords(level="alpha")
+    def verdict(self, alpha: float = 0.05) -> str:
+        """The change in words: "a change" when the test's p-value is at most ``alpha``, its
+        significance level (until 0.1 ``level``, which still works for one release, with a
+        DeprecationWarning)."""
         moved = "rose" if self.difference > 0 else "fell" if self.difference < 0 else "stayed"
-        words = "a change" if self.p_value <= level else "no evidence of a change"
+        words = "a change" if self.p_value <= alpha else "no evidence of a change"
         return (
             f"{METRICS[self.metric].label} {moved} from {self.first_value:.4g} ({self.first}) "
             f"to {self.last_value:.4g} ({self.last}): {words} (p = {self.p_value:.2g})"
@@ -294,24 +299,31 @@ class SlicedReport:
         """The slices in their natural order (periods, ranges, sorted values)."""
         return tuple(self.slices[i] for i in self.order)
 
-    def discoveries(self, level: float = 0.05) -> tuple[SliceResult, ...]:
-        """The slices whose q-value is at most ``level`` (miscalibrated, at that FDR)."""
-        return tuple(s for s in self.slices if s.tested and s.q_value <= level)
+    @renamed_keywords(level="alpha")
+    def discoveries(self, alpha: float = 0.05) -> tuple[SliceResult, ...]:
+        """The slices whose q-value is at most ``alpha`` (miscalibrated, at that false
+        discovery rate). ``alpha`` was ``level`` until 0.1, as in :meth:`standouts` and
+        :meth:`headline`; the old name still works for one release, with a
+        DeprecationWarning."""
+        return tuple(s for s in self.slices if s.tested and s.q_value <= alpha)
 
-    def standouts(self, level: float = 0.05) -> tuple[SliceResult, ...]:
+    @renamed_keywords(level="alpha")
+    def standouts(self, alpha: float = 0.05) -> tuple[SliceResult, ...]:
         """The discoveries whose error is beyond the whole model's by more than
         :data:`~calcore.evaluation.slice_ranking.STANDOUT_Z` of their noise (and, when it
-        was measured, whose test after the model's own curve finds them at ``level`` too):
+        was measured, whose test after the model's own curve finds them at ``alpha`` too):
         where the model is miscalibrated more than it is everywhere, most first."""
         return tuple(
             s
-            for s in self.discoveries(level)
-            if s.z >= STANDOUT_Z and not (np.isfinite(s.beyond_q) and s.beyond_q > level)
+            for s in self.discoveries(alpha)
+            if s.z >= STANDOUT_Z and not (np.isfinite(s.beyond_q) and s.beyond_q > alpha)
         )
 
-    def headline(self, level: float = 0.05) -> str:
+    @renamed_keywords(level="alpha")
+    def headline(self, alpha: float = 0.05) -> str:
         """One sentence a reviewer can read aloud: where the model is miscalibrated, which
-        way, how sure, what to do.
+        way, how sure, what to do; ``alpha`` is the false discovery rate of the slices'
+        discoveries (:meth:`discoveries`).
 
         Examples
         --------
@@ -331,8 +343,8 @@ class SlicedReport:
                 f"No slice was tested (too few rows, or no redraws): {len(self.slices)} "
                 f"slice(s) are listed by their share of the {label}, which is not evidence."
             )
-        stand = self.standouts(level)
-        found = self.discoveries(level)
+        stand = self.standouts(alpha)
+        found = self.discoveries(alpha)
         if stand:
             top = stand[0]
             value = top.report.metrics.get(self.rank_metric)
@@ -371,13 +383,13 @@ class SlicedReport:
             )
         if found:
             return (
-                f"{len(found)} of {len(tested)} tested slices are miscalibrated (q <= {level}), "
+                f"{len(found)} of {len(tested)} tested slices are miscalibrated (q <= {alpha}), "
                 f"but none beyond the model's overall error ({label} {overall_words}): the "
                 "miscalibration is the model's, and one global calibrator is where to start."
             )
         return (
             f"No slice is miscalibrated beyond noise: {len(tested)} tested, none with "
-            f"q <= {level} ({label} {overall_words} overall)."
+            f"q <= {alpha} ({label} {overall_words} overall)."
         )
 
     def as_dict(self) -> dict:

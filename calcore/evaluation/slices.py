@@ -38,9 +38,10 @@ from calcore.evaluation.slice_results import (
     sliced_report,
 )
 from calcore.evaluation.slice_truth import signed_truth
+from calcore.foundation.deprecation import renamed_keywords
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import SLICE_RESAMPLES
-from calcore.foundation.validation import renamed_keywords, row_weights
+from calcore.foundation.validation import row_weights
 from calcore.metrics.registry import default_primary, metric_keys
 from calcore.predictions import Predictions
 from calcore.predictions.metadata import MAX_SLICE_VALUES

@@ -6,6 +6,8 @@ Nothing here imports another calcore package. The modules:
   :class:`~calcore.foundation.errors.CalcoreWarning` and how messages quote what they name;
 * :mod:`~calcore.foundation.validation` -- checks of probabilities, logits, labels and
   row weights;
+* :mod:`~calcore.foundation.deprecation` -- renamed keywords, attributes and module paths
+  that keep working one release, with a warning;
 * :mod:`~calcore.foundation.softmax` -- row-wise (log-)softmax;
 * :mod:`~calcore.foundation.limits` -- the limits of count options and the decoded-size
   budget of files, each defined once with its check;

@@ -9,8 +9,8 @@ from typing import Callable
 
 import numpy as np
 
+from calcore.foundation.deprecation import renamed_attribute
 from calcore.foundation.errors import CalcoreError
-from calcore.foundation.validation import renamed_attribute
 from calcore.metrics import binary as bm
 from calcore.metrics import binary_fit as bf
 from calcore.metrics import binned as mb

@@ -481,7 +481,7 @@ def concat(parts) -> Predictions:
     every part has them (else none: NLL then uses the probabilities); row weights when
     every part has them (mixing weighted and unweighted parts is an error: it would
     give the unweighted rows a weight no one chose); the metadata columns every part
-    has with the same kind (:func:`calcore.metadata.concat_columns`; a column some part
+    has with the same kind (:func:`calcore.predictions.metadata.concat_columns`; a column some part
     lacks could not slice all the joined rows, so it is left out). The result is
     normalised when every part is. One part is returned as it is; the join of several
     has no load report (it describes one file's read). Nothing is validated again.

@@ -47,7 +47,8 @@ def kde_figure(curves, diagrams, *, kde_ece, height: int = 620) -> go.Figure:
     -------
     plotly.graph_objects.Figure
         Traces by ``name`` (escaped): ``<method>``: ``x = grid``, ``y = accuracy`` where
-        the curve rests on at least :data:`calcore.kde.KDE_MIN_EFFECTIVE_ROWS` effective
+        the curve rests on at least
+        :data:`calcore.foundation.kernel_density.KDE_MIN_EFFECTIVE_ROWS` effective
         rows (NaN elsewhere: a gap); ``"<method> (few rows)"``: the rest of the curve,
         dotted and thin; ``"<method> (band)"``: accuracy -+ 1.96 standard errors where
         supported (a closed shape: the upper edge, then the lower edge reversed);

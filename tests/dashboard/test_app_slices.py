@@ -73,7 +73,7 @@ def test_table_and_size_chart_carry_calcore_numbers_by_evidence():
                                    "unknown"}  # fmt: skip
     funnel = chart(at, "figure.slices.funnel")
     (red,) = [t for t in funnel["data"] if t["name"].startswith("miscalibrated")]
-    found = expected.discoveries(0.05)
+    found = expected.discoveries(alpha=0.05)
     assert sorted(plotly_array(red["x"])) == sorted(s.n for s in found)
     key = expected.rank_metric  # two classes: the ECE of class 1 by default
     assert key == "positive_class_ece"

@@ -223,7 +223,7 @@ def test_a_calibrated_model_has_no_discovery_in_most_seeds():
         y = (rng.random(6000) < p).astype(int)
         preds = calcore.Predictions.from_probs(np.column_stack([1 - p, p]), y)
         preds = preds.with_metadata({"segment": SEGMENTS[rng.integers(0, 6, 6000)]})
-        found += bool(calcore.evaluate_by(preds, "segment", n_resamples=99).discoveries(0.05))
+        found += bool(calcore.evaluate_by(preds, "segment", n_resamples=99).discoveries(alpha=0.05))
     assert found <= 1
 
 

@@ -305,12 +305,12 @@ def test_planted_slices_rank_first_and_calibrated_models_have_few_false_discover
     for seed in range(4):
         sliced = calcore.evaluate_by(_planted(10, {3, 7}, 300, seed), "segment", n_resamples=99)
         found += {s.label for s in sliced.slices[:2]} == {"s03", "s07"}
-        false += sum(s.label not in ("s03", "s07") for s in sliced.discoveries(0.1))
+        false += sum(s.label not in ("s03", "s07") for s in sliced.discoveries(alpha=0.1))
     assert found == 4 and false <= 2
     # a calibrated model: 8 seeds x 10 slices, BH at 0.1 -> few discoveries by chance
     discoveries = sum(
         len(calcore.evaluate_by(_planted(10, set(), 300, 100 + s), "segment", n_resamples=99)
-            .discoveries(0.1))
+            .discoveries(alpha=0.1))
         for s in range(8)
     )  # fmt: skip
     assert discoveries <= 3

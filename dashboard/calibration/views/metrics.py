@@ -171,10 +171,10 @@ def _cell(iv: calcore.Interval | None, key: str, *, intervals: bool = False) -> 
     return f"{iv.estimate:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
 
 
-def interval_and_test_words(table: calcore.Comparison, level: float = 0.05) -> list[str]:
+def interval_and_test_words(table: calcore.Comparison, alpha: float = 0.05) -> list[str]:
     """Where an error's interval and its test of "calibrated" seem to disagree, why they
     do not: at most one sentence per kind of disagreement, naming the (method, metric)
-    pairs, for the caption under the table."""
+    pairs, for the caption under the table (a test rejects at ``p <= alpha``)."""
     reaches_zero, excludes_zero = [], []
     for method, test in table.calibration_tests.items():
         for key in TEST_ROWS:
@@ -182,9 +182,9 @@ def interval_and_test_words(table: calcore.Comparison, level: float = 0.05) -> l
             if iv is None or p is None or not math.isfinite(iv.low) or not math.isfinite(p):
                 continue
             where = f"{calcore.METRICS[key].label} of {method}"
-            if iv.low <= 1e-12 and p <= level:
+            if iv.low <= 1e-12 and p <= alpha:
                 reaches_zero.append(where)
-            elif iv.low > 0 and p > level:
+            elif iv.low > 0 and p > alpha:
                 excludes_zero.append(where)
     out = []
     at_estimate = [

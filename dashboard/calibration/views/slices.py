@@ -339,9 +339,9 @@ def show(
     if not where:
         controls.slicing_choice()["method"] = method  # for the report, as the slice below
     sliced = reports[method]
-    found = sliced.discoveries(LEVEL)
+    found = sliced.discoveries(alpha=LEVEL)
     tested = sum(1 for s in sliced.slices if s.tested)
-    (st.warning if sliced.standouts(LEVEL) else st.info)(esc(sliced.headline(LEVEL)))
+    (st.warning if sliced.standouts(alpha=LEVEL) else st.info)(esc(sliced.headline(alpha=LEVEL)))
     after = [label for label in reports if label != method and label in ctx.fitted]
     if method == calcore.UNCALIBRATED and after:
         # The residual a global map leaves: a slice the model misses keeps its error after
@@ -349,14 +349,14 @@ def show(
         st.markdown(
             "**After a global calibrator** (what one map for all rows leaves):\n"
             + "\n".join(
-                f"- {esc(label)}: {esc(first_sentence(reports[label].headline(LEVEL)))}"
+                f"- {esc(label)}: {esc(first_sentence(reports[label].headline(alpha=LEVEL)))}"
                 for label in after
             )
         )
     st.caption(
         f"{len(found)} of {tested} tested slices of {esc(method)} are miscalibrated at a "
         f"{LEVEL:.0%} false discovery rate ({len(sliced.slices)} slices in all); "
-        f"{len(sliced.standouts(LEVEL))} beyond the model's overall error."
+        f"{len(sliced.standouts(alpha=LEVEL))} beyond the model's overall error."
     )
     frame = table(sliced)
     # The grid sizes a column by its first rows and cuts longer text ("week of 2026-0…"):
