@@ -12,6 +12,7 @@ from calcore.foundation.errors import CalcoreError
 from calcore.foundation.softmax import log_softmax_rows
 from calcore.foundation.validation import (
     InputContext,
+    ReadOnlyDict,
     check_class_names,
     check_labels,
     check_logits,
@@ -67,6 +68,8 @@ class Predictions:
     metadata : dict of str to MetadataColumn
         The file's other columns (country, device, date...), one value per row, for
         slicing (:mod:`calcore.predictions.slicing`); subsets and calibrated outputs keep them.
+        Read-only (a :class:`~calcore.foundation.validation.ReadOnlyDict`): add columns
+        with :meth:`with_metadata`.
     """
 
     probs: np.ndarray
@@ -77,6 +80,12 @@ class Predictions:
     normalized: bool = True
     sample_weight: np.ndarray | None = field(default=None, repr=False)
     metadata: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        # The arrays are frozen by the constructors (never the caller's own); the columns
+        # dict is shared by every subset and calibrated output of these rows.
+        if not isinstance(self.metadata, ReadOnlyDict):
+            object.__setattr__(self, "metadata", ReadOnlyDict(self.metadata))
 
     @classmethod
     def from_probs(

@@ -8,6 +8,7 @@ import numpy as np
 
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import N_REPEATS_FOR_SPREAD
+from calcore.foundation.validation import freeze_fields
 from calcore.metrics.binned import classwise_ece, confidence_ece, top_label_ece
 from calcore.metrics.kde_ece import kde_ece_classwise, kde_ece_confidence
 from calcore.simulate._generators import simulate_predictions
@@ -61,6 +62,9 @@ class EstimatorErrors:
     bias: np.ndarray
     std: np.ndarray
     n_repeats: int
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
 
 def estimator_errors(

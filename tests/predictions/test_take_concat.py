@@ -74,6 +74,8 @@ def _assert_read_only(preds) -> None:
                 arr[...] = 0
     for col in preds.metadata.values():
         assert col.values is None or not col.values.flags.writeable
+    with pytest.raises(TypeError, match="read-only"):
+        preds.metadata["new"] = None  # the columns dict is shared by every take and concat
 
 
 flags = st.fixed_dictionaries(
