@@ -131,3 +131,25 @@ def test_concatenate_batches_joins_as_concat_with_a_warning():
     np.testing.assert_array_equal(joined.probs, preds.probs)
     np.testing.assert_array_equal(joined.labels, preds.labels)
     np.testing.assert_array_equal(concat(parts).probs, joined.probs)
+
+
+# -- calcore.evaluation.concatenate -> calcore.predictions.concat, the one public join --
+def test_evaluation_concatenate_joins_as_concat_with_a_warning():
+    from calcore.predictions import concat, take
+
+    z = np.array([[2.0, 0.0, -1.0], [0.5, 0.5, 3.0], [-2.0, 1.0, 0.0]])
+    preds = calcore.Predictions.from_logits(z, [0, 2, 1], class_names=("a", "b", "c"))
+    parts = [take(preds, slice(0, 2)), take(preds, slice(2, None))]
+    with pytest.warns(
+        DeprecationWarning, match=r"evaluation\.concatenate.*calcore\.predictions\.concat"
+    ):
+        joined = calcore.evaluation.concatenate(parts)
+    np.testing.assert_array_equal(joined.logits, z)  # logits kept: every part has them
+    np.testing.assert_array_equal(joined.labels, [0, 2, 1])
+    np.testing.assert_array_equal(joined.probs, concat(parts).probs)
+    other = calcore.Predictions.from_probs(preds.probs[:1], [1], class_names=("x", "y", "z"))
+    with pytest.warns(DeprecationWarning):  # other classes: concat's own check and message
+        with pytest.raises(calcore.CalcoreError, match="^concat: the parts have different classes"):
+            calcore.evaluation.concatenate([preds, other])
+    assert "concatenate" not in calcore.__all__ and not hasattr(calcore, "concatenate")
+

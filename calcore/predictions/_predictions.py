@@ -335,7 +335,8 @@ class Predictions:
     def subset(self, rows) -> "Predictions":
         """The predictions at ``rows`` (an index array, boolean mask or slice), same classes.
 
-        The same as :func:`take` (weights, metadata and load report kept).
+        The method form of :func:`calcore.predictions.take` (weights, metadata and load
+        report kept).
         """
         return take(self, rows)
 
@@ -518,21 +519,21 @@ def concat(parts) -> Predictions:
     """
     parts = list(parts)
     if not parts:
-        raise CalcoreError("concatenate needs at least one Predictions.")
+        raise CalcoreError("concat needs at least one Predictions.")
     first = parts[0]
     if len(parts) == 1:
         return first
-    for part in parts[1:]:
+    for i, part in enumerate(parts[1:], start=1):
         if part.class_names != first.class_names:
             raise CalcoreError(
-                f"concatenate: parts have different classes ({list(first.class_names)} vs "
-                f"{list(part.class_names)}); every part must list the same classes in the "
-                "same order."
+                f"concat: the parts have different classes (part 0: {list(first.class_names)}, "
+                f"part {i}: {list(part.class_names)}); every part must list the same classes "
+                "in the same order."
             )
     weighted = [p.sample_weight is not None for p in parts]
     if any(weighted) and not all(weighted):
         raise CalcoreError(
-            "concatenate: some parts have row weights (sample_weight) and others do not; "
+            "concat: some parts have row weights (sample_weight) and others do not; "
             "give every part weights (with_sample_weight) or none."
         )
 
