@@ -153,3 +153,28 @@ def test_evaluation_concatenate_joins_as_concat_with_a_warning():
             calcore.evaluation.concatenate([preds, other])
     assert "concatenate" not in calcore.__all__ and not hasattr(calcore, "concatenate")
 
+
+# -- calcore.simulate.samples_needed(level=) -> samples_needed(tolerance=) --
+def _estimator_errors():
+    from calcore.simulate import EstimatorErrors
+
+    mean_abs_error = np.array([[0.05, 0.02, 0.008], [0.03, 0.012, 0.02]])
+    return EstimatorErrors(
+        "confidence", ("kde", "equal-width"), np.array([64, 256, 1024]), 0.02,
+        mean_abs_error, mean_abs_error, mean_abs_error, 3,
+    )  # fmt: skip
+
+
+def test_samples_needed_takes_level_as_tolerance_with_a_warning():
+    from calcore.simulate import samples_needed
+
+    errors = _estimator_errors()
+    new = samples_needed(errors, tolerance=0.015)
+    assert new == {"kde": 1024, "equal-width": None}  # equal-width is above it again at 1024
+    with pytest.warns(DeprecationWarning, match=r"samples_needed\(level=.*tolerance="):
+        assert samples_needed(errors, level=0.015) == new
+    with pytest.raises(TypeError, match="both tolerance and its deprecated name level"):
+        samples_needed(errors, tolerance=0.015, level=0.015)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert samples_needed(errors, 0.015) == new  # positional: no warning
