@@ -249,3 +249,50 @@ def test_alpha_gives_no_warning():
         sliced.discoveries()
         significance.CalibrationTest({"k": 0.1}, {"k": 0.5}, 9, 0).verdict("k", alpha=0.05)
         calcore.binary_summary(sliced.overall, alpha=0.05)
+
+
+# -- calcore.evaluation.concatenate -> calcore.predictions.concat, the one public join --
+def test_evaluation_concatenate_joins_as_concat_with_a_warning():
+    from calcore.predictions import concat, take
+
+    z = np.array([[2.0, 0.0, -1.0], [0.5, 0.5, 3.0], [-2.0, 1.0, 0.0]])
+    preds = calcore.Predictions.from_logits(z, [0, 2, 1], class_names=("a", "b", "c"))
+    parts = [take(preds, slice(0, 2)), take(preds, slice(2, None))]
+    with pytest.warns(
+        DeprecationWarning, match=r"evaluation\.concatenate.*calcore\.predictions\.concat"
+    ):
+        joined = calcore.evaluation.concatenate(parts)
+    np.testing.assert_array_equal(joined.logits, z)  # logits kept: every part has them
+    np.testing.assert_array_equal(joined.labels, [0, 2, 1])
+    np.testing.assert_array_equal(joined.probs, concat(parts).probs)
+    other = calcore.Predictions.from_probs(preds.probs[:1], [1], class_names=("x", "y", "z"))
+    with pytest.warns(DeprecationWarning):  # other classes: concat's own check and message
+        with pytest.raises(calcore.CalcoreError, match="^concat: the parts have different classes"):
+            calcore.evaluation.concatenate([preds, other])
+    assert "concatenate" not in calcore.__all__ and not hasattr(calcore, "concatenate")
+
+
+# -- calcore.simulate.samples_needed(level=) -> samples_needed(tolerance=) --
+def _estimator_errors():
+    from calcore.simulate import EstimatorErrors
+
+    mean_abs_error = np.array([[0.05, 0.02, 0.008], [0.03, 0.012, 0.02]])
+    return EstimatorErrors(
+        "confidence", ("kde", "equal-width"), np.array([64, 256, 1024]), 0.02,
+        mean_abs_error, mean_abs_error, mean_abs_error, 3,
+    )  # fmt: skip
+
+
+def test_samples_needed_takes_level_as_tolerance_with_a_warning():
+    from calcore.simulate import samples_needed
+
+    errors = _estimator_errors()
+    new = samples_needed(errors, tolerance=0.015)
+    assert new == {"kde": 1024, "equal-width": None}  # equal-width is above it again at 1024
+    with pytest.warns(DeprecationWarning, match=r"samples_needed\(level=.*tolerance="):
+        assert samples_needed(errors, level=0.015) == new
+    with pytest.raises(TypeError, match="both tolerance and its deprecated name level"):
+        samples_needed(errors, tolerance=0.015, level=0.015)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert samples_needed(errors, 0.015) == new  # positional: no warning

@@ -20,7 +20,7 @@ from scipy.special import log_softmax
 import calcore
 from calcore.calibrators._registry import CALIBRATORS
 from calcore.cli import main
-from calcore.evaluation import concatenate
+from calcore.predictions import concat
 
 
 def _logits(n, n_classes, seed):
@@ -111,10 +111,10 @@ def test_weighted_predictions_equal_repeated_rows_in_every_metric():
     # subsets and concatenation keep the weights; mixing weighted and unweighted is an error
     half = weighted.subset(np.arange(400))
     np.testing.assert_array_equal(half.sample_weight, w[:400])
-    both = concatenate([half, weighted.subset(np.arange(400, 800))])
+    both = concat([half, weighted.subset(np.arange(400, 800))])
     np.testing.assert_array_equal(both.sample_weight, w)
     with pytest.raises(calcore.CalcoreError, match="some parts have row weights"):
-        concatenate([half, calcore.Predictions.from_logits(z[:5], y[:5])])
+        concat([half, calcore.Predictions.from_logits(z[:5], y[:5])])
     assert weighted.with_sample_weight(None).sample_weight is None
 
 

@@ -22,6 +22,7 @@ from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._bins import BINS
 from calcore.foundation import limits as _limits
 from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import freeze_fields
 
 __all__ = [
     "ALIASES",
@@ -286,6 +287,9 @@ class Recommendation:
 
     methods: tuple[str, ...]
     reasons: dict[str, str]
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
 
 def recommend_calibrators(

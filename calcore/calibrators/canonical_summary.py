@@ -9,6 +9,7 @@ import numpy as np
 from calcore.calibrators._base import Calibrator
 from calcore.calibrators._canonical_base import CanonicalCalibrator
 from calcore.foundation.errors import CalcoreError
+from calcore.foundation.validation import freeze_fields
 from calcore.predictions import Predictions
 
 __all__ = ["CanonicalBins", "canonical_bin_summary"]
@@ -51,6 +52,9 @@ class CanonicalBins:
     recalibrated: np.ndarray
     calibration_counts: np.ndarray
     fallback: np.ndarray
+
+    def __post_init__(self):
+        freeze_fields(self)  # the dashboard shares it across sessions (st.cache_resource)
 
 
 def canonical_bin_summary(calibrator: Calibrator, preds: Predictions) -> CanonicalBins:

@@ -9,7 +9,8 @@ bootstrap
     Percentile bootstrap intervals of any metric (``bootstrap_interval``) and ``Interval``.
 protocols
     ``compare`` (calibrators side by side), ``learning_curve``, ``calibrator_validity``,
-    and the data helpers ``random_split`` and ``concatenate``.
+    and the data helper ``random_split`` (``concatenate``, deprecated for one release, is
+    :func:`calcore.predictions.concat`).
 significance
     ``calibration_test`` and ``CalibrationTest``: p-values of "the model is calibrated"
     by consistency resampling (until 0.1 the module ``calibration_test``, a name that

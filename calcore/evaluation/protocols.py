@@ -19,9 +19,10 @@ from calcore.calibrators import Calibrator, make_calibrator
 from calcore.diagnostics.validity import ValidityCurve, validity_curves_once
 from calcore.evaluation.bootstrap import Interval
 from calcore.evaluation.evaluator import evaluate
+from calcore.foundation.deprecation import renamed_keywords
 from calcore.foundation.errors import CalcoreError, CalcoreWarning
 from calcore.foundation.limits import N_REPEATS, N_RESAMPLES
-from calcore.foundation.validation import freeze_fields, refuse_weights, renamed_keywords
+from calcore.foundation.validation import freeze_fields, refuse_weights
 from calcore.metrics.registry import METRICS, compute_metric
 from calcore.predictions import Predictions, concat
 from calcore.predictions.reductions import binary_view
@@ -66,20 +67,14 @@ def _check_same_classes(calib: Predictions, test: Predictions) -> None:
 
 
 def concatenate(parts) -> Predictions:
-    """Rows of several predictions with the same classes, one after the other.
-
-    :func:`calcore.predictions.concat`: logits are kept when every part has them (so NLL
-    stays exact), row weights when every part has them, and the metadata columns every
-    part has; the probabilities are joined as they are.
-
-    Raises
-    ------
-    CalcoreError
-        No parts, parts with different classes, weighted and unweighted parts mixed.
-    """
-    parts = list(parts)
-    for part in parts[1:]:
-        _check_same_classes(parts[0], part)
+    """Deprecated: :func:`calcore.predictions.concat`, the one join of rows (this name
+    works for one release, with a :class:`DeprecationWarning`)."""
+    warnings.warn(
+        "calcore.evaluation.concatenate is deprecated: use calcore.predictions.concat "
+        "(the old name goes in the next release).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return concat(parts)
 
 

@@ -20,11 +20,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-# renamed_keywords is not this module's (calcore.foundation.deprecation holds the helpers of
-# renamed names): it stays importable here only until calcore/evaluation/protocols.py and
-# calcore/simulate/_estimators.py, edited in other branches at the same time, import it
-# from there. Remove it then.
-from calcore.foundation.deprecation import renamed_keywords  # noqa: F401
 from calcore.foundation.errors import LOGITS_FIX, CalcoreError, quoted, quoted_list
 from calcore.foundation.limits import MAX_TOTAL_WEIGHT
 

@@ -12,6 +12,7 @@ from calcore.foundation.errors import CalcoreError
 from calcore.foundation.softmax import log_softmax_rows
 from calcore.foundation.validation import (
     InputContext,
+    ReadOnlyDict,
     check_class_names,
     check_labels,
     check_logits,
@@ -67,6 +68,8 @@ class Predictions:
     metadata : dict of str to MetadataColumn
         The file's other columns (country, device, date...), one value per row, for
         slicing (:mod:`calcore.predictions.slicing`); subsets and calibrated outputs keep them.
+        Read-only (a :class:`~calcore.foundation.validation.ReadOnlyDict`): add columns
+        with :meth:`with_metadata`.
     """
 
     probs: np.ndarray
@@ -77,6 +80,12 @@ class Predictions:
     normalized: bool = True
     sample_weight: np.ndarray | None = field(default=None, repr=False)
     metadata: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        # The arrays are frozen by the constructors (never the caller's own); the columns
+        # dict is shared by every subset and calibrated output of these rows.
+        if not isinstance(self.metadata, ReadOnlyDict):
+            object.__setattr__(self, "metadata", ReadOnlyDict(self.metadata))
 
     @classmethod
     def from_probs(
@@ -326,7 +335,8 @@ class Predictions:
     def subset(self, rows) -> "Predictions":
         """The predictions at ``rows`` (an index array, boolean mask or slice), same classes.
 
-        The same as :func:`take` (weights, metadata and load report kept).
+        The method form of :func:`calcore.predictions.take` (weights, metadata and load
+        report kept).
         """
         return take(self, rows)
 
@@ -509,21 +519,21 @@ def concat(parts) -> Predictions:
     """
     parts = list(parts)
     if not parts:
-        raise CalcoreError("concatenate needs at least one Predictions.")
+        raise CalcoreError("concat needs at least one Predictions.")
     first = parts[0]
     if len(parts) == 1:
         return first
-    for part in parts[1:]:
+    for i, part in enumerate(parts[1:], start=1):
         if part.class_names != first.class_names:
             raise CalcoreError(
-                f"concatenate: parts have different classes ({list(first.class_names)} vs "
-                f"{list(part.class_names)}); every part must list the same classes in the "
-                "same order."
+                f"concat: the parts have different classes (part 0: {list(first.class_names)}, "
+                f"part {i}: {list(part.class_names)}); every part must list the same classes "
+                "in the same order."
             )
     weighted = [p.sample_weight is not None for p in parts]
     if any(weighted) and not all(weighted):
         raise CalcoreError(
-            "concatenate: some parts have row weights (sample_weight) and others do not; "
+            "concat: some parts have row weights (sample_weight) and others do not; "
             "give every part weights (with_sample_weight) or none."
         )
 

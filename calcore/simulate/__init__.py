@@ -15,7 +15,7 @@ canonical l1/l2 ECE with Monte Carlo standard errors), :func:`mix_n_match_true_e
 
 Estimator accuracy: :func:`estimator_errors` (mean absolute error, bias and spread of
 KDE and binned ECE estimators over repeated samples of each size) and
-:func:`samples_needed` (the n from which an estimator's error stays below a level).
+:func:`samples_needed` (the n from which an estimator's error stays within a tolerance).
 
 References
 ----------

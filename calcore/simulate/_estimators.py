@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calcore.foundation.deprecation import renamed_keywords
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import N_REPEATS_FOR_SPREAD
+from calcore.foundation.validation import freeze_fields
 from calcore.metrics.binned import classwise_ece, confidence_ece, top_label_ece
 from calcore.metrics.kde_ece import kde_ece_classwise, kde_ece_confidence
 from calcore.simulate._generators import simulate_predictions
@@ -61,6 +63,9 @@ class EstimatorErrors:
     bias: np.ndarray
     std: np.ndarray
     n_repeats: int
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
 
 def estimator_errors(
@@ -156,17 +161,28 @@ def estimator_errors(
     )
 
 
-def samples_needed(errors: EstimatorErrors, level: float) -> dict:
-    """Smallest studied ``n`` from which each estimator's mean absolute error stays <= ``level``.
+@renamed_keywords(level="tolerance")
+def samples_needed(errors: EstimatorErrors, tolerance: float) -> dict:
+    """Smallest studied ``n`` from which each estimator's mean absolute error stays
+    <= ``tolerance``.
+
+    Parameters
+    ----------
+    errors : EstimatorErrors
+        What :func:`estimator_errors` returned.
+    tolerance : float
+        The largest mean absolute error accepted, in ECE units (e.g. 0.01); an error
+        bound, not a confidence level. Until 0.1 called ``level`` (that name still works
+        for one release, with a :class:`DeprecationWarning`).
 
     Returns
     -------
     dict of str to int or None
-        ``None`` when the error is above ``level`` at the largest size studied.
+        ``None`` when the error is above ``tolerance`` at the largest size studied.
     """
     out = {}
     for i, name in enumerate(errors.estimators):
-        ok = errors.mean_abs_error[i] <= level
+        ok = errors.mean_abs_error[i] <= tolerance
         # the first size after the last failure (errors need not be monotone in n)
         bad = np.flatnonzero(~ok)
         first = 0 if bad.size == 0 else bad[-1] + 1

@@ -9,7 +9,7 @@ from scipy.special import expit, logsumexp
 
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import ROWS
-from calcore.foundation.validation import frozen_array
+from calcore.foundation.validation import freeze_fields, frozen_array
 from calcore.predictions import Predictions
 from calcore.simulate._accuracy import concentration_for_accuracy
 from calcore.simulate._maps import TrueCalibrationMap, true_calibration_map
@@ -57,6 +57,9 @@ class DirichletSimulator:
     alpha: np.ndarray
     true_map: TrueCalibrationMap
     target_accuracy: float | None = None
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     @property
     def n_classes(self) -> int:

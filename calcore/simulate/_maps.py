@@ -20,6 +20,7 @@ from scipy.special import logsumexp
 
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import CLASSES
+from calcore.foundation.validation import freeze_fields
 
 __all__ = ["MISCALIBRATION_KINDS", "TrueCalibrationMap", "true_calibration_map"]
 
@@ -57,6 +58,9 @@ class TrueCalibrationMap:
     temperature: float
     class_temperatures: np.ndarray
     class_bias: np.ndarray
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     @property
     def n_classes(self) -> int:

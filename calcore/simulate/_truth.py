@@ -9,6 +9,7 @@ from scipy.special import expit
 
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import CountLimit
+from calcore.foundation.validation import freeze_fields
 from calcore.simulate._dirichlet_truth import dirichlet_errors, dirichlet_reliability
 from calcore.simulate._generators import DirichletSimulator, MixNMatchSimulator
 from calcore.simulate._mixnmatch import (
@@ -76,6 +77,9 @@ class TrueCalibrationErrors:
     canonical_ece_l2: float
     standard_errors: dict = field(default_factory=dict)
     methods: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     def as_dict(self) -> dict:
         """Values and standard errors as plain floats (JSON-ready)."""
@@ -217,6 +221,9 @@ class TrueReliabilityCurve:
     confidence: np.ndarray
     accuracy: np.ndarray
     density: np.ndarray
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
 
 def true_reliability_curve(

@@ -47,7 +47,7 @@ from calcore.foundation.binning import (
     equal_width_index,
     resolve_binning,
 )
-from calcore.foundation.validation import check_total_weight
+from calcore.foundation.validation import check_total_weight, freeze_fields
 from calcore.statistics.cuts import GroupedCuts
 
 __all__ = [
@@ -380,6 +380,9 @@ class BinAssignment:
     lower_edge: np.ndarray
     upper_edge: np.ndarray
     scheme: BinningScheme
+
+    def __post_init__(self):
+        freeze_fields(self)  # shared across sessions: no reader may change it
 
     @property
     def n_bins_total(self) -> int:

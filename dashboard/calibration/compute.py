@@ -27,11 +27,11 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 import calcore
-from calcore.evaluation import concatenate
 from calcore.evaluation.protocols import fit_warning_texts
 from calcore.foundation.threads import worker_count
 from calcore.foundation.validation import freeze_fields
 from calcore.metrics.registry import adaptive_bins_for
+from calcore.predictions import concat
 from dashboard.calibration.memory import budgeted, holding_slot, resampling
 
 __all__ = [
@@ -487,7 +487,7 @@ def _joined_rows(key: str, _calib, _test) -> calcore.Predictions:
         return _test
     # the views that use every row do not take weights yet, and a second file may be
     # weighted when the first is not: join the rows unweighted
-    return concatenate([unweighted(_calib), unweighted(_test)])
+    return concat([unweighted(_calib), unweighted(_test)])
 
 
 #: Above this many rows the resampling views (validity, learning curves) work on a seeded

@@ -17,7 +17,8 @@ import streamlit as st
 import calcore
 import calcore.io
 from calcore import LoadOptions
-from calcore.evaluation import concatenate, random_split
+from calcore.evaluation import random_split
+from calcore.predictions import concat
 from dashboard.calibration.compute import CACHE_TTL_S
 from dashboard.calibration.memory import budgeted
 from dashboard.calibration.messages import page_message
@@ -208,7 +209,7 @@ def _all_rows(loaded: Loaded, digest: str) -> calcore.Predictions:
 
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)
 def _joined(digest: str, _loaded: Loaded) -> calcore.Predictions:
-    return concatenate([_loaded.splits["calib"], _loaded.splits["test"]])
+    return concat([_loaded.splits["calib"], _loaded.splits["test"]])
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=CACHE_TTL_S)

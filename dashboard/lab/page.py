@@ -141,7 +141,7 @@ def estimator_section(knobs: controls.Knobs) -> None:
     )  # fmt: skip
     with st.spinner(f"Simulating {int(repeats)} samples of each size…"):
         errors = compute.estimator_study(*knobs.model, view, int(repeats), knobs.seed)
-    needed = simulate.samples_needed(errors, float(level))
+    needed = simulate.samples_needed(errors, tolerance=float(level))
     _chart(
         figures.estimator_error_figure(errors, level=float(level)),
         "lab.figure.estimators",

@@ -638,7 +638,7 @@ def test_top_label_per_class_validity_matches_calcore():
     at.selectbox(key="view.validity.class").set_value(3).run()
     assert_clean(at)
     s = splits_of(DEFAULT_SAMPLE)
-    data = calcore.evaluation.concatenate([s["calib"], s["test"]])
+    data = calcore.predictions.concat([s["calib"], s["test"]])
     expected = calcore.calibrator_validity(
         data, ("tl-hb", {}), n_calib=data.n_samples // 2,
         n_test=data.n_samples - data.n_samples // 2, n_resamples=10, view="top-label",

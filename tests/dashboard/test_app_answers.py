@@ -12,7 +12,7 @@ from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # 
 from test_app import run_app, small_csv, splits_of, upload
 
 import calcore
-from calcore.evaluation import concatenate
+from calcore.predictions import concat
 from dashboard.calibration import compute
 from dashboard.calibration.samples import DEFAULT_SAMPLE
 
@@ -89,7 +89,7 @@ def test_the_view_opens_with_calcores_sentence(view):
 def test_validity_opens_with_its_sentence_above_its_controls():
     at = run_app({"view": "validity", "m": "tl-hb"})
     s = splits_of(DEFAULT_SAMPLE)
-    data = concatenate([s["calib"], s["test"]])
+    data = concat([s["calib"], s["test"]])
     curve = calcore.calibrator_validity(
         data, ("tl-hb", {}), n_calib=data.n_samples // 2,
         n_test=data.n_samples - data.n_samples // 2, n_resamples=20, view="confidence",

@@ -165,24 +165,6 @@ def test_random_split_is_seeded_disjoint_and_complete():
         random_split(preds, test_fraction=1.0)
 
 
-def test_concatenate_keeps_rows_logits_and_refuses_other_classes():
-    from calcore.evaluation import concatenate
-
-    z = np.array([[2.0, 0.0, -1.0], [0.5, 0.5, 3.0], [-2.0, 1.0, 0.0]])
-    a = calcore.Predictions.from_logits(z[:2], [0, 2], class_names=("a", "b", "c"))
-    b = calcore.Predictions.from_logits(z[2:], [1], class_names=("a", "b", "c"))
-    both = concatenate([a, b])
-    np.testing.assert_array_equal(both.logits, z)
-    np.testing.assert_array_equal(both.labels, [0, 2, 1])
-    probs_only = calcore.Predictions.from_probs(b.probs, [1], class_names=("a", "b", "c"))
-    mixed = concatenate([a, probs_only])
-    assert mixed.logits is None
-    np.testing.assert_allclose(mixed.probs[2], b.probs[0], rtol=0, atol=1e-15)
-    other = calcore.Predictions.from_probs(b.probs, [1], class_names=("x", "y", "z"))
-    with pytest.raises(calcore.CalcoreError, match="different classes"):
-        concatenate([a, other])
-
-
 def test_calibrator_validity_per_class_matches_the_fixed_split_curve():
     # One resample: calibrator_validity's split is rng.permutation(n) with the seed; refit on
     # that split by hand and read the predicted class's curve with validity_curve.

@@ -21,7 +21,7 @@ def _two_shops(n: int, seed: int) -> calcore.Predictions:
     under = calcore.dirichlet_simulator(2, miscalibration="underconfident", strength=2.5)
     a = calcore.simulate_predictions(over, n, seed=seed).preds
     b = calcore.simulate_predictions(under, n, seed=seed + 1).preds
-    both = calcore.evaluation.protocols.concatenate([a, b])
+    both = calcore.predictions.concat([a, b])
     return both.with_metadata({"shop": np.repeat(["a", "b"], n)})
 
 

@@ -74,6 +74,8 @@ def _assert_read_only(preds) -> None:
                 arr[...] = 0
     for col in preds.metadata.values():
         assert col.values is None or not col.values.flags.writeable
+    with pytest.raises(TypeError, match="read-only"):
+        preds.metadata["new"] = None  # the columns dict is shared by every take and concat
 
 
 flags = st.fixed_dictionaries(
@@ -164,12 +166,16 @@ def test_take_keeps_the_load_report_and_concat_of_one_part_is_that_part():
 def test_concat_refuses_mixed_weights_other_classes_and_nothing():
     a = _predictions(6, 2, 1, logits=False, weighted=True, metadata=False)
     b = _predictions(4, 2, 2, logits=False, weighted=False, metadata=False)
-    with pytest.raises(calcore.CalcoreError, match="some parts have row weights"):
+    with pytest.raises(calcore.CalcoreError, match="^concat: some parts have row weights"):
         concat([a, b])
     c = _predictions(4, 3, 2, logits=False, weighted=False, metadata=False)
-    with pytest.raises(calcore.CalcoreError, match="different classes"):
+    with pytest.raises(calcore.CalcoreError, match=r"^concat: the parts have different classes"):
         concat([b, c])
-    with pytest.raises(calcore.CalcoreError, match="at least one"):
+    with pytest.raises(
+        calcore.CalcoreError, match=r"part 0: \['0', '1'\], part 2: \['0', '1', '2'\]"
+    ):
+        concat([b, b, c])  # the message names the part that differs from the first
+    with pytest.raises(calcore.CalcoreError, match="^concat needs at least one"):
         concat([])
 
 

@@ -294,8 +294,8 @@ def test_estimator_errors_against_a_direct_loop_and_truth():
     # errors shrink with n; small-n binned estimates are biased upwards (Mix-n-Match Fig. 7)
     assert np.all(res.mean_abs_error[:, 1] < res.mean_abs_error[:, 0])
     assert res.bias[1, 0] > 0
-    level = float(res.mean_abs_error[1].max()) + 1e-12
-    assert samples_needed(res, level)["equal-width"] == 64
+    tolerance = float(res.mean_abs_error[1].max()) + 1e-12
+    assert samples_needed(res, tolerance=tolerance)["equal-width"] == 64
     assert samples_needed(res, 0.0) == {"kde": None, "equal-width": None}
     with pytest.raises(CalcoreError, match="KDE estimator exists"):
         estimator_errors(sim, view="top-label", estimators=("kde",), truth=0.1)
