@@ -47,11 +47,6 @@ from calcore.foundation.limits import ROWS
 from calcore.foundation.tuning import DEFAULT_BATCH_ROWS, MAX_BATCH_VALUES, MAX_KEPT_CELLS
 from calcore.io._bottom_k import BottomK
 from calcore.io._columns import Roles, detect_roles, pick_weight
-
-# The "name as name" imports: still importable from here, where they were before the
-# readers and the row validation had modules of their own (Spark's tasks import
-# arrow_raw_table, encoded_labels and validated_rows from this path).
-from calcore.io._files import DATA_EXTENSIONS as DATA_EXTENSIONS
 from calcore.io._files import source_files
 from calcore.io._load_report import scores_note, with_terms
 from calcore.io._prefetch import prefetched
@@ -64,11 +59,7 @@ from calcore.io._readers import (
     read_batches,
     used_columns,
 )
-from calcore.io._readers import arrow_batches as arrow_batches
-from calcore.io._readers import arrow_raw_table as arrow_raw_table
-from calcore.io._readers import encoded_labels as encoded_labels
 from calcore.io._rows import BatchRules, KindState, validate_batch
-from calcore.io._rows import validated_rows as validated_rows
 from calcore.io._sampling import (
     batch_metadata,
     bottom_k,

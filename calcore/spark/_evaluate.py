@@ -195,9 +195,9 @@ def _task_batches(plan: dict, batches, seen: dict):
     import pyarrow as pa
 
     from calcore.io._columns import Roles
-    from calcore.io._rows import BatchRules
+    from calcore.io._readers import arrow_raw_table
+    from calcore.io._rows import BatchRules, validated_rows
     from calcore.io.options import LoadOptions
-    from calcore.io.stream import arrow_raw_table, validated_rows
 
     fields = Roles.__dataclass_fields__
     roles = SimpleNamespace(
@@ -513,8 +513,8 @@ class SparkEngine:
         """The slice columns (and split) of every row, read to the driver as one batch."""
         from calcore.foundation.validation import InputContext
         from calcore.io._labels import SPLITS, split_codes
+        from calcore.io._readers import encoded_labels
         from calcore.io._table import RowNames
-        from calcore.io.stream import encoded_labels
         from calcore.spark._apply import spark_error
 
         columns = list(self.slice_columns) + ([self.split_column] if self.split_column else [])
@@ -536,8 +536,8 @@ class SparkEngine:
 
 def _distinct_labels(df, label: str, source: str) -> np.ndarray:
     """The label column's distinct values as text (one small job), as the reader reads them."""
+    from calcore.io._readers import encoded_labels
     from calcore.io._table import RowNames
-    from calcore.io.stream import encoded_labels
 
     table = df.select(label).distinct().limit(MAX_LABEL_VALUES + 1).toArrow()
     if table.num_rows > MAX_LABEL_VALUES:
@@ -561,8 +561,8 @@ def _split_selection(df, column: str, split: str, source: str):
 
     from calcore.foundation.validation import InputContext
     from calcore.io._labels import SPLITS, split_codes
+    from calcore.io._readers import encoded_labels
     from calcore.io._table import RowNames
-    from calcore.io.stream import encoded_labels
 
     col = F.col(column)
     table = df.select(col).where(col.isNotNull()).distinct().limit(MAX_LABEL_VALUES + 1)
