@@ -35,10 +35,10 @@ ROW_RANGE_THREADS = 4
 #: temporary): a block's temporaries stay in cache-friendly sizes.
 SOFTMAX_BLOCK_VALUES = 1 << 20
 #: (grid point, sample) pairs evaluated per chunk by the KDE estimators of
-#: :mod:`calcore.kde` (~8 MB per float64 temporary).
+#: :mod:`calcore.foundation.kernel_density` (~8 MB per float64 temporary).
 KDE_PAIR_BUDGET = 1 << 20
-#: Hashes computed at a time by :func:`calcore.statistics.poisson.row_uniforms` and
-#: :func:`~calcore.statistics.poisson.poisson_weights`: three uint64 arrays of this many
+#: Hashes computed at a time by :func:`calcore.foundation.keyed_random.row_uniforms` and
+#: :func:`~calcore.foundation.keyed_random.poisson_weights`: three uint64 arrays of this many
 #: values stay in the CPU's cache between the mixer's steps.
 HASH_CHUNK = 1 << 15
 
@@ -54,7 +54,7 @@ SELECTION_MAX_BUCKETS = 1 << 16
 #: Values per chunk of a selection pass: their buckets are written into one reused buffer.
 SELECTION_CHUNK = 1 << 20
 
-# -- exact ranks over several passes (calcore.statistics.quantiles.ExactRanks) ------------
+# -- exact ranks over several passes (calcore.foundation.exact_ranks.ExactRanks) ----------
 
 #: Prefixes counted in a dense table (32 MB) rather than sparsely, up to this many.
 QUANTILES_DENSE_LIMIT = 1 << 22
@@ -191,7 +191,7 @@ REDRAW_HINT_MISS_COST = 3.0
 
 # -- metrics and diagnostics --------------------------------------------------------------
 
-#: Values per block of the row-wise reductions of :mod:`calcore.metrics.scoring` over
+#: Values per block of the row-wise reductions of :mod:`calcore.statistics.scoring` over
 #: wide matrices (bounded temporaries).
 SCORING_ROW_BLOCK_VALUES = 4_000_000
 #: Replicates x rows per block of temporaries of the logistic calibration fit

@@ -97,7 +97,8 @@ class StreamBatch:
     first_row: int
     position: int
     #: The raw values of the stream's slice columns for the batch's rows (Arrow arrays,
-    #: CSV text cells or NPZ arrays), read by :class:`calcore.slicing_batches.BatchSlicer`.
+    #: CSV text cells or NPZ arrays), read by
+    #: :class:`calcore.predictions.slicing_batches.BatchSlicer`.
     slice_values: dict = field(default_factory=dict, repr=False)
     #: Each row's split as a code into ``calcore.io._labels.SPLITS`` (0: calib, 1: test),
     #: None when the files have no split column.
@@ -249,7 +250,7 @@ class PredictionStream:
         """A seeded uniform sample of at most ``max_rows`` rows, and the number of rows read.
 
         Every row gets a uniform from ``(seed, position)``
-        (:func:`calcore.statistics.poisson.row_uniforms`); the ``max_rows`` rows with the
+        (:func:`calcore.foundation.keyed_random.row_uniforms`); the ``max_rows`` rows with the
         smallest are kept (bottom-k sampling), so the sample does not depend on the
         batching and memory holds at most twice ``max_rows`` rows (plus one batch). The
         sample keeps the stream's order and the rows' weights (``sample_weight``), if any;
