@@ -13,7 +13,8 @@ and :data:`~calcore.foundation.tuning.ROW_GROUP_DECODERS`.
 
 Row groups are yielded in file order, so batches and positions do not change. A file
 whose row groups exceed a batch is read as before, batch by batch within each row group,
-so that memory stays bounded by the batch size.
+so that memory stays bounded by the batch size; so is every file when the worker policy
+allows one thread (``CALCORE_THREADS=1``): decoding ahead would keep a second one busy.
 
 Deliberately not ``pyarrow.dataset``'s scanner (``to_batches`` with ``batch_readahead``,
 ``fragment_readahead`` and page checksums), although it reads as fast: 0.107 s against
@@ -65,10 +66,16 @@ def row_group_chunks(path: str, columns, batch_rows: int) -> list[tuple[str, Ite
     handle = open_parquet(path)
     n = handle.num_row_groups
     sizes = [handle.metadata.row_group(g).num_rows for g in range(n)]
-    if n < 2 or max(sizes) > batch_rows:
+    # One worker (calcore.foundation.threads.worker_count): decoded in line, on the
+    # caller's thread alone (no decoding thread beside it, nor pyarrow's own threads).
+    threads = worker_count() > 1
+    if n < 2 or max(sizes) > batch_rows or not threads:
         read = handle.iter_batches
         return [
-            (f"row group {g}", read(batch_size=batch_rows, row_groups=[g], columns=columns))
+            (
+                f"row group {g}",
+                read(batch_size=batch_rows, row_groups=[g], columns=columns, use_threads=threads),
+            )
             for g in range(n)
         ]
     ahead = _ReadAhead(path, list(columns), n)
