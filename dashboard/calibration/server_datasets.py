@@ -305,6 +305,11 @@ def prefetch_slice_columns(loaded: Loaded, streamed: Streamed) -> bool:
             with _PREFETCH_GUARD:
                 _PREFETCHING.discard(key)
 
+    # Started whatever calcore's worker policy allows (CALCORE_THREADS=1 too): it is the
+    # read the Slices view would otherwise make the user wait for (wasted only if nobody
+    # opens that view), once per dataset, after no script has run for PREFETCH_QUIET_S and
+    # at the lowest priority, so it takes CPU that no page is using; within it calcore
+    # keeps to the policy (with one worker it reads in line, on this thread alone).
     threading.Thread(target=read, name="calcore-slice-columns", daemon=True).start()
     return True
 
