@@ -176,14 +176,15 @@ def open_dataset(
 def _opened(dataset: ServerDataset, n_sample: int, progress) -> tuple[Loaded, Streamed]:
     start = time.perf_counter()
     path = str(dataset.path)
-    first = calcore.scan(path, decimal=dataset.decimal)
+    options = calcore.LoadOptions(decimal=dataset.decimal)
+    first = calcore.scan(path, options=options)
     roles = first.roles
     taken = {roles.label, roles.split, first.weight_column, *roles.scores}
     metadata = [c for c in roles.ignored if c not in taken]
     notes, sliced = [], None
     if metadata:
         try:  # refused here rather than when the Slices view opens
-            sliced = calcore.scan(path, slice_columns=metadata, decimal=dataset.decimal)
+            sliced = calcore.scan(path, options=replace(options, slice_columns=metadata))
         except calcore.CalcoreError as err:  # e.g. an NPZ array that is not one value per row
             metadata = []
             notes.append(f"No metadata kept for slicing: {err}")
