@@ -452,7 +452,7 @@ class SparkEngine:
         from calcore.foundation.keyed_random import row_uniforms
         from calcore.foundation.version import __version__ as calcore_version
         from calcore.io._bottom_k import bottom_k_cut, rows_at_or_below
-        from calcore.predictions import Predictions
+        from calcore.predictions import Predictions, concat, take
         from calcore.spark._apply import spark_error
         from calcore.statistics.engine import unpack
 
@@ -497,17 +497,18 @@ class SparkEngine:
             keep = rows_at_or_below(positions, u, bottom_k_cut([(positions, u)], k))
         keep = keep[np.argsort(positions[keep], kind="stable")]  # position order
 
-        def joined(name):
-            if not all(name in p for p in parts):
-                return None
-            return frozen_array(np.concatenate([p[name] for p in parts])[keep], owned=True)
-
         names = tuple(json.loads(self.read_plan)["class_names"])
-        preds = Predictions(
-            joined("probs"), joined("labels"), names, joined("logits"), None,
-            bool(all(p["normalized"] for p in parts)), joined("weights"),
-        )  # fmt: skip
-        return preds, n_read
+
+        def part_preds(p):  # a task's arrays, validated by the task: no second check
+            def frozen(name):  # unpacked from the task's bytes: ours to freeze in place
+                return frozen_array(p[name], owned=True) if name in p else None
+
+            return Predictions(
+                frozen("probs"), frozen("labels"), names, frozen("logits"), None,
+                bool(p["normalized"]), frozen("weights"),
+            )  # fmt: skip
+
+        return take(concat([part_preds(p) for p in parts]), keep), n_read
 
     def slice_batches(self):
         """The slice columns (and split) of every row, read to the driver as one batch."""
