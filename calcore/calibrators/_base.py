@@ -18,6 +18,7 @@ import numpy as np
 
 from calcore.calibrators._state import check_declared_state, to_jsonable
 from calcore.foundation.errors import CalcoreError
+from calcore.foundation.limits import MAX_ITERATIONS  # defined there: a limit of a request
 from calcore.foundation.validation import row_weights
 from calcore.predictions import Predictions
 
@@ -167,14 +168,6 @@ def _shown_value(value) -> str:
     return text if len(text) <= 60 else text[:40] + f"... ({len(text)} characters)"
 
 
-#: Most iterations an optimiser may be given (``max_iter`` of every method): na-fir's default,
-#: 5x the others'. These fits are convex and converge in tens to hundreds of iterations
-#: (measured on 50,000 x 100: vs 12 iterations, 0.6 s; na-fir 483, 10 s; dirichlet 150-220
-#: on 5,000 x 100), so a larger limit never changes a fit; it only let a link
-#: (``m=na-fir:max_iter=1000000000``) hold the server. An iteration costs a pass over the
-#: n x L scores (na-fir: ~20 ms on 50,000 x 100), so a fit that never converges stops
-#: within 5,000 of them: no link can ask for more than the slowest default already allows.
-MAX_ITERATIONS = 5_000
 #: Largest seed of the randomised methods: numpy's seeds are non-negative (a negative one
 #: raised ValueError from deep inside a fit); 2**32 - 1 is the classic 32-bit seed range.
 MAX_SEED = 2**32 - 1

@@ -29,11 +29,12 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import isotonic_regression, minimize
 
-from calcore.calibrators._base import MAX_ITERATIONS, Calibrator, Param
+from calcore.calibrators._base import Calibrator, Param
 from calcore.calibrators._registry import register
 from calcore.calibrators._scir import EPS_PARAM, SortedCumulativeIsotonic, mean_nll
 from calcore.calibrators._state import Array, Number
 from calcore.foundation.errors import CalcoreWarning
+from calcore.foundation.limits import MAX_ITERATIONS
 
 __all__ = ["FlattenedIsotonic", "NormalizationAwareFlattenedIsotonic", "SortedCumulativeIsotonic"]
 

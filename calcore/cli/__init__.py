@@ -52,6 +52,7 @@ from calcore.foundation.binning import BIN_COUNT_RULES, BINNING_SCHEMES
 from calcore.foundation.errors import CalcoreError, CalcoreWarning, EmptySplitError, quoted
 from calcore.foundation.limits import SLICE_RESAMPLES
 from calcore.io._output import STDOUT, check_output, write_output
+from calcore.io.options import LoadOptions
 from calcore.metrics.registry import METRICS
 from calcore.predictions.slicing import parse_slice_spec
 
@@ -661,24 +662,36 @@ def _add_check_parser(sub) -> None:
     _add_engine_options(k, "spark: the passes over Parquet input run as Spark jobs (mapInArrow)")
 
 
-def _load_kwargs(args) -> dict:
-    return {
-        "label_column": args.label_col,
-        "scores": args.scores,
-        "split_column": args.split_col,
-        "renormalize": args.renormalize,
-        "percent": args.percent,
-        "positive_class": args.positive_class,
-        "max_decoded_bytes": args.max_decoded_bytes,
-        "weight_column": args.weight_col,
-        "decimal": args.decimal,
-    }
+def _load_options(args, *, slice_columns=None) -> LoadOptions:
+    """How the command reads its files (``--label-col``, ``--scores``, ...), as every loader
+    takes it (``options=``). The size budget (``--max-decoded-bytes``) is not a reading
+    option: it is passed on its own, to the loaders that read whole files.
+
+    Raises
+    ------
+    CalcoreError
+        Options that contradict each other (``--percent`` with ``--scores logits``).
+    """
+    return LoadOptions(
+        label_column=args.label_col,
+        scores=args.scores,
+        split_column=args.split_col,
+        renormalize=args.renormalize,
+        percent=args.percent,
+        positive_class=args.positive_class,
+        weight_column=args.weight_col,
+        decimal=args.decimal,
+        slice_columns=slice_columns,
+    )
 
 
 def _load_one(path: str, args, *, split=None, slice_columns=None):
     from calcore.io import load_predictions  # pandas/pyarrow only when a file is read
 
-    return load_predictions(path, split=split, slice_columns=slice_columns, **_load_kwargs(args))
+    options = _load_options(args, slice_columns=slice_columns)
+    return load_predictions(
+        path, split=split, options=options, max_decoded_bytes=args.max_decoded_bytes
+    )
 
 
 def _notes_of(preds, caught) -> list[str]:
@@ -846,8 +859,7 @@ def _spark_stream(path: str, args, *, split=None, slice_columns=None):
             "NPZ files without --engine spark (the embedded engine)."
         )
     # Parquet only: no size budget, and no decimal mark (a CSV's option)
-    skip = ("max_decoded_bytes", "decimal")
-    options = {k: v for k, v in _load_kwargs(args).items() if k not in skip}
+    options = _load_options(args)
     spark = calcore.spark.session(master=args.master, remote=args.remote)
     try:
         df = spark.read.parquet(*[os.path.abspath(f) for f in files])
@@ -855,15 +867,26 @@ def _spark_stream(path: str, args, *, split=None, slice_columns=None):
         from calcore.spark._apply import spark_error
 
         raise spark_error(exc, path) from None
-    return from_spark(df, split=split, slice_columns=slice_columns, name=path, **options)
+    return from_spark(
+        df,
+        label_column=options.label_column,
+        scores=options.scores,
+        split_column=options.split_column,
+        split=split,
+        renormalize=options.renormalize,
+        percent=options.percent,
+        positive_class=options.positive_class,
+        weight_column=options.weight_column,
+        slice_columns=slice_columns,
+        name=path,
+    )
 
 
 def _stream(path: str, args, *, split=None, slice_columns=None):
     from calcore.io.stream import scan
 
-    # The loader's options, but no size budget: a stream is never refused for size.
-    options = {k: v for k, v in _load_kwargs(args).items() if k != "max_decoded_bytes"}
-    stream = scan(path, split=split, slice_columns=slice_columns, **options)
+    # No size budget: a stream is never refused for size.
+    stream = scan(path, split=split, options=_load_options(args, slice_columns=slice_columns))
     return stream.with_progress(Progress(stream.n_rows_in_files, estimated=stream.rows_estimated))
 
 
@@ -1017,7 +1040,9 @@ def _recalibrated(args, columns, streamed):
     else:
         from calcore.io import load_splits
 
-        splits = load_splits(args.file, **_load_kwargs(args))
+        splits = load_splits(
+            args.file, options=_load_options(args), max_decoded_bytes=args.max_decoded_bytes
+        )
         missing = [s for s in ("calib", split) if s not in splits]
         if missing:
             raise CalcoreError(
@@ -1126,7 +1151,9 @@ def _calibration_data(args):
             "Give either one FILE with a split column, or --calib and --test; not both."
         )
     if args.file:
-        splits = load_splits(args.file, **_load_kwargs(args))
+        splits = load_splits(
+            args.file, options=_load_options(args), max_decoded_bytes=args.max_decoded_bytes
+        )
         missing = [s for s in ("calib", "test") if s not in splits]
         if missing:
             raise CalcoreError(
@@ -1339,8 +1366,7 @@ def _apply_spark(args, calibrator) -> int:
             f"--split {args.split} with --engine spark: Spark applies the calibrator to "
             "every row; leave --split out (or use the embedded engine)."
         )
-    options = {k: v for k, v in _load_kwargs(args).items() if k != "max_decoded_bytes"}
-    stream = scan(args.file, keep_columns=True, **options)  # reads the first batch only
+    stream = scan(args.file, keep_columns=True, options=_load_options(args))  # first batch only
     check_apply_files(stream, args.out)  # before a JVM starts
     plan_for_stream(stream, calibrator, suffix=args.suffix, renormalize=args.renormalize,
                     percent=args.percent, offsets=None)  # fmt: skip  (its refusals, too)
@@ -1368,8 +1394,8 @@ def _apply_keeping_columns(args, calibrator) -> int:
     check_not_in_folder(args.out, args.file)  # before the long read
     per_slice = isinstance(calibrator, PerSliceCalibrator)
     columns = list(calibrator.columns) if per_slice else None  # read for the slices
-    options = {k: v for k, v in _load_kwargs(args).items() if k != "max_decoded_bytes"}
-    stream = scan(args.file, split=args.split, slice_columns=columns, keep_columns=True, **options)
+    options = _load_options(args, slice_columns=columns)
+    stream = scan(args.file, split=args.split, keep_columns=True, options=options)
     stream = stream.with_progress(Progress(stream.n_rows_in_files, estimated=stream.rows_estimated))
     try:
         mapped = stream.with_transform(calibrator.transform, with_metadata=per_slice)

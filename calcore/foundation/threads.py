@@ -4,9 +4,11 @@ One policy: :func:`worker_count` is the number of threads calcore runs at once o
 CPU-bound work (the CPUs this process may run on, or ``$CALCORE_THREADS``). Every place
 in calcore and the dashboard that starts worker threads or counts CPUs asks it: the
 helpers below, the CSV reader's pieces, the Parquet decoders, the dashboard's parallel
-calls and its slots for heavy calls. A pipeline's single helper thread (the read-ahead
-of :mod:`calcore.io._prefetch`, the dashboard's background read of slice columns) is
-not a worker pool and runs whatever the count.
+calls and its slots for heavy calls. The read-ahead of :mod:`calcore.io._prefetch` (a
+second busy thread beside the caller's) starts only with more than one worker; with one,
+the batches are read in line. The dashboard's background read of slice columns runs
+whatever the count: it waits until no page is being computed and runs at the lowest
+priority, to spare the Slices view that read (``dashboard.calibration.server_datasets``).
 
 numpy releases the GIL inside its vectorised loops, so row ranges of a large
 array can be processed by a few threads at once. Callers keep the results

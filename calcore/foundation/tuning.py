@@ -10,9 +10,8 @@ switch between two methods gives the same values, only faster or in less memory.
 one by measuring again (``benchmarks/``).
 
 What is not here: limits that are not tuning (validation bounds, what a URL may ask:
-:mod:`calcore.foundation.limits`), constants that change results (sample sizes of tests, numbers of
-resamples, statistical thresholds: beside their functions), and the Parquet read-ahead
-of :mod:`calcore.io._row_groups`.
+:mod:`calcore.foundation.limits`) and constants that change results (sample sizes of
+tests, numbers of resamples, statistical thresholds: beside their functions).
 
 This module imports nothing from calcore (every layer may read it).
 """
@@ -35,10 +34,10 @@ ROW_RANGE_THREADS = 4
 #: temporary): a block's temporaries stay in cache-friendly sizes.
 SOFTMAX_BLOCK_VALUES = 1 << 20
 #: (grid point, sample) pairs evaluated per chunk by the KDE estimators of
-#: :mod:`calcore.kde` (~8 MB per float64 temporary).
+#: :mod:`calcore.foundation.kernel_density` (~8 MB per float64 temporary).
 KDE_PAIR_BUDGET = 1 << 20
-#: Hashes computed at a time by :func:`calcore.statistics.poisson.row_uniforms` and
-#: :func:`~calcore.statistics.poisson.poisson_weights`: three uint64 arrays of this many
+#: Hashes computed at a time by :func:`calcore.foundation.keyed_random.row_uniforms` and
+#: :func:`~calcore.foundation.keyed_random.poisson_weights`: three uint64 arrays of this many
 #: values stay in the CPU's cache between the mixer's steps.
 HASH_CHUNK = 1 << 15
 
@@ -54,7 +53,7 @@ SELECTION_MAX_BUCKETS = 1 << 16
 #: Values per chunk of a selection pass: their buckets are written into one reused buffer.
 SELECTION_CHUNK = 1 << 20
 
-# -- exact ranks over several passes (calcore.statistics.quantiles.ExactRanks) ------------
+# -- exact ranks over several passes (calcore.foundation.exact_ranks.ExactRanks) ----------
 
 #: Prefixes counted in a dense table (32 MB) rather than sparsely, up to this many.
 QUANTILES_DENSE_LIMIT = 1 << 22
@@ -191,7 +190,7 @@ REDRAW_HINT_MISS_COST = 3.0
 
 # -- metrics and diagnostics --------------------------------------------------------------
 
-#: Values per block of the row-wise reductions of :mod:`calcore.metrics.scoring` over
+#: Values per block of the row-wise reductions of :mod:`calcore.statistics.scoring` over
 #: wide matrices (bounded temporaries).
 SCORING_ROW_BLOCK_VALUES = 4_000_000
 #: Replicates x rows per block of temporaries of the logistic calibration fit
@@ -263,6 +262,19 @@ CSV_MAX_PIECE_BYTES = 32 << 20
 #: piece stays a few hundred MB once parsed.
 CSV_STREAM_MIN_PIECE_BYTES = 1 << 16
 CSV_STREAM_MAX_PIECE_BYTES = 256 << 20
+#: Parquet row groups decoded ahead of the one being read (:mod:`calcore.io._row_groups`),
+#: each of at most ``batch_rows`` rows, on :data:`ROW_GROUP_DECODERS` threads of their
+#: own. pyarrow decodes a row group's columns in parallel, but the cheap ones (labels,
+#: split) finish long before the scores, so one row group at a time left a core idle: on
+#: the 100M-row demo (100 row groups of 1M rows), decoding its three used columns (and a
+#: light check) took 1.29 s one row group at a time and 0.97 s two at a time (2 cores;
+#: ``benchmarks/bench_scale.py`` measures a whole pass).
+ROW_GROUPS_READ_AHEAD = 2
+#: Decoding threads of Parquet row groups (at most
+#: :func:`calcore.foundation.threads.worker_count`), shared by every stream of the process:
+#: a server with several sessions streaming at once shares them rather than starting more
+#: than the cores.
+ROW_GROUP_DECODERS = 2
 
 # -- calcore on Spark (calcore.spark._merge) ----------------------------------------------
 

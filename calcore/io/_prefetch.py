@@ -6,6 +6,8 @@ import queue
 import threading
 from typing import Iterable, Iterator, TypeVar
 
+from calcore.foundation.threads import worker_count
+
 __all__ = ["prefetched"]
 
 T = TypeVar("T")
@@ -20,7 +22,21 @@ def prefetched(items: Iterable[T], *, depth: int = 2) -> Iterator[T]:
     cores they overlap. Order is kept (one producer). An exception raised while producing
     is raised here, at the position it happened; closing the generator early stops the
     producer.
+
+    With one worker (:func:`calcore.foundation.threads.worker_count`, e.g.
+    ``CALCORE_THREADS=1``) no thread is started: the items are produced in line, on the
+    caller's thread, when asked for. The read-ahead would keep a second core busy beside
+    the caller's work, which is what one worker rules out.
+
+    Raises
+    ------
+    CalcoreError
+        ``$CALCORE_THREADS`` is set but not a positive whole number (when the first item
+        is asked for).
     """
+    if worker_count() == 1:
+        yield from items
+        return
     q: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
 

@@ -1,8 +1,8 @@
 """Seeded uniform samples of batches of rows, and the slice columns of the sampled rows.
 
 Every row gets a uniform from ``(seed, position)``
-(:func:`calcore.statistics.poisson.row_uniforms`), its position being counted within its
-split when samples are drawn per split; the ``max_rows`` rows with the smallest uniforms
+(:func:`calcore.foundation.keyed_random.row_uniforms`), its position being counted within
+its split when samples are drawn per split; the ``max_rows`` rows with the smallest uniforms
 are kept (:class:`~calcore.io._bottom_k.BottomK`). Which rows are kept therefore depends
 on the seed and on which rows belong to which split, and on nothing else: not on the
 batching, nor on the scores and labels. That is what lets a stream read the slice

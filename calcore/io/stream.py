@@ -47,11 +47,6 @@ from calcore.foundation.limits import ROWS
 from calcore.foundation.tuning import DEFAULT_BATCH_ROWS, MAX_BATCH_VALUES, MAX_KEPT_CELLS
 from calcore.io._bottom_k import BottomK
 from calcore.io._columns import Roles, detect_roles, pick_weight
-
-# The "name as name" imports: still importable from here, where they were before the
-# readers and the row validation had modules of their own (Spark's tasks import
-# arrow_raw_table, encoded_labels and validated_rows from this path).
-from calcore.io._files import DATA_EXTENSIONS as DATA_EXTENSIONS
 from calcore.io._files import source_files
 from calcore.io._load_report import scores_note, with_terms
 from calcore.io._prefetch import prefetched
@@ -64,11 +59,7 @@ from calcore.io._readers import (
     read_batches,
     used_columns,
 )
-from calcore.io._readers import arrow_batches as arrow_batches
-from calcore.io._readers import arrow_raw_table as arrow_raw_table
-from calcore.io._readers import encoded_labels as encoded_labels
 from calcore.io._rows import BatchRules, KindState, validate_batch
-from calcore.io._rows import validated_rows as validated_rows
 from calcore.io._sampling import (
     batch_metadata,
     bottom_k,
@@ -106,7 +97,8 @@ class StreamBatch:
     first_row: int
     position: int
     #: The raw values of the stream's slice columns for the batch's rows (Arrow arrays,
-    #: CSV text cells or NPZ arrays), read by :class:`calcore.slicing_batches.BatchSlicer`.
+    #: CSV text cells or NPZ arrays), read by
+    #: :class:`calcore.predictions.slicing_batches.BatchSlicer`.
     slice_values: dict = field(default_factory=dict, repr=False)
     #: Each row's split as a code into ``calcore.io._labels.SPLITS`` (0: calib, 1: test),
     #: None when the files have no split column.
@@ -258,7 +250,7 @@ class PredictionStream:
         """A seeded uniform sample of at most ``max_rows`` rows, and the number of rows read.
 
         Every row gets a uniform from ``(seed, position)``
-        (:func:`calcore.statistics.poisson.row_uniforms`); the ``max_rows`` rows with the
+        (:func:`calcore.foundation.keyed_random.row_uniforms`); the ``max_rows`` rows with the
         smallest are kept (bottom-k sampling), so the sample does not depend on the
         batching and memory holds at most twice ``max_rows`` rows (plus one batch). The
         sample keeps the stream's order and the rows' weights (``sample_weight``), if any;

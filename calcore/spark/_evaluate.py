@@ -195,9 +195,9 @@ def _task_batches(plan: dict, batches, seen: dict):
     import pyarrow as pa
 
     from calcore.io._columns import Roles
-    from calcore.io._rows import BatchRules
+    from calcore.io._readers import arrow_raw_table
+    from calcore.io._rows import BatchRules, validated_rows
     from calcore.io.options import LoadOptions
-    from calcore.io.stream import arrow_raw_table, validated_rows
 
     fields = Roles.__dataclass_fields__
     roles = SimpleNamespace(
@@ -452,7 +452,7 @@ class SparkEngine:
         from calcore.foundation.keyed_random import row_uniforms
         from calcore.foundation.version import __version__ as calcore_version
         from calcore.io._bottom_k import bottom_k_cut, rows_at_or_below
-        from calcore.predictions import Predictions
+        from calcore.predictions import Predictions, concat, take
         from calcore.spark._apply import spark_error
         from calcore.statistics.engine import unpack
 
@@ -497,24 +497,25 @@ class SparkEngine:
             keep = rows_at_or_below(positions, u, bottom_k_cut([(positions, u)], k))
         keep = keep[np.argsort(positions[keep], kind="stable")]  # position order
 
-        def joined(name):
-            if not all(name in p for p in parts):
-                return None
-            return frozen_array(np.concatenate([p[name] for p in parts])[keep], owned=True)
-
         names = tuple(json.loads(self.read_plan)["class_names"])
-        preds = Predictions(
-            joined("probs"), joined("labels"), names, joined("logits"), None,
-            bool(all(p["normalized"] for p in parts)), joined("weights"),
-        )  # fmt: skip
-        return preds, n_read
+
+        def part_preds(p):  # a task's arrays, validated by the task: no second check
+            def frozen(name):  # unpacked from the task's bytes: ours to freeze in place
+                return frozen_array(p[name], owned=True) if name in p else None
+
+            return Predictions(
+                frozen("probs"), frozen("labels"), names, frozen("logits"), None,
+                bool(p["normalized"]), frozen("weights"),
+            )  # fmt: skip
+
+        return take(concat([part_preds(p) for p in parts]), keep), n_read
 
     def slice_batches(self):
         """The slice columns (and split) of every row, read to the driver as one batch."""
         from calcore.foundation.validation import InputContext
         from calcore.io._labels import SPLITS, split_codes
+        from calcore.io._readers import encoded_labels
         from calcore.io._table import RowNames
-        from calcore.io.stream import encoded_labels
         from calcore.spark._apply import spark_error
 
         columns = list(self.slice_columns) + ([self.split_column] if self.split_column else [])
@@ -536,8 +537,8 @@ class SparkEngine:
 
 def _distinct_labels(df, label: str, source: str) -> np.ndarray:
     """The label column's distinct values as text (one small job), as the reader reads them."""
+    from calcore.io._readers import encoded_labels
     from calcore.io._table import RowNames
-    from calcore.io.stream import encoded_labels
 
     table = df.select(label).distinct().limit(MAX_LABEL_VALUES + 1).toArrow()
     if table.num_rows > MAX_LABEL_VALUES:
@@ -561,8 +562,8 @@ def _split_selection(df, column: str, split: str, source: str):
 
     from calcore.foundation.validation import InputContext
     from calcore.io._labels import SPLITS, split_codes
+    from calcore.io._readers import encoded_labels
     from calcore.io._table import RowNames
-    from calcore.io.stream import encoded_labels
 
     col = F.col(column)
     table = df.select(col).where(col.isNotNull()).distinct().limit(MAX_LABEL_VALUES + 1)

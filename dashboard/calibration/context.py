@@ -17,12 +17,9 @@ from dashboard.calibration import compute
 from dashboard.calibration.data import Split
 from dashboard.calibration.state import MethodChoice, Settings
 from dashboard.text import escape_markdown as esc
+from dashboard.tuning import FIGURES_KEPT
 
 __all__ = ["Context", "build_context"]
-
-#: Built figures kept per (figure, outputs, settings, options): revisiting a view or
-#: changing an unrelated control reuses them instead of rebuilding (50-120 ms each).
-_FIGURES = 128
 
 UNCALIBRATED = calcore.UNCALIBRATED
 
@@ -78,7 +75,7 @@ class Context:
         return {label: fn(self.keys[label], *args, preds) for label, preds in self.outputs.items()}
 
 
-@st.cache_resource(show_spinner=False, max_entries=_FIGURES, ttl=compute.CACHE_TTL_S)
+@st.cache_resource(show_spinner=False, max_entries=FIGURES_KEPT, ttl=compute.CACHE_TTL_S)
 def _cached_figure(key: str, _build):
     return _build()
 

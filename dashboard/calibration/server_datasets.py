@@ -32,6 +32,7 @@ from dashboard.calibration.compute import CACHE_TTL_S, SLICE_METRICS, calcore_bi
 from dashboard.calibration.data import Loaded
 from dashboard.calibration.datadir import ServerDataset
 from dashboard.calibration.shared import SharedCache
+from dashboard.tuning import PREFETCH_QUIET_S
 
 __all__ = [
     "ACTIVITY",
@@ -175,14 +176,15 @@ def open_dataset(
 def _opened(dataset: ServerDataset, n_sample: int, progress) -> tuple[Loaded, Streamed]:
     start = time.perf_counter()
     path = str(dataset.path)
-    first = calcore.scan(path, decimal=dataset.decimal)
+    options = calcore.LoadOptions(decimal=dataset.decimal)
+    first = calcore.scan(path, options=options)
     roles = first.roles
     taken = {roles.label, roles.split, first.weight_column, *roles.scores}
     metadata = [c for c in roles.ignored if c not in taken]
     notes, sliced = [], None
     if metadata:
         try:  # refused here rather than when the Slices view opens
-            sliced = calcore.scan(path, slice_columns=metadata, decimal=dataset.decimal)
+            sliced = calcore.scan(path, options=replace(options, slice_columns=metadata))
         except calcore.CalcoreError as err:  # e.g. an NPZ array that is not one value per row
             metadata = []
             notes.append(f"No metadata kept for slicing: {err}")
@@ -262,12 +264,6 @@ class _Activity:
 
 #: Every session's script runs (``dashboard/app.py`` and the view fragment count theirs).
 ACTIVITY = _Activity()
-#: How long no script may have run before the slice columns are read in the background:
-#: the browsers have drawn the page by then (reading at once delayed a bins change on the
-#: 100M-row demo from 1.0 to 2.0 s on 2 cores; after 1.5 s quiet, 8 reviewers' browsers on
-#: the same 2 cores still drew: their bins change p50 went from 4.4 to 10.9 s).
-PREFETCH_QUIET_S = 3.0
-
 _PREFETCHING: set = set()  # keys of the slice columns being read in the background
 _PREFETCH_GUARD = threading.Lock()
 
@@ -277,13 +273,13 @@ def prefetch_slice_columns(loaded: Loaded, streamed: Streamed) -> bool:
     being read; returns whether a read started.
 
     Called once the page is drawn; the read waits until no script has run for
-    :data:`PREFETCH_QUIET_S` (:data:`ACTIVITY`), so that it takes no CPU from the browser
-    drawing the page or from the next rerun. The Slices view then finds the columns read
-    (or waits only for the rest of the read) instead of reading them when it opens (about
-    1.4 s on the 100M-row demo, over the 2 s a view switch may take). The read is the one
-    :func:`with_slice_columns` does, under the same key and lock, so it happens once per
-    dataset whoever asks first. An error is not cached: the view reads again and
-    reports it.
+    :data:`dashboard.tuning.PREFETCH_QUIET_S` (:data:`ACTIVITY`), so that it takes no CPU
+    from the browser drawing the page or from the next rerun. The Slices view then finds
+    the columns read (or waits only for the rest of the read) instead of reading them when
+    it opens (about 1.4 s on the 100M-row demo, over the 2 s a view switch may take). The
+    read is the one :func:`with_slice_columns` does, under the same key and lock, so it
+    happens once per dataset whoever asks first. An error is not cached: the view reads
+    again and reports it.
     """
     if streamed.sliced is None or slice_columns_read(streamed):
         return False
@@ -310,6 +306,11 @@ def prefetch_slice_columns(loaded: Loaded, streamed: Streamed) -> bool:
             with _PREFETCH_GUARD:
                 _PREFETCHING.discard(key)
 
+    # Started whatever calcore's worker policy allows (CALCORE_THREADS=1 too): it is the
+    # read the Slices view would otherwise make the user wait for (wasted only if nobody
+    # opens that view), once per dataset, after no script has run for PREFETCH_QUIET_S and
+    # at the lowest priority, so it takes CPU that no page is using; within it calcore
+    # keeps to the policy (with one worker it reads in line, on this thread alone).
     threading.Thread(target=read, name="calcore-slice-columns", daemon=True).start()
     return True
 

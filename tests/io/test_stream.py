@@ -121,6 +121,33 @@ def test_row_groups_decoded_ahead_give_the_batches_read_one_by_one(tmp_path):
             np.testing.assert_array_equal(np.concatenate([p for _, _, p in got]), preds.probs[:, 1])
 
 
+def test_one_worker_decodes_row_groups_in_line(tmp_path, monkeypatch):
+    """CALCORE_THREADS=1: no row group is decoded on a thread of its own; the batches,
+    their positions and rows are those read with decoding threads."""
+    import calcore.io._row_groups as row_groups
+
+    preds = _binary(600, seed=43)
+    _write_parts(tmp_path, preds, [250], row_group_size=100)
+
+    def read():
+        stream = calcore.scan(tmp_path, batch_rows=100)
+        return [(b.position, b.first_row, b.preds.probs[:, 1].copy()) for b in stream.batches()]
+
+    monkeypatch.setenv("CALCORE_THREADS", "2")
+    ahead = read()
+
+    def no_decoding_thread():
+        raise AssertionError("a row group was sent to a decoding thread")
+
+    monkeypatch.setattr(row_groups, "_decoders", no_decoding_thread)
+    monkeypatch.setenv("CALCORE_THREADS", "1")
+    in_line = read()
+    assert [b[:2] for b in in_line] == [b[:2] for b in ahead]
+    for (_, _, got), (_, _, want) in zip(in_line, ahead, strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.concatenate([p for _, _, p in in_line]), preds.probs[:, 1])
+
+
 def test_missing_path_and_empty_directory(tmp_path):
     with pytest.raises(calcore.CalcoreError, match="no such file or directory"):
         calcore.scan(tmp_path / "nope")
@@ -143,6 +170,31 @@ def test_prefetch_keeps_order_and_raises_where_it_happened():
         for x in prefetched(failing()):
             got.append(x)
     assert got == [1, 2]
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_prefetch_reads_ahead_on_a_thread_only_with_more_than_one_worker(monkeypatch, threads):
+    import threading
+
+    from calcore.io._prefetch import prefetched
+
+    monkeypatch.setenv("CALCORE_THREADS", threads)
+    produced_on = []
+
+    def items():
+        for i in range(6):
+            produced_on.append(threading.current_thread())
+            yield i
+        raise calcore.CalcoreError("bad batch 7")
+
+    got = []
+    with pytest.raises(calcore.CalcoreError, match="bad batch 7"):
+        for x in prefetched(items()):
+            got.append(x)
+    assert got == list(range(6))
+    here = [t is threading.current_thread() for t in produced_on]
+    # one worker: every item made on the caller's thread, as it is asked for; more: none
+    assert all(here) if threads == "1" else not any(here)
 
 
 def _weighted_parquet(tmp_path, name="w.parquet", column="Weight", weights=None):

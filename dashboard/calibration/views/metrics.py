@@ -18,6 +18,11 @@ from dashboard.calibration.exports import table_csv
 from dashboard.calibration.views._common import explain
 from dashboard.figures import metric_intervals_figure, verdict_figure
 from dashboard.text import escape_markdown as esc
+from dashboard.tuning import (
+    AUTO_BOOTSTRAP_BIN_RESAMPLES,
+    AUTO_BOOTSTRAP_CELLS,
+    AUTO_BOOTSTRAP_ROW_RESAMPLES,
+)
 
 GAIN = "calibration_gain"
 GAIN_LABEL = "Calibration gain"
@@ -378,20 +383,6 @@ def _show_chart(slot, ctx, values, *, final: bool) -> None:
     slot.plotly_chart(errors_figure(ctx, values), theme=None, key=CHART_KEY if final else None)
 
 
-#: Above this many test cells (rows x classes) bootstrap intervals wait for a click: on
-#: 50,000 x 1,000 predictions 200 resamples take about two minutes and several GB.
-AUTO_BOOTSTRAP_CELLS = 5_000_000
-#: Above this many (test row, resample) pairs too: 1,000,000 binary test rows with 200
-#: resamples took 49 s (benchmarks/bench_dashboard.py, 2M-row CSV), about 0.25 us a pair,
-#: so the automatic intervals stay under ~3 s.
-#: Counted once per evaluated method (the uncalibrated rows and each calibrator), so that a
-#: link asking for 1,000 resamples of three methods on 10,000 rows waits for a click.
-AUTO_BOOTSTRAP_ROW_RESAMPLES = 10_000_000
-#: Above this many (bin cell, resample) pairs too, summed over the methods: every resample
-#: keeps bins x classes cells per binned metric, so a link with ``bins=5000`` and 50
-#: resamples on 10 classes took 6 s a method (10,000 CIFAR-10 test rows, equal-mass),
-#: ``boot=1000&bins=5000&binning=equal-mass`` 101 s for the page.
-AUTO_BOOTSTRAP_BIN_RESAMPLES = 3_000_000
 KEY_FORCE_BOOTSTRAP = "view.metrics.force_bootstrap"
 
 
