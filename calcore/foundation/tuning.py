@@ -216,7 +216,7 @@ CONSISTENCY_DRAWS_PER_BLOCK = 2_000_000
 #: draws between requests.
 SHARED_COUNTS_VALUES = 2_000_000
 #: Memory for the redrawn sums of one group of redraws of
-#: :func:`calcore.evaluation.calibration_test.calibration_test` (redraws beyond it run in
+#: :func:`calcore.evaluation.significance.calibration_test` (redraws beyond it run in
 #: groups). 128 MiB: the class-wise KDE-ECE's test on 10,000 x 100 rows with 200 redraws
 #: (14 moments on ~21,000 occupied cells a redraw) runs in 4 groups; with 256 MiB (2
 #: groups) its peak RSS was 666 MB, over the 600 MB target of issue 34.
