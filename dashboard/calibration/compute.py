@@ -388,7 +388,7 @@ def report(
 
     The metrics that use no bins (NLL, Brier, the KDE-ECEs) are kept while the binning
     changes; all parts draw the same resamples (same seed), so the values and intervals
-    equal one ``evaluate`` call's (tests/dashboard/test_app.py), but for the class-wise
+    equal one ``evaluate`` call's (tests/dashboard/calibration/test_app.py), but for the class-wise
     KDE-ECE's interval (unless ``kde_classwise_intervals``). The calibration test is the
     binned errors' only (the table's "calibrated?" rows; the KDE-ECEs' test is not shown,
     so not computed). The parts run side by side (each in a compute slot); the Metrics

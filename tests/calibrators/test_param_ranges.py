@@ -2,7 +2,7 @@
 
 The same ``Param`` bounds are enforced by the Python constructors, the CLI's ``--method
 NAME:K=V`` and ``--param K=V``, and saved JSON; out of range is refused with the range in
-the message (the page's link parsing is tested in tests/dashboard/test_method_links.py).
+the message (the page's link parsing is tested in tests/dashboard/calibration/test_method_links.py).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from dashboard.calibration.datadir import DataDirectory
 from dashboard.calibration.decimals import dataset_decimal_key
 from dashboard.calibration.messages import DATASET_FIXES, DECIMAL_LABEL
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 CLASSES = ("cat", "dog", "eel")
 
 

@@ -21,8 +21,8 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.calibration import controls
 
-BAD = Path(__file__).resolve().parents[1] / "data" / "bad"
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+BAD = Path(__file__).resolve().parents[2] / "data" / "bad"
+APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 MANIFEST = [e for e in json.loads((BAD / "MANIFEST.json").read_text()) if not e["options"]]
 MIME = {".csv": "text/csv", ".tsv": "text/tab-separated-values"}
 #: What the page says instead of calcore's option hints (dashboard.calibration.messages):

@@ -1,6 +1,6 @@
 """The Simulation lab page in-process with AppTest (no browser).
 
-The page is driven through ``tests/dashboard/lab_app_entry.py`` (a script calling ``render_lab()``).
+The page is driven through ``tests/dashboard/lab/lab_app_entry.py`` (a script calling ``render_lab()``).
 Expected numbers are recomputed here from ``calcore.simulate`` directly, with the settings
 the page states, so a wrong cache key or a mixed-up argument in the page shows up.
 """

@@ -23,7 +23,7 @@ from dashboard.calibration import compute, controls
 from dashboard.calibration.samples import SAMPLES
 from dashboard.calibration.views import slices as slices_view
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 CREDIT = "credit-default-logreg"
 
 

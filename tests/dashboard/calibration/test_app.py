@@ -28,7 +28,7 @@ from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.state import VIEWS
 from dashboard.figures import small_multiples
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 TIMEOUT = 120
 
 
@@ -219,7 +219,7 @@ def test_every_view_draws_on_the_default_sample(view):
     if view == "metrics":
         assert list(metrics_table(at).index) == ["uncalibrated", "ts", "tl-hb"]
         return
-    if view == "slices":  # CIFAR-10 has no metadata: said (tests/dashboard/test_app_slices.py)
+    if view == "slices":  # CIFAR-10 has no metadata: said (tests/dashboard/calibration/test_app_slices.py)
         assert any("no metadata columns" in i.value for i in at.info)
         return
     name, with_base = MAIN_FIGURE[view]
@@ -234,7 +234,7 @@ def assert_simplex_page_of_the_three_class_sample():
     that calibrator fitted on the calibration rows and applied to the test rows: every bin's
     mean prediction (marker area = rows) and an arrow to its recalibrated prediction, all
     inside the triangle (barycentric coordinates: non-negative, summing to 1). The view has
-    no answer sentence (tests/dashboard/test_app_answers.py lists the views that do)."""
+    no answer sentence (tests/dashboard/calibration/test_app_answers.py lists the views that do)."""
     at = run_app({"sample": "synthetic-overconfident", "view": "simplex", "m": ["ts", "tl-hb"]})
     radio = at.radio(key=controls.KEY_VIEW)
     assert radio.value == "simplex" and VIEWS["simplex"] in radio.options

@@ -27,7 +27,7 @@ from dashboard.calibration import compute, server_datasets
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.views import slices
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 N_ROWS, N_SAMPLE = 60_000, 20_000
 NAME = "clicks.parquet"
 

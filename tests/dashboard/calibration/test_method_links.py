@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.calibration.state import MethodChoice, parse_method
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 
 
 @pytest.mark.parametrize(
