@@ -123,21 +123,22 @@ def truth_reliability_figure(
     )  # fmt: skip
 
 
-def estimator_error_figure(errors, *, level: float, height: int = 520):
+def estimator_error_figure(errors, *, tolerance: float, height: int = 520):
     """Mean absolute error (left) and bias (right) of each estimator against ``n``.
 
     Parameters
     ----------
     errors : calcore.simulate.EstimatorErrors
-    level : float
-        The chosen error level (a dashed line on the left panel).
+    tolerance : float
+        The mean absolute error the user accepts (a dashed line on the left panel;
+        :func:`calcore.simulate.samples_needed`'s ``tolerance``).
     height : int
 
     Returns
     -------
     plotly.graph_objects.Figure
         Traces by ``name``: per estimator ``<label>`` (``x = sizes``, ``y =
-        mean_abs_error[i]``) and ``"<label> (bias)"`` (``y = bias[i]``); ``"chosen level"``.
+        mean_abs_error[i]``) and ``"<label> (bias)"`` (``y = bias[i]``); ``"error tolerance"``.
     """
     styles = _estimator_styles()
     sizes = np.asarray(errors.sizes)
@@ -164,9 +165,10 @@ def estimator_error_figure(errors, *, level: float, height: int = 520):
             row=1, col=2,
         )  # fmt: skip
     fig.add_trace(
-        go.Scatter(x=[sizes[0], sizes[-1]], y=[level, level], mode="lines", name="chosen level",
-                   line={"color": ink(), "dash": "dash", "width": 2}, meta=INK,
-                   hovertemplate="chosen level: %{y:.4f}<extra></extra>"),
+        go.Scatter(x=[sizes[0], sizes[-1]], y=[tolerance, tolerance], mode="lines",
+                   name="error tolerance", meta=INK,
+                   line={"color": ink(), "dash": "dash", "width": 2},
+                   hovertemplate="error tolerance: %{y:.4f}<extra></extra>"),
         row=1, col=1,
     )  # fmt: skip
     fig.add_hline(y=0.0, line={"color": ink(), "width": 1}, row=1, col=2)

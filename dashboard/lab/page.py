@@ -64,7 +64,7 @@ def truth_rows(truth, estimates) -> pd.DataFrame:
 
 
 def readout_rows(errors, needed: dict) -> pd.DataFrame:
-    """Per estimator: the n from which its mean absolute error stays below the level."""
+    """Per estimator: the n from which its mean absolute error stays within the tolerance."""
     largest = int(errors.sizes[-1])
     rows = []
     for i, key in enumerate(errors.estimators):
@@ -134,25 +134,25 @@ def estimator_section(knobs: controls.Knobs) -> None:
         index=controls.index_of(controls.REPEAT_CHOICES, controls.KEY_REPEATS, 20),
         help="More repetitions give smoother curves but take longer (50: several seconds).",
     )  # fmt: skip
-    level = right.number_input(
-        "Error level", min_value=0.001, max_value=0.5, step=0.001, format="%.3f",
+    tolerance = right.number_input(
+        "Error tolerance", min_value=0.001, max_value=0.5, step=0.001, format="%.3f",
         value=controls.first(controls.KEY_LEVEL, 0.01), key=controls.KEY_LEVEL,
         help="Mean absolute error you can accept.",
     )  # fmt: skip
     with st.spinner(f"Simulating {int(repeats)} samples of each size…"):
         errors = compute.estimator_study(*knobs.model, view, int(repeats), knobs.seed)
-    needed = simulate.samples_needed(errors, tolerance=float(level))
+    needed = simulate.samples_needed(errors, tolerance=float(tolerance))
     _chart(
-        figures.estimator_error_figure(errors, level=float(level)),
+        figures.estimator_error_figure(errors, tolerance=float(tolerance)),
         "lab.figure.estimators",
     )
-    st.markdown(f"**Samples needed** for a mean absolute error of at most {float(level):.3f}:")
+    st.markdown(f"**Samples needed** for a mean absolute error of at most {float(tolerance):.3f}:")
     st.table(readout_rows(errors, needed))
     sizes = ", ".join(f"{int(s):,}" for s in errors.sizes)
     st.caption(
         f"{errors.n_repeats} repetitions at each n in {{{sizes}}} (seed {knobs.seed}); truth "
         f"{errors.truth:.4f} from the table above. 'Samples needed' is the smallest studied n "
-        "from which the error stays below the level (calcore.simulate.samples_needed)."
+        "from which the error stays within the tolerance (calcore.simulate.samples_needed)."
     )
 
 

@@ -219,7 +219,7 @@ def test_every_view_draws_on_the_default_sample(view):
     if view == "metrics":
         assert list(metrics_table(at).index) == ["uncalibrated", "ts", "tl-hb"]
         return
-    if view == "slices":  # CIFAR-10 has no metadata: said (tests/dashboard/calibration/test_app_slices.py)
+    if view == "slices":  # CIFAR-10 has no metadata: said (calibration/test_app_slices.py)
         assert any("no metadata columns" in i.value for i in at.info)
         return
     name, with_base = MAIN_FIGURE[view]

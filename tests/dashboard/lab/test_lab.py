@@ -1,6 +1,7 @@
 """The Simulation lab page in-process with AppTest (no browser).
 
-The page is driven through ``tests/dashboard/lab/lab_app_entry.py`` (a script calling ``render_lab()``).
+The page is driven through ``tests/dashboard/lab/lab_app_entry.py`` (a script calling
+``render_lab()``).
 Expected numbers are recomputed here from ``calcore.simulate`` directly, with the settings
 the page states, so a wrong cache key or a mixed-up argument in the page shows up.
 """
@@ -122,7 +123,7 @@ def test_default_page_shows_the_truth_the_estimators_and_the_readout():
     at.number_input(key=controls.KEY_LEVEL).set_value(0.004).run()
     assert_clean(at)
     assert_readout(at, simulate.samples_needed(errors, 0.004))
-    level = trace(chart(at, "estimators"), "chosen level")
+    level = trace(chart(at, "estimators"), "error tolerance")
     assert plotly_array(level["y"]).tolist() == [0.004, 0.004]
 
     # calibrators: the uncalibrated test draw's estimate is near its truth, TS finds T = 2
