@@ -40,6 +40,7 @@ import textwrap
 import time
 import traceback
 import warnings
+from dataclasses import replace
 
 from calcore.calibrators.per_slice import MIN_FIT_ROWS, PerSliceCalibrator
 from calcore.cli import gates
@@ -859,7 +860,7 @@ def _spark_stream(path: str, args, *, split=None, slice_columns=None):
             "NPZ files without --engine spark (the embedded engine)."
         )
     # Parquet only: no size budget, and no decimal mark (a CSV's option)
-    options = _load_options(args)
+    options = replace(_load_options(args, slice_columns=slice_columns), decimal=".")
     spark = calcore.spark.session(master=args.master, remote=args.remote)
     try:
         df = spark.read.parquet(*[os.path.abspath(f) for f in files])
@@ -867,19 +868,7 @@ def _spark_stream(path: str, args, *, split=None, slice_columns=None):
         from calcore.spark._apply import spark_error
 
         raise spark_error(exc, path) from None
-    return from_spark(
-        df,
-        label_column=options.label_column,
-        scores=options.scores,
-        split_column=options.split_column,
-        split=split,
-        renormalize=options.renormalize,
-        percent=options.percent,
-        positive_class=options.positive_class,
-        weight_column=options.weight_column,
-        slice_columns=slice_columns,
-        name=path,
-    )
+    return from_spark(df, split=split, name=path, options=options)
 
 
 def _stream(path: str, args, *, split=None, slice_columns=None):

@@ -1,8 +1,9 @@
 """How to read a source's columns: :class:`LoadOptions`, shared by every front door.
 
-:func:`calcore.load_predictions`, :func:`calcore.load_splits`, :func:`calcore.scan` and
-:func:`calcore.inspect_table` take the same options, either as keyword arguments or as
-one ``options=LoadOptions(...)``; inside calcore only the object travels. Each option is
+:func:`calcore.load_predictions`, :func:`calcore.load_splits`, :func:`calcore.scan`,
+:func:`calcore.inspect_table` and :func:`calcore.from_spark` take the same options, either
+as keyword arguments or as one ``options=LoadOptions(...)``; inside calcore only the
+object travels. Each option is
 checked once, when the object is made, with the messages the loaders always gave.
 """
 

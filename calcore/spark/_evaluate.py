@@ -54,6 +54,7 @@ import numpy as np
 
 from calcore.foundation.errors import CalcoreError, quoted
 from calcore.foundation.validation import frozen_array
+from calcore.io.options import LoadOptions
 from calcore.io.stream import PredictionStream
 
 __all__ = ["from_spark", "SparkStream", "SparkEngine", "task_states", "SOURCE_NAME"]
@@ -197,7 +198,6 @@ def _task_batches(plan: dict, batches, seen: dict):
     from calcore.io._columns import Roles
     from calcore.io._readers import arrow_raw_table
     from calcore.io._rows import BatchRules, validated_rows
-    from calcore.io.options import LoadOptions
 
     fields = Roles.__dataclass_fields__
     roles = SimpleNamespace(
@@ -602,6 +602,7 @@ def from_spark(
     percent: bool = False,
     renormalize: bool = False,
     name: str | None = None,
+    options: LoadOptions | None = None,
 ) -> SparkStream:
     """A Spark DataFrame of predictions as a source for :func:`calcore.evaluate` and
     :func:`calcore.evaluate_by`, whose passes run as Spark jobs.
@@ -633,6 +634,10 @@ renormalize :
     name : str, optional
         How the source is named in messages (default: the first input file's folder, or
         ``"Spark DataFrame"``).
+    options : calcore.LoadOptions, optional
+        The reading options as one object, as :func:`calcore.scan` takes them, instead of
+        the keywords above (both given: TypeError). Its ``decimal`` must stay ``"."``: a
+        DataFrame's numbers are typed, a decimal mark is a CSV's.
 
     Returns
     -------
@@ -656,7 +661,7 @@ renormalize :
     from calcore.io._columns import detect_roles, pick_weight
     from calcore.io._detect import checked_slice_columns
     from calcore.io._labels import class_labels
-    from calcore.io.options import LoadOptions, check_split
+    from calcore.io.options import check_split, options_from
     from calcore.io.stream import scan_notes
     from calcore.spark._apply import decide_scores_kind, numeric_columns, spark_error
     from calcore.spark._positions import (
@@ -668,9 +673,20 @@ renormalize :
         with_split_positions,
     )
 
-    LoadOptions(scores=scores, percent=percent)  # the checks of load_predictions
+    options = options_from(options, "from_spark", locals())  # checked as every loader does
+    if options.decimal != ".":
+        raise CalcoreError(
+            f"from_spark: decimal={options.decimal!r} is for CSV text; a DataFrame's numbers "
+            "are typed. Leave decimal out of the LoadOptions."
+        )
+    label_column, score_columns, split_column = (
+        options.label_column, options.score_columns, options.split_column,
+    )  # fmt: skip
+    weight_column, scores, positive_class = (
+        options.weight_column, options.scores, options.positive_class,
+    )  # fmt: skip
+    percent, renormalize, named = options.percent, options.renormalize, options.slice_columns
     check_split(split)
-    named = (slice_columns,) if isinstance(slice_columns, str) else tuple(slice_columns or ())
     try:
         files = [] if row_key is not None else df.inputFiles()
     except Exception:
@@ -728,17 +744,7 @@ renormalize :
     named_offsets = None
     if offsets:
         named_offsets = sorted((o, local_path(f)) for f, o in offsets.items())
-    options = LoadOptions(
-        label_column=label_column,
-        scores=scores,
-        split_column=split_column,
-        renormalize=renormalize,
-        positive_class=positive_class,
-        score_columns=score_columns,
-        weight_column=weight_column,
-        percent=percent,
-        slice_columns=named,
-    )
+    options = replace(options, slice_columns=named)  # as checked against the columns
     stream = SparkStream(
         source,
         tuple(local_path(f) for f in files),

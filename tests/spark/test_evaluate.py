@@ -106,6 +106,20 @@ def test_equal_mass_bins_are_exact_whatever_the_partitioning(spark, folder):
     _same_reports(emb, got, "equal-mass")
 
 
+def test_load_options_are_one_object_as_for_scan(spark, folder):
+    """from_spark takes options=LoadOptions(...) as scan does: the same source as the
+    keywords, and the same refusals (both at once; a CSV's decimal mark)."""
+    options = calcore.LoadOptions(weight_column=False, split_column="split")
+    emb = calcore.evaluate(calcore.scan(folder, options=options, split="test"), bins=8)
+    src = calcore.from_spark(_read(spark, folder), options=options, split="test")
+    assert src.weight_column is None and src.class_names == ("c0", "c1", "c2", "c3")
+    _same_reports(emb, calcore.evaluate(src, bins=8), "options=")
+    with pytest.raises(TypeError, match="not both"):
+        calcore.from_spark(_read(spark, folder), options=options, weight_column="weight")
+    with pytest.raises(calcore.CalcoreError, match="decimal=','.*typed"):
+        calcore.from_spark(_read(spark, folder), options=calcore.LoadOptions(decimal=","))
+
+
 def test_binary_positions_and_metrics_by_file_order(spark, tmp_path):
     write_parts(str(tmp_path), binary(6_000, seed=2), [1_000, 5_000])
     emb = calcore.evaluate(calcore.scan(str(tmp_path)), n_resamples=20, seed=1)
