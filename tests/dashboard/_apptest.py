@@ -6,9 +6,14 @@ Import ``fresh_streamlit_caches`` into a test module to make it autouse there.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import streamlit as st
+
+#: The repository (tests/dashboard/ is two levels below it), and the page's entry script.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+APP = REPO_ROOT / "dashboard" / "app.py"
 
 
 @pytest.fixture(autouse=True)

@@ -10,14 +10,13 @@ from __future__ import annotations
 import io
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")  # the calcore-only install has no dashboard extra
 
-from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
+from _apptest import APP, assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
 from _plotly_json import panel_runs, plotly_array
 from streamlit.testing.v1 import AppTest
 
@@ -28,7 +27,6 @@ from dashboard.calibration.samples import DEFAULT_SAMPLE, SAMPLES
 from dashboard.calibration.state import VIEWS
 from dashboard.figures import small_multiples
 
-APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 TIMEOUT = 120
 
 

@@ -16,13 +16,12 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from _apptest import fresh_streamlit_caches, unescape_markdown  # noqa: F401
+from _apptest import APP, fresh_streamlit_caches, unescape_markdown  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
 from dashboard.calibration import controls
 
 BAD = Path(__file__).resolve().parents[2] / "data" / "bad"
-APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 MANIFEST = [e for e in json.loads((BAD / "MANIFEST.json").read_text()) if not e["options"]]
 MIME = {".csv": "text/csv", ".tsv": "text/tab-separated-values"}
 #: What the page says instead of calcore's option hints (dashboard.calibration.messages):

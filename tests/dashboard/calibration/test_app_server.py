@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
 
-from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
+from _apptest import APP, assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
 from _plotly_json import plotly_array
 from streamlit.testing.v1 import AppTest
 
@@ -27,7 +26,6 @@ from dashboard.calibration import compute, server_datasets
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.views import slices
 
-APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 N_ROWS, N_SAMPLE = 60_000, 20_000
 NAME = "clicks.parquet"
 

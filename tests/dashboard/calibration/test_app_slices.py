@@ -7,14 +7,13 @@ independently of the app; the page must show exactly them, in calcore's order.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
 
-from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
+from _apptest import APP, assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
 from _plotly_json import plotly_array
 from streamlit.testing.v1 import AppTest
 
@@ -23,7 +22,6 @@ from dashboard.calibration import compute, controls
 from dashboard.calibration.samples import SAMPLES
 from dashboard.calibration.views import slices as slices_view
 
-APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 CREDIT = "credit-default-logreg"
 
 

@@ -4,18 +4,14 @@ traceback; a method the data cannot take is named with the reason, not dropped s
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("streamlit")  # the calcore-only install has no dashboard extra
 
-from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
+from _apptest import APP, assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
 from dashboard.calibration.state import MethodChoice, parse_method
-
-APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 
 
 @pytest.mark.parametrize(

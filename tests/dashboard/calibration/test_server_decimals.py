@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
+from _apptest import APP, assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
 import calcore
@@ -20,7 +20,6 @@ from dashboard.calibration.datadir import DataDirectory
 from dashboard.calibration.decimals import dataset_decimal_key
 from dashboard.calibration.messages import DATASET_FIXES, DECIMAL_LABEL
 
-APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 CLASSES = ("cat", "dog", "eel")
 
 

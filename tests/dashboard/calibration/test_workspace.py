@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from _apptest import assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
+from _apptest import APP, REPO_ROOT, assert_clean, fresh_streamlit_caches, unescape_markdown  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
 import calcore
@@ -29,7 +29,6 @@ from dashboard.calibration import controls, workspace
 from dashboard.calibration.state import Settings, settings_from_query, settings_to_query
 from dashboard.calibration.workspace import NOT_FOUND, Workspace, workspace_from_env
 
-APP = Path(__file__).resolve().parents[3] / "dashboard" / "app.py"
 CSV = b"label,p_a,p_b\na,0.9,0.1\nb,0.3,0.7\nb,0.6,0.4\na,0.8,0.2\n"
 
 
@@ -356,7 +355,7 @@ def test_temporaries_of_a_killed_keep_are_swept_at_start_and_live_ones_are_not(t
     ws = Workspace(tmp_path)
     killed = subprocess.Popen(
         [sys.executable, "-c", _HOLD_A_TEMPORARY, str(tmp_path / "blobs")],
-        stdout=subprocess.PIPE, cwd=Path(__file__).resolve().parents[3],
+        stdout=subprocess.PIPE, cwd=REPO_ROOT,
     )  # fmt: skip
     assert killed.stdout.readline().strip() == b"writing"
     killed.send_signal(signal.SIGKILL)  # kill -9: no clean-up ran
