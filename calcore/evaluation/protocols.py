@@ -19,7 +19,7 @@ from calcore.calibrators import Calibrator, make_calibrator
 from calcore.diagnostics.validity import ValidityCurve, validity_curves_once
 from calcore.evaluation.bootstrap import Interval
 from calcore.evaluation.evaluator import evaluate
-from calcore.foundation.deprecation import renamed_keywords
+from calcore.foundation.deprecation import renamed_function, renamed_keywords
 from calcore.foundation.errors import CalcoreError, CalcoreWarning
 from calcore.foundation.limits import N_REPEATS, N_RESAMPLES
 from calcore.foundation.validation import freeze_fields, refuse_weights
@@ -66,16 +66,10 @@ def _check_same_classes(calib: Predictions, test: Predictions) -> None:
         )
 
 
-def concatenate(parts) -> Predictions:
-    """Deprecated: :func:`calcore.predictions.concat`, the one join of rows (this name
-    works for one release, with a :class:`DeprecationWarning`)."""
-    warnings.warn(
-        "calcore.evaluation.concatenate is deprecated: use calcore.predictions.concat "
-        "(the old name goes in the next release).",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return concat(parts)
+#: Deprecated for one release: calcore.predictions.concat is the one join of rows.
+concatenate = renamed_function(
+    "calcore.evaluation.concatenate", "calcore.predictions.concat", concat
+)
 
 
 def random_split(

@@ -1,10 +1,11 @@
 """Renamed names that keep working for one release, with a :class:`DeprecationWarning`.
 
 calcore's own helpers for its renames (issue 36): a keyword argument
-(:func:`renamed_keywords`), a result's attribute (:func:`renamed_attribute`) and a module
-path (:func:`renamed_module`). Each warning names the new name, and the old one goes in
-the next release. Moved modules, whose old path gives the module at the new path itself,
-are in ``calcore._deprecated_paths`` (one table, at the top of the package).
+(:func:`renamed_keywords`), a result's attribute (:func:`renamed_attribute`), a function
+(:func:`renamed_function`) and a module path (:func:`renamed_module`). Each warning names
+the new name, and the old one goes in the next release. Moved modules, whose old path
+gives the module at the new path itself, are in ``calcore._deprecated_paths`` (one table,
+at the top of the package).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import types
 import warnings
 
-__all__ = ["renamed_keywords", "renamed_attribute", "renamed_module"]
+__all__ = ["renamed_keywords", "renamed_attribute", "renamed_function", "renamed_module"]
 
 
 def renamed_keywords(**new_of_old: str):
@@ -114,6 +115,46 @@ def renamed_attribute(new: str, old: str) -> property:
         return getattr(self, new)
 
     return property(read, doc=f"Deprecated name of :attr:`{new}` (one release).")
+
+
+def renamed_function(old: str, new: str, function):
+    """The function ``function`` under its old public name ``old``, for one release: each
+    call warns, naming ``new``, then runs ``function`` unchanged.
+
+    Parameters
+    ----------
+    old, new : str
+        The old and new public names, as a user imports them (``"calcore.io.stream.x"``).
+    function : callable
+        What the old name now calls.
+
+    Returns
+    -------
+    callable
+
+    Examples
+    --------
+    >>> import warnings
+    >>> old_sum = renamed_function("calcore._old_sum_example", "builtins.sum", sum)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     old_sum([1, 2])
+    3
+    >>> print(caught[0].message)  # doctest: +ELLIPSIS
+    calcore._old_sum_example is deprecated: use builtins.sum (the old name goes in ...
+    """
+
+    @functools.wraps(function)
+    def with_old_name(*args, **kwargs):
+        warnings.warn(
+            f"{old} is deprecated: use {new} (the old name goes in the next release).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return function(*args, **kwargs)
+
+    with_old_name.__doc__ = f"Deprecated name of :func:`{new}` (one release)."
+    return with_old_name
 
 
 def renamed_module(

@@ -36,12 +36,12 @@ beyond one batch.
 from __future__ import annotations
 
 import os
-import warnings
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from calcore.foundation.deprecation import renamed_function
 from calcore.foundation.errors import CalcoreError
 from calcore.foundation.limits import ROWS
 from calcore.foundation.tuning import DEFAULT_BATCH_ROWS, MAX_BATCH_VALUES, MAX_KEPT_CELLS
@@ -704,13 +704,7 @@ def _display(source, files) -> str:
     return os.fspath(source) if len(files) > 1 else os.path.basename(files[0])
 
 
-def concatenate_batches(parts: list) -> Predictions:
-    """Deprecated: :func:`calcore.predictions.concat`, the one join of rows (this name
-    works for one release, with a :class:`DeprecationWarning`)."""
-    warnings.warn(
-        "calcore.io.stream.concatenate_batches is deprecated: use "
-        "calcore.predictions.concat (the old name goes in the next release).",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return concat(parts)
+#: Deprecated for one release: calcore.predictions.concat is the one join of rows.
+concatenate_batches = renamed_function(
+    "calcore.io.stream.concatenate_batches", "calcore.predictions.concat", concat
+)
