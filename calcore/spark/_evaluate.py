@@ -679,13 +679,6 @@ renormalize :
             f"from_spark: decimal={options.decimal!r} is for CSV text; a DataFrame's numbers "
             "are typed. Leave decimal out of the LoadOptions."
         )
-    label_column, score_columns, split_column = (
-        options.label_column, options.score_columns, options.split_column,
-    )  # fmt: skip
-    weight_column, scores, positive_class = (
-        options.weight_column, options.scores, options.positive_class,
-    )  # fmt: skip
-    percent, renormalize, named = options.percent, options.renormalize, options.slice_columns
     check_split(split)
     try:
         files = [] if row_key is not None else df.inputFiles()
@@ -695,18 +688,19 @@ renormalize :
     try:
         ours = (POSITION_COLUMN, SPLIT_POSITION_COLUMN)
         columns = tuple(c for c in df.columns if c not in ours)
-        weight = pick_weight(columns, weight_column, source)
+        weight = pick_weight(columns, options.weight_column, source)
         named = checked_slice_columns(
-            named, columns, weight, source, label_column=label_column, split_column=split_column
+            options.slice_columns, columns, weight, source,
+            label_column=options.label_column, split_column=options.split_column,
         )
         roles = detect_roles(
             tuple(c for c in columns if c != weight and c not in named),
             source=source,
             is_numeric=numeric_columns(df),
-            label_column=label_column,
-            split_column=split_column,
-            score_columns=score_columns,
-            scores_kind=scores,
+            label_column=options.label_column,
+            split_column=options.split_column,
+            score_columns=options.score_columns,
+            scores_kind=options.scores,
         )
         if roles.problems:
             raise CalcoreError.from_advice(roles.problems[0])
@@ -724,7 +718,9 @@ renormalize :
         if split is not None and row_key is None and files:
             positioned = with_split_positions(positioned, selected, files=files)
             split_position = SPLIT_POSITION_COLUMN
-        decided = decide_scores_kind(df, roles, scores, percent, source, with_reason=True)
+        decided = decide_scores_kind(
+            df, roles, options.scores, options.percent, source, with_reason=True
+        )
         binary = len(roles.scores) == 1 and len(roles.class_names) < 2
         if class_names is not None:
             names = tuple(map(str, class_names))
@@ -734,7 +730,7 @@ renormalize :
                 distinct,
                 roles.class_names,
                 binary=binary,
-                positive_class=positive_class,
+                positive_class=options.positive_class,
                 ctx=InputContext(source),
             )
     except CalcoreError:
@@ -758,7 +754,7 @@ renormalize :
         rows_estimated=True,
         slice_columns=named,
         scores_kind=decided[0],
-        notes=scan_notes(source, roles, tuple(decided), percent=percent, kept=named),
+        notes=scan_notes(source, roles, tuple(decided), percent=options.percent, kept=named),
         family="spark",
         binary=binary,
         classes_settled=True,
