@@ -348,7 +348,16 @@ class SlicedReport:
         if stand:
             top = stand[0]
             value = top.report.metrics.get(self.rank_metric)
-            words = f"{top.label} stands out: {label} {value:.3f} against {overall_words} overall"
+            if overall is not None and value < overall:
+                # what stands out is its departure from the model's curve, not its size
+                words = (
+                    f"{top.label} stands out although its {label}, {value:.3f}, is below the "
+                    f"{overall_words} overall"
+                )
+            else:
+                words = (
+                    f"{top.label} stands out: {label} {value:.3f} against {overall_words} overall"
+                )
             if top.direction:
                 what = "observed rate" if top.view == "positive" else "accuracy"
                 against = "predicted" if top.view == "positive" else "confidence"

@@ -362,3 +362,26 @@ def test_z_beyond_the_model_equals_the_slices_of_its_own_isotonic_curve():
     # ordinary segments share the model's over-confidence only: within noise after its curve
     ordinary = [s for s in sliced.slices if s.label != "f" and s.tested]
     assert all(s.beyond_q > 0.05 for s in ordinary)
+
+
+def test_a_standout_below_the_overall_error_is_said_to_stand_out_although_lower():
+    """Over-confident segments a and c and an under-confident b: b's own ECE is below the
+    model's, yet it departs most from the model's curve (the other way). The headline
+    must not read as if 0.05 "against" 0.07 were the problem."""
+    rng = np.random.default_rng(3)
+    segment = np.repeat(["a", "b", "c"], 3000)
+    truth = rng.uniform(0.05, 0.95, segment.size)
+    y = (rng.random(segment.size) < truth).astype(int)
+    logit = np.log(truth / (1 - truth))
+    score = 1 / (1 + np.exp(-np.where(segment == "b", 0.7, 2.2) * logit))
+    preds = calcore.Predictions.from_probs(np.column_stack([1 - score, score]), y)
+    sliced = calcore.evaluate_by(preds.with_metadata({"segment": segment}), "segment",
+                                 n_resamples=99, seed=1)  # fmt: skip
+    top = sliced.standouts()[0]
+    value, overall = (r.metrics[sliced.rank_metric] for r in (top.report, sliced.overall))
+    assert top.label == "b" and value < overall
+    words = sliced.headline()
+    assert words.startswith(
+        f"b stands out although its ECE (class 1), {value:.3f}, is below the {overall:.3f} overall"
+    )
+    assert "noise SDs beyond the model's own calibration curve" in words
