@@ -354,16 +354,18 @@ class SlicedReport:
                     f"{top.label} stands out although its {label}, {value:.3f}, is below the "
                     f"{overall_words} overall"
                 )
+                before_direction = "; it is "
             else:
                 words = (
                     f"{top.label} stands out: {label} {value:.3f} against {overall_words} overall"
                 )
+                before_direction = ", "
             if top.direction:
                 what = "observed rate" if top.view == "positive" else "accuracy"
                 against = "predicted" if top.view == "positive" else "confidence"
                 words += (
-                    f", {top.direction} ({what} {top.observed:.3g} against {against} "
-                    f"{top.expected:.3g})"
+                    f"{before_direction}{top.direction} ({what} {top.observed:.3g} against "
+                    f"{against} {top.expected:.3g})"
                 )
             if np.isfinite(top.beyond_q):
                 words += (
